@@ -1,0 +1,54 @@
+"""council: a multi-model LLM council orchestrator.
+
+The public surface is imported lazily so ``import council`` (and ``council --help``)
+stays fast; nothing here configures logging or touches the network.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "Council": "council.api",
+    "SessionResult": "council.results",
+    "SessionEvent": "council.session",
+    "Candidate": "council.session",
+    "Consensus": "council.consensus",
+    "load_config": "council.config",
+    "CouncilError": "council.errors",
+    "UsageError": "council.errors",
+    "ConfigError": "council.errors",
+    "InputError": "council.errors",
+    "CouncilFailure": "council.errors",
+    "QuorumError": "council.errors",
+    "ProviderError": "council.errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from council.api import Council
+    from council.config import load_config
+    from council.consensus import Consensus
+    from council.errors import (
+        ConfigError,
+        CouncilError,
+        CouncilFailure,
+        InputError,
+        ProviderError,
+        QuorumError,
+        UsageError,
+    )
+    from council.results import SessionResult
+    from council.session import Candidate, SessionEvent
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'council' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

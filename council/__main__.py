@@ -1,0 +1,3 @@
+from council.cli.main import main
+
+main()

@@ -1,0 +1,127 @@
+"""The public Python API: ``Council``.
+
+    council = Council.from_config("council.toml")      # or a dict, or None for the default
+    result = await council.run("question")              # SessionResult
+    async for event in council.stream("question"): ...   # progress events, then the result
+    await council.aclose()
+
+No global state: each Council owns its model clients (and so its concurrency and
+rate limits, shared by all of its sessions) and its store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from council.config import LoadedConfig, ResolvedCouncil, load_config, resolve_council
+from council.providers.client import ModelClient, RetryPolicy
+from council.providers.registry import make_api
+from council.results import SessionResult
+from council.session import Candidate, EventSink, SessionEvent, SessionRunner
+from council.storage.store import Store
+
+
+class Council:
+    def __init__(
+        self,
+        loaded: LoadedConfig,
+        *,
+        council: str | None = None,
+        store: Store | None | bool = True,
+        env: Mapping[str, str] | None = None,
+        retry: RetryPolicy | None = None,
+        client_pool: dict[str, ModelClient] | None = None,
+    ) -> None:
+        """``client_pool``: model clients shared with other councils (one limit per model alias)."""
+        self.loaded = loaded
+        self.resolved: ResolvedCouncil = resolve_council(loaded, council, env)
+        self._store: Store | None = Store.open() if store is True else (store or None)
+        self._owns_store = store is True
+        self.clients: dict[str, ModelClient] = client_pool if client_pool is not None else {}
+        r = self.resolved
+        for m in [*r.members, *r.reviewers, *(x for x in (r.chairman, r.fallback_chairman) if x)]:
+            if m.id not in self.clients:
+                self.clients[m.id] = ModelClient(m, make_api(m), retry=retry)
+        self.runner = SessionRunner(self.resolved, self.clients, self._store)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: str | Path | dict[str, Any] | None = None,
+        *,
+        council: str | None = None,
+        store: Store | None | bool = True,
+        env: Mapping[str, str] | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> Council:
+        """``config``: a TOML path, a dict in the same shape, or None (env / home / offline default)."""
+        return cls(load_config(config, env), council=council, store=store, env=env, retry=retry)
+
+    @property
+    def name(self) -> str:
+        return self.resolved.name
+
+    @property
+    def store(self) -> Store | None:
+        return self._store
+
+    async def run(
+        self,
+        question: str,
+        *,
+        history: Sequence[dict[str, str]] | None = None,
+        seed: int | None = None,
+        candidates: Sequence[Candidate] | None = None,
+        synthesis: bool = True,
+        on_event: EventSink | None = None,
+    ) -> SessionResult:
+        return await self.runner.run(
+            question, seed=seed, history=history or (), candidates=candidates, synthesis=synthesis, on_event=on_event
+        )
+
+    def run_sync(self, question: str, **kwargs: Any) -> SessionResult:
+        """Blocking wrapper (not from inside a running event loop); closes HTTP clients after."""
+
+        async def _go() -> SessionResult:
+            try:
+                return await self.run(question, **kwargs)
+            finally:
+                await self.aclose_clients()
+
+        return asyncio.run(_go())
+
+    async def stream(self, question: str, **kwargs: Any) -> AsyncIterator[SessionEvent | SessionResult]:
+        """Yield progress events as they happen, then the SessionResult last."""
+        queue: asyncio.Queue[SessionEvent] = asyncio.Queue()
+        task = asyncio.create_task(self.run(question, on_event=queue.put_nowait, **kwargs))
+        try:
+            while not task.done() or not queue.empty():
+                getter = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+                if getter in done:
+                    yield getter.result()
+                else:
+                    getter.cancel()
+            yield task.result()
+        finally:
+            if not task.done():
+                task.cancel()
+
+    async def aclose_clients(self) -> None:
+        for client in self.clients.values():
+            await client.aclose()
+
+    async def aclose(self) -> None:
+        await self.aclose_clients()
+        if self._owns_store and self._store is not None:
+            self._store.close()
+            self._store = None
+
+    async def __aenter__(self) -> Council:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,89 @@
+"""The ``council`` command. Each command: parse → validate → one library call → render.
+
+Startup stays light: command modules import only click and the small pure modules;
+LiteLLM and other heavy dependencies are imported on the code path that calls a model.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+
+from council import __version__
+
+_COMMANDS = {
+    "run": ("council.cli.run", "run"),
+    "sessions": ("council.cli.sessions", "sessions"),
+    "bias-report": ("council.cli.bias_report", "bias_report"),
+    "export": ("council.cli.export", "export"),
+    "compare": ("council.cli.judge", "compare"),
+    "grade": ("council.cli.judge", "grade"),
+    "batch": ("council.cli.batch", "batch"),
+    "serve": ("council.cli.serve", "serve"),
+}
+
+
+class LazyGroup(click.Group):
+    """Imports a command's module only when that command (or its help) is used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in _COMMANDS if self._available(name)]
+
+    def _available(self, name: str) -> bool:
+        import importlib.util
+
+        return importlib.util.find_spec(_COMMANDS[name][0]) is not None
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = _COMMANDS.get(name)
+        if target is None or not self._available(name):
+            return None
+        import importlib
+
+        return getattr(importlib.import_module(target[0]), target[1])
+
+
+class CouncilGroup(LazyGroup):
+    def invoke(self, ctx: click.Context) -> Any:
+        from council.errors import CouncilError
+
+        try:
+            return super().invoke(ctx)
+        except CouncilError as exc:
+            if ctx.obj and ctx.obj.get("debug"):
+                raise
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            ctx.exit(130)
+
+
+@click.group(cls=CouncilGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="council")
+@click.option("--debug", is_flag=True, envvar="COUNCIL_DEBUG", help="Show full tracebacks and debug logs.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """A multi-model LLM council: answers, shuffled anonymous peer review, consensus by
+    rankings, a chairman's synthesis, and privacy-safe bias records.
+
+    With no configuration it runs on a small offline default. Data lives in
+    $COUNCIL_HOME (database council.db, optional council.toml).
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+    from council.logs import configure_logging
+
+    configure_logging(debug=debug)
+
+
+def main() -> None:
+    # Exit codes: 0 ok, 1 council/judging failure, 2 bad usage or input (click uses 2 too).
+    try:
+        cli(prog_name="council")
+    except KeyboardInterrupt:  # pragma: no cover - raised outside click's handling
+        sys.stderr.write("interrupted\n")
+        os._exit(130)

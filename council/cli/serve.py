@@ -1,0 +1,30 @@
+"""``council serve``: the OpenAI-compatible HTTP server."""
+
+from __future__ import annotations
+
+import click
+
+from council.errors import UsageError
+
+
+@click.command()
+@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Council TOML file (default as for `council run`).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind. Anything but loopback needs --token.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
+@click.option("--token", envvar="COUNCIL_SERVER_TOKEN", help="Require 'Authorization: Bearer TOKEN' (env COUNCIL_SERVER_TOKEN).")
+@click.option("--max-body-bytes", default=1_000_000, show_default=True, type=click.IntRange(1024))
+def serve(config_path: str | None, host: str, port: int, token: str | None, max_body_bytes: int) -> None:
+    """Serve councils as OpenAI-compatible chat models (model = council name)."""
+    from council.config import load_config, resolve_council
+    from council.server.app import create_app, is_loopback
+
+    if not is_loopback(host) and not token:
+        raise UsageError(f"refusing to bind {host} without --token: anything but loopback needs a bearer token")
+    loaded = load_config(config_path)
+    for name in loaded.config.councils:  # fail now, not on the first request
+        resolve_council(loaded, name)
+    import uvicorn
+
+    app = create_app(loaded, token=token, max_body_bytes=max_body_bytes)
+    click.echo(f"council serve: http://{host}:{port}/v1  councils: {', '.join(sorted(loaded.config.councils))}", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)

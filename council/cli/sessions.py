@@ -1,0 +1,59 @@
+"""``council sessions list|show ID`` — reads the database only (no model SDKs)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.group()
+def sessions() -> None:
+    """List and inspect saved sessions."""
+
+
+@sessions.command("list")
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1))
+@click.option("--since", help="Only sessions created on or after this ISO date.")
+@click.option("--council", "council_name", help="Only this council.")
+@click.option("--json", "as_json", is_flag=True)
+def list_sessions(limit: int, since: str | None, council_name: str | None, as_json: bool) -> None:
+    """The most recent sessions, newest first."""
+    from council.storage import Store
+
+    rows = Store.open().list_sessions(limit=limit, since=since, council=council_name)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    from rich.table import Table
+
+    from council.cli.render import out
+
+    table = Table()
+    for col in ("id", "created", "status", "kind", "council", "question"):
+        table.add_column(col)
+    for r in rows:
+        q = r["question"] or "(not stored)"
+        table.add_row(r["id"][:8], r["created_at"][:19], r["status"], r["kind"] or "", r["council"] or "", q[:60])
+    out.print(table)
+
+
+@sessions.command("show")
+@click.argument("session_id")
+@click.option("--json", "as_json", is_flag=True)
+def show_session(session_id: str, as_json: bool) -> None:
+    """One session (an id or an unambiguous prefix of one)."""
+    from council.storage import Store
+
+    row = Store.open().get_session(session_id)
+    result = json.loads(row["result"]) if row.get("result") else None
+    if as_json:
+        click.echo(json.dumps(result or {k: v for k, v in row.items() if k != "result"}, indent=2))
+        return
+    if result is None:
+        click.echo(f"session {row['id']}: status {row['status']}" + (f", error: {row['error']}" if row["error"] else ""))
+        return
+    from council.cli.render import render_result
+    from council.results import SessionResult
+
+    render_result(SessionResult.model_validate(result))

@@ -1,0 +1,25 @@
+"""Configuration: the TOML contract, the offline default, and resolution."""
+
+from council.config.loader import (
+    OFFLINE_DEFAULT,
+    LoadedConfig,
+    ResolvedCouncil,
+    ResolvedModel,
+    load_config,
+    resolve_council,
+    resolve_model,
+)
+from council.config.schema import ConfigFile, CouncilSpec, ModelSpec
+
+__all__ = [
+    "OFFLINE_DEFAULT",
+    "ConfigFile",
+    "CouncilSpec",
+    "LoadedConfig",
+    "ModelSpec",
+    "ResolvedCouncil",
+    "ResolvedModel",
+    "load_config",
+    "resolve_council",
+    "resolve_model",
+]

@@ -1,0 +1,91 @@
+"""The TOML config file, as pydantic models (SPEC "Config file — the contract")."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SelfReview = Literal["include", "exclude", "flag"]
+
+
+class _Strict(BaseModel):
+    # Unknown keys are typos more often than not: reject them with the key's name.
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelSpec(_Strict):
+    """``[models.ALIAS]``: how to reach one model."""
+
+    model: str = Field(min_length=1, description="any LiteLLM model string, fake/NAME or local/NAME")
+    api_base: str | None = None
+    api_key_env: str | None = None
+    max_concurrency: int = Field(default=8, ge=1)
+    rpm: int | None = Field(default=None, ge=1)
+    timeout: float = Field(default=120.0, gt=0, description="seconds per call attempt")
+    retries: int = Field(default=3, ge=0, le=10, description="retries on 429/5xx/timeouts, with backoff and jitter")
+    max_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    input_cost_per_token: float | None = Field(default=None, ge=0)
+    output_cost_per_token: float | None = Field(default=None, ge=0)
+
+
+class CouncilSpec(_Strict):
+    """``[councils.NAME]``."""
+
+    members: list[str] = Field(min_length=1)
+    reviewers: list[str] | None = None
+    chairman: str | None = None
+    fallback_chairman: str | None = None
+    scale: tuple[int, int] = (1, 10)
+    self_review: SelfReview = "exclude"
+    quorum: int | None = Field(default=None, ge=1, description="min members that must answer (default: half, rounded up)")
+    review_quorum: int = Field(default=1, ge=1, description="min valid reviews to build a consensus")
+    max_review_attempts: int = Field(default=3, ge=1, le=10, description="1 request + re-requests for invalid output")
+    max_answer_chars: int = Field(default=20_000, ge=100, description="longer answers are truncated, with notice")
+    session_timeout: float | None = Field(default=None, gt=0, description="seconds for the whole session")
+
+    @field_validator("scale")
+    @classmethod
+    def _scale_is_a_range(cls, v: tuple[int, int]) -> tuple[int, int]:
+        lo, hi = v
+        if lo >= hi:
+            raise ValueError(f"scale must be [low, high] with low < high, got [{lo}, {hi}]")
+        if hi - lo > 100:
+            raise ValueError(f"scale [{lo}, {hi}] is too wide (at most 100 steps)")
+        return v
+
+    @field_validator("members", "reviewers")
+    @classmethod
+    def _distinct(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None:
+            dupes = sorted({m for m in v if v.count(m) > 1})
+            if dupes:
+                raise ValueError(f"listed twice: {', '.join(dupes)}")
+        return v
+
+
+class Defaults(_Strict):
+    council: str = "default"
+
+
+class Privacy(_Strict):
+    hash_queries: bool = False
+    store_transcripts: bool = True
+
+
+class ConfigFile(_Strict):
+    """The whole file."""
+
+    defaults: Defaults = Defaults()
+    councils: dict[str, CouncilSpec] = Field(default_factory=dict)
+    models: dict[str, ModelSpec] = Field(default_factory=dict)
+    privacy: Privacy = Privacy()
+
+    @model_validator(mode="after")
+    def _default_council_exists(self) -> ConfigFile:
+        if self.councils and self.defaults.council not in self.councils:
+            raise ValueError(
+                f"defaults.council = {self.defaults.council!r} but there is no [councils.{self.defaults.council}]"
+            )
+        return self

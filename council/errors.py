@@ -1,0 +1,73 @@
+"""The exception tree, in one place.
+
+The CLI maps these to one clear line and an exit code: ``UsageError`` and its
+children exit 2 (bad usage or bad input), ``CouncilFailure`` and its children
+exit 1 (a council or judging failure). Anything else is a bug and shows a traceback
+only with ``--debug``.
+"""
+
+from __future__ import annotations
+
+
+class CouncilError(Exception):
+    """Base class for every error council raises on purpose."""
+
+    exit_code = 1
+
+
+class UsageError(CouncilError):
+    """Bad usage or bad input: exit code 2, nothing written."""
+
+    exit_code = 2
+
+
+class ConfigError(UsageError):
+    """The configuration file or environment is invalid."""
+
+
+class InputError(UsageError):
+    """A question, candidates file, rubric or batch file is unusable."""
+
+
+class NotFoundError(UsageError):
+    """A session, council or rubric that was asked for does not exist."""
+
+
+class PrerequisiteError(UsageError):
+    """An optional dependency needed for this path is not installed."""
+
+
+class CouncilFailure(CouncilError):
+    """The council could not produce a result: exit code 1."""
+
+    exit_code = 1
+
+
+class QuorumError(CouncilFailure):
+    """Too few members or reviewers answered to go on."""
+
+
+class ProviderError(CouncilFailure):
+    """A model call failed; ``message`` carries the provider's own error text."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        model: str = "",
+        status_code: int | None = None,
+        retryable: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.model = model
+        self.status_code = status_code
+        self.retryable = retryable
+
+    def __str__(self) -> str:
+        prefix = f"{self.model}: " if self.model else ""
+        code = f" (HTTP {self.status_code})" if self.status_code else ""
+        return f"{prefix}{self.args[0]}{code}"
+
+
+class InvalidOutputError(CouncilFailure):
+    """A judge's output did not validate after every allowed re-request."""

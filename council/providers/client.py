@@ -1,0 +1,151 @@
+"""The model wrapper: pacing, retries, deadlines and the call log around a backend.
+
+One ``ModelClient`` per configured model, shared by every session of a ``Council``
+(so concurrent sessions share a model's limits). A call is:
+``semaphore (max_concurrency) → rate limiter (rpm) → backend, under a per-attempt
+timeout``, retried with exponential backoff and jitter (tenacity) on 429/5xx/timeouts.
+Every attempt, failed or not, becomes a ``CallRecord`` for the call log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+from pydantic import BaseModel
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+from council.config import ResolvedModel
+from council.errors import ProviderError
+from council.providers.base import ChatRequest, ChatResponse, ModelAPI
+from council.storage.store import utc_now
+
+log = structlog.get_logger("council.providers")
+
+
+class CallRecord(BaseModel):
+    stage: str
+    member: str
+    model: str
+    started_at: str
+    latency_ms: float
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    attempt: int = 1
+    ok: bool = True
+    error: str | None = None
+
+
+CallSink = Callable[[CallRecord], None]
+
+
+class RetryPolicy(BaseModel):
+    """Backoff between retries; how many retries is per model (``[models.X] retries``)."""
+
+    initial_wait: float = 1.0
+    max_wait: float = 30.0
+    jitter: float = 1.0
+
+
+DEFAULT_RETRY = RetryPolicy()
+
+
+def _retryable(exc: BaseException) -> bool:
+    return isinstance(exc, ProviderError) and exc.retryable
+
+
+class ModelClient:
+    def __init__(self, resolved: ResolvedModel, api: ModelAPI, *, retry: RetryPolicy | None = None) -> None:
+        self.resolved = resolved
+        self.api = api
+        self.retry = retry or DEFAULT_RETRY
+        spec = resolved.spec
+        self._semaphore = asyncio.Semaphore(spec.max_concurrency)
+        self._limiter: Any = None
+        if spec.rpm:
+            from aiolimiter import AsyncLimiter
+
+            # rpm as a leaky bucket; bursts up to max_concurrency are allowed.
+            self._limiter = AsyncLimiter(spec.rpm, 60.0)
+
+    @property
+    def id(self) -> str:
+        return self.resolved.id
+
+    @property
+    def model(self) -> str:
+        return self.resolved.model
+
+    def defaults(self) -> dict[str, Any]:
+        spec = self.resolved.spec
+        return {"max_tokens": spec.max_tokens, "temperature": spec.temperature}
+
+    async def _attempt(self, request: ChatRequest, stage: str, attempt: int, sink: CallSink | None) -> ChatResponse:
+        timeout = self.resolved.spec.timeout
+        async with self._semaphore:
+            if self._limiter is not None:
+                await self._limiter.acquire()
+            started = utc_now()
+            t0 = time.perf_counter()
+            try:
+                async with asyncio.timeout(timeout):
+                    response = await self.api.generate(request)
+            except TimeoutError:
+                error: ProviderError = ProviderError(
+                    f"Timeout: no reply within {timeout:g}s", model=self.model, retryable=True
+                )
+            except ProviderError as exc:
+                error = exc
+            else:
+                if sink is not None:
+                    sink(
+                        CallRecord(
+                            stage=stage,
+                            member=self.id,
+                            model=self.model,
+                            started_at=started,
+                            latency_ms=(time.perf_counter() - t0) * 1000,
+                            prompt_tokens=response.prompt_tokens,
+                            completion_tokens=response.completion_tokens,
+                            cost_usd=response.cost_usd,
+                            attempt=attempt,
+                        )
+                    )
+                return response
+            if sink is not None:
+                sink(
+                    CallRecord(
+                        stage=stage,
+                        member=self.id,
+                        model=self.model,
+                        started_at=started,
+                        latency_ms=(time.perf_counter() - t0) * 1000,
+                        attempt=attempt,
+                        ok=False,
+                        error=str(error),
+                    )
+                )
+            log.warning("model call failed", member=self.id, stage=stage, attempt=attempt, error=str(error))
+            raise error
+
+    async def complete(self, request: ChatRequest, *, stage: str, sink: CallSink | None = None) -> ChatResponse:
+        """One logical call: retried on retryable provider errors, then raised as ProviderError."""
+        policy = self.retry
+        attempt = 0
+        async for state in AsyncRetrying(
+            stop=stop_after_attempt(self.resolved.spec.retries + 1),
+            wait=wait_exponential_jitter(initial=policy.initial_wait, max=policy.max_wait, jitter=policy.jitter),
+            retry=retry_if_exception(_retryable),
+            reraise=True,
+        ):
+            with state:
+                attempt += 1
+                return await self._attempt(request, stage, attempt, sink)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def aclose(self) -> None:
+        await self.api.aclose()

@@ -1,0 +1,151 @@
+"""The LiteLLM backend: any model LiteLLM supports, and OpenAI-compatible servers.
+
+LiteLLM is imported on first use only (it costs ~2.5 s), with its network lookups
+at import switched off: the model-cost map and Anthropic beta headers come from the
+copies shipped in the package, so a call never reaches anywhere but the model's host.
+Retries are OFF here (``num_retries=0``, ``max_retries=0``): the one retry layer is
+``ModelClient``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from council.errors import ProviderError
+from council.providers.base import ChatRequest, ChatResponse
+
+_RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+_litellm: Any = None
+
+
+def import_litellm() -> Any:
+    """Import and configure LiteLLM once, offline-safe and quiet."""
+    global _litellm
+    if _litellm is None:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        os.environ.setdefault("LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS", "True")
+        os.environ.setdefault("LITELLM_LOG", "WARNING")
+        import litellm
+
+        litellm.suppress_debug_info = True
+        litellm.telemetry = False
+        litellm.drop_params = True  # a provider that lacks e.g. `seed` ignores it instead of failing
+        _litellm = litellm
+    return _litellm
+
+
+def _uses_openai_protocol(model: str, api_base: str | None) -> bool:
+    return model.startswith(("openai/", "hosted_vllm/", "lm_studio/", "llamafile/")) and api_base is not None
+
+
+def provider_error(exc: BaseException, model: str) -> ProviderError:
+    """Keep the provider's own message and status; decide whether a retry can help."""
+    status = getattr(exc, "status_code", None)
+    name = type(exc).__name__
+    message = getattr(exc, "message", None) or str(exc) or name
+    message = " ".join(str(message).split())[:500]
+    retryable = (
+        status in _RETRYABLE_STATUS
+        or name in {"Timeout", "APIConnectionError", "ServiceUnavailableError", "InternalServerError", "RateLimitError"}
+    )
+    return ProviderError(f"{name}: {message}", model=model, status_code=status, retryable=retryable)
+
+
+class LiteLLMAPI:
+    """One model reached through ``litellm.acompletion``."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        input_cost_per_token: float | None = None,
+        output_cost_per_token: float | None = None,
+    ) -> None:
+        self.model = model
+        self.api_base = api_base
+        self.api_key = api_key
+        self.timeout = timeout
+        self.input_cost_per_token = input_cost_per_token
+        self.output_cost_per_token = output_cost_per_token
+
+    def _response_format(self, request: ChatRequest, litellm: Any) -> dict[str, Any] | None:
+        if request.json_schema is None:
+            return None
+        native = _uses_openai_protocol(self.model, self.api_base)
+        if not native:
+            try:
+                native = bool(litellm.supports_response_schema(model=self.model))
+            except Exception:  # unknown model: fall back to prompt + parse
+                native = False
+        if not native:
+            return None  # the prompt carries the schema; the reply is parsed and validated
+        return {
+            "type": "json_schema",
+            "json_schema": {
+                "name": request.schema_name or "reply",
+                "schema": request.json_schema,
+                "strict": False,  # strict mode rejects keywords we rely on (uniqueItems, minLength)
+            },
+        }
+
+    async def generate(self, request: ChatRequest) -> ChatResponse:
+        litellm = import_litellm()
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": request.messages,
+            "timeout": self.timeout,
+            "num_retries": 0,
+            "max_retries": 0,
+        }
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        elif _uses_openai_protocol(self.model, self.api_base):
+            kwargs["api_key"] = "unused"  # local OpenAI-compatible servers need no key, the SDK wants one
+        for name in ("max_tokens", "temperature", "seed"):
+            value = getattr(request, name)
+            if value is not None:
+                kwargs[name] = value
+        response_format = self._response_format(request, litellm)
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        try:
+            response = await litellm.acompletion(**kwargs)
+        except Exception as exc:
+            raise provider_error(exc, self.model) from exc
+        choice = response.choices[0]
+        text = choice.message.content or ""
+        usage = getattr(response, "usage", None)
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        return ChatResponse(
+            text=text,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost_usd=self._cost(response, prompt_tokens, completion_tokens),
+            provider_model=getattr(response, "model", None),
+        )
+
+    def _cost(self, response: Any, prompt_tokens: int, completion_tokens: int) -> float | None:
+        if self.input_cost_per_token is not None or self.output_cost_per_token is not None:
+            return prompt_tokens * (self.input_cost_per_token or 0.0) + completion_tokens * (
+                self.output_cost_per_token or 0.0
+            )
+        hidden = getattr(response, "_hidden_params", None) or {}
+        cost = hidden.get("response_cost")
+        return float(cost) if cost is not None else None  # unknown price: None, never a guess
+
+    async def aclose(self) -> None:
+        if _litellm is None:
+            return
+        try:
+            from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients
+
+            await close_litellm_async_clients()
+        except Exception:  # cleanup is best effort; it must not mask the session's outcome
+            pass

@@ -1,0 +1,103 @@
+"""Result types of a council session (pydantic; ``model_dump_json()`` is the --json output)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from council.consensus import Consensus
+
+SessionStatus = Literal["running", "complete", "partial", "failed"]
+
+
+class MemberAnswer(BaseModel):
+    member: str
+    model: str
+    status: Literal["ok", "failed", "candidate"]
+    text: str | None = None
+    length_chars: int = 0
+    truncated: bool = False
+    """The answer was longer than ``max_answer_chars`` and was cut for review (the notice is in ``flags``)."""
+    error: str | None = None
+    latency_ms: float | None = None
+
+    @property
+    def usable(self) -> bool:
+        return self.status in ("ok", "candidate") and self.text is not None
+
+
+class Review(BaseModel):
+    reviewer: str
+    model: str
+    display_order: list[str]
+    """Member ids in the order this reviewer saw them (position 0 first)."""
+    labels: dict[str, str]
+    """Anonymous label shown to the reviewer → member id."""
+    valid: bool
+    scores: dict[str, int] = Field(default_factory=dict)
+    reasoning: dict[str, str] = Field(default_factory=dict)
+    ranking: list[str] = Field(default_factory=list)
+    """Member ids, best first."""
+    attempts: int = 0
+    error: str | None = None
+    self_reviewed: bool = False
+    """This reviewer's own answer was among those it reviewed."""
+
+
+class Synthesis(BaseModel):
+    status: Literal["ok", "failed", "skipped"]
+    chairman: str | None = None
+    model: str | None = None
+    text: str | None = None
+    fallback_used: bool = False
+    error: str | None = None
+
+
+class Failure(BaseModel):
+    stage: Literal["answer", "review", "synthesis"]
+    member: str
+    error: str
+
+
+class Usage(BaseModel):
+    calls: int = 0
+    failed_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+    """None when any call's price was unknown (the sum would be a guess)."""
+
+
+class SessionResult(BaseModel):
+    session_id: str
+    council: str
+    status: SessionStatus
+    question: str | None
+    seed: int
+    members: list[str]
+    reviewers: list[str]
+    models: dict[str, str]
+    """Member/reviewer id → model string."""
+    scale: tuple[int, int]
+    self_review: str
+    answers: list[MemberAnswer]
+    reviews: list[Review]
+    consensus: Consensus | None
+    synthesis: Synthesis
+    bias: Any = None
+    """Per-session bias metadata (council.bias.records.SessionBiasMetadata)."""
+    flags: list[str] = Field(default_factory=list)
+    failures: list[Failure] = Field(default_factory=list)
+    partial_reasons: list[str] = Field(default_factory=list)
+    usage: Usage = Usage()
+    offline_default: bool = False
+    notice: str | None = None
+    """Said to the user up front, e.g. that this ran on the small offline default."""
+    config_source: str = ""
+    created_at: str = ""
+    duration_ms: float = 0.0
+
+    @property
+    def answer(self) -> str | None:
+        return self.synthesis.text

@@ -1,0 +1,468 @@
+"""One council session: answers → shuffled anonymous peer review → consensus → synthesis.
+
+This is the one place where pure logic (prompts, schemas, validation, consensus,
+bias statistics) meets I/O (model clients, storage).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import secrets
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from pydantic import BaseModel
+
+from council import prompts
+from council.bias.records import BiasRecord, QueryHasher, session_bias_metadata
+from council.config import ResolvedCouncil, ResolvedModel
+from council.consensus import consensus_ranking
+from council.errors import InputError, ProviderError, QuorumError
+from council.providers.base import ChatRequest
+from council.providers.client import CallRecord, ModelClient
+from council.results import Failure, MemberAnswer, Review, SessionResult, Synthesis, Usage
+from council.schemas import PEER_REVIEW_SCHEMA_NAME, answer_labels, peer_review_model
+from council.storage.store import Store, council_home, utc_now
+from council.validation import validate_output
+
+log = structlog.get_logger("council.session")
+
+BIAS_SCHEMA_VERSION = "1.1.0"
+OFFLINE_NOTICE = (
+    "Ran on the small offline default (two tiny local models: SmolLM2-135M and Gemma-3-270M). "
+    "Their answers and reviews are a smoke test, not a real council. Configure real providers "
+    "in a council.toml (see README: 'Configuring real providers')."
+)
+
+
+class Candidate(BaseModel):
+    """An existing answer to review instead of asking the members (``--candidates``)."""
+
+    id: str
+    text: str
+
+
+class SessionEvent(BaseModel):
+    """Progress for UIs: stage boundaries and each finished call."""
+
+    session_id: str
+    kind: str  # stage | answer | review | consensus | synthesis | done
+    stage: str
+    member: str | None = None
+    ok: bool = True
+    detail: str | None = None
+
+
+EventSink = Callable[[SessionEvent], None]
+
+
+def reviewer_order(seed: int, reviewer_id: str, members: Sequence[str]) -> list[str]:
+    """This reviewer's display order: a shuffle seeded by (session seed, reviewer id).
+
+    Each reviewer's order is independent of the others' and reproducible from the seed.
+    """
+    order = list(members)
+    random.Random(f"{seed}:{reviewer_id}").shuffle(order)
+    return order
+
+
+@dataclass
+class _Run:
+    """Mutable state of one session while it runs."""
+
+    session_id: str
+    council: ResolvedCouncil
+    question: str
+    seed: int
+    history: Sequence[dict[str, str]]
+    on_event: EventSink | None
+    calls: list[CallRecord] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    partial_reasons: list[str] = field(default_factory=list)
+
+    def emit(self, kind: str, stage: str, member: str | None = None, ok: bool = True, detail: str | None = None) -> None:
+        if self.on_event is not None:
+            self.on_event(
+                SessionEvent(session_id=self.session_id, kind=kind, stage=stage, member=member, ok=ok, detail=detail)
+            )
+
+
+class SessionRunner:
+    """Runs sessions of one resolved council over shared model clients and one store."""
+
+    def __init__(self, council: ResolvedCouncil, clients: dict[str, ModelClient], store: Store | None) -> None:
+        self.council = council
+        self.clients = clients
+        self.store = store
+
+    # -- stage 1 -------------------------------------------------------------
+    async def _answer(self, run: _Run, member: ResolvedModel) -> MemberAnswer:
+        client = self.clients[member.id]
+        request = ChatRequest(messages=prompts.member_messages(run.question, run.history), **client.defaults())
+        t0 = time.perf_counter()
+        try:
+            response = await client.complete(request, stage="answer", sink=run.calls.append)
+        except ProviderError as exc:
+            run.emit("answer", "answer", member.id, ok=False, detail=str(exc))
+            return MemberAnswer(member=member.id, model=member.model, status="failed", error=str(exc))
+        text = response.text.strip()
+        latency = (time.perf_counter() - t0) * 1000
+        if not text:
+            error = "empty answer"
+            run.emit("answer", "answer", member.id, ok=False, detail=error)
+            return MemberAnswer(member=member.id, model=member.model, status="failed", error=error, latency_ms=latency)
+        run.emit("answer", "answer", member.id)
+        return MemberAnswer(member=member.id, model=member.model, status="ok", text=text, length_chars=len(text), latency_ms=latency)
+
+    # -- stage 2 -------------------------------------------------------------
+    async def _review(self, run: _Run, reviewer: ResolvedModel, answers: dict[str, MemberAnswer]) -> Review | None:
+        c = self.council
+        candidates = [m for m in answers if not (c.self_review == "exclude" and m == reviewer.id)]
+        if not candidates:
+            return None
+        order = reviewer_order(run.seed, reviewer.id, candidates)
+        labels = answer_labels(len(order))
+        label_to_member = dict(zip(labels, order, strict=True))
+        model = peer_review_model(tuple(labels), c.scale)
+        schema = model.model_json_schema()
+        messages = prompts.review_messages(
+            run.question, [(lab, self._review_text(answers[m])) for lab, m in label_to_member.items()], c.scale, schema
+        )
+        client = self.clients[reviewer.id]
+        review = Review(
+            reviewer=reviewer.id,
+            model=reviewer.model,
+            display_order=order,
+            labels=label_to_member,
+            valid=False,
+            self_reviewed=reviewer.id in order,
+        )
+        problem = None
+        for attempt in range(1, c.max_review_attempts + 1):
+            review.attempts = attempt
+            request = ChatRequest(
+                messages=messages,
+                json_schema=schema,
+                schema_name=PEER_REVIEW_SCHEMA_NAME,
+                seed=run.seed,
+                **client.defaults(),
+            )
+            try:
+                response = await client.complete(request, stage="review", sink=run.calls.append)
+            except ProviderError as exc:
+                review.error = str(exc)
+                run.emit("review", "review", reviewer.id, ok=False, detail=review.error)
+                return review
+            parsed, problem = validate_output(model, response.text)
+            if parsed is not None:
+                evaluations = parsed.evaluations  # type: ignore[attr-defined]
+                review.scores = {label_to_member[lab]: getattr(evaluations, lab).score for lab in labels}
+                review.reasoning = {label_to_member[lab]: getattr(evaluations, lab).reasoning for lab in labels}
+                review.ranking = [label_to_member[lab] for lab in parsed.ranking]  # type: ignore[attr-defined]
+                review.valid = True
+                review.error = None
+                run.emit("review", "review", reviewer.id, detail=f"attempt {attempt}")
+                return review
+            log.info("invalid review output", reviewer=reviewer.id, attempt=attempt, problem=problem)
+            messages = [*messages, {"role": "assistant", "content": response.text[:4000]}, prompts.review_retry_message(problem or "")]
+        review.error = f"invalid output after {c.max_review_attempts} attempts: {problem}"
+        run.emit("review", "review", reviewer.id, ok=False, detail=review.error)
+        return review
+
+    def _review_text(self, answer: MemberAnswer) -> str:
+        assert answer.text is not None
+        limit = self.council.max_answer_chars
+        if len(answer.text) <= limit:
+            return answer.text
+        return answer.text[:limit] + f"\n[… truncated: {len(answer.text) - limit} more characters not shown]"
+
+    # -- stage 3 -------------------------------------------------------------
+    async def _synthesise(self, run: _Run, ranked: list[MemberAnswer]) -> Synthesis:
+        c = self.council
+        labelled = [(label, self._review_text(a)) for label, a in zip(answer_labels(len(ranked)), ranked, strict=True)]
+        messages = prompts.synthesis_messages(run.question, labelled, run.history)
+        errors = []
+        for chair, fallback in ((c.chairman, False), (c.fallback_chairman, True)):
+            if chair is None:
+                continue
+            client = self.clients[chair.id]
+            try:
+                response = await client.complete(
+                    ChatRequest(messages=messages, **client.defaults()), stage="synthesis", sink=run.calls.append
+                )
+            except ProviderError as exc:
+                errors.append(f"{chair.id}: {exc}")
+                run.failures.append(Failure(stage="synthesis", member=chair.id, error=str(exc)))
+                continue
+            if response.text.strip():
+                run.emit("synthesis", "synthesis", chair.id)
+                return Synthesis(status="ok", chairman=chair.id, model=chair.model, text=response.text.strip(), fallback_used=fallback)
+            errors.append(f"{chair.id}: empty answer")
+            run.failures.append(Failure(stage="synthesis", member=chair.id, error="empty answer"))
+        run.emit("synthesis", "synthesis", ok=False, detail="; ".join(errors))
+        return Synthesis(status="failed", error="; ".join(errors) or "no chairman configured")
+
+    # -- the session -----------------------------------------------------------
+    async def run(
+        self,
+        question: str,
+        *,
+        seed: int | None = None,
+        history: Sequence[dict[str, str]] = (),
+        candidates: Sequence[Candidate] | None = None,
+        synthesis: bool = True,
+        on_event: EventSink | None = None,
+    ) -> SessionResult:
+        question = question.strip()
+        if not question:
+            raise InputError("the question is empty")
+        c = self.council
+        if candidates is not None and len(candidates) < 1:
+            raise InputError("the candidates file holds no answers")
+        seed = seed if seed is not None else secrets.randbelow(2**31)
+        run = _Run(session_id=str(uuid.uuid4()), council=c, question=question, seed=seed, history=history, on_event=on_event)
+        hasher = QueryHasher(council_home()) if c.hash_queries else None
+        query_hash = hasher.hash(question) if hasher else None
+        created = utc_now()
+        t0 = time.perf_counter()
+        member_ids = [cand.id for cand in candidates] if candidates is not None else [m.id for m in c.members]
+        if self.store is not None:
+            self.store.begin_session(
+                {
+                    "id": run.session_id,
+                    "kind": "council",
+                    "council": c.name,
+                    "question": question if c.store_transcripts else None,
+                    "query_hash": query_hash,
+                    "seed": seed,
+                    "offline": int(c.offline_default),
+                    "members": _json(member_ids),
+                    "created_at": created,
+                }
+            )
+        result: SessionResult | None = None
+        try:
+            if c.session_timeout:
+                async with asyncio.timeout(c.session_timeout):
+                    result = await self._stages(run, candidates, synthesis, query_hash, created)
+            else:
+                result = await self._stages(run, candidates, synthesis, query_hash, created)
+            result.duration_ms = (time.perf_counter() - t0) * 1000
+            return result
+        except TimeoutError:
+            error = f"the session exceeded its deadline of {c.session_timeout:g}s"
+            self._record_failure(run, error)
+            raise QuorumError(error) from None
+        except QuorumError as exc:
+            self._record_failure(run, str(exc))
+            raise
+        except BaseException as exc:  # Ctrl-C / cancellation / bugs: never leave the row "running"
+            self._record_failure(run, "interrupted" if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt) else f"{type(exc).__name__}: {exc}")
+            raise
+
+    def _record_failure(self, run: _Run, error: str) -> None:
+        if self.store is None:
+            return
+        try:
+            self.store.finish_session(run.session_id, status="failed", result=None, error=error, calls=_call_rows(run))
+        except Exception as exc:  # the original error matters more than a failed write of it
+            log.error("could not record the failed session", session_id=run.session_id, error=str(exc))
+
+    async def _stages(
+        self,
+        run: _Run,
+        candidates: Sequence[Candidate] | None,
+        synthesis: bool,
+        query_hash: str | None,
+        created: str,
+    ) -> SessionResult:
+        c = self.council
+        # Stage 1
+        run.emit("stage", "answer", detail="members answer")
+        if candidates is not None:
+            answers = [
+                MemberAnswer(member=cand.id, model=cand.id, status="candidate", text=cand.text, length_chars=len(cand.text))
+                for cand in candidates
+            ]
+        else:
+            answers = list(await asyncio.gather(*(self._answer(run, m) for m in c.members)))
+        for a in answers:
+            if a.status == "failed":
+                run.failures.append(Failure(stage="answer", member=a.member, error=a.error or "failed"))
+            elif len(a.text or "") > c.max_answer_chars:
+                a.truncated = True
+                run.flags.append(f"answer of {a.member} truncated to {c.max_answer_chars} characters for review")
+        usable = {a.member: a for a in answers if a.usable}
+        needed = c.quorum if candidates is None else 1
+        if len(usable) < needed:
+            causes = "; ".join(f"{f.member}: {f.error}" for f in run.failures) or "no answers"
+            raise QuorumError(f"only {len(usable)} of {len(answers)} members answered (quorum {needed}): {causes}")
+        if len(usable) < len(answers):
+            run.partial_reasons.append(f"{len(answers) - len(usable)} of {len(answers)} members failed to answer")
+
+        # Stage 2
+        run.emit("stage", "review", detail="reviewers rank the anonymised answers")
+        reviewed = await asyncio.gather(*(self._review(run, r, usable) for r in c.reviewers))
+        reviews = [r for r in reviewed if r is not None]
+        for r in reviews:
+            if not r.valid:
+                run.failures.append(Failure(stage="review", member=r.reviewer, error=r.error or "invalid"))
+        valid = [r for r in reviews if r.valid]
+        if len(valid) < len(reviews):
+            run.partial_reasons.append(f"{len(reviews) - len(valid)} of {len(reviews)} reviews invalid or failed")
+
+        # Consensus
+        consensus = None
+        if len(valid) >= c.review_quorum:
+            consensus = consensus_ranking([r.ranking for r in valid], usable)
+            run.emit("consensus", "consensus", detail=" > ".join(consensus.order))
+        else:
+            run.partial_reasons.append(f"no consensus: {len(valid)} valid reviews, {c.review_quorum} needed")
+        if c.self_review == "flag":
+            for r in valid:
+                if r.reviewer in r.scores and r.ranking and r.ranking[0] == r.reviewer:
+                    run.flags.append(f"self-preference: {r.reviewer} ranked its own answer first")
+
+        # Stage 3
+        if synthesis:
+            run.emit("stage", "synthesis", detail="the chairman writes the consensus answer")
+            ranked = [usable[m] for m in consensus.order] if consensus else list(usable.values())
+            synth = await self._synthesise(run, ranked)
+            if synth.status != "ok":
+                run.partial_reasons.append(f"no synthesis: {synth.error}")
+        else:
+            synth = Synthesis(status="skipped")
+
+        # Bias records: one per (valid review, answer scored). No raw text, ever.
+        lengths = {m: a.length_chars for m, a in usable.items()}
+        models = {a.member: a.model for a in answers}
+        records = [
+            BiasRecord(
+                schema_version=BIAS_SCHEMA_VERSION,
+                session_id=run.session_id,
+                reviewer_id=r.model,
+                model_id=models[m],
+                position=pos,
+                response_length_chars=lengths[m],
+                score_value=float(r.scores[m]),
+                query_hash=query_hash,
+                timestamp=created,
+                scale_min=c.scale[0],
+                scale_max=c.scale[1],
+                self_review=(m == r.reviewer),
+                council=c.name,
+            )
+            for r in valid
+            for pos, m in enumerate(r.display_order)
+        ]
+        bias = session_bias_metadata(records)
+
+        status = "partial" if run.partial_reasons else "complete"
+        result = SessionResult(
+            session_id=run.session_id,
+            council=c.name,
+            status=status,
+            question=run.question,
+            seed=run.seed,
+            members=[a.member for a in answers],
+            reviewers=[r.id for r in c.reviewers],
+            models={**models, **{r.id: r.model for r in c.reviewers}},
+            scale=c.scale,
+            self_review=c.self_review,
+            answers=answers,
+            reviews=reviews,
+            consensus=consensus,
+            synthesis=synth,
+            bias=bias,
+            flags=[*run.flags, *getattr(bias, "flags", [])],
+            failures=run.failures,
+            partial_reasons=run.partial_reasons,
+            usage=_usage(run.calls),
+            offline_default=c.offline_default,
+            notice=OFFLINE_NOTICE if c.offline_default else None,
+            config_source=c.source,
+            created_at=created,
+        )
+        if self.store is not None:
+            self._persist(run, result, records)
+        run.emit("done", "done", detail=status)
+        return result
+
+    def _persist(self, run: _Run, result: SessionResult, records: list[BiasRecord]) -> None:
+        keep_text = self.council.store_transcripts
+        stored = result if keep_text else scrub_transcripts(result)
+        self.store.finish_session(  # type: ignore[union-attr]
+            run.session_id,
+            status=result.status,
+            result=stored.model_dump(mode="json"),
+            answers=[
+                {
+                    "session_id": run.session_id,
+                    "member": a.member,
+                    "model": a.model,
+                    "text": a.text if keep_text else None,
+                    "length_chars": a.length_chars,
+                    "status": a.status,
+                    "error": a.error,
+                    "latency_ms": a.latency_ms,
+                }
+                for a in result.answers
+            ],
+            reviews=[
+                {
+                    "session_id": run.session_id,
+                    "reviewer": r.reviewer,
+                    "model": r.model,
+                    "display_order": _json(r.display_order),
+                    "labels": _json(r.labels),
+                    "scores": _json(r.scores),
+                    "ranking": _json(r.ranking),
+                    "reasoning": _json(r.reasoning) if keep_text else None,
+                    "valid": int(r.valid),
+                    "attempts": r.attempts,
+                    "error": r.error,
+                }
+                for r in result.reviews
+            ],
+            bias_records=[rec.model_dump(mode="json") for rec in records],
+            calls=_call_rows(run),
+        )
+
+
+def scrub_transcripts(result: SessionResult) -> SessionResult:
+    """The result without question, answer, reasoning or synthesis text."""
+    return result.model_copy(
+        update={
+            "question": None,
+            "answers": [a.model_copy(update={"text": None}) for a in result.answers],
+            "reviews": [r.model_copy(update={"reasoning": {}}) for r in result.reviews],
+            "synthesis": result.synthesis.model_copy(update={"text": None}),
+        }
+    )
+
+
+def _usage(calls: list[CallRecord]) -> Usage:
+    costs = [c.cost_usd for c in calls if c.ok]
+    return Usage(
+        calls=len(calls),
+        failed_calls=sum(1 for c in calls if not c.ok),
+        prompt_tokens=sum(c.prompt_tokens for c in calls),
+        completion_tokens=sum(c.completion_tokens for c in calls),
+        cost_usd=None if any(c is None for c in costs) else round(sum(c for c in costs if c is not None), 8),
+    )
+
+
+def _call_rows(run: _Run) -> list[dict[str, Any]]:
+    return [{"session_id": run.session_id, **c.model_dump()} for c in run.calls]
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value)

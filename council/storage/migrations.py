@@ -1,0 +1,113 @@
+"""Schema of council.db, as named migrations applied in one transaction each.
+
+Append new migrations at the end; never edit one that has shipped.
+"""
+
+from __future__ import annotations
+
+from sqlite_utils import Database
+from sqlite_utils.migrations import Migrations
+
+migrations = Migrations("council")
+
+
+@migrations()
+def m001_core(db: Database) -> None:
+    db["sessions"].create(
+        {
+            "id": str,
+            "created_at": str,
+            "finished_at": str,
+            "status": str,  # running -> complete | partial | failed
+            "kind": str,  # council | compare | grade
+            "council": str,
+            "question": str,  # NULL when transcripts are off
+            "query_hash": str,
+            "seed": int,
+            "offline": int,
+            "members": str,  # JSON list of member ids
+            "result": str,  # JSON of the whole result (text scrubbed when transcripts are off)
+            "error": str,
+        },
+        pk="id",
+    )
+    db["sessions"].create_index(["created_at"])
+    db["sessions"].create_index(["council", "created_at"])
+
+    db["answers"].create(
+        {
+            "session_id": str,
+            "member": str,
+            "model": str,
+            "text": str,
+            "length_chars": int,
+            "status": str,  # ok | failed | candidate
+            "error": str,
+            "latency_ms": float,
+        },
+        pk=("session_id", "member"),
+        foreign_keys=[("session_id", "sessions", "id")],
+    )
+
+    db["reviews"].create(
+        {
+            "session_id": str,
+            "reviewer": str,
+            "model": str,
+            "display_order": str,  # JSON: member ids in the order this reviewer saw them
+            "labels": str,  # JSON: label -> member id
+            "scores": str,  # JSON: member id -> integer score
+            "ranking": str,  # JSON: member ids, best first
+            "reasoning": str,  # JSON: member id -> reasoning (NULL when transcripts are off)
+            "valid": int,
+            "attempts": int,
+            "error": str,
+        },
+        pk=("session_id", "reviewer"),
+        foreign_keys=[("session_id", "sessions", "id")],
+    )
+
+    db["bias_records"].create(
+        {
+            "id": int,
+            "schema_version": str,
+            "session_id": str,
+            "reviewer_id": str,
+            "model_id": str,
+            "position": int,
+            "response_length_chars": int,
+            "score_value": float,
+            "query_hash": str,
+            "timestamp": str,
+            "scale_min": int,
+            "scale_max": int,
+            "self_review": int,
+            "council": str,
+        },
+        pk="id",
+    )
+    # Covering indexes: the cross-session report is GROUP BY over these columns.
+    db["bias_records"].create_index(["reviewer_id", "score_value"])
+    db["bias_records"].create_index(["position", "score_value"])
+    db["bias_records"].create_index(["session_id", "model_id", "score_value", "response_length_chars"])
+    db["bias_records"].create_index(["timestamp"])
+
+    db["calls"].create(
+        {
+            "id": int,
+            "session_id": str,
+            "stage": str,
+            "member": str,
+            "model": str,
+            "started_at": str,
+            "latency_ms": float,
+            "prompt_tokens": int,
+            "completion_tokens": int,
+            "cost_usd": float,
+            "attempt": int,
+            "ok": int,
+            "error": str,
+        },
+        pk="id",
+    )
+    db["calls"].create_index(["session_id"])

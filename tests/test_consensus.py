@@ -1,0 +1,146 @@
+"""Borda, mean rank, Kendall's W and Bradley–Terry against hand-worked examples and scipy."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import spearmanr
+
+from council.consensus import bradley_terry, borda_scores, consensus_ranking, kendalls_w, mean_ranks
+
+# Hand-worked: 3 reviewers, 4 answers.
+#   R1: A B C D -> A3 B2 C1 D0
+#   R2: B A D C -> B3 A2 D1 C0
+#   R3: A C B D -> A3 C2 B1 D0
+# Borda A=8 B=6 C=3 D=1; mean ranks A=4/3 B=2 C=3 D=11/3
+# Rank sums A=4 B=6 C=9 D=11, mean 7.5, S=29, W = 12*29 / (9*(64-4)) = 0.6444...
+BALLOTS = [list("ABCD"), list("BADC"), list("ACBD")]
+
+
+def test_borda_hand_worked():
+    assert borda_scores(BALLOTS) == {"A": 8, "B": 6, "C": 3, "D": 1}
+
+
+def test_mean_rank_hand_worked():
+    means = mean_ranks(BALLOTS)
+    assert means["A"] == pytest.approx(4 / 3)
+    assert means["B"] == pytest.approx(2.0)
+    assert means["C"] == pytest.approx(3.0)
+    assert means["D"] == pytest.approx(11 / 3)
+
+
+def test_kendalls_w_hand_worked():
+    assert kendalls_w(BALLOTS) == pytest.approx(348 / 540)
+
+
+def test_consensus_order_and_fields():
+    c = consensus_ranking(BALLOTS, "ABCD")
+    assert c.order == ["A", "B", "C", "D"]
+    top = c.ranking[0]
+    assert (top.rank, top.borda, top.first_places, top.ballots) == (1, 8, 2, 3)
+    assert not any(e.tied_with_next for e in c.ranking)
+
+
+def test_tie_broken_by_mean_rank_before_alphabet():
+    # B and C both get 2 Borda points; C has the better mean rank (ballot sizes differ).
+    ballots = [["B", "A", "C"], ["C", "A"], ["A", "C"]]
+    # Borda: B=2 A=1+0+1=2? -> A: 1 (ballot1) + 0 (ballot2) + 1 (ballot3) = 2
+    assert borda_scores(ballots) == {"B": 2, "A": 2, "C": 1}
+    c = consensus_ranking(ballots, ["A", "B", "C"])
+    # A mean rank (2+2+1)/3 = 1.67, B mean rank 1 -> B first
+    assert c.order == ["B", "A", "C"]
+
+
+def test_full_tie_is_alphabetical_and_reported():
+    c = consensus_ranking([["B", "A"], ["A", "B"]], ["B", "A"])
+    assert c.order == ["A", "B"]
+    assert c.ranking[0].tied_with_next is True
+
+
+def test_unranked_candidate_comes_last():
+    c = consensus_ranking([["A", "B"]], ["A", "B", "Z"])
+    assert c.order[-1] == "Z"
+    assert c.ranking[-1].mean_rank is None
+
+
+def test_identical_ballots_have_full_agreement():
+    assert kendalls_w([list("ABCDE")] * 4) == pytest.approx(1.0)
+
+
+def test_two_opposite_ballots_have_no_agreement():
+    assert kendalls_w([list("ABCD"), list("DCBA")]) == pytest.approx(0.0)
+
+
+def test_w_undefined_with_one_ballot():
+    assert kendalls_w([list("ABC")]) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 6), st.integers(3, 7), st.randoms(use_true_random=False))
+def test_w_matches_textbook_formula_and_spearman_identity(m, n, rnd):
+    items = [f"x{i}" for i in range(n)]
+    ballots = [rnd.sample(items, n) for _ in range(m)]
+    # Textbook W from rank sums.
+    sums = {x: sum(b.index(x) + 1 for b in ballots) for x in items}
+    mean = m * (n + 1) / 2
+    s = sum((v - mean) ** 2 for v in sums.values())
+    w_textbook = 12 * s / (m**2 * (n**3 - n))
+    assert kendalls_w(ballots) == pytest.approx(w_textbook)
+    # Independent reference: mean pairwise Spearman rho from scipy.
+    rhos = []
+    for a, b in itertools.combinations(ballots, 2):
+        rhos.append(spearmanr([a.index(x) for x in items], [b.index(x) for x in items]).statistic)
+    assert w_textbook == pytest.approx(((m - 1) * sum(rhos) / len(rhos) + 1) / m)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(4, 7), st.randoms(use_true_random=False))
+def test_partial_ballots_w_in_unit_interval(n, rnd):
+    # self-review excluded: reviewer i ranks everyone but itself
+    items = [f"m{i}" for i in range(n)]
+    ballots = [rnd.sample([x for x in items if x != me], n - 1) for me in items]
+    w = kendalls_w(ballots)
+    assert w is not None and 0.0 <= w <= 1.0
+
+
+def test_partial_ballots_with_one_common_answer_have_no_w():
+    # Three members, self-review excluded: any two ballots share one answer only.
+    assert kendalls_w([["b", "c"], ["a", "c"], ["a", "b"]]) is None
+
+
+def test_partial_identical_preferences_agree_fully():
+    truth = ["a", "b", "c", "d", "e"]
+    ballots = [[x for x in truth if x != me] for me in truth]
+    assert kendalls_w(ballots) == pytest.approx(1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 6), st.integers(1, 5), st.randoms(use_true_random=False))
+def test_borda_total_is_fixed_and_order_is_deterministic(n, m, rnd):
+    items = [f"x{i}" for i in range(n)]
+    ballots = [rnd.sample(items, n) for _ in range(m)]
+    assert sum(borda_scores(ballots).values()) == m * n * (n - 1) / 2
+    shuffled = list(items)
+    rnd.shuffle(shuffled)
+    assert consensus_ranking(ballots, items).order == consensus_ranking(ballots, shuffled).order
+
+
+def test_bradley_terry_fixed_point():
+    rnd = random.Random(1)
+    true = {"a": 4.0, "b": 2.0, "c": 1.0}
+    outcomes = []
+    for _ in range(600):
+        i, j = rnd.sample(sorted(true), 2)
+        outcomes.append((i, j) if rnd.random() < true[i] / (true[i] + true[j]) else (j, i))
+    p = bradley_terry(outcomes)
+    assert sum(p.values()) == pytest.approx(1.0)
+    assert p["a"] > p["b"] > p["c"]
+    # MLE condition: observed wins = expected wins for every player.
+    for i in p:
+        wins = sum(1 for w, _ in outcomes if w == i)
+        expected = sum(p[i] / (p[i] + p[w if l == i else l]) for w, l in outcomes if i in (w, l))
+        assert wins == pytest.approx(expected, rel=1e-4)

@@ -1,0 +1,215 @@
+"""A whole council session on the in-process fake provider."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from scipy.stats import chisquare
+
+from council import Council
+from council.errors import InputError, QuorumError
+from council.session import Candidate, reviewer_order
+from council.storage import Store
+
+MEMBERS = ["fake/alpha", "fake/beta", "fake/gamma", "fake/delta"]
+QUESTION = "What is the boiling point of water at sea level, in Celsius?"
+
+
+def make_council(members=MEMBERS, store=True, **council_overrides):
+    council = {"members": list(members), "chairman": members[0], **council_overrides}
+    return Council.from_config({"councils": {"default": council}}, store=store)
+
+
+async def test_full_session_complete_and_stored(council_home):
+    council = make_council()
+    result = await council.run(QUESTION, seed=7)
+    await council.aclose()
+    assert result.status == "complete", result.partial_reasons
+    assert result.members == MEMBERS
+    assert {a.member for a in result.answers if a.status == "ok"} == set(MEMBERS)
+    assert len(result.reviews) == 4 and all(r.valid for r in result.reviews)
+    # self-review excluded by default: each reviewer ranks the other three
+    for r in result.reviews:
+        assert r.reviewer not in r.display_order and sorted(r.display_order) == sorted(set(MEMBERS) - {r.reviewer})
+        assert sorted(r.ranking) == sorted(r.display_order)
+    assert result.consensus is not None and sorted(result.consensus.order) == sorted(MEMBERS)
+    assert result.synthesis.status == "ok" and result.synthesis.text
+    assert len({tuple(r.display_order) for r in result.reviews}) >= 2
+
+    store = Store.open()
+    row = store.get_session(result.session_id)
+    assert row["status"] == "complete"
+    records = list(store.db.query("select * from bias_records where session_id = ?", [result.session_id]))
+    assert len(records) == 4 * 3
+    pairs = {(r["reviewer_id"], r["model_id"]) for r in records}
+    assert pairs == {(a, b) for a in MEMBERS for b in MEMBERS if a != b}
+    for rec in records:
+        assert QUESTION not in json.dumps(rec)
+        assert rec["query_hash"] is None  # not opted in
+    calls = store.count("calls")
+    assert calls == result.usage.calls >= 4 + 4 + 1
+
+
+async def test_same_seed_same_orders_different_seed_differs():
+    c = make_council(store=False)
+    a = await c.run(QUESTION, seed=123)
+    b = await c.run(QUESTION, seed=123)
+    d = await c.run(QUESTION, seed=124)
+    orders = lambda r: {x.reviewer: x.display_order for x in r.reviews}  # noqa: E731
+    assert orders(a) == orders(b)
+    assert orders(a) != orders(d)
+    assert a.consensus.order == b.consensus.order
+
+
+def test_shuffles_are_uniform_and_independent_between_reviewers():
+    members = ["m0", "m1", "m2", "m3"]
+    first_pos = Counter()
+    joint = Counter()
+    n = 4000
+    for seed in range(n):
+        o1 = reviewer_order(seed, "r1", members)
+        o2 = reviewer_order(seed, "r2", members)
+        first_pos[o1[0]] += 1
+        joint[(o1[0], o2[0])] += 1
+    # each member first equally often
+    assert chisquare([first_pos[m] for m in members]).pvalue > 0.001
+    # reviewer 2's first answer does not depend on reviewer 1's (16 cells uniform)
+    assert chisquare([joint[(a, b)] for a in members for b in members]).pvalue > 0.001
+
+
+def test_a_reviewers_order_does_not_depend_on_the_others():
+    assert reviewer_order(5, "r1", ["a", "b", "c"]) == reviewer_order(5, "r1", ["a", "b", "c"])
+    assert sorted(reviewer_order(5, "r1", ["a", "b", "c"])) == ["a", "b", "c"]
+
+
+async def test_failed_member_gives_partial_with_the_real_error():
+    c = make_council(["fake/alpha", "fake/beta", "fake/gamma+fail"], store=False)
+    result = await c.run(QUESTION, seed=1)
+    assert result.status == "partial"
+    failure = next(f for f in result.failures if f.stage == "answer")
+    assert failure.member == "fake/gamma+fail" and failure.error
+    assert any("failed to answer" in r for r in result.partial_reasons)
+    assert result.consensus is not None
+
+
+async def test_below_quorum_fails_and_is_recorded(council_home):
+    c = make_council(["fake/alpha+fail", "fake/beta+fail", "fake/gamma"])
+    with pytest.raises(QuorumError) as e:
+        await c.run(QUESTION, seed=1)
+    assert "quorum" in str(e.value) and "fake/alpha+fail" in str(e.value)
+    rows = Store.open().list_sessions()
+    assert rows[0]["status"] == "failed" and "quorum" in rows[0]["error"]
+
+
+async def test_garbage_reviewer_is_rerequested_then_recorded_invalid():
+    c = make_council(["fake/alpha", "fake/beta", "fake/gamma+garbage"], store=False, max_review_attempts=3)
+    result = await c.run(QUESTION, seed=1)
+    bad = next(r for r in result.reviews if r.reviewer == "fake/gamma+garbage")
+    assert not bad.valid and bad.attempts == 3 and "invalid output" in bad.error
+    assert result.status == "partial"
+    assert result.consensus is not None  # the two valid reviews still make a consensus
+    assert result.consensus.ballots == 2
+
+
+async def test_flaky_reviewer_succeeds_on_rerequest():
+    c = make_council(["fake/alpha", "fake/beta", "fake/gamma+flaky"], store=False)
+    result = await c.run(QUESTION, seed=1)
+    flaky = next(r for r in result.reviews if r.reviewer == "fake/gamma+flaky")
+    assert flaky.valid and flaky.attempts == 2
+
+
+async def test_chairman_failure_uses_fallback():
+    c = Council.from_config(
+        {
+            "councils": {
+                "default": {
+                    "members": ["fake/alpha", "fake/beta"],
+                    "chairman": "fake/chair+fail",
+                    "fallback_chairman": "fake/beta",
+                }
+            }
+        },
+        store=False,
+    )
+    result = await c.run(QUESTION, seed=1)
+    assert result.synthesis.status == "ok" and result.synthesis.fallback_used
+    assert result.synthesis.chairman == "fake/beta"
+
+
+async def test_no_chairman_left_is_partial_never_complete():
+    c = Council.from_config(
+        {"councils": {"default": {"members": ["fake/alpha", "fake/beta"], "chairman": "fake/chair+fail"}}},
+        store=False,
+    )
+    result = await c.run(QUESTION, seed=1)
+    assert result.synthesis.status == "failed"
+    assert result.status == "partial"
+
+
+async def test_self_review_include_and_flag():
+    c = make_council(store=False, self_review="flag")
+    result = await c.run(QUESTION, seed=3)
+    for r in result.reviews:
+        assert r.reviewer in r.display_order and r.self_reviewed
+    selfs = [rec for rec in result.bias.model_dump().get("self_preference", {}) or []]
+    assert isinstance(selfs, list | dict)
+
+
+async def test_no_synthesis_flag():
+    c = make_council(store=False)
+    result = await c.run(QUESTION, seed=3, synthesis=False)
+    assert result.synthesis.status == "skipped" and result.status == "complete"
+
+
+async def test_candidates_are_reviewed_instead_of_answers():
+    c = make_council(store=False)
+    cands = [Candidate(id="x", text="100 degrees"), Candidate(id="y", text="90 degrees"), Candidate(id="z", text="It depends.")]
+    result = await c.run(QUESTION, seed=3, candidates=cands)
+    assert result.members == ["x", "y", "z"]
+    assert all(sorted(r.display_order) == ["x", "y", "z"] for r in result.reviews)
+    assert sum(1 for call in [result.usage] for _ in [call]) == 1
+    assert result.usage.calls == 4 + 1  # four reviews + synthesis, no answer calls
+
+
+async def test_empty_question_rejected():
+    c = make_council(store=False)
+    with pytest.raises(InputError):
+        await c.run("   ")
+
+
+async def test_transcripts_off_keeps_no_text(council_home, monkeypatch):
+    monkeypatch.setenv("COUNCIL_STORE_TRANSCRIPTS", "0")
+    c = make_council()
+    result = await c.run(QUESTION, seed=2)
+    dump = Store.open().db.conn.iterdump()
+    text = "\n".join(dump)
+    assert QUESTION not in text
+    for a in result.answers:
+        assert a.text[:30] not in text
+
+
+async def test_hashed_queries_when_opted_in(council_home, monkeypatch):
+    monkeypatch.setenv("COUNCIL_HASH_QUERIES", "1")
+    c = make_council()
+    result = await c.run(QUESTION, seed=2)
+    hashes = {r["query_hash"] for r in Store.open().db.query("select query_hash from bias_records")}
+    assert len(hashes) == 1
+    (h,) = hashes
+    assert h and len(h) == 64 and QUESTION not in h
+    assert result.session_id
+
+
+async def test_stream_yields_events_then_result():
+    c = make_council(store=False)
+    kinds = []
+    final = None
+    async for item in c.stream(QUESTION, seed=5):
+        if hasattr(item, "kind"):
+            kinds.append(item.kind)
+        else:
+            final = item
+    assert final is not None and final.status == "complete"
+    assert kinds[0] == "stage" and kinds[-1] == "done"
+    assert kinds.count("answer") == 4 and kinds.count("review") == 4
