@@ -1,0 +1,118 @@
+"""The judging engine's pure logic: schemas, swap strategies, voting, averaging, prompts.
+
+Nothing here calls a model or does I/O beyond reading rubric files; the async engine
+builds on these functions:
+
+1. build the pass model (``pairwise_pass_model``) and the messages (``pairwise_messages``),
+   call the judge for pass 1 (A first) and pass 2 (B first), validate each reply
+   with the model, re-requesting with ``retry_message`` when invalid;
+2. ``combine_passes(pass_1, pass_2, strategy=...)`` -> ``PairwiseResult``;
+3. optionally vote over several judgments (``run_votes``) or average several judges
+   (``average_across_judges``);
+4. for rubric grading: ``load_rubric``, ``rubric_grade_model``, ``grade_messages``,
+   then ``compile_evaluation_report``.
+"""
+
+from council.judging.averaging import MultiJudgeVerdict, average_across_judges, average_side_scores
+from council.judging.prompts import (
+    bias_checklist_prompt,
+    evaluation_mode,
+    grade_messages,
+    judge_system_prompt,
+    neutralise_slot_tags,
+    pairwise_messages,
+    retry_message,
+    safety_flagged,
+)
+from council.judging.rubrics import (
+    DEPTH_CRITERIA,
+    builtin_rubrics,
+    compile_evaluation_report,
+    load_bias_checklist,
+    load_rubric,
+)
+from council.judging.schemas import (
+    DEFAULT_PAIRWISE_SCALE,
+    BiasChecklist,
+    Criterion,
+    CriterionVerdict,
+    EvaluationReport,
+    PairwiseMetadata,
+    PairwiseResult,
+    PositionConsistency,
+    Rubric,
+    SideScores,
+    SwapVerdict,
+    Verdict,
+    pairwise_pass_model,
+    rubric_grade_model,
+)
+from council.judging.strategies import (
+    DEFAULT_STRATEGY,
+    DEFAULT_TIE_MARGIN,
+    SWAP_STRATEGIES,
+    combine_passes,
+    flip,
+    get_strategy,
+    no_swap,
+    swap_average,
+    swap_conservative,
+    swap_consistency,
+)
+from council.judging.voting import (
+    DEFAULT_VOTES,
+    VoteResult,
+    decided_winner,
+    majority_decided,
+    majority_vote,
+    run_votes,
+)
+
+__all__ = [
+    "DEFAULT_PAIRWISE_SCALE",
+    "DEFAULT_STRATEGY",
+    "DEFAULT_TIE_MARGIN",
+    "DEFAULT_VOTES",
+    "DEPTH_CRITERIA",
+    "SWAP_STRATEGIES",
+    "BiasChecklist",
+    "Criterion",
+    "CriterionVerdict",
+    "EvaluationReport",
+    "MultiJudgeVerdict",
+    "PairwiseMetadata",
+    "PairwiseResult",
+    "PositionConsistency",
+    "Rubric",
+    "SideScores",
+    "SwapVerdict",
+    "Verdict",
+    "VoteResult",
+    "average_across_judges",
+    "average_side_scores",
+    "bias_checklist_prompt",
+    "builtin_rubrics",
+    "combine_passes",
+    "compile_evaluation_report",
+    "decided_winner",
+    "evaluation_mode",
+    "flip",
+    "get_strategy",
+    "grade_messages",
+    "judge_system_prompt",
+    "load_bias_checklist",
+    "load_rubric",
+    "majority_decided",
+    "majority_vote",
+    "neutralise_slot_tags",
+    "no_swap",
+    "pairwise_messages",
+    "pairwise_pass_model",
+    "retry_message",
+    "rubric_grade_model",
+    "run_votes",
+    "safety_flagged",
+    "swap_average",
+    "swap_conservative",
+    "swap_consistency",
+]
