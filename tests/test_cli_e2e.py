@@ -110,7 +110,7 @@ def test_no_member_answers_exit_1_one_line(tmp_path, council_home):
         (["run", "   "], "question is empty"),
         (["run", "q", "--config", "/nonexistent/c.toml"], "not found"),
         (["run", "q", "--council", "nope", "--config", "{cfg}"], "unknown council"),
-        (["run", "q", "--candidates", "{bad_candidates}", "--config", "{cfg}"], "candidates"),
+        (["run", "q", "--candidates", "{bad_candidates}", "--config", "{cfg}"], "candidate 1 is not"),
         (["run", "q", "--candidates", "{latin1}", "--config", "{cfg}"], "not UTF-8"),
     ],
 )

@@ -138,7 +138,7 @@ class ModelClient:
         attempt = 0
         async for state in AsyncRetrying(
             stop=stop_after_attempt(self.resolved.spec.retries + 1),
-            wait=wait_exponential_jitter(initial=policy.initial_wait, max=policy.max_wait, jitter=policy.jitter),
+            wait=wait_exponential_jitter(multiplier=policy.initial_wait, max=policy.max_wait, jitter=policy.jitter),
             retry=retry_if_exception(_retryable),
             reraise=True,
         ):
