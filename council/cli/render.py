@@ -13,7 +13,8 @@ if TYPE_CHECKING:
     from council.results import SessionResult
     from council.session import SessionEvent
 
-out = Console()
+# Piped output gets a fixed, readable width instead of rich's 80-column fallback.
+out = Console(width=None if Console().is_terminal else 120)
 err = Console(stderr=True)
 
 
@@ -61,7 +62,7 @@ class ProgressDisplay:
 
 def render_result(result: SessionResult) -> None:
     if result.notice:
-        err.print(Panel(result.notice, title="offline default", style="yellow"))
+        out.print(Panel(result.notice, title="offline default", style="yellow"))
     status_style = {"complete": "green", "partial": "yellow", "failed": "red"}.get(result.status, "white")
     out.print(
         f"[bold]Session[/] {result.session_id}  council [bold]{result.council}[/]  "

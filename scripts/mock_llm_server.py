@@ -1,0 +1,401 @@
+"""An OpenAI-compatible mock LLM server on 127.0.0.1, for end-to-end tests and benchmarks.
+
+Replies come from ``council.providers.fake.FakeResponder``, the same responder as the in-process
+``fake/`` provider, so a model name like ``mock-b+garbage`` behaves exactly like
+``fake/mock-b+garbage`` (see that module for the ``+behaviour`` suffixes).
+
+Endpoints: ``POST /v1/chat/completions`` (plain, ``response_format`` json_schema or json_object,
+``stream: true`` as SSE ending with ``data: [DONE]``), ``GET /v1/models``, ``GET /health``.
+Errors use OpenAI's shape, ``{"error": {"message", "type", "code"}}``.
+
+Run it as a script and it prints ``READY http://HOST:PORT`` once it is listening::
+
+    python scripts/mock_llm_server.py --port 0 --latency 0.05 --fault-rate 0.1 --fault-kinds 500,429
+
+or build the ASGI app in-process with ``make_app(latency=0.05, ...)`` (the same options as
+keyword arguments). SIGTERM and SIGINT stop it cleanly, releasing requests that are hanging.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import random
+import signal
+import socket
+import sys
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+try:
+    from council.errors import ConfigError, ProviderError
+except ImportError:  # run from a checkout without installing
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from council.errors import ConfigError, ProviderError
+from council.providers.fake import FakeResponder, parse_model_name, prompt_tokens, truncate_to_tokens
+
+DEFAULT_MODELS = ("mock-alpha", "mock-beta", "mock-gamma", "mock-delta")
+_STATUS_TYPE = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
+                429: "rate_limit_error", 504: "timeout"}  # fmt: skip
+_STREAM_PIECE = 40  # characters per streamed delta
+
+
+def _error(status: int, message: str, code: str | None = None, headers: dict[str, str] | None = None) -> Response:
+    kind = _STATUS_TYPE.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return Response(json.dumps(body), status_code=status, media_type="application/json", headers=headers)
+
+
+def _text(content: Any) -> str:
+    """Message content as text (OpenAI also allows a list of typed parts)."""
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return "" if content is None else str(content)
+
+
+class MockLLM:
+    """The request handlers and their state (responder, fault RNGs, request log)."""
+
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        jitter: float = 0.0,
+        fault_rate: float = 0.0,
+        fault_kinds: Sequence[str] | str = ("500",),
+        hang_seconds: float = 60.0,
+        malformed_rate: float = 0.0,
+        seed: int = 0,
+        require_key: str | None = None,
+        log_requests: str | os.PathLike[str] | None = None,
+        slow_seconds: float = 1.0,
+        retry_after: float = 1.0,
+        models: Sequence[str] = DEFAULT_MODELS,
+    ) -> None:
+        kinds = [k.strip() for k in fault_kinds.split(",")] if isinstance(fault_kinds, str) else list(fault_kinds)
+        for kind in kinds:
+            if kind != "timeout" and not (kind.isdigit() and 400 <= int(kind) <= 599):
+                raise ValueError(f"fault kind {kind!r}: use an HTTP status (500, 429, 503...) or 'timeout'")
+        for name, rate in (("fault_rate", fault_rate), ("malformed_rate", malformed_rate)):
+            if not 0.0 <= rate <= 1.0:
+                raise ValueError(f"{name} must be within [0, 1], got {rate}")
+        self.latency, self.jitter, self.slow_seconds = latency, jitter, slow_seconds
+        self.fault_rate, self.fault_kinds, self.hang_seconds = fault_rate, kinds or ["500"], hang_seconds
+        self.malformed_rate, self.retry_after = malformed_rate, retry_after
+        self.require_key = require_key
+        self.models = list(models)
+        self.responder = FakeResponder()
+        # Separate streams, so turning one kind of fault on does not move the others.
+        self._fault_rng = random.Random(f"{seed}:fault")
+        self._malformed_rng = random.Random(f"{seed}:malformed")
+        self._jitter_rng = random.Random(f"{seed}:jitter")
+        self._ids = itertools.count(1)
+        self._log_path = log_requests
+        self._log: Any = None
+        self._closing: asyncio.Event | None = None
+        self._released = False
+
+    # lifecycle
+    def open(self) -> None:
+        if self._log_path is not None and self._log is None:
+            self._log = open(self._log_path, "a", buffering=1, encoding="utf-8")
+
+    def release_hanging(self) -> None:
+        """End every hanging ('timeout' fault) request now, and any later one at once."""
+        self._released = True
+        if self._closing is not None:
+            self._closing.set()
+
+    def close(self) -> None:
+        """Release hanging requests and close the request log."""
+        self.release_hanging()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def _record(self, model: str | None, status: int, fault: str | None, **extra: Any) -> None:
+        if self._log is not None:
+            entry = {"time": time.time(), "model": model, "status": status, "faulted": fault is not None}
+            self._log.write(json.dumps({**entry, "fault": fault, **extra}) + "\n")
+
+    def _authorised(self, request: Request) -> bool:
+        return self.require_key is None or request.headers.get("authorization") == f"Bearer {self.require_key}"
+
+    # endpoints
+    async def health(self, request: Request) -> Response:
+        return Response('{"status":"ok"}', media_type="application/json")
+
+    async def list_models(self, request: Request) -> Response:
+        if not self._authorised(request):
+            return _error(401, "Incorrect API key provided.", "invalid_api_key")
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "mock"} for m in self.models]
+        return Response(json.dumps({"object": "list", "data": data}), media_type="application/json")
+
+    async def chat_completions(self, request: Request) -> Response:
+        if not self._authorised(request):
+            self._record(None, 401, None)
+            return _error(401, "Incorrect API key provided.", "invalid_api_key")
+        try:
+            body = json.loads(await request.body())
+        except (ValueError, UnicodeDecodeError):
+            return _error(400, "The request body is not valid JSON.")
+        if not isinstance(body, dict):
+            return _error(400, "The request body must be a JSON object.")
+        model, messages = body.get("model"), body.get("messages")
+        if not isinstance(model, str) or not model:
+            return _error(400, "you must provide a model parameter", "missing_model")
+        if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+            return _error(400, "'messages' must be a non-empty array of message objects", "invalid_messages")
+        messages = [{"role": str(m.get("role", "user")), "content": _text(m.get("content"))} for m in messages]
+        try:
+            _, behaviours = parse_model_name(model)
+        except ConfigError as exc:
+            return _error(404, str(exc), "model_not_found")
+        schema, schema_name, json_mode = None, None, False
+        response_format = body.get("response_format")
+        response_format = response_format if isinstance(response_format, dict) else {}
+        if response_format.get("type") == "json_schema":
+            spec = response_format.get("json_schema")
+            spec = spec if isinstance(spec, dict) else {}
+            schema, schema_name = spec.get("schema") or {}, spec.get("name")
+            if not isinstance(schema, dict):
+                return _error(400, "response_format.json_schema.schema must be an object", "invalid_schema")
+        elif response_format.get("type") == "json_object":
+            json_mode = True
+        stream = bool(body.get("stream"))
+
+        fault = None
+        if self.fault_rate and self._fault_rng.random() < self.fault_rate:
+            fault = self._fault_rng.choice(self.fault_kinds)
+        delay = self.latency + (self.jitter * self._jitter_rng.random() if self.jitter else 0.0)
+        if "slow" in behaviours:
+            delay += self.slow_seconds
+        if fault == "timeout":
+            delay = self.hang_seconds
+        if delay > 0:
+            if fault == "timeout":
+                await self._hang(delay)
+            else:
+                await asyncio.sleep(delay)
+
+        if fault is not None:
+            self._record(model, 504 if fault == "timeout" else int(fault), fault, stream=stream, schema=schema_name)
+            if fault == "timeout":
+                return _error(504, "mock: the request hung and timed out (injected fault)", "timeout")
+            status = int(fault)
+            if status == 429:
+                headers = {"retry-after": f"{self.retry_after:g}"}
+                return _error(429, "Rate limit reached (injected fault).", "rate_limit_exceeded", headers)
+            return _error(status, f"The server had an error processing your request (injected {status}).")
+
+        try:
+            text = self.responder.reply(
+                model,
+                messages,
+                json_schema=schema,
+                schema_name=schema_name,
+                seed=body.get("seed"),
+                json_mode=json_mode,
+            )
+        except ProviderError as exc:
+            self._record(model, 500, "fail", stream=stream, schema=schema_name)
+            return _error(500, exc.args[0])
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            return _error(400, f"unsupported JSON schema: {exc!r}", "invalid_schema")
+        structured = schema is not None or json_mode
+        if structured and self.malformed_rate and self._malformed_rng.random() < self.malformed_rate:
+            self._record(model, 200, "malformed", stream=stream, schema=schema_name)
+            text = text[: max(1, len(text) // 2)] + ' ,"…'
+        else:
+            self._record(model, 200, None, stream=stream, schema=schema_name)
+        text, truncated = truncate_to_tokens(text, body.get("max_completion_tokens") or body.get("max_tokens"))
+        finish = "length" if truncated else "stop"
+        usage_in = prompt_tokens(messages)
+        usage_out = len(text.split())
+        usage = {"prompt_tokens": usage_in, "completion_tokens": usage_out, "total_tokens": usage_in + usage_out}
+        ident, created = f"chatcmpl-mock-{os.getpid()}-{next(self._ids)}", int(time.time())
+        if stream:
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            chunks = self._chunks(ident, created, model, text, finish, usage if include_usage else None)
+            return StreamingResponse(chunks, media_type="text/event-stream", headers={"cache-control": "no-cache"})
+        completion = {
+            "id": ident,
+            "object": "chat.completion",
+            "created": created,
+            "model": model,
+            "system_fingerprint": "mock",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": finish,
+                    "logprobs": None,
+                }
+            ],
+            "usage": usage,
+        }
+        return Response(json.dumps(completion), media_type="application/json")
+
+    async def _hang(self, seconds: float) -> None:
+        if self._released:
+            return
+        if self._closing is None:
+            self._closing = asyncio.Event()
+        try:
+            await asyncio.wait_for(self._closing.wait(), timeout=seconds)
+        except TimeoutError:
+            pass
+
+    @staticmethod
+    async def _chunks(
+        ident: str, created: int, model: str, text: str, finish: str, usage: dict[str, int] | None
+    ) -> AsyncIterator[str]:
+        def event(delta: dict[str, Any], reason: str | None = None) -> str:
+            choice = {"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}
+            chunk = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
+                     "choices": [choice]}  # fmt: skip
+            return f"data: {json.dumps(chunk)}\n\n"
+
+        yield event({"role": "assistant", "content": ""})
+        for i in range(0, len(text), _STREAM_PIECE):
+            yield event({"content": text[i : i + _STREAM_PIECE]})
+        yield event({}, finish)
+        if usage is not None:
+            chunk = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
+                     "choices": [], "usage": usage}  # fmt: skip
+            yield f"data: {json.dumps(chunk)}\n\n"
+        yield "data: [DONE]\n\n"
+
+
+def make_app(**options: Any) -> Starlette:
+    """The ASGI app; ``options`` are ``MockLLM``'s keyword arguments (same names as the CLI flags).
+
+    The ``MockLLM`` instance is ``app.state.mock`` (``.close()`` releases hanging requests).
+    """
+    mock = MockLLM(**options)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        mock.open()
+        try:
+            yield
+        finally:
+            mock.close()
+
+    mock.open()  # also usable without lifespan events (e.g. under httpx.ASGITransport)
+    app = Starlette(
+        routes=[
+            Route("/v1/chat/completions", mock.chat_completions, methods=["POST"]),
+            Route("/chat/completions", mock.chat_completions, methods=["POST"]),
+            Route("/v1/models", mock.list_models, methods=["GET"]),
+            Route("/health", mock.health, methods=["GET"]),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.mock = mock
+    return app
+
+
+def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
+    p.add_argument("--latency", type=float, default=0.0, help="seconds added to every request")
+    p.add_argument("--jitter", type=float, default=0.0, help="up to this many extra seconds, uniformly")
+    p.add_argument("--fault-rate", type=float, default=0.0, help="fraction of requests that fail")
+    p.add_argument("--fault-kinds", default="500", help="comma-separated HTTP statuses (500, 429...) and/or timeout")
+    p.add_argument("--hang-seconds", type=float, default=60.0, help="how long a 'timeout' fault hangs")
+    p.add_argument("--malformed-rate", type=float, default=0.0, help="fraction of JSON requests given broken JSON")
+    p.add_argument("--seed", type=int, default=0, help="seed of the fault, malformed and jitter RNGs")
+    p.add_argument("--require-key", default=None, help="answer 401 unless 'Authorization: Bearer KEY'")
+    p.add_argument("--log-requests", default=None, metavar="FILE", help="append one JSON line per chat request")
+    p.add_argument("--slow-seconds", type=float, default=1.0, help="extra delay for '+slow' models")
+    p.add_argument("--retry-after", type=float, default=1.0, help="retry-after header of 429 faults, in seconds")
+    p.add_argument("--models", default=",".join(DEFAULT_MODELS), help="comma-separated ids listed by /v1/models")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import uvicorn
+
+    args = _parse_args(argv)
+    try:
+        app = make_app(
+            latency=args.latency,
+            jitter=args.jitter,
+            fault_rate=args.fault_rate,
+            fault_kinds=args.fault_kinds,
+            hang_seconds=args.hang_seconds,
+            malformed_rate=args.malformed_rate,
+            seed=args.seed,
+            require_key=args.require_key,
+            log_requests=args.log_requests,
+            slow_seconds=args.slow_seconds,
+            retry_after=args.retry_after,
+            models=[m for m in args.models.split(",") if m],
+        )
+    except (ValueError, OSError) as exc:
+        print(f"mock_llm_server: {exc}", file=sys.stderr)
+        return 2
+    mock: MockLLM = app.state.mock
+
+    family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+    # IPPROTO_TCP explicitly: asyncio enables TCP_NODELAY only on sockets whose proto says TCP, and
+    # without it every keep-alive response waits ~40 ms (Nagle against delayed ACKs).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((args.host, args.port))
+    except OSError as exc:
+        print(f"mock_llm_server: cannot bind {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 2
+    port = sock.getsockname()[1]
+    host = f"[{args.host}]" if family == socket.AF_INET6 else args.host
+
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=2, backlog=2048
+    )
+    server = uvicorn.Server(config)
+    loop_box: list[asyncio.AbstractEventLoop] = []
+
+    def request_exit(signum: int, frame: Any) -> None:
+        # Active before uvicorn installs its own handlers and after it restores them.
+        server.should_exit = True
+
+    signal.signal(signal.SIGTERM, request_exit)
+    signal.signal(signal.SIGINT, request_exit)
+    uvicorn_exit = server.handle_exit
+
+    def handle_exit(signum: int, frame: Any) -> None:
+        uvicorn_exit(signum, frame)
+        if loop_box:
+            loop_box[0].call_soon_threadsafe(mock.release_hanging)
+
+    server.handle_exit = handle_exit  # type: ignore[method-assign]
+
+    async def serve() -> None:
+        loop_box.append(asyncio.get_running_loop())
+        task = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started and not task.done():
+            await asyncio.sleep(0.005)
+        if server.started:
+            print(f"READY http://{host}:{port}", flush=True)
+        await task
+
+    asyncio.run(serve())
+    return 0 if server.started else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
