@@ -219,17 +219,17 @@ def create_app(loaded: LoadedConfig, *, token: str | None = None, max_body_bytes
             result or {"session_id": row["id"], "status": row["status"], "error": row["error"], "created_at": row["created_at"]}
         )
 
-    async def bias_report(request: Request) -> Response:
+    async def get_bias_report(request: Request) -> Response:
         if (denied := await guard(request)) is not None:
             return denied
-        from council.bias.report import build_report
+        from council.bias.report import bias_report
 
         q = request.query_params
         try:
-            report = build_report(
+            report = bias_report(
                 server().store.db,
                 since=q.get("since"),
-                reviewers=q.getlist("reviewer") or None,
+                reviewers=q.getlist("reviewer"),
                 council=q.get("council"),
             )
         except CouncilError as exc:
@@ -254,7 +254,7 @@ def create_app(loaded: LoadedConfig, *, token: str | None = None, max_body_bytes
             Route("/v1/models", list_models),
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/v1/sessions/{session_id}", get_session),
-            Route("/v1/bias-report", bias_report),
+            Route("/v1/bias-report", get_bias_report),
         ],
         lifespan=asynccontextmanager(lifespan),
     )

@@ -1,0 +1,69 @@
+"""Export bias records in the record schema (JSONL or CSV), one record per line.
+
+The export is what ``council bias-report --records`` reads back, so records from
+several machines or other tools can be audited together. It carries exactly the
+record fields (no database id, and never the salt behind ``query_hash``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any, TextIO
+
+from sqlite_utils import Database
+
+from council.bias.records import BiasRecord
+from council.bias.report import normalize_since
+from council.errors import InputError
+
+RECORD_FIELDS: tuple[str, ...] = tuple(BiasRecord.model_fields)
+FORMATS = ("jsonl", "csv")
+
+
+def _database(store_or_db: Any) -> Database:
+    return store_or_db if isinstance(store_or_db, Database) else store_or_db.db
+
+
+def export_bias_records(
+    store_or_db: Any,
+    out: TextIO | Path | str,
+    fmt: str = "jsonl",
+    since: str | None = None,
+) -> int:
+    """Write every bias record (``timestamp >= since`` if given) to ``out``; return the count.
+
+    ``out`` is an open text file or a path. JSONL lines are BiasRecord objects
+    (``self_review`` true/false); CSV has a header row, empty cells for nulls and
+    ``self_review`` as 1/0.
+    """
+    if fmt not in FORMATS:
+        raise InputError(f"unknown export format {fmt!r} (choose {' or '.join(FORMATS)})")
+    if isinstance(out, (str, Path)):
+        with open(out, "w", encoding="utf-8", newline="") as fh:
+            return export_bias_records(store_or_db, fh, fmt=fmt, since=since)
+    db = _database(store_or_db)
+    sql = f"SELECT {', '.join(RECORD_FIELDS)} FROM bias_records"
+    params: list[Any] = []
+    if since:
+        sql += " WHERE timestamp >= ?"
+        params.append(normalize_since(since))
+    sql += " ORDER BY id"
+    self_index = RECORD_FIELDS.index("self_review")
+    count = 0
+    if fmt == "jsonl":
+        for row in db.execute(sql, params):
+            record = dict(zip(RECORD_FIELDS, row))
+            record["self_review"] = bool(row[self_index])
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            count += 1
+        return count
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(RECORD_FIELDS)
+    for row in db.execute(sql, params):
+        values = ["" if v is None else v for v in row]
+        values[self_index] = int(bool(row[self_index]))
+        writer.writerow(values)
+        count += 1
+    return count

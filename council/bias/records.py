@@ -1,0 +1,389 @@
+"""Privacy-safe bias records, query hashing, and per-session bias metadata.
+
+A bias record is one reviewer's score of one answer: who reviewed, whose answer,
+where it was shown, how long it was, what it scored. It never carries raw text —
+a record with a key that looks like text (``query``, ``response``...) is refused,
+and ``query_hash`` must be a 64-hex digest. Query hashes are opt-in: HMAC-SHA256
+under a per-installation secret salt that never leaves ``$COUNCIL_HOME``.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import hmac
+import os
+import re
+import secrets
+import stat
+import statistics
+import time
+import unicodedata
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from council.bias.stats import (
+    INDICATORS_NOTE,
+    HonestyRow,
+    audit_reviewer_calibration,
+    calculate_length_correlation,
+    calculate_position_bias,
+    honesty_row,
+    position_scores,
+)
+from council.errors import ConfigError
+
+SCHEMA_VERSION = "1.1.0"
+
+# Keys that would carry raw text. A key is refused when one of its words is one of
+# these, unless its last word says it is a measurement or an identifier
+# (``response_length_chars``, ``query_hash``, ``answer_id``).
+RAW_TEXT_WORDS = frozenset(
+    {"query", "question", "response", "answer", "text", "prompt", "reasoning", "completion",
+     "content", "message", "messages", "synthesis", "transcript"}
+)
+SAFE_LAST_WORDS = frozenset(
+    {"id", "ids", "hash", "chars", "len", "length", "count", "tokens", "words", "position", "version"}
+)
+
+
+def _key_words(key: str) -> list[str]:
+    key = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key)
+    return [w for w in re.split(r"[^a-z0-9]+", key.lower()) if w]
+
+
+def raw_text_key(key: str) -> bool:
+    """True when a record key looks like it carries raw query or answer text."""
+    words = _key_words(key)
+    if not words or words[-1] in SAFE_LAST_WORDS:
+        return False
+    return any(w in RAW_TEXT_WORDS for w in words)
+
+
+def _utc_iso(value: str) -> str:
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise ValueError(f"timestamp {value!r} is not an ISO-8601 date-time") from exc
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+class BiasRecord(BaseModel):
+    """One (reviewer, answer) score. Unknown keys are ignored; raw-text keys are refused."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    schema_version: str = SCHEMA_VERSION
+    session_id: str = Field(min_length=1)
+    reviewer_id: str = Field(min_length=1)
+    model_id: str = Field(min_length=1)
+    position: int = Field(ge=0)
+    """0-based display position in this reviewer's shuffled order."""
+    response_length_chars: int = Field(ge=0)
+    score_value: float = Field(allow_inf_nan=False)
+    query_hash: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    timestamp: str | None = None
+    """ISO-8601, normalised to UTC."""
+    scale_min: int | None = None
+    scale_max: int | None = None
+    self_review: bool = False
+    """The reviewer scored its own answer."""
+    council: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_raw_text(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            bad = sorted(k for k in data if isinstance(k, str) and raw_text_key(k))
+            if bad:
+                raise ValueError(
+                    f"bias records never carry raw text; remove the key(s) {', '.join(map(repr, bad))}"
+                )
+        return data
+
+    @field_validator("schema_version")
+    @classmethod
+    def _major_version(cls, value: str) -> str:
+        if not re.fullmatch(r"1\.\d+(\.\d+)?", value):
+            raise ValueError(f"unsupported schema_version {value!r} (this version reads 1.x)")
+        return value
+
+    @field_validator("timestamp")
+    @classmethod
+    def _timestamp(cls, value: str | None) -> str | None:
+        return None if value is None else _utc_iso(value)
+
+    @model_validator(mode="after")
+    def _scale(self) -> BiasRecord:
+        lo, hi = self.scale_min, self.scale_max
+        if (lo is None) != (hi is None):
+            raise ValueError("scale_min and scale_max go together")
+        if lo is not None and hi is not None:
+            if lo >= hi:
+                raise ValueError(f"scale_min {lo} must be below scale_max {hi}")
+            if not lo <= self.score_value <= hi:
+                raise ValueError(f"score_value {self.score_value} is outside the scale {lo}–{hi}")
+        return self
+
+    def row(self) -> dict[str, Any]:
+        """The database row (booleans as 0/1)."""
+        data = self.model_dump()
+        data["self_review"] = int(self.self_review)
+        return data
+
+
+# ---------------------------------------------------------------------------
+# Query hashing
+# ---------------------------------------------------------------------------
+
+SALT_FILE = "query_hash_salt"
+SALT_BYTES = 32
+
+
+def hashing_enabled(config_flag: bool, env: Mapping[str, str] | None = None) -> bool:
+    """Whether to hash queries: ``COUNCIL_HASH_QUERIES`` (1/0) wins over the config flag."""
+    value = (os.environ if env is None else env).get("COUNCIL_HASH_QUERIES", "").strip().lower()
+    if value == "":
+        return config_flag
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ConfigError(f"COUNCIL_HASH_QUERIES must be 1 or 0, got {value!r}")
+
+
+class QueryHasher:
+    """HMAC-SHA256 of queries under this installation's secret salt.
+
+    The salt file (``<home>/query_hash_salt``, mode 0600) is created on first use and
+    is never exported: hashes group identical queries on one installation and cannot
+    be matched against a dictionary of queries elsewhere.
+    """
+
+    def __init__(self, home: Path | str) -> None:
+        self.home = Path(home)
+        self.salt_path = self.home / SALT_FILE
+        self._salt: bytes | None = None
+
+    def hash(self, query: str) -> str:
+        """The full 64-hex digest of the NFC-normalised, stripped query."""
+        if self._salt is None:
+            self._salt = self._load_or_create()
+        message = unicodedata.normalize("NFC", query).strip().encode("utf-8")
+        return hmac.new(self._salt, message, hashlib.sha256).hexdigest()
+
+    def _load_or_create(self) -> bytes:
+        try:
+            return self._load()
+        except FileNotFoundError:
+            pass
+        self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._create()
+        return self._load()
+
+    def _create(self) -> None:
+        # Write the salt under a private temporary name, then hard-link it into place:
+        # the link either appears complete or fails with FileExistsError because
+        # another process won the race (we then read theirs). A reader can never see
+        # a half-written salt.
+        tmp = self.home / f".{SALT_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
+        fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(secrets.token_bytes(SALT_BYTES))
+                fh.flush()
+                os.fsync(fh.fileno())
+            try:
+                os.link(tmp, self.salt_path)
+            except FileExistsError:
+                pass
+            except OSError as exc:  # a filesystem without hard links: exclusive create in place
+                if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP):
+                    raise
+                self._create_in_place()
+        finally:
+            tmp.unlink(missing_ok=True)
+
+    def _create_in_place(self) -> None:
+        flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(self.salt_path, flags, 0o600)
+        except FileExistsError:
+            return
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(secrets.token_bytes(SALT_BYTES))
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def _load(self) -> bytes:
+        try:
+            fd = os.open(self.salt_path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise ConfigError(f"salt file {self.salt_path} is a symbolic link; refusing to use it") from None
+            raise
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ConfigError(f"salt file {self.salt_path} is not a regular file")
+            if os.name == "posix" and info.st_mode & 0o077:
+                raise ConfigError(
+                    f"salt file {self.salt_path} is readable by others (mode {stat.S_IMODE(info.st_mode):04o}); "
+                    f"run: chmod 600 {self.salt_path}"
+                )
+            salt = fh.read()
+        for _ in range(20):  # only the in-place fallback can expose a short salt, briefly
+            if len(salt) >= SALT_BYTES:
+                return salt
+            time.sleep(0.05)
+            salt = self.salt_path.read_bytes()
+        raise ConfigError(f"salt file {self.salt_path} is corrupt ({len(salt)} bytes); remove it to make a new one")
+
+
+# ---------------------------------------------------------------------------
+# Per-session bias metadata
+# ---------------------------------------------------------------------------
+
+
+class ReviewerCalibration(BaseModel):
+    mean: float
+    std: float
+    z_score: float
+    classification: str
+    samples: int
+
+
+class LengthCorrelation(BaseModel):
+    r: float
+    interpretation: str
+    pairs: int
+    """Models with a length and a mean score (Pearson needs at least 3)."""
+
+
+class PositionBias(BaseModel):
+    means: dict[int, float]
+    """Mean score per 0-based display position."""
+    counts: dict[int, int]
+    variance: float
+    bias_detected: bool
+    orderings: int
+
+
+class SelfPreference(BaseModel):
+    reviewer_id: str
+    self_score: float
+    others_mean: float | None
+    """Mean score the other reviewers gave the same answer (None if nobody else scored it)."""
+    difference: float | None
+    others_n: int
+
+
+class SessionBiasMetadata(BaseModel):
+    """Bias indicators from one session's records. Diagnostic only: no score is changed."""
+
+    records: int
+    calibration: dict[str, ReviewerCalibration]
+    length_correlation: LengthCorrelation
+    position_bias: PositionBias
+    self_preference: list[SelfPreference]
+    honesty: list[HonestyRow]
+    flags: list[str]
+    note: str | None = None
+
+
+EXTREME_LENGTH_R = 0.9
+"""Seed 004: a single session can detect only extreme anomalies (|r| > 0.9)."""
+
+
+def session_bias_metadata(records: Sequence[BiasRecord]) -> SessionBiasMetadata:
+    """Calibration, length–score correlation, position bias and self-preference for one session."""
+    by_reviewer: dict[str, list[BiasRecord]] = defaultdict(list)
+    for rec in records:
+        by_reviewer[rec.reviewer_id].append(rec)
+
+    # §1: items are (model, position) so two answers by the same model stay distinct.
+    calibration_raw = audit_reviewer_calibration(
+        {rid: {f"{r.model_id}#{r.position}": r.score_value for r in recs} for rid, recs in by_reviewer.items()}
+    )
+    calibration = {
+        rid: ReviewerCalibration(**c, samples=len(by_reviewer[rid])) for rid, c in calibration_raw.items()
+    }
+
+    # §2: each model's answer length vs the mean score it received in this session.
+    received: dict[str, list[float]] = defaultdict(list)
+    lengths: dict[str, float] = {}
+    for rec in records:
+        received[rec.model_id].append(rec.score_value)
+        lengths.setdefault(rec.model_id, rec.response_length_chars)
+    avg_scores = {m: statistics.mean(s) for m, s in received.items()}
+    r, interpretation = calculate_length_correlation(lengths, avg_scores)
+    length = LengthCorrelation(r=r, interpretation=interpretation, pairs=len(avg_scores))
+
+    # §3: one ordering per reviewer, keyed by recorded display position.
+    session_data = []
+    for recs in by_reviewer.values():
+        slots: list[str | None] = [None] * (max(r.position for r in recs) + 1)
+        scores = {}
+        for rec in recs:
+            key = f"{rec.model_id}#{rec.position}"
+            slots[rec.position] = key
+            scores[key] = rec.score_value
+        session_data.append({"display_order": slots, "scores": scores})
+    variance, detected = calculate_position_bias(session_data)
+    by_position = position_scores(session_data)
+    position = PositionBias(
+        means={p: statistics.mean(s) for p, s in sorted(by_position.items())},
+        counts={p: len(s) for p, s in sorted(by_position.items())},
+        variance=variance,
+        bias_detected=detected,
+        orderings=len(session_data),
+    )
+
+    self_pref = []
+    for rec in records:
+        if not rec.self_review:
+            continue
+        others = [o.score_value for o in records if o.model_id == rec.model_id and not o.self_review]
+        others_mean = statistics.mean(others) if others else None
+        self_pref.append(
+            SelfPreference(
+                reviewer_id=rec.reviewer_id,
+                self_score=rec.score_value,
+                others_mean=others_mean,
+                difference=None if others_mean is None else rec.score_value - others_mean,
+                others_n=len(others),
+            )
+        )
+
+    harsh_generous = sorted(
+        f"{rid}: {c.classification}" for rid, c in calibration.items() if c.classification != "neutral"
+    )
+    honesty = [
+        honesty_row("length_correlation", length.pairs, interpretation),
+        honesty_row("position_bias", len(session_data), "position bias" if detected else "no position bias"),
+        honesty_row("reviewer_calibration", len(records), "; ".join(harsh_generous) or "no outlying reviewer"),
+    ]
+
+    flags = []
+    if interpretation != "insufficient_data" and abs(r) > EXTREME_LENGTH_R:
+        rewarding = "verbosity" if r > 0 else "brevity"
+        flags.append(f"extreme length–score correlation (r = {r:+.3f}): reviewers may be rewarding {rewarding}")
+
+    note = INDICATORS_NOTE if any(h.status == "insufficient" for h in honesty) else None
+    return SessionBiasMetadata(
+        records=len(records),
+        calibration=calibration,
+        length_correlation=length,
+        position_bias=position,
+        self_preference=self_pref,
+        honesty=honesty,
+        flags=flags,
+        note=note,
+    )

@@ -1,0 +1,580 @@
+"""The cross-session bias report, computed in SQL over the ``bias_records`` table.
+
+Every statistic is reduced to per-group sums (n, Σx, Σx², Σxy) by ``GROUP BY``
+queries that the covering indexes answer without touching the table; Python only
+combines the groups (a handful of reviewers and positions, one row per session for
+the length correlation). Reports from JSONL files load the files into an in-memory
+database with the same schema and run the same queries: one code path.
+
+The report is diagnostic: it never changes a score.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+import statistics
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import date, datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+from sqlite_utils import Database
+
+from council.bias.records import BiasRecord
+from council.bias.stats import (
+    INDICATORS_NOTE,
+    REFERENCE_SCALE,
+    GroupSums,
+    HonestyRow,
+    SignificanceTest,
+    calibration_zscores,
+    chi_square_uniform,
+    honesty_row,
+    length_correlation_interpretation,
+    one_way_anova,
+    paired_t_test,
+    pearson_from_sums,
+    position_variance_threshold,
+    reliability,
+    run_aggregated_bias_audit,
+    variance_from_sums,
+    variance_label,
+)
+from council.errors import InputError
+
+DEFAULT_MAX_POINTS = 2000
+"""Length-vs-score points kept for the scatter chart."""
+
+
+class ReviewerProfile(BaseModel):
+    mean: float
+    std: float
+    z_score: float
+    classification: str
+    samples: int
+    variance: float
+    variance_label: str
+    reliability: str
+
+
+class PositionBiasReport(BaseModel):
+    means: dict[int, float]
+    counts: dict[int, int]
+    variance: float
+    """Sample variance of the per-position means (seed 004 §3)."""
+    threshold: float
+    bias_detected: bool
+    """variance > threshold (the seed's 0.5 on a 1–10 scale)."""
+    orderings: int
+    """Reviews (one shuffled display order each)."""
+    test: SignificanceTest
+    """One-way ANOVA of scores across display positions."""
+    top_position_test: SignificanceTest
+    """Chi-square: is the top-scored answer's position uniform over positions?"""
+
+
+class SelfPreferenceReport(BaseModel):
+    """A reviewer's scores of its own answers against the other reviewers' scores of them.
+
+    A harsh reviewer scores its own answer low too, so the raw difference mixes
+    self-preference with calibration: ``adjusted_difference`` subtracts the
+    reviewer's offset (its mean score minus the mean of all scores), and the paired
+    t-test is on that adjusted difference.
+    """
+
+    self_mean: float
+    """Mean score the reviewer gave its own answers."""
+    others_mean: float
+    """Mean score the other reviewers gave those same answers."""
+    difference: float
+    reviewer_offset: float
+    """The reviewer's mean score minus the mean of every score (its harshness/generosity)."""
+    adjusted_difference: float
+    n: int
+    """Own answers that other reviewers also scored."""
+    test: SignificanceTest
+
+
+class BiasReport(BaseModel):
+    reviewers: dict[str, ReviewerProfile]
+    median_of_means: float | None = None
+    std_of_means: float | None = None
+    length_correlation: float
+    length_correlation_ci: tuple[float, float]
+    sample_size: int
+    """Sessions whose length correlation was pooled."""
+    confidence_level: str
+    length_interpretation: str | None = None
+    length_pairs: int = 0
+    """(model, session) points behind the pooled correlation."""
+    position_bias: PositionBiasReport
+    self_preference: dict[str, SelfPreferenceReport]
+    honesty: list[HonestyRow]
+    score_scale: tuple[float, float] | None = None
+    """The scale of the scores; None when scales were mixed and normalised to 1–10."""
+    scales_normalized: bool = False
+    filters: dict[str, Any]
+    total_records: int
+    sessions: int
+    skipped_lines: int = 0
+    notes: list[str] = Field(default_factory=list)
+    length_points: list[tuple[float, float]] = Field(default_factory=list)
+    """A bounded sample of (response_length_chars, mean score) per (session, model), for charts."""
+
+
+def normalize_since(value: str) -> str:
+    """A ``--since`` value as comparable text: a date stays a date (YYYY-MM-DD), a
+    date-time becomes ISO-8601 UTC (naive = UTC), as record timestamps are stored."""
+    text = value.strip()
+    try:
+        if len(text) == 10:
+            return date.fromisoformat(text).isoformat()
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"--since: {value!r} is not an ISO date (YYYY-MM-DD) or date-time") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+# ---------------------------------------------------------------------------
+# SQL
+# ---------------------------------------------------------------------------
+
+
+class _Filter:
+    """WHERE clauses: ``base`` = since + council; ``full`` adds the reviewer filter."""
+
+    def __init__(self, since: str | None, reviewers: Sequence[str], council: str | None) -> None:
+        self.reviewers = list(reviewers)
+        base: list[str] = []
+        self.base_params: list[Any] = []
+        if since:
+            base.append("timestamp >= ?")
+            self.base_params.append(since)
+        if council:
+            base.append("council = ?")
+            self.base_params.append(council)
+        full = list(base)
+        self.full_params = list(self.base_params)
+        if reviewers:
+            full.append(f"reviewer_id IN ({', '.join('?' for _ in reviewers)})")
+            self.full_params.extend(reviewers)
+        self.base = " AND ".join(base) or "1"
+        self.full = " AND ".join(full) or "1"
+
+
+def _score_expr(normalize: bool) -> str:
+    """The score as SQL: raw, or rescaled to 1–10 when records use different scales."""
+    if not normalize:
+        return "score_value"
+    lo, hi = REFERENCE_SCALE
+    smin, smax = f"COALESCE(scale_min, {lo})", f"COALESCE(scale_max, {hi})"
+    return f"({lo}.0 + {hi - lo}.0 * (score_value - {smin}) / ({smax} - {smin}))"
+
+
+def _scales(db: Database, f: _Filter) -> list[tuple[int | None, int | None]]:
+    sql = f"SELECT DISTINCT scale_min, scale_max FROM bias_records WHERE {f.base}"
+    return [(r[0], r[1]) for r in db.execute(sql, f.base_params).fetchall()]
+
+
+def _reviewer_sums(db: Database, f: _Filter, s: str) -> dict[str, GroupSums]:
+    sql = f"""SELECT reviewer_id, COUNT(*), TOTAL({s}), TOTAL({s} * {s})
+              FROM bias_records WHERE {f.base} GROUP BY reviewer_id"""
+    return {r[0]: GroupSums(r[1], r[2], r[3]) for r in db.execute(sql, f.base_params)}
+
+
+def _position_sums(db: Database, f: _Filter, s: str) -> dict[int, GroupSums]:
+    sql = f"""SELECT position, COUNT(*), TOTAL({s}), TOTAL({s} * {s})
+              FROM bias_records WHERE {f.full} GROUP BY position ORDER BY position"""
+    return {r[0]: GroupSums(r[1], r[2], r[3]) for r in db.execute(sql, f.full_params)}
+
+
+# Packs (score, position) into one number so that one MAX finds the top score with
+# its highest position and one MIN (of position − score·M) the top score with its
+# lowest position: the top is unique when the two agree. Exact for positions below M
+# and scores that differ by more than (max position)/M, i.e. any real score scale.
+_PACK = 1 << 20
+
+
+def _top_positions(db: Database, f: _Filter, s: str) -> tuple[int, int, dict[int, list[int]]]:
+    """(reviews, reviews left out, review size k → counts of the top-scored position).
+
+    A review is left out when its top score is tied or its positions are not 0..k−1
+    (checked as max position = k − 1; positions are distinct within a review)."""
+    m = _PACK
+    sql = f"""
+        SELECT k, CAST(round(b + top * {m}) AS INTEGER) AS pos,
+               round(a - top * {m}) = round(b + top * {m}) AND hi = k - 1 AS usable,
+               COUNT(*)
+        FROM (SELECT COUNT(*) AS k, MAX({s}) AS top, MAX({s} * {m} + position) AS a,
+                     MIN(position - {s} * {m}) AS b, MAX(position) AS hi
+              FROM bias_records WHERE {f.full} GROUP BY session_id, reviewer_id)
+        GROUP BY 1, 2, 3"""
+    reviews = left_out = 0
+    tables: dict[int, list[int]] = {}
+    for k, pos, usable, count in db.execute(sql, f.full_params):
+        reviews += count
+        if not usable:
+            left_out += count
+            continue
+        tables.setdefault(k, [0] * k)[pos] += count
+    return reviews, left_out, tables
+
+
+class _AnswerTable:
+    """A temporary table with one row per answer (session, model), from one index pass.
+
+    Columns: ``n``/``total`` over all reviewers (base filter), ``fn``/``ftotal`` over
+    the selected reviewers, ``x`` the response length, ``self_n``/``self_total`` the
+    self-review scores. It feeds the per-session length correlation, the
+    self-preference and the scatter points.
+    """
+
+    def __init__(self, db: Database, f: _Filter, s: str) -> None:
+        self.db = db
+        self.name = f"temp.bias_answers_{secrets.token_hex(6)}"
+        self.reviewers = f.reviewers
+        params: list[Any] = []
+        selected = ""
+        if f.reviewers:
+            chosen = f"reviewer_id IN ({', '.join('?' for _ in f.reviewers)})"
+            selected = (
+                f"COUNT(CASE WHEN {chosen} THEN 1 END) AS fn, TOTAL(CASE WHEN {chosen} THEN {s} END) AS ftotal,"
+            )
+            params += [*f.reviewers, *f.reviewers]
+            self.fn, self.ftotal = "fn", "ftotal"
+        else:  # every reviewer is selected: the same columns
+            self.fn, self.ftotal = "n", "total"
+        db.execute(
+            f"""CREATE TABLE {self.name} AS
+                SELECT session_id, model_id, COUNT(*) AS n, TOTAL({s}) AS total, {selected}
+                       AVG(response_length_chars) AS x, TOTAL(self_review) AS self_n,
+                       TOTAL(self_review * {s}) AS self_total
+                FROM bias_records WHERE {f.base} GROUP BY session_id, model_id""",
+            [*params, *f.base_params],
+        )
+
+    def drop(self) -> None:
+        self.db.execute(f"DROP TABLE IF EXISTS {self.name}")
+
+    def session_sums(self) -> list[tuple[Any, ...]]:
+        """Per session: models, records, Σx, Σy, Σx², Σy², Σxy; x = length, y = mean score received."""
+        fn, ftotal = self.fn, self.ftotal
+        sql = f"""SELECT COUNT(*), SUM({fn}), TOTAL(x), TOTAL(y), TOTAL(x * x), TOTAL(y * y), TOTAL(x * y)
+                  FROM (SELECT session_id, {fn}, x, {ftotal} / {fn} AS y FROM {self.name} WHERE {fn} > 0)
+                  GROUP BY session_id"""
+        return self.db.execute(sql).fetchall()
+
+    def points(self, limit: int) -> list[tuple[float, float]]:
+        # The first ``limit`` answers in (session id, model) order: session ids are
+        # random UUIDs, so an arbitrary subset.
+        fn, ftotal = self.fn, self.ftotal
+        sql = f"SELECT x, {ftotal} / {fn} FROM {self.name} WHERE {fn} > 0 ORDER BY rowid LIMIT ?"
+        return [(float(x), float(y)) for x, y in self.db.execute(sql, [limit])]
+
+    def self_preference(self) -> dict[str, tuple[int, float, float, float, float]]:
+        """reviewer → (n, Σself, Σothers, Σd, Σd²), d = own score − mean of the others' scores.
+
+        In a self-review the reviewer and the answer are the same model, so the
+        reviewer is the answer's ``model_id``. The reviewer filter selects whose
+        self-scores count; the others' scores are everyone else's."""
+        where, params = "self_n = 1 AND n > 1", []
+        if self.reviewers:
+            where += f" AND model_id IN ({', '.join('?' for _ in self.reviewers)})"
+            params = list(self.reviewers)
+        sql = f"""SELECT model_id, COUNT(*), TOTAL(own), TOTAL(others), TOTAL(own - others),
+                         TOTAL((own - others) * (own - others))
+                  FROM (SELECT model_id, self_total AS own, (total - self_total) / (n - self_n) AS others
+                        FROM {self.name} WHERE {where})
+                  GROUP BY model_id"""
+        return {r[0]: tuple(r[1:]) for r in self.db.execute(sql, params)}  # type: ignore[misc]
+
+
+# ---------------------------------------------------------------------------
+# The report
+# ---------------------------------------------------------------------------
+
+
+def bias_report(
+    db: Database,
+    *,
+    since: str | None = None,
+    reviewers: Sequence[str] = (),
+    council: str | None = None,
+    max_points: int = 0,
+    min_sessions: int = 10,
+) -> BiasReport:
+    """The cross-session bias report over ``db``'s ``bias_records`` table.
+
+    ``since`` keeps records with ``timestamp >= since``; ``reviewers`` keeps those
+    reviewers' records for every statistic except the calibration baseline: z-scores
+    are always against all reviewers in the period, so filtering does not change a
+    reviewer's classification. ``max_points`` > 0 also returns that many
+    length-vs-score points for charts. All queries read one snapshot.
+    """
+    reviewers = list(dict.fromkeys(reviewers))
+    since = normalize_since(since) if since else None
+    f = _Filter(since, reviewers, council)
+    conn = db.conn
+    own_transaction = not conn.in_transaction
+    if own_transaction:
+        conn.execute("BEGIN")  # one read snapshot for every query below
+    answers: _AnswerTable | None = None
+    try:
+        scales = _scales(db, f)
+        lo_ref, hi_ref = REFERENCE_SCALE  # records without a scale are taken to be on 1–10
+        effective = {(lo if lo is not None else lo_ref, hi if hi is not None else hi_ref) for lo, hi in scales}
+        normalize = len(effective) > 1
+        s = _score_expr(normalize)
+        reviewer_sums = _reviewer_sums(db, f, s)
+        position_sums = _position_sums(db, f, s)
+        orderings, left_out, top_tables = _top_positions(db, f, s)
+        answers = _AnswerTable(db, f, s)
+        session_rows = answers.session_sums()
+        self_sums = answers.self_preference()
+        points = answers.points(max_points) if max_points > 0 else []
+    finally:
+        if answers is not None:
+            answers.drop()
+        if own_transaction and conn.in_transaction:
+            conn.execute("ROLLBACK")
+
+    notes: list[str] = []
+    scale: tuple[float, float] | None = None
+    if normalize:
+        notes.append("records use different score scales: every score was rescaled to 1–10 first")
+    elif any(lo is not None for lo, _ in scales):
+        lo, hi = effective.pop()
+        scale = (float(lo), float(hi))
+
+    profiles, median_of_means, std_of_means = _profiles(reviewer_sums, reviewers, scale)
+
+    # §2 length correlation: Pearson per session (≥ 3 models), pooled with Fisher z
+    correlations, pairs = [], 0
+    for models, _records, sx, sy, sxx, syy, sxy in session_rows:
+        if models >= 3:
+            correlations.append(pearson_from_sums(models, sx, sy, sxx, syy, sxy))
+            pairs += models
+    pooled = run_aggregated_bias_audit(correlations, min_sessions=min_sessions)
+    interpretation = (
+        length_correlation_interpretation(pooled.length_correlation)
+        if pooled.confidence_level != "insufficient"
+        else None
+    )
+
+    position = _position_report(position_sums, orderings, left_out, top_tables, scale)
+
+    self_pref = _self_preference_report(self_sums, reviewer_sums)
+
+    flagged = sorted(f"{r}: {p.classification}" for r, p in profiles.items() if p.classification != "neutral")
+    p_text = f"; ANOVA p = {position.test.p_value:.3g}" if position.test.p_value is not None else ""
+    honesty = [
+        honesty_row("length_correlation", pairs, interpretation),
+        honesty_row(
+            "position_bias", orderings, ("position bias" if position.bias_detected else "no position bias") + p_text
+        ),
+        honesty_row(
+            "reviewer_calibration",
+            sum(p.samples for p in profiles.values()),
+            "; ".join(flagged) or "no outlying reviewer",
+        ),
+    ]
+    if any(h.status == "insufficient" for h in honesty):
+        notes.append(INDICATORS_NOTE)
+
+    return BiasReport(
+        reviewers=profiles,
+        median_of_means=median_of_means,
+        std_of_means=std_of_means,
+        length_correlation=pooled.length_correlation,
+        length_correlation_ci=pooled.length_correlation_ci,
+        sample_size=pooled.sample_size,
+        confidence_level=pooled.confidence_level,
+        length_interpretation=interpretation,
+        length_pairs=pairs,
+        position_bias=position,
+        self_preference=self_pref,
+        honesty=honesty,
+        score_scale=scale,
+        scales_normalized=normalize,
+        filters={"since": since, "reviewer": reviewers or None, "council": council},
+        total_records=sum(r[1] for r in session_rows),
+        sessions=len(session_rows),
+        notes=notes,
+        length_points=points,
+    )
+
+
+def _profiles(
+    sums: dict[str, GroupSums], reviewers: Sequence[str], scale: tuple[float, float] | None
+) -> tuple[dict[str, ReviewerProfile], float | None, float | None]:
+    """Seed 004 §1 over each reviewer's scores; the baseline is every reviewer in ``sums``."""
+    means = {r: g.total / g.n for r, g in sums.items()}
+    zs = calibration_zscores(means)
+    profiles = {}
+    for rid in sorted(sums):
+        if reviewers and rid not in reviewers:
+            continue
+        g = sums[rid]
+        var = variance_from_sums(*g)
+        profiles[rid] = ReviewerProfile(
+            mean=round(means[rid], 3),
+            std=round(math.sqrt(var), 3),
+            z_score=zs[rid][0],
+            classification=zs[rid][1],
+            samples=g.n,
+            variance=round(var, 3),
+            variance_label=variance_label(var, g.n, scale),
+            reliability=reliability(g.n),
+        )
+    if not means:
+        return profiles, None, None
+    values = list(means.values())
+    std_of_means = statistics.stdev(values) if len(values) > 2 else 1.0
+    return profiles, round(statistics.median(values), 3), round(std_of_means, 3)
+
+
+def _self_preference_report(
+    self_sums: dict[str, tuple[int, float, float, float, float]], reviewer_sums: dict[str, GroupSums]
+) -> dict[str, SelfPreferenceReport]:
+    all_n = sum(g.n for g in reviewer_sums.values())
+    grand_mean = sum(g.total for g in reviewer_sums.values()) / all_n if all_n else 0.0
+    out = {}
+    for rid, (n, own, others, sd, sdd) in sorted(self_sums.items()):
+        g = reviewer_sums.get(rid)
+        c = g.total / g.n - grand_mean if g and g.n else 0.0
+        # d − c for every pair, from the sums: Σ(d−c) = Σd − nc, Σ(d−c)² = Σd² − 2cΣd + nc².
+        out[rid] = SelfPreferenceReport(
+            self_mean=round(own / n, 3),
+            others_mean=round(others / n, 3),
+            difference=round(sd / n, 3),
+            reviewer_offset=round(c, 3),
+            adjusted_difference=round(sd / n - c, 3),
+            n=n,
+            test=paired_t_test(n, sd - n * c, sdd - 2 * c * sd + n * c * c, name="paired t-test (adjusted)"),
+        )
+    return out
+
+
+def _position_report(
+    sums: dict[int, GroupSums],
+    orderings: int,
+    left_out: int,
+    top_tables: dict[int, list[int]],
+    scale: tuple[float, float] | None,
+) -> PositionBiasReport:
+    """Seed 004 §3 (variance of per-position means) plus ANOVA and the top-position test."""
+    means = {p: g.total / g.n for p, g in sums.items()}
+    variance = statistics.variance(means.values()) if len(means) > 1 else 0.0
+    threshold = position_variance_threshold(scale)
+    top_test = chi_square_uniform(
+        [top_tables[k] for k in sorted(top_tables)],
+        name="chi-square goodness of fit (top-scored position vs uniform)",
+    )
+    if left_out:
+        why = f"{left_out} reviews left out (tied top score or gaps in positions)"
+        top_test.note = f"{why}; {top_test.note}" if top_test.note else why
+    return PositionBiasReport(
+        means={p: round(m, 3) for p, m in means.items()},
+        counts={p: g.n for p, g in sums.items()},
+        variance=round(variance, 3),
+        threshold=round(threshold, 3),
+        bias_detected=len(means) >= 2 and variance > threshold,
+        orderings=orderings,
+        test=one_way_anova(list(sums.values())),
+        top_position_test=top_test,
+    )
+
+
+def position_verdict(report: BiasReport) -> str:
+    """The seed's variance rule in words; only an indicator below the minimum orderings."""
+    pb = report.position_bias
+    row = next(h for h in report.honesty if h.metric == "position_bias")
+    if row.status == "sufficient":
+        return "bias detected" if pb.bias_detected else "no bias detected"
+    side = "above" if pb.bias_detected else "below"
+    return f"{side} the threshold, an indicator only ({row.data_points} of {row.minimum} orderings)"
+
+
+# ---------------------------------------------------------------------------
+# Reports from JSONL files
+# ---------------------------------------------------------------------------
+
+
+def _explain(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        loc = ".".join(str(x) for x in err.get("loc", ()))
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(parts)
+
+
+def iter_records_file(
+    path: Path | str, *, skip_bad: bool = False, skipped: list[str] | None = None
+) -> Iterator[BiasRecord]:
+    """Validated records from a JSONL file; a bad line raises InputError("FILE:LINE: ...")
+    unless ``skip_bad``, which appends the message to ``skipped`` and goes on."""
+    path = Path(path)
+    try:
+        fh = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    with fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            problem = None
+            try:
+                data = json.loads(line)
+                if not isinstance(data, dict):
+                    problem = f"expected a JSON object, got {type(data).__name__}"
+                else:
+                    yield BiasRecord.model_validate(data)
+                    continue
+            except json.JSONDecodeError as exc:
+                problem = f"not valid JSON ({exc.msg})"
+            except ValidationError as exc:
+                problem = _explain(exc)
+            message = f"{path}:{lineno}: {problem}"
+            if not skip_bad:
+                raise InputError(message)
+            if skipped is not None:
+                skipped.append(message)
+
+
+def load_records_files(paths: Iterable[Path | str], *, skip_bad: bool = False) -> tuple[Database, list[str]]:
+    """An in-memory database with the council schema holding the files' records."""
+    from council.storage import Store
+
+    store = Store.memory()
+    skipped: list[str] = []
+    rows = (rec.row() for path in paths for rec in iter_records_file(path, skip_bad=skip_bad, skipped=skipped))
+    with store.db.conn:
+        store.db["bias_records"].insert_all(rows, batch_size=10_000)
+    return store.db, skipped
+
+
+def report_from_records_files(
+    paths: Iterable[Path | str],
+    *,
+    skip_bad: bool = False,
+    since: str | None = None,
+    reviewers: Sequence[str] = (),
+    council: str | None = None,
+    max_points: int = 0,
+) -> BiasReport:
+    """The same report as :func:`bias_report`, over records read from JSONL files."""
+    db, skipped = load_records_files(paths, skip_bad=skip_bad)
+    try:
+        report = bias_report(db, since=since, reviewers=reviewers, council=council, max_points=max_points)
+    finally:
+        db.conn.close()
+    report.skipped_lines = len(skipped)
+    if skipped:
+        report.notes.append(f"{len(skipped)} bad record lines skipped (first: {skipped[0]})")
+    return report

@@ -1,0 +1,150 @@
+"""``council bias-report`` — the cross-session bias audit (reads records only, no model SDKs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from council.bias.report import BiasReport
+
+
+@click.command("bias-report")
+@click.option("--since", metavar="DATE", help="Only records on or after this ISO date or date-time (UTC).")
+@click.option("--reviewer", "reviewers", multiple=True, metavar="ID", help="Only this reviewer (repeatable).")
+@click.option("--council", "council_name", metavar="NAME", help="Only this council.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Also write a self-contained HTML page with charts.")
+@click.option("--records", "records", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              metavar="FILE.jsonl", help="Report from exported bias-record files instead of the database (repeatable).")
+@click.option("--skip-bad", is_flag=True, help="With --records: skip and count invalid lines instead of stopping.")
+def bias_report(
+    since: str | None,
+    reviewers: tuple[str, ...],
+    council_name: str | None,
+    as_json: bool,
+    html_path: Path | None,
+    records: tuple[Path, ...],
+    skip_bad: bool,
+) -> None:
+    """Reviewer calibration, length bias, position bias and self-preference across sessions.
+
+    Bias is reported, never corrected: no score is changed.
+    """
+    from council.bias.report import DEFAULT_MAX_POINTS, bias_report as build, report_from_records_files
+    from council.errors import UsageError
+
+    if skip_bad and not records:
+        raise UsageError("--skip-bad only applies with --records")
+    points = DEFAULT_MAX_POINTS if html_path else 0
+    if records:
+        report = report_from_records_files(
+            records, skip_bad=skip_bad, since=since, reviewers=reviewers, council=council_name, max_points=points
+        )
+    else:
+        from council.storage import Store
+
+        store = Store.open()
+        try:
+            report = build(store.db, since=since, reviewers=reviewers, council=council_name, max_points=points)
+        finally:
+            store.close()
+
+    if html_path:
+        from council.bias.html import render_html
+
+        html_path.write_text(render_html(report), encoding="utf-8")
+        click.echo(f"wrote {html_path}", err=True)
+    if report.skipped_lines:
+        click.echo(f"skipped {report.skipped_lines} invalid record lines", err=True)
+    if as_json:
+        click.echo(report.model_dump_json(indent=2, exclude={"length_points"}))
+        return
+    from council.cli.render import out
+
+    render_text(report, out)
+
+
+_VARIANCE_TEXT = {"compressed": "compressed range"}
+
+
+def render_text(report: BiasReport, console: Console) -> None:
+    """Reviewer profiles in the style of seed 004, then tables for the other statistics."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from council.bias.report import position_verdict
+
+    if report.total_records == 0:
+        console.print("No bias records" + (" match these filters." if any(report.filters.values()) else " yet."))
+        return
+    console.print(f"[bold]=== Reviewer Profiles ({report.sessions} sessions, {report.total_records} records) ===[/]")
+    for rid, p in report.reviewers.items():
+        console.print()
+        console.print(rid, style="bold", markup=False, highlight=False)
+        console.print(f"  Mean score: {p.mean:.1f} ({p.classification}, z={p.z_score:+.1f})", highlight=False)
+        label = _VARIANCE_TEXT.get(p.variance_label, p.variance_label)
+        console.print(f"  Score variance: {p.variance:.1f} ({label})", highlight=False)
+        console.print(f"  Reliability: {p.reliability} ({p.samples} samples)", highlight=False)
+    console.print()
+
+    length = Table(title="Length–score correlation (Fisher-z pooled across sessions)")
+    for col in ("pooled r", "95% CI", "sessions", "confidence", "interpretation"):
+        length.add_column(col)
+    lo, hi = report.length_correlation_ci
+    length.add_row(
+        f"{report.length_correlation:+.3f}", f"[{lo:+.3f}, {hi:+.3f}]", str(report.sample_size),
+        report.confidence_level, report.length_interpretation or "—",
+    )
+    console.print(length)
+
+    pb = report.position_bias
+    positions = Table(title="Mean score by display position")
+    for col in ("position", "mean", "scores"):
+        positions.add_column(col, justify="right")
+    for pos, mean in pb.means.items():
+        positions.add_row(str(pos), f"{mean:.3f}", str(pb.counts[pos]))
+    console.print(positions)
+    console.print(
+        f"Variance of position means: {pb.variance} (threshold {pb.threshold}): {position_verdict(report)}",
+        highlight=False,
+    )
+    for test in (pb.test, pb.top_position_test):
+        if test.p_value is None:
+            console.print(f"{test.name}: not computed — {test.note}", markup=False, highlight=False)
+            continue
+        stat = "∞" if test.statistic is None else f"{test.statistic:.3f}"
+        df = ", ".join(map(str, test.df))
+        sig = "significant" if test.significant else "not significant"
+        extra = f" — {test.note}" if test.note else ""
+        console.print(f"{test.name}: {stat} (df {df}), p = {test.p_value:.3g}, {sig} at 0.05{extra}",
+                      markup=False, highlight=False)
+
+    if report.self_preference:
+        sp_table = Table(title="Self-preference (own answers vs the other reviewers' scores of them)")
+        for col in ("reviewer", "own", "others", "difference", "reviewer offset", "adjusted", "n", "p (paired t)"):
+            sp_table.add_column(col, justify="left" if col == "reviewer" else "right")
+        for rid, sp in report.self_preference.items():
+            p = "—" if sp.test.p_value is None else f"{sp.test.p_value:.3g}"
+            sp_table.add_row(
+                escape(rid), f"{sp.self_mean:.3f}", f"{sp.others_mean:.3f}", f"{sp.difference:+.3f}",
+                f"{sp.reviewer_offset:+.3f}", f"{sp.adjusted_difference:+.3f}", str(sp.n), p,
+            )
+        console.print(sp_table)
+
+    honesty = Table(title="Statistical honesty")
+    for col in ("metric", "data points", "minimum", "status", "verdict"):
+        honesty.add_column(col)
+    for h in report.honesty:
+        style = "green" if h.status == "sufficient" else "yellow"
+        honesty.add_row(
+            h.metric, str(h.data_points), f"{h.minimum} {h.unit}", f"[{style}]{h.status}[/]", escape(h.verdict or "—")
+        )
+    console.print(honesty)
+    for note in report.notes:
+        console.print(f"note: {note}", markup=False, highlight=False)

@@ -1,0 +1,457 @@
+"""The cross-session bias report: SQL results equal a pure-Python computation of the same statistics."""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+from collections import defaultdict
+from datetime import datetime, timedelta, timezone
+from html.parser import HTMLParser
+
+import pytest
+from click.testing import CliRunner
+from rich.console import Console
+from scipy import stats as sps
+
+from council.bias.export import export_bias_records
+from council.bias.html import render_html
+from council.bias.records import BiasRecord
+from council.bias.report import bias_report, report_from_records_files
+from council.bias.stats import (
+    audit_reviewer_calibration,
+    pearson_correlation,
+    run_aggregated_bias_audit,
+)
+from council.errors import InputError
+from council.storage import Store
+
+MODELS = [f"prov/model-{i}" for i in range(6)]
+START = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def make_records(seed: int, sessions: int = 80, scale: tuple[int, int] = (1, 10)) -> list[dict]:
+    rng = random.Random(seed)
+    out = []
+    lo, hi = scale
+    for s in range(sessions):
+        sid = f"sess-{seed}-{s:04d}"
+        members = rng.sample(MODELS, rng.choice([2, 3, 4, 5]))  # 2-model sessions have no length r
+        reviewers = rng.sample(MODELS, rng.randint(1, 4))
+        lengths = {m: rng.randint(50, 3000) for m in members}
+        ts = (START + timedelta(hours=s)).isoformat(timespec="microseconds")
+        council = rng.choice(["alpha", "beta"])
+        for reviewer in reviewers:
+            order = members[:]
+            rng.shuffle(order)
+            for pos, m in enumerate(order):
+                bonus = 2 if pos == 0 else 0
+                score = min(hi, max(lo, rng.randint(lo, hi) + (bonus if hi > 5 else 0)))
+                out.append(
+                    BiasRecord(
+                        session_id=sid, reviewer_id=reviewer, model_id=m, position=pos,
+                        response_length_chars=lengths[m], score_value=float(score), timestamp=ts,
+                        scale_min=lo, scale_max=hi, self_review=(reviewer == m), council=council,
+                    ).row()
+                )
+    return out
+
+
+def load(records: list[dict]) -> Store:
+    store = Store.memory()
+    store.insert_bias_records(records)
+    return store
+
+
+# -- a pure-Python reference built from the seed functions ------------------------------------
+
+
+def reference(records, *, reviewers=()):
+    """The report's statistics computed record by record (reviewer filter as the report applies it)."""
+    base = records
+    full = [r for r in records if not reviewers or r["reviewer_id"] in reviewers]
+    out = {}
+
+    by_reviewer = defaultdict(dict)
+    for i, r in enumerate(base):
+        by_reviewer[r["reviewer_id"]][i] = r["score_value"]
+    out["calibration"] = audit_reviewer_calibration(by_reviewer)
+    out["samples"] = {r: len(v) for r, v in by_reviewer.items()}
+
+    sessions = defaultdict(lambda: defaultdict(list))
+    lengths = {}
+    for r in full:
+        sessions[r["session_id"]][r["model_id"]].append(r["score_value"])
+        lengths[(r["session_id"], r["model_id"])] = r["response_length_chars"]
+    rs, pairs = [], 0
+    for sid, models in sessions.items():
+        if len(models) >= 3:
+            ms = list(models)
+            rs.append(pearson_correlation([lengths[(sid, m)] for m in ms], [statistics.mean(models[m]) for m in ms]))
+            pairs += len(ms)
+    out["pooled"] = run_aggregated_bias_audit(rs)
+    out["pairs"] = pairs
+    out["sessions"] = len(sessions)
+    out["total"] = len(full)
+
+    by_pos = defaultdict(list)
+    for r in full:
+        by_pos[r["position"]].append(r["score_value"])
+    out["position_groups"] = dict(sorted(by_pos.items()))
+
+    reviews = defaultdict(list)
+    for r in full:
+        reviews[(r["session_id"], r["reviewer_id"])].append(r)
+    tables = defaultdict(lambda: None)
+    left_out = 0
+    for recs in reviews.values():
+        top = max(r["score_value"] for r in recs)
+        winners = [r["position"] for r in recs if r["score_value"] == top]
+        if len(winners) > 1:
+            left_out += 1
+            continue
+        k = len(recs)
+        if tables[k] is None:
+            tables[k] = [0] * k
+        tables[k][winners[0]] += 1
+    out["orderings"] = len(reviews)
+    out["left_out"] = left_out
+    out["top_tables"] = {k: v for k, v in tables.items() if v is not None}
+
+    all_scores = [r["score_value"] for r in base]
+    grand = statistics.mean(all_scores) if all_scores else 0
+    self_d = defaultdict(list)
+    for r in full:
+        if not r["self_review"]:
+            continue
+        others = [o["score_value"] for o in base if o["session_id"] == r["session_id"]
+                  and o["model_id"] == r["model_id"] and not o["self_review"]]
+        if others:
+            self_d[r["model_id"]].append((r["score_value"], statistics.mean(others)))
+    out["self"] = {}
+    for rid, pairs_ in self_d.items():
+        c = out["calibration"][rid]["mean"] - grand
+        d = [s - o for s, o in pairs_]
+        out["self"][rid] = dict(
+            n=len(d),
+            self_mean=statistics.mean(s for s, _ in pairs_),
+            others_mean=statistics.mean(o for _, o in pairs_),
+            difference=statistics.mean(d), offset=c, adjusted=[x - c for x in d],
+        )
+    return out
+
+
+def assert_matches_reference(report, ref, *, reviewers=()):
+    expected_reviewers = sorted(r for r in ref["calibration"] if not reviewers or r in reviewers)
+    assert sorted(report.reviewers) == expected_reviewers
+    for rid in expected_reviewers:
+        cal, got = ref["calibration"][rid], report.reviewers[rid]
+        assert got.mean == pytest.approx(round(cal["mean"], 3), abs=1e-9)
+        assert got.std == pytest.approx(round(cal["std"], 3), abs=1e-3 + 1e-9)
+        assert got.variance == pytest.approx(cal["std"] ** 2, abs=6e-4)
+        assert got.z_score == pytest.approx(cal["z_score"], abs=0.0101)
+        assert got.classification == cal["classification"]
+        assert got.samples == ref["samples"][rid]
+
+    pooled = ref["pooled"]
+    assert report.sample_size == pooled.sample_size
+    assert report.confidence_level == pooled.confidence_level
+    assert report.length_correlation == pytest.approx(pooled.length_correlation, abs=1.01e-3)
+    for got, want in zip(report.length_correlation_ci, pooled.length_correlation_ci):
+        assert got == pytest.approx(want, abs=1.01e-3)
+    assert report.length_pairs == ref["pairs"]
+    assert (report.total_records, report.sessions) == (ref["total"], ref["sessions"])
+
+    groups = ref["position_groups"]
+    pb = report.position_bias
+    assert pb.counts == {p: len(g) for p, g in groups.items()}
+    for p, g in groups.items():
+        assert pb.means[p] == pytest.approx(round(statistics.mean(g), 3), abs=1e-9)
+    if len(groups) > 1:
+        means = [statistics.mean(g) for g in groups.values()]
+        assert pb.variance == pytest.approx(statistics.variance(means), abs=6e-4)
+        anova = sps.f_oneway(*groups.values())
+        assert pb.test.statistic == pytest.approx(anova.statistic, rel=1e-9)
+        assert pb.test.p_value == pytest.approx(anova.pvalue, rel=1e-7, abs=1e-15)
+    assert pb.orderings == ref["orderings"]
+    usable = [t for k, t in sorted(ref["top_tables"].items()) if sum(t) >= 5 * k]
+    if usable:
+        chi = sum(sps.chisquare(t).statistic for t in usable)
+        df = sum(len(t) - 1 for t in usable)
+        assert pb.top_position_test.statistic == pytest.approx(chi, rel=1e-9)
+        assert pb.top_position_test.df == [df]
+        assert pb.top_position_test.p_value == pytest.approx(sps.chi2.sf(chi, df), rel=1e-7, abs=1e-15)
+    if ref["left_out"]:
+        assert str(ref["left_out"]) in pb.top_position_test.note
+
+    assert sorted(report.self_preference) == sorted(ref["self"])
+    for rid, want in ref["self"].items():
+        got = report.self_preference[rid]
+        assert got.n == want["n"]
+        assert got.self_mean == pytest.approx(round(want["self_mean"], 3), abs=1e-9)
+        assert got.others_mean == pytest.approx(round(want["others_mean"], 3), abs=1.01e-3)
+        assert got.difference == pytest.approx(round(want["difference"], 3), abs=1.01e-3)
+        assert got.adjusted_difference == pytest.approx(statistics.mean(want["adjusted"]), abs=1.01e-3)
+        if want["n"] > 1 and len(set(want["adjusted"])) > 1:
+            assert got.test.p_value == pytest.approx(sps.ttest_1samp(want["adjusted"], 0).pvalue, rel=1e-6, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_sql_report_equals_python_reference(seed):
+    records = make_records(seed, sessions=60 + 40 * seed)
+    report = bias_report(load(records).db)
+    assert_matches_reference(report, reference(records))
+    assert report.score_scale == (1.0, 10.0) and not report.scales_normalized
+    assert report.position_bias.test.significant  # the planted first-position bonus is found
+
+
+def test_filters_since_council_and_reviewer():
+    records = make_records(7, sessions=120)
+    db = load(records).db
+    since = (START + timedelta(hours=50)).isoformat()
+    later = [r for r in records if r["timestamp"] >= bias_ts(since)]
+    assert_matches_reference(bias_report(db, since=since), reference(later))
+    assert bias_report(db, since=since).filters["since"] == bias_ts(since)
+
+    alpha = [r for r in records if r["council"] == "alpha"]
+    assert_matches_reference(bias_report(db, council="alpha"), reference(alpha))
+
+    chosen = MODELS[0]
+    filtered = bias_report(db, reviewers=[chosen])
+    assert_matches_reference(filtered, reference(records, reviewers=[chosen]), reviewers=[chosen])
+    # z-scores stay relative to every reviewer, so filtering does not change a profile
+    assert filtered.reviewers[chosen] == bias_report(db).reviewers[chosen]
+
+
+def bias_ts(since: str) -> str:
+    return datetime.fromisoformat(since).astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+def test_since_accepts_a_date_and_rejects_garbage():
+    db = load(make_records(3, sessions=30)).db
+    by_date = bias_report(db, since="2026-01-02").total_records
+    assert by_date == bias_report(db, since="2026-01-02T00:00:00Z").total_records > 0
+    assert bias_report(db, since="2030-01-01").total_records == 0
+    with pytest.raises(InputError, match="--since"):
+        bias_report(db, since="last tuesday")
+
+
+def test_mixed_scales_are_rescaled_to_1_10():
+    ten = make_records(4, sessions=30)
+    five = make_records(5, sessions=30, scale=(1, 5))
+    report = bias_report(load(ten + five).db)
+    assert report.scales_normalized and report.score_scale is None
+    rescaled = [dict(r, score_value=1 + 9 * (r["score_value"] - r["scale_min"]) / (r["scale_max"] - r["scale_min"]))
+                for r in ten + five]
+    assert_matches_reference(report, reference(rescaled))
+    assert any("rescaled" in n for n in report.notes)
+
+
+def test_empty_database():
+    report = bias_report(Store.memory().db)
+    assert (report.total_records, report.sessions, report.reviewers) == (0, 0, {})
+    assert report.confidence_level == "insufficient"
+    assert report.position_bias.test.p_value is None
+    assert all(h.status == "insufficient" for h in report.honesty)
+
+
+def test_small_data_is_labelled_insufficient():
+    report = bias_report(load(make_records(6, sessions=3)).db)
+    rows = {h.metric: h for h in report.honesty}
+    assert rows["length_correlation"].status == "insufficient" and rows["length_correlation"].verdict is None
+    assert any("indicators, not evidence" in n for n in report.notes)
+
+
+# -- export and --records round trip ------------------------------------------------------------
+
+
+def test_export_then_records_gives_the_same_report(tmp_path):
+    store = load(make_records(8, sessions=90))
+    out = tmp_path / "bias.jsonl"
+    n = export_bias_records(store, out)
+    assert n == store.count("bias_records")
+    lines = out.read_text().splitlines()
+    assert len(lines) == n and "id" not in json.loads(lines[0])
+    from_db = bias_report(store.db, max_points=100)
+    from_file = report_from_records_files([out], max_points=100)
+    assert from_file == from_db
+    assert len(from_db.length_points) == 100
+
+
+def test_records_from_several_files_and_since_on_export(tmp_path):
+    store = load(make_records(9, sessions=40))
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    cut = (START + timedelta(hours=20)).isoformat()
+    n_late = export_bias_records(store.db, a, since=cut)
+    with b.open("w") as fh:
+        n_all = export_bias_records(store.db, fh)
+    assert 0 < n_late < n_all
+    combined = report_from_records_files([a, b])
+    assert combined.total_records == n_late + n_all
+
+
+def test_csv_export(tmp_path):
+    store = load(make_records(10, sessions=5))
+    out = tmp_path / "bias.csv"
+    n = export_bias_records(store, out, fmt="csv")
+    rows = out.read_text().splitlines()
+    assert rows[0].split(",")[:3] == ["schema_version", "session_id", "reviewer_id"]
+    assert len(rows) == n + 1
+    with pytest.raises(InputError):
+        export_bias_records(store, out, fmt="xml")
+
+
+def _bad_file(tmp_path):
+    good = make_records(11, sessions=4)
+    lines = [json.dumps(r) for r in good]
+    lines.insert(1, "{not json")
+    lines.insert(2, json.dumps({**good[0], "response": "the whole answer text"}))
+    lines.insert(3, json.dumps({**good[0], "score_value": 42}))
+    lines.insert(4, "")  # blank lines are fine
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path, len(good)
+
+
+def test_bad_line_stops_with_file_and_line(tmp_path):
+    path, _ = _bad_file(tmp_path)
+    with pytest.raises(InputError, match=r"bad\.jsonl:2: not valid JSON"):
+        report_from_records_files([path])
+    with pytest.raises(InputError, match="cannot read"):
+        report_from_records_files([tmp_path / "missing.jsonl"])
+
+
+def test_skip_bad_counts_skipped_lines(tmp_path):
+    path, good = _bad_file(tmp_path)
+    report = report_from_records_files([path], skip_bad=True)
+    assert report.skipped_lines == 3
+    assert report.total_records == good
+    assert any("bad.jsonl:2" in n for n in report.notes)
+
+
+# -- CLI -------------------------------------------------------------------------------------------
+
+
+def _cli(args):
+    from council.cli.main import cli
+
+    return CliRunner().invoke(cli, args, catch_exceptions=False)
+
+
+def test_cli_json_from_database(council_home):
+    store = Store.open()
+    store.insert_bias_records(make_records(12, sessions=50))
+    store.close()
+    result = _cli(["bias-report", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    for key in ("reviewers", "length_correlation", "length_correlation_ci", "sample_size", "confidence_level",
+                "position_bias", "self_preference"):
+        assert key in data
+    assert {"bias_detected", "means", "variance", "test"} <= set(data["position_bias"])
+    assert "length_points" not in data
+    some = next(iter(data["reviewers"].values()))
+    assert {"mean", "std", "z_score", "classification", "samples", "variance_label", "reliability"} <= set(some)
+
+
+def test_cli_records_text_and_html(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in make_records(13, sessions=40)))
+    html_path = tmp_path / "report.html"
+    result = _cli(["bias-report", "--records", str(path), "--html", str(html_path)])
+    assert result.exit_code == 0, result.output
+    assert "=== Reviewer Profiles" in result.output and "Mean score:" in result.output
+    assert html_path.read_text().count("<svg") == 3
+
+
+def test_cli_errors_are_one_line_with_exit_code_2(tmp_path):
+    path, _ = _bad_file(tmp_path)
+    result = CliRunner().invoke(__import__("council.cli.main", fromlist=["cli"]).cli,
+                                ["bias-report", "--records", str(path)])
+    assert result.exit_code == 2
+    assert "bad.jsonl:2:" in result.output and "Traceback" not in result.output
+    result = CliRunner().invoke(__import__("council.cli.main", fromlist=["cli"]).cli, ["bias-report", "--skip-bad"])
+    assert result.exit_code == 2 and "--skip-bad" in result.output
+
+
+def test_text_rendering_of_an_empty_report():
+    from council.cli.bias_report import render_text
+
+    console = Console(record=True, width=100)
+    render_text(bias_report(Store.memory().db), console)
+    assert "No bias records yet" in console.export_text()
+
+
+# -- HTML ----------------------------------------------------------------------------------------
+
+
+class _TagBalance(HTMLParser):
+    VOID = {"meta", "br", "hr", "img", "input", "link", "line", "rect", "circle"}
+
+    def __init__(self):
+        super().__init__()
+        self.stack, self.errors, self.tags = [], [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags.append(tag)
+
+    def handle_endtag(self, tag):
+        if tag in self.VOID:
+            return
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"unexpected </{tag}> with open {self.stack[-3:]}")
+        else:
+            self.stack.pop()
+
+
+def test_html_is_self_contained_well_formed_and_escaped():
+    records = make_records(14, sessions=40)
+    evil = "<script>alert(1)</script>/model"
+    for r in records[:50]:
+        r["reviewer_id"] = evil
+    report = bias_report(load(records).db, max_points=100)
+    page = render_html(report)
+    assert page.startswith("<!DOCTYPE html>")
+    assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;/model" in page
+    assert "http://" not in page and "https://" not in page and " src=" not in page
+    parser = _TagBalance()
+    parser.feed(page)
+    assert parser.errors == [] and parser.stack == []
+    assert parser.tags.count("svg") == 3
+    assert parser.tags.count("circle") == len(report.length_points) == 100
+    assert sum(1 for t in parser.tags if t == "rect") >= len(report.reviewers) + len(report.position_bias.means)
+
+
+def test_html_of_an_empty_report():
+    page = render_html(bias_report(Store.memory().db))
+    assert "No reviewers." in page and "<svg" not in page
+    assert "0 records · 0 sessions" in page
+
+
+def test_reviews_with_tied_tops_or_position_gaps_are_left_out_of_the_top_position_test():
+    def rec(session, reviewer, pos, score):
+        return BiasRecord(session_id=session, reviewer_id=reviewer, model_id=f"m{pos}", position=pos,
+                          response_length_chars=100 * (pos + 1), score_value=score).row()
+
+    records = [rec("s1", "r", p, s) for p, s in [(0, 9), (1, 5), (2, 4)]]  # usable, top at 0
+    records += [rec("s2", "r", p, s) for p, s in [(0, 9), (1, 9), (2, 4)]]  # tied top
+    records += [rec("s3", "r", p, s) for p, s in [(0, 3), (2, 9), (3, 4)]]  # gap: positions 0, 2, 3
+    report = bias_report(load(records).db)
+    test = report.position_bias.top_position_test
+    assert report.position_bias.orderings == 3
+    assert test.p_value is None and test.note.startswith("2 reviews left out")
+
+
+def test_position_verdict_is_only_an_indicator_below_the_minimum():
+    from council.bias.report import position_verdict
+
+    small = bias_report(load(make_records(15, sessions=4)).db)
+    assert "indicator only" in position_verdict(small)
+    big = bias_report(load(make_records(15, sessions=80)).db)
+    assert position_verdict(big) == ("bias detected" if big.position_bias.bias_detected else "no bias detected")
+    assert position_verdict(big) in render_html(big)
