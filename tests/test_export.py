@@ -1,0 +1,65 @@
+"""`council export`: sessions (JSONL/CSV, redacted) and bias records that re-import to the same report."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from click.testing import CliRunner
+
+from council import Council
+from council.cli.main import cli
+
+QUESTION = "How many moons does Mars have?"
+
+
+async def run_sessions(n: int = 3):
+    council = Council.from_config({"councils": {"default": {"members": ["fake/a", "fake/b", "fake/c"]}}})
+    results = [await council.run(f"{QUESTION} ({i})", seed=i) for i in range(n)]
+    await council.aclose()
+    return results
+
+
+def invoke(*args: str):
+    result = CliRunner().invoke(cli, list(args))
+    assert result.exit_code == 0, result.output
+    return result
+
+
+async def test_jsonl_full_and_redacted():
+    results = await run_sessions()
+    full = [json.loads(line) for line in invoke("export", "--format", "jsonl").stdout.splitlines() if line.startswith("{")]
+    assert {d["session_id"] for d in full} == {r.session_id for r in results}
+    assert any(QUESTION in (d["question"] or "") for d in full)
+    redacted_out = invoke("export", "--redact").stdout
+    assert QUESTION not in redacted_out
+    for r in results:
+        for a in r.answers:
+            assert a.text not in redacted_out
+        assert r.synthesis.text not in redacted_out
+    docs = [json.loads(line) for line in redacted_out.splitlines() if line.startswith("{")]
+    assert all(d["question"] is None and d["consensus"]["ranking"] for d in docs)
+
+
+async def test_csv_has_one_row_per_session(tmp_path):
+    results = await run_sessions(2)
+    out = tmp_path / "s.csv"
+    invoke("export", "--format", "csv", "--redact", "--output", str(out))
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert len(rows) == 2
+    assert {r["session_id"] for r in rows} == {r.session_id for r in results}
+    assert all(r["question"] == "" and r["winner"] for r in rows)
+
+
+async def test_bias_records_round_trip_gives_the_same_report(tmp_path):
+    await run_sessions(4)
+    records = tmp_path / "records.jsonl"
+    invoke("export", "--bias-records", "--output", str(records))
+    lines = records.read_text().splitlines()
+    assert len(lines) == 4 * 3 * 2  # 3 reviewers x 2 answers each (self-review excluded) x 4 sessions
+    assert QUESTION not in records.read_text()
+    from_db = json.loads(invoke("bias-report", "--json").stdout)
+    from_file = json.loads(invoke("bias-report", "--json", "--records", str(records)).stdout)
+    for key in ("reviewers", "length_correlation", "length_correlation_ci", "sample_size", "confidence_level", "position_bias", "self_preference"):
+        assert from_db[key] == from_file[key], key
