@@ -91,6 +91,8 @@ def render_result(result: SessionResult) -> None:
     for r in result.reviews:
         reviews.add_row(r.reviewer, " ".join(r.display_order), " > ".join(r.ranking) or "-", "yes" if r.valid else f"no: {r.error}", str(r.attempts))
     out.print(reviews)
+    if result.bias is not None:
+        render_session_bias(result.bias)
     if result.synthesis.status == "ok":
         title = f"Chairman's answer ({result.synthesis.chairman}{', fallback' if result.synthesis.fallback_used else ''})"
         out.print(Panel(result.synthesis.text or "", title=title))
@@ -108,6 +110,37 @@ def render_result(result: SessionResult) -> None:
         f"[dim]{u.calls} calls ({u.failed_calls} failed), {u.prompt_tokens}+{u.completion_tokens} tokens, "
         f"cost {cost}, {result.duration_ms / 1000:.1f}s[/]"
     )
+
+
+def render_session_bias(bias: Any) -> None:
+    """This session's bias indicators (seed 004), with their sample-size caveat."""
+    if isinstance(bias, dict):
+        from council.bias.records import SessionBiasMetadata
+
+        bias = SessionBiasMetadata.model_validate(bias)
+    table = Table(title="Bias indicators, this session (reported, never corrected)")
+    for col in ("indicator", "value", "data points", "status"):
+        table.add_column(col)
+    honesty = {h.metric: h for h in bias.honesty}
+
+    def status(metric: str) -> str:
+        h = honesty.get(metric)
+        return "-" if h is None else f"{h.status} (min {h.minimum})"
+
+    def points(metric: str) -> str:
+        h = honesty.get(metric)
+        return "-" if h is None else str(h.data_points)
+
+    for reviewer, c in bias.calibration.items():
+        table.add_row(f"calibration {reviewer}", f"mean {c.mean:.2f}, z {c.z_score:+.2f} ({c.classification})", str(c.samples), status("reviewer_calibration"))
+    lc = bias.length_correlation
+    table.add_row("length vs score", f"r = {lc.r:+.3f} ({lc.interpretation})", points("length_correlation"), status("length_correlation"))
+    pb = bias.position_bias
+    means = ", ".join(f"{p}: {m:.2f}" for p, m in sorted(pb.means.items()))
+    table.add_row("score by position", f"{means}; variance {pb.variance:.3f}", points("position_bias"), status("position_bias"))
+    out.print(table)
+    if bias.note:
+        out.print(f"[dim]{bias.note}[/]")
 
 
 def _mean_scores(result: SessionResult) -> dict[str, float]:
