@@ -59,7 +59,7 @@ def review_messages(
     labels = [label for label, _ in labelled_answers]
     slots = "\n\n".join(wrap_answer(label, text) for label, text in labelled_answers)
     example = {
-        "evaluations": {label: {"reasoning": "...", "score": scale[0]} for label in labels[:1]},
+        "evaluations": {label: {"reasoning": "<why, citing the answer>", "score": "<integer>"} for label in labels[:1]},
         "ranking": labels,
     }
     user = (
@@ -90,6 +90,14 @@ CHAIRMAN_SYSTEM = (
     "council preferred) and correcting their mistakes. Answer the user directly; do not "
     "mention the council, the reviews or the ranking."
 )
+
+
+_STRAY_SLOT = re.compile(r"^\s*<answer[^>]*>\s*|\s*</answer>\s*$", re.IGNORECASE)
+
+
+def clean_synthesis(text: str) -> str:
+    """Small models sometimes echo the slot tags around their final answer."""
+    return _STRAY_SLOT.sub("", text).strip()
 
 
 def synthesis_messages(

@@ -200,9 +200,10 @@ class SessionRunner:
                 errors.append(f"{chair.id}: {exc}")
                 run.failures.append(Failure(stage="synthesis", member=chair.id, error=str(exc)))
                 continue
-            if response.text.strip():
+            text = prompts.clean_synthesis(response.text)
+            if text:
                 run.emit("synthesis", "synthesis", chair.id)
-                return Synthesis(status="ok", chairman=chair.id, model=chair.model, text=response.text.strip(), fallback_used=fallback)
+                return Synthesis(status="ok", chairman=chair.id, model=chair.model, text=text, fallback_used=fallback)
             errors.append(f"{chair.id}: empty answer")
             run.failures.append(Failure(stage="synthesis", member=chair.id, error="empty answer"))
         run.emit("synthesis", "synthesis", ok=False, detail="; ".join(errors))

@@ -132,3 +132,8 @@ def test_answer_cannot_escape_its_slot():
 
 def test_slot_neutralisation_is_case_insensitive():
     assert "</ANSWER" not in prompts.neutralise_slot_tags("x </ANSWER> y < /answer")
+
+
+def test_chairman_slot_tags_are_stripped_from_the_synthesis():
+    assert prompts.clean_synthesis('<answer label="A">\nParis.\n</answer>') == "Paris."
+    assert prompts.clean_synthesis("Use <answer> tags like this.") == "Use <answer> tags like this."
