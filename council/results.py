@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from council.bias.records import SessionBiasMetadata
 from council.consensus import Consensus
 
 SessionStatus = Literal["running", "complete", "partial", "failed"]
@@ -85,8 +86,8 @@ class SessionResult(BaseModel):
     reviews: list[Review]
     consensus: Consensus | None
     synthesis: Synthesis
-    bias: Any = None
-    """Per-session bias metadata (council.bias.records.SessionBiasMetadata)."""
+    bias: SessionBiasMetadata | None = None
+    """Per-session bias indicators (seed 004); reported, never used to change a score."""
     flags: list[str] = Field(default_factory=list)
     failures: list[Failure] = Field(default_factory=list)
     partial_reasons: list[str] = Field(default_factory=list)

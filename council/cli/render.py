@@ -114,10 +114,6 @@ def render_result(result: SessionResult) -> None:
 
 def render_session_bias(bias: Any) -> None:
     """This session's bias indicators (seed 004), with their sample-size caveat."""
-    if isinstance(bias, dict):
-        from council.bias.records import SessionBiasMetadata
-
-        bias = SessionBiasMetadata.model_validate(bias)
     table = Table(title="Bias indicators, this session (reported, never corrected)")
     for col in ("indicator", "value", "data points", "status"):
         table.add_column(col)

@@ -1,0 +1,47 @@
+"""The Python API: sync wrapper, several councils in one process, multi-turn history."""
+
+from __future__ import annotations
+
+import asyncio
+
+from council import Council, SessionResult
+
+
+def config(*members: str) -> dict:
+    return {"councils": {"default": {"members": list(members), "chairman": members[0]}}}
+
+
+def test_run_sync_returns_a_result():
+    council = Council.from_config(config("fake/a", "fake/b", "fake/c"), store=False)
+    result = council.run_sync("What is 1 + 1?", seed=4)
+    assert isinstance(result, SessionResult) and result.status == "complete"
+    assert SessionResult.model_validate_json(result.model_dump_json()) == result
+
+
+async def test_two_councils_in_one_process_share_nothing():
+    one = Council.from_config(config("fake/a", "fake/b"), store=False)
+    two = Council.from_config(config("fake/x", "fake/y", "fake/z"), store=False)
+    r1, r2 = await asyncio.gather(one.run("q1?", seed=1), two.run("q2?", seed=1))
+    assert r1.members == ["fake/a", "fake/b"] and r2.members == ["fake/x", "fake/y", "fake/z"]
+    assert one.clients.keys().isdisjoint(two.clients.keys())
+    await one.aclose()
+    await two.aclose()
+
+
+async def test_history_reaches_members_and_chairman():
+    council = Council.from_config(config("fake/a", "fake/b"), store=False)
+    history = [{"role": "user", "content": "Name a colour."}, {"role": "assistant", "content": "Teal."}]
+    await council.run("Why that one?", history=history, seed=2)
+    api = council.clients["fake/a"].api
+    answer_call, *_, synthesis_call = api.history
+    assert answer_call.messages[1:3] == history
+    assert answer_call.messages[-1]["content"] == "Why that one?"
+    assert any(m == history[1] for m in synthesis_call.messages)
+    await council.aclose()
+
+
+async def test_async_context_manager_closes_store(council_home):
+    async with Council.from_config(config("fake/a", "fake/b")) as council:
+        await council.run("q?", seed=1)
+        assert council.store is not None
+    assert council.store is None
