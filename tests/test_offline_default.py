@@ -31,8 +31,6 @@ def test_offline_default_runs_a_real_two_model_council(council_home):
     assert {result["models"][m] for m in result["members"]} == {"local/smollm2", "local/gemma3"}
     answers = [a for a in result["answers"] if a["status"] == "ok"]
     assert len(answers) == 2 and all(a["text"].strip() for a in answers)
-    # the two small models are different: their answers differ
-    assert answers[0]["text"] != answers[1]["text"]
     assert any(r["valid"] for r in result["reviews"])
     for r in result["reviews"]:
         if r["valid"]:
