@@ -91,31 +91,15 @@ class ModelClient:
                 await self._limiter.acquire()
             started = utc_now()
             t0 = time.perf_counter()
+            response: ChatResponse | None = None
+            error: ProviderError | None = None
             try:
                 async with asyncio.timeout(timeout):
                     response = await self.api.generate(request)
             except TimeoutError:
-                error: ProviderError = ProviderError(
-                    f"Timeout: no reply within {timeout:g}s", model=self.model, retryable=True
-                )
+                error = ProviderError(f"Timeout: no reply within {timeout:g}s", model=self.model, retryable=True)
             except ProviderError as exc:
                 error = exc
-            else:
-                if sink is not None:
-                    sink(
-                        CallRecord(
-                            stage=stage,
-                            member=self.id,
-                            model=self.model,
-                            started_at=started,
-                            latency_ms=(time.perf_counter() - t0) * 1000,
-                            prompt_tokens=response.prompt_tokens,
-                            completion_tokens=response.completion_tokens,
-                            cost_usd=response.cost_usd,
-                            attempt=attempt,
-                        )
-                    )
-                return response
             if sink is not None:
                 sink(
                     CallRecord(
@@ -124,13 +108,19 @@ class ModelClient:
                         model=self.model,
                         started_at=started,
                         latency_ms=(time.perf_counter() - t0) * 1000,
+                        prompt_tokens=response.prompt_tokens if response else 0,
+                        completion_tokens=response.completion_tokens if response else 0,
+                        cost_usd=response.cost_usd if response else None,
                         attempt=attempt,
-                        ok=False,
-                        error=str(error),
+                        ok=error is None,
+                        error=str(error) if error else None,
                     )
                 )
-            log.warning("model call failed", member=self.id, stage=stage, attempt=attempt, error=str(error))
-            raise error
+            if error is not None:
+                log.warning("model call failed", member=self.id, stage=stage, attempt=attempt, error=str(error))
+                raise error
+            assert response is not None
+            return response
 
     async def complete(self, request: ChatRequest, *, stage: str, sink: CallSink | None = None) -> ChatResponse:
         """One logical call: retried on retryable provider errors, then raised as ProviderError."""
