@@ -7,6 +7,7 @@ LiteLLM and other heavy dependencies are imported on the code path that calls a 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from typing import Any
 
@@ -80,8 +81,34 @@ def cli(ctx: click.Context, debug: bool) -> None:
     configure_logging(debug=debug)
 
 
+def _stop_like_ctrl_c(signum: int, frame: Any) -> None:
+    # A process manager's stop (SIGTERM: `timeout`, `docker stop`, systemd) gets the same
+    # clean shutdown as Ctrl-C, so a running session is recorded as failed ("interrupted")
+    # instead of being left "running". asyncio.run's own SIGINT handler cancels the main
+    # task; where SIGINT is ignored (background jobs), interrupt directly.
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+        return
+    asyncio = sys.modules.get("asyncio")
+    try:
+        loop = asyncio.get_running_loop() if asyncio else None
+    except RuntimeError:
+        loop = None
+    if loop is None:
+        raise KeyboardInterrupt
+    # Raised from the loop, not inside whichever task runs now: asyncio.run then cancels
+    # the tasks (the session records "interrupted") and re-raises it here.
+    loop.call_soon_threadsafe(_raise_keyboard_interrupt)
+
+
+def _raise_keyboard_interrupt() -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     # Exit codes: 0 ok, 1 council/judging failure, 2 bad usage or input (click uses 2 too).
+    signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
     try:
         cli(prog_name="council")
     except KeyboardInterrupt:  # pragma: no cover - raised outside click's handling

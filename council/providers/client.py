@@ -4,7 +4,10 @@ One ``ModelClient`` per configured model, shared by every session of a ``Council
 (so concurrent sessions share a model's limits). A call is:
 ``semaphore (max_concurrency) → rate limiter (rpm) → backend, under a per-attempt
 timeout``, retried with exponential backoff and jitter (tenacity) on 429/5xx/timeouts.
-Every attempt, failed or not, becomes a ``CallRecord`` for the call log.
+Every attempt, failed, cancelled or not, becomes a ``CallRecord`` for the call log.
+
+A backend may have a synchronous ``prepare()`` (one-off setup such as LiteLLM's
+~2.5 s import); it runs once, before the first attempt's deadline starts.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ class ModelClient:
         spec = resolved.spec
         self._semaphore = asyncio.Semaphore(spec.max_concurrency)
         self._limiter: Any = None
+        self._prepared = False
         if spec.rpm:
             from aiolimiter import AsyncLimiter
 
@@ -84,8 +88,18 @@ class ModelClient:
         spec = self.resolved.spec
         return {"max_tokens": spec.max_tokens, "temperature": spec.temperature}
 
+    def _prepare(self) -> None:
+        # Before any deadline starts: a healthy model with `timeout = 1` would otherwise
+        # time out on the first call of a process, spent importing LiteLLM.
+        prepare = getattr(self.api, "prepare", None)
+        if prepare is not None:
+            prepare()
+        self._prepared = True
+
     async def _attempt(self, request: ChatRequest, stage: str, attempt: int, sink: CallSink | None) -> ChatResponse:
         timeout = self.resolved.spec.timeout
+        if not self._prepared:
+            self._prepare()
         async with self._semaphore:
             if self._limiter is not None:
                 await self._limiter.acquire()
@@ -100,27 +114,46 @@ class ModelClient:
                 error = ProviderError(f"Timeout: no reply within {timeout:g}s", model=self.model, retryable=True)
             except ProviderError as exc:
                 error = exc
-            if sink is not None:
-                sink(
-                    CallRecord(
-                        stage=stage,
-                        member=self.id,
-                        model=self.model,
-                        started_at=started,
-                        latency_ms=(time.perf_counter() - t0) * 1000,
-                        prompt_tokens=response.prompt_tokens if response else 0,
-                        completion_tokens=response.completion_tokens if response else 0,
-                        cost_usd=response.cost_usd if response else None,
-                        attempt=attempt,
-                        ok=error is None,
-                        error=str(error) if error else None,
-                    )
-                )
+            except asyncio.CancelledError:
+                # The session's deadline or Ctrl-C: the call was in flight (and may be billed),
+                # so the call log keeps it.
+                self._record(sink, stage, started, t0, attempt, None, "cancelled")
+                raise
+            self._record(sink, stage, started, t0, attempt, response, str(error) if error else None)
             if error is not None:
-                log.warning("model call failed", member=self.id, stage=stage, attempt=attempt, error=str(error))
+                # Not a warning: the failure is retried, or reported in the result and the call log.
+                log.info("model call failed", member=self.id, stage=stage, attempt=attempt, error=str(error))
                 raise error
             assert response is not None
             return response
+
+    def _record(
+        self,
+        sink: CallSink | None,
+        stage: str,
+        started: str,
+        t0: float,
+        attempt: int,
+        response: ChatResponse | None,
+        error: str | None,
+    ) -> None:
+        if sink is None:
+            return
+        sink(
+            CallRecord(
+                stage=stage,
+                member=self.id,
+                model=self.model,
+                started_at=started,
+                latency_ms=(time.perf_counter() - t0) * 1000,
+                prompt_tokens=response.prompt_tokens if response else 0,
+                completion_tokens=response.completion_tokens if response else 0,
+                cost_usd=response.cost_usd if response else None,
+                attempt=attempt,
+                ok=error is None,
+                error=error,
+            )
+        )
 
     async def complete(self, request: ChatRequest, *, stage: str, sink: CallSink | None = None) -> ChatResponse:
         """One logical call: retried on retryable provider errors, then raised as ProviderError."""

@@ -10,12 +10,18 @@ Retries are OFF here (``num_retries=0``, ``max_retries=0``): the one retry layer
 from __future__ import annotations
 
 import os
+import re
+import warnings
 from typing import Any
 
 from council.errors import ProviderError
 from council.providers.base import ChatRequest, ChatResponse
 
 _RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+# LiteLLM wraps a provider's message in its own and the SDK's class names
+# ("litellm.RateLimitError: RateLimitError: OpenAIException - Rate limit reached"); the
+# class name is kept once, in front, so the user reads the provider's words at once.
+_LITELLM_PREFIX = re.compile(r"^litellm\.\w+:\s*(?:\w+Error:\s*)?(?:\w+(?:Exception|Error)\s+-\s+)?")
 _litellm: Any = None
 
 
@@ -28,6 +34,12 @@ def import_litellm() -> Any:
         os.environ.setdefault("LITELLM_LOG", "WARNING")
         import litellm
 
+        # LiteLLM builds the request coroutine in a worker thread; a call cancelled in that
+        # window (deadline, Ctrl-C) leaves it unawaited, and the warning would land on the
+        # user's terminal after the one-line error.
+        warnings.filterwarnings(
+            "ignore", message=r"coroutine '\w+\.acompletion' was never awaited", category=RuntimeWarning
+        )
         litellm.suppress_debug_info = True
         litellm.telemetry = False
         litellm.drop_params = True  # a provider that lacks e.g. `seed` ignores it instead of failing
@@ -44,7 +56,7 @@ def provider_error(exc: BaseException, model: str) -> ProviderError:
     status = getattr(exc, "status_code", None)
     name = type(exc).__name__
     message = getattr(exc, "message", None) or str(exc) or name
-    message = " ".join(str(message).split())[:500]
+    message = " ".join(_LITELLM_PREFIX.sub("", str(message), count=1).split())[:500] or name
     retryable = (
         status in _RETRYABLE_STATUS
         or name in {"Timeout", "APIConnectionError", "ServiceUnavailableError", "InternalServerError", "RateLimitError"}
@@ -91,6 +103,10 @@ class LiteLLMAPI:
                 "strict": False,  # strict mode rejects keywords we rely on (uniqueItems, minLength)
             },
         }
+
+    def prepare(self) -> None:
+        """Import LiteLLM now, before ``ModelClient`` starts a call's deadline."""
+        import_litellm()
 
     async def generate(self, request: ChatRequest) -> ChatResponse:
         litellm = import_litellm()
