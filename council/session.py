@@ -384,7 +384,7 @@ class SessionRunner:
             flags=[*run.flags, *getattr(bias, "flags", [])],
             failures=run.failures,
             partial_reasons=run.partial_reasons,
-            usage=_usage(run.calls),
+            usage=Usage.of(run.calls),
             offline_default=c.offline_default,
             notice=OFFLINE_NOTICE if c.offline_default else None,
             config_source=c.source,
@@ -445,17 +445,6 @@ def scrub_transcripts(result: SessionResult) -> SessionResult:
             "reviews": [r.model_copy(update={"reasoning": {}}) for r in result.reviews],
             "synthesis": result.synthesis.model_copy(update={"text": None}),
         }
-    )
-
-
-def _usage(calls: list[CallRecord]) -> Usage:
-    costs = [c.cost_usd for c in calls if c.ok]
-    return Usage(
-        calls=len(calls),
-        failed_calls=sum(1 for c in calls if not c.ok),
-        prompt_tokens=sum(c.prompt_tokens for c in calls),
-        completion_tokens=sum(c.completion_tokens for c in calls),
-        cost_usd=None if any(c is None for c in costs) else round(sum(c for c in costs if c is not None), 8),
     )
 
 

@@ -130,3 +130,79 @@ def m002_bias_report_indexes(db: Database) -> None:
     )
     db["bias_records"].create_index(["scale_min", "scale_max"], index_name="idx_bias_records_scale")
     db.execute("DROP INDEX IF EXISTS idx_bias_records_session_id_model_id_score_value_response_length_chars")
+
+
+@migrations()
+def m003_judgments(db: Database) -> None:
+    # One row per finished comparison or grade (standalone or a batch item).
+    db["judgment_runs"].create(
+        {
+            "id": str,
+            "kind": str,  # compare | grade
+            "status": str,  # ok | failed
+            "error": str,
+            "judges": str,  # JSON list of judge model strings
+            "winner": str,  # A | B | TIE for comparisons; NULL for grades
+            "unstable": int,
+            "flagged": int,
+            "calls": int,
+            "calls_saved": int,
+            "prompt_tokens": int,
+            "completion_tokens": int,
+            "cost_usd": float,
+            "elapsed_ms": float,
+            "result": str,  # JSON of the whole outcome
+            "created_at": str,
+        },
+        pk="id",
+    )
+    db["judgment_runs"].create_index(["created_at"])
+
+    # One row per judge pass, so position consistency per judge can be audited later.
+    db["judgments"].create(
+        {
+            "id": int,
+            "run_id": str,
+            "kind": str,  # pairwise | grade
+            "judge": str,
+            "judge_model": str,
+            "vote": int,
+            "pass": int,  # 1 = A shown first, 2 = B shown first; grades: 1
+            "shown_first": str,  # A | B (NULL for grades)
+            "valid": int,
+            "attempts": int,
+            "winner_as_seen": str,  # in the labels the judge saw
+            "winner": str,  # mapped back to the original labels
+            "a_total": float,
+            "b_total": float,
+            "score_total": int,
+            "problem": str,  # why the pass is invalid
+            "output": str,  # JSON of the validated output (NULL when invalid)
+            "created_at": str,
+        },
+        pk="id",
+        foreign_keys=[("run_id", "judgment_runs", "id")],
+    )
+    db["judgments"].create_index(["run_id"])
+    db["judgments"].create_index(["judge_model", "kind", "run_id", "judge", "vote", "pass"])
+
+    db["batches"].create(
+        {"id": str, "source": str, "content_sha256": str, "settings": str, "items": int, "created_at": str},
+        pk="id",
+    )
+    # The primary key is the guarantee that a batch item is never recorded twice.
+    db["batch_items"].create(
+        {
+            "batch_id": str,
+            "item_id": str,
+            "position": int,  # line number in the batch file: results are written in this order
+            "mode": str,  # pairwise | grade
+            "run_id": str,
+            "status": str,  # ok | failed
+            "metadata": str,  # JSON: the item's "metadata", copied to its result line
+            "finished_at": str,
+        },
+        pk=("batch_id", "item_id"),
+        foreign_keys=[("batch_id", "batches", "id"), ("run_id", "judgment_runs", "id")],
+    )
+    db["batch_items"].create_index(["batch_id", "position"])

@@ -1,0 +1,195 @@
+"""``council batch FILE.jsonl``: judge a file of pairs or responses, resumably, with a summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from council.cli.judge import STRATEGIES, adaptive_option, config_option, judge_option, votes_option
+from council.cli.run import read_text_file
+from council.errors import CouncilFailure
+
+if TYPE_CHECKING:
+    from council.judging.batch import BatchItem, BatchSummary
+    from council.providers.client import ModelClient
+
+
+class BatchProgress:
+    """A progress bar on stderr while items finish (plain start/end lines when not a terminal)."""
+
+    def __init__(self, batch_id: str, total: int) -> None:
+        from council.cli.render import err
+
+        self.err = err
+        self.batch_id = batch_id
+        self.total = total
+        self._progress: Any = None
+        self._task: Any = None
+
+    def on_start(self, to_judge: int, skipped: int) -> None:
+        resumed = f", {skipped} already finished" if skipped else ""
+        self.err.print(f"batch {self.batch_id}: {self.total} items{resumed}; judging {to_judge}")
+        if self.err.is_terminal and to_judge:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self._progress = Progress(
+                TextColumn("judging"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                console=self.err,
+                transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task("judging", total=to_judge)
+
+    def on_item(self, item: BatchItem, ok: bool) -> None:
+        if self._progress is not None:
+            self._progress.advance(self._task)
+
+    def stop(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+
+@click.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option(
+    "--mode",
+    type=click.Choice(["pairwise", "grade"]),
+    help='What every item is; default: from each line\'s keys ("a"/"b" or "response").',
+)
+@click.option("--concurrency", type=click.IntRange(1, 1000), default=8, show_default=True, help="Items in flight.")
+@click.option("--resume", is_flag=True, help="Continue this batch: skip finished items, judge the rest.")
+@click.option("--batch-id", help="Name the batch (default: a hash of the file and the settings).")
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False),
+    help="Results JSONL, one line per item in file order (default: FILE with .results.jsonl).",
+)
+@judge_option
+@click.option("--strategy", type=click.Choice(STRATEGIES), default="consistency", show_default=True)
+@click.option("--criteria", multiple=True, metavar="NAME", help='Pairwise criteria (repeatable), or "depth".')
+@click.option(
+    "--rubric", default="general", show_default=True, metavar="NAME_OR_FILE", help="Default rubric for grading items."
+)
+@votes_option
+@adaptive_option
+@click.option("--no-swap", is_flag=True, help="Judge each pair once, A shown first.")
+@config_option
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (the results go to --output).")
+def batch(
+    file: str,
+    mode: str | None,
+    concurrency: int,
+    resume: bool,
+    batch_id: str | None,
+    output: str | None,
+    judge_refs: tuple[str, ...],
+    strategy: str,
+    criteria: tuple[str, ...],
+    rubric: str,
+    votes: int,
+    adaptive: bool,
+    no_swap: bool,
+    config_path: str | None,
+    as_json: bool,
+) -> None:
+    """Judge every item of FILE.jsonl (pairwise or rubric grading), resumably."""
+    from council.cli.judge import run_with_judges
+    from council.judging import batch as batching
+    from council.judging.engine import resolve_criteria
+
+    content = read_text_file(file, "batch file")
+    items = batching.parse_batch(content, file, mode)  # type: ignore[arg-type]
+    rubrics = batching.load_rubrics(items, rubric, file)
+    if criteria:
+        resolve_criteria(list(criteria))  # a bad list fails here, before any call
+    output_path = Path(output) if output else Path(file).with_suffix(".results.jsonl")
+
+    async def work(judges: list[ModelClient]) -> BatchSummary:
+        settings = batching.BatchSettings(
+            mode=mode,  # type: ignore[arg-type]
+            judges=[f"{j.id}={j.model}" for j in judges],
+            strategy=strategy,
+            swap=not no_swap,
+            criteria=list(criteria) or None,
+            rubric=rubric,
+            votes=votes,
+            adaptive=adaptive,
+        )
+        the_id = batch_id or batching.default_batch_id(content, settings)
+        progress = BatchProgress(the_id, len(items))
+        try:
+            return await batching.run_batch(
+                items,
+                settings=settings,
+                judges=judges,
+                batch_id=the_id,
+                source=file,
+                content_sha256=batching.content_digest(content),
+                rubrics=rubrics,
+                concurrency=concurrency,
+                resume=resume,
+                output=output_path,
+                on_start=progress.on_start,
+                on_item=progress.on_item,
+            )
+        finally:
+            progress.stop()
+
+    summary = run_with_judges(config_path, judge_refs, work)
+    if as_json:
+        click.echo(summary.model_dump_json(indent=2))
+    else:
+        render_summary(summary)
+    if summary.failed:
+        raise CouncilFailure(f"{summary.failed} of {summary.items} items failed; see {summary.output}")
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
+
+
+def render_summary(s: BatchSummary) -> None:
+    from rich.table import Table
+
+    from council.cli.render import out
+
+    table = Table(title=f"Batch {s.batch_id}")
+    table.add_column("")
+    table.add_column("value", justify="right")
+    rows = [
+        ("items", f"{s.items} ({s.finished} finished, {s.failed} failed, {s.missing} missing)"),
+        ("judged this run", str(s.judged_this_run)),
+        ("already finished (resumed)", str(s.skipped)),
+    ]
+    if s.pairwise:
+        rows += [
+            ("A wins / B wins / ties", f"{_pct(s.a_win_rate)} / {_pct(s.b_win_rate)} / {_pct(s.tie_rate)}"),
+            ("inconsistent swap pairs", f"{_pct(s.inconsistency_rate)} ({s.inconsistent_pairs} of {s.swap_pairs})"),
+        ]
+    if s.graded:
+        rows += [
+            ("graded items", str(s.graded)),
+            ("mean normalized score", "-" if s.mean_normalized_score is None else f"{s.mean_normalized_score:.3f}"),
+            ("safety flagged", str(s.safety_flagged)),
+        ]
+    cost = "unknown" if s.cost_usd is None else f"${s.cost_usd:.4f}"
+    rows += [
+        ("flagged for review", str(s.flagged_for_review)),
+        ("calls made", str(s.calls)),
+        ("calls saved (adaptive)", str(s.calls_saved)),
+        ("tokens", f"{s.prompt_tokens} + {s.completion_tokens}"),
+        ("cost", cost),
+        ("wall time (this run)", f"{s.wall_time_s:.1f}s"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    out.print(table)
+    for item_id, error in list(s.errors.items())[:10]:
+        out.print(f"[red]failed[/] {item_id}: {error}")
+    if s.output:
+        out.print(f"results: {s.output}")

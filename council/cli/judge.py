@@ -1,0 +1,319 @@
+"""``council compare`` (one pair, position-swapped) and ``council grade`` (one response, a rubric)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from council.cli.run import read_text_file
+from council.errors import CouncilFailure, InputError
+
+if TYPE_CHECKING:
+    from council.judging.engine import ComparisonOutcome, GradeOutcome
+    from council.providers.client import ModelClient
+
+STRATEGIES = ("average", "conservative", "consistency")
+T = TypeVar("T")
+
+config_option = click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help="Council TOML file (judge aliases come from its [models]).",
+)
+judge_option = click.option(
+    "--judge",
+    "judge_refs",
+    multiple=True,
+    metavar="ALIAS_OR_MODEL",
+    help="A judge: a [models] alias or a model string such as fake/judge (repeatable: several judges are "
+    "averaged). Default: the default council's chairman.",
+)
+votes_option = click.option(
+    "--votes", type=click.IntRange(1, 25), default=1, show_default=True, help="Judgments per judge, by majority."
+)
+adaptive_option = click.option(
+    "--adaptive", is_flag=True, help="Stop voting as soon as the majority is decided (fewer calls, same winner)."
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
+
+
+def run_with_judges(
+    config_path: str | None, judge_refs: Sequence[str], work: Callable[[list[ModelClient]], Awaitable[T]]
+) -> T:
+    """Resolve the judges, run ``work`` with them, and close their clients whatever happens."""
+    from council.config import load_config
+    from council.judging.engine import make_judges
+
+    judges = make_judges(load_config(config_path), judge_refs)
+
+    async def go() -> T:
+        try:
+            return await work(judges)
+        finally:
+            for judge in judges:
+                await judge.aclose()
+
+    return asyncio.run(go())
+
+
+def _finish(outcome: ComparisonOutcome | GradeOutcome, as_json: bool, render: Callable[[Any], None]) -> None:
+    if as_json:
+        click.echo(outcome.model_dump_json(indent=2))
+    else:
+        render(outcome)
+    if not outcome.success:
+        raise CouncilFailure(f"judging failed: {outcome.error}")
+
+
+@click.command()
+@click.option("--prompt", required=True, help="The prompt both responses answer.")
+@click.option("--a", "a_path", required=True, type=click.Path(dir_okay=False), help="File with response A.")
+@click.option("--b", "b_path", required=True, type=click.Path(dir_okay=False), help="File with response B.")
+@click.option("--context", help="Extra context for the judge.")
+@click.option(
+    "--criteria",
+    multiple=True,
+    metavar="NAME",
+    help='A criterion to compare on (repeatable), or "depth" for seed 000\'s five depth dimensions. '
+    "Default: accuracy, completeness, specificity, clarity.",
+)
+@judge_option
+@click.option(
+    "--strategy",
+    type=click.Choice(STRATEGIES),
+    default="consistency",
+    show_default=True,
+    help="How the two swapped passes combine.",
+)
+@click.option("--no-swap", is_flag=True, help="Judge once, A shown first (half the calls; position bias unchecked).")
+@click.option("--no-tie", is_flag=True, help="The judge must pick A or B in each pass.")
+@votes_option
+@adaptive_option
+@config_option
+@json_option
+def compare(
+    prompt: str,
+    a_path: str,
+    b_path: str,
+    context: str | None,
+    criteria: tuple[str, ...],
+    judge_refs: tuple[str, ...],
+    strategy: str,
+    no_swap: bool,
+    no_tie: bool,
+    votes: int,
+    adaptive: bool,
+    config_path: str | None,
+    as_json: bool,
+) -> None:
+    """Compare two responses to PROMPT, judging them in both orders (position swap)."""
+    from council.judging import engine
+
+    if not prompt.strip():
+        raise InputError("the prompt is empty")
+    response_a = read_text_file(a_path, "response A file")
+    response_b = read_text_file(b_path, "response B file")
+    chosen = engine.resolve_criteria(list(criteria) or None)
+
+    outcome = run_with_judges(
+        config_path,
+        judge_refs,
+        lambda judges: engine.compare(
+            prompt,
+            response_a,
+            response_b,
+            judges=judges,
+            criteria=chosen,
+            context=context,
+            allow_tie=not no_tie,
+            swap=not no_swap,
+            strategy=strategy,
+            votes=votes,
+            adaptive=adaptive,
+        ),
+    )
+    _finish(outcome, as_json, render_comparison)
+
+
+@click.command()
+@click.option("--prompt", required=True, help="The prompt the response answers.")
+@click.option(
+    "--response", "response_path", required=True, type=click.Path(dir_okay=False), help="File with the response."
+)
+@click.option(
+    "--rubric",
+    default="general",
+    show_default=True,
+    metavar="NAME_OR_FILE",
+    help="A built-in rubric name or a rubric TOML file.",
+)
+@click.option(
+    "--reference",
+    "reference_path",
+    type=click.Path(dir_okay=False),
+    help="File with a reference answer: grade against it.",
+)
+@click.option("--context", help="Extra context for the judge.")
+@judge_option
+@votes_option
+@adaptive_option
+@config_option
+@json_option
+def grade(
+    prompt: str,
+    response_path: str,
+    rubric: str,
+    reference_path: str | None,
+    context: str | None,
+    judge_refs: tuple[str, ...],
+    votes: int,
+    adaptive: bool,
+    config_path: str | None,
+    as_json: bool,
+) -> None:
+    """Grade one response against a rubric: reasoning before integer scores, votes per criterion."""
+    from council.judging import engine
+    from council.judging.rubrics import load_rubric
+
+    if not prompt.strip():
+        raise InputError("the prompt is empty")
+    response = read_text_file(response_path, "response file")
+    reference = read_text_file(reference_path, "reference file") if reference_path else None
+    loaded_rubric = load_rubric(rubric)
+
+    outcome = run_with_judges(
+        config_path,
+        judge_refs,
+        lambda judges: engine.grade(
+            prompt,
+            response,
+            rubric=loaded_rubric,
+            judges=judges,
+            reference=reference,
+            context=context,
+            votes=votes,
+            adaptive=adaptive,
+        ),
+    )
+    _finish(outcome, as_json, render_grade)
+
+
+# ------------------------------------------------------------------------- rendering
+
+
+def _usage_line(outcome: ComparisonOutcome | GradeOutcome) -> str:
+    u = outcome.usage
+    cost = "unknown" if u.cost_usd is None else f"${u.cost_usd:.4f}"
+    saved = f", {outcome.calls_saved} saved by adaptive voting" if outcome.calls_saved else ""
+    return (
+        f"[dim]{outcome.calls} calls{saved}, {u.prompt_tokens}+{u.completion_tokens} tokens, cost {cost}, "
+        f"{outcome.elapsed_ms / 1000:.1f}s[/]"
+    )
+
+
+def render_comparison(outcome: ComparisonOutcome) -> None:
+    from rich.table import Table
+
+    from council.cli.render import out
+
+    if outcome.success:
+        consistency = (
+            f"{outcome.swap_pairs - outcome.inconsistent_pairs}/{outcome.swap_pairs} swap pairs consistent"
+            if outcome.swap
+            else "no swap"
+        )
+        out.print(
+            f"[bold]Winner: {outcome.winner}[/]  confidence {outcome.confidence:.2f} ({outcome.confidence_level})  "
+            f"strategy {outcome.strategy}, {consistency}"
+        )
+        if outcome.unstable:
+            out.print("[yellow]unstable: the winner changed when the order was swapped (position bias)[/]")
+        if outcome.flagged_for_review:
+            out.print("[magenta]flagged for review[/]")
+    for judge in outcome.judges:
+        if not judge.success:
+            out.print(f"[red]judge {judge.judge} failed:[/] {judge.error}")
+            continue
+        r = judge.result
+        name = judge.judge if judge.judge == judge.model else f"{judge.judge} ({judge.model})"
+        table = Table(title=f"Judge {name}: {r.winner}, confidence {r.confidence:.2f}")
+        for col in ("criterion", "winner", "A score", "B score", "both passes agree"):
+            table.add_column(col, justify="left" if col == "criterion" else "right")
+        for c in r.comparison:
+            agree = "-" if c.consistent is None else ("yes" if c.consistent else "no")
+            table.add_row(c.criterion, c.winner, f"{c.a_score:g}", f"{c.b_score:g}", agree)
+        if r.scores:
+            table.add_row("[bold]total[/]", r.winner, f"{r.scores['A'].total:g}", f"{r.scores['B'].total:g}", "")
+        out.print(table)
+        if judge.vote is not None and judge.vote.votes_planned > 1:
+            counts = ", ".join(f"{k}: {v}" for k, v in judge.vote.counts.items())
+            out.print(
+                f"votes {judge.vote.votes_cast}/{judge.vote.votes_planned} ({counts}), "
+                f"{judge.vote.confidence_level} confidence"
+            )
+    if outcome.averaged is not None:
+        avg = outcome.averaged
+        out.print(
+            f"Averaged over {len(avg.judges)} judges (seed 000): A {avg.scores['A'].total:.2f}, "
+            f"B {avg.scores['B'].total:.2f} -> {avg.winner} (judges agreeing: {avg.agreement:.0%})"
+        )
+        for judge, error in avg.excluded.items():
+            out.print(f"[yellow]left out {judge}:[/] {error}")
+    passes = Table(title="Passes (winner as the judge saw it, then in the original labels)")
+    for col in ("judge", "vote", "pass", "shown first", "as seen", "winner", "A total", "B total", "attempts", "valid"):
+        passes.add_column(col)
+    for p in outcome.passes:
+        passes.add_row(
+            p.judge,
+            str(p.vote + 1),
+            str(p.pass_number),
+            p.shown_first or "-",
+            p.winner_as_seen or "-",
+            p.winner or "-",
+            "-" if p.a_total is None else f"{p.a_total:g}",
+            "-" if p.b_total is None else f"{p.b_total:g}",
+            str(p.attempts),
+            "yes" if p.valid else f"no: {p.problem}",
+        )
+    out.print(passes)
+    out.print(_usage_line(outcome))
+
+
+def render_grade(outcome: GradeOutcome) -> None:
+    from rich.table import Table
+
+    from council.cli.render import out
+
+    report = outcome.report
+    for judge in outcome.judges:
+        if not judge.success:
+            out.print(f"[red]judge {judge.judge} failed:[/] {judge.error}")
+    if report is not None:
+        basis = "against the reference answer" if report.reference_used else "by the rubric alone"
+        table = Table(title=f"Rubric {report.rubric!r}, graded {basis}")
+        for col in ("criterion", "score", "votes", "confidence", "reasoning"):
+            table.add_column(col)
+        for c in report.criteria:
+            reasoning = c.reasoning if len(c.reasoning) <= 100 else c.reasoning[:99] + "…"
+            votes = " ".join(str(v) for v in c.votes)
+            table.add_row(c.criterion, f"{c.score}/{report.scale[1]}", votes, c.confidence_level, reasoning)
+        out.print(table)
+        out.print(
+            f"[bold]Total {report.total}/{report.max_total}[/]  weighted {report.weighted_total:g}/"
+            f"{report.weighted_max:g}  normalized {report.normalized:.2f}  confidence {report.confidence_level}"
+        )
+        detected = [b.id for b in report.bias_checklist if b.detected]
+        out.print(f"bias checklist: {', '.join(detected) + ' noted by the judge' if detected else 'nothing noted'}")
+        if report.safety_flag:
+            concerns = "; ".join(report.safety_concerns) or "safety wording in the judge's output"
+            out.print(f"[red]safety flag:[/] {concerns} (needs human review)")
+        if report.flagged_for_review:
+            out.print("[magenta]flagged for review[/]")
+    for p in outcome.passes:
+        if not p.valid:
+            out.print(f"[yellow]invalid grade[/] {p.judge} vote {p.vote + 1}: {p.problem}")
+    out.print(_usage_line(outcome))

@@ -1,0 +1,411 @@
+"""Batch judging: a JSONL file of items, judged concurrently, resumable after a crash.
+
+One item per line, pairwise ``{"id", "prompt", "a", "b", "context"?}`` or grading
+``{"id", "prompt", "response", "reference"?, "rubric"?, "context"?}``; an optional
+``"metadata"`` value is copied to the item's result line. The whole file is validated
+before anything runs.
+
+Each finished item is written with its passes and calls in one transaction (see
+``council.storage.judgments``), so after a crash ``resume`` judges exactly the items
+that are missing (and those that failed), never one twice. The results file is
+written from the database in file order, without timing fields or run ids, so a batch
+that was interrupted and resumed writes the same file as one that ran straight through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from council.errors import InputError, UsageError
+from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade, run_rows
+from council.judging.rubrics import load_rubric
+from council.judging.schemas import Rubric
+from council.judging.strategies import DEFAULT_STRATEGY
+from council.providers.client import CallRecord, ModelClient
+from council.storage.store import Store
+
+Mode = Literal["pairwise", "grade"]
+MODE_KEYS: dict[str, set[str]] = {"pairwise": {"a", "b"}, "grade": {"response"}}
+OPTIONAL_KEYS: dict[str, set[str]] = {"pairwise": {"context"}, "grade": {"reference", "rubric", "context"}}
+COMMON_KEYS = {"id", "prompt", "metadata"}
+# Differ from run to run while the judges' decisions do not; left out of the results file.
+RUN_SPECIFIC_KEYS = frozenset({"elapsed_ms", "evaluation_time_ms", "run_id"})
+DEFAULT_CONCURRENCY = 8
+
+
+class BatchItem(BaseModel):
+    id: str
+    mode: Mode
+    line: int
+    prompt: str
+    a: str | None = None
+    b: str | None = None
+    response: str | None = None
+    reference: str | None = None
+    rubric: str | None = None
+    context: str | None = None
+    metadata: Any = None
+
+
+class BatchSettings(BaseModel):
+    """Everything that changes the results; part of the default batch id."""
+
+    mode: Mode | None = None
+    judges: list[str]
+    strategy: str = DEFAULT_STRATEGY
+    swap: bool = True
+    allow_tie: bool = True
+    criteria: list[str] | None = None
+    rubric: str = "general"
+    votes: int = 1
+    adaptive: bool = False
+    max_attempts: int = 3
+
+
+# --------------------------------------------------------------------- the file
+
+
+def _item_mode(keys: set[str], wanted: Mode | None, where: str) -> Mode:
+    has = {mode for mode, needed in MODE_KEYS.items() if needed & keys}
+    if wanted is not None:
+        missing = MODE_KEYS[wanted] - keys
+        if missing:
+            needed = " and ".join(f'"{k}"' for k in sorted(missing))
+            raise InputError(f"{where}: a {wanted} item needs {needed}")
+        return wanted
+    if len(has) != 1:
+        raise InputError(f'{where}: say what to judge: "a" and "b" (pairwise) or "response" (grade), not both')
+    mode: Mode = has.pop()  # type: ignore[assignment]
+    missing = MODE_KEYS[mode] - keys
+    if missing:
+        raise InputError(f"{where}: a pairwise item needs both \"a\" and \"b\"")
+    return mode
+
+
+def _parse_line(raw: str, where: str, line: int, wanted: Mode | None) -> BatchItem:
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    mode = _item_mode(set(data), wanted, where)
+    unknown = set(data) - COMMON_KEYS - MODE_KEYS[mode] - OPTIONAL_KEYS[mode]
+    if unknown:
+        raise InputError(f"{where}: unknown key(s) for a {mode} item: {', '.join(sorted(unknown))}")
+    item_id = data.get("id")
+    if isinstance(item_id, bool) or not isinstance(item_id, str | int) or str(item_id).strip() == "":
+        raise InputError(f'{where}: "id" must be a non-empty string or an integer')
+    prompt = data.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise InputError(f'{where}: "prompt" must be a non-empty string')
+    for key in MODE_KEYS[mode] | OPTIONAL_KEYS[mode]:
+        value = data.get(key)
+        required = key in MODE_KEYS[mode]
+        if not isinstance(value, str) and (required or value is not None):
+            raise InputError(f'{where}: "{key}" must be a string')
+    fields = {k: v for k, v in data.items() if k != "id"}
+    return BatchItem(id=str(item_id), mode=mode, line=line, **fields)
+
+
+def parse_batch(text: str, source: str, mode: Mode | None = None) -> list[BatchItem]:
+    """Every item of a JSONL batch file, or ``InputError`` naming the first bad line."""
+    items: list[BatchItem] = []
+    first_line: dict[str, int] = {}
+    for line, raw in enumerate(text.splitlines(), 1):
+        if not raw.strip():
+            continue
+        item = _parse_line(raw, f"{source}:{line}", line, mode)
+        if item.id in first_line:
+            raise InputError(f"{source}:{line}: duplicate id {item.id!r} (first on line {first_line[item.id]})")
+        first_line[item.id] = line
+        items.append(item)
+    if not items:
+        raise InputError(f"{source}: no items (expected one JSON object per line)")
+    return items
+
+
+def load_rubrics(items: Sequence[BatchItem], default: str, source: str) -> dict[str, Rubric]:
+    """Every rubric the grading items name (loaded once), so a bad one fails before any call."""
+    rubrics: dict[str, Rubric] = {}
+    for item in items:
+        name = item.rubric or default
+        if item.mode == "grade" and name not in rubrics:
+            try:
+                rubrics[name] = load_rubric(name)
+            except UsageError as exc:
+                raise type(exc)(f"{source}:{item.line}: {exc}") from None
+    return rubrics
+
+
+def default_batch_id(content: str, settings: BatchSettings) -> str:
+    """Same file and settings, same id: that is what makes ``--resume`` find the batch."""
+    digest = hashlib.sha256(content.encode("utf-8"))
+    digest.update(settings.model_dump_json().encode("utf-8"))
+    return digest.hexdigest()[:16]
+
+
+def content_digest(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+# ------------------------------------------------------------------ the summary
+
+
+class BatchSummary(BaseModel):
+    batch_id: str
+    source: str
+    items: int
+    finished: int
+    failed: int
+    #: Items of the file not recorded yet (an interrupted run).
+    missing: int
+    #: Items already finished before this run (``--resume``), not judged again.
+    skipped: int
+    judged_this_run: int
+    pairwise: int = 0
+    a_wins: int = 0
+    b_wins: int = 0
+    ties: int = 0
+    a_win_rate: float | None = None
+    b_win_rate: float | None = None
+    tie_rate: float | None = None
+    swap_pairs: int = 0
+    inconsistent_pairs: int = 0
+    #: Share of swap pairs whose two passes disagreed (position bias at work).
+    inconsistency_rate: float | None = None
+    graded: int = 0
+    mean_normalized_score: float | None = None
+    safety_flagged: int = 0
+    flagged_for_review: int = 0
+    calls: int = 0
+    calls_saved: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+    wall_time_s: float = 0.0
+    output: str | None = None
+    errors: dict[str, str] = Field(default_factory=dict)
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def summarize(
+    rows: Sequence[Mapping[str, Any]], *, batch_id: str, source: str, items: int, skipped: int, judged: int
+) -> BatchSummary:
+    """The batch's numbers from its recorded rows (``storage.judgments.batch_rows``)."""
+    ok = [r for r in rows if r["status"] == "ok"]
+    pairwise = [r for r in ok if r["mode"] == "pairwise"]
+    graded = [r for r in ok if r["mode"] == "grade"]
+    winners = [r["winner"] for r in pairwise]
+    pairs = sum(r["result"]["swap_pairs"] for r in pairwise)
+    inconsistent = sum(r["result"]["inconsistent_pairs"] for r in pairwise)
+    normalized = [r["result"]["report"]["normalized"] for r in graded]
+    costs = [r["cost_usd"] for r in rows]
+    return BatchSummary(
+        batch_id=batch_id,
+        source=source,
+        items=items,
+        finished=len(ok),
+        failed=len(rows) - len(ok),
+        missing=items - len(rows),
+        skipped=skipped,
+        judged_this_run=judged,
+        pairwise=len(pairwise),
+        a_wins=winners.count("A"),
+        b_wins=winners.count("B"),
+        ties=winners.count("TIE"),
+        a_win_rate=_rate(winners.count("A"), len(pairwise)),
+        b_win_rate=_rate(winners.count("B"), len(pairwise)),
+        tie_rate=_rate(winners.count("TIE"), len(pairwise)),
+        swap_pairs=pairs,
+        inconsistent_pairs=inconsistent,
+        inconsistency_rate=_rate(inconsistent, pairs),
+        graded=len(graded),
+        mean_normalized_score=sum(normalized) / len(normalized) if normalized else None,
+        safety_flagged=sum(1 for r in graded if r["result"]["report"]["safety_flag"]),
+        flagged_for_review=sum(1 for r in ok if r["flagged"]),
+        calls=sum(r["calls"] for r in rows),
+        calls_saved=sum(r["calls_saved"] for r in rows),
+        prompt_tokens=sum(r["prompt_tokens"] for r in rows),
+        completion_tokens=sum(r["completion_tokens"] for r in rows),
+        cost_usd=None if any(c is None for c in costs) else round(sum(costs), 8),
+        errors={r["item_id"]: r["error"] or "failed" for r in rows if r["status"] != "ok"},
+    )
+
+
+def without_run_specifics(value: Any) -> Any:
+    """``value`` without timing fields and run ids (see ``RUN_SPECIFIC_KEYS``)."""
+    if isinstance(value, dict):
+        return {k: without_run_specifics(v) for k, v in value.items() if k not in RUN_SPECIFIC_KEYS}
+    if isinstance(value, list):
+        return [without_run_specifics(v) for v in value]
+    return value
+
+
+def result_line(row: Mapping[str, Any]) -> str:
+    record = {
+        "id": row["item_id"],
+        "mode": row["mode"],
+        "status": row["status"],
+        "error": row["error"],
+        "result": without_run_specifics(row["result"]),
+    }
+    if row.get("metadata") is not None:
+        record["metadata"] = json.loads(row["metadata"])
+    return json.dumps(record, ensure_ascii=False)
+
+
+def write_results(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
+    """The results file, replaced atomically (a crash never leaves half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(result_line(row) + "\n")
+    os.replace(tmp, path)
+
+
+# ------------------------------------------------------------------------ running
+
+
+ProgressSink = Callable[[BatchItem, bool], None]
+
+
+async def _judge_item(
+    item: BatchItem, settings: BatchSettings, judges: Sequence[ModelClient], rubrics: Mapping[str, Rubric]
+) -> tuple[ComparisonOutcome | GradeOutcome, list[CallRecord]]:
+    calls: list[CallRecord] = []
+    outcome: ComparisonOutcome | GradeOutcome
+    if item.mode == "pairwise":
+        outcome = await compare(
+            item.prompt,
+            item.a or "",
+            item.b or "",
+            judges=judges,
+            criteria=settings.criteria,
+            context=item.context,
+            allow_tie=settings.allow_tie,
+            swap=settings.swap,
+            strategy=settings.strategy,
+            votes=settings.votes,
+            adaptive=settings.adaptive,
+            max_attempts=settings.max_attempts,
+            sink=calls.append,
+            store=None,
+        )
+    else:
+        outcome = await grade(
+            item.prompt,
+            item.response or "",
+            rubric=rubrics[item.rubric or settings.rubric],
+            judges=judges,
+            reference=item.reference,
+            context=item.context,
+            votes=settings.votes,
+            adaptive=settings.adaptive,
+            max_attempts=settings.max_attempts,
+            sink=calls.append,
+            store=None,
+        )
+    return outcome, calls
+
+
+async def run_batch(
+    items: Sequence[BatchItem],
+    *,
+    settings: BatchSettings,
+    judges: Sequence[ModelClient],
+    batch_id: str,
+    source: str,
+    content_sha256: str,
+    rubrics: Mapping[str, Rubric] | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    resume: bool = False,
+    output: Path | None = None,
+    store: Store | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+    on_item: ProgressSink | None = None,
+) -> BatchSummary:
+    """Judge every item not finished yet (at most ``concurrency`` at a time), then summarise
+    from the database and write ``output`` (JSONL, one result per item, in file order).
+
+    ``on_start(to_judge, skipped)`` and ``on_item(item, ok)`` report progress. Without
+    ``resume`` a batch id that already has recorded items is refused.
+    """
+    from council.storage.judgments import batch_item_status, batch_rows, open_batch, record_run
+
+    if concurrency < 1:
+        raise UsageError(f"concurrency must be at least 1, got {concurrency}")
+    rubrics = rubrics if rubrics is not None else load_rubrics(items, settings.rubric, source)
+    owned = store is None
+    store = store or Store.open()
+    try:
+        open_batch(
+            store,
+            batch_id,
+            source=source,
+            content_sha256=content_sha256,
+            settings=settings.model_dump(mode="json"),
+            items=len(items),
+        )
+        recorded = batch_item_status(store, batch_id)
+        if recorded and not resume:
+            raise UsageError(
+                f"batch {batch_id} already has {len(recorded)} recorded item(s); "
+                "add --resume to continue it, or give another --batch-id"
+            )
+        todo = [item for item in items if recorded.get(item.id) != "ok"]
+        skipped = len(items) - len(todo)
+        if on_start is not None:
+            on_start(len(todo), skipped)
+
+        async def judge_and_record(item: BatchItem) -> None:
+            outcome, calls = await _judge_item(item, settings, judges, rubrics)
+            kind = "compare" if item.mode == "pairwise" else "grade"
+            run, passes, call_rows = run_rows(kind, outcome, calls)
+            batch_item = {
+                "batch_id": batch_id,
+                "item_id": item.id,
+                "position": item.line,
+                "mode": item.mode,
+                "status": run["status"],
+                "metadata": None if item.metadata is None else json.dumps(item.metadata, ensure_ascii=False),
+            }
+            record_run(store, run, passes, call_rows, batch_item=batch_item)
+            if on_item is not None:
+                on_item(item, outcome.success)
+
+        pending = iter(todo)
+
+        async def worker() -> None:
+            for item in pending:  # one shared iterator: each item goes to exactly one worker
+                await judge_and_record(item)
+
+        t0 = time.perf_counter()
+        async with asyncio.TaskGroup() as group:
+            for _ in range(min(concurrency, len(todo))):
+                group.create_task(worker())
+        wall = time.perf_counter() - t0
+
+        rows = batch_rows(store, batch_id)
+        summary = summarize(rows, batch_id=batch_id, source=source, items=len(items), skipped=skipped, judged=len(todo))
+        summary.wall_time_s = wall
+        if output is not None:
+            write_results(rows, output)
+            summary.output = str(output)
+        return summary
+    finally:
+        if owned:
+            store.close()

@@ -1,0 +1,161 @@
+"""Judgment runs, their passes, and resumable batches in council.db.
+
+A finished comparison or grade is written in ONE ``BEGIN IMMEDIATE`` transaction:
+its run row, one row per judge pass, its call log and, inside a batch, its
+``batch_items`` row. A crash (even ``kill -9``) therefore leaves an item either fully
+recorded or not at all, and the ``(batch_id, item_id)`` primary key makes recording
+an item twice impossible.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from council.errors import CouncilFailure, UsageError
+from council.storage.store import Store, utc_now
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def record_run(
+    store: Store,
+    run: Mapping[str, Any],
+    passes: Sequence[Mapping[str, Any]],
+    calls: Sequence[Mapping[str, Any]],
+    *,
+    batch_item: Mapping[str, Any] | None = None,
+) -> None:
+    """Write a finished run (and its batch item) atomically.
+
+    ``run``: a ``judgment_runs`` row (``result`` may be a dict); ``passes``: ``judgments``
+    rows without ``run_id``; ``calls``: call-log rows without ``session_id``;
+    ``batch_item``: ``batch_id, item_id, position, mode, status``. A failed item of the
+    batch is replaced (a re-run after ``--resume``); a finished one raises.
+    """
+    now = utc_now()
+    run_id = run["id"]
+    run_row = {"created_at": now, **run, "result": _json(run.get("result"))}
+    pass_rows = [{**p, "run_id": run_id, "output": _json(p.get("output")), "created_at": now} for p in passes]
+    call_rows = [{**c, "session_id": run_id} for c in calls]
+    with store.immediate() as db:
+        db["judgment_runs"].insert(run_row)
+        if pass_rows:
+            db["judgments"].insert_all(pass_rows)
+        if call_rows:
+            db["calls"].insert_all(call_rows)
+        if batch_item is not None:
+            key = [batch_item["batch_id"], batch_item["item_id"]]
+            db.execute("DELETE FROM batch_items WHERE batch_id = ? AND item_id = ? AND status = 'failed'", key)
+            try:
+                db["batch_items"].insert({**batch_item, "run_id": run_id, "finished_at": now})
+            except sqlite3.IntegrityError:
+                raise CouncilFailure(
+                    f"batch {batch_item['batch_id']}: item {batch_item['item_id']!r} is already recorded "
+                    "(is another process running the same batch?)"
+                ) from None
+
+
+def get_run(store: Store, run_id: str) -> dict[str, Any] | None:
+    rows = list(store.db.query("SELECT * FROM judgment_runs WHERE id = ?", [run_id]))
+    if not rows:
+        return None
+    row = rows[0]
+    row["result"] = json.loads(row["result"]) if row["result"] else None
+    return row
+
+
+def run_passes(store: Store, run_id: str) -> list[dict[str, Any]]:
+    rows = list(store.db.query("SELECT * FROM judgments WHERE run_id = ? ORDER BY id", [run_id]))
+    for row in rows:
+        row["output"] = json.loads(row["output"]) if row["output"] else None
+    return rows
+
+
+def position_audit(store: Store, *, judge_model: str | None = None) -> list[dict[str, Any]]:
+    """Per judge model, over every valid swapped pass pair on record: how often the two
+    passes agree, and how often the response shown first won a decisive pass."""
+    sql = """
+        SELECT p1.judge_model AS judge_model,
+               COUNT(*) AS pairs,
+               SUM(p1.winner = p2.winner) AS consistent,
+               SUM(p1.winner_as_seen = 'A') + SUM(p2.winner_as_seen = 'A') AS first_shown_wins,
+               SUM(p1.winner_as_seen != 'TIE') + SUM(p2.winner_as_seen != 'TIE') AS decisive_passes
+        FROM judgments p1
+        JOIN judgments p2
+          ON p2.run_id = p1.run_id AND p2.judge = p1.judge AND p2.vote = p1.vote AND p2.pass = 2
+        WHERE p1.kind = 'pairwise' AND p1.pass = 1 AND p1.valid AND p2.valid
+    """
+    params: list[Any] = []
+    if judge_model is not None:
+        sql += " AND p1.judge_model = ?"
+        params.append(judge_model)
+    rows = list(store.db.query(sql + " GROUP BY p1.judge_model ORDER BY p1.judge_model", params))
+    for row in rows:
+        row["consistency_rate"] = row["consistent"] / row["pairs"]
+        decisive = row["decisive_passes"]
+        row["first_shown_win_rate"] = row["first_shown_wins"] / decisive if decisive else None
+    return rows
+
+
+# --------------------------------------------------------------------------- batches
+
+
+def open_batch(
+    store: Store, batch_id: str, *, source: str, content_sha256: str, settings: Mapping[str, Any], items: int
+) -> bool:
+    """Register the batch, or check that a batch of this id was started from the same file
+    and settings. Returns True when the batch already existed."""
+    with store.immediate() as db:
+        existing = list(db.query("SELECT content_sha256, settings FROM batches WHERE id = ?", [batch_id]))
+        if not existing:
+            db["batches"].insert(
+                {
+                    "id": batch_id,
+                    "source": source,
+                    "content_sha256": content_sha256,
+                    "settings": json.dumps(settings, sort_keys=True),
+                    "items": items,
+                    "created_at": utc_now(),
+                }
+            )
+            return False
+    row = existing[0]
+    if row["content_sha256"] != content_sha256 or json.loads(row["settings"]) != json.loads(
+        json.dumps(settings, sort_keys=True)
+    ):
+        raise UsageError(
+            f"batch {batch_id} was started from a different file or with different settings; "
+            "use another --batch-id (or the default one)"
+        )
+    return True
+
+
+def batch_item_status(store: Store, batch_id: str) -> dict[str, str]:
+    """``item_id -> status`` of the items recorded so far."""
+    rows = store.db.query("SELECT item_id, status FROM batch_items WHERE batch_id = ?", [batch_id])
+    return {r["item_id"]: r["status"] for r in rows}
+
+
+def batch_rows(store: Store, batch_id: str) -> list[dict[str, Any]]:
+    """Every recorded item of the batch with its run, in batch-file order."""
+    rows = list(
+        store.db.query(
+            """
+            SELECT bi.item_id, bi.position, bi.mode, bi.status, bi.run_id, bi.metadata, r.error, r.winner, r.unstable,
+                   r.flagged, r.calls, r.calls_saved, r.prompt_tokens, r.completion_tokens, r.cost_usd,
+                   r.elapsed_ms, r.result
+            FROM batch_items bi JOIN judgment_runs r ON r.id = bi.run_id
+            WHERE bi.batch_id = ?
+            ORDER BY bi.position
+            """,
+            [batch_id],
+        )
+    )
+    for row in rows:
+        row["result"] = json.loads(row["result"]) if row["result"] else None
+    return rows
