@@ -86,7 +86,9 @@ class _Run:
     flags: list[str] = field(default_factory=list)
     partial_reasons: list[str] = field(default_factory=list)
 
-    def emit(self, kind: str, stage: str, member: str | None = None, ok: bool = True, detail: str | None = None) -> None:
+    def emit(
+        self, kind: str, stage: str, member: str | None = None, ok: bool = True, detail: str | None = None
+    ) -> None:
         if self.on_event is not None:
             self.on_event(
                 SessionEvent(session_id=self.session_id, kind=kind, stage=stage, member=member, ok=ok, detail=detail)
@@ -118,7 +120,9 @@ class SessionRunner:
             run.emit("answer", "answer", member.id, ok=False, detail=error)
             return MemberAnswer(member=member.id, model=member.model, status="failed", error=error, latency_ms=latency)
         run.emit("answer", "answer", member.id)
-        return MemberAnswer(member=member.id, model=member.model, status="ok", text=text, length_chars=len(text), latency_ms=latency)
+        return MemberAnswer(
+            member=member.id, model=member.model, status="ok", text=text, length_chars=len(text), latency_ms=latency
+        )
 
     # -- stage 2 -------------------------------------------------------------
     async def _review(self, run: _Run, reviewer: ResolvedModel, answers: dict[str, MemberAnswer]) -> Review | None:
@@ -170,7 +174,11 @@ class SessionRunner:
                 run.emit("review", "review", reviewer.id, detail=f"attempt {attempt}")
                 return review
             log.info("invalid review output", reviewer=reviewer.id, attempt=attempt, problem=problem)
-            messages = [*messages, {"role": "assistant", "content": response.text[:4000]}, prompts.review_retry_message(problem or "")]
+            messages = [
+                *messages,
+                {"role": "assistant", "content": response.text[:4000]},
+                prompts.review_retry_message(problem or ""),
+            ]
         review.error = f"invalid output after {c.max_review_attempts} attempts: {problem}"
         run.emit("review", "review", reviewer.id, ok=False, detail=review.error)
         return review
@@ -227,7 +235,9 @@ class SessionRunner:
         if candidates is not None and len(candidates) < 1:
             raise InputError("the candidates file holds no answers")
         seed = seed if seed is not None else secrets.randbelow(2**31)
-        run = _Run(session_id=str(uuid.uuid4()), council=c, question=question, seed=seed, history=history, on_event=on_event)
+        run = _Run(
+            session_id=str(uuid.uuid4()), council=c, question=question, seed=seed, history=history, on_event=on_event
+        )
         hasher = QueryHasher(council_home()) if c.hash_queries else None
         query_hash = hasher.hash(question) if hasher else None
         created = utc_now()
@@ -264,7 +274,12 @@ class SessionRunner:
             self._record_failure(run, str(exc))
             raise
         except BaseException as exc:  # Ctrl-C / cancellation / bugs: never leave the row "running"
-            self._record_failure(run, "interrupted" if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt) else f"{type(exc).__name__}: {exc}")
+            self._record_failure(
+                run,
+                "interrupted"
+                if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt)
+                else f"{type(exc).__name__}: {exc}",
+            )
             raise
 
     def _record_failure(self, run: _Run, error: str) -> None:
@@ -288,7 +303,9 @@ class SessionRunner:
         run.emit("stage", "answer", detail="members answer")
         if candidates is not None:
             answers = [
-                MemberAnswer(member=cand.id, model=cand.id, status="candidate", text=cand.text, length_chars=len(cand.text))
+                MemberAnswer(
+                    member=cand.id, model=cand.id, status="candidate", text=cand.text, length_chars=len(cand.text)
+                )
                 for cand in candidates
             ]
         else:

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from mock_server import start_mock_server
 
 from council.config import ConfigFile, resolve_model
 from council.errors import InputError, NotFoundError
@@ -26,7 +27,6 @@ from council.judging.batch import (
 from council.providers.client import ModelClient
 from council.providers.fake import FakeAPI
 from council.storage import Store
-from mock_server import start_mock_server
 
 ITEMS = 300
 

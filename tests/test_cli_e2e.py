@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from mock_server import start_mock_server
 
 QUESTION = "Which planet is known as the red planet, and why?"

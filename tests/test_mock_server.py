@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 
 import httpx
 import pytest
+from mock_server import start_mock_server, wait_for
 from pydantic import BaseModel, Field
 
 from council import prompts
@@ -16,7 +17,6 @@ from council.providers.base import ChatRequest
 from council.providers.fake import FakeAPI
 from council.schemas import PEER_REVIEW_SCHEMA_NAME, peer_review_model
 from council.validation import validate_output
-from mock_server import start_mock_server, wait_for
 
 openai = pytest.importorskip("openai")
 

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from mock_server import start_mock_server
 
 from council import Council
 from council.config import ModelSpec, ResolvedModel
@@ -25,7 +26,6 @@ from council.errors import ProviderError, QuorumError
 from council.providers.base import ChatRequest, ChatResponse
 from council.providers.client import ModelClient
 from council.providers.litellm_api import LiteLLMAPI
-from mock_server import start_mock_server
 
 QUESTION = "Why is the sky blue?"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import socket
 import subprocess
@@ -14,7 +13,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from mock_server import start_mock_server
 
 openai = pytest.importorskip("openai")

@@ -36,7 +36,8 @@ def bias_report(
 
     Bias is reported, never corrected: no score is changed.
     """
-    from council.bias.report import DEFAULT_MAX_POINTS, bias_report as build, report_from_records_files
+    from council.bias.report import DEFAULT_MAX_POINTS, report_from_records_files
+    from council.bias.report import bias_report as build
     from council.errors import UsageError
 
     if skip_bad and not records:

@@ -1,0 +1,184 @@
+"""Rubric grading (seed 003): reasoning before every integer score, reference-based when a
+reference is given, ensemble voting per criterion (optionally adaptive), a safety flag, and
+an ``EvaluationReport``. Invalid output is re-requested, then recorded invalid: never coerced."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from council.errors import InvalidOutputError
+from council.judging.outcomes import GradeOutcome, JudgeGrade, JudgmentPass
+from council.judging.prompts import evaluation_mode, grade_messages
+from council.judging.rubrics import compile_evaluation_report, load_rubric
+from council.judging.running import check_common, judge_pass, persist, schema_of, tee
+from council.judging.schemas import Rubric, rubric_grade_model
+from council.judging.voting import min_votes_for_decision
+from council.providers.client import CallRecord, CallSink, ModelClient
+from council.results import Usage
+from council.storage.store import Store
+
+GRADE_SCHEMA = "rubric_grade"
+
+
+def _grade_decided(grades: Sequence[BaseModel], total_n: int, names: Sequence[str]) -> bool:
+    """Every criterion's final score is fixed: some score already has a majority of ``total_n``."""
+    if not grades:
+        return False
+    by_criterion = [{c.criterion: c.score for c in g.criteria} for g in grades]  # type: ignore[attr-defined]
+    for name in names:
+        scores = [g[name] for g in by_criterion]
+        if 2 * max(scores.count(s) for s in set(scores)) <= total_n:
+            return False
+    return True
+
+
+@dataclass
+class _Grading:
+    prompt: str
+    response: str
+    rubric: Rubric
+    reference: str | None
+    context: str | None
+    votes: int
+    adaptive: bool
+    max_attempts: int
+    mode: str
+    sink: CallSink
+    passes: list[JudgmentPass] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.model = rubric_grade_model(self.rubric)
+
+    async def one_vote(self, client: ModelClient, vote: int) -> BaseModel | None:
+        messages = grade_messages(
+            self.prompt,
+            self.response,
+            self.rubric,
+            reference=self.reference,
+            context=self.context,
+            schema=schema_of(self.model),
+        )
+        record, parsed = await judge_pass(
+            client,
+            messages,
+            self.model,
+            schema_name=GRADE_SCHEMA,
+            stage="grade",
+            vote=vote,
+            max_attempts=self.max_attempts,
+            sink=self.sink,
+        )
+        if parsed is not None:
+            record.score_total = sum(c.score for c in parsed.criteria)
+        self.passes.append(record)
+        return parsed
+
+    async def judge(self, client: ModelClient) -> tuple[JudgeGrade, list[BaseModel]]:
+        n = self.votes
+        cast = min_votes_for_decision(n) if self.adaptive else n
+        replies = list(await asyncio.gather(*(self.one_vote(client, i) for i in range(cast))))
+        names = self.rubric.criterion_names
+        while self.adaptive and cast < n and not _grade_decided([g for g in replies if g is not None], n, names):
+            replies.append(await self.one_vote(client, cast))
+            cast += 1
+        grades = [g for g in replies if g is not None]
+        invalid = len(replies) - len(grades)
+        common: dict[str, Any] = {
+            "judge": client.id,
+            "model": client.model,
+            "votes_cast": cast,
+            "votes_planned": n,
+            "calls_saved": n - cast,
+        }
+        try:
+            report = compile_evaluation_report(
+                self.rubric,
+                grades,
+                reference_used=self.mode == "reference",
+                invalid_attempts=invalid,
+                judge_model=client.model,
+            )
+        except InvalidOutputError as exc:
+            mine = [p for p in self.passes if p.judge == client.id and not p.valid]
+            reason = f"{client.id}: {exc}" + (f" ({mine[-1].problem})" if mine else "")
+            return JudgeGrade(success=False, error=reason, **common), []
+        return JudgeGrade(success=True, report=report, **common), grades
+
+
+async def grade(
+    prompt: str,
+    response: str,
+    *,
+    rubric: Rubric | str | Path = "general",
+    judges: Sequence[ModelClient],
+    reference: str | None = None,
+    context: str | None = None,
+    votes: int = 1,
+    adaptive: bool = False,
+    max_attempts: int = 3,
+    sink: CallSink | None = None,
+    store: Store | bool | None = True,
+    run_id: str | None = None,
+) -> GradeOutcome:
+    """Grade ``response`` against ``rubric`` (a Rubric, a built-in name or a TOML file).
+
+    With several judges (or votes) the ensemble report votes per criterion over every
+    valid grade. ``store`` as in :func:`compare`.
+    """
+    check_common(prompt, judges, votes, max_attempts)
+    rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
+    mode = "reference" if evaluation_mode(reference=reference) == "reference" else "rubric"
+    calls: list[CallRecord] = []
+    job = _Grading(
+        prompt=prompt,
+        response=response,
+        rubric=rubric,
+        reference=reference if mode == "reference" else None,
+        context=context,
+        votes=votes,
+        adaptive=adaptive,
+        max_attempts=max_attempts,
+        mode=mode,
+        sink=tee(calls, sink),
+    )
+    t0 = time.perf_counter()
+    judged = await asyncio.gather(*(job.judge(j) for j in judges))
+    per_judge = [j for j, _ in judged]
+    grades = [g for _, gs in judged for g in gs]
+    report, error = None, None
+    if len(per_judge) == 1:
+        report, error = per_judge[0].report, per_judge[0].error
+    elif grades:
+        report = compile_evaluation_report(
+            rubric,
+            grades,
+            reference_used=mode == "reference",
+            invalid_attempts=sum(1 for p in job.passes if not p.valid),
+            judge_model=", ".join(j.model for j in per_judge if j.success),
+        )
+    else:
+        error = "; ".join(j.error or "failed" for j in per_judge)
+    outcome = GradeOutcome(
+        run_id=run_id or str(uuid.uuid4()),
+        success=report is not None,
+        error=error,
+        mode=mode,
+        rubric=rubric.name,
+        report=report,
+        judges=per_judge,
+        passes=sorted(job.passes, key=lambda p: (p.judge, p.vote)),
+        calls=len(calls),
+        calls_saved=sum(j.calls_saved for j in per_judge),
+        usage=Usage.of(calls),
+        elapsed_ms=(time.perf_counter() - t0) * 1000,
+    )
+    persist(store, "grade", outcome, calls)
+    return outcome

@@ -1,0 +1,148 @@
+"""What a comparison or a grade returns, and the rows it is stored as (pure data)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from council.judging.averaging import MultiJudgeVerdict
+from council.judging.schemas import ConfidenceLevel, EvaluationReport, PairwiseResult, Scale, Side, SideScores, Verdict
+from council.judging.voting import VoteResult
+from council.providers.client import CallRecord
+from council.results import Usage
+
+
+class JudgmentPass(BaseModel):
+    """One judge pass as recorded: who judged, in which order, and whether the output was valid."""
+
+    judge: str
+    judge_model: str
+    vote: int
+    pass_number: int  # pairwise: 1 = A shown first, 2 = B shown first; grades: 1
+    shown_first: Literal["A", "B"] | None = None
+    valid: bool
+    attempts: int
+    winner_as_seen: Verdict | None = None
+    winner: Verdict | None = None  # in the original labels
+    a_total: float | None = None
+    b_total: float | None = None
+    score_total: int | None = None
+    problem: str | None = None
+    output: dict[str, Any] | None = Field(default=None, exclude=True)  # stored with the pass, not repeated here
+
+
+class VoteSummary(BaseModel):
+    vote: int
+    winner: Verdict
+    confidence: float
+    consistent: bool | None
+    a_total: float
+    b_total: float
+
+
+class JudgeComparison(BaseModel):
+    """One judge's comparison: its votes merged into one result."""
+
+    judge: str
+    model: str
+    success: bool
+    error: str | None = None
+    result: PairwiseResult
+    votes: list[VoteSummary] = Field(default_factory=list)
+    vote: VoteResult | None = None
+    calls_saved: int = 0
+
+
+class ComparisonOutcome(BaseModel):
+    run_id: str
+    success: bool
+    error: str | None = None
+    winner: Verdict
+    confidence: float
+    #: How far the votes (one judge) or the judges (several) agree.
+    confidence_level: ConfidenceLevel
+    flagged_for_review: bool
+    #: Some swap pair changed its winner when the order was swapped (seed 003 step 5).
+    unstable: bool
+    strategy: str
+    swap: bool
+    criteria: list[str]
+    scale: Scale
+    scores: dict[Side, SideScores] = Field(default_factory=dict)
+    judges: list[JudgeComparison]
+    averaged: MultiJudgeVerdict | None = None
+    passes: list[JudgmentPass]
+    swap_pairs: int
+    inconsistent_pairs: int
+    calls: int
+    calls_saved: int
+    usage: Usage
+    elapsed_ms: float
+
+
+class JudgeGrade(BaseModel):
+    judge: str
+    model: str
+    success: bool
+    error: str | None = None
+    report: EvaluationReport | None = None
+    votes_cast: int
+    votes_planned: int
+    calls_saved: int = 0
+
+
+class GradeOutcome(BaseModel):
+    run_id: str
+    success: bool
+    error: str | None = None
+    mode: Literal["reference", "rubric"]
+    rubric: str
+    #: The ensemble's report: every valid vote of every judge, voted per criterion.
+    report: EvaluationReport | None
+    judges: list[JudgeGrade]
+    passes: list[JudgmentPass]
+    calls: int
+    calls_saved: int
+    usage: Usage
+    elapsed_ms: float
+
+
+Outcome = ComparisonOutcome | GradeOutcome
+
+
+def run_rows(
+    kind: str, outcome: Outcome, calls: Sequence[CallRecord]
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The ``judgment_runs`` row, ``judgments`` rows and call-log rows of a finished run."""
+    is_compare = isinstance(outcome, ComparisonOutcome)
+    flagged = outcome.flagged_for_review if is_compare else bool(outcome.report and outcome.report.flagged_for_review)
+    run = {
+        "id": outcome.run_id,
+        "kind": kind,
+        "status": "ok" if outcome.success else "failed",
+        "error": outcome.error,
+        "judges": [j.model for j in outcome.judges],
+        "winner": outcome.winner if is_compare and outcome.success else None,
+        "unstable": int(outcome.unstable) if is_compare else 0,
+        "flagged": int(flagged),
+        "calls": outcome.calls,
+        "calls_saved": outcome.calls_saved,
+        "prompt_tokens": outcome.usage.prompt_tokens,
+        "completion_tokens": outcome.usage.completion_tokens,
+        "cost_usd": outcome.usage.cost_usd,
+        "elapsed_ms": outcome.elapsed_ms,
+        "result": outcome.model_dump(mode="json"),
+    }
+    passes = [
+        {
+            "kind": "pairwise" if is_compare else "grade",
+            **p.model_dump(exclude={"pass_number", "output"}),
+            "pass": p.pass_number,
+            "valid": int(p.valid),
+            "output": p.output,
+        }
+        for p in outcome.passes
+    ]
+    return run, passes, [c.model_dump() for c in calls]
