@@ -338,3 +338,44 @@ def test_cli_compare_and_grade(tmp_path, council_home):
     graded = run("grade", "--prompt", PROMPT, *with_reference)
     assert graded.exit_code == 0 and json.loads(graded.stdout)["report"]["reference_used"]
     assert Store.open().db["judgment_runs"].count == 4  # the failed comparison is recorded too
+
+
+@pytest.mark.parametrize("how", ["env", "config"])
+def test_store_transcripts_off_keeps_verdicts_and_scores_but_no_judge_words(tmp_path, council_home, monkeypatch, how):
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text(GOOD)
+    b.write_text(WEAK)
+    args = ["--prompt", PROMPT, "--judge", "fake/x", "--json"]
+    if how == "env":
+        monkeypatch.setenv("COUNCIL_STORE_TRANSCRIPTS", "0")
+    else:
+        cfg = tmp_path / "c.toml"
+        cfg.write_text('[privacy]\nstore_transcripts = false\n[councils.default]\nmembers = ["fake/m"]\n')
+        args += ["--config", str(cfg)]
+    runner = CliRunner()
+    compared = runner.invoke(cli, ["compare", "--a", str(a), "--b", str(b), *args])
+    graded = runner.invoke(cli, ["grade", "--response", str(a), *args])
+    assert compared.exit_code == 0 and graded.exit_code == 0, compared.output + graded.output
+    shown_to_user = json.loads(compared.stdout)
+    assert shown_to_user["judges"][0]["result"]["overall_reasoning"]  # the user still sees the reasoning
+
+    store = Store.open()
+    runs = list(store.db["judgment_runs"].rows)
+    assert len(runs) == 2 and all(r["status"] == "ok" for r in runs)
+    for run in runs:
+        stored = get_run(store, run["id"])
+        text = json.dumps(stored["result"])
+        assert '"reasoning": "' not in text and '"overall_reasoning": "' not in text and "raw_pass_1\": {" not in text
+        passes = run_passes(store, run["id"])
+        assert passes and all(p["output"] is None and p["valid"] for p in passes)
+    compare_run = next(r for r in runs if r["kind"] == "compare")
+    assert get_run(store, compare_run["id"])["result"]["winner"] == shown_to_user["winner"]
+    assert all(p["a_total"] is not None for p in run_passes(store, compare_run["id"]))
+
+
+async def test_judge_text_is_stored_by_default(council_home):
+    store = Store.open()
+    client, _ = judge("fake/x")
+    outcome = await compare(PROMPT, GOOD, WEAK, judges=[client], store=store)
+    passes = run_passes(store, outcome.run_id)
+    assert len(passes) == 2 and all(p["output"] and p["output"]["overall_reasoning"] for p in passes)

@@ -109,7 +109,7 @@ def batch(
         resolve_criteria(list(criteria))  # a bad list fails here, before any call
     output_path = Path(output) if output else Path(file).with_suffix(".results.jsonl")
 
-    async def work(judges: list[ModelClient]) -> BatchSummary:
+    async def work(judges: list[ModelClient], keep_text: bool) -> BatchSummary:
         settings = batching.BatchSettings(
             mode=mode,  # type: ignore[arg-type]
             judges=[f"{j.id}={j.model}" for j in judges],
@@ -134,6 +134,7 @@ def batch(
                 concurrency=concurrency,
                 resume=resume,
                 output=output_path,
+                keep_text=keep_text,
                 on_start=progress.on_start,
                 on_item=progress.on_item,
             )

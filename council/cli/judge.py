@@ -42,17 +42,23 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print the wh
 
 
 def run_with_judges(
-    config_path: str | None, judge_refs: Sequence[str], work: Callable[[list[ModelClient]], Awaitable[T]]
+    config_path: str | None, judge_refs: Sequence[str], work: Callable[[list[ModelClient], bool], Awaitable[T]]
 ) -> T:
-    """Resolve the judges, run ``work`` with them, and close their clients whatever happens."""
+    """Resolve the judges, run ``work(judges, keep_text)`` with them, and close their clients
+    whatever happens. ``keep_text`` is the config's privacy setting (judge reasoning stored?)."""
+    import os
+
     from council.config import load_config
+    from council.config.loader import store_transcripts
     from council.judging.engine import make_judges
 
-    judges = make_judges(load_config(config_path), judge_refs)
+    loaded = load_config(config_path)
+    judges = make_judges(loaded, judge_refs)
+    keep_text = store_transcripts(loaded.config, os.environ)
 
     async def go() -> T:
         try:
-            return await work(judges)
+            return await work(judges, keep_text)
         finally:
             for judge in judges:
                 await judge.aclose()
@@ -122,7 +128,7 @@ def compare(
     outcome = run_with_judges(
         config_path,
         judge_refs,
-        lambda judges: engine.compare(
+        lambda judges, keep_text: engine.compare(
             prompt,
             response_a,
             response_b,
@@ -134,6 +140,7 @@ def compare(
             strategy=strategy,
             votes=votes,
             adaptive=adaptive,
+            keep_text=keep_text,
         ),
     )
     _finish(outcome, as_json, render_comparison)
@@ -188,7 +195,7 @@ def grade(
     outcome = run_with_judges(
         config_path,
         judge_refs,
-        lambda judges: engine.grade(
+        lambda judges, keep_text: engine.grade(
             prompt,
             response,
             rubric=loaded_rubric,
@@ -197,6 +204,7 @@ def grade(
             context=context,
             votes=votes,
             adaptive=adaptive,
+            keep_text=keep_text,
         ),
     )
     _finish(outcome, as_json, render_grade)

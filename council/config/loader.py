@@ -156,6 +156,14 @@ def _env_flag(env: Mapping[str, str], name: str) -> bool | None:
     raise ConfigError(f"{name} must be 1 or 0, got {value!r}")
 
 
+def store_transcripts(config: ConfigFile | None, env: Mapping[str, str]) -> bool:
+    """Whether text (questions, answers, reviews, judge reasoning) is stored: env over file, default yes."""
+    flag = _env_flag(env, "COUNCIL_STORE_TRANSCRIPTS")
+    if flag is not None:
+        return flag
+    return config.privacy.store_transcripts if config is not None else True
+
+
 def resolve_model(ref: str, config: ConfigFile, env: Mapping[str, str], where: str) -> ResolvedModel:
     """An alias from [models], or a provider/model string used directly."""
     spec = config.models.get(ref)
@@ -213,7 +221,6 @@ def resolve_council(
         raise ConfigError(f"{where}.quorum: {quorum} is more than the {len(members)} members")
 
     hash_env = _env_flag(env, "COUNCIL_HASH_QUERIES")
-    transcripts_env = _env_flag(env, "COUNCIL_STORE_TRANSCRIPTS")
     return ResolvedCouncil(
         name=name,
         members=members,
@@ -228,7 +235,7 @@ def resolve_council(
         max_answer_chars=spec.max_answer_chars,
         session_timeout=spec.session_timeout,
         hash_queries=hash_env if hash_env is not None else config.privacy.hash_queries,
-        store_transcripts=transcripts_env if transcripts_env is not None else config.privacy.store_transcripts,
+        store_transcripts=store_transcripts(config, env),
         offline_default=loaded.offline_default,
         source=loaded.source,
     )

@@ -27,6 +27,7 @@ from pydantic import BaseModel, Field
 
 from council.errors import InputError, UsageError
 from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade, run_rows
+from council.judging.running import keeps_text
 from council.judging.rubrics import load_rubric
 from council.judging.schemas import Rubric
 from council.judging.strategies import DEFAULT_STRATEGY
@@ -335,12 +336,15 @@ async def run_batch(
     resume: bool = False,
     output: Path | None = None,
     store: Store | None = None,
+    keep_text: bool | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_item: ProgressSink | None = None,
 ) -> BatchSummary:
     """Judge every item not finished yet (at most ``concurrency`` at a time), then summarise
     from the database and write ``output`` (JSONL, one result per item, in file order).
 
+    ``keep_text`` as in :func:`council.judging.engine.compare` (the results file is written
+    from the database, so it then holds no judge reasoning either).
     ``on_start(to_judge, skipped)`` and ``on_item(item, ok)`` report progress. Without
     ``resume`` a batch id that already has recorded items is refused.
     """
@@ -349,6 +353,7 @@ async def run_batch(
     if concurrency < 1:
         raise UsageError(f"concurrency must be at least 1, got {concurrency}")
     rubrics = rubrics if rubrics is not None else load_rubrics(items, settings.rubric, source)
+    keep_text = keeps_text(keep_text)
     owned = store is None
     store = store or Store.open()
     try:
@@ -374,7 +379,7 @@ async def run_batch(
         async def judge_and_record(item: BatchItem) -> None:
             outcome, calls = await _judge_item(item, settings, judges, rubrics)
             kind = "compare" if item.mode == "pairwise" else "grade"
-            run, passes, call_rows = run_rows(kind, outcome, calls)
+            run, passes, call_rows = run_rows(kind, outcome, calls, keep_text=keep_text)
             batch_item = {
                 "batch_id": batch_id,
                 "item_id": item.id,

@@ -304,12 +304,14 @@ async def compare(
     max_attempts: int = 3,
     sink: CallSink | None = None,
     store: Store | bool | None = True,
+    keep_text: bool | None = None,
     run_id: str | None = None,
 ) -> ComparisonOutcome:
     """Compare two responses to ``prompt`` (A = ``response_a``) with every judge.
 
     ``store``: True opens ``$COUNCIL_HOME/council.db``; a ``Store`` is used as is; None
-    keeps the run in memory (the caller persists it, as ``batch`` does). Judge failures
+    keeps the run in memory (the caller persists it, as ``batch`` does). ``keep_text=False``
+    stores no judge reasoning (default: ``COUNCIL_STORE_TRANSCRIPTS``). Judge failures
     are reported in the outcome (``success=False`` when no judge succeeded), not raised.
     """
     check_common(prompt, judges, votes, max_attempts)
@@ -340,7 +342,7 @@ async def compare(
     t0 = time.perf_counter()
     per_judge = list(await asyncio.gather(*(job.judge(j) for j in judges)))
     outcome = _comparison_outcome(job, per_judge, calls, run_id or str(uuid.uuid4()), time.perf_counter() - t0)
-    persist(store, "compare", outcome, calls)
+    persist(store, "compare", outcome, calls, keep_text)
     return outcome
 
 

@@ -126,12 +126,13 @@ async def grade(
     max_attempts: int = 3,
     sink: CallSink | None = None,
     store: Store | bool | None = True,
+    keep_text: bool | None = None,
     run_id: str | None = None,
 ) -> GradeOutcome:
     """Grade ``response`` against ``rubric`` (a Rubric, a built-in name or a TOML file).
 
     With several judges (or votes) the ensemble report votes per criterion over every
-    valid grade. ``store`` as in :func:`compare`.
+    valid grade. ``store`` and ``keep_text`` as in :func:`compare`.
     """
     check_common(prompt, judges, votes, max_attempts)
     rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
@@ -180,5 +181,5 @@ async def grade(
         usage=Usage.of(calls),
         elapsed_ms=(time.perf_counter() - t0) * 1000,
     )
-    persist(store, "grade", outcome, calls)
+    persist(store, "grade", outcome, calls, keep_text)
     return outcome

@@ -112,10 +112,40 @@ class GradeOutcome(BaseModel):
 Outcome = ComparisonOutcome | GradeOutcome
 
 
+#: Keys of the judge's own words in a stored outcome (its reasoning may quote the responses).
+JUDGE_TEXT_KEYS = frozenset(
+    {
+        "reasoning",
+        "overall_reasoning",
+        "a_strength",
+        "b_strength",
+        "a_advantages",
+        "b_advantages",
+        "notes",
+        "note",
+        "safety_concerns",
+        "raw_pass_1",
+        "raw_pass_2",
+    }
+)
+
+
+def without_judge_text(value: Any) -> Any:
+    """``value`` (JSON data) with every judge-text field set to null; numbers and verdicts kept."""
+    if isinstance(value, dict):
+        return {k: None if k in JUDGE_TEXT_KEYS else without_judge_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_judge_text(v) for v in value]
+    return value
+
+
 def run_rows(
-    kind: str, outcome: Outcome, calls: Sequence[CallRecord]
+    kind: str, outcome: Outcome, calls: Sequence[CallRecord], *, keep_text: bool = True
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    """The ``judgment_runs`` row, ``judgments`` rows and call-log rows of a finished run."""
+    """The ``judgment_runs`` row, ``judgments`` rows and call-log rows of a finished run.
+
+    ``keep_text=False`` (``COUNCIL_STORE_TRANSCRIPTS=0``) stores verdicts, scores and
+    validity but none of the judge's words: no pass output, no reasoning in the result."""
     is_compare = isinstance(outcome, ComparisonOutcome)
     flagged = outcome.flagged_for_review if is_compare else bool(outcome.report and outcome.report.flagged_for_review)
     run = {
@@ -133,7 +163,7 @@ def run_rows(
         "completion_tokens": outcome.usage.completion_tokens,
         "cost_usd": outcome.usage.cost_usd,
         "elapsed_ms": outcome.elapsed_ms,
-        "result": outcome.model_dump(mode="json"),
+        "result": outcome.model_dump(mode="json") if keep_text else without_judge_text(outcome.model_dump(mode="json")),
     }
     passes = [
         {
@@ -141,7 +171,7 @@ def run_rows(
             **p.model_dump(exclude={"pass_number", "output"}),
             "pass": p.pass_number,
             "valid": int(p.valid),
-            "output": p.output,
+            "output": p.output if keep_text else None,
         }
         for p in outcome.passes
     ]

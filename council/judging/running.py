@@ -3,12 +3,14 @@ validates, the call log, and persisting the finished run."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel
 
+from council.config.loader import store_transcripts
 from council.errors import InputError, ProviderError, UsageError
 from council.judging.outcomes import JudgmentPass, Outcome, run_rows
 from council.judging.prompts import retry_message
@@ -123,14 +125,25 @@ def open_store(store: Store | bool | None) -> tuple[Store | None, bool]:
     return (store or None), False
 
 
-def persist(store: Store | bool | None, kind: str, outcome: Outcome, calls: Sequence[CallRecord]) -> None:
+def keeps_text(keep_text: bool | None) -> bool:
+    """An explicit choice, else ``COUNCIL_STORE_TRANSCRIPTS`` (default: keep)."""
+    return store_transcripts(None, os.environ) if keep_text is None else keep_text
+
+
+def persist(
+    store: Store | bool | None,
+    kind: str,
+    outcome: Outcome,
+    calls: Sequence[CallRecord],
+    keep_text: bool | None = None,
+) -> None:
     from council.storage.judgments import record_run
 
     opened, owned = open_store(store)
     if opened is None:
         return
     try:
-        record_run(opened, *run_rows(kind, outcome, calls))
+        record_run(opened, *run_rows(kind, outcome, calls, keep_text=keeps_text(keep_text)))
     finally:
         if owned:
             opened.close()
