@@ -12,7 +12,8 @@ Rubrics are TOML files::
     weight = 1.0                    # optional, > 0
     levels = { 1 = "...", 5 = "..." }   # optional: what a score means
 
-Built-ins live in ``config/rubrics/`` and load by name (``load_rubric("general")``).
+Built-ins live in ``council/config/rubrics/`` (package data; ``config/rubrics`` links there)
+and load by name (``load_rubric("general")``).
 Errors are one line (``InputError``, or ``NotFoundError`` for a missing file).
 """
 
@@ -41,7 +42,7 @@ from council.judging.schemas import (
 from council.judging.voting import tally
 from council.validation import describe_validation_error
 
-BUILTIN_RUBRICS_DIR = Path(__file__).resolve().parents[2] / "config" / "rubrics"
+BUILTIN_RUBRICS_DIR = Path(__file__).resolve().parents[1] / "config" / "rubrics"
 BIAS_CHECKLIST_NAME = "bias-awareness"
 
 #: Seed 000's five depth dimensions for pairwise depth grading (1-5 each, total /25).
