@@ -1,7 +1,8 @@
 """The judging engine's pure logic: schemas, swap strategies, voting, averaging, prompts.
 
 Nothing here calls a model or does I/O beyond reading rubric files; the async engine
-builds on these functions:
+(:func:`council.judging.engine.compare` and :func:`council.judging.engine.grade`) builds
+on these functions:
 
 1. build the pass model (``pairwise_pass_model``) and the messages (``pairwise_messages``),
    call the judge for pass 1 (A first) and pass 2 (B first), validate each reply
