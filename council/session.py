@@ -85,6 +85,7 @@ class _Run:
     failures: list[Failure] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     partial_reasons: list[str] = field(default_factory=list)
+    persisted: bool = False  # the final status and every row are written
 
     def emit(
         self, kind: str, stage: str, member: str | None = None, ok: bool = True, detail: str | None = None
@@ -283,7 +284,9 @@ class SessionRunner:
             raise
 
     def _record_failure(self, run: _Run, error: str) -> None:
-        if self.store is None:
+        # An error after the session was written (e.g. raised by the on_event callback at
+        # "done") must not flip it to failed nor write its call log a second time.
+        if self.store is None or run.persisted:
             return
         try:
             self.store.finish_session(run.session_id, status="failed", result=None, error=error, calls=_call_rows(run))
@@ -451,6 +454,7 @@ class SessionRunner:
             bias_records=[rec.model_dump(mode="json") for rec in records],
             calls=_call_rows(run),
         )
+        run.persisted = True
 
 
 def scrub_transcripts(result: SessionResult) -> SessionResult:

@@ -164,6 +164,24 @@ async def test_session_deadline_records_failed_status_and_cancelled_calls(counci
     assert calls == [(m, 0, "cancelled") for m in members]
 
 
+async def test_error_after_the_session_is_written_neither_fails_it_nor_duplicates_its_call_log(council_home):
+    # An exception raised after the session was persisted (here by the progress callback at
+    # "done") used to rewrite it as failed and write every call-log row a second time.
+    def on_event(event):
+        if event.kind == "done":
+            raise RuntimeError("the UI went away")
+
+    config = {"councils": {"default": {"members": ["fake/a", "fake/b", "fake/c"]}}}
+    async with Council.from_config(config) as council:
+        with pytest.raises(RuntimeError, match="the UI went away"):
+            await council.run(QUESTION, seed=1, on_event=on_event)
+    [(status, error)] = db_rows(council_home, "select status, error from sessions")
+    assert (status, error) == ("complete", None)
+    calls = db_rows(council_home, "select stage, member, attempt from calls")
+    assert len(calls) == len(set(calls)) == 7  # 3 answers, 3 reviews, 1 synthesis
+    assert db_rows(council_home, "select count(*) from bias_records") == [(6,)]
+
+
 # -- retries -------------------------------------------------------------------
 async def test_429_and_500_that_clear_on_retry_end_in_success_with_failed_attempts_logged(tmp_path, council_home):
     log = tmp_path / "requests.jsonl"
