@@ -5,7 +5,9 @@ leaves a session half-recorded:
 - a session row is inserted with status ``running`` in its own short transaction;
 - everything else of the session (answers, reviews, bias records, call log) is
   written together with the final status in ONE ``BEGIN IMMEDIATE`` transaction;
-- every connection has a busy timeout, so writers queue instead of failing.
+- every connection has a busy timeout, so writers queue instead of failing;
+- a new database's switch to WAL is retried: the busy timeout does not cover it
+  (several processes creating council.db at once; see ``_enable_wal``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,33 @@ def _connect(path: Path | str) -> sqlite3.Connection:
     return conn
 
 
+def _is_locked(exc: BaseException) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and "database is locked" in str(exc)
+
+
+def _enable_wal(db: Database) -> None:
+    """Switch the file to WAL (the mode is kept in the file: only a new database switches).
+
+    The switch rewrites the file header, so the pragma upgrades the read lock it holds
+    to a write lock, and SQLite does not call the busy handler for an upgrade inside an
+    open transaction (waiting there could deadlock). So when several processes create
+    the same database at once, the losers get "database is locked" at once, whatever
+    the busy timeout: retry them, within the busy timeout's budget.
+    """
+    if db.journal_mode == "wal":
+        return
+    from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
+
+    for attempt in Retrying(
+        retry=retry_if_exception(_is_locked),
+        wait=wait_random_exponential(multiplier=0.005, max=0.2),
+        stop=stop_after_delay(BUSY_TIMEOUT_S),
+        reraise=True,
+    ):
+        with attempt:
+            db.enable_wal()
+
+
 class Store:
     """All reads and writes of council.db go through here."""
 
@@ -65,7 +94,7 @@ class Store:
             home.mkdir(parents=True, exist_ok=True)
             path = home / "council.db"
         db = Database(_connect(path))
-        db.enable_wal()
+        _enable_wal(db)
         store = cls(db)
         store.migrate()
         return store
