@@ -26,7 +26,7 @@ from council.errors import InputError, ProviderError, QuorumError
 from council.providers.base import ChatRequest
 from council.providers.client import CallRecord, ModelClient
 from council.results import Failure, MemberAnswer, Review, SessionResult, Synthesis, Usage
-from council.schemas import PEER_REVIEW_SCHEMA_NAME, answer_labels, peer_review_model
+from council.schemas import PEER_REVIEW_SCHEMA_NAME, answer_labels, peer_review_model, peer_review_schema
 from council.storage.store import Store, council_home, utc_now
 from council.validation import validate_output
 
@@ -135,7 +135,7 @@ class SessionRunner:
         labels = answer_labels(len(order))
         label_to_member = dict(zip(labels, order, strict=True))
         model = peer_review_model(tuple(labels), c.scale)
-        schema = model.model_json_schema()
+        schema = peer_review_schema(tuple(labels), c.scale)
         messages = prompts.review_messages(
             run.question, [(lab, self._review_text(answers[m])) for lab, m in label_to_member.items()], c.scale, schema
         )

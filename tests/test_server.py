@@ -162,3 +162,23 @@ def test_twenty_concurrent_requests_are_twenty_sessions(config, council_home):
     rows = db.execute("select status, count(*) from sessions group by status").fetchall()
     assert dict(rows) == {"complete": 20}
     assert db.execute("select count(distinct session_id) from bias_records").fetchone()[0] == 20
+
+
+WARM_UP_PROBE = """
+import gc, sys
+from council.cli.serve import _warm_up
+from council.config import load_config, resolve_council
+loaded = load_config(sys.argv[1])
+_warm_up([resolve_council(loaded, name) for name in loaded.config.councils])
+print("litellm" in sys.modules, gc.get_freeze_count() > 0)
+"""
+
+
+@pytest.mark.parametrize("provider, imported", [("openai/mock-alpha", "True"), ("fake/alpha", "False")])
+def test_serve_imports_litellm_before_listening_only_when_a_council_needs_it(tmp_path, provider, imported):
+    path = tmp_path / "council.toml"
+    path.write_text(f'[councils.default]\nmembers = ["a"]\n[models.a]\nmodel = "{provider}"\napi_base = "http://127.0.0.1:9"\n')
+    out = subprocess.run(
+        [sys.executable, "-c", WARM_UP_PROBE, str(path)], capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split()
+    assert out == [imported, "True"]  # the start-up heap is frozen either way
