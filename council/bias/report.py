@@ -249,12 +249,19 @@ class _AnswerTable:
             self.fn, self.ftotal = "fn", "ftotal"
         else:  # every reviewer is selected: the same columns
             self.fn, self.ftotal = "n", "total"
+        # Keyed by (session, model) without a rowid: the rows arrive in key order from the
+        # covering index, so the per-session pass below reads them in order instead of sorting.
         db.execute(
-            f"""CREATE TABLE {self.name} AS
+            f"""CREATE TABLE {self.name} (session_id, model_id, n, total, {"fn, ftotal, " if selected else ""}
+                x, self_n, self_total, PRIMARY KEY (session_id, model_id)) WITHOUT ROWID"""
+        )
+        db.execute(
+            f"""INSERT INTO {self.name}
                 SELECT session_id, model_id, COUNT(*) AS n, TOTAL({s}) AS total, {selected}
                        AVG(response_length_chars) AS x, TOTAL(self_review) AS self_n,
                        TOTAL(self_review * {s}) AS self_total
-                FROM bias_records WHERE {f.base} GROUP BY session_id, model_id""",
+                FROM bias_records WHERE {f.base} AND session_id IS NOT NULL AND model_id IS NOT NULL
+                GROUP BY session_id, model_id""",
             [*params, *f.base_params],
         )
 
@@ -273,7 +280,7 @@ class _AnswerTable:
         # The first ``limit`` answers in (session id, model) order: session ids are
         # random UUIDs, so an arbitrary subset.
         fn, ftotal = self.fn, self.ftotal
-        sql = f"SELECT x, {ftotal} / {fn} FROM {self.name} WHERE {fn} > 0 ORDER BY rowid LIMIT ?"
+        sql = f"SELECT x, {ftotal} / {fn} FROM {self.name} WHERE {fn} > 0 ORDER BY session_id, model_id LIMIT ?"
         return [(float(x), float(y)) for x, y in self.db.execute(sql, [limit])]
 
     def self_preference(self) -> dict[str, tuple[int, float, float, float, float]]:
