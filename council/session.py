@@ -19,6 +19,7 @@ import structlog
 from pydantic import BaseModel
 
 from council import prompts
+from council.asking import ask_valid
 from council.bias.records import BiasRecord, QueryHasher, session_bias_metadata
 from council.config import ResolvedCouncil, ResolvedModel
 from council.consensus import consensus_ranking
@@ -28,7 +29,6 @@ from council.providers.client import CallRecord, ModelClient
 from council.results import Failure, MemberAnswer, Review, SessionResult, Synthesis, Usage
 from council.schemas import PEER_REVIEW_SCHEMA_NAME, answer_labels, peer_review_model, peer_review_schema
 from council.storage.store import Store, council_home, utc_now
-from council.validation import validate_output
 
 log = structlog.get_logger("council.session")
 
@@ -139,7 +139,6 @@ class SessionRunner:
         messages = prompts.review_messages(
             run.question, [(lab, self._review_text(answers[m])) for lab, m in label_to_member.items()], c.scale, schema
         )
-        client = self.clients[reviewer.id]
         review = Review(
             reviewer=reviewer.id,
             model=reviewer.model,
@@ -148,40 +147,29 @@ class SessionRunner:
             valid=False,
             self_reviewed=reviewer.id in order,
         )
-        problem = None
-        for attempt in range(1, c.max_review_attempts + 1):
-            review.attempts = attempt
-            request = ChatRequest(
-                messages=messages,
-                json_schema=schema,
-                schema_name=PEER_REVIEW_SCHEMA_NAME,
-                seed=run.seed,
-                **client.defaults(),
-            )
-            try:
-                response = await client.complete(request, stage="review", sink=run.calls.append)
-            except ProviderError as exc:
-                review.error = str(exc)
-                run.emit("review", "review", reviewer.id, ok=False, detail=review.error)
-                return review
-            parsed, problem = validate_output(model, response.text)
-            if parsed is not None:
-                evaluations = parsed.evaluations  # type: ignore[attr-defined]
-                review.scores = {label_to_member[lab]: getattr(evaluations, lab).score for lab in labels}
-                review.reasoning = {label_to_member[lab]: getattr(evaluations, lab).reasoning for lab in labels}
-                review.ranking = [label_to_member[lab] for lab in parsed.ranking]  # type: ignore[attr-defined]
-                review.valid = True
-                review.error = None
-                run.emit("review", "review", reviewer.id, detail=f"attempt {attempt}")
-                return review
-            log.info("invalid review output", reviewer=reviewer.id, attempt=attempt, problem=problem)
-            messages = [
-                *messages,
-                {"role": "assistant", "content": response.text[:4000]},
-                prompts.review_retry_message(problem or ""),
-            ]
-        review.error = f"invalid output after {c.max_review_attempts} attempts: {problem}"
-        run.emit("review", "review", reviewer.id, ok=False, detail=review.error)
+        reply = await ask_valid(
+            self.clients[reviewer.id],
+            messages,
+            model,
+            schema=schema,
+            schema_name=PEER_REVIEW_SCHEMA_NAME,
+            retry_message=prompts.review_retry_message,
+            stage="review",
+            seed=run.seed,
+            max_attempts=c.max_review_attempts,
+            sink=run.calls.append,
+        )
+        review.attempts = reply.attempts
+        if reply.parsed is None:
+            review.error = str(reply.error) if reply.error is not None else reply.problem
+            run.emit("review", "review", reviewer.id, ok=False, detail=review.error)
+            return review
+        evaluations = reply.parsed.evaluations
+        review.scores = {label_to_member[lab]: getattr(evaluations, lab).score for lab in labels}
+        review.reasoning = {label_to_member[lab]: getattr(evaluations, lab).reasoning for lab in labels}
+        review.ranking = [label_to_member[lab] for lab in reply.parsed.ranking]
+        review.valid = True
+        run.emit("review", "review", reviewer.id, detail=f"attempt {reply.attempts}")
         return review
 
     def _review_text(self, answer: MemberAnswer) -> str:

@@ -1,5 +1,5 @@
-"""What every judgment run shares: argument checks, asking a judge until its output
-validates, the call log, and persisting the finished run."""
+"""What every judgment run shares: argument checks, one recorded judge pass (asked with
+``council.asking.ask_valid``), the call log, and persisting the finished run."""
 
 from __future__ import annotations
 
@@ -10,57 +10,18 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from council.asking import ask_valid
 from council.config.loader import store_transcripts
-from council.errors import InputError, ProviderError, UsageError
+from council.errors import InputError, UsageError
 from council.judging.outcomes import JudgmentPass, Outcome, run_rows
 from council.judging.prompts import retry_message
-from council.providers.base import ChatRequest
 from council.providers.client import CallRecord, CallSink, ModelClient
 from council.storage.store import Store
-from council.validation import validate_output
-
-MAX_REPLY_ECHO = 4000  # characters of an invalid reply sent back with the re-request
 
 
 @lru_cache(maxsize=256)
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema()
-
-
-class Reply(BaseModel):
-    parsed: Any = None
-    attempts: int
-    problem: str | None = None
-
-
-async def ask_valid(
-    client: ModelClient,
-    messages: list[dict[str, str]],
-    model: type[BaseModel],
-    *,
-    schema_name: str,
-    stage: str,
-    seed: int,
-    max_attempts: int,
-    sink: CallSink,
-) -> Reply:
-    """Ask until the reply validates against ``model``, re-requesting with the reason; a
-    provider failure (after the client's own retries) ends the pass as invalid."""
-    problem = None
-    for attempt in range(1, max_attempts + 1):
-        request = ChatRequest(
-            messages=messages, json_schema=schema_of(model), schema_name=schema_name, seed=seed, **client.defaults()
-        )
-        try:
-            response = await client.complete(request, stage=stage, sink=sink)
-        except ProviderError as exc:
-            return Reply(attempts=attempt, problem=f"provider error: {exc}")
-        parsed, problem = validate_output(model, response.text)
-        if parsed is not None:
-            return Reply(parsed=parsed, attempts=attempt)
-        echo = {"role": "assistant", "content": response.text[:MAX_REPLY_ECHO]}
-        messages = [*messages, echo, retry_message(problem or "invalid output")]
-    return Reply(attempts=max_attempts, problem=f"invalid output after {max_attempts} attempts: {problem}")
 
 
 async def judge_pass(
@@ -79,7 +40,16 @@ async def judge_pass(
     """One recorded pass: ask for valid output, and keep it with who judged and in which order."""
     # The vote number seeds the request: votes are distinct samples, reproducible where seeds are honoured.
     reply = await ask_valid(
-        client, messages, model, schema_name=schema_name, stage=stage, seed=vote, max_attempts=max_attempts, sink=sink
+        client,
+        messages,
+        model,
+        schema=schema_of(model),
+        schema_name=schema_name,
+        retry_message=retry_message,
+        stage=stage,
+        seed=vote,
+        max_attempts=max_attempts,
+        sink=sink,
     )
     record = JudgmentPass(
         judge=client.id,
@@ -89,7 +59,7 @@ async def judge_pass(
         shown_first=shown_first,
         valid=reply.parsed is not None,
         attempts=reply.attempts,
-        problem=reply.problem,
+        problem=f"provider error: {reply.error}" if reply.error is not None else reply.problem,
         output=reply.parsed.model_dump(mode="json") if reply.parsed is not None else None,
     )
     return record, reply.parsed
