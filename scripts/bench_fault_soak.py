@@ -120,6 +120,13 @@ def cause(error: str) -> str:
     return "other: " + error[:120]
 
 
+def tally(title: str, counts: list[tuple[str, int]]) -> None:
+    if counts:
+        print(f"  {title}:")
+        for what, n in counts:
+            print(f"    {n:>4}  {what}")
+
+
 def session_failure(error: str) -> list[str]:
     """``only 2 of 4 members answered (quorum 3): m1: …; m3: …`` → the head and each member's cause."""
     head, _, rest = error.partition(": ")
@@ -458,30 +465,24 @@ def report(records: list[dict[str, Any]], a: Audit, facts: dict[str, Any], wall:
         f"{status['raised']} failed (CouncilError raised), {status['escaped']} escaped exceptions"
     )
     failed = Counter(line for r in records if r["outcome"] == "raised" for line in session_failure(r["error"]))
-    if failed:
-        print("  failed sessions, by cause:")
-        for line, n in sorted(failed.items(), key=lambda kv: (kv[0].startswith(" "), -kv[1])):
-            print(f"    {n:>4}  {line}")
+    tally(
+        "failed sessions, by cause",
+        sorted(failed.items(), key=lambda kv: (kv[0].startswith(" "), -kv[1])),
+    )
     partial = Counter(
         re.sub(r"\d+", "N", reason.split(":")[0])
         for r in records
         if r["outcome"] == "returned"
         for reason in r["result"]["partial_reasons"]
     )
-    if partial:
-        print("  partial sessions, by reason:")
-        for reason, n in partial.most_common():
-            print(f"    {n:>4}  {reason}")
+    tally("partial sessions, by reason", partial.most_common())
     failures = Counter(
         f"{f['stage']:<9} {cause(f['error'])}"
         for r in records
         if r["outcome"] == "returned"
         for f in r["result"]["failures"]
     )
-    if failures:
-        print("  member failures inside finished sessions (stage, cause):")
-        for what, n in failures.most_common():
-            print(f"    {n:>4}  {what}")
+    tally("member failures inside finished sessions (stage, cause)", failures.most_common())
     for r in records:
         if r["outcome"] == "escaped":
             print(f"  ESCAPED in session {r['index']}:\n{r['error']}")
