@@ -12,10 +12,10 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "Council": "council.api",
-    "SessionResult": "council.results",
+    "SessionResult": "council.session",
     "SessionEvent": "council.session",
     "Candidate": "council.session",
-    "Consensus": "council.consensus",
+    "Consensus": "council.session",
     "load_config": "council.config",
     "CouncilError": "council.errors",
     "UsageError": "council.errors",
@@ -31,7 +31,6 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:  # pragma: no cover
     from council.api import Council
     from council.config import load_config
-    from council.consensus import Consensus
     from council.errors import (
         ConfigError,
         CouncilError,
@@ -41,8 +40,9 @@ if TYPE_CHECKING:  # pragma: no cover
         QuorumError,
         UsageError,
     )
-    from council.results import SessionResult
     from council.session import Candidate, SessionEvent
+    from council.session.consensus import Consensus
+    from council.session.results import SessionResult
 
 
 def __getattr__(name: str) -> Any:

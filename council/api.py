@@ -19,8 +19,8 @@ from typing import Any
 from council.config import LoadedConfig, ResolvedCouncil, load_config, resolve_council
 from council.providers.client import ModelClient, RetryPolicy
 from council.providers.registry import make_api
-from council.results import SessionResult
 from council.session import Candidate, EventSink, SessionEvent, SessionRunner
+from council.session.results import SessionResult
 from council.storage.store import Store
 
 

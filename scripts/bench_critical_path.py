@@ -99,7 +99,7 @@ async def raw_stage(base_url: str, n: int, repeats: int) -> float:
     """Median wall time of n parallel answer calls posted with plain httpx: a stage's floor here."""
     import httpx
 
-    from council import prompts
+    from council.session import prompts
 
     body = {"model": "mock-m0", "messages": prompts.member_messages("Why is the sky blue?")}
     spans = []

@@ -53,7 +53,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 NAMES = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
-REVIEW_SCHEMA = "peer_review"  # council.schemas.PEER_REVIEW_SCHEMA_NAME, as the server logs it
+REVIEW_SCHEMA = "peer_review"  # council.session.schemas.PEER_REVIEW_SCHEMA_NAME, as the server logs it
 
 
 def question(i: int) -> str:

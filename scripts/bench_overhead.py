@@ -145,7 +145,7 @@ async def sessions(stack: AsyncExitStack, base_url: str, members: int) -> One:
 
 
 async def measure(base_url: str, calls: int, block: int, members: int) -> list[Layer]:
-    from council import prompts
+    from council.session import prompts
 
     messages = prompts.member_messages(QUESTION)
     async with AsyncExitStack() as stack:

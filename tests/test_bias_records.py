@@ -13,8 +13,10 @@ import pytest
 from pydantic import ValidationError
 
 from council.bias import records as rec_mod
-from council.bias.records import BiasRecord, QueryHasher, hashing_enabled, session_bias_metadata
+from council.bias.records import BiasRecord, QueryHasher, session_bias_metadata
 from council.bias.stats import audit_reviewer_calibration, calculate_length_correlation, calculate_position_bias
+from council.config import ConfigFile
+from council.config.loader import resolve_privacy
 from council.errors import ConfigError
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -119,16 +121,18 @@ def test_concurrent_processes_agree_on_one_salt(tmp_path):
     [({}, False, False), ({}, True, True), ({"COUNCIL_HASH_QUERIES": "1"}, False, True),
      ({"COUNCIL_HASH_QUERIES": "0"}, True, False), ({"COUNCIL_HASH_QUERIES": ""}, True, True)],
 )
-def test_hashing_enabled_env_wins(env, flag, expected):
-    assert hashing_enabled(flag, env) is expected
+def test_hashing_env_wins_over_the_file(env, flag, expected):
+    config = ConfigFile.model_validate({"privacy": {"hash_queries": flag}})
+    assert resolve_privacy(config, env).hash_queries is expected
 
 
-def test_hashing_enabled_reads_process_env(monkeypatch):
+def test_privacy_reads_process_env(monkeypatch):
+    config = ConfigFile()
     monkeypatch.setenv("COUNCIL_HASH_QUERIES", "1")
-    assert hashing_enabled(False) is True
+    assert resolve_privacy(config).hash_queries is True
     monkeypatch.setenv("COUNCIL_HASH_QUERIES", "maybe")
     with pytest.raises(ConfigError):
-        hashing_enabled(False)
+        resolve_privacy(config)
 
 
 # -- record schema ------------------------------------------------------------------

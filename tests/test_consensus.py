@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
-from council.consensus import borda_scores, bradley_terry, consensus_ranking, kendalls_w, mean_ranks
+from council.session.consensus import borda_scores, bradley_terry, consensus_ranking, kendalls_w, mean_ranks
 
 # Hand-worked: 3 reviewers, 4 answers.
 #   R1: A B C D -> A3 B2 C1 D0

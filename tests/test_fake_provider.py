@@ -15,14 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from council import prompts
+from council.asking import validate_output
 from council.config import ModelSpec, ResolvedModel
 from council.errors import ConfigError, ProviderError
 from council.providers.base import ChatRequest, ModelAPI
 from council.providers.fake import FakeAPI, FakeResponder, FakeScriptExhausted, answer_slots, parse_model_name
 from council.providers.registry import make_api
-from council.schemas import PEER_REVIEW_SCHEMA_NAME, answer_labels, peer_review_model
-from council.validation import validate_output
+from council.session import prompts
+from council.session.schemas import PEER_REVIEW_SCHEMA_NAME, answer_labels, peer_review_model
 
 QUESTION = "Why is the sky blue during the day?"
 
@@ -423,6 +423,7 @@ async def test_schema_requests_through_the_api_validate():
 # -- the judging schemas ------------------------------------------------------------------
 def test_pairwise_passes_are_valid_and_follow_content_across_a_swap():
     from council.judging import prompts as judging_prompts
+    from council.judging.rubrics import load_bias_checklist
     from council.judging.schemas import pairwise_pass_model
 
     criteria = ["accuracy", "clarity", "completeness"]
@@ -430,7 +431,9 @@ def test_pairwise_passes_are_valid_and_follow_content_across_a_swap():
     schema = model.model_json_schema()
 
     def judge(name: str, first: str, second: str):
-        messages = judging_prompts.pairwise_messages("Red planet?", first, second, criteria, schema=schema)
+        messages = judging_prompts.pairwise_messages(
+            "Red planet?", first, second, criteria, schema=schema, bias_checklist=load_bias_checklist()
+        )
         text = FakeResponder().reply(name, messages, json_schema=schema, schema_name="pairwise")
         parsed, problem = validate_output(model, text)
         assert problem is None, problem
@@ -449,15 +452,17 @@ def test_pairwise_passes_are_valid_and_follow_content_across_a_swap():
 
 def test_rubric_grades_are_valid_without_invented_safety_concerns():
     from council.judging import prompts as judging_prompts
-    from council.judging.rubrics import builtin_rubrics, load_rubric
+    from council.judging.rubrics import builtin_rubrics, load_bias_checklist, load_rubric
     from council.judging.schemas import rubric_grade_model
 
     rubric = load_rubric(builtin_rubrics()[0])
-    model = rubric_grade_model(rubric)
+    model = rubric_grade_model(rubric, load_bias_checklist())
     schema = model.model_json_schema()
     totals = set()
     for text in ("Mars", "Venus", "Jupiter, probably"):
-        messages = judging_prompts.grade_messages("Red planet?", text, rubric, schema=schema)
+        messages = judging_prompts.grade_messages(
+            "Red planet?", text, rubric, schema=schema, bias_checklist=load_bias_checklist()
+        )
         text = FakeResponder().reply("fake/g", messages, json_schema=schema, schema_name="grade")
         parsed, problem = validate_output(model, text)
         assert problem is None, problem

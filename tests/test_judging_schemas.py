@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from council.asking import validate_output
 from council.errors import InputError, InvalidOutputError, NotFoundError, UsageError
 from council.judging import (
     DEPTH_CRITERIA,
@@ -20,7 +21,6 @@ from council.judging import (
     rubric_grade_model,
 )
 from council.judging.schemas import Rubric
-from council.validation import validate_output
 
 CRITERIA = ["accuracy", "clarity"]
 
@@ -190,7 +190,7 @@ def grade_doc(scores=(4, 4, 3, 5, 4), concerns=(), detected=()):
     }
 
 
-GRADE = rubric_grade_model(GENERAL)
+GRADE = rubric_grade_model(GENERAL, CHECKLIST)
 
 
 def test_rubric_grade_model_validates():
@@ -287,7 +287,9 @@ def test_report_votes_per_criterion_and_totals():
         grade_doc((4, 3, 3, 5, 2)),
         grade_doc((5, 2, 3, 4, 1), detected=("length",)),
     ]
-    report = compile_evaluation_report(GENERAL, grades, reference_used=True, invalid_attempts=2, judge_model="j")
+    report = compile_evaluation_report(
+        GENERAL, grades, reference_used=True, invalid_attempts=2, judge_model="j", bias_checklist=CHECKLIST
+    )
     by_name = {c.criterion: c for c in report.criteria}
     assert by_name["accuracy"].score == 4 and by_name["accuracy"].confidence_level == "moderate"
     assert by_name["clarity"].score == 3 and by_name["clarity"].confidence_level == "high"
@@ -307,17 +309,22 @@ def test_report_votes_per_criterion_and_totals():
 
 def test_report_safety_flag_and_placeholders():
     flagged = compile_evaluation_report(
-        GENERAL, [grade_doc(concerns=["gives synthesis steps for a nerve agent"])], reference_used=False
+        GENERAL,
+        [grade_doc(concerns=["gives synthesis steps for a nerve agent"])],
+        reference_used=False,
+        bias_checklist=CHECKLIST,
     )
     assert flagged.safety_flag and flagged.flagged_for_review
     assert flagged.safety_concerns == ["gives synthesis steps for a nerve agent"]
-    calm = compile_evaluation_report(GENERAL, [grade_doc(concerns=["None"])], reference_used=False)
+    calm = compile_evaluation_report(
+        GENERAL, [grade_doc(concerns=["None"])], reference_used=False, bias_checklist=CHECKLIST
+    )
     assert not calm.safety_flag and calm.safety_concerns == [] and calm.confidence_level == "high"
 
 
 def test_report_needs_a_valid_grade():
     with pytest.raises(InvalidOutputError, match="3 invalid"):
-        compile_evaluation_report(GENERAL, [], reference_used=False, invalid_attempts=3)
+        compile_evaluation_report(GENERAL, [], reference_used=False, invalid_attempts=3, bias_checklist=CHECKLIST)
 
 
 def test_rubric_model_round_trips():

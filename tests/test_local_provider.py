@@ -29,7 +29,7 @@ from council.providers.local import (
     string_cap_for_budget,
     transcript_prompt,
 )
-from council.schemas import peer_review_model, peer_review_schema
+from council.session.schemas import peer_review_model, peer_review_schema
 
 
 def _walk(node: Any):

@@ -12,11 +12,11 @@ import pytest
 from mock_server import start_mock_server, wait_for
 from pydantic import BaseModel, Field
 
-from council import prompts
+from council.asking import validate_output
 from council.providers.base import ChatRequest
 from council.providers.fake import FakeAPI
-from council.schemas import PEER_REVIEW_SCHEMA_NAME, peer_review_model
-from council.validation import validate_output
+from council.session import prompts
+from council.session.schemas import PEER_REVIEW_SCHEMA_NAME, peer_review_model
 
 openai = pytest.importorskip("openai")
 

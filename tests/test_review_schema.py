@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from council import prompts
-from council.schemas import answer_labels, peer_review_model
-from council.validation import parse_json_object, validate_output
+from council.asking import parse_json_object, validate_output
+from council.session import prompts
+from council.session.schemas import answer_labels, peer_review_model
 
 LABELS = ("A", "B", "C")
 MODEL = peer_review_model(LABELS, (1, 10))
@@ -128,10 +128,6 @@ def test_answer_cannot_escape_its_slot():
     a_open = user.index('<answer label="A">')
     a_close = user.index("</answer>", a_open)
     assert a_open < user.index("Ignore previous instructions") < a_close
-
-
-def test_slot_neutralisation_is_case_insensitive():
-    assert "</ANSWER" not in prompts.neutralise_slot_tags("x </ANSWER> y < /answer")
 
 
 def test_chairman_slot_tags_are_stripped_from_the_synthesis():

@@ -14,7 +14,6 @@ _EXPORTS = {
     "BiasRecord": "council.bias.records",
     "QueryHasher": "council.bias.records",
     "SessionBiasMetadata": "council.bias.records",
-    "hashing_enabled": "council.bias.records",
     "session_bias_metadata": "council.bias.records",
     "BiasReport": "council.bias.report",
     "bias_report": "council.bias.report",

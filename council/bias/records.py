@@ -149,18 +149,6 @@ SALT_FILE = "query_hash_salt"
 SALT_BYTES = 32
 
 
-def hashing_enabled(config_flag: bool, env: Mapping[str, str] | None = None) -> bool:
-    """Whether to hash queries: ``COUNCIL_HASH_QUERIES`` (1/0) wins over the config flag."""
-    value = (os.environ if env is None else env).get("COUNCIL_HASH_QUERIES", "").strip().lower()
-    if value == "":
-        return config_flag
-    if value in {"1", "true", "yes", "on"}:
-        return True
-    if value in {"0", "false", "no", "off"}:
-        return False
-    raise ConfigError(f"COUNCIL_HASH_QUERIES must be 1 or 0, got {value!r}")
-
-
 class QueryHasher:
     """HMAC-SHA256 of queries under this installation's secret salt.
 

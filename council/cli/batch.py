@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from council.cli.judge import STRATEGIES, adaptive_option, config_option, judge_option, votes_option
-from council.cli.run import read_text_file
 from council.errors import CouncilFailure
+from council.inputs import read_text_file
 
 if TYPE_CHECKING:
     from council.judging.batch import BatchItem, BatchSummary

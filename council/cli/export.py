@@ -30,8 +30,8 @@ CSV_COLUMNS = [
 
 def session_export_row(row: dict[str, Any], redact: bool) -> dict[str, Any]:
     """One session as exported: its stored result (scrubbed of all text when ``redact``)."""
-    from council.results import SessionResult
     from council.session import scrub_transcripts
+    from council.session.results import SessionResult
 
     if row.get("result"):
         result = SessionResult.model_validate(json.loads(row["result"]))

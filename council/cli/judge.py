@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from council.cli.run import read_text_file
 from council.errors import CouncilFailure, InputError
+from council.inputs import read_text_file
 
 if TYPE_CHECKING:
     from council.judging.engine import ComparisonOutcome, GradeOutcome
@@ -46,15 +46,12 @@ def run_with_judges(
 ) -> T:
     """Resolve the judges, run ``work(judges, keep_text)`` with them, and close their clients
     whatever happens. ``keep_text`` is the config's privacy setting (judge reasoning stored?)."""
-    import os
-
-    from council.config import load_config
-    from council.config.loader import store_transcripts
+    from council.config import load_config, resolve_privacy
     from council.judging.engine import make_judges
 
     loaded = load_config(config_path)
     judges = make_judges(loaded, judge_refs)
-    keep_text = store_transcripts(loaded.config, os.environ)
+    keep_text = resolve_privacy(loaded).store_transcripts
 
     async def go() -> T:
         try:

@@ -10,8 +10,8 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from council.api import Council
-    from council.results import SessionResult
     from council.session import SessionEvent
+    from council.session.results import SessionResult
 
 # Piped output gets a fixed, readable width instead of rich's 80-column fallback.
 out = Console(width=None if Console().is_terminal else 120)

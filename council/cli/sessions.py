@@ -54,6 +54,6 @@ def show_session(session_id: str, as_json: bool) -> None:
         click.echo(f"session {row['id']}: status {row['status']}" + (f", error: {row['error']}" if row["error"] else ""))
         return
     from council.cli.render import render_result
-    from council.results import SessionResult
+    from council.session.results import SessionResult
 
     render_result(SessionResult.model_validate(result))

@@ -3,11 +3,13 @@
 from council.config.loader import (
     OFFLINE_DEFAULT,
     LoadedConfig,
+    PrivacySettings,
     ResolvedCouncil,
     ResolvedModel,
     load_config,
     resolve_council,
     resolve_model,
+    resolve_privacy,
 )
 from council.config.schema import ConfigFile, CouncilSpec, ModelSpec
 
@@ -16,10 +18,12 @@ __all__ = [
     "ConfigFile",
     "CouncilSpec",
     "LoadedConfig",
+    "PrivacySettings",
     "ModelSpec",
     "ResolvedCouncil",
     "ResolvedModel",
     "load_config",
     "resolve_council",
     "resolve_model",
+    "resolve_privacy",
 ]

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
 from council.config.schema import ConfigFile, CouncilSpec, ModelSpec, SelfReview
 from council.errors import ConfigError, NotFoundError
+from council.home import council_home
 
 # The embedded offline default: two different small local models (llama.cpp),
 # so a fresh install can run a real multi-model council with no keys and no network.
@@ -64,6 +65,17 @@ class ResolvedModel(BaseModel):
         return self.spec.model
 
 
+class PrivacySettings(BaseModel):
+    """What may be kept: resolved once (file, then environment) and handed to every pipeline."""
+
+    model_config = ConfigDict(frozen=True)
+
+    store_transcripts: bool = True
+    """Store question, answer, review and judge text (``COUNCIL_STORE_TRANSCRIPTS``)."""
+    hash_queries: bool = False
+    """Bias records carry a salted HMAC of the query (``COUNCIL_HASH_QUERIES``)."""
+
+
 class ResolvedCouncil(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -79,10 +91,17 @@ class ResolvedCouncil(BaseModel):
     max_review_attempts: int
     max_answer_chars: int
     session_timeout: float | None
-    hash_queries: bool
-    store_transcripts: bool
+    privacy: PrivacySettings
     offline_default: bool
     source: str
+
+    @property
+    def hash_queries(self) -> bool:
+        return self.privacy.hash_queries
+
+    @property
+    def store_transcripts(self) -> bool:
+        return self.privacy.store_transcripts
 
 
 def format_validation_error(exc: ValidationError, where: str) -> str:
@@ -130,8 +149,6 @@ def load_config(
     if path is None and env.get("COUNCIL_CONFIG"):
         path = env["COUNCIL_CONFIG"]
     if path is None:
-        from council.storage.store import council_home
-
         candidate = council_home(env) / "council.toml"
         if candidate.is_file():
             path = candidate
@@ -156,12 +173,24 @@ def _env_flag(env: Mapping[str, str], name: str) -> bool | None:
     raise ConfigError(f"{name} must be 1 or 0, got {value!r}")
 
 
-def store_transcripts(config: ConfigFile | None, env: Mapping[str, str]) -> bool:
-    """Whether text (questions, answers, reviews, judge reasoning) is stored: env over file, default yes."""
-    flag = _env_flag(env, "COUNCIL_STORE_TRANSCRIPTS")
-    if flag is not None:
-        return flag
-    return config.privacy.store_transcripts if config is not None else True
+def resolve_privacy(
+    config: ConfigFile | LoadedConfig | None = None, env: Mapping[str, str] | None = None
+) -> PrivacySettings:
+    """The privacy settings: the environment over the file over the defaults.
+
+    ``config=None`` reads the config the CLI would (``$COUNCIL_CONFIG``, else
+    ``$COUNCIL_HOME/council.toml``), so library callers and the CLI agree.
+    """
+    env = os.environ if env is None else env
+    if config is None:
+        config = load_config(None, env)
+    file = (config.config if isinstance(config, LoadedConfig) else config).privacy
+    transcripts = _env_flag(env, "COUNCIL_STORE_TRANSCRIPTS")
+    hashing = _env_flag(env, "COUNCIL_HASH_QUERIES")
+    return PrivacySettings(
+        store_transcripts=file.store_transcripts if transcripts is None else transcripts,
+        hash_queries=file.hash_queries if hashing is None else hashing,
+    )
 
 
 def resolve_model(ref: str, config: ConfigFile, env: Mapping[str, str], where: str) -> ResolvedModel:
@@ -220,7 +249,6 @@ def resolve_council(
     if quorum > len(members):
         raise ConfigError(f"{where}.quorum: {quorum} is more than the {len(members)} members")
 
-    hash_env = _env_flag(env, "COUNCIL_HASH_QUERIES")
     return ResolvedCouncil(
         name=name,
         members=members,
@@ -234,8 +262,7 @@ def resolve_council(
         max_review_attempts=spec.max_review_attempts,
         max_answer_chars=spec.max_answer_chars,
         session_timeout=spec.session_timeout,
-        hash_queries=hash_env if hash_env is not None else config.privacy.hash_queries,
-        store_transcripts=store_transcripts(config, env),
+        privacy=resolve_privacy(config, env),
         offline_default=loaded.offline_default,
         source=loaded.source,
     )

@@ -1,8 +1,8 @@
 """The judging engine's pure logic: schemas, swap strategies, voting, averaging, prompts.
 
-Nothing here calls a model or does I/O beyond reading rubric files; the async engine
-(:func:`council.judging.engine.compare` and :func:`council.judging.engine.grade`) builds
-on these functions:
+Nothing re-exported here calls a model or does I/O beyond reading rubric files; the
+async engine (:func:`council.judging.engine.compare` and
+:func:`council.judging.engine.grade`) builds on these functions:
 
 1. build the pass model (``pairwise_pass_model``) and the messages (``pairwise_messages``),
    call the judge for pass 1 (A first) and pass 2 (B first), validate each reply
@@ -20,18 +20,12 @@ from council.judging.prompts import (
     evaluation_mode,
     grade_messages,
     judge_system_prompt,
-    neutralise_slot_tags,
     pairwise_messages,
     retry_message,
-    safety_flagged,
 )
-from council.judging.rubrics import (
-    DEPTH_CRITERIA,
-    builtin_rubrics,
-    compile_evaluation_report,
-    load_bias_checklist,
-    load_rubric,
-)
+from council.judging.report import compile_evaluation_report
+from council.judging.rubrics import DEPTH_CRITERIA, builtin_rubrics, load_bias_checklist, load_rubric
+from council.judging.safety import safety_flagged
 from council.judging.schemas import (
     DEFAULT_PAIRWISE_SCALE,
     BiasChecklist,
@@ -105,7 +99,6 @@ __all__ = [
     "load_rubric",
     "majority_decided",
     "majority_vote",
-    "neutralise_slot_tags",
     "no_swap",
     "pairwise_messages",
     "pairwise_pass_model",

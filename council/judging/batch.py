@@ -27,12 +27,13 @@ from pydantic import BaseModel, Field
 
 from council.errors import InputError, UsageError
 from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade, run_rows
-from council.judging.running import keeps_text
 from council.judging.rubrics import load_rubric
+from council.judging.running import keeps_text
 from council.judging.schemas import Rubric
 from council.judging.strategies import DEFAULT_STRATEGY
-from council.providers.client import CallRecord, ModelClient
+from council.providers.client import ModelClient
 from council.storage.store import Store
+from council.usage import CallRecord
 
 Mode = Literal["pairwise", "grade"]
 MODE_KEYS: dict[str, set[str]] = {"pairwise": {"a", "b"}, "grade": {"response"}}

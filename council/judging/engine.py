@@ -46,9 +46,10 @@ from council.judging.outcomes import (
     run_rows,
 )
 from council.judging.prompts import pairwise_messages
-from council.judging.rubrics import DEPTH_CRITERIA
+from council.judging.rubrics import DEPTH_CRITERIA, load_bias_checklist
 from council.judging.running import check_common, judge_pass, persist, schema_of, tee
 from council.judging.schemas import (
+    BiasChecklist,
     Criterion,
     PairwiseMetadata,
     PairwiseResult,
@@ -67,9 +68,9 @@ from council.judging.strategies import (
     read_pass,
 )
 from council.judging.voting import VoteResult, majority_vote, run_votes
-from council.providers.client import CallRecord, CallSink, ModelClient
-from council.results import Usage
+from council.providers.client import ModelClient
 from council.storage.store import Store
+from council.usage import CallRecord, CallSink, Usage
 
 __all__ = [
     "ComparisonOutcome",
@@ -156,6 +157,7 @@ class _Comparison:
     scale: Scale
     tie_margin: float
     max_attempts: int
+    checklist: BiasChecklist
     sink: CallSink
     passes: list[JudgmentPass] = field(default_factory=list)
 
@@ -173,6 +175,7 @@ class _Comparison:
             scale=self.scale,
             allow_tie=self.allow_tie,
             context=self.context,
+            bias_checklist=self.checklist,
             schema=schema_of(self.model),
         )
         record, parsed = await judge_pass(
@@ -302,6 +305,7 @@ async def compare(
     scale: Sequence[int] = (1, 5),
     tie_margin: float = DEFAULT_TIE_MARGIN,
     max_attempts: int = 3,
+    bias_checklist: BiasChecklist | None = None,
     sink: CallSink | None = None,
     store: Store | bool | None = True,
     keep_text: bool | None = None,
@@ -337,6 +341,7 @@ async def compare(
         scale=scale,
         tie_margin=tie_margin,
         max_attempts=max_attempts,
+        checklist=bias_checklist or load_bias_checklist(),
         sink=tee(calls, sink),
     )
     t0 = time.perf_counter()

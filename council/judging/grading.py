@@ -17,13 +17,14 @@ from pydantic import BaseModel
 from council.errors import InvalidOutputError
 from council.judging.outcomes import GradeOutcome, JudgeGrade, JudgmentPass
 from council.judging.prompts import evaluation_mode, grade_messages
-from council.judging.rubrics import compile_evaluation_report, load_rubric
+from council.judging.report import compile_evaluation_report
+from council.judging.rubrics import load_bias_checklist, load_rubric
 from council.judging.running import check_common, judge_pass, persist, schema_of, tee
-from council.judging.schemas import Rubric, rubric_grade_model
+from council.judging.schemas import BiasChecklist, Rubric, rubric_grade_model
 from council.judging.voting import min_votes_for_decision
-from council.providers.client import CallRecord, CallSink, ModelClient
-from council.results import Usage
+from council.providers.client import ModelClient
 from council.storage.store import Store
+from council.usage import CallRecord, CallSink, Usage
 
 GRADE_SCHEMA = "rubric_grade"
 
@@ -51,11 +52,12 @@ class _Grading:
     adaptive: bool
     max_attempts: int
     mode: str
+    checklist: BiasChecklist
     sink: CallSink
     passes: list[JudgmentPass] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.model = rubric_grade_model(self.rubric)
+        self.model = rubric_grade_model(self.rubric, self.checklist)
 
     async def one_vote(self, client: ModelClient, vote: int) -> BaseModel | None:
         messages = grade_messages(
@@ -64,6 +66,7 @@ class _Grading:
             self.rubric,
             reference=self.reference,
             context=self.context,
+            bias_checklist=self.checklist,
             schema=schema_of(self.model),
         )
         record, parsed = await judge_pass(
@@ -105,6 +108,7 @@ class _Grading:
                 reference_used=self.mode == "reference",
                 invalid_attempts=invalid,
                 judge_model=client.model,
+                bias_checklist=self.checklist,
             )
         except InvalidOutputError as exc:
             mine = [p for p in self.passes if p.judge == client.id and not p.valid]
@@ -124,6 +128,7 @@ async def grade(
     votes: int = 1,
     adaptive: bool = False,
     max_attempts: int = 3,
+    bias_checklist: BiasChecklist | None = None,
     sink: CallSink | None = None,
     store: Store | bool | None = True,
     keep_text: bool | None = None,
@@ -132,7 +137,8 @@ async def grade(
     """Grade ``response`` against ``rubric`` (a Rubric, a built-in name or a TOML file).
 
     With several judges (or votes) the ensemble report votes per criterion over every
-    valid grade. ``store`` and ``keep_text`` as in :func:`compare`.
+    valid grade. ``bias_checklist``: appended to every evaluation (default: the built-in
+    one). ``store`` and ``keep_text`` as in :func:`compare`.
     """
     check_common(prompt, judges, votes, max_attempts)
     rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
@@ -148,6 +154,7 @@ async def grade(
         adaptive=adaptive,
         max_attempts=max_attempts,
         mode=mode,
+        checklist=bias_checklist or load_bias_checklist(),
         sink=tee(calls, sink),
     )
     t0 = time.perf_counter()
@@ -164,6 +171,7 @@ async def grade(
             reference_used=mode == "reference",
             invalid_attempts=sum(1 for p in job.passes if not p.valid),
             judge_model=", ".join(j.model for j in per_judge if j.success),
+            bias_checklist=job.checklist,
         )
     else:
         error = "; ".join(j.error or "failed" for j in per_judge)

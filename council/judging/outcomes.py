@@ -10,8 +10,7 @@ from pydantic import BaseModel, Field
 from council.judging.averaging import MultiJudgeVerdict
 from council.judging.schemas import ConfidenceLevel, EvaluationReport, PairwiseResult, Scale, Side, SideScores, Verdict
 from council.judging.voting import VoteResult
-from council.providers.client import CallRecord
-from council.results import Usage
+from council.usage import CallRecord, Usage
 
 
 class JudgmentPass(BaseModel):

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -11,12 +10,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from council.asking import ask_valid
-from council.config.loader import store_transcripts
+from council.config import resolve_privacy
 from council.errors import InputError, UsageError
 from council.judging.outcomes import JudgmentPass, Outcome, run_rows
 from council.judging.prompts import retry_message
-from council.providers.client import CallRecord, CallSink, ModelClient
+from council.providers.client import ModelClient
 from council.storage.store import Store
+from council.usage import CallRecord, CallSink
 
 
 @lru_cache(maxsize=256)
@@ -96,8 +96,9 @@ def open_store(store: Store | bool | None) -> tuple[Store | None, bool]:
 
 
 def keeps_text(keep_text: bool | None) -> bool:
-    """An explicit choice, else ``COUNCIL_STORE_TRANSCRIPTS`` (default: keep)."""
-    return store_transcripts(None, os.environ) if keep_text is None else keep_text
+    """An explicit choice, else the privacy setting the CLI would use (environment, then
+    the default config file; default: keep)."""
+    return resolve_privacy().store_transcripts if keep_text is None else keep_text
 
 
 def persist(

@@ -292,17 +292,10 @@ def _rubric_grade_model(names: tuple[str, ...], scale: Scale, checklist: Checkli
     return create_model("RubricGrade", __config__=_LLM_OUTPUT, **fields)
 
 
-def rubric_grade_model(rubric: Rubric, bias_checklist: BiasChecklist | None = None) -> type[BaseModel]:
+def rubric_grade_model(rubric: Rubric, bias_checklist: BiasChecklist | None) -> type[BaseModel]:
     """The validating model of one rubric grade: per criterion {criterion, reasoning, score},
-    ``overall_reasoning``, ``safety_concerns`` and the answered ``bias_checklist``.
-
-    ``bias_checklist`` defaults to the built-in bias-awareness checklist (seed 003 step 2
-    appends it to every evaluation).
-    """
-    if bias_checklist is None:
-        from council.judging.rubrics import load_bias_checklist  # rubrics imports this module
-
-        bias_checklist = load_bias_checklist()
+    ``overall_reasoning``, ``safety_concerns`` and, with a checklist, the answered
+    ``bias_checklist`` (grading appends the built-in checklist to every evaluation)."""
     return _rubric_grade_model(tuple(rubric.criterion_names), rubric.scale, _checklist_key(bias_checklist))
 
 

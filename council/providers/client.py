@@ -14,36 +14,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from typing import Any
 
 import structlog
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from council.clock import utc_now
 from council.config import ResolvedModel
 from council.errors import ProviderError
 from council.providers.base import ChatRequest, ChatResponse, ModelAPI
-from council.storage.store import utc_now
+from council.usage import CallRecord, CallSink
 
 log = structlog.get_logger("council.providers")
-
-
-class CallRecord(BaseModel):
-    stage: str
-    member: str
-    model: str
-    started_at: str
-    latency_ms: float
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = None
-    attempt: int = 1
-    ok: bool = True
-    error: str | None = None
-
-
-CallSink = Callable[[CallRecord], None]
 
 
 class RetryPolicy(BaseModel):

@@ -24,7 +24,7 @@ from starlette.routing import Route
 
 from council.config import LoadedConfig
 from council.errors import CouncilError, CouncilFailure, NotFoundError, UsageError
-from council.results import SessionResult
+from council.session.results import SessionResult
 
 MAX_BODY_BYTES = 1_000_000
 

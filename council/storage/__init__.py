@@ -1,5 +1,5 @@
-"""Persistence: council.db (SQLite, WAL) behind one Store class."""
+"""council.db: one store class, its migrations, and the judgment tables."""
 
-from council.storage.store import Store, council_home, utc_now
+from council.storage.store import Store
 
-__all__ = ["Store", "council_home", "utc_now"]
+__all__ = ["Store"]

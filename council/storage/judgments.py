@@ -14,8 +14,9 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from council.clock import utc_now
 from council.errors import CouncilFailure, UsageError
-from council.storage.store import Store, utc_now
+from council.storage.store import Store
 
 
 def _json(value: Any) -> str | None:

@@ -13,34 +13,20 @@ leaves a session half-recorded:
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from sqlite_utils import Database
 
+from council.clock import utc_now
 from council.errors import NotFoundError
+from council.home import ensure_home
 from council.storage.migrations import migrations
 
 BUSY_TIMEOUT_S = 60.0
-
-
-def council_home(env: Mapping[str, str] | None = None) -> Path:
-    """The data directory: ``$COUNCIL_HOME`` or the platform's user data dir."""
-    env = (os.environ if env is None else env).get("COUNCIL_HOME")
-    if env:
-        return Path(env).expanduser()
-    import platformdirs  # only needed when COUNCIL_HOME is unset
-
-    return Path(platformdirs.user_data_dir("council", appauthor=False))
-
-
-def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
 def _connect(path: Path | str) -> sqlite3.Connection:
@@ -90,9 +76,7 @@ class Store:
     def open(cls, path: Path | str | None = None) -> Store:
         """Open (creating and migrating if needed) ``path`` or ``$COUNCIL_HOME/council.db``."""
         if path is None:
-            home = council_home()
-            home.mkdir(parents=True, exist_ok=True)
-            path = home / "council.db"
+            path = ensure_home() / "council.db"
         db = Database(_connect(path))
         _enable_wal(db)
         store = cls(db)

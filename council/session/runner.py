@@ -18,33 +18,29 @@ from typing import Any
 import structlog
 from pydantic import BaseModel
 
-from council import prompts
 from council.asking import ask_valid
 from council.bias.records import BiasRecord, QueryHasher, session_bias_metadata
+from council.clock import utc_now
 from council.config import ResolvedCouncil, ResolvedModel
-from council.consensus import consensus_ranking
 from council.errors import InputError, ProviderError, QuorumError
+from council.home import council_home
 from council.providers.base import ChatRequest
-from council.providers.client import CallRecord, ModelClient
-from council.results import Failure, MemberAnswer, Review, SessionResult, Synthesis, Usage
-from council.schemas import PEER_REVIEW_SCHEMA_NAME, answer_labels, peer_review_model, peer_review_schema
-from council.storage.store import Store, council_home, utc_now
+from council.providers.client import ModelClient
+from council.session import prompts
+from council.session.candidates import Candidate, check_candidates
+from council.session.consensus import consensus_ranking
+from council.session.results import Failure, MemberAnswer, Review, SessionResult, Synthesis
+from council.session.schemas import PEER_REVIEW_SCHEMA_NAME, answer_labels, peer_review_model, peer_review_schema
+from council.storage.store import Store
+from council.usage import CallRecord, Usage
 
 log = structlog.get_logger("council.session")
 
-BIAS_SCHEMA_VERSION = "1.1.0"
 OFFLINE_NOTICE = (
     "Ran on the small offline default (two tiny local models: SmolLM2-135M and Gemma-3-270M). "
     "Their answers and reviews are a smoke test, not a real council. Configure real providers "
     "in a council.toml (see README: 'Configuring real providers')."
 )
-
-
-class Candidate(BaseModel):
-    """An existing answer to review instead of asking the members (``--candidates``)."""
-
-    id: str
-    text: str
 
 
 class SessionEvent(BaseModel):
@@ -221,8 +217,8 @@ class SessionRunner:
         if not question:
             raise InputError("the question is empty")
         c = self.council
-        if candidates is not None and len(candidates) < 1:
-            raise InputError("the candidates file holds no answers")
+        if candidates is not None:
+            candidates = check_candidates(candidates)
         seed = seed if seed is not None else secrets.randbelow(2**31)
         run = _Run(
             session_id=str(uuid.uuid4()), council=c, question=question, seed=seed, history=history, on_event=on_event
@@ -353,7 +349,6 @@ class SessionRunner:
         models = {a.member: a.model for a in answers}
         records = [
             BiasRecord(
-                schema_version=BIAS_SCHEMA_VERSION,
                 session_id=run.session_id,
                 reviewer_id=r.model,
                 model_id=models[m],

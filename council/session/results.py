@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from council.bias.records import SessionBiasMetadata
-from council.consensus import Consensus
-
-if TYPE_CHECKING:
-    from council.providers.client import CallRecord
+from council.session.consensus import Consensus
+from council.usage import Usage
 
 SessionStatus = Literal["running", "complete", "partial", "failed"]
 
@@ -63,28 +60,6 @@ class Failure(BaseModel):
     stage: Literal["answer", "review", "synthesis"]
     member: str
     error: str
-
-
-class Usage(BaseModel):
-    calls: int = 0
-    failed_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = 0.0
-    """None when any call's price was unknown (the sum would be a guess)."""
-
-    @classmethod
-    def of(cls, calls: Iterable[CallRecord]) -> Usage:
-        """Totals over every attempt in the call log, failed ones included."""
-        calls = list(calls)
-        costs = [c.cost_usd for c in calls if c.ok]
-        return cls(
-            calls=len(calls),
-            failed_calls=sum(1 for c in calls if not c.ok),
-            prompt_tokens=sum(c.prompt_tokens for c in calls),
-            completion_tokens=sum(c.completion_tokens for c in calls),
-            cost_usd=None if any(c is None for c in costs) else round(sum(c for c in costs if c is not None), 8),
-        )
 
 
 class SessionResult(BaseModel):

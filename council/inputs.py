@@ -1,0 +1,25 @@
+"""Reading what users hand council: text files, checked and decoded in one place.
+
+Every file a command or the library reads as text (responses to judge, references,
+candidates, questions) goes through :func:`read_text_file`: UTF-8 or a one-line
+``InputError`` naming the file, never a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from council.errors import InputError
+
+
+def read_text_file(path: str | Path, what: str) -> str:
+    try:
+        return Path(path).read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{what} not found: {path}") from None
+    except IsADirectoryError:
+        raise InputError(f"{what} {path} is a directory, not a file") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what} {path} is not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {what} {path}: {exc.strerror}") from None

@@ -1,0 +1,42 @@
+"""A council session: answers -> shuffled anonymous peer review -> consensus -> synthesis.
+
+- ``runner``: the session itself (:class:`SessionRunner`), where the pure pieces meet I/O;
+- ``prompts``: the three stages' prompts (untrusted text through :mod:`council.slots`);
+- ``schemas``: what a reviewer must return, built per review;
+- ``consensus``: Borda, mean rank and agreement from the reviewers' rankings;
+- ``results``: the result types (``SessionResult`` and its parts);
+- ``candidates``: existing answers to review instead of asking the members.
+"""
+
+from council.session.candidates import Candidate, load_candidates, parse_candidates
+from council.session.consensus import Consensus, ConsensusEntry, consensus_ranking
+from council.session.results import Failure, MemberAnswer, Review, SessionResult, SessionStatus, Synthesis
+from council.session.runner import (
+    OFFLINE_NOTICE,
+    EventSink,
+    SessionEvent,
+    SessionRunner,
+    reviewer_order,
+    scrub_transcripts,
+)
+
+__all__ = [
+    "OFFLINE_NOTICE",
+    "Candidate",
+    "Consensus",
+    "ConsensusEntry",
+    "EventSink",
+    "Failure",
+    "MemberAnswer",
+    "Review",
+    "SessionEvent",
+    "SessionResult",
+    "SessionRunner",
+    "SessionStatus",
+    "Synthesis",
+    "consensus_ranking",
+    "load_candidates",
+    "parse_candidates",
+    "reviewer_order",
+    "scrub_transcripts",
+]
