@@ -28,10 +28,10 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
-if TYPE_CHECKING:  # pragma: no cover
-    from council.api import Council
-    from council.config import load_config
-    from council.errors import (
+if TYPE_CHECKING:  # pragma: no cover  # the lazy exports above, for type checkers
+    from council.api import Council  # noqa: F401
+    from council.config import load_config  # noqa: F401
+    from council.errors import (  # noqa: F401
         ConfigError,
         CouncilError,
         CouncilFailure,
@@ -40,9 +40,9 @@ if TYPE_CHECKING:  # pragma: no cover
         QuorumError,
         UsageError,
     )
-    from council.session import Candidate, SessionEvent
-    from council.session.consensus import Consensus
-    from council.session.results import SessionResult
+    from council.session import Candidate, SessionEvent  # noqa: F401
+    from council.session.consensus import Consensus  # noqa: F401
+    from council.session.results import SessionResult  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

@@ -69,7 +69,7 @@ log "council[$EXTRAS] installed in $((SECONDS - step_start))s"
 "$PY" -m pip check || log "warning: pip check reports conflicts (see above)"
 if [[ ",$EXTRAS," == *",local,"* ]]; then
     "$PY" - <<'PY'
-from council.providers.local import LOCAL_MODELS, local_model_problem
+from council.providers.local_weights import LOCAL_MODELS, local_model_problem
 
 for name in LOCAL_MODELS:
     problem = local_model_problem(name)

