@@ -1,8 +1,26 @@
-"""Every test runs offline in its own COUNCIL_HOME, with instant retry waits."""
+"""Every test runs offline in its own COUNCIL_HOME, with instant retry waits.
+
+Shared helpers: ``invoke_cli`` runs the ``council`` command in-process (click's test
+runner); ``write_config`` writes a council.toml. Tests that need a real process (signals,
+``kill -9``, several writers, import costs, the installed script) start one themselves.
+
+Property tests: ``HYPOTHESIS_PROFILE=ci`` (set by ``.ci/run``) derandomizes them, so CI
+can never fail on an unlucky draw; local runs keep exploring new examples.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
 import pytest
+from hypothesis import settings
+
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+settings.register_profile("dev", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 _ENV_TO_CLEAR = (
     "COUNCIL_CONFIG",
@@ -31,3 +49,45 @@ def fast_retry_waits(monkeypatch):
     from council.providers import client
 
     monkeypatch.setattr(client, "DEFAULT_RETRY", client.RetryPolicy(initial_wait=0.0, max_wait=0.0, jitter=0.0))
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def error_lines(self) -> list[str]:
+        return [line for line in self.stderr.splitlines() if line.strip()]
+
+
+def invoke_cli(*args: str, env: dict[str, str] | None = None, input: str | bytes | None = None) -> CliResult:
+    """Run ``council ARGS`` in this process, as the console script would (exit code, stdout, stderr).
+
+    An exception that escapes the command (a bug: the real command would print a traceback)
+    is re-raised here, so a test can never mistake it for a clean exit.
+    """
+    import structlog
+    from click.testing import CliRunner
+
+    from council.cli.main import cli
+
+    try:
+        result = CliRunner().invoke(cli, list(args), env=env, input=input, prog_name="council")
+    finally:
+        structlog.reset_defaults()  # the command configured logging onto the runner's streams
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return CliResult(result.exit_code, result.stdout, result.stderr)
+
+
+def write_config(path: Path, models: dict[str, dict[str, object]], **council: object) -> Path:
+    """A council.toml with these [models] (all members, in order) and [councils.default] settings."""
+    lines = ["[councils.default]", f"members = {json.dumps(list(models))}"]
+    lines += [f"{k} = {json.dumps(v)}" for k, v in council.items()]
+    for alias, spec in models.items():
+        lines.append(f"[models.{alias}]")
+        lines += [f"{k} = {json.dumps(v)}" for k, v in spec.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

@@ -19,11 +19,22 @@ def test_run_sync_returns_a_result():
 
 
 async def test_two_councils_in_one_process_share_nothing():
+    # The same members in both: nothing may be shared just because the names match.
     one = Council.from_config(config("fake/a", "fake/b"), store=False)
-    two = Council.from_config(config("fake/x", "fake/y", "fake/z"), store=False)
-    r1, r2 = await asyncio.gather(one.run("q1?", seed=1), two.run("q2?", seed=1))
-    assert r1.members == ["fake/a", "fake/b"] and r2.members == ["fake/x", "fake/y", "fake/z"]
-    assert one.clients.keys().isdisjoint(two.clients.keys())
+    two = Council.from_config(config("fake/a", "fake/b"), store=False)
+    for member in ("fake/a", "fake/b"):
+        mine, theirs = one.clients[member], two.clients[member]
+        assert mine is not theirs and mine.api is not theirs.api
+        assert mine._semaphore is not theirs._semaphore  # each council has its own limits
+    r1, r2 = await asyncio.gather(one.run("first question?", seed=1), two.run("second question?", seed=1))
+    assert r1.session_id != r2.session_id and r1.question != r2.question
+    # Each council's model clients saw only its own session's calls.
+    for council, own, other in (
+        (one, "first question?", "second question?"),
+        (two, "second question?", "first question?"),
+    ):
+        prompts = [m["content"] for req in council.clients["fake/a"].api.history for m in req.messages]
+        assert any(own in p for p in prompts) and not any(other in p for p in prompts)
     await one.aclose()
     await two.aclose()
 

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import CliResult, invoke_cli
 from mock_server import start_mock_server
 
 from council.config import ConfigFile, resolve_model
@@ -40,10 +41,9 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-def council_cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COUNCIL_HOME": str(home)}
-    command = [sys.executable, "-m", "council", *args]
-    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+def council_cli(*args: str, home: Path) -> CliResult:
+    """``council ARGS`` in-process, with ``home`` as COUNCIL_HOME."""
+    return invoke_cli(*args, env={"COUNCIL_HOME": str(home)})
 
 
 def start_batch(*args: str, home: Path) -> subprocess.Popen[str]:
@@ -170,10 +170,11 @@ def uninterrupted(tmp_path_factory, batch_file, judge_config):
     output = home / "results.jsonl"
     args = ["batch", str(batch_file), "--config", str(judge_config), "--concurrency", "16"]
     proc = council_cli(*args, "--output", str(output), "--json", home=home)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.exit_code == 0, proc.stderr
     return home, json.loads(proc.stdout), output
 
 
+@pytest.mark.slow
 def test_a_batch_completes_with_a_consistent_summary(uninterrupted, batch_file):
     home, summary, output = uninterrupted
     assert (summary["items"], summary["finished"], summary["failed"], summary["missing"]) == (ITEMS, ITEMS, 0, 0)
@@ -187,6 +188,7 @@ def test_a_batch_completes_with_a_consistent_summary(uninterrupted, batch_file):
     assert [line["id"] for line in lines] == [f"item-{i}" for i in range(ITEMS)]
 
 
+@pytest.mark.slow
 def test_resume_after_kill_9_records_every_item_exactly_once(
     tmp_path, council_home, batch_file, judge_config, uninterrupted
 ):
@@ -215,10 +217,10 @@ def test_resume_after_kill_9_records_every_item_exactly_once(
     assert db_rows(council_home, "select count(*) from calls")[0][0] == 2 * before
 
     refused = council_cli(*args, home=council_home)
-    assert refused.returncode == 2 and "--resume" in refused.stderr
+    assert refused.exit_code == 2 and "--resume" in refused.stderr
 
     resumed = council_cli(*args, "--concurrency", "16", "--resume", "--json", home=council_home)
-    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.exit_code == 0, resumed.stderr
     summary = json.loads(resumed.stdout)
     assert (summary["skipped"], summary["judged_this_run"]) == (before, ITEMS - before)
     assert (summary["finished"], summary["failed"], summary["missing"]) == (ITEMS, 0, 0)
@@ -240,7 +242,7 @@ def test_a_bad_line_is_rejected_with_its_number_and_nothing_is_written(tmp_path,
     bad.write_text("\n".join(rows) + "\n")
     output = tmp_path / "out.jsonl"
     proc = council_cli("batch", str(bad), "--config", str(judge_config), "--output", str(output), home=council_home)
-    assert proc.returncode == 2
+    assert proc.exit_code == 2
     assert proc.stderr.strip().splitlines()[-1].startswith(f"error: {bad}:3: not valid JSON")
     assert "Traceback" not in proc.stderr
     assert not output.exists()

@@ -1,29 +1,24 @@
-"""`council run` end to end: a real subprocess against the mock LLM server over real HTTP."""
+"""`council run` end to end against the mock LLM server over real HTTP.
+
+The command runs in-process (click's test runner) where only its behaviour matters; the
+installed console script and import costs are checked in real subprocesses.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from conftest import invoke_cli
 from mock_server import start_mock_server
 
 QUESTION = "Which planet is known as the red planet, and why?"
-
-
-def council_cli(*args: str, home: Path, env: dict[str, str] | None = None, timeout: float = 120):
-    full_env = {**os.environ, "COUNCIL_HOME": str(home), **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "council", *args],
-        capture_output=True,
-        text=True,
-        env=full_env,
-        timeout=timeout,
-    )
 
 
 def mock_config(tmp_path: Path, base_url: str, members: list[str], **council: str) -> Path:
@@ -45,8 +40,8 @@ def mock_url():
 
 def test_run_json_four_members_over_http(tmp_path, council_home, mock_url):
     cfg = mock_config(tmp_path, mock_url, ["mock-alpha", "mock-beta", "mock-gamma", "mock-delta"])
-    proc = council_cli("run", QUESTION, "--config", str(cfg), "--json", "--seed", "11", home=council_home)
-    assert proc.returncode == 0, proc.stderr
+    proc = invoke_cli("run", QUESTION, "--config", str(cfg), "--json", "--seed", "11")
+    assert proc.exit_code == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["status"] == "complete"
     assert result["members"] == ["m1", "m2", "m3", "m4"]
@@ -72,22 +67,22 @@ def test_run_json_four_members_over_http(tmp_path, council_home, mock_url):
 
 def test_run_human_output_and_sessions_commands(tmp_path, council_home, mock_url):
     cfg = mock_config(tmp_path, mock_url, ["mock-alpha", "mock-beta", "mock-gamma"])
-    proc = council_cli("run", QUESTION, "--config", str(cfg), "--seed", "3", home=council_home)
-    assert proc.returncode == 0, proc.stderr
+    proc = invoke_cli("run", QUESTION, "--config", str(cfg), "--seed", "3")
+    assert proc.exit_code == 0, proc.stderr
     assert "Consensus ranking" in proc.stdout and "Chairman" in proc.stdout
-    listed = council_cli("sessions", "list", "--json", home=council_home)
-    assert listed.returncode == 0, listed.stderr
+    listed = invoke_cli("sessions", "list", "--json")
+    assert listed.exit_code == 0, listed.stderr
     rows = json.loads(listed.stdout)
     assert len(rows) == 1 and rows[0]["status"] == "complete"
-    shown = council_cli("sessions", "show", rows[0]["id"][:8], "--json", home=council_home)
-    assert shown.returncode == 0, shown.stderr
+    shown = invoke_cli("sessions", "show", rows[0]["id"][:8], "--json")
+    assert shown.exit_code == 0, shown.stderr
     assert json.loads(shown.stdout)["session_id"] == rows[0]["id"]
 
 
 def test_member_failure_over_http_is_reported(tmp_path, council_home, mock_url):
     cfg = mock_config(tmp_path, mock_url, ["mock-alpha", "mock-beta", "mock-gamma+fail"])
-    proc = council_cli("run", QUESTION, "--config", str(cfg), "--json", home=council_home)
-    assert proc.returncode == 0, proc.stderr
+    proc = invoke_cli("run", QUESTION, "--config", str(cfg), "--json")
+    assert proc.exit_code == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["status"] == "partial"
     failure = next(f for f in result["failures"] if f["member"] == "m3")
@@ -97,10 +92,11 @@ def test_member_failure_over_http_is_reported(tmp_path, council_home, mock_url):
 def test_no_member_answers_exit_1_one_line(tmp_path, council_home):
     # nothing listens on this port: every call fails to connect
     cfg = mock_config(tmp_path, "http://127.0.0.1:9/v1", ["a", "b"])
-    proc = council_cli("run", QUESTION, "--config", str(cfg), home=council_home, env={"COUNCIL_DEBUG": ""})
-    assert proc.returncode == 1
-    lines = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1 and "quorum" in lines[0] and "Connection" in lines[0]
+    proc = invoke_cli("run", QUESTION, "--config", str(cfg))
+    assert proc.exit_code == 1
+    assert len(proc.error_lines) == 1, proc.stderr
+    assert proc.error_lines[0].startswith("error:") and "quorum" in proc.error_lines[0]
+    assert "Connection" in proc.error_lines[0]
 
 
 @pytest.mark.parametrize(
@@ -120,11 +116,24 @@ def test_bad_input_exit_2_one_line_nothing_written(tmp_path, council_home, args,
     latin1 = tmp_path / "latin1.json"
     latin1.write_bytes('[{"id": "a", "text": "caf\xe9"}]'.encode("latin-1"))
     args = [a.format(cfg=cfg, bad_candidates=bad, latin1=latin1) for a in args]
-    proc = council_cli(*args, home=council_home)
-    assert proc.returncode == 2, proc.stderr
-    assert fragment in proc.stderr
-    assert len([line for line in proc.stderr.strip().splitlines() if line]) == 1
+    proc = invoke_cli(*args)
+    assert proc.exit_code == 2, proc.stderr
+    assert len(proc.error_lines) == 1 and fragment in proc.error_lines[0], proc.stderr
     assert not (council_home / "council.db").exists()
+
+
+@pytest.mark.slow
+def test_installed_script_runs_a_council_over_http(tmp_path, council_home, mock_url):
+    # The console script, in its own process, as a user runs it.
+    script = shutil.which("council", path=os.path.dirname(sys.executable)) or shutil.which("council")
+    assert script, "the council console script is not installed"
+    cfg = mock_config(tmp_path, mock_url, ["mock-alpha", "mock-beta"])
+    env = {**os.environ, "COUNCIL_HOME": str(council_home)}
+    proc = subprocess.run(
+        [script, "run", QUESTION, "--config", str(cfg), "--json"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["status"] == "complete"
 
 
 def test_help_is_fast_and_does_not_import_litellm(council_home):

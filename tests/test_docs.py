@@ -43,3 +43,29 @@ def test_every_cli_command_is_documented():
     assert "run" in commands and "sessions" in commands
     for name in commands:
         assert f"council {name}" in README, f"README does not mention `council {name}`"
+
+
+def test_ci_runs_property_tests_derandomized():
+    from hypothesis import settings
+
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "export HYPOTHESIS_PROFILE=ci" in ci.splitlines()
+    assert settings.get_profile("ci").derandomize is True
+
+
+def test_readme_layout_names_every_module():
+    layout = README.split("## Layout", 1)[1]
+    package = ROOT / "council"
+    for path in sorted(package.rglob("*.py")):
+        if path.name in ("__init__.py", "__main__.py"):
+            continue
+        rel = path.relative_to(package)
+        name = (
+            path.name
+            if len(rel.parts) == 1 or rel.parts[0] in {"session", "judging", "bias", "providers", "storage"}
+            else None
+        )
+        if name is not None:
+            assert f"`{name}`" in layout, f"README's layout section does not name council/{rel}"
+    for folder in ("session", "judging", "bias", "providers", "storage", "config", "cli", "server"):
+        assert f"`{folder}/`" in layout

@@ -1,8 +1,8 @@
 """Reliability under faults: timeouts, 5xx, 429s, garbage output, deadlines, Ctrl-C, bad input.
 
-Real subprocesses of ``council`` and a real OpenAI-compatible mock server where the point is
-what the user sees (one line, exit code) or what a killed process leaves behind; the in-process
-fake provider where the point is the orchestration itself.
+The ``council`` command in-process where the point is what the user sees (one line, exit
+code), a real subprocess where it is what a signal or a killed process leaves behind, and a
+real OpenAI-compatible mock server or the in-process fake provider for the models.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import invoke_cli, write_config
 from mock_server import start_mock_server
 
 from council import Council
@@ -34,27 +35,6 @@ QUESTION = "Why is the sky blue?"
 def cli_env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("COUNCIL_DEBUG", "COUNCIL_TEST_UNSET_KEY")}
     return {**env, "COUNCIL_HOME": str(home), **extra}
-
-
-def council_cli(*args: str, home: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "council", *args],
-        capture_output=True,
-        text=True,
-        env=cli_env(home, **(env or {})),
-        timeout=120,
-    )
-
-
-def write_config(path: Path, models: dict[str, dict[str, object]], **council: object) -> Path:
-    """A council.toml with these [models] (all members, in order) and [councils.default] settings."""
-    lines = ["[councils.default]", f"members = {json.dumps(list(models))}"]
-    lines += [f"{k} = {json.dumps(v)}" for k, v in council.items()]
-    for alias, spec in models.items():
-        lines.append(f"[models.{alias}]")
-        lines += [f"{k} = {json.dumps(v)}" for k, v in spec.items()]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
 
 
 def db_rows(home: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple]:
@@ -85,8 +65,8 @@ def test_timeout_500_and_garbage_members_session_completes_and_names_each_cause(
         "garb": {"model": "openai/mock-eps+garbage", "api_base": base},
     }
     cfg = write_config(tmp_path / "c.toml", models, chairman="ok1", max_review_attempts=2)
-    proc = council_cli("run", QUESTION, "--config", str(cfg), "--seed", "5", home=council_home)
-    assert proc.returncode == 0, proc.stderr
+    proc = invoke_cli("run", QUESTION, "--config", str(cfg), "--seed", "5")
+    assert proc.exit_code == 0, proc.stderr
     out = flat(proc.stdout)
     assert "status partial" in out
     # Each failure with its real cause, as the provider said it, and no wrapper noise.
@@ -116,6 +96,7 @@ def test_timeout_500_and_garbage_members_session_completes_and_names_each_cause(
 
 
 # -- below quorum, and past the session deadline: exit 1, one line ---------------
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "models, council, expected",
     [
@@ -140,10 +121,10 @@ def test_timeout_500_and_garbage_members_session_completes_and_names_each_cause(
 )
 def test_council_failure_exits_1_with_one_line_and_a_failed_row(tmp_path, council_home, models, council, expected):
     cfg = write_config(tmp_path / "c.toml", models, **council)
-    proc = council_cli("run", QUESTION, "--config", str(cfg), home=council_home)
-    assert proc.returncode == 1
+    proc = invoke_cli("run", QUESTION, "--config", str(cfg))
+    assert proc.exit_code == 1
     assert proc.stdout == ""
-    assert proc.stderr.strip().splitlines() == [expected]
+    assert proc.error_lines == [expected]
     [(status, error, finished)] = db_rows(council_home, "select status, error, finished_at from sessions")
     assert status == "failed" and finished
     assert error == expected.removeprefix("error: ")
@@ -364,9 +345,9 @@ def test_bad_input_exits_2_with_one_line_and_writes_no_database(tmp_path, counci
             }[case]
         )
     args = ["run", QUESTION, "--config", str(cfg)] + (["--candidates", str(cands)] if cands else [])
-    proc = council_cli(*args, home=council_home, env=env)
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
+    proc = invoke_cli(*args, env=env)
+    assert proc.exit_code == 2, proc.stderr
+    lines = proc.error_lines
     assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], proc.stderr
     assert proc.stdout == ""
     assert not (council_home / "council.db").exists()

@@ -17,6 +17,8 @@ from mock_server import start_mock_server
 
 openai = pytest.importorskip("openai")
 
+pytestmark = pytest.mark.slow  # a real server process per test
+
 
 def free_port() -> int:
     with socket.socket() as s:
