@@ -1,0 +1,171 @@
+"""The layout keeps its promises: no import cycle, no module imports one above its layer,
+and pure logic never imports I/O. Every module must be placed in a layer below."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "council"
+
+# Lowest first. A module may import its own layer and the ones below, never above.
+LAYERS: list[tuple[str, ...]] = [
+    # shared small things, used by everything
+    (
+        "council.errors",
+        "council.logs",
+        "council.clock",
+        "council.home",
+        "council.usage",
+        "council.slots",
+        "council.json_schema",
+        "council.inputs",
+    ),
+    ("council.config",),
+    ("council.providers", "council.storage"),
+    ("council.asking", "council.bias"),
+    ("council.session", "council.judging"),
+    ("council.api",),
+    ("council.cli", "council.server", "council.__main__", "council"),
+]
+
+# Pure logic: no model calls, no database, no CLI or server.
+PURE = (
+    "council.session.consensus",
+    "council.session.schemas",
+    "council.session.prompts",
+    "council.session.results",
+    "council.judging.strategies",
+    "council.judging.voting",
+    "council.judging.averaging",
+    "council.judging.schemas",
+    "council.judging.prompts",
+    "council.judging.report",
+    "council.judging.safety",
+    "council.judging.outcomes",
+    "council.bias.stats",
+    "council.bias.records",
+    "council.slots",
+    "council.json_schema",
+    "council.clock",
+)
+IO = ("council.providers", "council.storage", "council.api", "council.cli", "council.server")
+
+# Siblings that must stay apart.
+APART = [("council.session", "council.judging"), ("council.providers", "council.storage")]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports_of(name: str) -> set[str]:
+    """Council modules ``name`` imports at runtime (module level or inside functions)."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("council"):
+            subs = [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in MODULES]
+            found.update(subs)
+            if len(subs) < len(node.names):
+                found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("council"))
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(MODULES[name].read_text(encoding="utf-8")))
+    return {m for m in found if m in MODULES and m != name}
+
+
+GRAPH = {name: imports_of(name) for name in MODULES}
+
+
+def layer_of(name: str) -> int:
+    best = None
+    for index, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if name == prefix or name.startswith(prefix + "."):
+                if best is None or len(prefix) > best[1]:
+                    best = (index, len(prefix))
+    assert best is not None, f"{name} is in no layer: place it in tests/test_architecture.py LAYERS"
+    return best[0]
+
+
+def _within(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def test_every_module_has_a_layer():
+    for name in MODULES:
+        layer_of(name)
+
+
+def test_no_module_imports_one_above_its_layer():
+    wrong = [
+        f"{name} (layer {layer_of(name)}) imports {dep} (layer {layer_of(dep)})"
+        for name, deps in GRAPH.items()
+        for dep in deps
+        if layer_of(dep) > layer_of(name)
+    ]
+    assert wrong == []
+
+
+def test_no_import_cycles():
+    # A package's __init__ importing its own submodules is how packages work, not a cycle.
+    graph = {
+        name: {d for d in deps if not (MODULES[d].name == "__init__.py" and _within(name, d))}
+        for name, deps in GRAPH.items()
+    }
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def walk(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for dep in sorted(graph[node]):
+            if state.get(dep) == 1:
+                cycles.append([*path[path.index(dep) :], dep])
+            elif dep not in state:
+                walk(dep, [*path, dep])
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            walk(name, [name])
+    assert cycles == []
+
+
+def test_pure_logic_imports_no_io():
+    wrong = [
+        f"{name} imports {dep}"
+        for name in PURE
+        for dep in GRAPH[name]
+        if any(_within(dep, io) for io in IO)
+    ]
+    assert wrong == []
+
+
+def test_session_and_judging_stay_apart():
+    wrong = [
+        f"{name} imports {dep}"
+        for a, b in APART
+        for name, deps in GRAPH.items()
+        for dep in deps
+        if (_within(name, a) and _within(dep, b)) or (_within(name, b) and _within(dep, a))
+    ]
+    assert wrong == []
