@@ -7,6 +7,7 @@ bias statistics) meets I/O (model clients, storage).
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import secrets
 import time
@@ -18,7 +19,7 @@ from typing import Any
 import structlog
 from pydantic import BaseModel
 
-from council.asking import ask_valid
+from council.asking import JsonFormat, ask_valid
 from council.bias.records import BiasRecord, QueryHasher, session_bias_metadata
 from council.clock import utc_now
 from council.config import ResolvedCouncil, ResolvedModel
@@ -77,6 +78,7 @@ class _Run:
     seed: int
     history: Sequence[dict[str, str]]
     on_event: EventSink | None
+    synthesis_format: JsonFormat | None = None
     calls: list[CallRecord] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
@@ -179,12 +181,22 @@ class SessionRunner:
     async def _synthesise(self, run: _Run, ranked: list[MemberAnswer]) -> Synthesis:
         c = self.council
         labelled = [(label, self._review_text(a)) for label, a in zip(answer_labels(len(ranked)), ranked, strict=True)]
-        messages = prompts.synthesis_messages(run.question, labelled, run.history)
+        fmt = run.synthesis_format
+        messages = prompts.synthesis_messages(
+            run.question, labelled, run.history, output_format=fmt.instruction() if fmt else None
+        )
         errors = []
         for chair, fallback in ((c.chairman, False), (c.fallback_chairman, True)):
             if chair is None:
                 continue
             client = self.clients[chair.id]
+            if fmt is not None:
+                synthesis = await self._synthesise_in_format(run, chair, messages, fmt, fallback)
+                if synthesis.status == "ok":
+                    return synthesis
+                errors.append(f"{chair.id}: {synthesis.error}")
+                run.failures.append(Failure(stage="synthesis", member=chair.id, error=synthesis.error or "invalid"))
+                continue
             try:
                 response = await client.complete(
                     ChatRequest(messages=messages, **client.defaults()), stage="synthesis", sink=run.calls.append
@@ -202,6 +214,35 @@ class SessionRunner:
         run.emit("synthesis", "synthesis", ok=False, detail="; ".join(errors))
         return Synthesis(status="failed", error="; ".join(errors) or "no chairman configured")
 
+    async def _synthesise_in_format(
+        self, run: _Run, chair: ResolvedModel, messages: list[dict[str, str]], fmt: JsonFormat, fallback: bool
+    ) -> Synthesis:
+        """The chairman's answer as the caller's structured output: validated, re-asked like a review."""
+        reply = await ask_valid(
+            self.clients[chair.id],
+            messages,
+            fmt,
+            schema=fmt.schema,
+            schema_name=fmt.name,
+            retry_message=prompts.synthesis_retry_message,
+            stage="synthesis",
+            seed=run.seed,
+            max_attempts=self.council.max_review_attempts,
+            sink=run.calls.append,
+        )
+        if reply.parsed is None:
+            error = str(reply.error) if reply.error is not None else reply.problem
+            return Synthesis(status="failed", chairman=chair.id, error=error, attempts=reply.attempts)
+        run.emit("synthesis", "synthesis", chair.id, detail=f"attempt {reply.attempts}")
+        return Synthesis(
+            status="ok",
+            chairman=chair.id,
+            model=chair.model,
+            text=json.dumps(reply.parsed, ensure_ascii=False),
+            fallback_used=fallback,
+            attempts=reply.attempts,
+        )
+
     # -- the session -----------------------------------------------------------
     async def run(
         self,
@@ -212,7 +253,10 @@ class SessionRunner:
         candidates: Sequence[Candidate] | None = None,
         synthesis: bool = True,
         on_event: EventSink | None = None,
+        synthesis_format: JsonFormat | None = None,
     ) -> SessionResult:
+        """``synthesis_format``: the chairman answers in this JSON format (validated, re-asked
+        up to ``max_review_attempts`` times); without one, in prose."""
         question = question.strip()
         if not question:
             raise InputError("the question is empty")
@@ -221,7 +265,13 @@ class SessionRunner:
             candidates = check_candidates(candidates)
         seed = seed if seed is not None else secrets.randbelow(2**31)
         run = _Run(
-            session_id=str(uuid.uuid4()), council=c, question=question, seed=seed, history=history, on_event=on_event
+            session_id=str(uuid.uuid4()),
+            council=c,
+            question=question,
+            seed=seed,
+            history=history,
+            on_event=on_event,
+            synthesis_format=synthesis_format,
         )
         hasher = QueryHasher(council_home()) if c.hash_queries else None
         query_hash = hasher.hash(question) if hasher else None
@@ -457,6 +507,4 @@ def _call_rows(run: _Run) -> list[dict[str, Any]]:
 
 
 def _json(value: Any) -> str:
-    import json
-
     return json.dumps(value)
