@@ -79,9 +79,9 @@ def test_run_human_output_and_sessions_commands(tmp_path, council_home, mock_url
     assert listed.returncode == 0, listed.stderr
     rows = json.loads(listed.stdout)
     assert len(rows) == 1 and rows[0]["status"] == "complete"
-    shown = council_cli("sessions", "show", rows[0]["id"][:8], "--json", home=council_home)
+    shown = council_cli("sessions", "show", rows[0]["session_id"][:8], "--json", home=council_home)
     assert shown.returncode == 0, shown.stderr
-    assert json.loads(shown.stdout)["session_id"] == rows[0]["id"]
+    assert json.loads(shown.stdout)["session_id"] == rows[0]["session_id"]
 
 
 def test_member_failure_over_http_is_reported(tmp_path, council_home, mock_url):

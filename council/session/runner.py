@@ -79,6 +79,7 @@ class _Run:
     history: Sequence[dict[str, str]]
     on_event: EventSink | None
     synthesis_format: JsonFormat | None = None
+    started: float = field(default_factory=time.perf_counter)
     calls: list[CallRecord] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
@@ -276,7 +277,6 @@ class SessionRunner:
         hasher = QueryHasher(council_home()) if c.hash_queries else None
         query_hash = hasher.hash(question) if hasher else None
         created = utc_now()
-        t0 = time.perf_counter()
         member_ids = [cand.id for cand in candidates] if candidates is not None else [m.id for m in c.members]
         if self.store is not None:
             self.store.begin_session(
@@ -299,7 +299,6 @@ class SessionRunner:
                     result = await self._stages(run, candidates, synthesis, query_hash, created)
             else:
                 result = await self._stages(run, candidates, synthesis, query_hash, created)
-            result.duration_ms = (time.perf_counter() - t0) * 1000
             return result
         except TimeoutError:
             error = f"the session exceeded its deadline of {c.session_timeout:g}s"
@@ -442,6 +441,7 @@ class SessionRunner:
             notice=OFFLINE_NOTICE if c.offline_default else None,
             config_source=c.source,
             created_at=created,
+            duration_ms=(time.perf_counter() - run.started) * 1000,  # set before it is stored
         )
         if self.store is not None:
             self._persist(run, result, records)
