@@ -111,6 +111,12 @@ def render_text(report: BiasReport, console: Console) -> None:
     if report.total_records == 0:
         console.print("No bias records" + (" match these filters." if any(report.filters.values()) else " yet."))
         return
+    from council.bias.wording import findings
+
+    console.print("[bold]=== What the data says ===[/] (significant: unlikely to be chance, p < 0.05)")
+    for finding in findings(report):
+        console.print(f"- [{finding.verdict}] {finding.text}", markup=False, highlight=False)
+    console.print()
     console.print(f"[bold]=== Reviewer Profiles ({report.sessions} sessions, {report.total_records} records) ===[/]")
     for rid, p in report.reviewers.items():
         console.print()
