@@ -23,7 +23,7 @@ import csv
 import json
 from collections.abc import Iterator
 from datetime import datetime
-from typing import Any, TextIO
+from typing import IO, Any
 
 from council.errors import InputError
 
@@ -277,7 +277,7 @@ def _csv_cell(value: Any) -> Any:
 
 def export_sessions(
     store: Any,
-    out: TextIO,
+    out: IO[str],
     *,
     fmt: str = "jsonl",
     shape: str = "sessions",

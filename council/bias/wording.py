@@ -180,8 +180,8 @@ def calibration_findings(
     reviewer) turn them from a description into a tested claim when the report carries them."""
     out = []
     if test is not None:
-        verdict, sentence = describe_test(test, "The difference between reviewers' mean scores")
-        out.append(_indicator(report, "reviewer_calibration", Finding("calibration", verdict, sentence)))
+        tested, sentence = describe_test(test, "The difference between reviewers' mean scores")
+        out.append(_indicator(report, "reviewer_calibration", Finding("calibration", tested, sentence)))
     flagged = {rid: p for rid, p in report.reviewers.items() if p.classification != "neutral"}
     median = report.median_of_means
     for rid, profile in flagged.items():
