@@ -16,6 +16,7 @@ _EXPORTS = {
     "SessionEvent": "council.session",
     "Candidate": "council.session",
     "Consensus": "council.session",
+    "JsonFormat": "council.asking",
     "load_config": "council.config",
     "CouncilError": "council.errors",
     "UsageError": "council.errors",
@@ -30,6 +31,7 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover  # the lazy exports above, for type checkers
     from council.api import Council  # noqa: F401
+    from council.asking import JsonFormat  # noqa: F401
     from council.config import load_config  # noqa: F401
     from council.errors import (  # noqa: F401
         ConfigError,

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from council.asking import JsonFormat
 from council.config import LoadedConfig, ResolvedCouncil, load_config, resolve_council
 from council.providers.client import ModelClient, RetryPolicy
 from council.providers.registry import make_api
@@ -77,9 +78,17 @@ class Council:
         candidates: Sequence[Candidate] | None = None,
         synthesis: bool = True,
         on_event: EventSink | None = None,
+        synthesis_format: JsonFormat | None = None,
     ) -> SessionResult:
+        """``synthesis_format``: ask the chairman for a JSON answer in this format (``JsonFormat``)."""
         return await self.runner.run(
-            question, seed=seed, history=history or (), candidates=candidates, synthesis=synthesis, on_event=on_event
+            question,
+            seed=seed,
+            history=history or (),
+            candidates=candidates,
+            synthesis=synthesis,
+            on_event=on_event,
+            synthesis_format=synthesis_format,
         )
 
     def run_sync(self, question: str, **kwargs: Any) -> SessionResult:

@@ -1,7 +1,9 @@
 """Structured output: the one layer that turns a model's reply into a validated object.
 
-Peer reviews and judge passes share it: send the request with the JSON schema, validate
-the reply against the pydantic model, and on invalid output re-ask (the bad reply echoed
+Peer reviews, judge passes and a synthesis in a caller's format share it: send the
+request with the JSON schema, validate the reply against the pydantic model (or, for a
+format a client described in JSON Schema, against that schema: :class:`JsonFormat`),
+and on invalid output re-ask (the bad reply echoed
 back, then a message saying what was wrong) a bounded number of times. A provider
 failure (after the client's own retries) ends the loop at once.
 
@@ -21,7 +23,7 @@ from typing import Any, TypeVar
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from council.errors import ProviderError
+from council.errors import InputError, ProviderError
 from council.providers.base import ChatRequest
 from council.providers.client import ModelClient
 from council.usage import CallSink
@@ -77,8 +79,110 @@ def describe_validation_error(exc: ValidationError, limit: int = 5) -> str:
     return "; ".join(parts)
 
 
-def validate_output(model: type[T], text: str) -> tuple[T | None, str | None]:
+class JsonFormat:
+    """Structured output described by a JSON Schema instead of a pydantic model: a client's
+    ``response_format``. ``schema=None`` asks for any JSON object (OpenAI's ``json_object``).
+
+    The schema is checked when the format is made (a bad one is the caller's
+    ``InputError``, before any call): it must be a valid JSON Schema for an object, with
+    local ``$ref``s only (nothing is fetched) and without regular-expression keywords
+    (``pattern``, ``patternProperties``), which a hostile schema could use to stall the
+    validator on a model's reply.
+    """
+
+    def __init__(self, schema: dict[str, Any] | None, *, name: str = "response") -> None:
+        import jsonschema
+
+        self.schema = schema
+        self.name = name
+        self._validator: Any = None
+        if schema is None:
+            return
+        if not isinstance(schema, dict):
+            raise InputError("the schema must be a JSON object describing an object")
+        try:
+            _refuse_unsafe_keywords(schema, schema)
+            cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+            cls.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            where = "/".join(str(p) for p in exc.path)
+            raise InputError(f"not a valid JSON Schema{f' at {where}' if where else ''}: {exc.message}") from None
+        except RecursionError:
+            raise InputError("the schema is nested too deeply") from None
+        if schema.get("type", "object") != "object":
+            raise InputError(f"the schema must describe an object (its type is {schema.get('type')!r})")
+        self._validator = cls(schema)
+
+    def instruction(self) -> str:
+        """What the prompt tells the model about the format (the schema neutralised as untrusted text)."""
+        if self.schema is None:
+            return "Reply with one JSON object only, no prose around it."
+        from council.slots import neutralise
+
+        dumped = neutralise(json.dumps(self.schema, ensure_ascii=False, separators=(",", ":")))
+        return f"Reply with one JSON object only, no prose around it, that matches this JSON schema: {dumped}"
+
+    def validate(self, text: str) -> tuple[Any, str | None]:
+        try:
+            value = parse_json_object(text)
+        except ValueError as exc:
+            return None, str(exc)
+        if self._validator is None:
+            return value, None
+        try:
+            errors = sorted(self._validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
+        except RecursionError:
+            return None, "the reply is nested too deeply to check"
+        if not errors:
+            return value, None
+        parts = [f"{'.'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message[:200]}" for e in errors[:5]]
+        if len(errors) > 5:
+            parts.append(f"... and {len(errors) - 5} more")
+        return None, "; ".join(parts)
+
+
+_UNSAFE_KEYWORDS = ("pattern", "patternProperties")
+# Keywords whose values are data, and those that map names (which may look like keywords) to schemas.
+_LITERALS = frozenset({"enum", "const", "default", "examples", "required", "description", "title"})
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "dependentSchemas", "$defs", "definitions"})
+
+
+def _refuse_unsafe_keywords(node: Any, root: dict[str, Any]) -> None:
+    """Walk every sub-schema (not property names or literal data) for refused keywords and
+    references that do not resolve inside the schema itself."""
+    from council.json_schema import resolve_pointer
+
+    if isinstance(node, list):
+        for item in node:
+            _refuse_unsafe_keywords(item, root)
+        return
+    if not isinstance(node, dict):
+        return
+    for keyword in _UNSAFE_KEYWORDS:
+        if keyword in node:
+            raise InputError(f"the schema uses {keyword!r}: regular-expression keywords are not supported")
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        if not ref.startswith("#"):
+            raise InputError(f"the schema's $ref {ref[:80]!r} is not local: only '#/...' references are supported")
+        try:
+            resolve_pointer(root, ref)
+        except ValueError as exc:
+            raise InputError(f"the schema's $ref does not resolve: {exc}") from None
+    for key, value in node.items():
+        if key in _LITERALS:
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            for sub in value.values():
+                _refuse_unsafe_keywords(sub, root)
+        else:
+            _refuse_unsafe_keywords(value, root)
+
+
+def validate_output(model: type[T] | JsonFormat, text: str) -> tuple[Any, str | None]:
     """``(instance, None)`` when valid, else ``(None, reason)``."""
+    if isinstance(model, JsonFormat):
+        return model.validate(text)
     try:
         data = parse_json_object(text)
     except ValueError as exc:
@@ -109,9 +213,9 @@ class Reply:
 async def ask_valid(
     client: ModelClient,
     messages: list[dict[str, str]],
-    model: type[BaseModel],
+    model: type[BaseModel] | JsonFormat,
     *,
-    schema: dict[str, Any],
+    schema: dict[str, Any] | None,
     schema_name: str,
     retry_message: Callable[[str], dict[str, str]],
     stage: str,
@@ -120,11 +224,16 @@ async def ask_valid(
     sink: CallSink,
 ) -> Reply:
     """Ask until the reply validates against ``model``; ``retry_message(problem)`` is the
-    follow-up that re-requests."""
+    follow-up that re-requests. ``schema=None`` asks the backend for any JSON object."""
     problem = None
     for attempt in range(1, max_attempts + 1):
         request = ChatRequest(
-            messages=messages, json_schema=schema, schema_name=schema_name, seed=seed, **client.defaults()
+            messages=messages,
+            json_schema=schema,
+            json_mode=schema is None,
+            schema_name=schema_name,
+            seed=seed,
+            **client.defaults(),
         )
         try:
             response = await client.complete(request, stage=stage, sink=sink)

@@ -1,13 +1,15 @@
 """Reading what users hand council: text files, checked and decoded in one place.
 
 Every file a command or the library reads as text (responses to judge, references,
-candidates, questions) goes through :func:`read_text_file`: UTF-8 or a one-line
-``InputError`` naming the file, never a traceback.
+candidates, questions) goes through :func:`read_text_file`, and standard input through
+:func:`read_text_stream`: UTF-8 or a one-line ``InputError`` naming the source, never a
+traceback.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import BinaryIO
 
 from council.errors import InputError
 
@@ -23,3 +25,13 @@ def read_text_file(path: str | Path, what: str) -> str:
         raise InputError(f"{what} {path} is not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise InputError(f"cannot read {what} {path}: {exc.strerror}") from None
+
+
+def read_text_stream(stream: BinaryIO, what: str) -> str:
+    """All of a byte stream (standard input) as UTF-8 text, or a one-line ``InputError``."""
+    try:
+        return stream.read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{what} is not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror}") from None

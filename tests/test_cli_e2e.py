@@ -74,9 +74,9 @@ def test_run_human_output_and_sessions_commands(tmp_path, council_home, mock_url
     assert listed.exit_code == 0, listed.stderr
     rows = json.loads(listed.stdout)
     assert len(rows) == 1 and rows[0]["status"] == "complete"
-    shown = invoke_cli("sessions", "show", rows[0]["id"][:8], "--json")
+    shown = invoke_cli("sessions", "show", rows[0]["session_id"][:8], "--json")
     assert shown.exit_code == 0, shown.stderr
-    assert json.loads(shown.stdout)["session_id"] == rows[0]["id"]
+    assert json.loads(shown.stdout)["session_id"] == rows[0]["session_id"]
 
 
 def test_member_failure_over_http_is_reported(tmp_path, council_home, mock_url):

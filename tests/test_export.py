@@ -49,7 +49,7 @@ async def test_csv_has_one_row_per_session(tmp_path):
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
     assert len(rows) == 2
     assert {r["session_id"] for r in rows} == {r.session_id for r in results}
-    assert all(r["question"] == "" and r["winner"] for r in rows)
+    assert all(r["question"] == "[redacted]" and r["winner"] for r in rows)
 
 
 async def test_bias_records_round_trip_gives_the_same_report(tmp_path):

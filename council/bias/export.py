@@ -34,9 +34,9 @@ def export_bias_records(
 ) -> int:
     """Write every bias record (``timestamp >= since`` if given) to ``out``; return the count.
 
-    ``out`` is an open text file or a path. JSONL lines are BiasRecord objects
-    (``self_review`` true/false); CSV has a header row, empty cells for nulls and
-    ``self_review`` as 1/0.
+    ``out`` is an open text file or a path. JSONL lines are BiasRecord objects; CSV has a
+    header row and empty cells for nulls. ``self_review`` is true/false in both, so it
+    loads as the same boolean type from either.
     """
     if fmt not in FORMATS:
         raise InputError(f"unknown export format {fmt!r} (choose {' or '.join(FORMATS)})")
@@ -54,7 +54,7 @@ def export_bias_records(
     count = 0
     if fmt == "jsonl":
         for row in db.execute(sql, params):
-            record = dict(zip(RECORD_FIELDS, row))
+            record = dict(zip(RECORD_FIELDS, row, strict=True))
             record["self_review"] = bool(row[self_index])
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
             count += 1
@@ -63,7 +63,7 @@ def export_bias_records(
     writer.writerow(RECORD_FIELDS)
     for row in db.execute(sql, params):
         values = ["" if v is None else v for v in row]
-        values[self_index] = int(bool(row[self_index]))
+        values[self_index] = "true" if row[self_index] else "false"
         writer.writerow(values)
         count += 1
     return count

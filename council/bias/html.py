@@ -1,9 +1,12 @@
 """The bias report as one self-contained HTML page: inline CSS and SVG, no scripts.
 
-Three charts — mean score per reviewer (with z-score and classification), mean
-score per display position (with counts), and response length vs mean score
-received — followed by the tables of the text report. Every string from the data
-is escaped.
+First, in plain words, what is statistically significant and what is not
+(:mod:`council.bias.wording`); then three charts — mean score per reviewer (with z-score
+and classification), mean score per display position (with counts), and response length
+vs mean score received — each with the tables of the text report. Charts are drawn at
+their own size (width and height set, never stretched), with labelled axes; bars start at
+the bottom of the score scale, the scatter's axes are fitted to its points. Every string
+from the data is escaped.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import math
 from html import escape
 
 from council.bias.report import BiasReport, position_verdict
+from council.bias.stats import SignificanceTest
+from council.bias.wording import LENGTH_UNIT, findings, p_text
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:980px;
@@ -21,8 +26,13 @@ h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #dde2ea;padding-bot
 .muted{color:#5b6576}.note{background:#fff7e0;border-left:4px solid #e0a800;padding:.5rem .8rem;margin:.5rem 0}
 table{border-collapse:collapse;margin:.6rem 0;font-variant-numeric:tabular-nums}
 th,td{border-bottom:1px solid #e6e9ef;padding:.25rem .7rem;text-align:left}th{background:#f4f6f9}
-td.num{text-align:right}svg{display:block;margin:.6rem 0;max-width:100%;height:auto}
+td.num{text-align:right;white-space:nowrap}svg{display:block;margin:.6rem 0;max-width:100%;height:auto}
 svg text{font:12px system-ui,sans-serif;fill:#1d2430}svg .axis{stroke:#8a94a6;stroke-width:1}
+svg text.axis-title{font-weight:600;fill:#5b6576}svg text.muted{fill:#5b6576}
+ul.findings{padding-left:1.2rem}ul.findings li{margin:.35rem 0}
+.verdict{display:inline-block;min-width:8.5rem;font-size:12px;font-weight:600;border-radius:3px;padding:0 .4rem;
+margin-right:.4rem;text-align:center}.v-significant{background:#fde2e1;color:#8a1f17}
+.v-not-significant{background:#e3f1e6;color:#1e5b2c}.v-not-tested,.v-too-little-data{background:#eef0f4;color:#4a5466}
 svg .grid{stroke:#e6e9ef;stroke-width:1}.harsh{fill:#d9534f}.generous{fill:#2f80ed}.neutral{fill:#8a94a6}
 .bar{fill:#4f7cac}.pt{fill:#4f7cac;fill-opacity:.35}.median{stroke:#1d2430;stroke-dasharray:4 3}
 .insufficient{color:#a15c00;font-weight:600}.sufficient{color:#1e7b34;font-weight:600}
@@ -53,15 +63,52 @@ def _nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
 
 
 def _score_range(report: BiasReport) -> tuple[float, float]:
+    """The score axis of the bar charts: from the bottom of the scale (a bar's honest
+    baseline) to just above the highest mean shown (fitted to the data, within the scale)."""
+    means = [p.mean for p in report.reviewers.values()] + list(report.position_bias.means.values())
     if report.score_scale:
-        return report.score_scale
-    if report.scales_normalized:
-        return (1.0, 10.0)
-    values = [p.mean for p in report.reviewers.values()] + list(report.position_bias.means.values())
-    values += [y for _, y in report.length_points]
-    if not values:
-        return (0.0, 10.0)
-    return (min(0.0, min(values)), max(values) * 1.05 or 1.0)
+        lo, top = report.score_scale
+    elif report.scales_normalized:
+        lo, top = 1.0, 10.0
+    else:
+        lo, top = min([0.0, *means]), max(means, default=10.0) * 1.05 or 1.0
+    if not means or top <= lo:
+        return lo, top if top > lo else lo + 1.0
+    step = _tick_step(lo, max(means))
+    # The first tick above the tallest bar with room for its value label, on the ticks from
+    # the baseline (so the axis ends on a labelled tick), within the scale.
+    hi = lo + math.ceil((max(means) + step * 0.25 - lo) / step) * step
+    return lo, min(hi, top)
+
+
+def _tick_step(lo: float, hi: float) -> float:
+    ticks = _nice_ticks(lo, hi)
+    return ticks[1] - ticks[0] if len(ticks) > 1 else (hi - lo) or 1.0
+
+
+def _bar_ticks(lo: float, hi: float) -> list[float]:
+    """Ticks from the baseline up (1, 3, 5... on a 1-10 scale), so the baseline is labelled."""
+    step = _tick_step(lo, hi)
+    count = int(math.floor((hi - lo) / step + 1e-9))
+    return [round(lo + k * step, 10) for k in range(count + 1)]
+
+
+def _fitted_range(values: list[float], clamp: tuple[float, float] | None = None) -> tuple[float, float]:
+    """[min, max] of ``values`` padded by 5 % (kept inside ``clamp``)."""
+    lo, hi = min(values), max(values)
+    pad = (hi - lo) * 0.05 or max(abs(hi) * 0.05, 0.5)
+    lo, hi = lo - pad, hi + pad
+    if clamp is not None:
+        lo, hi = max(lo, clamp[0]), min(hi, clamp[1])
+    return lo, hi
+
+
+def _svg_open(kind: str, width: float, height: float, label: str) -> str:
+    # An explicit size: drawn at 1:1 (CSS may shrink it on narrow screens, never stretch it).
+    return (
+        f'<svg class="chart {kind}" width="{width:g}" height="{height:g}" viewBox="0 0 {width:g} {height:g}" '
+        f'role="img" aria-label="{escape(label)}">'
+    )
 
 
 def _reviewer_chart(report: BiasReport) -> str:
@@ -69,29 +116,41 @@ def _reviewer_chart(report: BiasReport) -> str:
     if not rows:
         return '<p class="muted">No reviewers.</p>'
     lo, hi = _score_range(report)
-    left, width, row_h = 260, 460, 26
-    height = 30 + row_h * len(rows) + 24
+    left, width, row_h, value_w = 250, 420, 26, 210
+    top = 30
+    bottom = top + row_h * len(rows)
+    height = bottom + 46
+
     def x(v: float) -> float:
         return left + (v - lo) / (hi - lo) * width
-    parts = [f'<svg class="chart reviewers" viewBox="0 0 {left + width + 190} {height}" role="img" '
-             f'aria-label="Mean score per reviewer">']
-    for t in _nice_ticks(lo, hi):
-        parts.append(f'<line class="grid" x1="{x(t):.1f}" y1="20" x2="{x(t):.1f}" y2="{height - 24}"/>'
-                     f'<text x="{x(t):.1f}" y="{height - 8}" text-anchor="middle">{_fmt(t)}</text>')
+
+    parts = [_svg_open("reviewers", left + width + value_w, height, "Mean score per reviewer")]
+    for t in _bar_ticks(lo, hi):
+        parts.append(
+            f'<line class="grid" x1="{x(t):.1f}" y1="{top - 6}" x2="{x(t):.1f}" y2="{bottom}"/>'
+            f'<text class="xtick" x="{x(t):.1f}" y="{bottom + 16}" text-anchor="middle">{_tick(t)}</text>'
+        )
     for i, (rid, p) in enumerate(rows):
-        y = 24 + i * row_h
+        y = top + i * row_h
         cls = escape(p.classification)
         parts.append(
             f'<text x="{left - 8}" y="{y + 15}" text-anchor="end">{escape(rid)}</text>'
             f'<rect class="{cls}" x="{left}" y="{y + 3}" width="{max(x(p.mean) - left, 0):.1f}" height="{row_h - 8}">'
-            f'<title>{escape(rid)}: mean {p.mean}, z {p.z_score:+.2f} ({cls}), {p.samples} scores</title></rect>'
-            f'<text x="{x(p.mean) + 6:.1f}" y="{y + 15}">{p.mean:.2f}  z={p.z_score:+.2f} {cls}</text>'
+            f"<title>{escape(rid)}: mean {p.mean}, z {p.z_score:+.2f} ({cls}), {p.samples} scores</title></rect>"
+            # Values sit in their own column right of the plot, clear of the bars and the median line.
+            f'<text class="value" x="{left + width + 12}" y="{y + 15}">{p.mean:.2f}  z = {p.z_score:+.2f}  {cls}</text>'
         )
     if report.median_of_means is not None:
         mx = x(report.median_of_means)
-        parts.append(f'<line class="median" x1="{mx:.1f}" y1="16" x2="{mx:.1f}" y2="{height - 24}"/>'
-                     f'<text x="{mx:.1f}" y="12" text-anchor="middle">median {report.median_of_means:.2f}</text>')
-    parts.append(f'<line class="axis" x1="{left}" y1="{height - 24}" x2="{left + width}" y2="{height - 24}"/></svg>')
+        parts.append(
+            f'<line class="median" x1="{mx:.1f}" y1="{top - 10}" x2="{mx:.1f}" y2="{bottom}"/>'
+            f'<text x="{mx:.1f}" y="{top - 14}" text-anchor="middle">median {report.median_of_means:.2f}</text>'
+        )
+    parts.append(
+        f'<line class="axis" x1="{left}" y1="{bottom}" x2="{left + width}" y2="{bottom}"/>'
+        f'<text class="axis-title" x="{left + width / 2}" y="{bottom + 38}" text-anchor="middle">'
+        "mean score given</text></svg>"
+    )
     return "".join(parts)
 
 
@@ -100,26 +159,38 @@ def _position_chart(report: BiasReport) -> str:
     if not pb.means:
         return '<p class="muted">No positions.</p>'
     lo, hi = _score_range(report)
-    top, plot_h, bar_w, gap, left = 24, 220, 56, 24, 50
+    top, plot_h, bar_w, gap, left = 20, 200, 48, 28, 70
     width = left + len(pb.means) * (bar_w + gap) + gap
+    bottom = top + plot_h
+    height = bottom + 66
+
     def y(v: float) -> float:
-        return top + plot_h - (v - lo) / (hi - lo) * plot_h
-    parts = [f'<svg class="chart positions" viewBox="0 0 {width} {top + plot_h + 50}" role="img" '
-             f'aria-label="Mean score by display position">']
-    for t in _nice_ticks(lo, hi):
-        parts.append(f'<line class="grid" x1="{left}" y1="{y(t):.1f}" x2="{width}" y2="{y(t):.1f}"/>'
-                     f'<text x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{_fmt(t)}</text>')
+        return bottom - (v - lo) / (hi - lo) * plot_h
+
+    parts = [_svg_open("positions", width, height, "Mean score by display position")]
+    for t in _bar_ticks(lo, hi):
+        parts.append(
+            f'<line class="grid" x1="{left}" y1="{y(t):.1f}" x2="{width}" y2="{y(t):.1f}"/>'
+            f'<text class="ytick" x="{left - 6}" y="{y(t) + 4:.1f}" text-anchor="end">{_tick(t)}</text>'
+        )
     for i, (pos, mean) in enumerate(sorted(pb.means.items())):
         bx = left + gap + i * (bar_w + gap)
         count = pb.counts.get(pos, 0)
         parts.append(
             f'<rect class="bar" x="{bx}" y="{y(mean):.1f}" width="{bar_w}" height="{max(y(lo) - y(mean), 0):.1f}">'
-            f'<title>position {pos}: mean {mean}, n = {count}</title></rect>'
-            f'<text x="{bx + bar_w / 2}" y="{y(mean) - 5:.1f}" text-anchor="middle">{mean:.2f}</text>'
-            f'<text x="{bx + bar_w / 2}" y="{top + plot_h + 16}" text-anchor="middle">pos {pos}</text>'
-            f'<text x="{bx + bar_w / 2}" y="{top + plot_h + 32}" text-anchor="middle" class="muted">n={count}</text>'
+            f"<title>position {pos}: mean {mean}, n = {count}</title></rect>"
+            f'<text class="value" x="{bx + bar_w / 2}" y="{y(mean) - 5:.1f}" text-anchor="middle">{mean:.2f}</text>'
+            f'<text x="{bx + bar_w / 2}" y="{bottom + 16}" text-anchor="middle">{pos}</text>'
+            f'<text x="{bx + bar_w / 2}" y="{bottom + 31}" text-anchor="middle" class="muted">n = {count}</text>'
         )
-    parts.append(f'<line class="axis" x1="{left}" y1="{top + plot_h}" x2="{width}" y2="{top + plot_h}"/></svg>')
+    parts.append(
+        f'<line class="axis" x1="{left}" y1="{bottom}" x2="{width}" y2="{bottom}"/>'
+        f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{bottom}"/>'
+        f'<text class="axis-title" x="{(left + width) / 2}" y="{bottom + 54}" text-anchor="middle">'
+        "display position (0 = shown first)</text>"
+        f'<text class="axis-title" x="16" y="{top + plot_h / 2}" transform="rotate(-90 16 {top + plot_h / 2})" '
+        'text-anchor="middle">mean score received</text></svg>'
+    )
     return "".join(parts)
 
 
@@ -127,31 +198,63 @@ def _scatter(report: BiasReport) -> str:
     points = report.length_points
     if not points:
         return '<p class="muted">No length/score points in this report.</p>'
-    xs = [p[0] for p in points]
-    lo_y, hi_y = _score_range(report)
-    lo_x, hi_x = 0.0, max(xs) * 1.05 or 1.0
-    left, top, w, h = 60, 16, 640, 300
+    lo_x, hi_x = _fitted_range([p[0] for p in points], clamp=(0.0, math.inf))
+    scale = report.score_scale or ((1.0, 10.0) if report.scales_normalized else None)
+    lo_y, hi_y = _fitted_range([p[1] for p in points], clamp=scale)
+    left, top, w, h = 64, 16, 620, 300
+    bottom = top + h
+
     def sx(v: float) -> float:
         return left + (v - lo_x) / (hi_x - lo_x) * w
+
     def sy(v: float) -> float:
-        return top + h - (v - lo_y) / (hi_y - lo_y) * h
-    parts = [f'<svg class="chart scatter" viewBox="0 0 {left + w + 20} {top + h + 46}" role="img" '
-             f'aria-label="Response length vs mean score received">']
+        return bottom - (v - lo_y) / (hi_y - lo_y) * h
+
+    parts = [_svg_open("scatter", left + w + 24, bottom + 50, "Response length vs mean score received")]
     for t in _nice_ticks(lo_x, hi_x, 6):
-        parts.append(f'<line class="grid" x1="{sx(t):.1f}" y1="{top}" x2="{sx(t):.1f}" y2="{top + h}"/>'
-                     f'<text x="{sx(t):.1f}" y="{top + h + 16}" text-anchor="middle">{_fmt(t, 6)}</text>')
+        if lo_x <= t <= hi_x:
+            parts.append(
+                f'<line class="grid" x1="{sx(t):.1f}" y1="{top}" x2="{sx(t):.1f}" y2="{bottom}"/>'
+                f'<text class="xtick" x="{sx(t):.1f}" y="{bottom + 16}" text-anchor="middle">{_length_tick(t)}</text>'
+            )
     for t in _nice_ticks(lo_y, hi_y):
-        parts.append(f'<line class="grid" x1="{left}" y1="{sy(t):.1f}" x2="{left + w}" y2="{sy(t):.1f}"/>'
-                     f'<text x="{left - 6}" y="{sy(t) + 4:.1f}" text-anchor="end">{_fmt(t)}</text>')
+        if lo_y <= t <= hi_y:
+            parts.append(
+                f'<line class="grid" x1="{left}" y1="{sy(t):.1f}" x2="{left + w}" y2="{sy(t):.1f}"/>'
+                f'<text class="ytick" x="{left - 6}" y="{sy(t) + 4:.1f}" text-anchor="end">{_tick(t)}</text>'
+            )
     parts.extend(f'<circle class="pt" cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.5"/>' for x, y in points)
     parts.append(
-        f'<line class="axis" x1="{left}" y1="{top + h}" x2="{left + w}" y2="{top + h}"/>'
-        f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{top + h}"/>'
-        f'<text x="{left + w / 2}" y="{top + h + 38}" text-anchor="middle">response length (chars)</text>'
-        f'<text x="14" y="{top + h / 2}" transform="rotate(-90 14 {top + h / 2})" text-anchor="middle">'
-        f"mean score received</text></svg>"
+        f'<line class="axis" x1="{left}" y1="{bottom}" x2="{left + w}" y2="{bottom}"/>'
+        f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{bottom}"/>'
+        f'<text class="axis-title" x="{left + w / 2}" y="{bottom + 40}" text-anchor="middle">'
+        f"response length ({LENGTH_UNIT})</text>"
+        f'<text class="axis-title" x="16" y="{top + h / 2}" transform="rotate(-90 16 {top + h / 2})" '
+        'text-anchor="middle">mean score received</text></svg>'
     )
     return "".join(parts)
+
+
+def _tick(tick: float) -> str:
+    return f"{tick:.6g}"
+
+
+def _length_tick(tick: float) -> str:
+    return f"{int(tick):,}" if float(tick).is_integer() else _fmt(tick, 6)
+
+
+def _p(p: float | None) -> str:
+    return "—" if p is None else p_text(p).removeprefix("p = ").removeprefix("p ")
+
+
+def _stat(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.1f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
+def _yes_no(test: SignificanceTest) -> str:
+    return "not computed" if test.p_value is None else "yes" if test.significant else "no"
 
 
 def _table(headers: list[str], rows: list[list[object]], numeric: frozenset[int] | set[int] = frozenset()) -> str:
@@ -183,32 +286,45 @@ def render_html(report: BiasReport, title: str = "council bias report") -> str:
         {1, 2, 3, 5, 7},
     )
     ci = report.length_correlation_ci
+    pooled = report.confidence_level != "insufficient"
     length = _table(
-        ["pooled r", "95% CI", "sessions", "confidence", "interpretation", "pairs"],
-        [[report.length_correlation, f"[{ci[0]}, {ci[1]}]", report.sample_size, report.confidence_level,
-          report.length_interpretation or "—", report.length_pairs]],
-        {0, 2, 5},
+        ["pooled r", "95% CI", "significant (CI excludes 0)", "sessions", "confidence", "strength", "pairs"],
+        [[f"{report.length_correlation:+.3f}", f"[{ci[0]:+.3f}, {ci[1]:+.3f}]",
+          ("yes" if ci[0] > 0 or ci[1] < 0 else "no") if pooled else "not computed", report.sample_size,
+          report.confidence_level, (report.length_interpretation or "—").replace("_", " "), report.length_pairs]],
+        {0, 3, 6},
     )
     tests = _table(
         ["test", "statistic", "df", "p-value", "significant (α = 0.05)", "note"],
-        [[t.name, _fmt(t.statistic, 4), ", ".join(map(str, t.df)), _fmt(t.p_value, 3), "yes" if t.significant else "no",
-          t.note or ""] for t in (pb.test, pb.top_position_test)],
+        [[t.name, _stat(t.statistic), ", ".join(map(str, t.df)), _p(t.p_value), _yes_no(t), t.note or ""]
+         for t in (pb.test, pb.top_position_test)],
+        {1, 2, 3},
     )
     self_pref = _table(
         ["reviewer", "own answers (mean)", "others on the same answers", "difference", "reviewer offset",
-         "adjusted difference", "n", "p (paired t, adjusted)"],
+         "adjusted difference", "n", "p (paired t, adjusted)", "significant"],
         [[rid, sp.self_mean, sp.others_mean, f"{sp.difference:+.3f}", f"{sp.reviewer_offset:+.3f}",
-          f"{sp.adjusted_difference:+.3f}", sp.n, _fmt(sp.test.p_value, 3)]
+          f"{sp.adjusted_difference:+.3f}", sp.n, _p(sp.test.p_value), _yes_no(sp.test)]
          for rid, sp in report.self_preference.items()],
         {1, 2, 3, 4, 5, 6, 7},
     ) if report.self_preference else '<p class="muted">No self-review records.</p>'
+    said = findings(report)
+    summary = (
+        '<ul class="findings">' + "".join(
+            f'<li><span class="verdict v-{f.verdict.replace(" ", "-")}">{escape(f.verdict)}</span>'
+            f"{escape(f.text)}</li>"
+            for f in said
+        ) + "</ul>"
+        if said else '<p class="muted">Nothing to report yet.</p>'
+    )
     honesty = "<table><thead><tr>" + "".join(
         f"<th>{h}</th>" for h in ("metric", "data points", "minimum", "status", "verdict")
     ) + "</tr></thead><tbody>"
     honesty += "".join(
         f'<tr><td>{escape(h.metric)}</td><td class="num">{h.data_points}</td>'
         f'<td class="num">{h.minimum} {escape(h.unit)}</td>'
-        f'<td class="{escape(h.status)}">{escape(h.status)}</td><td>{escape(h.verdict or "—")}</td></tr>'
+        f'<td class="{escape(h.status)}">{escape(h.status)}</td>'
+        f'<td>{escape((h.verdict or "—").replace("_", " "))}</td></tr>'
         for h in report.honesty
     ) + "</tbody></table>"
     return f"""<!DOCTYPE html>
@@ -219,6 +335,10 @@ def render_html(report: BiasReport, title: str = "council bias report") -> str:
 <p class="muted">{report.total_records} records · {report.sessions} sessions{scope}.
 Diagnostic only: no score is ever adjusted.</p>
 {notes}
+<h2>What the data says</h2>
+<p class="muted">Significant means unlikely to be chance at the 5% level (p &lt; 0.05). Not significant
+means the data are consistent with no effect, not that there is none.</p>
+{summary}
 <h2>Reviewer calibration</h2>
 <p class="muted">Mean score per reviewer; z against the median of reviewer means
 (std of means {_fmt(report.std_of_means)}). Harsh below z = −1, generous above +1.</p>
@@ -230,8 +350,8 @@ Diagnostic only: no score is ever adjusted.</p>
 {_position_chart(report)}
 {tests}
 <h2>Length vs score</h2>
-<p class="muted">Each point is one answer in one session: its length and the mean score it received
-({len(report.length_points)} points shown). Pooled r = {report.length_correlation}.</p>
+<p class="muted">Each point is one answer in one session: its length in {LENGTH_UNIT} and the mean score it
+received ({len(report.length_points)} points shown). The pooled r combines each session's own correlation.</p>
 {_scatter(report)}
 {length}
 <h2>Self-preference</h2>

@@ -35,6 +35,7 @@ from council.bias.stats import (
     honesty_row,
     length_correlation_interpretation,
     one_way_anova,
+    p_text,
     paired_t_test,
     pearson_from_sums,
     position_variance_threshold,
@@ -378,11 +379,11 @@ def bias_report(
     self_pref = _self_preference_report(self_sums, reviewer_sums)
 
     flagged = sorted(f"{r}: {p.classification}" for r, p in profiles.items() if p.classification != "neutral")
-    p_text = f"; ANOVA p = {position.test.p_value:.3g}" if position.test.p_value is not None else ""
+    anova = f"; ANOVA {p_text(position.test.p_value)}" if position.test.p_value is not None else ""
     honesty = [
         honesty_row("length_correlation", pairs, interpretation),
         honesty_row(
-            "position_bias", orderings, ("position bias" if position.bias_detected else "no position bias") + p_text
+            "position_bias", orderings, ("position bias" if position.bias_detected else "no position bias") + anova
         ),
         honesty_row(
             "reviewer_calibration",

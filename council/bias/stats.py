@@ -367,6 +367,13 @@ class SignificanceTest(BaseModel):
     note: str | None = None
 
 
+def p_text(p: float) -> str:
+    """A p-value as people read it: never "p = 0", two significant digits otherwise."""
+    if p < 0.001:
+        return "p < 0.001"
+    return f"p = {p:.2g}"
+
+
 class GroupSums(NamedTuple):
     """One group's n, Σx and Σx² (one SQL GROUP BY row)."""
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from council.cli.common import output_option, quiet
 from council.cli.judge import STRATEGIES, adaptive_option, config_option, judge_option, votes_option
 from council.errors import CouncilFailure
 from council.inputs import read_text_file
@@ -19,16 +20,19 @@ if TYPE_CHECKING:
 class BatchProgress:
     """A progress bar on stderr while items finish (plain start/end lines when not a terminal)."""
 
-    def __init__(self, batch_id: str, total: int) -> None:
+    def __init__(self, batch_id: str, total: int, *, quiet: bool = False) -> None:
         from council.cli.render import err
 
         self.err = err
+        self.quiet = quiet
         self.batch_id = batch_id
         self.total = total
         self._progress: Any = None
         self._task: Any = None
 
     def on_start(self, to_judge: int, skipped: int) -> None:
+        if self.quiet:
+            return
         resumed = f", {skipped} already finished" if skipped else ""
         self.err.print(f"batch {self.batch_id}: {self.total} items{resumed}; judging {to_judge}")
         if self.err.is_terminal and to_judge:
@@ -64,13 +68,17 @@ class BatchProgress:
 @click.option("--concurrency", type=click.IntRange(1, 1000), default=8, show_default=True, help="Items in flight.")
 @click.option("--resume", is_flag=True, help="Continue this batch: skip finished items, judge the rest.")
 @click.option("--batch-id", help="Name the batch (default: a hash of the file and the settings).")
-@click.option(
-    "--output",
-    type=click.Path(dir_okay=False),
-    help="Results JSONL, one line per item in file order (default: FILE with .results.jsonl).",
+@output_option(
+    "Results JSONL, one line per item in file order (default: FILE with .results.jsonl).", allow_dash=False
 )
 @judge_option
-@click.option("--strategy", type=click.Choice(STRATEGIES), default="consistency", show_default=True)
+@click.option(
+    "--strategy",
+    type=click.Choice(STRATEGIES),
+    default="consistency",
+    show_default=True,
+    help="How each pair's two swapped passes combine.",
+)
 @click.option("--criteria", multiple=True, metavar="NAME", help='Pairwise criteria (repeatable), or "depth".')
 @click.option(
     "--rubric", default="general", show_default=True, metavar="NAME_OR_FILE", help="Default rubric for grading items."
@@ -108,6 +116,7 @@ def batch(
     if criteria:
         resolve_criteria(list(criteria))  # a bad list fails here, before any call
     output_path = Path(output) if output else Path(file).with_suffix(".results.jsonl")
+    silent = quiet()
 
     async def work(judges: list[ModelClient], keep_text: bool) -> BatchSummary:
         settings = batching.BatchSettings(
@@ -121,7 +130,7 @@ def batch(
             adaptive=adaptive,
         )
         the_id = batch_id or batching.default_batch_id(content, settings)
-        progress = BatchProgress(the_id, len(items))
+        progress = BatchProgress(the_id, len(items), quiet=silent)
         try:
             return await batching.run_batch(
                 items,

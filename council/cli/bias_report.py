@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from council.cli.common import output_option, status
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -18,8 +20,10 @@ if TYPE_CHECKING:
 @click.option("--reviewer", "reviewers", multiple=True, metavar="ID", help="Only this reviewer (repeatable).")
 @click.option("--council", "council_name", metavar="NAME", help="Only this council.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
-              help="Also write a self-contained HTML page with charts.")
+@click.option("--html", "html", is_flag=False, flag_value="-", default=None, metavar="[FILE]",
+              help="The report as a self-contained HTML page with charts (to -o FILE or stdout). "
+              "The older form --html FILE writes the page to FILE and still prints the report.")
+@output_option("Write the report (text, --json or --html) to FILE instead of stdout.")
 @click.option("--records", "records", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               metavar="FILE.jsonl", help="Report from exported bias-record files instead of the database (repeatable).")
 @click.option("--skip-bad", is_flag=True, help="With --records: skip and count invalid lines instead of stopping.")
@@ -28,7 +32,8 @@ def bias_report(
     reviewers: tuple[str, ...],
     council_name: str | None,
     as_json: bool,
-    html_path: Path | None,
+    html: str | None,
+    output: str | None,
     records: tuple[Path, ...],
     skip_bad: bool,
 ) -> None:
@@ -42,7 +47,11 @@ def bias_report(
 
     if skip_bad and not records:
         raise UsageError("--skip-bad only applies with --records")
-    points = DEFAULT_MAX_POINTS if html_path else 0
+    extra_page = html if html not in (None, "-") else None  # the older `--html FILE`
+    html_format = html == "-"
+    if html_format and as_json:
+        raise UsageError("--json and --html are two formats of the report: choose one")
+    points = DEFAULT_MAX_POINTS if html is not None else 0
     if records:
         report = report_from_records_files(
             records, skip_bad=skip_bad, since=since, reviewers=reviewers, council=council_name, max_points=points
@@ -56,19 +65,37 @@ def bias_report(
         finally:
             store.close()
 
-    if html_path:
-        from council.bias.html import render_html
-
-        html_path.write_text(render_html(report), encoding="utf-8")
-        click.echo(f"wrote {html_path}", err=True)
     if report.skipped_lines:
         click.echo(f"skipped {report.skipped_lines} invalid record lines", err=True)
-    if as_json:
-        click.echo(report.model_dump_json(indent=2, exclude={"length_points"}))
-        return
-    from council.cli.render import out
+    if extra_page:
+        from council.bias.html import render_html
 
-    render_text(report, out)
+        Path(extra_page).write_text(render_html(report), encoding="utf-8")
+        status(f"wrote {extra_page}")
+    if html_format:
+        from council.bias.html import render_html
+
+        _write(output, render_html(report))
+    elif as_json:
+        _write(output, report.model_dump_json(indent=2, exclude={"length_points"}) + "\n")
+    elif output and output != "-":
+        from rich.console import Console
+
+        with open(output, "w", encoding="utf-8") as fh:
+            render_text(report, Console(file=fh, width=120, no_color=True, highlight=False))
+        status(f"wrote {output}")
+    else:
+        from council.cli.render import out
+
+        render_text(report, out)
+
+
+def _write(output: str | None, text: str) -> None:
+    if output and output != "-":
+        Path(output).write_text(text, encoding="utf-8")
+        status(f"wrote {output}")
+    else:
+        click.echo(text, nl=False)
 
 
 _VARIANCE_TEXT = {"compressed": "compressed range"}
@@ -84,6 +111,12 @@ def render_text(report: BiasReport, console: Console) -> None:
     if report.total_records == 0:
         console.print("No bias records" + (" match these filters." if any(report.filters.values()) else " yet."))
         return
+    from council.bias.wording import findings
+
+    console.print("[bold]=== What the data says ===[/] (significant: unlikely to be chance, p < 0.05)")
+    for finding in findings(report):
+        console.print(f"- [{finding.verdict}] {finding.text}", markup=False, highlight=False)
+    console.print()
     console.print(f"[bold]=== Reviewer Profiles ({report.sessions} sessions, {report.total_records} records) ===[/]")
     for rid, p in report.reviewers.items():
         console.print()

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from council import __version__
+from council.cli.common import DEBUG_HELP, QUIET_HELP
 
 _COMMANDS = {
     "run": ("council.cli.run", "run"),
@@ -44,7 +45,9 @@ class LazyGroup(click.Group):
             return None
         import importlib
 
-        return getattr(importlib.import_module(target[0]), target[1])
+        from council.cli.common import add_shared_options
+
+        return add_shared_options(getattr(importlib.import_module(target[0]), target[1]))
 
 
 class CouncilGroup(LazyGroup):
@@ -65,17 +68,20 @@ class CouncilGroup(LazyGroup):
 
 @click.group(cls=CouncilGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="council")
-@click.option("--debug", is_flag=True, envvar="COUNCIL_DEBUG", help="Show full tracebacks and debug logs.")
+@click.option("--debug", is_flag=True, envvar="COUNCIL_DEBUG", help=DEBUG_HELP)
+@click.option("--quiet", "-q", is_flag=True, help=QUIET_HELP)
 @click.pass_context
-def cli(ctx: click.Context, debug: bool) -> None:
+def cli(ctx: click.Context, debug: bool, quiet: bool) -> None:
     """A multi-model LLM council: answers, shuffled anonymous peer review, consensus by
     rankings, a chairman's synthesis, and privacy-safe bias records.
 
     With no configuration it runs on a small offline default. Data lives in
-    $COUNCIL_HOME (database council.db, optional council.toml).
+    $COUNCIL_HOME (database council.db, optional council.toml). --debug and --quiet
+    work before or after the command.
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
+    ctx.obj["quiet"] = quiet
     from council.logs import configure_logging
 
     configure_logging(debug=debug)

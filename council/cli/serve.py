@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import socket
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -15,26 +16,57 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Council TOML file (default as for `council run`).")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind. Anything but loopback needs --token.")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535))
-@click.option("--token", envvar="COUNCIL_SERVER_TOKEN", help="Require 'Authorization: Bearer TOKEN' (env COUNCIL_SERVER_TOKEN).")
-@click.option("--max-body-bytes", default=1_000_000, show_default=True, type=click.IntRange(1024))
-def serve(config_path: str | None, host: str, port: int, token: str | None, max_body_bytes: int) -> None:
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="Council TOML file (default as for `council run`).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind. Anything but loopback needs --token.")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
+              help="Port to listen on; 0 picks a free one (the address is printed).")
+@click.option("--token", envvar="COUNCIL_SERVER_TOKEN",
+              help="Require 'Authorization: Bearer TOKEN' (env COUNCIL_SERVER_TOKEN).")
+@click.option("--max-body-bytes", default=1_000_000, show_default=True, type=click.IntRange(1024),
+              help="Largest request body accepted (larger: 413).")
+@click.option("--cors-origin", "cors_origins", multiple=True, metavar="URL",
+              help="Let browser pages from this origin call the server, e.g. http://localhost:3000 "
+              "(repeatable; none by default).")
+def serve(
+    config_path: str | None, host: str, port: int, token: str | None, max_body_bytes: int, cors_origins: tuple[str, ...]
+) -> None:
     """Serve councils as OpenAI-compatible chat models (model = council name)."""
     from council.config import load_config, resolve_council
     from council.server.app import create_app, is_loopback
+    from council.server.protocol import check_cors_origin
 
     if not is_loopback(host) and not token:
         raise UsageError(f"refusing to bind {host} without --token: anything but loopback needs a bearer token")
+    origins = [check_cors_origin(origin) for origin in cors_origins]
     loaded = load_config(config_path)
     councils = [resolve_council(loaded, name) for name in loaded.config.councils]  # fail now, not on a request
     _warm_up(councils)
     import uvicorn
 
-    app = create_app(loaded, token=token, max_body_bytes=max_body_bytes)
-    click.echo(f"council serve: http://{host}:{port}/v1  councils: {', '.join(sorted(loaded.config.councils))}", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    app = create_app(loaded, token=token, max_body_bytes=max_body_bytes, cors_origins=origins)
+    sock = _listen(host, port)
+    shown = f"[{host}]" if ":" in host else host
+    listening = f"http://{shown}:{sock.getsockname()[1]}/v1"
+    click.echo(f"council serve: {listening}  councils: {', '.join(sorted(loaded.config.councils))}", err=True)
+    config = uvicorn.Config(app, log_level="warning", access_log=False)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket, so the address printed (port 0: the one the system picked) already accepts."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
 
 
 def _warm_up(councils: Sequence[ResolvedCouncil]) -> None:

@@ -13,17 +13,19 @@ def sessions() -> None:
 
 
 @sessions.command("list")
-@click.option("--limit", default=20, show_default=True, type=click.IntRange(1))
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1), help="How many sessions to show.")
 @click.option("--since", help="Only sessions created on or after this ISO date.")
 @click.option("--council", "council_name", help="Only this council.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the sessions as a JSON list.")
 def list_sessions(limit: int, since: str | None, council_name: str | None, as_json: bool) -> None:
     """The most recent sessions, newest first."""
     from council.storage import Store
 
     rows = Store.open().list_sessions(limit=limit, since=since, council=council_name)
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        from council.exports import session_listing
+
+        click.echo(json.dumps([session_listing(r) for r in rows], indent=2))
         return
     from rich.table import Table
 
@@ -40,7 +42,7 @@ def list_sessions(limit: int, since: str | None, council_name: str | None, as_js
 
 @sessions.command("show")
 @click.argument("session_id")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the whole session as JSON.")
 def show_session(session_id: str, as_json: bool) -> None:
     """One session (an id or an unambiguous prefix of one)."""
     from council.storage import Store
@@ -48,7 +50,9 @@ def show_session(session_id: str, as_json: bool) -> None:
     row = Store.open().get_session(session_id)
     result = json.loads(row["result"]) if row.get("result") else None
     if as_json:
-        click.echo(json.dumps(result or {k: v for k, v in row.items() if k != "result"}, indent=2))
+        from council.exports import session_listing
+
+        click.echo(json.dumps(result or session_listing(row), indent=2))
         return
     if result is None:
         click.echo(f"session {row['id']}: status {row['status']}" + (f", error: {row['error']}" if row["error"] else ""))

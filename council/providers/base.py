@@ -21,6 +21,8 @@ class ChatRequest(BaseModel):
     """OpenAI-style messages: ``{"role": "system"|"user"|"assistant", "content": str}``."""
     json_schema: dict[str, Any] | None = None
     """When set, the reply must be one JSON object matching this JSON Schema."""
+    json_mode: bool = False
+    """Without a schema: the reply must be one JSON object, any shape (OpenAI's ``json_object``)."""
     schema_name: str | None = None
     """A short name for the schema (``response_format.json_schema.name``)."""
     max_tokens: int | None = None

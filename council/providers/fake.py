@@ -708,6 +708,7 @@ class FakeAPI:
                 json_schema=request.json_schema,
                 schema_name=request.schema_name,
                 seed=request.seed,
+                json_mode=request.json_mode,
             )
         text, _ = truncate_to_tokens(text, request.max_tokens)
         return ChatResponse(

@@ -85,7 +85,7 @@ class LiteLLMAPI:
         self.output_cost_per_token = output_cost_per_token
 
     def _response_format(self, request: ChatRequest, litellm: Any) -> dict[str, Any] | None:
-        if request.json_schema is None:
+        if request.json_schema is None and not request.json_mode:
             return None
         native = _uses_openai_protocol(self.model, self.api_base)
         if not native:
@@ -95,6 +95,8 @@ class LiteLLMAPI:
                 native = False
         if not native:
             return None  # the prompt carries the schema; the reply is parsed and validated
+        if request.json_schema is None:
+            return {"type": "json_object"}
         return {
             "type": "json_schema",
             "json_schema": {

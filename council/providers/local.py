@@ -49,6 +49,7 @@ DEFAULT_JSON_MAX_TOKENS = 768
 """JSON replies, when the request does not say."""
 DEFAULT_TEMPERATURE = 0.7
 DEFAULT_JSON_TEMPERATURE = 0.2
+ANY_OBJECT: dict[str, Any] = {"type": "object"}
 
 # One lock for every local model in the process: a llama.cpp context is not thread-safe,
 # and two models decoding at once on a 2-core machine are slower than one after the other.
@@ -255,7 +256,11 @@ class LocalLlamaAPI:
                 raise _Cancelled
             llama = self._load()
             llama_cpp = _import_llama_cpp()
-            json_mode = request.json_schema is not None
+            # json_mode without a schema (a client's json_object format): any JSON object.
+            schema = request.json_schema
+            if schema is None and request.json_mode:
+                schema = ANY_OBJECT
+            json_mode = schema is not None
             max_tokens = request.max_tokens or (DEFAULT_JSON_MAX_TOKENS if json_mode else DEFAULT_MAX_TOKENS)
             temperature = request.temperature
             if temperature is None:
@@ -273,16 +278,15 @@ class LocalLlamaAPI:
                 kwargs["logits_processor"] = [self._mask_tokens()]
             self._cancel = cancelled
             try:
-                if json_mode:
-                    assert request.json_schema is not None
-                    kwargs["grammar"] = self._grammar(request.json_schema, max_tokens)
+                if schema is not None:
+                    kwargs["grammar"] = self._grammar(schema, max_tokens)
                 result = self._complete(llama, kwargs)
                 prompt_tokens, completion_tokens = _usage(result)
-                if json_mode and result["choices"][0].get("finish_reason") == "length" and not cancelled.is_set():
+                cut_off = result["choices"][0].get("finish_reason") == "length"
+                if schema is not None and cut_off and not cancelled.is_set():
                     # Cut off mid-JSON (free text that tokenises badly, e.g. digits): once more with
                     # string caps that fit even at one character per token.
-                    assert request.json_schema is not None
-                    kwargs["grammar"] = self._grammar(request.json_schema, max_tokens, strict=True)
+                    kwargs["grammar"] = self._grammar(schema, max_tokens, strict=True)
                     result = self._complete(llama, kwargs)
                     more_prompt, more_completion = _usage(result)
                     prompt_tokens += more_prompt

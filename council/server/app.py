@@ -4,7 +4,8 @@
 completion; the council's details (session id, status, ranking, flags) ride in an
 extra ``council`` field that OpenAI clients ignore. With ``stream: true`` the answer
 arrives as OpenAI SSE chunks, preceded by SSE comment lines (``: stage review``) that
-report progress and that clients skip.
+report progress and that clients skip. Which request parameters are honoured, ignored
+or refused: :mod:`council.server.protocol`.
 """
 
 from __future__ import annotations
@@ -13,17 +14,22 @@ import json
 import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from council.asking import JsonFormat
 from council.config import LoadedConfig
 from council.errors import CouncilError, CouncilFailure, NotFoundError, UsageError
+from council.server import protocol
 from council.session.results import SessionResult
 
 MAX_BODY_BYTES = 1_000_000
@@ -48,8 +54,17 @@ class ChatCompletionRequest(BaseModel):
     seed: int | None = None
 
 
-def openai_error(status: int, message: str, type_: str, code: str | None = None) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": type_, "param": None, "code": code}}, status_code=status)
+def openai_error(
+    status: int,
+    message: str,
+    type_: str,
+    code: str | None = None,
+    *,
+    param: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def _error_for(exc: CouncilError) -> JSONResponse:
@@ -72,6 +87,8 @@ class CouncilServer:
         self.store = Store.open()
         self.clients: dict[str, Any] = {}  # shared across councils: one limit per model alias
         self.councils: dict[str, Any] = {}
+        self.fingerprints: dict[str, str] = {}
+        self.started = int(time.time())  # the models' ``created``: when this server loaded them
 
     def council(self, name: str) -> Any:
         if name not in self.loaded.config.councils:
@@ -82,6 +99,11 @@ class CouncilServer:
 
             self.councils[name] = Council(self.loaded, council=name, store=self.store, client_pool=self.clients)
         return self.councils[name]
+
+    def fingerprint(self, name: str) -> str:
+        if name not in self.fingerprints:
+            self.fingerprints[name] = protocol.system_fingerprint(self.council(name))
+        return self.fingerprints[name]
 
     async def aclose(self) -> None:
         for client in self.clients.values():
@@ -116,20 +138,48 @@ class _HTTPError(Exception):
         self.response = response
 
 
-def _completion_payload(result: SessionResult, completion_id: str, created: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Reply:
+    """What every part of one completion shares."""
+
+    id: str
+    created: int
+    """Unix time the request arrived."""
+    model: str
+    system_fingerprint: str
+    include_usage: bool = False
+
+
+def _usage(result: SessionResult) -> dict[str, int]:
+    """The council's totals: every member, review and synthesis call of the session."""
     return {
-        "id": completion_id,
+        "prompt_tokens": result.usage.prompt_tokens,
+        "completion_tokens": result.usage.completion_tokens,
+        "total_tokens": result.usage.prompt_tokens + result.usage.completion_tokens,
+    }
+
+
+def _completion_payload(result: SessionResult, reply: _Reply) -> dict[str, Any]:
+    return {
+        "id": reply.id,
         "object": "chat.completion",
-        "created": created,
-        "model": result.council,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": answer_text(result)}, "finish_reason": "stop"}],
-        "usage": {
-            "prompt_tokens": result.usage.prompt_tokens,
-            "completion_tokens": result.usage.completion_tokens,
-            "total_tokens": result.usage.prompt_tokens + result.usage.completion_tokens,
-        },
+        "created": reply.created,
+        "model": reply.model,
+        "system_fingerprint": reply.system_fingerprint,
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": answer_text(result)}, "finish_reason": "stop"}
+        ],
+        "usage": _usage(result),
         "council": council_details(result),
     }
+
+
+def _format_failure(result: SessionResult) -> CouncilFailure | None:
+    """A session that cannot answer in the requested format: the fallback prose is no answer."""
+    if result.synthesis.status == "ok":
+        return None
+    why = result.synthesis.error or "no synthesis"
+    return CouncilFailure(f"the council's answer did not match response_format: {why} (session {result.session_id})")
 
 
 def answer_text(result: SessionResult) -> str:
@@ -156,7 +206,14 @@ def council_details(result: SessionResult) -> dict[str, Any]:
     }
 
 
-def create_app(loaded: LoadedConfig, *, token: str | None = None, max_body_bytes: int = MAX_BODY_BYTES) -> Starlette:
+def create_app(
+    loaded: LoadedConfig,
+    *,
+    token: str | None = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    cors_origins: Sequence[str] = (),
+) -> Starlette:
+    """``cors_origins``: browser origins allowed to call the server (none by default)."""
     state: dict[str, CouncilServer] = {}
 
     def server() -> CouncilServer:
@@ -170,8 +227,17 @@ def create_app(loaded: LoadedConfig, *, token: str | None = None, max_body_bytes
     async def list_models(request: Request) -> Response:
         if (denied := await guard(request)) is not None:
             return denied
-        data = [{"id": name, "object": "model", "created": 0, "owned_by": "council"} for name in sorted(loaded.config.councils)]
+        data = [_model_object(name, server().started) for name in sorted(loaded.config.councils)]
         return JSONResponse({"object": "list", "data": data})
+
+    async def get_model(request: Request) -> Response:
+        if (denied := await guard(request)) is not None:
+            return denied
+        name = request.path_params["model_id"]
+        if name not in loaded.config.councils:
+            message = f"The model {name[:200]!r} does not exist"
+            return openai_error(404, message, "invalid_request_error", "model_not_found", param="model")
+        return JSONResponse(_model_object(name, server().started))
 
     async def chat_completions(request: Request) -> Response:
         if (denied := await guard(request)) is not None:
@@ -184,28 +250,40 @@ def create_app(loaded: LoadedConfig, *, token: str | None = None, max_body_bytes
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"])
                 return openai_error(400, f"invalid request: {where}: {first['msg']}", "invalid_request_error")
+            protocol.check_parameters(body)
+            protocol.check_messages(req.messages)
+            fmt = protocol.response_format(body.get("response_format"))
             council = server().council(req.model)
         except _HTTPError as exc:
             return exc.response  # type: ignore[return-value]
+        except protocol.ProtocolError as exc:
+            return openai_error(400, str(exc), "invalid_request_error", exc.code, param=exc.param)
         except CouncilError as exc:
             return _error_for(exc)
         *earlier, last = req.messages
         if last.role != "user" or not last.text().strip():
             return openai_error(400, "the last message must be a non-empty user message", "invalid_request_error")
-        history = [{"role": m.role, "content": m.text()} for m in earlier if m.role in ("system", "user", "assistant")]
-        completion_id = f"chatcmpl-{uuid.uuid4().hex}"
-        created = int(time.time())
+        history = protocol.history_messages(earlier)
+        reply = _Reply(
+            id=f"chatcmpl-{uuid.uuid4().hex}",
+            created=int(time.time()),
+            model=council.name,
+            system_fingerprint=server().fingerprint(req.model),
+            include_usage=protocol.include_usage(body),
+        )
         if req.stream:
             return StreamingResponse(
-                _stream(council, last.text(), history, req.seed, completion_id, created),
+                _stream(council, last.text(), history, req.seed, fmt, reply),
                 media_type="text/event-stream",
                 headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
             )
         try:
-            result = await council.run(last.text(), history=history, seed=req.seed)
+            result = await council.run(last.text(), history=history, seed=req.seed, synthesis_format=fmt)
+            if fmt is not None and (failure := _format_failure(result)) is not None:
+                raise failure
         except CouncilError as exc:
             return _error_for(exc)
-        return JSONResponse(_completion_payload(result, completion_id, created))
+        return JSONResponse(_completion_payload(result, reply))
 
     async def get_session(request: Request) -> Response:
         if (denied := await guard(request)) is not None:
@@ -239,6 +317,18 @@ def create_app(loaded: LoadedConfig, *, token: str | None = None, max_body_bytes
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
+    async def http_error(request: Request, exc: Exception) -> Response:
+        # Unknown routes and wrong methods answer in OpenAI's error shape, as every other error.
+        assert isinstance(exc, HTTPException)
+        where = f"{request.method} {request.url.path[:200]}"
+        if exc.status_code == 404:
+            message, code = f"Invalid URL ({where})", "not_found"
+        elif exc.status_code == 405:
+            message, code = f"Method not allowed ({where})", "method_not_allowed"
+        else:
+            message, code = str(exc.detail), None
+        return openai_error(exc.status_code, message, "invalid_request_error", code, headers=exc.headers)
+
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         state["server"] = CouncilServer(loaded, token=token, max_body_bytes=max_body_bytes)
         try:
@@ -248,52 +338,103 @@ def create_app(loaded: LoadedConfig, *, token: str | None = None, max_body_bytes
 
     from contextlib import asynccontextmanager
 
+    from starlette.middleware.cors import CORSMiddleware
+
+    middleware = []
+    if cors_origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(cors_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["*"],
+                max_age=600,
+            )
+        )
     return Starlette(
         routes=[
             Route("/health", health),
             Route("/v1/models", list_models),
+            Route("/v1/models/{model_id:path}", get_model),
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/v1/sessions/{session_id}", get_session),
             Route("/v1/bias-report", get_bias_report),
         ],
+        middleware=middleware,
+        exception_handlers={HTTPException: http_error},
         lifespan=asynccontextmanager(lifespan),
     )
 
 
+def _model_object(name: str, created: int) -> dict[str, Any]:
+    return {"id": name, "object": "model", "created": created, "owned_by": "council"}
+
+
 async def _stream(
-    council: Any, question: str, history: list[dict[str, str]], seed: int | None, completion_id: str, created: int
+    council: Any,
+    question: str,
+    history: list[dict[str, str]],
+    seed: int | None,
+    fmt: JsonFormat | None,
+    reply: _Reply,
 ) -> AsyncIterator[bytes]:
+    def event(payload: dict[str, Any]) -> bytes:
+        return f"data: {json.dumps(payload)}\n\n".encode()
+
     def chunk(delta: dict[str, Any], finish: str | None = None, extra: dict[str, Any] | None = None) -> bytes:
         payload: dict[str, Any] = {
-            "id": completion_id,
+            "id": reply.id,
             "object": "chat.completion.chunk",
-            "created": created,
-            "model": council.name,
+            "created": reply.created,
+            "model": reply.model,
+            "system_fingerprint": reply.system_fingerprint,
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }
+        if reply.include_usage:
+            payload["usage"] = None  # as OpenAI: null on every chunk but the last
         if extra:
             payload.update(extra)
-        return f"data: {json.dumps(payload)}\n\n".encode()
+        return event(payload)
+
+    def failed(exc: CouncilError) -> list[bytes]:
+        error = {"error": {"message": str(exc), "type": "council_error", "param": None, "code": "council_failed"}}
+        return [event(error), b"data: [DONE]\n\n"]
 
     yield chunk({"role": "assistant", "content": ""})
     try:
         result = None
-        async for item in council.stream(question, history=history, seed=seed):
+        async for item in council.stream(question, history=history, seed=seed, synthesis_format=fmt):
             if isinstance(item, SessionResult):
                 result = item
             else:
                 yield f": {item.kind} {item.stage} {item.member or ''}\n\n".encode()
     except CouncilError as exc:
-        error = {"error": {"message": str(exc), "type": "council_error", "param": None, "code": "council_failed"}}
-        yield f"data: {json.dumps(error)}\n\n".encode()
-        yield b"data: [DONE]\n\n"
+        for part in failed(exc):
+            yield part
         return
     assert result is not None
+    if fmt is not None and (failure := _format_failure(result)) is not None:
+        for part in failed(failure):
+            yield part
+        return
     text = answer_text(result)
     step = 400  # a few chunks, so clients render progressively
     for i in range(0, len(text), step):
         yield chunk({"content": text[i : i + step]})
     yield chunk({}, finish="stop", extra={"council": council_details(result)})
+    if reply.include_usage:
+        # OpenAI's usage chunk: no choices, the totals; here the whole council's.
+        yield event(
+            {
+                "id": reply.id,
+                "object": "chat.completion.chunk",
+                "created": reply.created,
+                "model": reply.model,
+                "system_fingerprint": reply.system_fingerprint,
+                "choices": [],
+                "usage": _usage(result),
+            }
+        )
     yield b"data: [DONE]\n\n"
 
 

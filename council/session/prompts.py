@@ -101,8 +101,10 @@ def synthesis_messages(
     question: str,
     ranked_answers: Sequence[tuple[str, str]],
     history: Sequence[dict[str, str]] = (),
+    output_format: str | None = None,
 ) -> list[dict[str, str]]:
-    """``ranked_answers``: (label, text) in consensus order, best first."""
+    """``ranked_answers``: (label, text) in consensus order, best first. ``output_format``:
+    the caller's format instruction (``JsonFormat.instruction()``), appended to the request."""
     slots = "\n\n".join(
         f"Consensus rank {i}:\n{wrap_answer(label, text)}" for i, (label, text) in enumerate(ranked_answers, 1)
     )
@@ -111,4 +113,16 @@ def synthesis_messages(
         f"The council's answers, in consensus order (best first):\n\n{slots}\n\n"
         "Write the final answer now."
     )
+    if output_format:
+        user += f" {output_format}"
     return [{"role": "system", "content": CHAIRMAN_SYSTEM}, *history, {"role": "user", "content": user}]
+
+
+def synthesis_retry_message(problem: str) -> dict[str, str]:
+    return {
+        "role": "user",
+        "content": (
+            f"Your previous reply was invalid: {neutralise(problem)}. Reply again with the final answer as one "
+            "JSON object that matches the requested format exactly, with no prose around it."
+        ),
+    }

@@ -54,6 +54,8 @@ class Synthesis(BaseModel):
     text: str | None = None
     fallback_used: bool = False
     error: str | None = None
+    attempts: int | None = None
+    """Requests to the chairman who wrote it, when a format was asked for (re-asks included)."""
 
 
 class Failure(BaseModel):

@@ -7,6 +7,7 @@ bias statistics) meets I/O (model clients, storage).
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import secrets
 import time
@@ -18,7 +19,7 @@ from typing import Any
 import structlog
 from pydantic import BaseModel
 
-from council.asking import ask_valid
+from council.asking import JsonFormat, ask_valid
 from council.bias.records import BiasRecord, QueryHasher, session_bias_metadata
 from council.clock import utc_now
 from council.config import ResolvedCouncil, ResolvedModel
@@ -77,6 +78,8 @@ class _Run:
     seed: int
     history: Sequence[dict[str, str]]
     on_event: EventSink | None
+    synthesis_format: JsonFormat | None = None
+    started: float = field(default_factory=time.perf_counter)
     calls: list[CallRecord] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
@@ -179,12 +182,22 @@ class SessionRunner:
     async def _synthesise(self, run: _Run, ranked: list[MemberAnswer]) -> Synthesis:
         c = self.council
         labelled = [(label, self._review_text(a)) for label, a in zip(answer_labels(len(ranked)), ranked, strict=True)]
-        messages = prompts.synthesis_messages(run.question, labelled, run.history)
+        fmt = run.synthesis_format
+        messages = prompts.synthesis_messages(
+            run.question, labelled, run.history, output_format=fmt.instruction() if fmt else None
+        )
         errors = []
         for chair, fallback in ((c.chairman, False), (c.fallback_chairman, True)):
             if chair is None:
                 continue
             client = self.clients[chair.id]
+            if fmt is not None:
+                synthesis = await self._synthesise_in_format(run, chair, messages, fmt, fallback)
+                if synthesis.status == "ok":
+                    return synthesis
+                errors.append(f"{chair.id}: {synthesis.error}")
+                run.failures.append(Failure(stage="synthesis", member=chair.id, error=synthesis.error or "invalid"))
+                continue
             try:
                 response = await client.complete(
                     ChatRequest(messages=messages, **client.defaults()), stage="synthesis", sink=run.calls.append
@@ -202,6 +215,35 @@ class SessionRunner:
         run.emit("synthesis", "synthesis", ok=False, detail="; ".join(errors))
         return Synthesis(status="failed", error="; ".join(errors) or "no chairman configured")
 
+    async def _synthesise_in_format(
+        self, run: _Run, chair: ResolvedModel, messages: list[dict[str, str]], fmt: JsonFormat, fallback: bool
+    ) -> Synthesis:
+        """The chairman's answer as the caller's structured output: validated, re-asked like a review."""
+        reply = await ask_valid(
+            self.clients[chair.id],
+            messages,
+            fmt,
+            schema=fmt.schema,
+            schema_name=fmt.name,
+            retry_message=prompts.synthesis_retry_message,
+            stage="synthesis",
+            seed=run.seed,
+            max_attempts=self.council.max_review_attempts,
+            sink=run.calls.append,
+        )
+        if reply.parsed is None:
+            error = str(reply.error) if reply.error is not None else reply.problem
+            return Synthesis(status="failed", chairman=chair.id, error=error, attempts=reply.attempts)
+        run.emit("synthesis", "synthesis", chair.id, detail=f"attempt {reply.attempts}")
+        return Synthesis(
+            status="ok",
+            chairman=chair.id,
+            model=chair.model,
+            text=json.dumps(reply.parsed, ensure_ascii=False),
+            fallback_used=fallback,
+            attempts=reply.attempts,
+        )
+
     # -- the session -----------------------------------------------------------
     async def run(
         self,
@@ -212,7 +254,10 @@ class SessionRunner:
         candidates: Sequence[Candidate] | None = None,
         synthesis: bool = True,
         on_event: EventSink | None = None,
+        synthesis_format: JsonFormat | None = None,
     ) -> SessionResult:
+        """``synthesis_format``: the chairman answers in this JSON format (validated, re-asked
+        up to ``max_review_attempts`` times); without one, in prose."""
         question = question.strip()
         if not question:
             raise InputError("the question is empty")
@@ -221,12 +266,17 @@ class SessionRunner:
             candidates = check_candidates(candidates)
         seed = seed if seed is not None else secrets.randbelow(2**31)
         run = _Run(
-            session_id=str(uuid.uuid4()), council=c, question=question, seed=seed, history=history, on_event=on_event
+            session_id=str(uuid.uuid4()),
+            council=c,
+            question=question,
+            seed=seed,
+            history=history,
+            on_event=on_event,
+            synthesis_format=synthesis_format,
         )
         hasher = QueryHasher(council_home()) if c.hash_queries else None
         query_hash = hasher.hash(question) if hasher else None
         created = utc_now()
-        t0 = time.perf_counter()
         member_ids = [cand.id for cand in candidates] if candidates is not None else [m.id for m in c.members]
         if self.store is not None:
             self.store.begin_session(
@@ -249,7 +299,6 @@ class SessionRunner:
                     result = await self._stages(run, candidates, synthesis, query_hash, created)
             else:
                 result = await self._stages(run, candidates, synthesis, query_hash, created)
-            result.duration_ms = (time.perf_counter() - t0) * 1000
             return result
         except TimeoutError:
             error = f"the session exceeded its deadline of {c.session_timeout:g}s"
@@ -392,6 +441,7 @@ class SessionRunner:
             notice=OFFLINE_NOTICE if c.offline_default else None,
             config_source=c.source,
             created_at=created,
+            duration_ms=(time.perf_counter() - run.started) * 1000,  # set before it is stored
         )
         if self.store is not None:
             self._persist(run, result, records)
@@ -457,6 +507,4 @@ def _call_rows(run: _Run) -> list[dict[str, Any]]:
 
 
 def _json(value: Any) -> str:
-    import json
-
     return json.dumps(value)

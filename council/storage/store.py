@@ -184,6 +184,10 @@ class Store:
         session["reviews"] = list(self.db.query("select * from reviews where session_id = ?", [sid]))
         return session
 
+    def session_calls(self, session_id: str) -> list[dict[str, Any]]:
+        """The call log of one session, every attempt, in order."""
+        return list(self.db.query("select * from calls where session_id = ? order by id", [session_id]))
+
     def iter_sessions(self, *, since: str | None = None) -> Iterator[dict[str, Any]]:
         sql = "select * from sessions"
         params: list[Any] = []

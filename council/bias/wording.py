@@ -1,0 +1,218 @@
+"""The bias report in plain words: what is statistically significant, what is not, and what
+there is too little data to say.
+
+Each :class:`Finding` is one sentence built from the report's own numbers and tests; the HTML
+page and the text report print the same sentences. Significance is at the report's alpha
+(0.05). A statistic without a test (the harsh/generous labels) says so instead of implying one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from council.bias.report import BiasReport
+from council.bias.stats import SignificanceTest, p_text
+
+Verdict = Literal["significant", "not significant", "not tested", "too little data"]
+
+LENGTH_UNIT = "characters"
+"""What the length correlation measures (one place to change if the unit changes)."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    topic: str
+    """position | length | self-preference | calibration"""
+    verdict: Verdict
+    text: str
+
+
+_SYMBOLS = {"one-way ANOVA": "F", "chi-square": "χ²", "paired t": "t", "t-test": "t"}
+
+
+def stat_detail(test: SignificanceTest) -> str:
+    """"one-way ANOVA: F = 1,696, p < 0.001" (a test's short name, its statistic, its p-value)."""
+    name = test.name.split(" (")[0]
+    symbol = next((s for prefix, s in _SYMBOLS.items() if name.startswith(prefix)), "statistic")
+    if test.statistic is None:
+        stat = ""
+    elif abs(test.statistic) >= 100:
+        stat = f"{symbol} = {test.statistic:,.0f}, "
+    else:
+        stat = f"{symbol} = {test.statistic:.3g}, "
+    p = p_text(test.p_value) if test.p_value is not None else "no p-value"
+    return f"{name}: {stat}{p}"
+
+
+def describe_test(test: SignificanceTest, subject: str) -> tuple[Verdict, str]:
+    """``subject`` ("The difference between positions") + whether ``test`` finds it significant."""
+    if test.p_value is None:
+        why = f": {test.note}" if test.note else ""
+        return "not tested", f"{subject} could not be tested ({test.name.split(' (')[0]}{why})."
+    detail = f"({stat_detail(test)})"
+    if test.significant:
+        return "significant", f"{subject} is statistically significant {detail}: unlikely to be chance."
+    return "not significant", f"{subject} is not statistically significant {detail}: it could be chance."
+
+
+def _honesty(report: BiasReport, metric: str) -> tuple[bool, str]:
+    """(enough data?, "12 of 20 orderings")"""
+    row = next((h for h in report.honesty if h.metric == metric), None)
+    if row is None:
+        return True, ""
+    return row.status == "sufficient", f"{row.data_points} of {row.minimum} {row.unit}"
+
+
+def _indicator(report: BiasReport, metric: str, finding: Finding) -> Finding:
+    enough, counts = _honesty(report, metric)
+    if enough:
+        return finding
+    return Finding(finding.topic, finding.verdict, f"Indicator only, too little data ({counts}): {finding.text}")
+
+
+def position_findings(report: BiasReport) -> list[Finding]:
+    pb = report.position_bias
+    if len(pb.means) < 2:
+        return []
+    first, last = min(pb.means), max(pb.means)
+    best = max(pb.means, key=lambda p: pb.means[p])
+    worst = min(pb.means, key=lambda p: pb.means[p])
+    if best == first:
+        lead = "Answers shown first get the highest mean score"
+    elif best == last:
+        lead = "Answers shown last get the highest mean score"
+    else:
+        lead = f"Answers shown at position {best} get the highest mean score"
+    shape = f"{lead} ({pb.means[best]:.2f}; lowest {pb.means[worst]:.2f}, at position {worst})."
+    verdict, sentence = describe_test(pb.test, "The difference between positions")
+    out = [_indicator(report, "position_bias", Finding("position", verdict, f"{shape} {sentence}"))]
+    top = pb.top_position_test
+    if top.p_value is not None:
+        if top.significant:
+            finding = Finding(
+                "position",
+                "significant",
+                f"The best-scored answer of a review lands at some positions more often than chance would "
+                f"({stat_detail(top)}).",
+            )
+        else:
+            finding = Finding(
+                "position",
+                "not significant",
+                f"The best-scored answer of a review lands at each position about equally often "
+                f"({stat_detail(top)}): no evidence that the top place depends on position.",
+            )
+        out.append(_indicator(report, "position_bias", finding))
+    return out
+
+
+def length_findings(report: BiasReport) -> list[Finding]:
+    if report.total_records == 0:
+        return []
+    if report.confidence_level == "insufficient":
+        text = (
+            f"Length vs score: too few sessions with three or more answers ({report.sample_size}; at least 10 "
+            "needed) to pool a correlation."
+        )
+        return [Finding("length", "too little data", text)]
+    r = report.length_correlation
+    lo, hi = report.length_correlation_ci
+    strength = (report.length_interpretation or "weak").split("_")[0]
+    interval = f"pooled r = {r:+.2f}, 95% CI {lo:+.2f} to {hi:+.2f}, over {report.sample_size} sessions"
+    if lo > 0 or hi < 0:
+        direction = "Longer answers get higher scores" if r > 0 else "Longer answers get lower scores"
+        text = (
+            f"{direction} ({strength} correlation, length in {LENGTH_UNIT}; {interval}). The interval excludes "
+            "zero, so the link is statistically significant at the 5% level."
+        )
+        finding = Finding("length", "significant", text)
+    else:
+        text = (
+            f"No significant link between answer length ({LENGTH_UNIT}) and score ({interval}): the interval "
+            "crosses zero."
+        )
+        finding = Finding("length", "not significant", text)
+    return [_indicator(report, "length_correlation", finding)]
+
+
+def self_preference_findings(report: BiasReport) -> list[Finding]:
+    """Each significant self-preference in its own sentence; the rest grouped."""
+    out = []
+    calm: list[tuple[str, float]] = []
+    untested: list[str] = []
+    for rid, sp in report.self_preference.items():
+        if sp.test.p_value is None:
+            untested.append(rid)
+            continue
+        if not sp.test.significant:
+            calm.append((rid, sp.test.p_value))
+            continue
+        side = "above" if sp.adjusted_difference >= 0 else "below"
+        shape = (
+            f"{rid} scores its own answers {abs(sp.adjusted_difference):.2f} points {side} what the other reviewers "
+            f"give them, after allowing for its general harshness or generosity ({sp.n} answers)."
+        )
+        _, sentence = describe_test(sp.test, "This self-preference")
+        out.append(Finding("self-preference", "significant", f"{shape} {sentence}"))
+    if calm:
+        ps = sorted(p for _, p in calm)
+        spread = p_text(ps[0]) if len(ps) == 1 else f"{p_text(ps[0])} to {ps[-1]:.2g}"
+        names = ", ".join(rid for rid, _ in calm)
+        text = (
+            f"No significant self-preference for {names} (paired t-tests, {spread}): their scores of their own "
+            "answers are consistent with the other reviewers' scores of them."
+        )
+        out.append(Finding("self-preference", "not significant", text))
+    if untested:
+        text = f"Too few own answers scored by others to test self-preference for {', '.join(untested)}."
+        out.append(Finding("self-preference", "too little data", text))
+    return out
+
+
+def calibration_findings(
+    report: BiasReport,
+    test: SignificanceTest | None = None,
+    significant: Mapping[str, bool] | None = None,
+) -> list[Finding]:
+    """The harsh/generous labels; ``test`` (a test across reviewers) and ``significant`` (per
+    reviewer) turn them from a description into a tested claim when the report carries them."""
+    out = []
+    if test is not None:
+        tested, sentence = describe_test(test, "The difference between reviewers' mean scores")
+        out.append(_indicator(report, "reviewer_calibration", Finding("calibration", tested, sentence)))
+    flagged = {rid: p for rid, p in report.reviewers.items() if p.classification != "neutral"}
+    median = report.median_of_means
+    for rid, profile in flagged.items():
+        how = "lower" if profile.classification == "harsh" else "higher"
+        shape = (
+            f"{rid} scores {how} than the other reviewers (mean {profile.mean:.2f} against a median of "
+            f"{median:.2f}; z = {profile.z_score:+.2f}, {profile.classification})."
+        )
+        verdict: Verdict
+        if significant is not None and rid in significant:
+            verdict = "significant" if significant[rid] else "not significant"
+            tail = f"This difference is {'' if significant[rid] else 'not '}statistically significant."
+        else:
+            verdict = "not tested"
+            tail = "The label compares reviewers' means (|z| > 1); it is not a significance test."
+        out.append(_indicator(report, "reviewer_calibration", Finding("calibration", verdict, f"{shape} {tail}")))
+    if not flagged and report.reviewers:
+        text = "No reviewer's mean score stands out from the others (every |z| ≤ 1); this is not a significance test."
+        out.append(Finding("calibration", "not tested", text))
+    return out
+
+
+def findings(report: BiasReport) -> list[Finding]:
+    """Every finding of ``report``, topic by topic."""
+    if report.total_records == 0:
+        return []
+    return [
+        *position_findings(report),
+        *length_findings(report),
+        *self_preference_findings(report),
+        # A test across reviewers and per-reviewer flags go here once the report carries them:
+        # calibration_findings(report, report.<test>, {rid: p.<flag> ...}).
+        *calibration_findings(report),
+    ]

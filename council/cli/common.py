@@ -1,0 +1,77 @@
+"""What every command shares: ``--debug`` and ``--quiet`` (before or after the subcommand),
+the ``-o/--output FILE`` option, and the one switch that decides whether status lines print.
+
+``tests/test_cli_conventions.py`` walks the command tree and holds every command to these.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+DEBUG_HELP = "Show full tracebacks and debug logs."
+QUIET_HELP = "No progress or status lines on stderr (results, warnings and errors still print)."
+
+
+def _root_obj(ctx: click.Context) -> dict[str, Any]:
+    root = ctx.find_root()
+    root.ensure_object(dict)
+    return root.obj  # type: ignore[no-any-return]
+
+
+def _set_debug(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value and not _root_obj(ctx).get("debug"):
+        _root_obj(ctx)["debug"] = True
+        from council.logs import configure_logging
+
+        configure_logging(debug=True)
+
+
+def _set_quiet(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if value:
+        _root_obj(ctx)["quiet"] = True
+
+
+def _shared_options() -> list[click.Option]:
+    return [
+        click.Option(
+            ["--debug"], is_flag=True, expose_value=False, is_eager=True, callback=_set_debug, help=DEBUG_HELP
+        ),
+        click.Option(
+            ["--quiet", "-q"], is_flag=True, expose_value=False, is_eager=True, callback=_set_quiet, help=QUIET_HELP
+        ),
+    ]
+
+
+def add_shared_options(command: click.Command) -> click.Command:
+    """Give ``command`` (and, for a group, each of its commands) ``--debug`` and ``--quiet``."""
+    if not any("--debug" in p.opts for p in command.params):
+        command.params.extend(_shared_options())
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            add_shared_options(sub)
+    return command
+
+
+def output_option(help: str, *, allow_dash: bool = True) -> Any:
+    """``-o/--output FILE``: the file a command writes (``allow_dash``: '-' means stdout)."""
+    return click.option(
+        "--output",
+        "-o",
+        "output",
+        type=click.Path(dir_okay=False, allow_dash=allow_dash),
+        metavar="FILE",
+        help=help,
+    )
+
+
+def quiet() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and _root_obj(ctx).get("quiet"))
+
+
+def status(message: str) -> None:
+    """A status line on stderr ("wrote FILE", "exported 3 sessions"), unless ``--quiet``."""
+    if not quiet():
+        click.echo(message, err=True)

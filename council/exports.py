@@ -1,0 +1,315 @@
+"""Session exports, shaped in one place (``council export`` and ``council sessions list`` only write them).
+
+Shapes (``SHAPES``):
+
+- ``sessions``: one row per session. In JSONL, the whole stored result document; in CSV, the
+  flat ``SESSION_COLUMNS`` a user filters on (seed, status, council, members, winner, Kendall's W,
+  tokens, cost, duration...).
+- ``scores``: one row per review score (``SCORE_COLUMNS``), the long table for bias and agreement
+  analyses.
+- ``answers``: one row per answer (``ANSWER_COLUMNS``), with its consensus rank and the scores
+  it received.
+
+Flat rows carry every column, in this order, whatever the data, so a redacted export has the
+same columns and types as the full one: a redacted text cell holds ``REDACTED`` (a text column
+empty throughout would load as numbers in pandas), and the redacted JSON document keeps every
+key of the full one, with nulls. Integers stay integers; booleans are ``true``/``false`` in
+JSONL and in CSV alike.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from typing import IO, Any
+
+from council.errors import InputError
+
+REDACTED = "[redacted]"
+FORMATS = ("jsonl", "csv")
+
+SESSION_COLUMNS: tuple[str, ...] = (
+    "session_id",
+    "created_at",
+    "status",
+    "kind",
+    "council",
+    "seed",
+    "members",
+    "winner",
+    "winner_tied",
+    "kendall_w",
+    "answers",
+    "valid_reviews",
+    "calls",
+    "failed_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "cost_usd",
+    "duration_ms",
+    "error",
+    "question",
+    "answer",
+)
+"""``members`` is space-separated; ``winner_tied``: only the tie-break put the winner first;
+``kendall_w`` is empty where agreement is undefined (fewer than two ballots that rank a common pair)."""
+
+SCORE_COLUMNS: tuple[str, ...] = (
+    "session_id",
+    "created_at",
+    "council",
+    "session_status",
+    "seed",
+    "reviewer",
+    "reviewer_model",
+    "member",
+    "model",
+    "label",
+    "position",
+    "score",
+    "scale_min",
+    "scale_max",
+    "rank",
+    "self_review",
+    "reasoning",
+)
+"""``position``: 0-based place in the reviewer's shuffled display order; ``rank``: 1-based place
+in the reviewer's own ranking; ``label``: the anonymous label the reviewer saw."""
+
+ANSWER_COLUMNS: tuple[str, ...] = (
+    "session_id",
+    "created_at",
+    "council",
+    "session_status",
+    "seed",
+    "member",
+    "model",
+    "status",
+    "length_chars",
+    "latency_ms",
+    "truncated",
+    "consensus_rank",
+    "borda",
+    "mean_score",
+    "scores_received",
+    "error",
+    "text",
+)
+"""``consensus_rank``/``borda`` are empty when the session reached no consensus; ``mean_score``
+and ``scores_received`` count valid reviews only."""
+
+SHAPES: dict[str, tuple[str, ...]] = {"sessions": SESSION_COLUMNS, "scores": SCORE_COLUMNS, "answers": ANSWER_COLUMNS}
+
+
+def _members(row: dict[str, Any]) -> list[str]:
+    return json.loads(row["members"]) if row.get("members") else []
+
+
+def session_listing(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored session as ``sessions list --json`` shows it (keys as in every other output)."""
+    return {
+        "session_id": row["id"],
+        "created_at": row["created_at"],
+        "finished_at": row.get("finished_at"),
+        "status": row["status"],
+        "kind": row.get("kind"),
+        "council": row.get("council"),
+        "question": row.get("question"),
+        "members": _members(row),
+        "error": row.get("error"),
+    }
+
+
+def session_document(row: dict[str, Any], redact: bool) -> dict[str, Any]:
+    """One session as the JSONL export writes it: its stored result (every text nulled when
+    ``redact``, keys kept), or, for a session without one, its metadata."""
+    from council.session import scrub_transcripts
+    from council.session.results import SessionResult
+
+    kind = row.get("kind") or "council"
+    if not row.get("result"):  # failed or still running: no result, only metadata
+        return {
+            "kind": kind,
+            "session_id": row["id"],
+            "council": row["council"],
+            "status": row["status"],
+            "created_at": row["created_at"],
+            "question": None if redact else row["question"],
+            "error": row["error"],
+            "members": _members(row),
+        }
+    result = SessionResult.model_validate(json.loads(row["result"]))
+    if not redact:
+        return {"kind": kind, **result.model_dump(mode="json")}
+    document = {"kind": kind, **scrub_transcripts(result).model_dump(mode="json")}
+    for review, original in zip(document["reviews"], result.reviews, strict=True):
+        review["reasoning"] = dict.fromkeys(original.reasoning)
+    return document
+
+
+def _text(value: str | None, redact: bool) -> str | None:
+    return REDACTED if redact and value is not None else value
+
+
+def _duration_ms(row: dict[str, Any]) -> float | None:
+    try:
+        start = datetime.fromisoformat(row["created_at"])
+        end = datetime.fromisoformat(row["finished_at"])
+    except (TypeError, ValueError, KeyError):
+        return None
+    return round((end - start).total_seconds() * 1000, 3)
+
+
+def session_row(row: dict[str, Any], calls: list[dict[str, Any]], redact: bool) -> dict[str, Any]:
+    """The flat per-session row; ``calls`` (the session's call log) supplies the totals of a
+    session that has no stored result."""
+    from council.usage import CallRecord, Usage
+
+    doc = json.loads(row["result"]) if row.get("result") else {}
+    consensus = doc.get("consensus") or {}
+    ranking = consensus.get("ranking") or []
+    usage = doc.get("usage") or Usage.of(CallRecord.model_validate(c) for c in calls).model_dump()
+    prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
+    return {
+        "session_id": row["id"],
+        "created_at": row["created_at"],
+        "status": row["status"],
+        "kind": row.get("kind") or "council",
+        "council": row.get("council"),
+        "seed": row.get("seed"),
+        "members": " ".join(doc.get("members") or _members(row)),
+        "winner": ranking[0]["member"] if ranking else None,
+        "winner_tied": bool(ranking and ranking[0].get("tied_with_next")),
+        "kendall_w": consensus.get("kendall_w"),
+        "answers": sum(1 for a in doc.get("answers") or [] if a.get("status") in ("ok", "candidate")),
+        "valid_reviews": sum(1 for r in doc.get("reviews") or [] if r.get("valid")),
+        "calls": usage.get("calls"),
+        "failed_calls": usage.get("failed_calls"),
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "cost_usd": usage.get("cost_usd"),
+        "duration_ms": doc.get("duration_ms") or _duration_ms(row),
+        "error": row.get("error"),
+        "question": _text(row.get("question") if not doc else doc.get("question"), redact),
+        "answer": _text((doc.get("synthesis") or {}).get("text"), redact),
+    }
+
+
+def _common(doc: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "session_id": doc["session_id"],
+        "created_at": doc.get("created_at"),
+        "council": doc.get("council"),
+        "session_status": doc.get("status"),
+        "seed": doc.get("seed"),
+    }
+
+
+def score_rows(doc: dict[str, Any], redact: bool) -> Iterator[dict[str, Any]]:
+    """One row per score of every valid review in a result document."""
+    scale = doc.get("scale") or [None, None]
+    models = doc.get("models") or {}
+    common = _common(doc)
+    for review in doc.get("reviews") or []:
+        if not review.get("valid"):
+            continue
+        label_of = {member: label for label, member in (review.get("labels") or {}).items()}
+        order, ranking = review.get("display_order") or [], review.get("ranking") or []
+        reasoning = review.get("reasoning") or {}
+        for member, score in review.get("scores", {}).items():
+            yield {
+                **common,
+                "reviewer": review["reviewer"],
+                "reviewer_model": review.get("model"),
+                "member": member,
+                "model": models.get(member),
+                "label": label_of.get(member),
+                "position": order.index(member) if member in order else None,
+                "score": score,
+                "scale_min": scale[0],
+                "scale_max": scale[1],
+                "rank": ranking.index(member) + 1 if member in ranking else None,
+                "self_review": member == review["reviewer"],
+                "reasoning": _text(reasoning.get(member), redact),
+            }
+
+
+def answer_rows(doc: dict[str, Any], redact: bool) -> Iterator[dict[str, Any]]:
+    """One row per answer in a result document, with its place in the consensus."""
+    entries = {e["member"]: e for e in (doc.get("consensus") or {}).get("ranking") or []}
+    received: dict[str, list[int]] = {}
+    for review in doc.get("reviews") or []:
+        if review.get("valid"):
+            for member, score in review.get("scores", {}).items():
+                received.setdefault(member, []).append(score)
+    common = _common(doc)
+    for answer in doc.get("answers") or []:
+        member = answer["member"]
+        entry, scores = entries.get(member), received.get(member, [])
+        yield {
+            **common,
+            "member": member,
+            "model": answer.get("model"),
+            "status": answer.get("status"),
+            "length_chars": answer.get("length_chars"),
+            "latency_ms": answer.get("latency_ms"),
+            "truncated": bool(answer.get("truncated")),
+            "consensus_rank": entry["rank"] if entry else None,
+            "borda": entry["borda"] if entry else None,
+            "mean_score": sum(scores) / len(scores) if scores else None,
+            "scores_received": len(scores),
+            "error": answer.get("error"),
+            "text": _text(answer.get("text"), redact),
+        }
+
+
+def _csv_cell(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def export_sessions(
+    store: Any,
+    out: IO[str],
+    *,
+    fmt: str = "jsonl",
+    shape: str = "sessions",
+    redact: bool = False,
+    since: str | None = None,
+) -> int:
+    """Write the sessions of ``store`` (created at or after ``since``) in ``shape`` and ``fmt``
+    to ``out``; return the number of sessions exported."""
+    if fmt not in FORMATS:
+        raise InputError(f"unknown export format {fmt!r} (choose {' or '.join(FORMATS)})")
+    if shape not in SHAPES:
+        raise InputError(f"unknown export shape {shape!r} (choose {', '.join(SHAPES)})")
+    columns = SHAPES[shape]
+    writer = csv.writer(out, lineterminator="\n") if fmt == "csv" else None
+    if writer is not None:
+        writer.writerow(columns)
+    count = 0
+    for row in store.iter_sessions(since=since):
+        count += 1
+        if shape == "sessions" and writer is None:
+            out.write(json.dumps(session_document(row, redact), ensure_ascii=False) + "\n")
+            continue
+        if shape == "sessions":
+            rows: Any = [session_row(row, [] if row.get("result") else store.session_calls(row["id"]), redact)]
+        else:
+            doc = json.loads(row["result"]) if row.get("result") else None
+            if doc is None:
+                continue
+            rows = score_rows(doc, redact) if shape == "scores" else answer_rows(doc, redact)
+        for flat in rows:
+            if writer is not None:
+                writer.writerow([_csv_cell(flat[c]) for c in columns])
+            else:
+                out.write(json.dumps({c: flat[c] for c in columns}, ensure_ascii=False) + "\n")
+    return count
