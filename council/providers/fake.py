@@ -44,6 +44,18 @@ Behaviours, as ``+suffix`` on the model name (combine them: ``fake/x+first+slow`
 - ``fail``: every request raises ``ProviderError`` (HTTP 500, retryable).
 - ``slow``: same output; ``FakeAPI`` waits ``slow_seconds`` first, the mock server its
   ``--slow-seconds``.
+
+Hostile behaviours, for testing what council promises about untrusted text:
+
+- ``echo``: every request fails with HTTP 400 whose message echoes the request, as some
+  providers and proxies do: the mock server quotes the ``Authorization`` header and the raw
+  body; ``FakeAPI`` quotes the messages.
+- ``markup``: replies carry terminal markup (``MARKUP``: rich markup such as ``[/]`` and
+  ``[link=...]``, ANSI colour and OSC 8 hyperlink escapes) in front of plain answers and of
+  every review reasoning.
+- ``quote``: replies quote what the model was shown: a plain reply quotes every answer slot
+  (or, with none, the question); a peer review puts each answer's text where its integer score
+  belongs, so the review is invalid and the validation message quotes the answer.
 """
 
 from __future__ import annotations
@@ -62,7 +74,15 @@ from council.errors import ConfigError, ProviderError
 from council.json_schema import integer_bounds, resolve_ref
 from council.providers.base import ChatRequest, ChatResponse
 
-BEHAVIOURS = frozenset({"default", "first", "harsh", "generous", "garbage", "badscore", "flaky", "fail", "slow"})
+BEHAVIOURS = frozenset(
+    {"default", "first", "harsh", "generous", "garbage", "badscore", "flaky", "fail", "slow", "echo", "markup", "quote"}
+)
+#: What ``+markup`` puts in front of its replies: rich markup (an unmatched closing tag, a
+#: hidden link, styles), an ANSI colour and an OSC 8 terminal hyperlink.
+MARKUP = (
+    "[/] [bold red]ALERT[/bold red] [link=http://evil.example/]click here[/link] "
+    "\x1b[31mred\x1b[0m \x1b]8;;http://evil.example/\x07hyperlink\x1b]8;;\x07 :warning: "
+)
 PEER_REVIEW = "peer_review"
 
 _SLOT = re.compile(r'<(answer|response) (?:label|id)="([^"]+)"[^>]*>\n?(.*?)\n?</\1>', re.DOTALL)
@@ -168,6 +188,15 @@ def answer_slots(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     return {}
 
 
+def _quoted(messages: Sequence[Mapping[str, Any]]) -> str:
+    """``+quote``: the answers this model was shown, verbatim (else the question it was asked)."""
+    slots = answer_slots(messages)
+    if slots:
+        return "Quoting the answers I was shown:\n" + "\n".join(f"{label}: {text}" for label, text in slots.items())
+    users = [str(m.get("content") or "") for m in messages if m.get("role") == "user"]
+    return "You asked: " + (users[-1] if users else "")
+
+
 def _merit(judge: str, text: str) -> float:
     """How good ``text`` looks to ``judge``, in [0, 1): mostly shared by every judge, partly its own."""
     return 0.7 * _unit("merit", text) + 0.3 * _unit("taste", judge, text)
@@ -204,16 +233,21 @@ class FakeResponder:
         schema_name: str | None = None,
         seed: int | None = None,
         json_mode: bool = False,
+        request_echo: str | None = None,
     ) -> str:
-        """The reply text; raises ``ProviderError`` for ``+fail``, ``ConfigError`` for unknown suffixes.
+        """The reply text; raises ``ProviderError`` for ``+fail`` and ``+echo``, ``ConfigError`` for
+        unknown suffixes.
 
         ``json_mode`` without a schema (OpenAI's ``{"type": "json_object"}``) wraps the plain answer
-        as ``{"answer": ...}``.
+        as ``{"answer": ...}``. ``request_echo``: what ``+echo`` quotes (default: the messages).
         """
         name, behaviours = parse_model_name(model)
         if "fail" in behaviours:
             message = "fake failure requested by the +fail behaviour"
             raise ProviderError(message, model=model, status_code=500, retryable=True)
+        if "echo" in behaviours:
+            echo = request_echo if request_echo is not None else json.dumps({"messages": list(messages)})
+            raise ProviderError(f"could not process this request: {echo}", model=model, status_code=400)
         rng = random.Random(stable_digest(name, list(messages), seed, schema_name))
         structured = json_schema is not None or json_mode
         if structured and "flaky" in behaviours:
@@ -225,7 +259,9 @@ class FakeResponder:
         if structured and "garbage" in behaviours:
             return rng.choice(_GARBAGE)
         if json_schema is None:
-            text = self._plain(name, messages, rng)
+            text = _quoted(messages) if "quote" in behaviours else self._plain(name, messages, rng)
+            if "markup" in behaviours:
+                text = MARKUP + text
             return json.dumps({"answer": text}) if json_mode else text
         document = None
         if schema_name == PEER_REVIEW:
@@ -314,9 +350,11 @@ def _peer_review(
         entry: dict[str, Any] = {}
         for prop, sub in item.get("properties", {}).items():
             if prop == "score":
-                entry[prop] = scores[label]
+                # +quote: the answer's text where its score belongs (invalid: not an integer)
+                entry[prop] = slots.get(label, label) if "quote" in behaviours else scores[label]
             elif _REASONING_NAME.search(prop):
-                entry[prop] = _review_reasoning(label, fraction)
+                prefix = MARKUP if "markup" in behaviours else ""
+                entry[prop] = prefix + _review_reasoning(label, fraction)
             else:
                 entry[prop] = generator.value(sub, (prop,), 1)
         out[label] = entry
