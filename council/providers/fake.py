@@ -55,7 +55,8 @@ Hostile behaviours, for testing what council promises about untrusted text:
   every review reasoning.
 - ``quote``: replies quote what the model was shown: a plain reply quotes every answer slot
   (or, with none, the question); a peer review puts each answer's text where its integer score
-  belongs, so the review is invalid and the validation message quotes the answer.
+  belongs, so the review is invalid and the validation message quotes the answer; any other
+  schema gets the first judged text where its first number belongs.
 """
 
 from __future__ import annotations
@@ -267,7 +268,10 @@ class FakeResponder:
         if schema_name == PEER_REVIEW:
             document = _peer_review(name, messages, json_schema, behaviours, rng)
         if document is None:
-            document = _Generator(json_schema, rng, behaviours, name, answer_slots(messages)).generate()
+            generator = _Generator(json_schema, rng, behaviours, name, answer_slots(messages))
+            document = generator.generate()
+            if "quote" in behaviours:
+                document = generator.quote_into_first_number(document)
         return json.dumps(document, ensure_ascii=False)
 
     @staticmethod
@@ -397,7 +401,8 @@ class _Generator:
         self.rng = rng
         self.behaviours = behaviours
         # Judged texts by slot label: sided scores and A/B verdicts follow their content.
-        self.merits = {label: _merit(judge, text) for label, text in (slots or {}).items()}
+        self.slots = dict(slots or {})
+        self.merits = {label: _merit(judge, text) for label, text in self.slots.items()}
         self.values = 0
 
     def generate(self) -> Any:
@@ -639,6 +644,15 @@ class _Generator:
             for key in keys[:want]:
                 out[key] = self.value(extra, (*path, key), depth + 1)
         return out
+
+    # +quote
+    def quote_into_first_number(self, value: Any) -> Any:
+        """Put the first judged text where the first integer (else number) belongs."""
+        target = self._find_number(self.root, value, "integer") or self._find_number(self.root, value, "number")
+        if target is not None and self.slots:
+            container, key, _ = target
+            container[key] = next(iter(self.slots.values()))
+        return value
 
     # +badscore
     def _spoil_first_number(self, value: Any) -> Any:
