@@ -18,12 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import structlog
 from pydantic import BaseModel, ValidationError
 
 from council.errors import ProviderError
+from council.logs import get_logger
 from council.providers.base import ChatRequest
 from council.providers.client import ModelClient
+from council.redaction import keeps_text, redact
 from council.usage import CallSink
 
 T = TypeVar("T", bound=BaseModel)
@@ -62,14 +63,18 @@ def parse_json_object(text: str) -> dict[str, Any]:
     return value
 
 
-def describe_validation_error(exc: ValidationError, limit: int = 5) -> str:
-    """A compact, model-readable list of what is wrong (fed back in re-requests)."""
+def describe_validation_error(exc: ValidationError, limit: int = 5, *, quote_values: bool = True) -> str:
+    """A compact, model-readable list of what is wrong (fed back in re-requests).
+
+    ``quote_values=False`` keeps each reason but not the offending value, which may quote the
+    question or an answer (what is stored when transcripts are off)."""
     parts = []
     for err in exc.errors()[:limit]:
         loc = ".".join(str(p) for p in err["loc"]) or "(root)"
         msg = err["msg"].removeprefix("Value error, ")
         got = err.get("input")
-        shown = f" (got {json.dumps(got)[:40]})" if got is not None and not isinstance(got, dict | list) else ""
+        quotable = quote_values and got is not None and not isinstance(got, dict | list)
+        shown = f" (got {json.dumps(got)[:40]})" if quotable else ""
         parts.append(f"{loc}: {msg}{shown}")
     extra = len(exc.errors()) - limit
     if extra > 0:
@@ -77,8 +82,7 @@ def describe_validation_error(exc: ValidationError, limit: int = 5) -> str:
     return "; ".join(parts)
 
 
-def validate_output(model: type[T], text: str) -> tuple[T | None, str | None]:
-    """``(instance, None)`` when valid, else ``(None, reason)``."""
+def _check_output(model: type[T], text: str) -> tuple[T | None, ValidationError | str | None]:
     try:
         data = parse_json_object(text)
     except ValueError as exc:
@@ -87,12 +91,24 @@ def validate_output(model: type[T], text: str) -> tuple[T | None, str | None]:
         # Validate from JSON text so strict ints reject 3.5 and "7" as they would on the wire.
         return model.model_validate_json(json.dumps(data)), None
     except ValidationError as exc:
-        return None, describe_validation_error(exc)
+        return None, exc
+
+
+def _describe(problem: ValidationError | str, *, quote_values: bool = True) -> str:
+    if isinstance(problem, ValidationError):
+        return describe_validation_error(problem, quote_values=quote_values)
+    return problem
+
+
+def validate_output(model: type[T], text: str, *, quote_values: bool = True) -> tuple[T | None, str | None]:
+    """``(instance, None)`` when valid, else ``(None, reason)``."""
+    parsed, problem = _check_output(model, text)
+    return parsed, None if problem is None else _describe(problem, quote_values=quote_values)
 
 
 MAX_REPLY_ECHO = 4000  # characters of an invalid reply sent back with the re-request
 
-log = structlog.get_logger("council.asking")
+log = get_logger("council.asking")
 
 
 @dataclass
@@ -130,10 +146,17 @@ async def ask_valid(
             response = await client.complete(request, stage=stage, sink=sink)
         except ProviderError as exc:
             return Reply(attempts=attempt, error=exc)
-        parsed, problem = validate_output(model, response.text)
+        parsed, invalid = _check_output(model, response.text)
         if parsed is not None:
             return Reply(parsed=parsed, attempts=attempt)
+        assert invalid is not None
+        # The model is told everything; what is kept (result, database, log) leaves out the
+        # offending values when transcripts are off, as they may quote the question or answers.
+        problem = redact(
+            _describe(invalid, quote_values=keeps_text()),
+            private=[*(m.get("content") for m in messages), response.text],
+        )
         log.info("invalid output", model=client.id, stage=stage, attempt=attempt, problem=problem)
         echo = {"role": "assistant", "content": response.text[:MAX_REPLY_ECHO]}
-        messages = [*messages, echo, retry_message(problem or "invalid output")]
+        messages = [*messages, echo, retry_message(_describe(invalid))]
     return Reply(attempts=max_attempts, problem=f"invalid output after {max_attempts} attempts: {problem}")

@@ -302,7 +302,7 @@ def test_interrupted_run_leaves_a_consistent_database(tmp_path, council_home, mo
     proc = _interrupt_running_session(council_home, cfg, sig, wait)
     assert proc.returncode == 130
     assert proc.stderr.strip().splitlines() == ["interrupted"]
-    assert db_rows(council_home, "select status, error from sessions") == [("failed", "interrupted")]
+    assert db_rows(council_home, "select status, error from sessions") == [("interrupted", "interrupted")]
     assert db_rows(council_home, "select count(*) from sessions where finished_at is null") == [(0,)]
     assert db_rows(council_home, "pragma integrity_check") == [("ok",)]
     calls = db_rows(council_home, "select ok, error from calls")

@@ -29,7 +29,14 @@ CSV_COLUMNS = [
 
 
 def session_export_row(row: dict[str, Any], redact: bool) -> dict[str, Any]:
-    """One session as exported: its stored result (scrubbed of all text when ``redact``)."""
+    """One session as exported: its stored result (scrubbed of all text when ``redact``), with
+    every key council knows redacted (rows written by older versions may still hold one)."""
+    from council.redaction import redact_data
+
+    return redact_data(_export_doc(row, redact))
+
+
+def _export_doc(row: dict[str, Any], redact: bool) -> dict[str, Any]:
     from council.session import scrub_transcripts
     from council.session.results import SessionResult
 

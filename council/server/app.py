@@ -24,6 +24,7 @@ from starlette.routing import Route
 
 from council.config import LoadedConfig
 from council.errors import CouncilError, CouncilFailure, NotFoundError, UsageError
+from council.redaction import register_secret
 from council.session.results import SessionResult
 
 MAX_BODY_BYTES = 1_000_000
@@ -68,6 +69,7 @@ class CouncilServer:
 
         self.loaded = loaded
         self.token = token
+        register_secret(token)
         self.max_body_bytes = max_body_bytes
         self.store = Store.open()
         self.clients: dict[str, Any] = {}  # shared across councils: one limit per model alias
