@@ -9,6 +9,8 @@ report progress and that clients skip.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import secrets
 import time
@@ -204,9 +206,11 @@ def create_app(loaded: LoadedConfig, *, token: str | None = None, max_body_bytes
                 headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
             )
         try:
-            result = await council.run(last.text(), history=history, seed=req.seed)
+            result = await _unless_disconnected(request, council.run(last.text(), history=history, seed=req.seed))
         except CouncilError as exc:
             return _error_for(exc)
+        if result is None:  # the client hung up: the session was cancelled and recorded interrupted
+            return Response(status_code=499)
         return JSONResponse(_completion_payload(result, completion_id, created))
 
     async def get_session(request: Request) -> Response:
@@ -260,6 +264,30 @@ def create_app(loaded: LoadedConfig, *, token: str | None = None, max_body_bytes
         ],
         lifespan=asynccontextmanager(lifespan),
     )
+
+
+async def _unless_disconnected(request: Request, work: Any) -> Any:
+    """``await work``, unless the client disconnects first: then the work is cancelled (a
+    session records itself interrupted) and None is returned. Streaming responses get the
+    same from Starlette, which cancels the stream when the client goes."""
+    task = asyncio.ensure_future(work)
+
+    async def disconnected() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    watcher = asyncio.ensure_future(disconnected())
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+    if task.cancelled() or not task.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return None
+    return task.result()
 
 
 async def _stream(
