@@ -109,7 +109,9 @@ def test_a_session_row_whose_owner_is_gone_is_recovered_when_the_store_opens(cou
         "insert into sessions (id, status, kind, created_at, owner, owner_pid, owner_host) "
         "values ('theirs', 'running', 'council', '2026-01-01', 'f00d', 4242, 'elsewhere')"
     )
-    store.db.execute("insert into calls (call_id, session_id, owner, stage, ok) values ('c1', 'theirs', 'f00d', 'answer', null)")
+    store.db.execute(
+        "insert into calls (call_id, session_id, owner, stage, ok) values ('c1', 'theirs', 'f00d', 'answer', null)"
+    )
     store.close()
     reopened = Store.open()
     try:
