@@ -33,7 +33,10 @@ def serve(config_path: str | None, host: str, port: int, token: str | None, max_
     import uvicorn
 
     app = create_app(loaded, token=token, max_body_bytes=max_body_bytes)
-    click.echo(f"council serve: http://{host}:{port}/v1  councils: {', '.join(sorted(loaded.config.councils))}", err=True)
+    from council.terminal import visible
+
+    councils_served = ", ".join(sorted(loaded.config.councils))
+    click.echo(visible(f"council serve: http://{host}:{port}/v1  councils: {councils_served}"), err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
 
 

@@ -52,7 +52,7 @@ Hostile behaviours, for testing what council promises about untrusted text:
   body; ``FakeAPI`` quotes the messages.
 - ``markup``: replies carry terminal markup (``MARKUP``: rich markup such as ``[/]`` and
   ``[link=...]``, ANSI colour and OSC 8 hyperlink escapes) in front of plain answers and of
-  every review reasoning.
+  every reasoning field.
 - ``quote``: replies quote what the model was shown: a plain reply quotes every answer slot
   (or, with none, the question); a peer review puts each answer's text where its integer score
   belongs, so the review is invalid and the validation message quotes the answer; any other
@@ -497,7 +497,7 @@ class _Generator:
         elif fmt in _FORMATS:
             text = _FORMATS[fmt]
         elif _REASONING_NAME.search(name):
-            text = self.rng.choice(_REASONING)
+            text = (MARKUP if "markup" in self.behaviours else "") + self.rng.choice(_REASONING)
         else:
             text = f"{self.rng.choice(_WORDS)}-{self.rng.randint(1, 999)}"
         lo, hi = schema.get("minLength", 0), schema.get("maxLength")
