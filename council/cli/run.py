@@ -6,8 +6,6 @@ import asyncio
 
 import click
 
-from council.errors import InputError
-
 
 @click.command()
 @click.argument("question")
@@ -29,11 +27,11 @@ def run(
     """Ask the council QUESTION: answers, shuffled peer review, consensus, synthesis."""
     from council.api import Council
     from council.cli.render import ProgressDisplay, render_result
-
-    if not question.strip():
-        raise InputError("the question is empty")
     from council.session import load_candidates
+    from council.session.runner import check_request
 
+    # Everything the user gave is checked before the database is opened or a model called.
+    question, _ = check_request(question, seed=seed)
     candidates = load_candidates(candidates_path) if candidates_path else None
     council = Council.from_config(config_path, council=council_name)
     progress = ProgressDisplay(council, enabled=not as_json)

@@ -28,6 +28,7 @@ from council.config import LoadedConfig
 from council.errors import CouncilError, CouncilFailure, NotFoundError, UsageError
 from council.redaction import register_secret
 from council.session.results import SessionResult
+from council.session.runner import check_request
 
 MAX_BODY_BYTES = 1_000_000
 
@@ -52,6 +53,8 @@ class ChatCompletionRequest(BaseModel):
 
 
 def openai_error(status: int, message: str, type_: str, code: str | None = None) -> JSONResponse:
+    # A message may quote the client's input, unpaired surrogates included: never a 500 for that.
+    message = message.encode("utf-8", "backslashreplace").decode("utf-8")
     return JSONResponse({"error": {"message": message, "type": type_, "param": None, "code": code}}, status_code=status)
 
 
@@ -98,7 +101,11 @@ class CouncilServer:
             return True
         header = request.headers.get("authorization", "")
         scheme, _, value = header.partition(" ")
-        return scheme.lower() == "bearer" and secrets.compare_digest(value.strip(), self.token)
+        # Compared as bytes: the header's own (Starlette decodes it as Latin-1, which undoes
+        # exactly) against the token's UTF-8. compare_digest refuses non-ASCII str.
+        sent = value.strip().encode("latin-1")
+        expected = self.token.encode("utf-8", "surrogateescape")
+        return scheme.lower() == "bearer" and secrets.compare_digest(sent, expected)
 
     async def read_json(self, request: Request) -> Any:
         length = request.headers.get("content-length")
@@ -113,6 +120,10 @@ class CouncilServer:
             return json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise _HTTPError(openai_error(400, "the request body is not valid JSON", "invalid_request_error")) from None
+        except RecursionError:
+            raise _HTTPError(
+                openai_error(400, "the request body is nested too deeply", "invalid_request_error")
+            ) from None
 
 
 class _HTTPError(Exception):
@@ -197,6 +208,10 @@ def create_app(loaded: LoadedConfig, *, token: str | None = None, max_body_bytes
         if last.role != "user" or not last.text().strip():
             return openai_error(400, "the last message must be a non-empty user message", "invalid_request_error")
         history = [{"role": m.role, "content": m.text()} for m in earlier if m.role in ("system", "user", "assistant")]
+        try:  # checked before a stream starts: a bad request is a 400, not an error inside a 200
+            check_request(last.text(), seed=req.seed, history=history)
+        except CouncilError as exc:
+            return _error_for(exc)
         completion_id = f"chatcmpl-{uuid.uuid4().hex}"
         created = int(time.time())
         if req.stream:
