@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from functools import lru_cache
 from typing import Any
 
 REDACTED = "[redacted]"
@@ -70,12 +71,22 @@ def _forms(text: str) -> set[str]:
     return {text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
 
 
-def redact_secrets(text: str) -> str:
-    for secret in sorted(known_secrets(), key=len, reverse=True):
-        for form in _forms(secret):
-            if form in text:
-                text = text.replace(form, REDACTED)
-    return _CREDENTIAL.sub(lambda m: (m.group(1) or m.group(2) or "") + REDACTED, text)
+@lru_cache(maxsize=64)
+def _secrets_pattern(secrets: frozenset[str]) -> re.Pattern[str] | None:
+    forms = sorted({form for secret in secrets for form in _forms(secret)}, key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, forms))) if forms else None
+
+
+def _credential(match: re.Match[str]) -> str:
+    return (match.group(1) or match.group(2) or "") + REDACTED
+
+
+def redact_secrets(text: str, secrets: frozenset[str] | None = None) -> str:
+    """``text`` without any known secret (default: :func:`known_secrets`) or credential-shaped text."""
+    pattern = _secrets_pattern(frozenset(known_secrets()) if secrets is None else secrets)
+    if pattern is not None:
+        text = pattern.sub(REDACTED, text)
+    return _CREDENTIAL.sub(_credential, text)
 
 
 class PrivateText:
@@ -185,12 +196,12 @@ def keeps_text() -> bool:
     return scope is None or scope.keep_text
 
 
-def redact(text: str, *, private: Iterable[str | None] = ()) -> str:
+def redact(text: str, *, private: Iterable[str | None] = (), secrets: frozenset[str] | None = None) -> str:
     """``text`` without secrets and, inside a scope with transcripts off, without its private
     text or the extra ``private`` texts (e.g. the messages of the request that failed)."""
     if not text:
         return text
-    text = redact_secrets(text)
+    text = redact_secrets(text, secrets)
     scope = _scope.get()
     if scope is not None and not scope.keep_text:
         text = scope.private.strip(text)
@@ -200,14 +211,16 @@ def redact(text: str, *, private: Iterable[str | None] = ()) -> str:
     return text
 
 
-def redact_data(value: Any) -> Any:
+def redact_data(value: Any, secrets: frozenset[str] | None = None) -> Any:
     """JSON-like ``value`` with :func:`redact` applied to every string in it."""
+    if secrets is None:
+        secrets = frozenset(known_secrets())
     if isinstance(value, str):
-        return redact(value)
+        return redact(value, secrets=secrets)
     if isinstance(value, dict):
-        return {k: redact_data(v) for k, v in value.items()}
+        return {k: redact_data(v, secrets) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [redact_data(v) for v in value]
+        return [redact_data(v, secrets) for v in value]
     return value
 
 
