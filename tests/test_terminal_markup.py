@@ -100,3 +100,4 @@ def test_bias_report_prints_reviewer_ids_literally(council_home):
     proc = run_cli("bias-report")
     assert proc.exit_code == 0, proc.stderr
     assert "[/]rev\\x1b[31m" in proc.stdout and "[bold]other" in proc.stdout and "\x1b" not in proc.stdout
+
