@@ -20,12 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import structlog
 from pydantic import BaseModel, ValidationError
 
 from council.errors import InputError, ProviderError
+from council.logs import get_logger
 from council.providers.base import ChatRequest
 from council.providers.client import ModelClient
+from council.redaction import keeps_text, redact
 from council.usage import CallSink
 
 T = TypeVar("T", bound=BaseModel)
@@ -64,14 +65,18 @@ def parse_json_object(text: str) -> dict[str, Any]:
     return value
 
 
-def describe_validation_error(exc: ValidationError, limit: int = 5) -> str:
-    """A compact, model-readable list of what is wrong (fed back in re-requests)."""
+def describe_validation_error(exc: ValidationError, limit: int = 5, *, quote_values: bool = True) -> str:
+    """A compact, model-readable list of what is wrong (fed back in re-requests).
+
+    ``quote_values=False`` keeps each reason but not the offending value, which may quote the
+    question or an answer (what is stored when transcripts are off)."""
     parts = []
     for err in exc.errors()[:limit]:
         loc = ".".join(str(p) for p in err["loc"]) or "(root)"
         msg = err["msg"].removeprefix("Value error, ")
         got = err.get("input")
-        shown = f" (got {json.dumps(got)[:40]})" if got is not None and not isinstance(got, dict | list) else ""
+        quotable = quote_values and got is not None and not isinstance(got, dict | list)
+        shown = f" (got {json.dumps(got)[:40]})" if quotable else ""
         parts.append(f"{loc}: {msg}{shown}")
     extra = len(exc.errors()) - limit
     if extra > 0:
@@ -122,23 +127,32 @@ class JsonFormat:
         dumped = neutralise(json.dumps(self.schema, ensure_ascii=False, separators=(",", ":")))
         return f"Reply with one JSON object only, no prose around it, that matches this JSON schema: {dumped}"
 
-    def validate(self, text: str) -> tuple[Any, str | None]:
+    def check(self, text: str) -> tuple[Any, Invalid | None]:
         try:
             value = parse_json_object(text)
         except ValueError as exc:
-            return None, str(exc)
+            return None, Invalid(str(exc))
         if self._validator is None:
             return value, None
         try:
             errors = sorted(self._validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
         except RecursionError:
-            return None, "the reply is nested too deeply to check"
+            return None, Invalid("the reply is nested too deeply to check")
         if not errors:
             return value, None
-        parts = [f"{'.'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message[:200]}" for e in errors[:5]]
-        if len(errors) > 5:
-            parts.append(f"... and {len(errors) - 5} more")
-        return None, "; ".join(parts)
+
+        def describe(quote_values: bool) -> str:
+            parts = []
+            for e in errors[:5]:
+                where = ".".join(str(p) for p in e.absolute_path) or "(root)"
+                # jsonschema's message quotes the offending value; the rule it broke does not.
+                why = e.message[:200] if quote_values else f"fails {e.validator} {json.dumps(e.validator_value)[:80]}"
+                parts.append(f"{where}: {why}")
+            if len(errors) > 5:
+                parts.append(f"... and {len(errors) - 5} more")
+            return "; ".join(parts)
+
+        return None, Invalid(describe(True), describe(False))
 
 
 _UNSAFE_KEYWORDS = ("pattern", "patternProperties")
@@ -179,24 +193,44 @@ def _refuse_unsafe_keywords(node: Any, root: dict[str, Any]) -> None:
             _refuse_unsafe_keywords(value, root)
 
 
-def validate_output(model: type[T] | JsonFormat, text: str) -> tuple[Any, str | None]:
-    """``(instance, None)`` when valid, else ``(None, reason)``."""
+@dataclass(frozen=True)
+class Invalid:
+    """Why a reply is invalid: told in full to the model, and without the offending values
+    (which may quote the question or an answer) where it is kept with transcripts off."""
+
+    full: str
+    without_values: str | None = None
+
+    def describe(self, *, quote_values: bool = True) -> str:
+        return self.full if quote_values or self.without_values is None else self.without_values
+
+
+def check_output(model: type[T] | JsonFormat, text: str) -> tuple[Any, Invalid | None]:
+    """``(instance, None)`` when ``text`` is valid output, else ``(None, why)``."""
     if isinstance(model, JsonFormat):
-        return model.validate(text)
+        return model.check(text)
     try:
         data = parse_json_object(text)
     except ValueError as exc:
-        return None, str(exc)
+        return None, Invalid(str(exc))
     try:
         # Validate from JSON text so strict ints reject 3.5 and "7" as they would on the wire.
         return model.model_validate_json(json.dumps(data)), None
     except ValidationError as exc:
-        return None, describe_validation_error(exc)
+        return None, Invalid(describe_validation_error(exc), describe_validation_error(exc, quote_values=False))
+
+
+def validate_output(
+    model: type[T] | JsonFormat, text: str, *, quote_values: bool = True
+) -> tuple[Any, str | None]:
+    """``(instance, None)`` when valid, else ``(None, reason)``."""
+    parsed, invalid = check_output(model, text)
+    return parsed, None if invalid is None else invalid.describe(quote_values=quote_values)
 
 
 MAX_REPLY_ECHO = 4000  # characters of an invalid reply sent back with the re-request
 
-log = structlog.get_logger("council.asking")
+log = get_logger("council.asking")
 
 
 @dataclass
@@ -239,10 +273,17 @@ async def ask_valid(
             response = await client.complete(request, stage=stage, sink=sink)
         except ProviderError as exc:
             return Reply(attempts=attempt, error=exc)
-        parsed, problem = validate_output(model, response.text)
+        parsed, invalid = check_output(model, response.text)
         if parsed is not None:
             return Reply(parsed=parsed, attempts=attempt)
+        assert invalid is not None
+        # The model is told everything; what is kept (result, database, log) leaves out the
+        # offending values when transcripts are off, as they may quote the question or answers.
+        problem = redact(
+            invalid.describe(quote_values=keeps_text()),
+            private=[*(m.get("content") for m in messages), response.text],
+        )
         log.info("invalid output", model=client.id, stage=stage, attempt=attempt, problem=problem)
         echo = {"role": "assistant", "content": response.text[:MAX_REPLY_ECHO]}
-        messages = [*messages, echo, retry_message(problem or "invalid output")]
+        messages = [*messages, echo, retry_message(invalid.describe())]
     return Reply(attempts=max_attempts, problem=f"invalid output after {max_attempts} attempts: {problem}")

@@ -290,6 +290,10 @@ def export_sessions(
         raise InputError(f"unknown export format {fmt!r} (choose {' or '.join(FORMATS)})")
     if shape not in SHAPES:
         raise InputError(f"unknown export shape {shape!r} (choose {', '.join(SHAPES)})")
+    from council.redaction import known_secrets, redact_data
+
+    # Every key council knows is redacted from every row (rows written by older versions may hold one).
+    secrets = frozenset(known_secrets())
     columns = SHAPES[shape]
     writer = csv.writer(out, lineterminator="\n") if fmt == "csv" else None
     if writer is not None:
@@ -298,7 +302,7 @@ def export_sessions(
     for row in store.iter_sessions(since=since):
         count += 1
         if shape == "sessions" and writer is None:
-            out.write(json.dumps(session_document(row, redact), ensure_ascii=False) + "\n")
+            out.write(json.dumps(redact_data(session_document(row, redact), secrets), ensure_ascii=False) + "\n")
             continue
         if shape == "sessions":
             rows: Any = [session_row(row, [] if row.get("result") else store.session_calls(row["id"]), redact)]
@@ -308,6 +312,7 @@ def export_sessions(
                 continue
             rows = score_rows(doc, redact) if shape == "scores" else answer_rows(doc, redact)
         for flat in rows:
+            flat = redact_data(flat, secrets)
             if writer is not None:
                 writer.writerow([_csv_cell(flat[c]) for c in columns])
             else:

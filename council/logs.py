@@ -1,7 +1,14 @@
-"""structlog setup for the CLI and server (the library itself only calls get_logger()).
+"""Log events: the library emits them, the host decides where they go.
 
-Console: human-readable lines on stderr. ``COUNCIL_LOG_FILE``: JSON lines appended to
-that file. Secrets are redacted before anything is rendered.
+Library modules log through :func:`get_logger`: structlog bound to the standard library's
+``logging`` under the ``council`` logger, which has a ``NullHandler``. Used from Python,
+council therefore prints nothing unless the application configures logging (it then gets
+council's events like any other library's). Every event is redacted
+(:mod:`council.redaction`) before any handler sees it.
+
+The CLI and the server call :func:`configure_logging`: human-readable lines on stderr, or JSON
+lines appended to ``$COUNCIL_LOG_FILE`` (created 0600), at ``COUNCIL_LOG_LEVEL`` (default
+WARNING; ``--debug``: DEBUG).
 """
 
 from __future__ import annotations
@@ -14,43 +21,108 @@ from typing import Any
 
 import structlog
 
+from council.redaction import REDACTED, redact, redact_data
+
+ROOT = "council"
 _SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|authorization|password)", re.IGNORECASE)
-_SECRET_VALUES = re.compile(r"(Bearer\s+)[A-Za-z0-9._\-]+|\b(sk-[A-Za-z0-9_\-]{8,})")
+
+logging.getLogger(ROOT).addHandler(logging.NullHandler())
 
 
-def redact_value(value: str) -> str:
-    return _SECRET_VALUES.sub(lambda m: (m.group(1) or "") + "[redacted]", value)
-
-
-def redact_secrets(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+def redact_event(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+    """Values of secret-named keys are dropped; every string is redacted (secrets, private text)."""
     for key, value in list(event.items()):
         if _SECRET_KEYS.search(key):
-            event[key] = "[redacted]"
+            event[key] = REDACTED
         elif isinstance(value, str):
-            event[key] = redact_value(value)
+            event[key] = redact(value)
+        elif isinstance(value, dict | list | tuple):
+            event[key] = redact_data(value)
     return event
 
 
-def configure_logging(level: str | None = None, debug: bool = False) -> None:
+def get_logger(name: str) -> Any:
+    """A structlog logger over ``logging.getLogger(name)`` (``name`` under ``council``)."""
+    return structlog.wrap_logger(
+        logging.getLogger(name),
+        processors=[
+            structlog.stdlib.filter_by_level,
+            structlog.stdlib.add_logger_name,
+            redact_event,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        wrapper_class=structlog.stdlib.BoundLogger,
+    )
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is when the event happens (test runners swap it)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
+def _visible(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+    from council.terminal import visible
+
+    return {k: visible(v) if isinstance(v, str) else v for k, v in event.items()}
+
+
+def _open_private(path: str) -> Any:
+    """The log file, appended to; created 0600 (and its directory 0700) if it does not exist."""
+    from pathlib import Path
+
+    from council.errors import ConfigError
+
+    try:
+        Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise ConfigError(f"COUNCIL_LOG_FILE {path}: cannot open it ({exc.strerror})") from None
+    return os.fdopen(fd, "a", encoding="utf-8")
+
+
+def configure_logging(level: str | None = None, debug: bool = False, *, file: bool = True) -> None:
+    """Send council's events to stderr (or ``$COUNCIL_LOG_FILE`` as JSON lines). Idempotent:
+    a second call replaces what the first installed. ``file=False`` ignores the log file."""
     level_name = (level or os.environ.get("COUNCIL_LOG_LEVEL") or ("DEBUG" if debug else "WARNING")).upper()
     numeric = logging.getLevelName(level_name)
     if not isinstance(numeric, int):
         numeric = logging.WARNING
-    log_file = os.environ.get("COUNCIL_LOG_FILE")
-    processors: list[Any] = [
-        structlog.processors.add_log_level,
-        structlog.processors.TimeStamper(fmt="iso", utc=True),
-        redact_secrets,
-    ]
+    unconfigure_logging()
+    log_file = os.environ.get("COUNCIL_LOG_FILE") if file else None
+    stamp = [structlog.stdlib.add_log_level, structlog.processors.TimeStamper(fmt="iso", utc=True)]
+    handler: logging.Handler
     if log_file:
-        stream: Any = open(log_file, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as the process
-        processors.append(structlog.processors.JSONRenderer())
+        handler = logging.StreamHandler(_open_private(log_file))
+        renderer: list[Any] = [structlog.processors.JSONRenderer()]
     else:
-        stream = sys.stderr
-        processors.append(structlog.dev.ConsoleRenderer(colors=stream.isatty()))
-    structlog.configure(
-        processors=processors,
-        wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(stream),
-        cache_logger_on_first_use=True,
+        handler = _StderrHandler()
+        renderer = [_visible, structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())]
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *stamp, *renderer],
+            foreign_pre_chain=stamp,
+        )
     )
+    handler._council_cli = True  # type: ignore[attr-defined]
+    logger = logging.getLogger(ROOT)
+    logger.addHandler(handler)
+    logger.setLevel(numeric)
+
+
+def unconfigure_logging() -> None:
+    """Undo :func:`configure_logging`: council's events go nowhere again (library default)."""
+    logger = logging.getLogger(ROOT)
+    for handler in [h for h in logger.handlers if getattr(h, "_council_cli", False)]:
+        logger.removeHandler(handler)
+        handler.close()
+    logger.setLevel(logging.NOTSET)

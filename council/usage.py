@@ -1,17 +1,27 @@
 """The call log and its totals, shared by council sessions and judgments.
 
 Every attempt at a model call, failed or cancelled ones included, becomes one
-``CallRecord``; ``Usage`` sums a list of them.
+``CallRecord``; ``Usage`` sums a list of them. A ``CallLog`` collects a run's records and,
+with a journal (the store), writes each attempt when it starts and again when it ends,
+so a call in flight when the process dies is still on record (it may have been billed).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
+
+from council.logs import get_logger
+
+log = get_logger("council.usage")
 
 
 class CallRecord(BaseModel):
+    call_id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    """One attempt's identity: its started and finished records share it."""
     stage: str
     member: str
     model: str
@@ -26,6 +36,52 @@ class CallRecord(BaseModel):
 
 
 CallSink = Callable[[CallRecord], None]
+"""Receives each finished attempt. A sink with a ``started(record)`` method (a ``CallLog``)
+is also told of each attempt as it is sent."""
+
+
+class CallJournal(Protocol):
+    """Where attempts are written as they start and as they finish (the store)."""
+
+    def call_started(self, record: CallRecord) -> None: ...
+
+    def call_finished(self, record: CallRecord) -> None: ...
+
+
+class CallLog:
+    """One run's call log: the finished attempts in ``records``; each attempt also goes to
+    the journal when it starts and when it ends, and finished ones to ``then``."""
+
+    def __init__(self, journal: CallJournal | None = None, then: CallSink | None = None) -> None:
+        self.records: list[CallRecord] = []
+        self.journal = journal
+        self.then = then
+
+    def started(self, record: CallRecord) -> None:
+        self._write("call_started", record)
+        forward = getattr(self.then, "started", None)
+        if forward is not None:
+            forward(record)
+
+    def __call__(self, record: CallRecord) -> None:
+        self.records.append(record)
+        self._write("call_finished", record)
+        if self.then is not None:
+            self.then(record)
+
+    def _write(self, method: str, record: CallRecord) -> None:
+        if self.journal is None:
+            return
+        try:
+            getattr(self.journal, method)(record)
+        except Exception as exc:  # the final write records the call anyway; the call goes on
+            log.warning("could not write the call log", call_id=record.call_id, error=str(exc))
+
+    def __iter__(self) -> Iterator[CallRecord]:
+        return iter(self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
 
 
 class Usage(BaseModel):

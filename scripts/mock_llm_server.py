@@ -6,7 +6,9 @@ Replies come from ``council.providers.fake.FakeResponder``, the same responder a
 
 Endpoints: ``POST /v1/chat/completions`` (plain, ``response_format`` json_schema or json_object,
 ``stream: true`` as SSE ending with ``data: [DONE]``), ``GET /v1/models``, ``GET /health``.
-Errors use OpenAI's shape, ``{"error": {"message", "type", "code"}}``.
+Errors use OpenAI's shape, ``{"error": {"message", "type", "code"}}``. The hostile behaviours
+(``+echo``: a 400 quoting the Authorization header and the body; ``+markup``; ``+quote``) come
+from the same responder.
 
 Run it as a script and it prints ``READY http://HOST:PORT`` once it is listening::
 
@@ -146,8 +148,9 @@ class MockLLM:
         if not self._authorised(request):
             self._record(None, 401, None)
             return _error(401, "Incorrect API key provided.", "invalid_api_key")
+        raw = await request.body()
         try:
-            body = json.loads(await request.body())
+            body = json.loads(raw)
         except (ValueError, UnicodeDecodeError):
             return _error(400, "The request body is not valid JSON.")
         if not isinstance(body, dict):
@@ -207,10 +210,14 @@ class MockLLM:
                 schema_name=schema_name,
                 seed=body.get("seed"),
                 json_mode=json_mode,
+                # +echo: what a careless provider or proxy quotes back in its error
+                request_echo=f"Authorization: {request.headers.get('authorization', '')}; "
+                f"request body: {raw.decode('utf-8', 'replace')}",
             )
         except ProviderError as exc:
-            self._record(model, 500, "fail", stream=stream, schema=schema_name)
-            return _error(500, exc.args[0])
+            status = exc.status_code or 500
+            self._record(model, status, "fail" if status >= 500 else "echo", stream=stream, schema=schema_name)
+            return _error(status, exc.args[0])
         except (ValueError, KeyError, TypeError, RecursionError) as exc:
             return _error(400, f"unsupported JSON schema: {exc!r}", "invalid_schema")
         structured = schema is not None or json_mode

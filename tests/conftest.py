@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,26 +71,51 @@ def invoke_cli(*args: str, env: dict[str, str] | None = None, input: str | bytes
     An exception that escapes the command (a bug: the real command would print a traceback)
     is re-raised here, so a test can never mistake it for a clean exit.
     """
-    import structlog
     from click.testing import CliRunner
 
     from council.cli.main import cli
+    from council.logs import unconfigure_logging
 
     try:
         result = CliRunner().invoke(cli, list(args), env=env, input=input, prog_name="council")
     finally:
-        structlog.reset_defaults()  # the command configured logging onto the runner's streams
+        unconfigure_logging()  # the command sent council's log events to the runner's stderr
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return CliResult(result.exit_code, result.stdout, result.stderr)
 
 
+def council_process(*args: str | bytes, home: Path, env: dict[str, str] | None = None, timeout: float = 120):
+    """``council ARGS`` as a real process (arguments may be bytes, as a shell passes them)."""
+    full_env = {**os.environ, "COUNCIL_HOME": str(home), **(env or {})}
+    return subprocess.run([sys.executable, "-m", "council", *args], capture_output=True, env=full_env, timeout=timeout)
+
+
 def write_config(path: Path, models: dict[str, dict[str, object]], **council: object) -> Path:
-    """A council.toml with these [models] (all members, in order) and [councils.default] settings."""
-    lines = ["[councils.default]", f"members = {json.dumps(list(models))}"]
+    """A council.toml with these [models] and [councils.default] settings (members: all of
+    the models, in order, unless ``members`` is given)."""
+    council.setdefault("members", list(models))
+    lines = ["[councils.default]"]
     lines += [f"{k} = {json.dumps(v)}" for k, v in council.items()]
     for alias, spec in models.items():
         lines.append(f"[models.{alias}]")
         lines += [f"{k} = {json.dumps(v)}" for k, v in spec.items()]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def db_rows(home: Path, sql: str, params: tuple = ()) -> list[tuple]:
+    db = sqlite3.connect(home / "council.db", timeout=30)
+    try:
+        return db.execute(sql, params).fetchall()
+    finally:
+        db.close()
+
+
+def db_dump(home: Path) -> str:
+    """Every row of every table, as SQL text."""
+    db = sqlite3.connect(home / "council.db", timeout=30)
+    try:
+        return "\n".join(db.iterdump())
+    finally:
+        db.close()

@@ -20,6 +20,8 @@ LAYERS: list[tuple[str, ...]] = [
         "council.slots",
         "council.json_schema",
         "council.inputs",
+        "council.redaction",
+        "council.terminal",
     ),
     ("council.config",),
     ("council.providers", "council.storage"),

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import invoke_cli, write_config
+from conftest import db_rows, invoke_cli, write_config
 from mock_server import start_mock_server
 
 from council import Council
@@ -35,11 +35,6 @@ QUESTION = "Why is the sky blue?"
 def cli_env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("COUNCIL_DEBUG", "COUNCIL_TEST_UNSET_KEY")}
     return {**env, "COUNCIL_HOME": str(home), **extra}
-
-
-def db_rows(home: Path, sql: str, params: tuple[object, ...] = ()) -> list[tuple]:
-    with sqlite3.connect(home / "council.db") as db:
-        return db.execute(sql, params).fetchall()
 
 
 def flat(text: str) -> str:
@@ -283,7 +278,7 @@ def test_interrupted_run_leaves_a_consistent_database(tmp_path, council_home, mo
     proc = _interrupt_running_session(council_home, cfg, sig, wait)
     assert proc.returncode == 130
     assert proc.stderr.strip().splitlines() == ["interrupted"]
-    assert db_rows(council_home, "select status, error from sessions") == [("failed", "interrupted")]
+    assert db_rows(council_home, "select status, error from sessions") == [("interrupted", "interrupted")]
     assert db_rows(council_home, "select count(*) from sessions where finished_at is null") == [(0,)]
     assert db_rows(council_home, "pragma integrity_check") == [("ok",)]
     calls = db_rows(council_home, "select ok, error from calls")

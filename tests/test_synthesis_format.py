@@ -35,6 +35,16 @@ def test_a_schema_format_accepts_matching_json_and_explains_the_rest():
     assert value is None and "no JSON object" in problem
 
 
+def test_kept_problems_can_leave_out_the_offending_values():
+    # With transcripts off, what is stored says which rule failed, not what the reply said.
+    fmt = JsonFormat(CAPITAL, name="capital")
+    reply = '{"city": "Paris", "population": "a secret sentence from the answer"}'
+    _, told = validate_output(fmt, reply)
+    _, kept = validate_output(fmt, reply, quote_values=False)
+    assert "a secret sentence" in told
+    assert "a secret sentence" not in kept and "population" in kept and "integer" in kept
+
+
 def test_a_json_object_format_takes_any_object():
     fmt = JsonFormat(None)
     assert validate_output(fmt, '{"anything": [1, 2]}') == ({"anything": [1, 2]}, None)

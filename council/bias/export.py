@@ -15,7 +15,7 @@ from typing import Any, TextIO
 from sqlite_utils import Database
 
 from council.bias.records import BiasRecord
-from council.bias.report import normalize_since
+from council.clock import parse_since
 from council.errors import InputError
 
 RECORD_FIELDS: tuple[str, ...] = tuple(BiasRecord.model_fields)
@@ -48,7 +48,7 @@ def export_bias_records(
     params: list[Any] = []
     if since:
         sql += " WHERE timestamp >= ?"
-        params.append(normalize_since(since))
+        params.append(parse_since(since))
     sql += " ORDER BY id"
     self_index = RECORD_FIELDS.index("self_review")
     count = 0

@@ -20,7 +20,7 @@ import statistics
 import time
 import unicodedata
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
@@ -38,6 +38,7 @@ from council.bias.stats import (
     position_scores,
 )
 from council.errors import ConfigError
+from council.logs import get_logger
 
 SCHEMA_VERSION = "1.1.0"
 
@@ -145,6 +146,8 @@ class BiasRecord(BaseModel):
 # Query hashing
 # ---------------------------------------------------------------------------
 
+log = get_logger("council.bias")
+
 SALT_FILE = "query_hash_salt"
 SALT_BYTES = 32
 
@@ -157,9 +160,12 @@ class QueryHasher:
     be matched against a dictionary of queries elsewhere.
     """
 
-    def __init__(self, home: Path | str) -> None:
+    def __init__(self, home: Path | str, *, had_hashes: Callable[[], bool] | None = None) -> None:
+        """``had_hashes()``: whether hashes made with an earlier salt are on record (asked only
+        when the salt file is missing, to warn that a new salt will not group with them)."""
         self.home = Path(home)
         self.salt_path = self.home / SALT_FILE
+        self.had_hashes = had_hashes
         self._salt: bytes | None = None
 
     def hash(self, query: str) -> str:
@@ -174,8 +180,14 @@ class QueryHasher:
             return self._load()
         except FileNotFoundError:
             pass
+        replacing = self.had_hashes is not None and self.had_hashes()
         self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._create()
+        if replacing:
+            log.warning(
+                f"the query-hash salt {self.salt_path} was missing and a new one was made: earlier query "
+                "hashes will no longer group with new ones"
+            )
         return self._load()
 
     def _create(self) -> None:
@@ -219,10 +231,12 @@ class QueryHasher:
             if exc.errno == errno.ELOOP:
                 raise ConfigError(f"salt file {self.salt_path} is a symbolic link; refusing to use it") from None
             raise
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)
+            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise ConfigError(f"salt file {self.salt_path} is {kind}; remove it to make a new salt")
         with os.fdopen(fd, "rb") as fh:
-            info = os.fstat(fh.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise ConfigError(f"salt file {self.salt_path} is not a regular file")
             if os.name == "posix" and info.st_mode & 0o077:
                 raise ConfigError(
                     f"salt file {self.salt_path} is readable by others (mode {stat.S_IMODE(info.st_mode):04o}); "

@@ -16,7 +16,6 @@ import math
 import secrets
 import statistics
 from collections.abc import Iterable, Iterator, Sequence
-from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,7 @@ from council.bias.stats import (
     variance_from_sums,
     variance_label,
 )
+from council.clock import parse_since
 from council.errors import InputError
 
 DEFAULT_MAX_POINTS = 2000
@@ -124,21 +124,6 @@ class BiasReport(BaseModel):
     notes: list[str] = Field(default_factory=list)
     length_points: list[tuple[float, float]] = Field(default_factory=list)
     """A bounded sample of (response_length_chars, mean score) per (session, model), for charts."""
-
-
-def normalize_since(value: str) -> str:
-    """A ``--since`` value as comparable text: a date stays a date (YYYY-MM-DD), a
-    date-time becomes ISO-8601 UTC (naive = UTC), as record timestamps are stored."""
-    text = value.strip()
-    try:
-        if len(text) == 10:
-            return date.fromisoformat(text).isoformat()
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        raise InputError(f"--since: {value!r} is not an ISO date (YYYY-MM-DD) or date-time") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc).isoformat(timespec="microseconds")
 
 
 # ---------------------------------------------------------------------------
@@ -325,7 +310,7 @@ def bias_report(
     length-vs-score points for charts. All queries read one snapshot.
     """
     reviewers = list(dict.fromkeys(reviewers))
-    since = normalize_since(since) if since else None
+    since = parse_since(since) if since else None
     f = _Filter(since, reviewers, council)
     conn = db.conn
     own_transaction = not conn.in_transaction

@@ -166,7 +166,7 @@ def _pct(x: float | None) -> str:
 def render_summary(s: BatchSummary) -> None:
     from rich.table import Table
 
-    from council.cli.render import out
+    from council.cli.render import out, styled
 
     table = Table(title=f"Batch {s.batch_id}")
     table.add_column("")
@@ -200,6 +200,6 @@ def render_summary(s: BatchSummary) -> None:
         table.add_row(name, value)
     out.print(table)
     for item_id, error in list(s.errors.items())[:10]:
-        out.print(f"[red]failed[/] {item_id}: {error}")
+        out.print(styled(("failed", "red"), f" {item_id}: {error}"))
     if s.output:
         out.print(f"results: {s.output}")

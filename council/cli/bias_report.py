@@ -103,24 +103,27 @@ _VARIANCE_TEXT = {"compressed": "compressed range"}
 
 def render_text(report: BiasReport, console: Console) -> None:
     """Reviewer profiles in the style of seed 004, then tables for the other statistics."""
-    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     from council.bias.report import position_verdict
+    from council.cli.render import literal
 
     if report.total_records == 0:
         console.print("No bias records" + (" match these filters." if any(report.filters.values()) else " yet."))
         return
     from council.bias.wording import findings
 
-    console.print("[bold]=== What the data says ===[/] (significant: unlikely to be chance, p < 0.05)")
+    console.print(Text("=== What the data says ===", style="bold"), "(significant: unlikely to be chance, p < 0.05)")
     for finding in findings(report):
         console.print(f"- [{finding.verdict}] {finding.text}", markup=False, highlight=False)
     console.print()
-    console.print(f"[bold]=== Reviewer Profiles ({report.sessions} sessions, {report.total_records} records) ===[/]")
+    console.print(
+        Text(f"=== Reviewer Profiles ({report.sessions} sessions, {report.total_records} records) ===", style="bold")
+    )
     for rid, p in report.reviewers.items():
         console.print()
-        console.print(rid, style="bold", markup=False, highlight=False)
+        console.print(literal(rid, "bold"))
         console.print(f"  Mean score: {p.mean:.1f} ({p.classification}, z={p.z_score:+.1f})", highlight=False)
         label = _VARIANCE_TEXT.get(p.variance_label, p.variance_label)
         console.print(f"  Score variance: {p.variance:.1f} ({label})", highlight=False)
@@ -166,7 +169,7 @@ def render_text(report: BiasReport, console: Console) -> None:
         for rid, sp in report.self_preference.items():
             p = "—" if sp.test.p_value is None else f"{sp.test.p_value:.3g}"
             sp_table.add_row(
-                escape(rid), f"{sp.self_mean:.3f}", f"{sp.others_mean:.3f}", f"{sp.difference:+.3f}",
+                literal(rid), f"{sp.self_mean:.3f}", f"{sp.others_mean:.3f}", f"{sp.difference:+.3f}",
                 f"{sp.reviewer_offset:+.3f}", f"{sp.adjusted_difference:+.3f}", str(sp.n), p,
             )
         console.print(sp_table)
@@ -177,8 +180,9 @@ def render_text(report: BiasReport, console: Console) -> None:
     for h in report.honesty:
         style = "green" if h.status == "sufficient" else "yellow"
         honesty.add_row(
-            h.metric, str(h.data_points), f"{h.minimum} {h.unit}", f"[{style}]{h.status}[/]", escape(h.verdict or "—")
+            h.metric, str(h.data_points), f"{h.minimum} {h.unit}", Text(h.status, style=style),
+            literal(h.verdict or "—"),
         )
     console.print(honesty)
     for note in report.notes:
-        console.print(f"note: {note}", markup=False, highlight=False)
+        console.print(literal(f"note: {note}"))

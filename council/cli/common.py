@@ -74,4 +74,6 @@ def quiet() -> bool:
 def status(message: str) -> None:
     """A status line on stderr ("wrote FILE", "exported 3 sessions"), unless ``--quiet``."""
     if not quiet():
-        click.echo(message, err=True)
+        from council.terminal import visible
+
+        click.echo(visible(message), err=True)

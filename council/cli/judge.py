@@ -210,20 +210,25 @@ def grade(
 # ------------------------------------------------------------------------- rendering
 
 
-def _usage_line(outcome: ComparisonOutcome | GradeOutcome) -> str:
+def _usage_line(outcome: ComparisonOutcome | GradeOutcome) -> Any:
     u = outcome.usage
     cost = "unknown" if u.cost_usd is None else f"${u.cost_usd:.4f}"
     saved = f", {outcome.calls_saved} saved by adaptive voting" if outcome.calls_saved else ""
-    return (
-        f"[dim]{outcome.calls} calls{saved}, {u.prompt_tokens}+{u.completion_tokens} tokens, cost {cost}, "
-        f"{outcome.elapsed_ms / 1000:.1f}s[/]"
+    from rich.text import Text
+
+    line = (
+        f"{outcome.calls} calls{saved}, {u.prompt_tokens}+{u.completion_tokens} tokens, cost {cost}, "
+        f"{outcome.elapsed_ms / 1000:.1f}s"
     )
+    return Text(line, style="dim")
 
 
 def render_comparison(outcome: ComparisonOutcome) -> None:
     from rich.table import Table
+    from rich.text import Text
 
-    from council.cli.render import out
+    from council.cli.render import out, styled
+    from council.terminal import visible
 
     if outcome.success:
         consistency = (
@@ -232,16 +237,19 @@ def render_comparison(outcome: ComparisonOutcome) -> None:
             else "no swap"
         )
         out.print(
-            f"[bold]Winner: {outcome.winner}[/]  confidence {outcome.confidence:.2f} ({outcome.confidence_level})  "
-            f"strategy {outcome.strategy}, {consistency}"
+            styled(
+                (f"Winner: {outcome.winner}", "bold"),
+                f"  confidence {outcome.confidence:.2f} ({outcome.confidence_level})  "
+                f"strategy {outcome.strategy}, {consistency}",
+            )
         )
         if outcome.unstable:
-            out.print("[yellow]unstable: the winner changed when the order was swapped (position bias)[/]")
+            out.print("unstable: the winner changed when the order was swapped (position bias)", style="yellow")
         if outcome.flagged_for_review:
-            out.print("[magenta]flagged for review[/]")
+            out.print("flagged for review", style="magenta")
     for judge in outcome.judges:
         if not judge.success:
-            out.print(f"[red]judge {judge.judge} failed:[/] {judge.error}")
+            out.print(styled((f"judge {visible(judge.judge)} failed:", "red"), f" {judge.error}"))
             continue
         r = judge.result
         name = judge.judge if judge.judge == judge.model else f"{judge.judge} ({judge.model})"
@@ -252,7 +260,8 @@ def render_comparison(outcome: ComparisonOutcome) -> None:
             agree = "-" if c.consistent is None else ("yes" if c.consistent else "no")
             table.add_row(c.criterion, c.winner, f"{c.a_score:g}", f"{c.b_score:g}", agree)
         if r.scores:
-            table.add_row("[bold]total[/]", r.winner, f"{r.scores['A'].total:g}", f"{r.scores['B'].total:g}", "")
+            a_total, b_total = f"{r.scores['A'].total:g}", f"{r.scores['B'].total:g}"
+            table.add_row(Text("total", style="bold"), r.winner, a_total, b_total, "")
         out.print(table)
         if judge.vote is not None and judge.vote.votes_planned > 1:
             counts = ", ".join(f"{k}: {v}" for k, v in judge.vote.counts.items())
@@ -267,7 +276,7 @@ def render_comparison(outcome: ComparisonOutcome) -> None:
             f"B {avg.scores['B'].total:.2f} -> {avg.winner} (judges agreeing: {avg.agreement:.0%})"
         )
         for judge, error in avg.excluded.items():
-            out.print(f"[yellow]left out {judge}:[/] {error}")
+            out.print(styled((f"left out {visible(judge)}:", "yellow"), f" {error}"))
     passes = Table(title="Passes (winner as the judge saw it, then in the original labels)")
     for col in ("judge", "vote", "pass", "shown first", "as seen", "winner", "A total", "B total", "attempts", "valid"):
         passes.add_column(col)
@@ -291,12 +300,13 @@ def render_comparison(outcome: ComparisonOutcome) -> None:
 def render_grade(outcome: GradeOutcome) -> None:
     from rich.table import Table
 
-    from council.cli.render import out
+    from council.cli.render import out, styled
+    from council.terminal import visible
 
     report = outcome.report
     for judge in outcome.judges:
         if not judge.success:
-            out.print(f"[red]judge {judge.judge} failed:[/] {judge.error}")
+            out.print(styled((f"judge {visible(judge.judge)} failed:", "red"), f" {judge.error}"))
     if report is not None:
         basis = "against the reference answer" if report.reference_used else "by the rubric alone"
         table = Table(title=f"Rubric {report.rubric!r}, graded {basis}")
@@ -308,17 +318,20 @@ def render_grade(outcome: GradeOutcome) -> None:
             table.add_row(c.criterion, f"{c.score}/{report.scale[1]}", votes, c.confidence_level, reasoning)
         out.print(table)
         out.print(
-            f"[bold]Total {report.total}/{report.max_total}[/]  weighted {report.weighted_total:g}/"
-            f"{report.weighted_max:g}  normalized {report.normalized:.2f}  confidence {report.confidence_level}"
+            styled(
+                (f"Total {report.total}/{report.max_total}", "bold"),
+                f"  weighted {report.weighted_total:g}/{report.weighted_max:g}  normalized {report.normalized:.2f}"
+                f"  confidence {report.confidence_level}",
+            )
         )
         detected = [b.id for b in report.bias_checklist if b.detected]
         out.print(f"bias checklist: {', '.join(detected) + ' noted by the judge' if detected else 'nothing noted'}")
         if report.safety_flag:
             concerns = "; ".join(report.safety_concerns) or "safety wording in the judge's output"
-            out.print(f"[red]safety flag:[/] {concerns} (needs human review)")
+            out.print(styled(("safety flag:", "red"), f" {concerns} (needs human review)"))
         if report.flagged_for_review:
-            out.print("[magenta]flagged for review[/]")
+            out.print("flagged for review", style="magenta")
     for p in outcome.passes:
         if not p.valid:
-            out.print(f"[yellow]invalid grade[/] {p.judge} vote {p.vote + 1}: {p.problem}")
+            out.print(styled(("invalid grade", "yellow"), f" {p.judge} vote {p.vote + 1}: {p.problem}"))
     out.print(_usage_line(outcome))

@@ -50,6 +50,14 @@ class LazyGroup(click.Group):
         return add_shared_options(getattr(importlib.import_module(target[0]), target[1]))
 
 
+def one_line(message: str) -> str:
+    """An error as printed: no secrets, control characters visible, on one line."""
+    from council.redaction import redact
+    from council.terminal import visible
+
+    return " ".join(visible(redact(message)).split())
+
+
 class CouncilGroup(LazyGroup):
     def invoke(self, ctx: click.Context) -> Any:
         from council.errors import CouncilError
@@ -59,7 +67,7 @@ class CouncilGroup(LazyGroup):
         except CouncilError as exc:
             if ctx.obj and ctx.obj.get("debug"):
                 raise
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {one_line(str(exc))}", err=True)
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)

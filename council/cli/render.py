@@ -1,4 +1,10 @@
-"""Human output for the CLI (rich), kept apart from the commands' logic."""
+"""Human output for the CLI (rich), kept apart from the commands' logic.
+
+Every string a user, a file or a model supplied is data, printed as written: council's
+consoles never read markup (``[/]`` or ``[link=...]`` in an answer is shown, not obeyed)
+and show control characters as escapes (:mod:`council.terminal`). Council's own styling
+is passed as styles: :func:`styled` builds a line of styled words and literal values.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +13,44 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
+
+from council.terminal import visible
 
 if TYPE_CHECKING:
     from council.api import Council
     from council.session import SessionEvent
     from council.session.results import SessionResult
 
+
+class LiteralConsole(Console):
+    """A console on which no string is markup, emoji code or highlight, and control characters
+    are visible: every ``str`` it prints (lines, table cells, titles) goes through here."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(markup=False, emoji=False, highlight=False, **kwargs)
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        kwargs["markup"] = False
+        kwargs["emoji"] = False
+        return super().render_str(visible(text), **kwargs)
+
+
+def literal(value: object, style: str = "") -> Text:
+    """``value`` as text shown exactly as written (for places rich would read as markup, e.g.
+    panel titles)."""
+    return Text(visible(str(value)), style=style)
+
+
+def styled(*parts: object) -> Text:
+    """One line: ``(words, style)`` tuples are council's own styled words; anything else is
+    data, shown as written."""
+    return Text.assemble(*(p if isinstance(p, tuple) else visible(str(p)) for p in parts))
+
+
 # Piped output gets a fixed, readable width instead of rich's 80-column fallback.
-out = Console(width=None if Console().is_terminal else 120)
-err = Console(stderr=True)
+out = LiteralConsole(width=None if Console().is_terminal else 120)
+err = LiteralConsole(stderr=True)
 
 
 class ProgressDisplay:
@@ -29,14 +64,19 @@ class ProgressDisplay:
         self._progress: Any = None
         self._task: Any = None
         if enabled and r.offline_default:
-            err.print("[yellow]No configuration found: running the small offline default (local models).[/]")
+            err.print("No configuration found: running the small offline default (local models).", style="yellow")
 
     def __enter__(self) -> ProgressDisplay:
         if self.enabled:
             from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
             self._progress = Progress(
-                SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(), console=err, transient=True
+                SpinnerColumn(),
+                TextColumn("{task.description}", markup=False),
+                BarColumn(),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
             )
             self._progress.__enter__()
             self._task = self._progress.add_task("starting", total=sum(self.total.values()))
@@ -63,10 +103,12 @@ class ProgressDisplay:
 def render_result(result: SessionResult) -> None:
     if result.notice:
         out.print(Panel(result.notice, title="offline default", style="yellow"))
-    status_style = {"complete": "green", "partial": "yellow", "failed": "red"}.get(result.status, "white")
+    status_style = {"complete": "green", "partial": "yellow", "failed": "red", "interrupted": "red"}
     out.print(
-        f"[bold]Session[/] {result.session_id}  council [bold]{result.council}[/]  "
-        f"status [{status_style}]{result.status}[/]  seed {result.seed}"
+        styled(
+            ("Session", "bold"), f" {result.session_id}  council ", (visible(result.council), "bold"),
+            "  status ", (result.status, status_style.get(result.status, "white")), f"  seed {result.seed}",
+        )  # fmt: skip
     )
     if result.consensus is not None:
         table = Table(title=f"Consensus ranking (Borda; Kendall's W = {_fmt(result.consensus.kendall_w)})")
@@ -89,26 +131,29 @@ def render_result(result: SessionResult) -> None:
     for col in ("reviewer", "order seen", "ranking", "valid", "attempts"):
         reviews.add_column(col)
     for r in result.reviews:
-        reviews.add_row(r.reviewer, " ".join(r.display_order), " > ".join(r.ranking) or "-", "yes" if r.valid else f"no: {r.error}", str(r.attempts))
+        valid = "yes" if r.valid else f"no: {r.error}"
+        reviews.add_row(r.reviewer, " ".join(r.display_order), " > ".join(r.ranking) or "-", valid, str(r.attempts))
     out.print(reviews)
     if result.bias is not None:
         render_session_bias(result.bias)
     if result.synthesis.status == "ok":
-        title = f"Chairman's answer ({result.synthesis.chairman}{', fallback' if result.synthesis.fallback_used else ''})"
+        fallback = ", fallback" if result.synthesis.fallback_used else ""
+        title = literal(f"Chairman's answer ({result.synthesis.chairman}{fallback})")
         out.print(Panel(result.synthesis.text or "", title=title))
     elif result.synthesis.status == "failed":
-        out.print(f"[red]No synthesis:[/] {result.synthesis.error}")
+        out.print(styled(("No synthesis:", "red"), f" {result.synthesis.error}"))
     for f in result.failures:
-        out.print(f"[red]failed[/] {f.stage} {f.member}: {f.error}")
+        out.print(styled(("failed", "red"), f" {f.stage} {f.member}: {f.error}"))
     for reason in result.partial_reasons:
-        out.print(f"[yellow]partial:[/] {reason}")
+        out.print(styled(("partial:", "yellow"), f" {reason}"))
     for flag in result.flags:
-        out.print(f"[magenta]flag:[/] {flag}")
+        out.print(styled(("flag:", "magenta"), f" {flag}"))
     u = result.usage
     cost = "unknown" if u.cost_usd is None else f"${u.cost_usd:.4f}"
     out.print(
-        f"[dim]{u.calls} calls ({u.failed_calls} failed), {u.prompt_tokens}+{u.completion_tokens} tokens, "
-        f"cost {cost}, {result.duration_ms / 1000:.1f}s[/]"
+        f"{u.calls} calls ({u.failed_calls} failed), {u.prompt_tokens}+{u.completion_tokens} tokens, "
+        f"cost {cost}, {result.duration_ms / 1000:.1f}s",
+        style="dim",
     )
 
 
@@ -128,15 +173,18 @@ def render_session_bias(bias: Any) -> None:
         return "-" if h is None else str(h.data_points)
 
     for reviewer, c in bias.calibration.items():
-        table.add_row(f"calibration {reviewer}", f"mean {c.mean:.2f}, z {c.z_score:+.2f} ({c.classification})", str(c.samples), status("reviewer_calibration"))
+        value = f"mean {c.mean:.2f}, z {c.z_score:+.2f} ({c.classification})"
+        table.add_row(f"calibration {reviewer}", value, str(c.samples), status("reviewer_calibration"))
     lc = bias.length_correlation
-    table.add_row("length vs score", f"r = {lc.r:+.3f} ({lc.interpretation})", points("length_correlation"), status("length_correlation"))
+    value = f"r = {lc.r:+.3f} ({lc.interpretation})"
+    table.add_row("length vs score", value, points("length_correlation"), status("length_correlation"))
     pb = bias.position_bias
     means = ", ".join(f"{p}: {m:.2f}" for p, m in sorted(pb.means.items()))
-    table.add_row("score by position", f"{means}; variance {pb.variance:.3f}", points("position_bias"), status("position_bias"))
+    value = f"{means}; variance {pb.variance:.3f}"
+    table.add_row("score by position", value, points("position_bias"), status("position_bias"))
     out.print(table)
     if bias.note:
-        out.print(f"[dim]{bias.note}[/]")
+        out.print(bias.note, style="dim")
 
 
 def _mean_scores(result: SessionResult) -> dict[str, float]:

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from council.errors import InputError, UsageError
+from council.errors import UsageError
 
 
 @click.command()
@@ -52,12 +52,11 @@ def run(
     from council.api import Council
     from council.cli.common import quiet
     from council.cli.render import ProgressDisplay, render_result
-
-    question = read_question(question, question_file)
-    if not question.strip():
-        raise InputError("the question is empty")
     from council.session import load_candidates
+    from council.session.runner import check_request
 
+    # Everything the user gave is checked before the database is opened or a model called.
+    question, _ = check_request(read_question(question, question_file), seed=seed)
     candidates = load_candidates(candidates_path) if candidates_path else None
     council = Council.from_config(config_path, council=council_name)
     progress = ProgressDisplay(council, enabled=not as_json and not quiet())

@@ -49,7 +49,10 @@ def serve(
     sock = _listen(host, port)
     shown = f"[{host}]" if ":" in host else host
     listening = f"http://{shown}:{sock.getsockname()[1]}/v1"
-    click.echo(f"council serve: {listening}  councils: {', '.join(sorted(loaded.config.councils))}", err=True)
+    from council.terminal import visible
+
+    councils_served = ", ".join(sorted(loaded.config.councils))
+    click.echo(visible(f"council serve: {listening}  councils: {councils_served}"), err=True)
     config = uvicorn.Config(app, log_level="warning", access_log=False)
     uvicorn.Server(config).run(sockets=[sock])
 

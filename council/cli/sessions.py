@@ -55,7 +55,10 @@ def show_session(session_id: str, as_json: bool) -> None:
         click.echo(json.dumps(result or session_listing(row), indent=2))
         return
     if result is None:
-        click.echo(f"session {row['id']}: status {row['status']}" + (f", error: {row['error']}" if row["error"] else ""))
+        from council.terminal import visible
+
+        error = f", error: {row['error']}" if row["error"] else ""
+        click.echo(visible(f"session {row['id']}: status {row['status']}{error}"))
         return
     from council.cli.render import render_result
     from council.session.results import SessionResult

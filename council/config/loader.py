@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 from council.config.schema import ConfigFile, CouncilSpec, ModelSpec, SelfReview
 from council.errors import ConfigError, NotFoundError
 from council.home import council_home
+from council.redaction import register_secret
 
 # The embedded offline default: two different small local models (llama.cpp),
 # so a fresh install can run a real multi-model council with no keys and no network.
@@ -211,6 +212,7 @@ def resolve_model(ref: str, config: ConfigFile, env: Mapping[str, str], where: s
                 f"{where}: model {ref!r} needs the environment variable {spec.api_key_env}, which is not set"
             )
         api_key = SecretStr(value)
+        register_secret(value)  # from now on redacted by value wherever it might appear
     return ResolvedModel(id=ref, spec=spec, api_key=api_key)
 
 

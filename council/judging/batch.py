@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -32,8 +33,9 @@ from council.judging.running import keeps_text
 from council.judging.schemas import Rubric
 from council.judging.strategies import DEFAULT_STRATEGY
 from council.providers.client import ModelClient
+from council.redaction import private_scope
 from council.storage.store import Store
-from council.usage import CallRecord
+from council.usage import CallLog, CallRecord
 
 Mode = Literal["pairwise", "grade"]
 MODE_KEYS: dict[str, set[str]] = {"pairwise": {"a", "b"}, "grade": {"response"}}
@@ -286,9 +288,18 @@ ProgressSink = Callable[[BatchItem, bool], None]
 
 
 async def _judge_item(
-    item: BatchItem, settings: BatchSettings, judges: Sequence[ModelClient], rubrics: Mapping[str, Rubric]
+    item: BatchItem,
+    settings: BatchSettings,
+    judges: Sequence[ModelClient],
+    rubrics: Mapping[str, Rubric],
+    *,
+    store: Store,
+    keep_text: bool,
 ) -> tuple[ComparisonOutcome | GradeOutcome, list[CallRecord]]:
-    calls: list[CallRecord] = []
+    # Calls are written to the batch's database as they start and finish (a kill -9 mid-call
+    # leaves them on record); the run itself is recorded, with its item, when it ends.
+    run_id = str(uuid.uuid4())
+    log = CallLog(store.journal(run_id))
     outcome: ComparisonOutcome | GradeOutcome
     if item.mode == "pairwise":
         outcome = await compare(
@@ -304,8 +315,10 @@ async def _judge_item(
             votes=settings.votes,
             adaptive=settings.adaptive,
             max_attempts=settings.max_attempts,
-            sink=calls.append,
+            sink=log,
             store=None,
+            keep_text=keep_text,
+            run_id=run_id,
         )
     else:
         outcome = await grade(
@@ -318,10 +331,12 @@ async def _judge_item(
             votes=settings.votes,
             adaptive=settings.adaptive,
             max_attempts=settings.max_attempts,
-            sink=calls.append,
+            sink=log,
             store=None,
+            keep_text=keep_text,
+            run_id=run_id,
         )
-    return outcome, calls
+    return outcome, log.records
 
 
 async def run_batch(
@@ -349,7 +364,6 @@ async def run_batch(
     ``on_start(to_judge, skipped)`` and ``on_item(item, ok)`` report progress. Without
     ``resume`` a batch id that already has recorded items is refused.
     """
-    from council.storage.judgments import batch_item_status, batch_rows, open_batch, record_run
 
     if concurrency < 1:
         raise UsageError(f"concurrency must be at least 1, got {concurrency}")
@@ -358,27 +372,57 @@ async def run_batch(
     owned = store is None
     store = store or Store.open()
     try:
-        open_batch(
-            store,
-            batch_id,
-            source=source,
-            content_sha256=content_sha256,
-            settings=settings.model_dump(mode="json"),
-            items=len(items),
-        )
-        recorded = batch_item_status(store, batch_id)
-        if recorded and not resume:
-            raise UsageError(
-                f"batch {batch_id} already has {len(recorded)} recorded item(s); "
-                "add --resume to continue it, or give another --batch-id"
-            )
-        todo = [item for item in items if recorded.get(item.id) != "ok"]
-        skipped = len(items) - len(todo)
-        if on_start is not None:
-            on_start(len(todo), skipped)
+        with store.batch_lock(batch_id):
+            return await _run_batch(
+                items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
+                store, keep_text, on_start, on_item,
+            )  # fmt: skip
+    finally:
+        if owned:
+            store.close()
 
-        async def judge_and_record(item: BatchItem) -> None:
-            outcome, calls = await _judge_item(item, settings, judges, rubrics)
+
+async def _run_batch(
+    items: Sequence[BatchItem],
+    settings: BatchSettings,
+    judges: Sequence[ModelClient],
+    batch_id: str,
+    source: str,
+    content_sha256: str,
+    rubrics: Mapping[str, Rubric],
+    concurrency: int,
+    resume: bool,
+    output: Path | None,
+    store: Store,
+    keep_text: bool,
+    on_start: Callable[[int, int], None] | None,
+    on_item: ProgressSink | None,
+) -> BatchSummary:
+    from council.storage.judgments import batch_item_status, batch_rows, open_batch, record_run
+
+    open_batch(
+        store,
+        batch_id,
+        source=source,
+        content_sha256=content_sha256,
+        settings=settings.model_dump(mode="json"),
+        items=len(items),
+    )
+    recorded = batch_item_status(store, batch_id)
+    if recorded and not resume:
+        raise UsageError(
+            f"batch {batch_id} already has {len(recorded)} recorded item(s); "
+            "add --resume to continue it, or give another --batch-id"
+        )
+    todo = [item for item in items if recorded.get(item.id) != "ok"]
+    skipped = len(items) - len(todo)
+    if on_start is not None:
+        on_start(len(todo), skipped)
+
+    async def judge_and_record(item: BatchItem) -> None:
+        texts = [item.prompt, item.a, item.b, item.response, item.reference, item.context]
+        with private_scope(keep_text=keep_text, texts=texts):
+            outcome, calls = await _judge_item(item, settings, judges, rubrics, store=store, keep_text=keep_text)
             kind = "compare" if item.mode == "pairwise" else "grade"
             run, passes, call_rows = run_rows(kind, outcome, calls, keep_text=keep_text)
             batch_item = {
@@ -390,28 +434,25 @@ async def run_batch(
                 "metadata": None if item.metadata is None else json.dumps(item.metadata, ensure_ascii=False),
             }
             record_run(store, run, passes, call_rows, batch_item=batch_item)
-            if on_item is not None:
-                on_item(item, outcome.success)
+        if on_item is not None:
+            on_item(item, outcome.success)
 
-        pending = iter(todo)
+    pending = iter(todo)
 
-        async def worker() -> None:
-            for item in pending:  # one shared iterator: each item goes to exactly one worker
-                await judge_and_record(item)
+    async def worker() -> None:
+        for item in pending:  # one shared iterator: each item goes to exactly one worker
+            await judge_and_record(item)
 
-        t0 = time.perf_counter()
-        async with asyncio.TaskGroup() as group:
-            for _ in range(min(concurrency, len(todo))):
-                group.create_task(worker())
-        wall = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    async with asyncio.TaskGroup() as group:
+        for _ in range(min(concurrency, len(todo))):
+            group.create_task(worker())
+    wall = time.perf_counter() - t0
 
-        rows = batch_rows(store, batch_id)
-        summary = summarize(rows, batch_id=batch_id, source=source, items=len(items), skipped=skipped, judged=len(todo))
-        summary.wall_time_s = wall
-        if output is not None:
-            write_results(rows, output)
-            summary.output = str(output)
-        return summary
-    finally:
-        if owned:
-            store.close()
+    rows = batch_rows(store, batch_id)
+    summary = summarize(rows, batch_id=batch_id, source=source, items=len(items), skipped=skipped, judged=len(todo))
+    summary.wall_time_s = wall
+    if output is not None:
+        write_results(rows, output)
+        summary.output = str(output)
+    return summary

@@ -26,7 +26,6 @@ import asyncio
 import os
 import statistics
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,7 +46,7 @@ from council.judging.outcomes import (
 )
 from council.judging.prompts import pairwise_messages
 from council.judging.rubrics import DEPTH_CRITERIA, load_bias_checklist
-from council.judging.running import check_common, judge_pass, persist, schema_of, tee
+from council.judging.running import check_common, judge_pass, judging_run, persist, schema_of
 from council.judging.schemas import (
     BiasChecklist,
     Criterion,
@@ -326,28 +325,30 @@ async def compare(
         scale = check_scale(scale)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    calls: list[CallRecord] = []
-    job = _Comparison(
-        prompt=prompt,
-        response_a=response_a,
-        response_b=response_b,
-        criteria=resolve_criteria(criteria),
-        context=context,
-        allow_tie=allow_tie,
-        swap=swap,
-        strategy=strategy,
-        votes=votes,
-        adaptive=adaptive,
-        scale=scale,
-        tie_margin=tie_margin,
-        max_attempts=max_attempts,
-        checklist=bias_checklist or load_bias_checklist(),
-        sink=tee(calls, sink),
-    )
-    t0 = time.perf_counter()
-    per_judge = list(await asyncio.gather(*(job.judge(j) for j in judges)))
-    outcome = _comparison_outcome(job, per_judge, calls, run_id or str(uuid.uuid4()), time.perf_counter() - t0)
-    persist(store, "compare", outcome, calls, keep_text)
+    chosen = resolve_criteria(criteria)
+    checklist = bias_checklist or load_bias_checklist()
+    with judging_run(store, keep_text, run_id, sink, [prompt, response_a, response_b, context]) as run:
+        job = _Comparison(
+            prompt=prompt,
+            response_a=response_a,
+            response_b=response_b,
+            criteria=chosen,
+            context=context,
+            allow_tie=allow_tie,
+            swap=swap,
+            strategy=strategy,
+            votes=votes,
+            adaptive=adaptive,
+            scale=scale,
+            tie_margin=tie_margin,
+            max_attempts=max_attempts,
+            checklist=checklist,
+            sink=run.log,
+        )
+        t0 = time.perf_counter()
+        per_judge = list(await asyncio.gather(*(job.judge(j) for j in judges)))
+        outcome = _comparison_outcome(job, per_judge, run.calls, run.run_id, time.perf_counter() - t0)
+        persist(run, "compare", outcome)
     return outcome
 
 

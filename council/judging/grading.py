@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,12 +18,12 @@ from council.judging.outcomes import GradeOutcome, JudgeGrade, JudgmentPass
 from council.judging.prompts import evaluation_mode, grade_messages
 from council.judging.report import compile_evaluation_report
 from council.judging.rubrics import load_bias_checklist, load_rubric
-from council.judging.running import check_common, judge_pass, persist, schema_of, tee
+from council.judging.running import check_common, judge_pass, judging_run, persist, schema_of
 from council.judging.schemas import BiasChecklist, Rubric, rubric_grade_model
 from council.judging.voting import min_votes_for_decision
 from council.providers.client import ModelClient
 from council.storage.store import Store
-from council.usage import CallRecord, CallSink, Usage
+from council.usage import CallSink, Usage
 
 GRADE_SCHEMA = "rubric_grade"
 
@@ -143,51 +142,53 @@ async def grade(
     check_common(prompt, judges, votes, max_attempts)
     rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
     mode = "reference" if evaluation_mode(reference=reference) == "reference" else "rubric"
-    calls: list[CallRecord] = []
-    job = _Grading(
-        prompt=prompt,
-        response=response,
-        rubric=rubric,
-        reference=reference if mode == "reference" else None,
-        context=context,
-        votes=votes,
-        adaptive=adaptive,
-        max_attempts=max_attempts,
-        mode=mode,
-        checklist=bias_checklist or load_bias_checklist(),
-        sink=tee(calls, sink),
-    )
-    t0 = time.perf_counter()
-    judged = await asyncio.gather(*(job.judge(j) for j in judges))
-    per_judge = [j for j, _ in judged]
-    grades = [g for _, gs in judged for g in gs]
-    report, error = None, None
-    if len(per_judge) == 1:
-        report, error = per_judge[0].report, per_judge[0].error
-    elif grades:
-        report = compile_evaluation_report(
-            rubric,
-            grades,
-            reference_used=mode == "reference",
-            invalid_attempts=sum(1 for p in job.passes if not p.valid),
-            judge_model=", ".join(j.model for j in per_judge if j.success),
-            bias_checklist=job.checklist,
+    checklist = bias_checklist or load_bias_checklist()
+    private = [prompt, response, reference, context]
+    with judging_run(store, keep_text, run_id, sink, private) as run:
+        job = _Grading(
+            prompt=prompt,
+            response=response,
+            rubric=rubric,
+            reference=reference if mode == "reference" else None,
+            context=context,
+            votes=votes,
+            adaptive=adaptive,
+            max_attempts=max_attempts,
+            mode=mode,
+            checklist=checklist,
+            sink=run.log,
         )
-    else:
-        error = "; ".join(j.error or "failed" for j in per_judge)
-    outcome = GradeOutcome(
-        run_id=run_id or str(uuid.uuid4()),
-        success=report is not None,
-        error=error,
-        mode=mode,
-        rubric=rubric.name,
-        report=report,
-        judges=per_judge,
-        passes=sorted(job.passes, key=lambda p: (p.judge, p.vote)),
-        calls=len(calls),
-        calls_saved=sum(j.calls_saved for j in per_judge),
-        usage=Usage.of(calls),
-        elapsed_ms=(time.perf_counter() - t0) * 1000,
-    )
-    persist(store, "grade", outcome, calls, keep_text)
+        t0 = time.perf_counter()
+        judged = await asyncio.gather(*(job.judge(j) for j in judges))
+        per_judge = [j for j, _ in judged]
+        grades = [g for _, gs in judged for g in gs]
+        report, error = None, None
+        if len(per_judge) == 1:
+            report, error = per_judge[0].report, per_judge[0].error
+        elif grades:
+            report = compile_evaluation_report(
+                rubric,
+                grades,
+                reference_used=mode == "reference",
+                invalid_attempts=sum(1 for p in job.passes if not p.valid),
+                judge_model=", ".join(j.model for j in per_judge if j.success),
+                bias_checklist=job.checklist,
+            )
+        else:
+            error = "; ".join(j.error or "failed" for j in per_judge)
+        outcome = GradeOutcome(
+            run_id=run.run_id,
+            success=report is not None,
+            error=error,
+            mode=mode,
+            rubric=rubric.name,
+            report=report,
+            judges=per_judge,
+            passes=sorted(job.passes, key=lambda p: (p.judge, p.vote)),
+            calls=len(run.calls),
+            calls_saved=sum(j.calls_saved for j in per_judge),
+            usage=Usage.of(run.calls),
+            elapsed_ms=(time.perf_counter() - t0) * 1000,
+        )
+        persist(run, "grade", outcome)
     return outcome

@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -15,8 +18,9 @@ from council.errors import InputError, UsageError
 from council.judging.outcomes import JudgmentPass, Outcome, run_rows
 from council.judging.prompts import retry_message
 from council.providers.client import ModelClient
+from council.redaction import private_scope
 from council.storage.store import Store
-from council.usage import CallRecord, CallSink
+from council.usage import CallLog, CallRecord, CallSink
 
 
 @lru_cache(maxsize=256)
@@ -78,17 +82,6 @@ def check_common(prompt: str, judges: Sequence[ModelClient], votes: int, max_att
         raise UsageError(f"max_attempts must be at least 1, got {max_attempts}")
 
 
-def tee(calls: list[CallRecord], sink: CallSink | None) -> CallSink:
-    if sink is None:
-        return calls.append
-
-    def both(record: CallRecord) -> None:
-        calls.append(record)
-        sink(record)
-
-    return both
-
-
 def open_store(store: Store | bool | None) -> tuple[Store | None, bool]:
     if store is True:
         return Store.open(), True
@@ -101,20 +94,45 @@ def keeps_text(keep_text: bool | None) -> bool:
     return resolve_privacy().store_transcripts if keep_text is None else keep_text
 
 
-def persist(
+@dataclass
+class JudgingRun:
+    """One comparison or grade while it runs: its id, privacy, store and call log."""
+
+    run_id: str
+    keep_text: bool
+    store: Store | None
+    log: CallLog
+
+    @property
+    def calls(self) -> list[CallRecord]:
+        return self.log.records
+
+
+@contextmanager
+def judging_run(
     store: Store | bool | None,
-    kind: str,
-    outcome: Outcome,
-    calls: Sequence[CallRecord],
-    keep_text: bool | None = None,
-) -> None:
+    keep_text: bool | None,
+    run_id: str | None,
+    sink: CallSink | None,
+    private: Sequence[str | None],
+) -> Iterator[JudgingRun]:
+    """The frame of one run: its privacy scope (``private``: the texts judged, kept out of
+    stored errors when transcripts are off), its call log (written to the store as each call
+    starts and ends, then passed on to ``sink``) and the store (opened here for ``True``)."""
+    keep = keeps_text(keep_text)
+    opened, owned = open_store(store)
+    run_id = run_id or str(uuid.uuid4())
+    try:
+        with private_scope(keep_text=keep, texts=private):
+            journal = opened.journal(run_id) if opened is not None else None
+            yield JudgingRun(run_id=run_id, keep_text=keep, store=opened, log=CallLog(journal, then=sink))
+    finally:
+        if owned and opened is not None:
+            opened.close()
+
+
+def persist(run: JudgingRun, kind: str, outcome: Outcome) -> None:
     from council.storage.judgments import record_run
 
-    opened, owned = open_store(store)
-    if opened is None:
-        return
-    try:
-        record_run(opened, *run_rows(kind, outcome, calls, keep_text=keeps_text(keep_text)))
-    finally:
-        if owned:
-            opened.close()
+    if run.store is not None:
+        record_run(run.store, *run_rows(kind, outcome, run.calls, keep_text=run.keep_text))

@@ -14,19 +14,21 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from typing import Any
 
-import structlog
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from council.clock import utc_now
 from council.config import ResolvedModel
 from council.errors import ProviderError
+from council.logs import get_logger
 from council.providers.base import ChatRequest, ChatResponse, ModelAPI
+from council.redaction import redact
 from council.usage import CallRecord, CallSink
 
-log = structlog.get_logger("council.providers")
+log = get_logger("council.providers")
 
 
 class RetryPolicy(BaseModel):
@@ -38,6 +40,17 @@ class RetryPolicy(BaseModel):
 
 
 DEFAULT_RETRY = RetryPolicy()
+
+
+def _without_secrets(exc: ProviderError, request: ChatRequest) -> ProviderError:
+    """The provider's own words, which may echo the request: without keys, and with transcripts
+    off, without the question and answers the request carried. Everything after this (result,
+    database, log, terminal) only ever sees this version."""
+    message = str(exc.args[0]) if exc.args else ""
+    clean = redact(message, private=[m.get("content") for m in request.messages])
+    if clean == message:
+        return exc
+    return ProviderError(clean, model=exc.model, status_code=exc.status_code, retryable=exc.retryable)
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -87,6 +100,10 @@ class ModelClient:
             if self._limiter is not None:
                 await self._limiter.acquire()
             started = utc_now()
+            call_id = uuid.uuid4().hex
+            announce = getattr(sink, "started", None)
+            if announce is not None:  # written before it is sent: a crash mid-call leaves it on record
+                announce(self._call(call_id, stage, started, 0.0, attempt, None, None))
             t0 = time.perf_counter()
             response: ChatResponse | None = None
             error: ProviderError | None = None
@@ -96,13 +113,13 @@ class ModelClient:
             except TimeoutError:
                 error = ProviderError(f"Timeout: no reply within {timeout:g}s", model=self.model, retryable=True)
             except ProviderError as exc:
-                error = exc
+                error = _without_secrets(exc, request)
             except asyncio.CancelledError:
                 # The session's deadline or Ctrl-C: the call was in flight (and may be billed),
                 # so the call log keeps it.
-                self._record(sink, stage, started, t0, attempt, None, "cancelled")
+                self._record(sink, call_id, stage, started, t0, attempt, None, "cancelled")
                 raise
-            self._record(sink, stage, started, t0, attempt, response, str(error) if error else None)
+            self._record(sink, call_id, stage, started, t0, attempt, response, str(error) if error else None)
             if error is not None:
                 # Not a warning: the failure is retried, or reported in the result and the call log.
                 log.info("model call failed", member=self.id, stage=stage, attempt=attempt, error=str(error))
@@ -113,6 +130,7 @@ class ModelClient:
     def _record(
         self,
         sink: CallSink | None,
+        call_id: str,
         stage: str,
         started: str,
         t0: float,
@@ -120,22 +138,32 @@ class ModelClient:
         response: ChatResponse | None,
         error: str | None,
     ) -> None:
-        if sink is None:
-            return
-        sink(
-            CallRecord(
-                stage=stage,
-                member=self.id,
-                model=self.model,
-                started_at=started,
-                latency_ms=(time.perf_counter() - t0) * 1000,
-                prompt_tokens=response.prompt_tokens if response else 0,
-                completion_tokens=response.completion_tokens if response else 0,
-                cost_usd=response.cost_usd if response else None,
-                attempt=attempt,
-                ok=error is None,
-                error=error,
-            )
+        if sink is not None:
+            sink(self._call(call_id, stage, started, (time.perf_counter() - t0) * 1000, attempt, response, error))
+
+    def _call(
+        self,
+        call_id: str,
+        stage: str,
+        started: str,
+        latency_ms: float,
+        attempt: int,
+        response: ChatResponse | None,
+        error: str | None,
+    ) -> CallRecord:
+        return CallRecord(
+            call_id=call_id,
+            stage=stage,
+            member=self.id,
+            model=self.model,
+            started_at=started,
+            latency_ms=latency_ms,
+            prompt_tokens=response.prompt_tokens if response else 0,
+            completion_tokens=response.completion_tokens if response else 0,
+            cost_usd=response.cost_usd if response else None,
+            attempt=attempt,
+            ok=error is None,
+            error=error,
         )
 
     async def complete(self, request: ChatRequest, *, stage: str, sink: CallSink | None = None) -> ChatResponse:

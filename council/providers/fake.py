@@ -44,6 +44,19 @@ Behaviours, as ``+suffix`` on the model name (combine them: ``fake/x+first+slow`
 - ``fail``: every request raises ``ProviderError`` (HTTP 500, retryable).
 - ``slow``: same output; ``FakeAPI`` waits ``slow_seconds`` first, the mock server its
   ``--slow-seconds``.
+
+Hostile behaviours, for testing what council promises about untrusted text:
+
+- ``echo``: every request fails with HTTP 400 whose message echoes the request, as some
+  providers and proxies do: the mock server quotes the ``Authorization`` header and the raw
+  body; ``FakeAPI`` quotes the messages.
+- ``markup``: replies carry terminal markup (``MARKUP``: rich markup such as ``[/]`` and
+  ``[link=...]``, ANSI colour and OSC 8 hyperlink escapes) in front of plain answers and of
+  every reasoning field.
+- ``quote``: replies quote what the model was shown: a plain reply quotes every answer slot
+  (or, with none, the question); a peer review puts each answer's text where its integer score
+  belongs, so the review is invalid and the validation message quotes the answer; any other
+  schema gets the first judged text where its first number belongs.
 """
 
 from __future__ import annotations
@@ -62,7 +75,15 @@ from council.errors import ConfigError, ProviderError
 from council.json_schema import integer_bounds, resolve_ref
 from council.providers.base import ChatRequest, ChatResponse
 
-BEHAVIOURS = frozenset({"default", "first", "harsh", "generous", "garbage", "badscore", "flaky", "fail", "slow"})
+BEHAVIOURS = frozenset(
+    {"default", "first", "harsh", "generous", "garbage", "badscore", "flaky", "fail", "slow", "echo", "markup", "quote"}
+)
+#: What ``+markup`` puts in front of its replies: rich markup (an unmatched closing tag, a
+#: hidden link, styles), an ANSI colour and an OSC 8 terminal hyperlink.
+MARKUP = (
+    "[/] [bold red]ALERT[/bold red] [link=http://evil.example/]click here[/link] "
+    "\x1b[31mred\x1b[0m \x1b]8;;http://evil.example/\x07hyperlink\x1b]8;;\x07 :warning: "
+)
 PEER_REVIEW = "peer_review"
 
 _SLOT = re.compile(r'<(answer|response) (?:label|id)="([^"]+)"[^>]*>\n?(.*?)\n?</\1>', re.DOTALL)
@@ -168,6 +189,15 @@ def answer_slots(messages: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     return {}
 
 
+def _quoted(messages: Sequence[Mapping[str, Any]]) -> str:
+    """``+quote``: the answers this model was shown, verbatim (else the question it was asked)."""
+    slots = answer_slots(messages)
+    if slots:
+        return "Quoting the answers I was shown:\n" + "\n".join(f"{label}: {text}" for label, text in slots.items())
+    users = [str(m.get("content") or "") for m in messages if m.get("role") == "user"]
+    return "You asked: " + (users[-1] if users else "")
+
+
 def _merit(judge: str, text: str) -> float:
     """How good ``text`` looks to ``judge``, in [0, 1): mostly shared by every judge, partly its own."""
     return 0.7 * _unit("merit", text) + 0.3 * _unit("taste", judge, text)
@@ -204,16 +234,21 @@ class FakeResponder:
         schema_name: str | None = None,
         seed: int | None = None,
         json_mode: bool = False,
+        request_echo: str | None = None,
     ) -> str:
-        """The reply text; raises ``ProviderError`` for ``+fail``, ``ConfigError`` for unknown suffixes.
+        """The reply text; raises ``ProviderError`` for ``+fail`` and ``+echo``, ``ConfigError`` for
+        unknown suffixes.
 
         ``json_mode`` without a schema (OpenAI's ``{"type": "json_object"}``) wraps the plain answer
-        as ``{"answer": ...}``.
+        as ``{"answer": ...}``. ``request_echo``: what ``+echo`` quotes (default: the messages).
         """
         name, behaviours = parse_model_name(model)
         if "fail" in behaviours:
             message = "fake failure requested by the +fail behaviour"
             raise ProviderError(message, model=model, status_code=500, retryable=True)
+        if "echo" in behaviours:
+            echo = request_echo if request_echo is not None else json.dumps({"messages": list(messages)})
+            raise ProviderError(f"could not process this request: {echo}", model=model, status_code=400)
         rng = random.Random(stable_digest(name, list(messages), seed, schema_name))
         structured = json_schema is not None or json_mode
         if structured and "flaky" in behaviours:
@@ -225,13 +260,18 @@ class FakeResponder:
         if structured and "garbage" in behaviours:
             return rng.choice(_GARBAGE)
         if json_schema is None:
-            text = self._plain(name, messages, rng)
+            text = _quoted(messages) if "quote" in behaviours else self._plain(name, messages, rng)
+            if "markup" in behaviours:
+                text = MARKUP + text
             return json.dumps({"answer": text}) if json_mode else text
         document = None
         if schema_name == PEER_REVIEW:
             document = _peer_review(name, messages, json_schema, behaviours, rng)
         if document is None:
-            document = _Generator(json_schema, rng, behaviours, name, answer_slots(messages)).generate()
+            generator = _Generator(json_schema, rng, behaviours, name, answer_slots(messages))
+            document = generator.generate()
+            if "quote" in behaviours:
+                document = generator.quote_into_first_number(document)
         return json.dumps(document, ensure_ascii=False)
 
     @staticmethod
@@ -314,9 +354,11 @@ def _peer_review(
         entry: dict[str, Any] = {}
         for prop, sub in item.get("properties", {}).items():
             if prop == "score":
-                entry[prop] = scores[label]
+                # +quote: the answer's text where its score belongs (invalid: not an integer)
+                entry[prop] = slots.get(label, label) if "quote" in behaviours else scores[label]
             elif _REASONING_NAME.search(prop):
-                entry[prop] = _review_reasoning(label, fraction)
+                prefix = MARKUP if "markup" in behaviours else ""
+                entry[prop] = prefix + _review_reasoning(label, fraction)
             else:
                 entry[prop] = generator.value(sub, (prop,), 1)
         out[label] = entry
@@ -359,7 +401,8 @@ class _Generator:
         self.rng = rng
         self.behaviours = behaviours
         # Judged texts by slot label: sided scores and A/B verdicts follow their content.
-        self.merits = {label: _merit(judge, text) for label, text in (slots or {}).items()}
+        self.slots = dict(slots or {})
+        self.merits = {label: _merit(judge, text) for label, text in self.slots.items()}
         self.values = 0
 
     def generate(self) -> Any:
@@ -454,7 +497,7 @@ class _Generator:
         elif fmt in _FORMATS:
             text = _FORMATS[fmt]
         elif _REASONING_NAME.search(name):
-            text = self.rng.choice(_REASONING)
+            text = (MARKUP if "markup" in self.behaviours else "") + self.rng.choice(_REASONING)
         else:
             text = f"{self.rng.choice(_WORDS)}-{self.rng.randint(1, 999)}"
         lo, hi = schema.get("minLength", 0), schema.get("maxLength")
@@ -601,6 +644,15 @@ class _Generator:
             for key in keys[:want]:
                 out[key] = self.value(extra, (*path, key), depth + 1)
         return out
+
+    # +quote
+    def quote_into_first_number(self, value: Any) -> Any:
+        """Put the first judged text where the first integer (else number) belongs."""
+        target = self._find_number(self.root, value, "integer") or self._find_number(self.root, value, "number")
+        if target is not None and self.slots:
+            container, key, _ = target
+            container[key] = next(iter(self.slots.values()))
+        return value
 
     # +badscore
     def _spoil_first_number(self, value: Any) -> Any:

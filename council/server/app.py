@@ -10,6 +10,8 @@ or refused: :mod:`council.server.protocol`.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import secrets
 import time
@@ -29,8 +31,10 @@ from starlette.routing import Route
 from council.asking import JsonFormat
 from council.config import LoadedConfig
 from council.errors import CouncilError, CouncilFailure, NotFoundError, UsageError
+from council.redaction import register_secret
 from council.server import protocol
 from council.session.results import SessionResult
+from council.session.runner import check_request
 
 MAX_BODY_BYTES = 1_000_000
 
@@ -63,6 +67,8 @@ def openai_error(
     param: str | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
+    # A message may quote the client's input, unpaired surrogates included: never a 500 for that.
+    message = message.encode("utf-8", "backslashreplace").decode("utf-8")
     body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
     return JSONResponse(body, status_code=status, headers=headers)
 
@@ -83,6 +89,7 @@ class CouncilServer:
 
         self.loaded = loaded
         self.token = token
+        register_secret(token)
         self.max_body_bytes = max_body_bytes
         self.store = Store.open()
         self.clients: dict[str, Any] = {}  # shared across councils: one limit per model alias
@@ -116,7 +123,11 @@ class CouncilServer:
             return True
         header = request.headers.get("authorization", "")
         scheme, _, value = header.partition(" ")
-        return scheme.lower() == "bearer" and secrets.compare_digest(value.strip(), self.token)
+        # Compared as bytes: the header's own (Starlette decodes it as Latin-1, which undoes
+        # exactly) against the token's UTF-8. compare_digest refuses non-ASCII str.
+        sent = value.strip().encode("latin-1")
+        expected = self.token.encode("utf-8", "surrogateescape")
+        return scheme.lower() == "bearer" and secrets.compare_digest(sent, expected)
 
     async def read_json(self, request: Request) -> Any:
         length = request.headers.get("content-length")
@@ -131,6 +142,10 @@ class CouncilServer:
             return json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise _HTTPError(openai_error(400, "the request body is not valid JSON", "invalid_request_error")) from None
+        except RecursionError:
+            raise _HTTPError(
+                openai_error(400, "the request body is nested too deeply", "invalid_request_error")
+            ) from None
 
 
 class _HTTPError(Exception):
@@ -264,6 +279,10 @@ def create_app(
         if last.role != "user" or not last.text().strip():
             return openai_error(400, "the last message must be a non-empty user message", "invalid_request_error")
         history = protocol.history_messages(earlier)
+        try:  # checked before a stream starts: a bad request is a 400, not an error inside a 200
+            check_request(last.text(), seed=req.seed, history=history)
+        except CouncilError as exc:
+            return _error_for(exc)
         reply = _Reply(
             id=f"chatcmpl-{uuid.uuid4().hex}",
             created=int(time.time()),
@@ -278,11 +297,15 @@ def create_app(
                 headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
             )
         try:
-            result = await council.run(last.text(), history=history, seed=req.seed, synthesis_format=fmt)
-            if fmt is not None and (failure := _format_failure(result)) is not None:
+            result = await _unless_disconnected(
+                request, council.run(last.text(), history=history, seed=req.seed, synthesis_format=fmt)
+            )
+            if result is not None and fmt is not None and (failure := _format_failure(result)) is not None:
                 raise failure
         except CouncilError as exc:
             return _error_for(exc)
+        if result is None:  # the client hung up: the session was cancelled and recorded interrupted
+            return Response(status_code=499)
         return JSONResponse(_completion_payload(result, reply))
 
     async def get_session(request: Request) -> Response:
@@ -368,6 +391,30 @@ def create_app(
 
 def _model_object(name: str, created: int) -> dict[str, Any]:
     return {"id": name, "object": "model", "created": created, "owned_by": "council"}
+
+
+async def _unless_disconnected(request: Request, work: Any) -> Any:
+    """``await work``, unless the client disconnects first: then the work is cancelled (a
+    session records itself interrupted) and None is returned. Streaming responses get the
+    same from Starlette, which cancels the stream when the client goes."""
+    task = asyncio.ensure_future(work)
+
+    async def disconnected() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    watcher = asyncio.ensure_future(disconnected())
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+    if task.cancelled() or not task.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return None
+    return task.result()
 
 
 async def _stream(

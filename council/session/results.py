@@ -10,7 +10,7 @@ from council.bias.records import SessionBiasMetadata
 from council.session.consensus import Consensus
 from council.usage import Usage
 
-SessionStatus = Literal["running", "complete", "partial", "failed"]
+SessionStatus = Literal["running", "complete", "partial", "failed", "interrupted"]
 
 
 class MemberAnswer(BaseModel):

@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import structlog
 from pydantic import BaseModel
 
 from council.asking import JsonFormat, ask_valid
@@ -25,17 +24,20 @@ from council.clock import utc_now
 from council.config import ResolvedCouncil, ResolvedModel
 from council.errors import InputError, ProviderError, QuorumError
 from council.home import council_home
+from council.inputs import check_text
+from council.logs import get_logger
 from council.providers.base import ChatRequest
 from council.providers.client import ModelClient
+from council.redaction import add_private, private_scope
 from council.session import prompts
 from council.session.candidates import Candidate, check_candidates
 from council.session.consensus import consensus_ranking
 from council.session.results import Failure, MemberAnswer, Review, SessionResult, Synthesis
 from council.session.schemas import PEER_REVIEW_SCHEMA_NAME, answer_labels, peer_review_model, peer_review_schema
 from council.storage.store import Store
-from council.usage import CallRecord, Usage
+from council.usage import CallLog, Usage
 
-log = structlog.get_logger("council.session")
+log = get_logger("council.session")
 
 OFFLINE_NOTICE = (
     "Ran on the small offline default (two tiny local models: SmolLM2-135M and Gemma-3-270M). "
@@ -56,6 +58,35 @@ class SessionEvent(BaseModel):
 
 
 EventSink = Callable[[SessionEvent], None]
+
+
+#: Seeds are stored as SQLite integers (signed 64-bit) and sent to providers: 0 to 2**63 - 1.
+MAX_SEED = 2**63 - 1
+
+
+def check_request(
+    question: str,
+    *,
+    seed: int | None = None,
+    history: Sequence[dict[str, str]] = (),
+    candidates: Sequence[Candidate] | None = None,
+) -> tuple[str, list[Candidate] | None]:
+    """What a session is asked, checked before anything is written or billed: the stripped
+    question and the checked candidates, or a one-line ``InputError``. The CLI and the server
+    call it up front; :meth:`SessionRunner.run` calls it again."""
+    question = check_text(question, "the question").strip()
+    if not question:
+        raise InputError("the question is empty")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED):
+        raise InputError(f"the seed must be an integer from 0 to {MAX_SEED}, got {seed!r}")
+    for i, message in enumerate(history, 1):
+        check_text(str(message.get("content") or ""), f"message {i} of the conversation")
+    if candidates is not None:
+        for cand in candidates:
+            check_text(cand.id, "a candidate id")
+            check_text(cand.text, f"candidate {cand.id!r}")
+        candidates = check_candidates(candidates)
+    return question, candidates
 
 
 def reviewer_order(seed: int, reviewer_id: str, members: Sequence[str]) -> list[str]:
@@ -79,11 +110,11 @@ class _Run:
     history: Sequence[dict[str, str]]
     on_event: EventSink | None
     synthesis_format: JsonFormat | None = None
-    started: float = field(default_factory=time.perf_counter)
-    calls: list[CallRecord] = field(default_factory=list)
+    calls: CallLog = field(default_factory=CallLog)
     failures: list[Failure] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     partial_reasons: list[str] = field(default_factory=list)
+    t0: float = 0.0  # perf_counter at the start, for duration_ms
     persisted: bool = False  # the final status and every row are written
 
     def emit(
@@ -102,6 +133,7 @@ class SessionRunner:
         self.council = council
         self.clients = clients
         self.store = store
+        self.hasher: QueryHasher | None = None
 
     # -- stage 1 -------------------------------------------------------------
     async def _answer(self, run: _Run, member: ResolvedModel) -> MemberAnswer:
@@ -109,11 +141,12 @@ class SessionRunner:
         request = ChatRequest(messages=prompts.member_messages(run.question, run.history), **client.defaults())
         t0 = time.perf_counter()
         try:
-            response = await client.complete(request, stage="answer", sink=run.calls.append)
+            response = await client.complete(request, stage="answer", sink=run.calls)
         except ProviderError as exc:
             run.emit("answer", "answer", member.id, ok=False, detail=str(exc))
             return MemberAnswer(member=member.id, model=member.model, status="failed", error=str(exc))
         text = response.text.strip()
+        add_private(text)
         latency = (time.perf_counter() - t0) * 1000
         if not text:
             error = "empty answer"
@@ -156,7 +189,7 @@ class SessionRunner:
             stage="review",
             seed=run.seed,
             max_attempts=c.max_review_attempts,
-            sink=run.calls.append,
+            sink=run.calls,
         )
         review.attempts = reply.attempts
         if reply.parsed is None:
@@ -200,13 +233,14 @@ class SessionRunner:
                 continue
             try:
                 response = await client.complete(
-                    ChatRequest(messages=messages, **client.defaults()), stage="synthesis", sink=run.calls.append
+                    ChatRequest(messages=messages, **client.defaults()), stage="synthesis", sink=run.calls
                 )
             except ProviderError as exc:
                 errors.append(f"{chair.id}: {exc}")
                 run.failures.append(Failure(stage="synthesis", member=chair.id, error=str(exc)))
                 continue
             text = prompts.clean_synthesis(response.text)
+            add_private(text)
             if text:
                 run.emit("synthesis", "synthesis", chair.id)
                 return Synthesis(status="ok", chairman=chair.id, model=chair.model, text=text, fallback_used=fallback)
@@ -229,7 +263,7 @@ class SessionRunner:
             stage="synthesis",
             seed=run.seed,
             max_attempts=self.council.max_review_attempts,
-            sink=run.calls.append,
+            sink=run.calls,
         )
         if reply.parsed is None:
             error = str(reply.error) if reply.error is not None else reply.problem
@@ -258,24 +292,37 @@ class SessionRunner:
     ) -> SessionResult:
         """``synthesis_format``: the chairman answers in this JSON format (validated, re-asked
         up to ``max_review_attempts`` times); without one, in prose."""
-        question = question.strip()
-        if not question:
-            raise InputError("the question is empty")
+        question, candidates = check_request(question, seed=seed, history=history, candidates=candidates)
         c = self.council
-        if candidates is not None:
-            candidates = check_candidates(candidates)
+        private = [question, *(m.get("content") for m in history), *(cand.text for cand in candidates or ())]
+        with private_scope(keep_text=c.store_transcripts, texts=private):
+            return await self._run(question, seed, history, candidates, synthesis, on_event, synthesis_format)
+
+    async def _run(
+        self,
+        question: str,
+        seed: int | None,
+        history: Sequence[dict[str, str]],
+        candidates: list[Candidate] | None,
+        synthesis: bool,
+        on_event: EventSink | None,
+        synthesis_format: JsonFormat | None,
+    ) -> SessionResult:
+        c = self.council
         seed = seed if seed is not None else secrets.randbelow(2**31)
+        session_id = str(uuid.uuid4())
         run = _Run(
-            session_id=str(uuid.uuid4()),
+            session_id=session_id,
             council=c,
             question=question,
             seed=seed,
             history=history,
             on_event=on_event,
             synthesis_format=synthesis_format,
+            calls=CallLog(self.store.journal(session_id) if self.store is not None else None),
+            t0=time.perf_counter(),
         )
-        hasher = QueryHasher(council_home()) if c.hash_queries else None
-        query_hash = hasher.hash(question) if hasher else None
+        query_hash = self._hasher().hash(question) if c.hash_queries else None
         created = utc_now()
         member_ids = [cand.id for cand in candidates] if candidates is not None else [m.id for m in c.members]
         if self.store is not None:
@@ -292,14 +339,11 @@ class SessionRunner:
                     "created_at": created,
                 }
             )
-        result: SessionResult | None = None
         try:
             if c.session_timeout:
                 async with asyncio.timeout(c.session_timeout):
-                    result = await self._stages(run, candidates, synthesis, query_hash, created)
-            else:
-                result = await self._stages(run, candidates, synthesis, query_hash, created)
-            return result
+                    return await self._stages(run, candidates, synthesis, query_hash, created)
+            return await self._stages(run, candidates, synthesis, query_hash, created)
         except TimeoutError:
             error = f"the session exceeded its deadline of {c.session_timeout:g}s"
             self._record_failure(run, error)
@@ -308,21 +352,27 @@ class SessionRunner:
             self._record_failure(run, str(exc))
             raise
         except BaseException as exc:  # Ctrl-C / cancellation / bugs: never leave the row "running"
-            self._record_failure(
-                run,
-                "interrupted"
-                if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt)
-                else f"{type(exc).__name__}: {exc}",
-            )
+            if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
+                self._record_failure(run, "interrupted", status="interrupted")
+            else:
+                self._record_failure(run, f"{type(exc).__name__}: {exc}")
             raise
 
-    def _record_failure(self, run: _Run, error: str) -> None:
+    def _hasher(self) -> QueryHasher:
+        if self.hasher is None:
+            self.hasher = QueryHasher(council_home(), had_hashes=self._had_hashes)
+        return self.hasher
+
+    def _had_hashes(self) -> bool:
+        return self.store is not None and self.store.has_query_hashes()
+
+    def _record_failure(self, run: _Run, error: str, status: str = "failed") -> None:
         # An error after the session was written (e.g. raised by the on_event callback at
         # "done") must not flip it to failed nor write its call log a second time.
         if self.store is None or run.persisted:
             return
         try:
-            self.store.finish_session(run.session_id, status="failed", result=None, error=error, calls=_call_rows(run))
+            self.store.finish_session(run.session_id, status=status, result=None, error=error, calls=_call_rows(run))
         except Exception as exc:  # the original error matters more than a failed write of it
             log.error("could not record the failed session", session_id=run.session_id, error=str(exc))
 
@@ -441,7 +491,7 @@ class SessionRunner:
             notice=OFFLINE_NOTICE if c.offline_default else None,
             config_source=c.source,
             created_at=created,
-            duration_ms=(time.perf_counter() - run.started) * 1000,  # set before it is stored
+            duration_ms=(time.perf_counter() - run.t0) * 1000,  # before it is stored
         )
         if self.store is not None:
             self._persist(run, result, records)

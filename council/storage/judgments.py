@@ -16,6 +16,7 @@ from typing import Any
 
 from council.clock import utc_now
 from council.errors import CouncilFailure, UsageError
+from council.redaction import redact, redact_data
 from council.storage.store import Store
 
 
@@ -40,15 +41,30 @@ def record_run(
     """
     now = utc_now()
     run_id = run["id"]
-    run_row = {"created_at": now, **run, "result": _json(run.get("result"))}
-    pass_rows = [{**p, "run_id": run_id, "output": _json(p.get("output")), "created_at": now} for p in passes]
+    # Error texts may quote a provider or a judge: redacted like every stored text.
+    run_row = {
+        "created_at": now,
+        **run,
+        "error": redact(run["error"]) if run.get("error") else run.get("error"),
+        "result": _json(redact_data(run.get("result"))),
+    }
+    pass_rows = [
+        {
+            **p,
+            "problem": redact(p["problem"]) if p.get("problem") else p.get("problem"),
+            "run_id": run_id,
+            "output": _json(p.get("output")),
+            "created_at": now,
+        }
+        for p in passes
+    ]
     call_rows = [{**c, "session_id": run_id} for c in calls]
     with store.immediate() as db:
         db["judgment_runs"].insert(run_row)
         if pass_rows:
             db["judgments"].insert_all(pass_rows)
         if call_rows:
-            db["calls"].insert_all(call_rows)
+            store.write_calls(call_rows)
         if batch_item is not None:
             key = [batch_item["batch_id"], batch_item["item_id"]]
             db.execute("DELETE FROM batch_items WHERE batch_id = ? AND item_id = ? AND status = 'failed'", key)

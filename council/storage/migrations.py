@@ -206,3 +206,21 @@ def m003_judgments(db: Database) -> None:
         foreign_keys=[("batch_id", "batches", "id"), ("run_id", "judgment_runs", "id")],
     )
     db["batch_items"].create_index(["batch_id", "position"])
+
+
+@migrations()
+def m004_session_ownership(db: Database) -> None:
+    # Who runs a session: the process's lease (council.storage.ownership), with its pid and
+    # host for people. A session whose owner died is marked "interrupted" by the next
+    # process that opens the database.
+    db["sessions"].add_column("owner", str)
+    db["sessions"].add_column("owner_pid", int)
+    db["sessions"].add_column("owner_host", str)
+    # Calls are written when they start (ok NULL) and again when they finish, keyed by
+    # call_id, so a call in flight at a crash is on record; owner finds the orphans.
+    db["calls"].add_column("call_id", str)
+    db["calls"].add_column("owner", str)
+    db.execute("CREATE UNIQUE INDEX idx_calls_call_id ON calls (call_id)")
+    # Only unfinished work is ever looked up by owner: partial indexes stay tiny.
+    db.execute("CREATE INDEX idx_sessions_running_owner ON sessions (owner) WHERE status = 'running'")
+    db.execute("CREATE INDEX idx_calls_in_flight_owner ON calls (owner) WHERE ok IS NULL")

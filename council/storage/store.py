@@ -13,6 +13,7 @@ leaves a session half-recorded:
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -21,12 +22,20 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from council.clock import utc_now
-from council.errors import NotFoundError
+from council.clock import parse_since, utc_now
+from council.errors import NotFoundError, UsageError
 from council.home import ensure_home
+from council.redaction import redact, redact_data
 from council.storage.migrations import migrations
+from council.storage.ownership import batch_lock, dead_owners, lock_dir, process_lease
+from council.usage import CallJournal, CallRecord
 
 BUSY_TIMEOUT_S = 60.0
+#: The shortest id prefix a session can be found by (the tables show 8 characters).
+MIN_ID_PREFIX = 8
+_CALL_COLUMNS = ("call_id", "session_id", "owner", "stage", "member", "model", "started_at", "latency_ms",
+                 "prompt_tokens", "completion_tokens", "cost_usd", "attempt", "ok", "error")  # fmt: skip
+_CALL_OUTCOME = frozenset({"latency_ms", "prompt_tokens", "completion_tokens", "cost_usd", "ok", "error"})
 
 
 def _connect(path: Path | str) -> sqlite3.Connection:
@@ -65,22 +74,43 @@ def _enable_wal(db: Database) -> None:
             db.enable_wal()
 
 
+def _private_database(path: Path) -> None:
+    """council.db is created 0600 (SQLite gives its -wal and -shm files the same mode); an
+    existing one readable by others is made private."""
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    except IsADirectoryError:
+        raise UsageError(f"the database path {path} is a directory") from None
+    for file in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            if file.stat().st_mode & 0o077:
+                os.chmod(file, 0o600)
+        except OSError:  # absent, or not ours to change
+            pass
+
+
 class Store:
     """All reads and writes of council.db go through here."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, path: Path | None = None) -> None:
         self.db = db
+        self.path = path
+        self._locks = lock_dir(path) if path is not None else None
 
     # -- opening -------------------------------------------------------------
     @classmethod
     def open(cls, path: Path | str | None = None) -> Store:
-        """Open (creating and migrating if needed) ``path`` or ``$COUNCIL_HOME/council.db``."""
-        if path is None:
-            path = ensure_home() / "council.db"
+        """Open (creating and migrating if needed) ``path`` or ``$COUNCIL_HOME/council.db``.
+
+        Sessions and calls left ``running`` by a process that has ended are marked
+        ``interrupted`` here, so every command that opens the database recovers them."""
+        path = Path(path) if path is not None else ensure_home() / "council.db"
+        _private_database(path)
         db = Database(_connect(path))
         _enable_wal(db)
-        store = cls(db)
+        store = cls(db, path)
         store.migrate()
+        store.recover_interrupted()
         return store
 
     @classmethod
@@ -114,9 +144,81 @@ class Store:
         else:
             conn.execute("COMMIT")
 
+    # -- ownership -----------------------------------------------------------
+    def _owner(self) -> dict[str, Any]:
+        """This process's lease, for rows of unfinished work (nothing for in-memory stores)."""
+        if self._locks is None:
+            return {}
+        lease = process_lease(self._locks)
+        return {"owner": lease.id, "owner_pid": lease.pid, "owner_host": lease.host}
+
+    def recover_interrupted(self) -> list[str]:
+        """Mark sessions and calls whose owning process has ended ``interrupted``, keeping
+        everything they wrote. Returns the ids of the sessions marked."""
+        if self._locks is None:
+            return []
+        owners = [
+            r[0]
+            for r in self.db.execute(
+                "SELECT DISTINCT owner FROM sessions WHERE status = 'running' AND owner IS NOT NULL "
+                "UNION SELECT DISTINCT owner FROM calls WHERE ok IS NULL AND owner IS NOT NULL"
+            )
+        ]
+        dead = dead_owners(self._locks, owners) if owners else []
+        if not dead:
+            return []
+        marks = ", ".join("?" for _ in dead)
+        now = utc_now()
+        with self.immediate():
+            sessions = [
+                r[0]
+                for r in self.db.execute(
+                    f"SELECT id FROM sessions WHERE status = 'running' AND owner IN ({marks})", dead
+                )
+            ]
+            self.db.execute(
+                "UPDATE sessions SET status = 'interrupted', finished_at = ?, error = 'interrupted: the process '"
+                " || 'running it (pid ' || coalesce(owner_pid, '?') || ' on ' || coalesce(owner_host, '?')"
+                f" || ') ended before it finished' WHERE status = 'running' AND owner IN ({marks})",
+                [now, *dead],
+            )
+            self.db.execute(
+                "UPDATE calls SET ok = 0, error = 'interrupted: the process ended while this call was in flight'"
+                f" WHERE ok IS NULL AND owner IN ({marks})",
+                dead,
+            )
+        return sessions
+
+    @contextmanager
+    def batch_lock(self, batch_id: str) -> Iterator[None]:
+        """Run the batch as its only runner: another process running it is a ``UsageError``."""
+        if self._locks is None:
+            yield
+            return
+        with batch_lock(self._locks, batch_id):
+            yield
+
+    # -- the call log ---------------------------------------------------------
+    def journal(self, session_id: str) -> CallJournal:
+        """Writes a run's attempts as they start and finish (``calls.session_id`` = ``session_id``)."""
+        return _Journal(self, session_id)
+
+    def write_calls(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Insert call-log rows, or complete the rows already written for them (by ``call_id``).
+        Run inside the caller's transaction."""
+        for row in rows:
+            row = {**row, "error": redact(row["error"]) if row.get("error") else row.get("error")}
+            columns = [c for c in _CALL_COLUMNS if c in row]
+            updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c in _CALL_OUTCOME)
+            self.db.execute(
+                f"INSERT INTO calls ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)}) "
+                f"ON CONFLICT (call_id) DO UPDATE SET {updates}",
+                [row[c] for c in columns],
+            )
+
     # -- sessions ------------------------------------------------------------
     def begin_session(self, row: dict[str, Any]) -> None:
-        row = {"status": "running", "created_at": utc_now(), **row}
+        row = {"status": "running", "created_at": utc_now(), **self._owner(), **row}
         with self.immediate():
             self.db["sessions"].insert(row)
 
@@ -132,23 +234,24 @@ class Store:
         bias_records: Sequence[dict[str, Any]] = (),
         calls: Sequence[dict[str, Any]] = (),
     ) -> None:
-        """Write the whole session and its final status in one transaction."""
+        """Write the whole session and its final status in one transaction (error texts and
+        the result redacted: no secrets, and no private text when transcripts are off)."""
         with self.immediate():
             if answers:
-                self.db["answers"].insert_all(answers, replace=True)
+                self.db["answers"].insert_all(_redacted(answers, "error"), replace=True)
             if reviews:
-                self.db["reviews"].insert_all(reviews, replace=True)
+                self.db["reviews"].insert_all(_redacted(reviews, "error"), replace=True)
             if bias_records:
                 self.db["bias_records"].insert_all(bias_records)
             if calls:
-                self.db["calls"].insert_all(calls)
+                self.write_calls(calls)
             self.db["sessions"].update(
                 session_id,
                 {
                     "status": status,
                     "finished_at": utc_now(),
-                    "result": json.dumps(result) if result is not None else None,
-                    "error": error,
+                    "result": json.dumps(redact_data(result)) if result is not None else None,
+                    "error": redact(error) if error else error,
                 },
             )
 
@@ -158,7 +261,7 @@ class Store:
         where, params = [], []
         if since:
             where.append("created_at >= ?")
-            params.append(since)
+            params.append(parse_since(since))
         if council:
             where.append("council = ?")
             params.append(council)
@@ -170,14 +273,21 @@ class Store:
         return list(self.db.query(sql, params))
 
     def get_session(self, session_id: str) -> dict[str, Any]:
+        """A session by its id, or by a literal prefix of at least ``MIN_ID_PREFIX`` characters
+        that only one session has (people copy the short ids the table shows)."""
         rows = list(self.db.query("select * from sessions where id = ?", [session_id]))
-        if not rows:
-            # Allow an unambiguous id prefix, as people copy short ids from the table.
-            rows = list(
-                self.db.query("select * from sessions where id like ? limit 2", [session_id + "%"])
-            )
-            if len(rows) != 1:
-                raise NotFoundError(f"no session with id {session_id!r}")
+        if not rows and len(session_id) >= MIN_ID_PREFIX:
+            # A range, not LIKE: the prefix is text, never a pattern ("%" and "_" match only themselves).
+            upper = session_id[:-1] + chr(ord(session_id[-1]) + 1) if ord(session_id[-1]) < 0x10FFFF else None
+            sql = "select * from sessions where id >= ? and substr(id, 1, ?) = ?"
+            params: list[Any] = [session_id, len(session_id), session_id]
+            if upper is not None:
+                sql += " and id < ?"
+                params.append(upper)
+            rows = list(self.db.query(sql + " limit 2", params))
+        if len(rows) != 1:
+            hint = f" (give the id or at least {MIN_ID_PREFIX} characters of it)"
+            raise NotFoundError(f"no session with id {session_id!r}{'' if len(session_id) >= MIN_ID_PREFIX else hint}")
         session = rows[0]
         sid = session["id"]
         session["answers"] = list(self.db.query("select * from answers where session_id = ?", [sid]))
@@ -193,8 +303,12 @@ class Store:
         params: list[Any] = []
         if since:
             sql += " where created_at >= ?"
-            params.append(since)
+            params.append(parse_since(since))
         yield from self.db.query(sql + " order by created_at", params)
+
+    def has_query_hashes(self) -> bool:
+        """Whether any session on record carries a query hash (made with the salt of the time)."""
+        return bool(list(self.db.execute("SELECT 1 FROM sessions WHERE query_hash IS NOT NULL LIMIT 1")))
 
     # -- bias records --------------------------------------------------------
     def insert_bias_records(self, records: Iterable[dict[str, Any]], *, batch_size: int = 10_000) -> int:
@@ -206,3 +320,27 @@ class Store:
 
     def count(self, table: str) -> int:
         return self.db[table].count
+
+
+def _redacted(rows: Sequence[dict[str, Any]], *fields: str) -> list[dict[str, Any]]:
+    return [{**row, **{f: redact(row[f]) for f in fields if row.get(f)}} for row in rows]
+
+
+class _Journal:
+    """A run's attempts, written as they start (``ok`` NULL: in flight) and as they finish."""
+
+    def __init__(self, store: Store, session_id: str) -> None:
+        self.store = store
+        self.session_id = session_id
+
+    def _row(self, record: CallRecord) -> dict[str, Any]:
+        return {"session_id": self.session_id, **self.store._owner(), **record.model_dump()}
+
+    def call_started(self, record: CallRecord) -> None:
+        row = {**self._row(record), "ok": None, "latency_ms": None, "error": None}
+        with self.store.immediate():
+            self.store.write_calls([row])
+
+    def call_finished(self, record: CallRecord) -> None:
+        with self.store.immediate():
+            self.store.write_calls([self._row(record)])

@@ -1,0 +1,221 @@
+"""Crashes and concurrency: kill -9 leaves nothing `running` forever and no billed call off the record;
+one process per batch; a client that hangs up on the server interrupts its session.
+
+These need real processes (kill -9, two runners at once, a real server and client).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import db_rows, invoke_cli, write_config
+from mock_server import start_mock_server, wait_for
+
+QUESTION = "Why do leaves change colour in autumn?"
+SLOW = 60.0  # seconds a +slow mock call takes: far longer than any test waits
+
+
+@pytest.fixture(scope="module")
+def slow_mock(tmp_path_factory):
+    log = tmp_path_factory.mktemp("mock") / "requests.jsonl"
+    with start_mock_server(slow_seconds=SLOW, log_requests=log) as server:
+        yield server
+
+
+def popen_council(*args: str, home: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "COUNCIL_HOME": str(home)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "council", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+
+
+def count(home: Path, sql: str, params: tuple = ()) -> int:
+    try:
+        return db_rows(home, sql, params)[0][0]
+    except sqlite3.Error:  # not created yet, or (before the fix) no such column
+        return -1
+
+
+def kill_9(proc: subprocess.Popen[str]) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGKILL, "it must still have been running when killed"
+
+
+def slow_council(tmp_path: Path, base_url: str, n: int = 3) -> Path:
+    models = {f"m{i}": {"model": f"openai/mock-{i}+slow", "api_base": base_url, "timeout": 600, "retries": 0}
+              for i in range(1, n + 1)}  # fmt: skip
+    return write_config(tmp_path / "c.toml", models, chairman="m1")
+
+
+# -- sessions -----------------------------------------------------------------------------
+
+
+def test_kill_9_mid_session_keeps_its_calls_and_the_next_command_marks_it_interrupted(
+    tmp_path, council_home, slow_mock
+):
+    proc = popen_council("run", QUESTION, "--config", str(slow_council(tmp_path, slow_mock.base_url)),
+                         home=council_home)  # fmt: skip
+    try:
+        in_flight = "select count(*) from calls where ok is null"
+        assert wait_for(lambda: count(council_home, in_flight) == 3, timeout=60), proc.poll()
+    finally:
+        kill_9(proc)
+    # Nothing has looked at the database since the kill: the row still says running.
+    assert db_rows(council_home, "select status from sessions") == [("running",)]
+
+    listed = invoke_cli("sessions", "list", "--json")
+    assert listed.exit_code == 0, listed.stderr
+    [row] = json.loads(listed.stdout)
+    assert row["status"] == "interrupted"
+    assert row["question"] == QUESTION  # what was written is kept
+    [(status, finished, error)] = db_rows(council_home, "select status, finished_at, error from sessions")
+    assert status == "interrupted" and finished and f"pid {proc.pid}" in error
+    calls = db_rows(council_home, "select stage, member, ok, error from calls order by member")
+    assert [(c[0], c[1], c[2]) for c in calls] == [("answer", f"m{i}", 0) for i in (1, 2, 3)]
+    assert all("interrupted" in c[3] for c in calls)
+
+
+def test_a_live_session_is_never_taken_for_an_orphan(tmp_path, council_home, slow_mock):
+    proc = popen_council("run", QUESTION, "--config", str(slow_council(tmp_path, slow_mock.base_url)),
+                         home=council_home)  # fmt: skip
+    try:
+        assert wait_for(lambda: count(council_home, "select count(*) from calls where ok is null") == 3, timeout=60)
+        for _ in range(2):  # other commands open the database while it runs
+            assert invoke_cli("sessions", "list", "--json").exit_code == 0
+        assert db_rows(council_home, "select status from sessions") == [("running",)]
+        assert count(council_home, "select count(*) from calls where ok is null") == 3
+    finally:
+        kill_9(proc)
+
+
+def test_a_session_row_whose_owner_is_gone_is_recovered_when_the_store_opens(council_home):
+    from council.storage import Store
+
+    store = Store.open()
+    store.begin_session({"id": "mine", "kind": "council", "council": "default", "members": "[]"})
+    store.db.execute(  # as a process that died would have left it (no lease file)
+        "insert into sessions (id, status, kind, created_at, owner, owner_pid, owner_host) "
+        "values ('theirs', 'running', 'council', '2026-01-01', 'f00d', 4242, 'elsewhere')"
+    )
+    store.db.execute(
+        "insert into calls (call_id, session_id, owner, stage, ok) values ('c1', 'theirs', 'f00d', 'answer', null)"
+    )
+    store.close()
+    reopened = Store.open()
+    try:
+        statuses = dict(reopened.db.execute("select id, status from sessions").fetchall())
+        assert statuses == {"mine": "running", "theirs": "interrupted"}  # this process is alive
+        [(ok, error)] = reopened.db.execute("select ok, error from calls where call_id = 'c1'").fetchall()
+        assert ok == 0 and "interrupted" in error
+    finally:
+        reopened.close()
+
+
+# -- batches ------------------------------------------------------------------------------
+
+
+def slow_batch(tmp_path: Path, base_url: str, items: int = 20) -> tuple[Path, Path]:
+    rows = [{"id": f"i{i}", "prompt": f"Q{i}?", "a": f"answer a {i}", "b": f"answer b {i}"} for i in range(items)]
+    batch = tmp_path / "b.jsonl"
+    batch.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = write_config(tmp_path / "judge.toml", {"j": {"model": "openai/mock-judge+slow", "api_base": base_url,
+                                                        "timeout": 600, "retries": 0}})  # fmt: skip
+    return batch, cfg
+
+
+def test_kill_9_mid_batch_leaves_every_call_in_flight_on_record(tmp_path, council_home, slow_mock):
+    batch, cfg = slow_batch(tmp_path, slow_mock.base_url)
+    proc = popen_council("batch", str(batch), "--config", str(cfg), "--judge", "j", "--concurrency", "4",
+                         home=council_home)  # fmt: skip
+    try:  # 4 items at once, each judged in both orders at once: 8 calls in flight
+        assert wait_for(lambda: count(council_home, "select count(*) from calls where ok is null") == 8, timeout=60)
+    finally:
+        kill_9(proc)
+    assert invoke_cli("sessions", "list").exit_code == 0  # any command recovers
+    rows = db_rows(council_home, "select stage, ok, error from calls")
+    assert len(rows) == 8 and all(r[0] == "compare" and r[1] == 0 and "interrupted" in r[2] for r in rows)
+
+
+def test_a_second_runner_of_a_running_batch_gets_one_line_and_makes_no_call(tmp_path, council_home, slow_mock):
+    batch, cfg = slow_batch(tmp_path, slow_mock.base_url)
+    args = ["batch", str(batch), "--config", str(cfg), "--judge", "j", "--concurrency", "2"]
+    first = popen_council(*args, home=council_home)
+    try:
+        assert wait_for(lambda: count(council_home, "select count(*) from calls where ok is null") == 4, timeout=60)
+        requests = len(slow_mock.logged_requests())
+        second = subprocess.run(
+            [sys.executable, "-m", "council", *args, "--resume"],
+            capture_output=True, text=True, timeout=120, env={**os.environ, "COUNCIL_HOME": str(council_home)},
+        )  # fmt: skip
+        assert second.returncode == 2, second.stderr
+        lines = [line for line in second.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error: batch ") and "another process" in lines[0], lines
+        assert f"pid {first.pid}" in lines[0]
+        time.sleep(0.5)
+        assert len(slow_mock.logged_requests()) == requests  # the mock logs requests as they arrive
+        assert first.poll() is None
+    finally:
+        kill_9(first)
+
+
+# -- the server ---------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def council_server(config: Path, home: Path):
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "council", "serve", "--config", str(config), "--port", str(port)],
+        env={**os.environ, "COUNCIL_HOME": str(home)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        def up() -> bool:
+            try:
+                return httpx.get(base + "/health", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return proc.poll() is not None
+        assert wait_for(up, timeout=60) and proc.poll() is None, proc.stderr.read() if proc.poll() is not None else ""
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_client_that_hangs_up_interrupts_its_session(tmp_path, council_home, slow_mock, stream):
+    cfg = slow_council(tmp_path, slow_mock.base_url, n=2)
+    with council_server(cfg, council_home) as base:
+        body = {"model": "default", "messages": [{"role": "user", "content": QUESTION}], "stream": stream}
+        with pytest.raises(httpx.ReadTimeout):
+            with httpx.Client(timeout=httpx.Timeout(30, read=2.0)) as client:
+                response = client.post(base + "/v1/chat/completions", json=body)
+                for _ in response.iter_lines():  # a streaming response: read until the timeout
+                    pass
+        assert wait_for(lambda: count(council_home, "select count(*) from sessions where status != 'running'") == 1,
+                        timeout=15)  # fmt: skip
+        [(status, error, finished)] = db_rows(council_home, "select status, error, finished_at from sessions")
+        assert (status, error) == ("interrupted", "interrupted") and finished
+        calls = db_rows(council_home, "select ok, error from calls")
+        assert len(calls) == 2 and all(c == (0, "cancelled") for c in calls)

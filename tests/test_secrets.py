@@ -1,0 +1,343 @@
+"""Secrets and private text never leave through errors, logs, stored rows or exports; files are private.
+
+A hostile provider (the mock's ``+echo``: a 400 quoting the Authorization header and the
+request body) and a reviewer that quotes the answers (``+quote``) try to carry the API key,
+the question and the answers into everything council stores, prints, logs and exports.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import stat
+from pathlib import Path
+
+import pytest
+from conftest import council_process, db_dump, db_rows, invoke_cli, write_config
+from mock_server import start_mock_server
+
+from council.redaction import PRIVATE_RUN, REDACTED, private_scope, redact, register_secret
+
+KEY = "k-7f3a9c2e5b1d4e6f8a0b"  # not shaped like any well-known key: only known by value
+QUESTION = "Which orbital mechanics principle explains why geostationary satellites stay above one spot?"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def copied_runs(text: str, private: str, run: int = PRIVATE_RUN) -> list[str]:
+    """Every ``run``-character piece of ``private`` that occurs in ``text``."""
+    return [private[i : i + run] for i in range(len(private) - run + 1) if private[i : i + run] in text]
+
+
+# -- the redaction module ---------------------------------------------------------------
+
+
+def test_a_configured_key_is_redacted_by_value_in_any_form():
+    register_secret(KEY)
+    assert KEY not in redact(f"upstream said: key={KEY}!")
+    assert redact(f"x-custom-header {KEY}") == f"x-custom-header {REDACTED}"
+    escaped = json.dumps({"k": KEY + '"'})  # inside JSON text
+    assert KEY not in redact(escaped)
+
+
+def test_environment_variables_named_like_keys_are_secrets(monkeypatch):
+    monkeypatch.setenv("ACME_API_KEY", "acme-0123456789")
+    monkeypatch.setenv("SOME_SETTING", "visible-0123456789")
+    text = redact("acme-0123456789 and visible-0123456789")
+    assert text == f"{REDACTED} and visible-0123456789"
+
+
+@pytest.mark.parametrize(
+    "text, secret",
+    [
+        ("Authorization: Bearer abc.def-123456", "abc.def-123456"),
+        ('{"authorization": "Bearer zzz999yyy888"}', "zzz999yyy888"),
+        ("key sk-proj-ABCDEFGH12345678 leaked", "sk-proj-ABCDEFGH12345678"),
+        ("api_key=q1w2e3r4t5y6 &x=1", "q1w2e3r4t5y6"),
+        ('{"x-api-key": "hunter2hunter2"}', "hunter2hunter2"),
+    ],
+)
+def test_credential_shaped_text_is_redacted(text, secret):
+    assert secret not in redact(text)
+    assert REDACTED in redact(text)
+
+
+def test_private_text_is_cut_only_inside_a_scope_with_transcripts_off():
+    echo = f'request body: {json.dumps({"content": QUESTION})} (HTTP 400)'
+    assert redact(echo) == echo  # no scope: secrets only
+    with private_scope(keep_text=True, texts=[QUESTION]):
+        assert redact(echo) == echo
+    with private_scope(keep_text=False, texts=[QUESTION]):
+        cut = redact(echo)
+        partial = redact("the body began: " + QUESTION[:40] + " (truncated)")
+        short = redact("it mentioned " + QUESTION[:12])
+    assert copied_runs(cut, QUESTION) == [] and cut.startswith("request body: ") and cut.endswith("(HTTP 400)")
+    assert copied_runs(partial, QUESTION) == [] and partial.startswith("the body began: ")
+    assert short.endswith(QUESTION[:12])  # runs shorter than PRIVATE_RUN are not private text
+
+
+def test_json_escaped_private_text_is_cut():
+    answer = 'He said "nothing" —\nthen left: « quoted » text with enough length to count.'
+    with private_scope(keep_text=False, texts=[answer]):
+        for dumped in (json.dumps(answer), json.dumps(answer, ensure_ascii=False)):
+            assert copied_runs(redact(dumped), dumped[1:-1]) == []
+
+
+def test_resolving_a_model_registers_its_key():
+    from council.config import ConfigFile, resolve_model
+
+    config = ConfigFile.model_validate({"models": {"m": {"model": "openai/x", "api_key_env": "ODD_NAME"}}})
+    resolve_model("m", config, {"ODD_NAME": "zq-55xx77yy99"}, "test")
+    assert redact("zq-55xx77yy99") == REDACTED
+
+
+# -- logging: the library emits events, the host decides where they go --------------------
+
+
+async def test_the_library_prints_nothing_when_used_from_python(capsys):
+    from council import Council
+
+    config = {"councils": {"default": {"members": ["fake/a", "fake/b", "fake/c+fail"], "chairman": "fake/a"}}}
+    council = Council.from_config(config, store=False)
+    try:
+        result = await council.run("Why is the sky blue?")
+    finally:
+        await council.aclose()
+    assert result.failures  # "model call failed" was logged
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""
+
+
+def test_a_host_gets_council_events_through_standard_logging_redacted(caplog):
+    from council.logs import get_logger
+
+    register_secret(KEY)
+    with caplog.at_level(logging.INFO, logger="council"):
+        get_logger("council.test").info("call failed", api_key="plain-value-1", error=f"said Bearer {KEY}")
+    [record] = [r for r in caplog.records if r.name == "council.test"]
+    event = record.msg
+    assert event["event"] == "call failed"
+    assert event["api_key"] == REDACTED and KEY not in event["error"]
+
+
+def test_the_cli_log_file_is_private_json_lines_and_redacted(tmp_path, monkeypatch):
+    from council.logs import configure_logging, get_logger, unconfigure_logging
+
+    path = tmp_path / "council.log"
+    monkeypatch.setenv("COUNCIL_LOG_FILE", str(path))
+    register_secret(KEY)
+    configure_logging(level="INFO")
+    try:
+        get_logger("council.test").info("provider said", error=f"header x: {KEY}", token="t-0123456789")
+    finally:
+        unconfigure_logging()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    [line] = [json.loads(x) for x in path.read_text().splitlines()]
+    assert line["event"] == "provider said" and line["level"] == "info"
+    assert KEY not in path.read_text() and line["token"] == REDACTED
+
+
+def test_no_library_module_logs_through_unconfigured_structlog():
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in (ROOT / "council").rglob("*.py")
+        if p.name != "logs.py" and re.search(r"structlog\.get_logger|structlog\.configure", p.read_text())
+    ]
+    assert offenders == []
+
+
+# -- end to end: a provider that echoes the request --------------------------------------
+
+
+@pytest.fixture(scope="module")
+def keyed_mock():
+    with start_mock_server(require_key=KEY) as server:
+        yield server
+
+
+def echo_config(tmp_path: Path, base_url: str, members: list[str]) -> Path:
+    models = {
+        f"m{i}": {"model": f"openai/{name}", "api_base": base_url, "api_key_env": "COUNCIL_TEST_PROVIDER_CRED",
+                  "retries": 0, "timeout": 20}
+        for i, name in enumerate(members, 1)
+    }  # fmt: skip
+    return write_config(tmp_path / "council.toml", models, chairman="m1")
+
+
+def test_an_echoing_provider_leaks_neither_key_nor_question(tmp_path, council_home, keyed_mock):
+    cfg = echo_config(tmp_path, keyed_mock.base_url, ["mock-alpha", "mock-beta", "mock-gamma+echo"])
+    log = council_home / "council.log"
+    env = {"COUNCIL_TEST_PROVIDER_CRED": KEY, "COUNCIL_STORE_TRANSCRIPTS": "0", "COUNCIL_LOG_FILE": str(log),
+           "COUNCIL_LOG_LEVEL": "INFO"}  # fmt: skip
+    proc = council_process("run", QUESTION, "--config", str(cfg), "--json", home=council_home, env=env)
+    assert proc.returncode == 0, proc.stderr
+    stdout, stderr = proc.stdout.decode(), proc.stderr.decode()
+    result = json.loads(stdout)
+    [failure, *_] = [f for f in result["failures"] if f["member"] == "m3"]
+    assert "BadRequestError" in failure["error"] and REDACTED in failure["error"]  # the provider's words stay
+    assert KEY not in stdout and KEY not in stderr
+    assert "model call failed" in log.read_text()
+    stored = db_dump(council_home)
+    assert db_rows(council_home, "select count(*) from calls where error like '%BadRequest%'")[0][0] >= 1
+    exported, redacted = invoke_cli("export").stdout, invoke_cli("export", "--redact").stdout
+    for where, text in (("log", log.read_text()), ("database", stored), ("export", exported),
+                        ("export --redact", redacted)):  # fmt: skip
+        assert KEY not in text, where
+        assert copied_runs(text, QUESTION) == [], where
+
+
+def test_a_quorum_failure_from_echoing_providers_prints_and_stores_no_key(tmp_path, council_home, keyed_mock):
+    cfg = echo_config(tmp_path, keyed_mock.base_url, ["mock-alpha+echo", "mock-beta+echo"])
+    env = {"COUNCIL_TEST_PROVIDER_CRED": KEY, "COUNCIL_STORE_TRANSCRIPTS": "0"}
+    proc = council_process("run", QUESTION, "--config", str(cfg), home=council_home, env=env)
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 1
+    [line] = [x for x in stderr.splitlines() if x.strip()]
+    assert line.startswith("error: ") and "quorum" in line and KEY not in line
+    assert copied_runs(line, QUESTION) == []
+    [(status, error)] = db_rows(council_home, "select status, error from sessions")
+    assert status == "failed" and KEY not in error and copied_runs(error, QUESTION) == []
+
+
+def test_export_redacts_keys_left_in_older_rows(council_home, monkeypatch):
+    from council.storage import Store
+
+    store = Store.open()
+    store.begin_session({"id": "s-old", "kind": "council", "council": "default", "question": None, "members": "[]"})
+    store.finish_session("s-old", status="failed", result=None, error=f"old error with {KEY}")
+    store.close()
+    # Rows written by an older version kept the key; the export must not pass it on.
+    with store_db_raw(council_home) as db:
+        db.execute("update sessions set error = ? where id = 's-old'", [f"old error with {KEY}"])
+    monkeypatch.setenv("LEGACY_PROVIDER_API_KEY", KEY)  # export knows keys from the environment
+    for args in (("export",), ("export", "--redact"), ("export", "--format", "csv", "--redact")):
+        proc = invoke_cli(*args)
+        assert proc.exit_code == 0, proc.stderr
+        assert "s-old" in proc.stdout and KEY not in proc.stdout
+
+
+def store_db_raw(home: Path):
+    import sqlite3
+    from contextlib import closing
+
+    return closing(sqlite3.connect(home / "council.db", isolation_level=None))
+
+
+# -- transcripts off: quoted answers stay out of review and judgment errors ----------------
+
+
+def test_a_reviewer_quoting_the_answers_leaves_the_reason_and_no_value(tmp_path, council_home, keyed_mock):
+    base = keyed_mock.base_url
+    common = {"api_base": base, "api_key_env": "COUNCIL_TEST_PROVIDER_CRED", "retries": 0}
+    models = {"m1": {"model": "openai/mock-alpha", **common}, "m2": {"model": "openai/mock-beta", **common},
+              "r": {"model": "openai/mock-rho+quote", **common}}  # fmt: skip
+    cfg = write_config(tmp_path / "c.toml", models, members=["m1", "m2"], reviewers=["m1", "r"], chairman="m1",
+                       max_review_attempts=1)  # fmt: skip
+    env = {"COUNCIL_TEST_PROVIDER_CRED": KEY}
+    kept = invoke_cli("run", QUESTION, "--config", str(cfg), "--json", env=env)
+    assert kept.exit_code == 0, kept.stderr
+    first = json.loads(kept.stdout)
+    [quoted] = [r["error"] for r in first["reviews"] if r["reviewer"] == "r"]
+    assert "(got " in quoted  # transcripts on: the value is quoted, as before
+    answers = [a["text"] for a in first["answers"]]  # the mock answers the same way every time
+
+    off = invoke_cli("run", QUESTION, "--config", str(cfg), "--json", env={**env, "COUNCIL_STORE_TRANSCRIPTS": "0"})
+    assert off.exit_code == 0, off.stderr
+    sid = json.loads(off.stdout)["session_id"]
+    [(error,)] = db_rows(council_home, "select error from reviews where session_id = ? and reviewer = 'r'", (sid,))
+    assert "score" in error and "valid integer" in error  # the reason stays
+    assert "(got " not in error
+    rows = db_rows(council_home, "select result, error from sessions where id = ?", (sid,))
+    rows += db_rows(council_home, "select error, null from reviews where session_id = ?", (sid,))
+    rows += db_rows(council_home, "select error, null from calls where session_id = ?", (sid,))
+    stored = json.dumps(rows)
+    for answer in answers:
+        assert copied_runs(stored, answer, 16) == []
+
+
+async def test_an_echoing_reviewer_does_not_store_the_answers_it_was_shown(council_home):
+    from council import Council
+
+    config = {"councils": {"default": {"members": ["fake/a", "fake/b", "fake/c+echo"], "chairman": "fake/a"}},
+              "privacy": {"store_transcripts": False}}  # fmt: skip
+    council = Council.from_config(config)
+    try:
+        result = await council.run(QUESTION)
+    finally:
+        await council.aclose()
+    answers = [a.text for a in result.answers if a.text]
+    [review_error] = [r.error for r in result.reviews if r.reviewer == "fake/c+echo"]
+    assert review_error and "could not process this request" in review_error
+    stored = db_dump(council_home)
+    for text in (review_error, stored):
+        assert copied_runs(text, QUESTION) == []
+        for answer in answers:
+            assert copied_runs(text, answer) == []
+
+
+async def test_judgments_with_transcripts_off_store_no_quoted_or_echoed_response(council_home):
+    from council.config import ConfigFile, resolve_model
+    from council.judging.engine import compare, grade
+    from council.judging.rubrics import load_rubric
+    from council.providers.client import ModelClient
+    from council.providers.fake import FakeAPI
+    from council.storage import Store
+
+    def judge(model: str) -> ModelClient:
+        return ModelClient(resolve_model(model, ConfigFile(), {}, "test"), FakeAPI(model))
+
+    response_a = "Geostationary orbits match the rotation period of the Earth, about 23 hours 56 minutes."
+    response_b = "Satellites hover because there is no gravity that far out, which is a common mistake."
+    store = Store.open()
+    try:
+        for j in ("fake/j+quote", "fake/k+echo"):
+            await compare(QUESTION, response_a, response_b, judges=[judge(j)], store=store, keep_text=False,
+                          max_attempts=1)  # fmt: skip
+        await grade(QUESTION, response_a, rubric=load_rubric("general"), judges=[judge("fake/g+quote")], store=store,
+                    keep_text=False, max_attempts=1)  # fmt: skip
+    finally:
+        store.close()
+    problems = [p for (p,) in db_rows(council_home, "select problem from judgments where problem is not null")]
+    assert any("valid integer" in p for p in problems) and any("could not process" in p for p in problems)
+    stored = db_dump(council_home)
+    for text in (response_a, response_b, QUESTION):
+        assert copied_runs(stored, text) == []
+
+
+# -- files -----------------------------------------------------------------------------------
+
+
+def test_home_database_log_and_salt_are_private(tmp_path, monkeypatch):
+    home = tmp_path / "fresh" / "home"
+    monkeypatch.setenv("COUNCIL_HOME", str(home))
+    cfg = write_config(tmp_path / "c.toml", {"a": {"model": "fake/a"}, "b": {"model": "fake/b"}})
+    log = home / "council.log"
+    env = {"COUNCIL_HASH_QUERIES": "1", "COUNCIL_LOG_FILE": str(log), "COUNCIL_LOG_LEVEL": "INFO"}
+    proc = invoke_cli("run", "Why is the sky blue?", "--config", str(cfg), env=env)
+    assert proc.exit_code == 0, proc.stderr
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    files = ["council.db", "council.db-wal", "council.db-shm", "council.log", "query_hash_salt"]
+    modes = {name: stat.S_IMODE((home / name).stat().st_mode) for name in files if (home / name).exists()}
+    assert set(modes) >= {"council.db", "council.log", "query_hash_salt"}
+    assert modes == dict.fromkeys(modes, 0o600)
+
+
+def test_a_deleted_salt_is_recreated_with_a_warning(tmp_path, council_home):
+    cfg = write_config(tmp_path / "c.toml", {"a": {"model": "fake/a"}, "b": {"model": "fake/b"}})
+    env = {"COUNCIL_HASH_QUERIES": "1"}
+    first = invoke_cli("run", "Why is the sky blue?", "--config", str(cfg), env=env)
+    assert first.exit_code == 0 and "salt" not in first.stderr
+    (council_home / "query_hash_salt").unlink()
+    second = invoke_cli("run", "Why is the sky blue?", "--config", str(cfg), env=env)
+    assert second.exit_code == 0, second.stderr
+    assert "earlier query hashes will no longer group" in second.stderr
+    hashes = {h for (h,) in db_rows(council_home, "select distinct query_hash from bias_records")}
+    assert len(hashes) == 2 and (council_home / "query_hash_salt").exists()
+
+
+def test_the_readme_names_the_salt_file_by_its_real_name():
+    from council.bias.records import SALT_FILE
+
+    readme = (ROOT / "README.md").read_text()
+    assert f"$COUNCIL_HOME/{SALT_FILE}" in readme
+    assert "$COUNCIL_HOME/salt`" not in readme
