@@ -206,3 +206,16 @@ def m003_judgments(db: Database) -> None:
         foreign_keys=[("batch_id", "batches", "id"), ("run_id", "judgment_runs", "id")],
     )
     db["batch_items"].create_index(["batch_id", "position"])
+
+
+@migrations()
+def m006_batch_labels(db: Database) -> None:
+    # A batch item may carry a person's verdict on the pair ("label": A | B | TIE) or a gold
+    # score for the graded response; kept with the item, so the batch summary can measure
+    # the judge against them (and a resumed batch against the same labels).
+    db["batch_items"].add_column("label", str)
+    db["batch_items"].add_column("gold_score", float)
+    # The models that wrote responses A and B, when the item names them: a judged pair then
+    # counts towards the leaderboard. On the run, where any comparison can carry them.
+    db["judgment_runs"].add_column("model_a", str)
+    db["judgment_runs"].add_column("model_b", str)
