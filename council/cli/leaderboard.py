@@ -1,0 +1,93 @@
+"""``council leaderboard`` — which model wins across stored sessions and judged pairs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from council.leaderboard import Leaderboard
+
+
+@click.command("leaderboard")
+@click.option("--council", "council_name", metavar="NAME", help="Only this council's sessions.")
+@click.option(
+    "--since", metavar="DATE", help="Only sessions and judgments on or after this ISO date or date-time (UTC)."
+)
+@click.option(
+    "--source",
+    type=click.Choice(["sessions", "judgments", "all"]),
+    default="all",
+    show_default=True,
+    help="Peer-review rankings of council sessions, judged pairs (batch items naming model_a/model_b), or both.",
+)
+@click.option(
+    "--bootstrap",
+    type=click.IntRange(0, 100_000),
+    default=1000,
+    show_default=True,
+    metavar="N",
+    help="Bootstrap rounds for the 95% intervals (0: none).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap draws.")
+@click.option("--json", "as_json", is_flag=True, help="Print the leaderboard as JSON.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
+              help="Also write a self-contained HTML page with the ratings chart.")
+def leaderboard(
+    council_name: str | None,
+    since: str | None,
+    source: str,
+    bootstrap: int,
+    seed: int,
+    as_json: bool,
+    html_path: Path | None,
+) -> None:
+    """Bradley–Terry ratings per model, with bootstrap intervals, from every stored ranking
+    and judged pair (a tie is half a win)."""
+    from council.leaderboard import leaderboard as build
+
+    board = build(council=council_name, since=since, source=source, bootstrap=bootstrap, seed=seed)
+    if html_path:
+        from council.bias.html import render_leaderboard_html
+
+        html_path.write_text(render_leaderboard_html(board), encoding="utf-8")
+        click.echo(f"wrote {html_path}", err=True)
+    if as_json:
+        click.echo(board.model_dump_json(indent=2))
+        return
+    from council.cli.render import out
+
+    render_text(board, out)
+
+
+def render_text(board: Leaderboard, console: Console) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    units = f"{board.sessions} sessions, {board.judgments} judged pairs, {board.comparisons} comparisons"
+    if not board.models:
+        for note in board.notes:
+            console.print(note, markup=False, highlight=False)
+        return
+    intervals = f"{board.confidence:.0%} CI, {board.bootstrap} bootstrap rounds" if board.bootstrap else "no bootstrap"
+    table = Table(title=f"Leaderboard: Bradley–Terry ({units}; {intervals})")
+    for col in ("rank", "model", "rating", "95% CI", "comparisons", "win rate"):
+        table.add_column(col, justify="left" if col == "model" else "right")
+    for rank, m in enumerate(board.models, 1):
+        ci = "-" if m.ci is None else f"{m.ci[0]:.0f} – {m.ci[1]:.0f}"
+        rate = "-" if m.win_rate is None else f"{m.win_rate:.1%}"
+        table.add_row(str(rank), Text(m.model), f"{m.rating:.0f}", ci, str(m.comparisons), rate)
+    console.print(table)
+    console.print(
+        "Scale: Elo-style, mean rating 1000; a 400-point gap means 10:1 odds of winning a comparison.",
+        markup=False,
+        highlight=False,
+    )
+    for note in board.notes:
+        console.print(f"note: {note}", markup=False, highlight=False)
+    for i, group in enumerate(board.groups, 1):
+        console.print(f"group {i}: {', '.join(group)}", markup=False, highlight=False)
