@@ -230,27 +230,51 @@ def components(wins: np.ndarray) -> list[list[int]]:
     return out
 
 
-def bootstrap_wins(strata: Sequence[Stratum], n_models: int, rounds: int, rng: np.random.Generator) -> np.ndarray:
-    """``rounds`` win matrices, each from the units resampled with replacement within each stratum."""
+def bootstrap_wins(
+    strata: Sequence[Stratum],
+    n_models: int,
+    rounds: int,
+    rng: np.random.Generator,
+    *,
+    dense_limit: int = 4_000_000,
+) -> np.ndarray:
+    """``rounds`` win matrices, each from the units resampled with replacement within each stratum.
+
+    Resampling a stratum's units is one multinomial draw of how often each group is picked;
+    a round's wins are those counts times the groups' outcomes. The groups × pairs matrix is
+    dense while it has at most ``dense_limit`` cells, else it is kept sparse."""
     total = np.zeros((rounds, n_models, n_models))
     for stratum in strata:
         if not stratum.groups:
             continue
         pairs = sorted({pair for _, outcomes in stratum.groups for pair in outcomes})
         column = {pair: k for k, pair in enumerate(pairs)}
+        entries = [
+            (g, column[pair], w) for g, (_, outcomes) in enumerate(stratum.groups) for pair, w in outcomes.items()
+        ]
+        group_of, column_of, value = (np.array(x) for x in zip(*entries, strict=True))
         sizes = np.array([n for n, _ in stratum.groups], dtype=float)
         units = int(sizes.sum())
-        draws = rng.multinomial(units, sizes / units, size=rounds).astype(float)  # (rounds, groups)
-        # Groups × pairs, in slices so that memory stays small when both are large.
-        chunk = max(1, 2_000_000 // max(len(pairs), 1))
+        n_groups = len(stratum.groups)
+        dense = None
+        if n_groups * len(pairs) <= dense_limit:
+            dense = np.zeros((n_groups, len(pairs)))
+            dense[group_of, column_of] = value
+        else:  # entries sorted by column: each column's sum is one reduceat segment
+            order = np.argsort(column_of, kind="stable")
+            group_of, column_of, value = group_of[order], column_of[order], value[order]
+            starts = np.flatnonzero(np.r_[True, column_of[1:] != column_of[:-1]])
         per_pair = np.zeros((rounds, len(pairs)))
-        for start in range(0, len(stratum.groups), chunk):
-            block = stratum.groups[start : start + chunk]
-            dense = np.zeros((len(block), len(pairs)))
-            for g, (_, outcomes) in enumerate(block):
-                for pair, w in outcomes.items():
-                    dense[g, column[pair]] = w
-            per_pair += draws[:, start : start + len(block)] @ dense
+        step = max(1, min(256, dense_limit // max(n_groups, len(entries))))
+        for first in range(0, rounds, step):
+            count = min(step, rounds - first)
+            draws = rng.multinomial(units, sizes / units, size=count).astype(float)  # (count, groups)
+            if dense is not None:
+                per_pair[first : first + count] = draws @ dense
+            else:
+                per_pair[first : first + count, column_of[starts]] = np.add.reduceat(
+                    draws[:, group_of] * value, starts, axis=1
+                )
         winners = np.array([i for i, _ in pairs])
         losers = np.array([j for _, j in pairs])
         total[:, winners, losers] += per_pair

@@ -16,6 +16,7 @@ from scipy.special import log_expit
 from council.ratings import (
     ELO_ANCHOR,
     Stratum,
+    bootstrap_wins,
     bradley_terry,
     components,
     elo_scale,
@@ -232,3 +233,13 @@ def test_comparisons_and_win_rates_count_ties_as_half():
     assert by_index[0].wins == 2.5 and by_index[0].win_rate == pytest.approx(2.5 / 3)
     assert by_index[1].win_rate == pytest.approx(0.5 / 3)
     assert by_index[0].ci is None
+
+
+def test_the_sparse_path_gives_the_same_rounds_as_the_dense_one():
+    strata = [sessions_from(STRENGTHS, 80, 2), Stratum("j", [(3, {(0, 1): 0.5, (1, 0): 0.5}), (2, {(2, 3): 1.0})])]
+    dense = bootstrap_wins(strata, 4, 50, np.random.default_rng(9))
+    sparse = bootstrap_wins(strata, 4, 50, np.random.default_rng(9), dense_limit=10)
+    assert np.allclose(dense, sparse)
+    # every round resamples as many units as there are: 5 judged pairs, each one comparison
+    judged = bootstrap_wins(strata[1:], 4, 50, np.random.default_rng(9))
+    assert np.allclose(judged.sum(axis=(1, 2)), 5.0) and len({float(x) for x in judged[:, 2, 3]}) > 1

@@ -18,7 +18,7 @@ pattern (a few thousand for 100,000 sessions), never a row per ballot or pair.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,10 +40,10 @@ pairs AS (
     FROM sessions s
     CROSS JOIN reviews r ON r.session_id = s.id
     CROSS JOIN json_each(r.ranking) jw
-    CROSS JOIN answers wa ON wa.session_id = r.session_id AND wa.member = jw.value
+    CROSS JOIN answers wa INDEXED BY idx_answers_model ON wa.session_id = r.session_id AND wa.member = jw.value
     CROSS JOIN ids wi ON wi.model = wa.model
     CROSS JOIN json_each(r.ranking) jl
-    CROSS JOIN answers la ON la.session_id = r.session_id AND la.member = jl.value
+    CROSS JOIN answers la INDEXED BY idx_answers_model ON la.session_id = r.session_id AND la.member = jl.value
     CROSS JOIN ids li ON li.model = la.model
     WHERE r.valid = 1 AND json_valid(r.ranking) AND jl.key > jw.key
       AND wa.status = 'ok' AND la.status = 'ok' AND wi.idx != li.idx {where}
@@ -70,20 +70,11 @@ GROUP BY model_a, model_b, winner
 @dataclass
 class ComparisonData:
     """Every unit's outcomes, grouped: ``sessions``/``judgments`` are ``(units, outcomes)``
-    lists over model indices into ``models``."""
+    lists over indices into ``models`` (alphabetical, only models with a comparison)."""
 
     models: list[str] = field(default_factory=list)
     sessions: list[tuple[int, Outcomes]] = field(default_factory=list)
     judgments: list[tuple[int, Outcomes]] = field(default_factory=list)
-
-    _positions: dict[str, int] = field(default_factory=dict, repr=False)
-
-    def index(self, model: str) -> int:
-        """The index of ``model``, added to ``models`` when first seen."""
-        if model not in self._positions:
-            self._positions[model] = len(self.models)
-            self.models.append(model)
-        return self._positions[model]
 
 
 @contextmanager
@@ -100,31 +91,22 @@ def _snapshot(store: Store) -> Iterator[None]:
         conn.execute("COMMIT")
 
 
-def _parse_pattern(pattern: str) -> Outcomes:
-    outcomes: Outcomes = {}
+def _parse_pattern(pattern: str) -> list[tuple[int, int, float]]:
+    out = []
     for part in pattern.split(";"):
         winner, loser, n = part.split(",")
-        pair = (int(winner), int(loser))
-        outcomes[pair] = outcomes.get(pair, 0.0) + float(n)
-    return outcomes
+        out.append((int(winner), int(loser), float(n)))
+    return out
 
 
-def _canonical(data: ComparisonData) -> ComparisonData:
-    """Models in alphabetical order and groups sorted, so the same comparisons give the same
-    data (and the same bootstrap draws) whatever order the rows were stored in."""
-    order = sorted(range(len(data.models)), key=lambda i: data.models[i])
-    new_index = {old: new for new, old in enumerate(order)}
-
-    def regroup(groups: list[tuple[int, Outcomes]]) -> list[tuple[int, Outcomes]]:
-        merged: dict[tuple[tuple[Pair, float], ...], int] = {}
-        for units, outcomes in groups:
-            key = tuple(sorted(((new_index[i], new_index[j]), n) for (i, j), n in outcomes.items()))
-            merged[key] = merged.get(key, 0) + units
-        return [(merged[key], dict(key)) for key in sorted(merged)]
-
-    return ComparisonData(
-        models=[data.models[i] for i in order], sessions=regroup(data.sessions), judgments=regroup(data.judgments)
-    )
+def _grouped(keyed: Iterable[tuple[Iterable[tuple[Pair, float]], int]]) -> list[tuple[int, Outcomes]]:
+    """Identical outcomes merged and sorted, so the same comparisons give the same groups (and
+    the same bootstrap draws) whatever order the rows were stored in."""
+    merged: dict[tuple[tuple[Pair, float], ...], int] = {}
+    for outcomes, units in keyed:
+        key = tuple(sorted(outcomes))
+        merged[key] = merged.get(key, 0) + units
+    return [(merged[key], dict(key)) for key in sorted(merged)]
 
 
 def comparisons(
@@ -137,7 +119,9 @@ def comparisons(
 ) -> ComparisonData:
     """The pairwise outcomes on record. ``since``: stored-form UTC time (``clock.parse_since``);
     ``council`` restricts the sessions (judged pairs belong to no council)."""
-    data = ComparisonData()
+    local: list[str] = []
+    session_rows: list[Any] = []
+    judged_rows: list[Any] = []
     with _snapshot(store):
         if sessions:
             where, params = [], []
@@ -149,19 +133,27 @@ def comparisons(
                 params.append(council)
             clause = "".join(f" AND {w}" for w in where)
             local = [row[0] for row in store.db.execute(_SESSION_MODELS).fetchall()]
-            for pattern, units in store.db.execute(_SESSION_PATTERNS.format(where=clause), params).fetchall():
-                outcomes = {
-                    (data.index(local[i]), data.index(local[j])): n for (i, j), n in _parse_pattern(pattern).items()
-                }
-                data.sessions.append((units, outcomes))
+            session_rows = store.db.execute(_SESSION_PATTERNS.format(where=clause), params).fetchall()
         if judgments:
             clause, params = ("", []) if since is None else (" AND created_at >= ?", [since])
-            rows: list[Any] = store.db.execute(_JUDGED_PAIRS.format(where=clause), params).fetchall()
-            for model_a, model_b, winner, units in rows:
-                a, b = data.index(model_a), data.index(model_b)
-                if winner == "TIE":
-                    outcomes = {(a, b): 0.5, (b, a): 0.5}
-                else:
-                    outcomes = {(a, b) if winner == "A" else (b, a): 1.0}
-                data.judgments.append((units, outcomes))
-    return _canonical(data)
+            judged_rows = store.db.execute(_JUDGED_PAIRS.format(where=clause), params).fetchall()
+
+    parsed = [(_parse_pattern(pattern), units) for pattern, units in session_rows]
+    used = {local[i] for outcomes, _ in parsed for winner, loser, _n in outcomes for i in (winner, loser)}
+    used.update(m for row in judged_rows for m in row[:2])
+    models = sorted(used)
+    index = {m: i for i, m in enumerate(models)}
+    to_global = [index.get(m, -1) for m in local]
+    data = ComparisonData(models=models)
+    data.sessions = _grouped(
+        ((((to_global[w], to_global[lo]), n) for w, lo, n in outcomes), units) for outcomes, units in parsed
+    )
+    judged = []
+    for model_a, model_b, winner, units in judged_rows:
+        a, b = index[model_a], index[model_b]
+        if winner == "TIE":
+            judged.append(((((a, b), 0.5), ((b, a), 0.5)), units))
+        else:
+            judged.append(((((a, b) if winner == "A" else (b, a), 1.0),), units))
+    data.judgments = _grouped(judged)
+    return data
