@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -48,7 +48,7 @@ NOISE = 1.0
 
 def build(path: Path, n_sessions: int, n_judged: int, seed: int) -> None:
     rng = random.Random(seed)
-    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
     sessions, answers, reviews, runs = [], [], [], []
     for i in range(n_sessions):
         sid = str(uuid.UUID(int=rng.getrandbits(128), version=4))
