@@ -99,19 +99,20 @@ def _newton(wins: np.ndarray, prior_games: float, tolerance: float, max_iteratio
         neg_hessian = -curvature
         neg_hessian[..., diagonal, diagonal] = curvature.sum(axis=-1) + prior_games * s_ref * (1 - s_ref)
         step = np.linalg.solve(neg_hessian, gradient[..., None])[..., 0]
+        size = np.abs(step).max(axis=-1)
+        if size.max(initial=0.0) < tolerance:
+            break
         slope = (gradient * step).sum(axis=-1)
         t = np.ones(theta.shape[:-1])
         for _ in range(60):  # halve the step where it does not raise the posterior enough (Armijo)
             candidate = theta + t[..., None] * step
             new_value = _log_posterior(candidate, wins, prior_games)
-            short = new_value < value + 1e-4 * t * slope
+            # (rounding noise at the optimum is no reason to halve: converged rows are left alone)
+            short = (new_value < value + 1e-4 * t * slope - 1e-12 * np.abs(value)) & (t * size >= tolerance)
             if not short.any():
                 break
             t = np.where(short, t / 2, t)
-        moved = np.abs(t[..., None] * step).max(initial=0.0)
         theta, value = candidate, new_value
-        if moved < tolerance:
-            break
     return theta
 
 
@@ -265,7 +266,9 @@ def bootstrap_wins(
             group_of, column_of, value = group_of[order], column_of[order], value[order]
             starts = np.flatnonzero(np.r_[True, column_of[1:] != column_of[:-1]])
         per_pair = np.zeros((rounds, len(pairs)))
-        step = max(1, min(256, dense_limit // max(n_groups, len(entries))))
+        # Rounds in chunks of ~64 MB of draws: few, large products (many small ones are slow
+        # with a multi-threaded BLAS on a busy machine).
+        step = max(1, 8_000_000 // max(n_groups if dense is not None else len(entries), 1))
         for first in range(0, rounds, step):
             count = min(step, rounds - first)
             draws = rng.multinomial(units, sizes / units, size=count).astype(float)  # (count, groups)
