@@ -21,7 +21,7 @@ from council.storage.store import Store
 
 Source = Literal["sessions", "judgments", "all"]
 SOURCES: tuple[str, ...] = ("sessions", "judgments", "all")
-DEFAULT_BOOTSTRAP = 1000
+DEFAULT_BOOTSTRAP = 200  # Chatbot Arena's FastChat tools default to 100; more rounds, steadier interval ends
 MAX_BOOTSTRAP = 100_000
 SCALE = "rating = 1000 + 400·log10(strength / geometric mean of the strengths): the mean rating is 1000"
 

@@ -269,3 +269,11 @@ async def test_a_batch_that_names_its_models_feeds_the_leaderboard(tmp_path, cou
     assert board.judgments == 12 and board.comparisons == 12
     by_model = {m.model: m for m in board.models}
     assert by_model["vendor/big"].wins == big_wins and by_model["vendor/small"].wins == 12 - big_wins
+
+
+def test_the_command_and_the_library_share_their_defaults():
+    from council.cli.leaderboard import leaderboard as command
+    from council.leaderboard import DEFAULT_BOOTSTRAP
+
+    defaults = {p.name: p.default for p in command.params}
+    assert defaults["bootstrap"] == DEFAULT_BOOTSTRAP and defaults["source"] == "all" and defaults["seed"] == 0
