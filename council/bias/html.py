@@ -280,7 +280,8 @@ def leaderboard_chart(board: Leaderboard) -> str:
         tip = f"{name}: {m.rating:.0f} ({ci}), {m.comparisons} comparisons"
         parts.append(f'<text x="{left - 8}" y="{y + 4:.1f}" text-anchor="end">{name}</text>')
         if m.ci:
-            parts.append(f'<line class="axis" x1="{x(m.ci[0]):.1f}" y1="{y:.1f}" x2="{x(m.ci[1]):.1f}" y2="{y:.1f}"/>')
+            parts.append(f'<line class="axis" style="stroke-width:2" x1="{x(m.ci[0]):.1f}" y1="{y:.1f}" '
+                         f'x2="{x(m.ci[1]):.1f}" y2="{y:.1f}"/>')
         parts.append(f'<circle class="bar" cx="{x(m.rating):.1f}" cy="{y:.1f}" r="5"><title>{tip}</title></circle>'
                      f'<text x="{left + width + 8}" y="{y + 4:.1f}">{m.rating:.0f} ({ci})</text>')
     parts.append(f'<line class="axis" x1="{left}" y1="{height - 26}" x2="{left + width}" y2="{height - 26}"/></svg>')
