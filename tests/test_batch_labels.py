@@ -249,3 +249,14 @@ async def test_labels_are_stored_with_the_item_and_survive_a_resume(tmp_path, co
     assert again.labels is not None and again.labels.labelled == 2 and again.skipped == 1
     stored = {r["item_id"]: r["label"] for r in store.db.query("select item_id, label from batch_items")}
     assert stored == {"i1": "A", "i2": "B"}
+
+
+def test_the_text_summary_shows_the_agreement_rows(tmp_path, council_home):
+    rows = [pair(1, label="A"), pair(2, label="B"), {"id": "g", "prompt": "Q?", "response": "R", "gold_score": 3}]
+    path = write_jsonl(tmp_path / "t.jsonl", rows)
+    result = CliRunner().invoke(cli, ["batch", str(path), "--judge", "fake/j+first"])
+    assert result.exit_code == 0, result.output
+    text = result.stdout
+    assert "verdict = label" in text and "0 of 2 (0.0%)" in text  # +first: both pairs end as TIE
+    assert "pass picked the label, A / B shown first" in text and "50.0% / 50.0%" in text
+    assert "gold scores: MAE, Spearman ρ" in text
