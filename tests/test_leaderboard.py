@@ -233,12 +233,30 @@ def test_cli_bad_input_is_one_line_and_exit_2(store):
 def test_cli_html_page_escapes_model_names(store, tmp_path):
     add_judgment(store, "r1", "<script>alert(1)</script>", "x", "A")
     page = tmp_path / "board.html"
-    result = CliRunner().invoke(cli, ["leaderboard", "--html", str(page), "--bootstrap", "50"])
+    result = CliRunner().invoke(cli, ["leaderboard", "--html", "-o", str(page), "--bootstrap", "50"])
     assert result.exit_code == 0, result.output
     html = page.read_text()
     assert "<svg" in html and 'class="chart leaderboard"' in html
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert html.count("<circle") == 5
+    assert result.stdout == "" and f"wrote {page}" in result.stderr
+
+
+def test_cli_output_formats(store, tmp_path):
+    as_json = tmp_path / "board.json"
+    result = CliRunner().invoke(cli, ["leaderboard", "--json", "-o", str(as_json), "--bootstrap", "0"])
+    assert result.exit_code == 0 and json.loads(as_json.read_text())["bootstrap"] == 0
+    text = tmp_path / "board.txt"
+    result = CliRunner().invoke(cli, ["leaderboard", "-o", str(text), "--bootstrap", "0"])
+    assert result.exit_code == 0 and "Bradley–Terry" in text.read_text() and "\x1b[" not in text.read_text()
+    page = tmp_path / "extra.html"
+    result = CliRunner().invoke(cli, ["leaderboard", "--html", str(page), "--json", "--bootstrap", "0"])
+    assert result.exit_code == 0 and page.read_text().startswith("<!DOCTYPE html>")
+    assert json.loads(result.stdout)["method"] == "bradley-terry"  # the page beside the usual output
+    result = CliRunner().invoke(cli, ["leaderboard", "--html", "--json"])
+    assert result.exit_code == 2 and "choose one" in result.stderr
+    result = CliRunner().invoke(cli, ["leaderboard", "--html"])
+    assert result.exit_code == 0 and result.stdout.startswith("<!DOCTYPE html>")
 
 
 def test_an_empty_database_says_where_comparisons_come_from(council_home):

@@ -35,8 +35,11 @@ if TYPE_CHECKING:
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap draws.")
 @click.option("--json", "as_json", is_flag=True, help="Print the leaderboard as JSON.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), metavar="FILE",
-              help="Also write a self-contained HTML page with the ratings chart.")
+@click.option("--html", "html", is_flag=False, flag_value="-", default=None, metavar="[FILE]",
+              help="The leaderboard as a self-contained HTML page with its chart (to -o FILE or stdout); "
+              "--html FILE writes the page to FILE and still prints the leaderboard.")
+@click.option("--output", "-o", "output", type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE",
+              help="Write the leaderboard (text, --json or --html) to FILE instead of stdout.")
 def leaderboard(
     council_name: str | None,
     since: str | None,
@@ -44,24 +47,46 @@ def leaderboard(
     bootstrap: int,
     seed: int,
     as_json: bool,
-    html_path: Path | None,
+    html: str | None,
+    output: str | None,
 ) -> None:
     """Bradley–Terry ratings per model, with bootstrap intervals, from every stored ranking
     and judged pair (a tie is half a win)."""
+    from council.errors import UsageError
     from council.leaderboard import leaderboard as build
 
+    html_format = html == "-"
+    if html_format and as_json:
+        raise UsageError("--json and --html are two formats of the leaderboard: choose one")
     board = build(council=council_name, since=since, source=source, bootstrap=bootstrap, seed=seed)
-    if html_path:
+    if html is not None:
         from council.bias.html import render_leaderboard_html
 
-        html_path.write_text(render_leaderboard_html(board), encoding="utf-8")
-        click.echo(f"wrote {html_path}", err=True)
-    if as_json:
-        click.echo(board.model_dump_json(indent=2))
-        return
-    from council.cli.render import out
+        page = render_leaderboard_html(board)
+        if not html_format:  # --html FILE: the page beside the usual output
+            _write(html, page)
+    if html_format:
+        _write(output, page)
+    elif as_json:
+        _write(output, board.model_dump_json(indent=2) + "\n")
+    elif output and output != "-":
+        from rich.console import Console
 
-    render_text(board, out)
+        with open(output, "w", encoding="utf-8") as fh:
+            render_text(board, Console(file=fh, width=120, no_color=True, highlight=False))
+        click.echo(f"wrote {output}", err=True)
+    else:
+        from council.cli.render import out
+
+        render_text(board, out)
+
+
+def _write(output: str | None, text: str) -> None:
+    if output and output != "-":
+        Path(output).write_text(text, encoding="utf-8")
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(text, nl=False)
 
 
 def render_text(board: Leaderboard, console: Console) -> None:
