@@ -3,8 +3,7 @@
 Three charts — mean score per reviewer (with z-score and classification), mean
 score per display position (with counts), and response length vs mean score
 received — followed by the tables of the text report. Every string from the data
-is escaped. The leaderboard (``council leaderboard --html``) has its own page, built from
-the same styles at the end of this module.
+is escaped.
 """
 
 from __future__ import annotations
@@ -248,6 +247,7 @@ Diagnostic only: no score is ever adjusted.</p>
 
 
 # --------------------------------------------------------------------------- leaderboard
+# ``council leaderboard --html``: its own page, in the same styles.
 
 
 def leaderboard_chart(board: Leaderboard) -> str:
@@ -261,18 +261,23 @@ def leaderboard_chart(board: Leaderboard) -> str:
     pad = max((hi - lo) * 0.05, 10.0)
     lo, hi = lo - pad, hi + pad
     left, width, row_h, top = 260, 460, 26, 24
-    height = top + row_h * len(rows) + 30
+    axis_y = top + row_h * len(rows) + 4
+    height, total_width = axis_y + 44, left + width + 150
 
     def x(v: float) -> float:
         return left + (v - lo) / (hi - lo) * width
 
-    parts = [f'<svg class="chart leaderboard" viewBox="0 0 {left + width + 150} {height}" role="img" '
+    # An explicit size: drawn at 1:1, never stretched.
+    parts = [f'<svg class="chart leaderboard" width="{total_width}" height="{height}" '
+             f'viewBox="0 0 {total_width} {height}" role="img" '
              f'aria-label="Bradley–Terry rating per model with its interval">']
     for t in _nice_ticks(lo, hi, 6):
-        parts.append(f'<line class="grid" x1="{x(t):.1f}" y1="{top - 6}" x2="{x(t):.1f}" y2="{height - 26}"/>'
-                     f'<text x="{x(t):.1f}" y="{height - 10}" text-anchor="middle">{_fmt(t, 6)}</text>')
-    parts.append(f'<line class="median" x1="{x(1000):.1f}" y1="{top - 10}" x2="{x(1000):.1f}" y2="{height - 26}"/>'
-                 f'<text x="{x(1000):.1f}" y="{top - 12}" text-anchor="middle">mean 1000</text>')
+        parts.append(f'<line class="grid" x1="{x(t):.1f}" y1="{top - 6}" x2="{x(t):.1f}" y2="{axis_y}"/>'
+                     f'<text x="{x(t):.1f}" y="{axis_y + 16}" text-anchor="middle">{_fmt(t, 6)}</text>')
+    parts.append(f'<line class="median" x1="{x(1000):.1f}" y1="{top - 10}" x2="{x(1000):.1f}" y2="{axis_y}"/>'
+                 f'<text x="{x(1000):.1f}" y="{top - 12}" text-anchor="middle">mean 1000</text>'
+                 f'<text class="axis-title" x="{left + width / 2}" y="{axis_y + 36}" text-anchor="middle">'
+                 f"rating (Elo-style: 400 points = 10:1 odds)</text>")
     for i, m in enumerate(rows):
         y = top + i * row_h + row_h / 2
         name = escape(m.model)
@@ -284,7 +289,7 @@ def leaderboard_chart(board: Leaderboard) -> str:
                          f'x2="{x(m.ci[1]):.1f}" y2="{y:.1f}"/>')
         parts.append(f'<circle class="bar" cx="{x(m.rating):.1f}" cy="{y:.1f}" r="5"><title>{tip}</title></circle>'
                      f'<text x="{left + width + 8}" y="{y + 4:.1f}">{m.rating:.0f} ({ci})</text>')
-    parts.append(f'<line class="axis" x1="{left}" y1="{height - 26}" x2="{left + width}" y2="{height - 26}"/></svg>')
+    parts.append(f'<line class="axis" x1="{left}" y1="{axis_y}" x2="{left + width}" y2="{axis_y}"/></svg>')
     return "".join(parts)
 
 
