@@ -91,14 +91,6 @@ def _snapshot(store: Store) -> Iterator[None]:
         conn.execute("COMMIT")
 
 
-def _parse_pattern(pattern: str) -> list[tuple[int, int, float]]:
-    out = []
-    for part in pattern.split(";"):
-        winner, loser, n = part.split(",")
-        out.append((int(winner), int(loser), float(n)))
-    return out
-
-
 def _grouped(keyed: Iterable[tuple[Iterable[tuple[Pair, float]], int]]) -> list[tuple[int, Outcomes]]:
     """Identical outcomes merged and sorted, so the same comparisons give the same groups (and
     the same bootstrap draws) whatever order the rows were stored in."""
@@ -138,15 +130,24 @@ def comparisons(
             clause, params = ("", []) if since is None else (" AND created_at >= ?", [since])
             judged_rows = store.db.execute(_JUDGED_PAIRS.format(where=clause), params).fetchall()
 
-    parsed = [(_parse_pattern(pattern), units) for pattern, units in session_rows]
-    used = {local[i] for outcomes, _ in parsed for winner, loser, _n in outcomes for i in (winner, loser)}
-    used.update(m for row in judged_rows for m in row[:2])
-    models = sorted(used)
+    # pattern "w,l,n;w,l,n;...": wins n of local model w over local model l in one session
+    parsed = [(list(map(int, pattern.replace(";", ",").split(","))), units) for pattern, units in session_rows]
+    seen: set[int] = set()
+    for numbers, _ in parsed:
+        seen.update(numbers[0::3], numbers[1::3])
+    models = sorted({local[i] for i in seen} | {m for row in judged_rows for m in row[:2]})
     index = {m: i for i, m in enumerate(models)}
     to_global = [index.get(m, -1) for m in local]
     data = ComparisonData(models=models)
     data.sessions = _grouped(
-        ((((to_global[w], to_global[lo]), n) for w, lo, n in outcomes), units) for outcomes, units in parsed
+        (
+            (
+                ((to_global[numbers[k]], to_global[numbers[k + 1]]), float(numbers[k + 2]))
+                for k in range(0, len(numbers), 3)
+            ),
+            units,
+        )
+        for numbers, units in parsed
     )
     judged = []
     for model_a, model_b, winner, units in judged_rows:
