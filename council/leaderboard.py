@@ -80,8 +80,9 @@ def build_leaderboard(
         judgments=strata[1].units,
     )
     if n < 2:
+        where = "match these filters" if any((filters or {}).values()) else "on record"
         board.notes.append(
-            "No pairwise comparisons on record: they come from sessions with valid reviews and from "
+            f"No pairwise comparisons {where}: they come from sessions with valid reviews and from "
             'judged pairs whose batch items name "model_a" and "model_b".'
         )
         return board

@@ -264,6 +264,11 @@ def test_an_empty_database_says_where_comparisons_come_from(council_home):
     assert result.exit_code == 0 and "No pairwise comparisons on record" in result.stdout
 
 
+def test_filters_that_match_nothing_say_so(store):
+    board = leaderboard(store, council="no-such-council", bootstrap=0)
+    assert board.models == [] and board.notes[0].startswith("No pairwise comparisons match these filters")
+
+
 async def test_a_batch_that_names_its_models_feeds_the_leaderboard(tmp_path, council_home):
     from council.config import ConfigFile, resolve_model
     from council.judging.batch import BatchSettings, content_digest, parse_batch, run_batch
