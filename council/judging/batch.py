@@ -249,17 +249,10 @@ def judged_score(report: Mapping[str, Any]) -> float:
 
 
 def summarize(
-    rows: Sequence[Mapping[str, Any]],
-    *,
-    batch_id: str,
-    source: str,
-    items: int,
-    skipped: int,
-    judged: int,
-    passes: Sequence[Mapping[str, Any]] = (),
+    rows: Sequence[Mapping[str, Any]], *, batch_id: str, source: str, items: int, skipped: int, judged: int
 ) -> BatchSummary:
-    """The batch's numbers from its recorded rows (``storage.judgments.batch_rows``) and the
-    passes of its labelled pairs (``storage.judgments.batch_label_passes``)."""
+    """The batch's numbers from its recorded rows (``storage.judgments.batch_rows``; a
+    labelled pair's row carries its passes)."""
     ok = [r for r in rows if r["status"] == "ok"]
     pairwise = [r for r in ok if r["mode"] == "pairwise"]
     graded = [r for r in ok if r["mode"] == "grade"]
@@ -298,7 +291,8 @@ def summarize(
         cost_usd=None if any(c is None for c in costs) else round(sum(costs), 8),
         errors={r["item_id"]: r["error"] or "failed" for r in rows if r["status"] != "ok"},
         labels=label_agreement(
-            {r["item_id"]: (r["label"], r["winner"]) for r in pairwise if r.get("label")}, passes
+            {r["item_id"]: (r["label"], r["winner"]) for r in pairwise if r.get("label")},
+            [p for r in pairwise for p in r.get("passes", ())],
         ) if any(r.get("label") for r in rows) else None,
         gold_scores=gold_agreement(
             [(r["gold_score"], judged_score(r["result"]["report"])) for r in graded if r.get("gold_score") is not None]
@@ -411,13 +405,7 @@ async def run_batch(
     ``on_start(to_judge, skipped)`` and ``on_item(item, ok)`` report progress. Without
     ``resume`` a batch id that already has recorded items is refused.
     """
-    from council.storage.judgments import (
-        batch_item_status,
-        batch_label_passes,
-        batch_rows,
-        open_batch,
-        record_run,
-    )
+    from council.storage.judgments import batch_item_status, batch_rows, open_batch, record_run
 
     if concurrency < 1:
         raise UsageError(f"concurrency must be at least 1, got {concurrency}")
@@ -477,15 +465,7 @@ async def run_batch(
         wall = time.perf_counter() - t0
 
         rows = batch_rows(store, batch_id)
-        summary = summarize(
-            rows,
-            batch_id=batch_id,
-            source=source,
-            items=len(items),
-            skipped=skipped,
-            judged=len(todo),
-            passes=batch_label_passes(store, batch_id),
-        )
+        summary = summarize(rows, batch_id=batch_id, source=source, items=len(items), skipped=skipped, judged=len(todo))
         summary.wall_time_s = wall
         if output is not None:
             write_results(rows, output)

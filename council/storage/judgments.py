@@ -143,7 +143,8 @@ def batch_item_status(store: Store, batch_id: str) -> dict[str, str]:
 
 
 def batch_rows(store: Store, batch_id: str) -> list[dict[str, Any]]:
-    """Every recorded item of the batch with its run, in batch-file order."""
+    """Every recorded item of the batch with its run, in batch-file order; a finished
+    labelled pair also carries its ``passes`` (:func:`batch_label_passes`)."""
     rows = list(
         store.db.query(
             """
@@ -158,8 +159,13 @@ def batch_rows(store: Store, batch_id: str) -> list[dict[str, Any]]:
             [batch_id],
         )
     )
+    passes: dict[str, list[dict[str, Any]]] = {}
+    for p in batch_label_passes(store, batch_id):
+        passes.setdefault(p["item_id"], []).append(p)
     for row in rows:
         row["result"] = json.loads(row["result"]) if row["result"] else None
+        if row["item_id"] in passes:
+            row["passes"] = passes[row["item_id"]]
     return rows
 
 
