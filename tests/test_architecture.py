@@ -22,12 +22,13 @@ LAYERS: list[tuple[str, ...]] = [
         "council.inputs",
         "council.redaction",
         "council.terminal",
+        "council.ratings",
     ),
     ("council.config",),
     ("council.providers", "council.storage"),
     ("council.asking", "council.bias"),
     ("council.session", "council.judging"),
-    ("council.api", "council.exports"),
+    ("council.api", "council.exports", "council.leaderboard"),
     ("council.cli", "council.server", "council.__main__", "council"),
 ]
 
@@ -50,6 +51,8 @@ PURE = (
     "council.slots",
     "council.json_schema",
     "council.clock",
+    "council.ratings",
+    "council.judging.agreement",
 )
 IO = ("council.providers", "council.storage", "council.api", "council.cli", "council.server")
 

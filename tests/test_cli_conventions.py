@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 
 #: Commands that write a file: each takes -o/--output FILE, and no other command does.
-WRITES_FILES = {"export", "batch", "bias-report"}
+WRITES_FILES = {"export", "batch", "bias-report", "leaderboard"}
 
 
 def leaf_commands() -> dict[str, click.Command]:

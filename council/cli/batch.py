@@ -187,6 +187,21 @@ def render_summary(s: BatchSummary) -> None:
             ("mean normalized score", "-" if s.mean_normalized_score is None else f"{s.mean_normalized_score:.3f}"),
             ("safety flagged", str(s.safety_flagged)),
         ]
+    if s.labels is not None:
+        lab = s.labels
+        kappa = "-" if lab.cohen_kappa is None else f"{lab.cohen_kappa:.3f}"
+        order = lab.per_order_accuracy
+        rows += [
+            ("labelled items: verdict = label", f"{lab.agree} of {lab.labelled} ({_pct(lab.accuracy)}), κ = {kappa}"),
+            ("labelled items the judge tied", str(lab.ties)),
+            ("pass picked the label, A / B shown first", f"{_pct(order.a_first)} / {_pct(order.b_first)}"),
+            ("position consistency (labelled)", f"{_pct(lab.position_consistency)} of {lab.swap_pairs} swap pairs"),
+        ]
+    if s.gold_scores is not None:
+        g = s.gold_scores
+        mae = "-" if g.mean_absolute_error is None else f"{g.mean_absolute_error:.3f}"
+        rho = "-" if g.spearman_rho is None else f"{g.spearman_rho:.3f}"
+        rows.append(("gold scores: MAE, Spearman ρ", f"{mae}, {rho} ({g.scored} items)"))
     cost = "unknown" if s.cost_usd is None else f"${s.cost_usd:.4f}"
     rows += [
         ("flagged for review", str(s.flagged_for_review)),

@@ -20,6 +20,7 @@ _COMMANDS = {
     "run": ("council.cli.run", "run"),
     "sessions": ("council.cli.sessions", "sessions"),
     "bias-report": ("council.cli.bias_report", "bias_report"),
+    "leaderboard": ("council.cli.leaderboard", "leaderboard"),
     "export": ("council.cli.export", "export"),
     "compare": ("council.cli.judge", "compare"),
     "grade": ("council.cli.judge", "grade"),

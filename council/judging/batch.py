@@ -5,6 +5,12 @@ One item per line, pairwise ``{"id", "prompt", "a", "b", "context"?}`` or gradin
 ``"metadata"`` value is copied to the item's result line. The whole file is validated
 before anything runs.
 
+An item may carry a person's verdict to measure the judge against: ``"label"`` ("A", "B"
+or "TIE") on a pair, ``"gold_score"`` (on the rubric's scale) on a graded response; the
+summary then reports the judge's agreement (:mod:`council.judging.agreement`). A pair may
+name the models that wrote its responses (``"model_a"``, ``"model_b"``): its verdict then
+counts towards ``council leaderboard``.
+
 Each finished item is written with its passes and calls in one transaction (see
 ``council.storage.judgments``), so after a crash ``resume`` judges exactly the items
 that are missing (and those that failed), never one twice. The results file is
@@ -17,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import os
 import time
 import uuid
@@ -27,6 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from council.errors import InputError, UsageError
+from council.judging.agreement import GoldAgreement, LabelAgreement, gold_agreement, label_agreement
 from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade, run_rows
 from council.judging.rubrics import load_rubric
 from council.judging.running import keeps_text
@@ -39,7 +47,12 @@ from council.usage import CallLog, CallRecord
 
 Mode = Literal["pairwise", "grade"]
 MODE_KEYS: dict[str, set[str]] = {"pairwise": {"a", "b"}, "grade": {"response"}}
-OPTIONAL_KEYS: dict[str, set[str]] = {"pairwise": {"context"}, "grade": {"reference", "rubric", "context"}}
+OPTIONAL_KEYS: dict[str, set[str]] = {
+    "pairwise": {"context", "label", "model_a", "model_b"},
+    "grade": {"reference", "rubric", "context", "gold_score"},
+}
+NON_TEXT_KEYS = frozenset({"label", "gold_score"})
+LABELS = ("A", "B", "TIE")
 COMMON_KEYS = {"id", "prompt", "metadata"}
 # Differ from run to run while the judges' decisions do not; left out of the results file.
 RUN_SPECIFIC_KEYS = frozenset({"elapsed_ms", "evaluation_time_ms", "run_id"})
@@ -58,6 +71,10 @@ class BatchItem(BaseModel):
     rubric: str | None = None
     context: str | None = None
     metadata: Any = None
+    label: Literal["A", "B", "TIE"] | None = None
+    gold_score: float | None = None
+    model_a: str | None = None
+    model_b: str | None = None
 
 
 class BatchSettings(BaseModel):
@@ -112,11 +129,21 @@ def _parse_line(raw: str, where: str, line: int, wanted: Mode | None) -> BatchIt
     prompt = data.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         raise InputError(f'{where}: "prompt" must be a non-empty string')
-    for key in MODE_KEYS[mode] | OPTIONAL_KEYS[mode]:
+    for key in (MODE_KEYS[mode] | OPTIONAL_KEYS[mode]) - NON_TEXT_KEYS:
         value = data.get(key)
         required = key in MODE_KEYS[mode]
         if not isinstance(value, str) and (required or value is not None):
             raise InputError(f'{where}: "{key}" must be a string')
+    for key in ("model_a", "model_b"):
+        if key in data and not data[key].strip():
+            raise InputError(f'{where}: "{key}" must be a non-empty model name')
+    if "label" in data and data["label"] not in LABELS:
+        raise InputError(f'{where}: "label" must be "A", "B" or "TIE", got {json.dumps(data["label"])[:40]}')
+    gold = data.get("gold_score")
+    if "gold_score" in data and (
+        isinstance(gold, bool) or not isinstance(gold, int | float) or not math.isfinite(gold)
+    ):
+        raise InputError(f'{where}: "gold_score" must be a number, got {json.dumps(gold)[:40]}')
     fields = {k: v for k, v in data.items() if k != "id"}
     return BatchItem(id=str(item_id), mode=mode, line=line, **fields)
 
@@ -139,15 +166,24 @@ def parse_batch(text: str, source: str, mode: Mode | None = None) -> list[BatchI
 
 
 def load_rubrics(items: Sequence[BatchItem], default: str, source: str) -> dict[str, Rubric]:
-    """Every rubric the grading items name (loaded once), so a bad one fails before any call."""
+    """Every rubric the grading items name (loaded once), so a bad one fails before any call;
+    and every gold score checked against its rubric's scale."""
     rubrics: dict[str, Rubric] = {}
     for item in items:
         name = item.rubric or default
-        if item.mode == "grade" and name not in rubrics:
+        if item.mode != "grade":
+            continue
+        if name not in rubrics:
             try:
                 rubrics[name] = load_rubric(name)
             except UsageError as exc:
                 raise type(exc)(f"{source}:{item.line}: {exc}") from None
+        lo, hi = rubrics[name].scale
+        if item.gold_score is not None and not lo <= item.gold_score <= hi:
+            raise InputError(
+                f'{source}:{item.line}: "gold_score" {item.gold_score:g} is outside the scale {lo}-{hi} '
+                f"of rubric {name!r}"
+            )
     return rubrics
 
 
@@ -199,16 +235,26 @@ class BatchSummary(BaseModel):
     wall_time_s: float = 0.0
     output: str | None = None
     errors: dict[str, str] = Field(default_factory=dict)
+    #: The judge against the items' labels (pairs) and gold scores (grades), when they carry them.
+    labels: LabelAgreement | None = None
+    gold_scores: GoldAgreement | None = None
 
 
 def _rate(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
 
+def judged_score(report: Mapping[str, Any]) -> float:
+    """A grade on its rubric's scale: the weighted mean criterion score (what a gold score means)."""
+    lo, hi = report["scale"]
+    return lo + report["normalized"] * (hi - lo)
+
+
 def summarize(
     rows: Sequence[Mapping[str, Any]], *, batch_id: str, source: str, items: int, skipped: int, judged: int
 ) -> BatchSummary:
-    """The batch's numbers from its recorded rows (``storage.judgments.batch_rows``)."""
+    """The batch's numbers from its recorded rows (``storage.judgments.batch_rows``; a
+    labelled pair's row carries its passes)."""
     ok = [r for r in rows if r["status"] == "ok"]
     pairwise = [r for r in ok if r["mode"] == "pairwise"]
     graded = [r for r in ok if r["mode"] == "grade"]
@@ -246,6 +292,13 @@ def summarize(
         completion_tokens=sum(r["completion_tokens"] for r in rows),
         cost_usd=None if any(c is None for c in costs) else round(sum(costs), 8),
         errors={r["item_id"]: r["error"] or "failed" for r in rows if r["status"] != "ok"},
+        labels=label_agreement(
+            {r["item_id"]: (r["label"], r["winner"]) for r in pairwise if r.get("label")},
+            [p for r in pairwise for p in r.get("passes", ())],
+        ) if any(r.get("label") for r in rows) else None,
+        gold_scores=gold_agreement(
+            [(r["gold_score"], judged_score(r["result"]["report"])) for r in graded if r.get("gold_score") is not None]
+        ) if any(r.get("gold_score") is not None for r in rows) else None,
     )
 
 
@@ -268,6 +321,9 @@ def result_line(row: Mapping[str, Any]) -> str:
     }
     if row.get("metadata") is not None:
         record["metadata"] = json.loads(row["metadata"])
+    for key in ("label", "gold_score"):  # beside the verdict, so a reader can compare them
+        if row.get(key) is not None:
+            record[key] = row[key]
     return json.dumps(record, ensure_ascii=False)
 
 
@@ -425,6 +481,7 @@ async def _run_batch(
             outcome, calls = await _judge_item(item, settings, judges, rubrics, store=store, keep_text=keep_text)
             kind = "compare" if item.mode == "pairwise" else "grade"
             run, passes, call_rows = run_rows(kind, outcome, calls, keep_text=keep_text)
+            run = {**run, "model_a": item.model_a, "model_b": item.model_b}
             batch_item = {
                 "batch_id": batch_id,
                 "item_id": item.id,
@@ -432,6 +489,8 @@ async def _run_batch(
                 "mode": item.mode,
                 "status": run["status"],
                 "metadata": None if item.metadata is None else json.dumps(item.metadata, ensure_ascii=False),
+                "label": item.label,
+                "gold_score": item.gold_score,
             }
             record_run(store, run, passes, call_rows, batch_item=batch_item)
         if on_item is not None:

@@ -159,11 +159,13 @@ def batch_item_status(store: Store, batch_id: str) -> dict[str, str]:
 
 
 def batch_rows(store: Store, batch_id: str) -> list[dict[str, Any]]:
-    """Every recorded item of the batch with its run, in batch-file order."""
+    """Every recorded item of the batch with its run, in batch-file order; a finished
+    labelled pair also carries its ``passes`` (:func:`batch_label_passes`)."""
     rows = list(
         store.db.query(
             """
-            SELECT bi.item_id, bi.position, bi.mode, bi.status, bi.run_id, bi.metadata, r.error, r.winner, r.unstable,
+            SELECT bi.item_id, bi.position, bi.mode, bi.status, bi.run_id, bi.metadata, bi.label, bi.gold_score,
+                   r.error, r.winner, r.unstable,
                    r.flagged, r.calls, r.calls_saved, r.prompt_tokens, r.completion_tokens, r.cost_usd,
                    r.elapsed_ms, r.result
             FROM batch_items bi JOIN judgment_runs r ON r.id = bi.run_id
@@ -173,6 +175,27 @@ def batch_rows(store: Store, batch_id: str) -> list[dict[str, Any]]:
             [batch_id],
         )
     )
+    passes: dict[str, list[dict[str, Any]]] = {}
+    for p in batch_label_passes(store, batch_id):
+        passes.setdefault(p["item_id"], []).append(p)
     for row in rows:
         row["result"] = json.loads(row["result"]) if row["result"] else None
+        if row["item_id"] in passes:
+            row["passes"] = passes[row["item_id"]]
     return rows
+
+
+def batch_label_passes(store: Store, batch_id: str) -> list[dict[str, Any]]:
+    """Every pairwise pass of the batch's finished, labelled items: which response was shown
+    first, whether the pass was valid, and its winner in the original labels."""
+    return list(
+        store.db.query(
+            """
+            SELECT bi.item_id, j.judge, j.vote, j.shown_first, j.valid, j.winner
+            FROM batch_items bi JOIN judgments j ON j.run_id = bi.run_id
+            WHERE bi.batch_id = ? AND bi.status = 'ok' AND bi.label IS NOT NULL AND j.kind = 'pairwise'
+            ORDER BY bi.position, j.id
+            """,
+            [batch_id],
+        )
+    )

@@ -1,0 +1,162 @@
+"""Which model wins, across every stored ranking and judged pair: Bradley–Terry ratings with
+bootstrap intervals (``council leaderboard``).
+
+A model is its model string, so one model pools across councils and members. The data
+come from :mod:`council.storage.comparisons`, the fit and intervals from
+:mod:`council.ratings`; this module joins them and says what the numbers can and cannot
+tell (no data, groups never compared with each other). The method is described in
+docs/methods.md (Leaderboard).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from council.errors import UsageError
+from council.ratings import CI_LEVEL, PRIOR_GAMES, Stratum, components, rate, win_matrix
+from council.storage.comparisons import ComparisonData, comparisons
+from council.storage.store import Store
+
+Source = Literal["sessions", "judgments", "all"]
+SOURCES: tuple[str, ...] = ("sessions", "judgments", "all")
+DEFAULT_BOOTSTRAP = 200  # Chatbot Arena's FastChat tools default to 100; more rounds, steadier interval ends
+MAX_BOOTSTRAP = 100_000
+SCALE = "rating = 1000 + 400·log10(strength / geometric mean of the strengths): the mean rating is 1000"
+
+
+class ModelRating(BaseModel):
+    model: str
+    #: Elo-style: a 400-point gap means 10:1 odds of winning a comparison.
+    rating: float
+    #: Percentile bootstrap interval (``confidence``); None without bootstrap.
+    ci: tuple[float, float] | None
+    #: Pairwise comparisons this model took part in (a tie counts once).
+    comparisons: int
+    #: Comparisons won, a tie as half.
+    wins: float
+    win_rate: float | None
+
+
+class Leaderboard(BaseModel):
+    method: Literal["bradley-terry"] = "bradley-terry"
+    bootstrap: int
+    seed: int
+    confidence: float = CI_LEVEL
+    scale: str = SCALE
+    #: Virtual tied games per model against a fixed reference (keeps every rating finite).
+    prior_games: float = PRIOR_GAMES
+    source: Source
+    filters: dict[str, str | None] = Field(default_factory=dict)
+    #: Units behind the ratings (the bootstrap resamples them): sessions and judged pairs.
+    sessions: int = 0
+    judgments: int = 0
+    comparisons: int = 0
+    #: Best first.
+    models: list[ModelRating] = Field(default_factory=list)
+    #: Groups of models never compared with any model of another group (only when > 1).
+    groups: list[list[str]] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+def build_leaderboard(
+    data: ComparisonData,
+    *,
+    source: Source = "all",
+    bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int = 0,
+    filters: dict[str, str | None] | None = None,
+) -> Leaderboard:
+    """The leaderboard of ``data`` (pure: no I/O)."""
+    strata = [Stratum("sessions", data.sessions), Stratum("judgments", data.judgments)]
+    n = len(data.models)
+    board = Leaderboard(
+        bootstrap=bootstrap,
+        seed=seed,
+        source=source,
+        filters=filters or {},
+        sessions=strata[0].units,
+        judgments=strata[1].units,
+    )
+    if n < 2:
+        where = "match these filters" if any((filters or {}).values()) else "on record"
+        board.notes.append(
+            f"No pairwise comparisons {where}: they come from sessions with valid reviews and from "
+            'judged pairs whose batch items name "model_a" and "model_b".'
+        )
+        return board
+    wins = win_matrix(strata, n)
+    board.comparisons = round(wins.sum())
+    ratings = rate(strata, n, bootstrap=bootstrap, seed=seed)
+    board.models = sorted(
+        (
+            ModelRating(
+                model=data.models[r.index],
+                rating=r.rating,
+                ci=r.ci,
+                comparisons=round(r.comparisons),
+                wins=r.wins,
+                win_rate=r.win_rate,
+            )
+            for r in ratings
+        ),
+        key=lambda m: (-m.rating, m.model),
+    )
+    parts = components(wins)
+    if len(parts) > 1:
+        board.groups = [[data.models[i] for i in part] for part in parts]
+        board.notes.append(
+            f"The models fall into {len(parts)} groups never compared with each other: ratings compare "
+            "within a group only (across groups they rest on the prior alone)."
+        )
+    return board
+
+
+def leaderboard(
+    store: Store | None = None,
+    *,
+    council: str | None = None,
+    since: str | None = None,
+    source: str = "all",
+    bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int = 0,
+) -> Leaderboard:
+    """Ratings from the database (``store``, or ``$COUNCIL_HOME/council.db``).
+
+    ``since``: a date or ISO date-time as a user gives it; ``council`` keeps that council's
+    sessions only (judged pairs belong to no council); ``source`` picks sessions,
+    judgments or both; ``bootstrap`` rounds (0: no intervals) drawn with ``seed``.
+    """
+    from council.clock import parse_since
+
+    if source not in SOURCES:
+        raise UsageError(f"--source must be one of {', '.join(SOURCES)}, got {source!r}")
+    if not 0 <= bootstrap <= MAX_BOOTSTRAP:
+        raise UsageError(f"--bootstrap must be between 0 and {MAX_BOOTSTRAP}, got {bootstrap}")
+    if council is not None and source == "judgments":
+        raise UsageError("--council selects sessions; judged pairs belong to no council (use --source sessions or all)")
+    stored_since = parse_since(since) if since is not None else None
+    owned = store is None
+    store = store or Store.open()
+    try:
+        data = comparisons(
+            store,
+            since=stored_since,
+            council=council,
+            sessions=source in ("sessions", "all"),
+            judgments=source in ("judgments", "all") and council is None,
+        )
+    finally:
+        if owned:
+            store.close()
+    board = build_leaderboard(
+        data,
+        source=source,  # type: ignore[arg-type]
+        bootstrap=bootstrap,
+        seed=seed,
+        filters={"council": council, "since": stored_since},
+    )
+    if council is not None and source == "all":
+        board.notes.append("--council keeps that council's sessions only: judged pairs belong to no council.")
+    return board
