@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from sqlite_utils import Database
+from council.storage.sqlite import Database
 
 from council.bias.records import BiasRecord
 from council.bias.report import normalize_since

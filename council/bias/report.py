@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
-from sqlite_utils import Database
+from council.storage.sqlite import Database
 
 from council.bias.records import BiasRecord
 from council.bias.stats import (

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
+from council.config.endpoints import Transport, default_api_key, transport_of
 from council.config.schema import ConfigFile, CouncilSpec, ModelSpec, SelfReview
 from council.errors import ConfigError, NotFoundError
 from council.home import council_home
@@ -63,6 +64,11 @@ class ResolvedModel(BaseModel):
     @property
     def model(self) -> str:
         return self.spec.model
+
+    @property
+    def transport(self) -> Transport:
+        """Which backend serves it: fake, local, native (OpenAI-compatible HTTP) or litellm."""
+        return transport_of(self.spec.model, self.spec.api_base, self.spec.transport)
 
 
 class PrivacySettings(BaseModel):
@@ -211,6 +217,10 @@ def resolve_model(ref: str, config: ConfigFile, env: Mapping[str, str], where: s
                 f"{where}: model {ref!r} needs the environment variable {spec.api_key_env}, which is not set"
             )
         api_key = SecretStr(value)
+    elif transport_of(spec.model, spec.api_base, spec.transport) == "native":
+        # LiteLLM reads a provider's usual key variable itself; the native client gets it here.
+        value = default_api_key(spec.model, spec.api_base, env)
+        api_key = SecretStr(value) if value else None
     return ResolvedModel(id=ref, spec=spec, api_key=api_key)
 
 

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlite_utils import Database
+from council.storage.sqlite import Database
 
 from council.clock import utc_now
 from council.errors import NotFoundError
