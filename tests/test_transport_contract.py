@@ -200,7 +200,8 @@ async def test_connection_refused_is_a_retryable_connection_error(transport):
     model = client(transport, "openai/mock-alpha", f"http://127.0.0.1:{port}/v1", retries=1)
     with pytest.raises(ProviderError) as caught:
         await complete(model, ChatRequest(messages=MESSAGES), records)
-    assert str(caught.value).startswith(f"openai/mock-alpha: APIConnectionError: Cannot connect to host 127.0.0.1:{port}")
+    expected = f"openai/mock-alpha: APIConnectionError: Cannot connect to host 127.0.0.1:{port}"
+    assert str(caught.value).startswith(expected)
     assert (caught.value.status_code, caught.value.retryable) == (None, True)
     assert [r.attempt for r in records] == [1, 2]  # retried once, as configured
 
@@ -208,7 +209,8 @@ async def test_connection_refused_is_a_retryable_connection_error(transport):
 # -- retries and timeouts (owned by ModelClient, the same for both) -----------------
 async def test_retryable_faults_are_retried_until_success_and_every_attempt_is_logged(transport, tmp_path):
     log = tmp_path / "requests.jsonl"
-    with start_mock_server(fault_rate=0.5, fault_kinds="500,429,503", seed=4, retry_after=0, log_requests=log) as server:
+    faults = {"fault_rate": 0.5, "fault_kinds": "500,429,503", "seed": 4, "retry_after": 0}
+    with start_mock_server(log_requests=log, **faults) as server:
         model = client(transport, "openai/mock-gamma", server.base_url, retries=8)
         records: list = []
         try:

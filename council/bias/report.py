@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
-from council.storage.sqlite import Database
 
 from council.bias.records import BiasRecord
 from council.bias.stats import (
@@ -44,6 +43,7 @@ from council.bias.stats import (
     variance_label,
 )
 from council.errors import InputError
+from council.storage.sqlite import Database
 
 DEFAULT_MAX_POINTS = 2000
 """Length-vs-score points kept for the scatter chart."""

@@ -19,12 +19,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from council.storage.sqlite import Database
-
 from council.clock import utc_now
 from council.errors import NotFoundError
 from council.home import ensure_home
 from council.storage.migrations import migrations
+from council.storage.sqlite import Database
 
 BUSY_TIMEOUT_S = 60.0
 
