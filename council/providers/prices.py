@@ -29,6 +29,7 @@ _UNPRICED = ("tiered_pricing", "input_cost_per_second", "input_cost_per_characte
 
 _map: dict[str, Any] | None = None
 _lock = threading.Lock()
+_loader: threading.Thread | None = None
 
 
 def price_map_path() -> Path | None:
@@ -63,6 +64,15 @@ def price_map() -> dict[str, Any]:
                         data = {}
                 _map = data if isinstance(data, dict) else {}
     return _map
+
+
+def load_in_background() -> None:
+    """Start reading the map in a thread, once: called as a model's first request goes out, so
+    the ~30 ms read overlaps the wait for its reply instead of delaying the reply's handling."""
+    global _loader
+    if _map is None and _loader is None:
+        _loader = threading.Thread(target=price_map, name="council-price-map", daemon=True)
+        _loader.start()
 
 
 def model_entry(provider: str, model: str) -> dict[str, Any] | None:

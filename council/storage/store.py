@@ -64,6 +64,28 @@ def _enable_wal(db: Database) -> None:
             db.enable_wal()
 
 
+def _column_value(value: Any) -> Any:
+    # What sqlite-utils stores for these types (lists and dicts as JSON text).
+    if isinstance(value, dict | list | tuple):
+        return json.dumps(value, default=repr, ensure_ascii=False)
+    return value
+
+
+def insert_rows(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]]) -> None:
+    """Plain INSERTs into an existing table, one statement per set of columns.
+
+    sqlite-utils' ``insert`` re-reads the table's schema on every call (several PRAGMA queries),
+    which made up most of a judged batch item's write; rows written often go through here.
+    """
+    groups: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+    for row in rows:
+        groups.setdefault(tuple(row), []).append(tuple(_column_value(v) for v in row.values()))
+    for columns, values in groups.items():
+        names = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
+        quoted = '"' + table.replace('"', '""') + '"'
+        conn.executemany(f"INSERT INTO {quoted} ({names}) VALUES ({', '.join('?' * len(columns))})", values)
+
+
 class Store:
     """All reads and writes of council.db go through here."""
 
