@@ -4,8 +4,10 @@ before anything is timed (its ~2.5 s import is a one-off)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -29,6 +31,29 @@ def council_config(base_url: str, members: int, *, transport: str = "native", **
         "councils": {"default": {"members": names, "chairman": names[0]}},
         "models": {name: {"model": f"openai/mock-{name}", **spec} for name in names},
     }
+
+
+def write_council_toml(path: Path, config: dict[str, Any]) -> Path:
+    """``council_config``'s dict as a council.toml, as a user writes it (the values are strings,
+    numbers and lists of strings, whose JSON form is valid TOML)."""
+    lines = []
+    for name, council in config["councils"].items():
+        lines.append(f"[councils.{name}]")
+        lines += [f"{key} = {json.dumps(value)}" for key, value in council.items()]
+    for name, model in config["models"].items():
+        lines.append(f"[models.{name}]")
+        lines += [f"{key} = {json.dumps(value)}" for key, value in model.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def entry_point() -> list[str]:
+    """The installed ``council`` console script next to this interpreter (``python -m council`` if none)."""
+    script = Path(sys.executable).with_name("council")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("council")
+    return [found] if found else [sys.executable, "-m", "council"]
 
 
 def prepare(script: str, *description: str, litellm: bool = True) -> tempfile.TemporaryDirectory[str]:

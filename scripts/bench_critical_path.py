@@ -33,9 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -44,7 +42,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_common import TRANSPORTS, council_config, prepare  # also puts the package and tests/ on sys.path
+from bench_common import (  # also puts the package and tests/ on sys.path
+    TRANSPORTS,
+    council_config,
+    entry_point,
+    prepare,
+    write_council_toml,
+)
 
 GOAL = 1.05
 PROCESS_GOAL = 1.6
@@ -127,29 +131,13 @@ async def raw_stage(base_url: str, n: int, repeats: int) -> float:
     return statistics.median(spans)
 
 
-def entry_point() -> list[str]:
-    """The ``council`` console script next to this interpreter (``python -m council`` if none)."""
-    script = Path(sys.executable).with_name("council")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("council")
-    return [found] if found else [sys.executable, "-m", "council"]
-
-
 def whole_process(members: int, latency: float, repeats: int, transport: str) -> dict[str, Any]:
     """Wall times of ``council run`` as a fresh process, and of ``python -c pass``."""
     from mock_server import start_mock_server
 
     with start_mock_server(latency=latency) as server, tempfile.TemporaryDirectory() as home:
         config = council_config(server.base_url, members, transport=transport, max_concurrency=members)
-        path = Path(home) / "council.toml"
-        # As a user writes it: TOML (strings and numbers in JSON form are valid TOML values).
-        lines = ["[councils.default]", f"members = {json.dumps(config['councils']['default']['members'])}",
-                 'chairman = "m0"']  # fmt: skip
-        for name, spec in config["models"].items():
-            lines.append(f"[models.{name}]")
-            lines += [f"{k} = {json.dumps(v)}" for k, v in spec.items()]
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        path = write_council_toml(Path(home) / "council.toml", config)
         env = {**os.environ, "COUNCIL_HOME": home, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
         env.pop("COUNCIL_CONFIG", None)
         argv = [*entry_point(), "run", "Why is the sky blue?", "--config", str(path)]

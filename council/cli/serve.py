@@ -58,3 +58,4 @@ def _warm_up(councils: Sequence[ResolvedCouncil]) -> None:
         import_litellm()
     gc.collect()
     gc.freeze()
+    gc.set_threshold(700, 10, 10)  # Python's default: short pauses while serving requests
