@@ -132,7 +132,7 @@ def test_structured_output_only_where_the_provider_supports_it():
 @pytest.mark.parametrize(
     "body, expected",
     [
-        (b'{"error": {"message": "Rate limit reached for gpt-4o", "type": "rate_limit"}}', "Rate limit reached for gpt-4o"),
+        (b'{"error": {"message": "Rate limit reached for gpt-4o", "type": "rate"}}', "Rate limit reached for gpt-4o"),
         (b'{"error": "model not loaded"}', "model not loaded"),
         (b'{"detail": "Not Found"}', "Not Found"),
         (b'{"message": "upstream   overloaded\\n try later"}', "upstream overloaded try later"),

@@ -78,7 +78,7 @@ def test_every_openai_protocol_provider_has_an_absolute_base_url():
 @pytest.mark.parametrize(
     "spec, problem",
     [
-        ({"model": "anthropic/claude-3-5-sonnet", "transport": "native"}, "'anthropic' does not speak the OpenAI protocol"),
+        ({"model": "anthropic/claude-3-5-sonnet", "transport": "native"}, "'anthropic' does not speak the OpenAI"),
         ({"model": "gemini/gemini-pro", "transport": "native", "api_base": "http://x/v1"}, "'gemini' does not speak"),
         ({"model": "somecloud/model-x", "transport": "native"}, "names no known OpenAI-compatible provider"),
     ],
@@ -98,7 +98,8 @@ def test_an_unknown_transport_value_is_rejected():
 
 
 def test_cli_reports_the_transport_error_in_one_line_with_exit_2(tmp_path):
-    config = write_config(tmp_path / "c.toml", {"claude": {"model": "anthropic/claude-3-5-sonnet", "transport": "native"}})
+    models = {"claude": {"model": "anthropic/claude-3-5-sonnet", "transport": "native"}}
+    config = write_config(tmp_path / "c.toml", models)
     result = invoke_cli("run", "Why?", "--config", str(config))
     assert result.exit_code == 2
     assert len(result.error_lines) == 1
