@@ -249,3 +249,24 @@ async def test_the_key_is_sent_but_never_shown(tmp_path):
 def test_aclose_without_a_running_loop_call_is_harmless():
     model = api("openai/mock", "http://127.0.0.1:1/v1")
     asyncio.run(model.aclose())  # never used: nothing to close
+
+
+# -- proxies ----------------------------------------------------------------------------
+async def test_the_environments_proxy_carries_the_calls_unless_no_proxy_names_the_host(mock, monkeypatch):
+    # The mock server stands in for the proxy: the host below does not exist, so any HTTP
+    # reply (its router answers the proxy-form request with 404) proves the call went via it.
+    base = "http://council-proxy-test.invalid/v1"
+    monkeypatch.setenv("HTTP_PROXY", mock.url)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    via_proxy = api("openai/mock-a", base)
+    with pytest.raises(ProviderError) as caught:
+        await via_proxy.generate(ChatRequest(messages=MESSAGES))
+    await via_proxy.aclose()
+    assert caught.value.status_code == 404
+    monkeypatch.setenv("NO_PROXY", "council-proxy-test.invalid")
+    direct = api("openai/mock-a", base)
+    with pytest.raises(ProviderError) as caught:
+        await direct.generate(ChatRequest(messages=MESSAGES))
+    await direct.aclose()
+    assert caught.value.status_code is None and "APIConnectionError" in str(caught.value)

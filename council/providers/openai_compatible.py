@@ -7,7 +7,8 @@ a call costs a fraction of a millisecond of CPU where LiteLLM costs several (mea
 
 Connections: one pooled keep-alive ``aiohttp.ClientSession`` per base URL and event loop,
 shared by every model that uses that server and closed when the last of them is closed
-(``aclose``). The pool has no connection cap: ``ModelClient`` limits calls per model.
+(``aclose``). The pool has no connection cap: ``ModelClient`` limits calls per model. The
+environment's proxy settings (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``) apply.
 
 Errors become ``ProviderError`` as on the LiteLLM path: a name for the status
 (``RateLimitError``, ``InternalServerError``…; ``base.error_name``), the provider's own message
@@ -78,7 +79,9 @@ class _SessionPool:
         if entry is None or entry[0].closed:
             # No cap on connections (limit=0): ModelClient limits the calls in flight per model.
             connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
-            entry = sessions[base_url] = [aiohttp.ClientSession(connector=connector), 0]
+            proxy, proxy_auth = _env_proxy(base_url)
+            session = aiohttp.ClientSession(connector=connector, proxy=proxy, proxy_auth=proxy_auth)
+            entry = sessions[base_url] = [session, 0]
         entry[1] += 1
         return entry[0]
 
@@ -95,6 +98,19 @@ class _SessionPool:
     def open_sessions(self) -> int:
         """Sessions open in the running loop (for tests)."""
         return len(self._by_loop.get(asyncio.get_running_loop(), {}))
+
+
+def _env_proxy(base_url: str) -> tuple[Any, Any]:
+    """The proxy the environment gives this server (``HTTPS_PROXY``/``HTTP_PROXY``, unless
+    ``NO_PROXY`` names it), looked up once per session: aiohttp's ``trust_env`` would look it up,
+    and netrc, in worker threads on every request."""
+    from aiohttp.helpers import get_env_proxy_for_url
+    from yarl import URL
+
+    try:
+        return get_env_proxy_for_url(URL(base_url))
+    except LookupError:
+        return None, None
 
 
 SESSIONS = _SessionPool()
