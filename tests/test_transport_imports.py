@@ -154,3 +154,17 @@ def test_serve_restores_the_default_collector_threshold_once_started(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.split("\n")[0] == "(700, 10, 10) True"
+
+
+def test_the_cli_leaves_its_objects_to_the_os_at_exit(home):
+    # Frozen objects are skipped by the interpreter's final collections (~200 ms at exit).
+    code = (
+        "import gc, sys\n"
+        "sys.argv = ['council', 'sessions', 'list']\n"
+        "from council.cli.main import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('FROZEN', gc.get_freeze_count() > 1000)\n"
+    )
+    env = {**os.environ, "COUNCIL_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=home, capture_output=True, text=True, timeout=120)
+    assert "FROZEN True" in proc.stdout, proc.stderr
