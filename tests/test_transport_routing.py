@@ -92,6 +92,12 @@ def test_native_for_a_provider_that_cannot_speak_it_is_a_one_line_config_error(s
     assert problem in message
 
 
+@pytest.mark.parametrize("model", ["fake/alpha", "local/smollm2"])
+def test_transport_is_refused_for_in_process_models(model):
+    with pytest.raises(ConfigError, match=r"models\.judge: transport does not apply to (fake|local)/ models"):
+        load_config({"models": {"judge": {"model": model, "transport": "native"}}})
+
+
 def test_an_unknown_transport_value_is_rejected():
     with pytest.raises(ConfigError, match=r"models\.judge\.transport"):
         load_config({"models": {"judge": {"model": "openai/gpt-4o", "transport": "grpc"}}})

@@ -96,10 +96,10 @@ def provider_of(model: str) -> str | None:
 def transport_of(model: str, api_base: str | None, transport: str | None) -> Transport:
     """Which backend serves this model (see the module docstring). Raises ValueError with the
     reason when ``transport = "native"`` cannot be honoured."""
-    if model.startswith("fake/"):
-        return "fake"
-    if model.startswith("local/"):
-        return "local"
+    if model.startswith(("fake/", "local/")):
+        if transport is not None:
+            raise ValueError(f"transport does not apply to {model.split('/')[0]}/ models; remove it")
+        return "fake" if model.startswith("fake/") else "local"
     if transport == "litellm":
         return "litellm"
     provider = provider_of(model)
