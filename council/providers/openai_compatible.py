@@ -218,8 +218,8 @@ class OpenAICompatibleAPI:
             code = error.get("code") if isinstance(error, dict) else None
             if isinstance(code, int) and 400 <= code <= 599:
                 raise status_error(code, raw, None, self.model)
-            message = provider_message(raw, "the reply has no choices")
-            raise ProviderError(f"APIError: {message}", model=self.model, retryable=error is not None)
+            words = provider_message(raw, "the reply has no choices")
+            raise ProviderError(f"APIError: {words}", model=self.model, retryable=error is not None)
         message = choices[0].get("message")
         text = message.get("content") if isinstance(message, dict) else None
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
