@@ -19,7 +19,25 @@ import re
 import sys
 from typing import Any
 
-import structlog
+
+def _import_structlog_without_rich() -> Any:
+    """structlog imports rich (~50 ms) when it is installed, only to render exceptions; the CLI
+    imports this module first, so structlog is loaded for the whole process with plain
+    tracebacks. rich itself still imports normally afterwards (the CLI renders with it)."""
+    if "structlog" in sys.modules:
+        return sys.modules["structlog"]
+    hidden = "rich" not in sys.modules
+    if hidden:
+        sys.modules["rich"] = None  # type: ignore[assignment]  # `import rich` raises ImportError
+    try:
+        import structlog
+    finally:
+        if hidden and sys.modules.get("rich", ...) is None:
+            del sys.modules["rich"]
+    return structlog
+
+
+structlog = _import_structlog_without_rich()
 
 from council.redaction import REDACTED, redact, redact_data
 

@@ -1,13 +1,17 @@
 """What the session benchmarks share: echo the command, a throwaway COUNCIL_HOME, the CLI's
-logging, and LiteLLM imported before anything is timed (its ~2.5 s import is a one-off)."""
+logging, the council config of N mock members, and, when a benchmark uses it, LiteLLM imported
+before anything is timed (its ~2.5 s import is a one-off)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
+import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 for path in (ROOT, ROOT / "tests"):  # the package and tests/mock_server.py
@@ -15,17 +19,56 @@ for path in (ROOT, ROOT / "tests"):  # the package and tests/mock_server.py
         sys.path.insert(0, str(path))
 
 
-def prepare(script: str, *description: str) -> tempfile.TemporaryDirectory[str]:
+TRANSPORTS = ("native", "litellm")
+
+
+def council_config(base_url: str, members: int, *, transport: str = "native", **model: Any) -> dict[str, Any]:
+    """A council of ``members`` models ``openai/mock-mN`` on the mock server (m0 is the chairman),
+    reached through ``transport``; ``model`` adds [models.X] settings (``max_concurrency``...)."""
+    names = [f"m{i}" for i in range(members)]
+    spec = {"api_base": base_url, "transport": transport, "timeout": 30, "retries": 0, **model}
+    return {
+        "councils": {"default": {"members": names, "chairman": names[0]}},
+        "models": {name: {"model": f"openai/mock-{name}", **spec} for name in names},
+    }
+
+
+def write_council_toml(path: Path, config: dict[str, Any]) -> Path:
+    """``council_config``'s dict as a council.toml, as a user writes it (the values are strings,
+    numbers and lists of strings, whose JSON form is valid TOML)."""
+    lines = []
+    for name, council in config["councils"].items():
+        lines.append(f"[councils.{name}]")
+        lines += [f"{key} = {json.dumps(value)}" for key, value in council.items()]
+    for name, model in config["models"].items():
+        lines.append(f"[models.{name}]")
+        lines += [f"{key} = {json.dumps(value)}" for key, value in model.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def entry_point() -> list[str]:
+    """The installed ``council`` console script next to this interpreter (``python -m council`` if none)."""
+    script = Path(sys.executable).with_name("council")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("council")
+    return [found] if found else [sys.executable, "-m", "council"]
+
+
+def prepare(script: str, *description: str, litellm: bool = True) -> tempfile.TemporaryDirectory[str]:
     """Print how the benchmark was run and what it measures; return the temporary home
-    (keep a reference: it is removed when collected or at exit)."""
+    (keep a reference: it is removed when collected or at exit). ``litellm``: import it now."""
     print("$ python " + shlex.join([os.path.relpath(script), *sys.argv[1:]]))
     for line in description:
         print(line)
     home = tempfile.TemporaryDirectory(prefix="council-bench-")
     os.environ["COUNCIL_HOME"] = home.name
     from council.logs import configure_logging
-    from council.providers.litellm_api import import_litellm
 
     configure_logging()  # as the CLI does: warnings and errors on stderr
-    import_litellm()
+    if litellm:
+        from council.providers.litellm_api import import_litellm
+
+        import_litellm()
     return home

@@ -6,7 +6,8 @@
 The mock LLM server (``scripts/mock_llm_server.py``, real HTTP on 127.0.0.1) answers with
 ``--fault-rate`` injected faults (500, 429 and hangs, mixed), ``--malformed-rate`` broken JSON
 on structured (review) requests, and logs every chat request (``--log-requests``).
-``--workers`` processes each run their share of the sessions through ONE ``Council``
+Members are ``openai/mock-NAME`` models with an ``api_base``, reached through ``--transport``
+(native by default, or litellm). ``--workers`` processes each run their share of the sessions through ONE ``Council``
 (``--concurrency`` sessions in flight), all writing the same council.db, as several
 processes would. A hang costs one per-call ``--timeout``; retries back off briefly;
 ``--session-timeout`` adds a session deadline (calls it cuts are logged as ``cancelled``).
@@ -65,10 +66,12 @@ def question(i: int) -> str:
 def worker_main(indices: list[int], config: dict[str, Any], opts: dict[str, Any], out: str, barrier: Any) -> None:
     os.environ["COUNCIL_HOME"] = opts["home"]
     from council.logs import configure_logging
-    from council.providers.litellm_api import import_litellm
 
     configure_logging()  # as the CLI does: warnings and errors only, on stderr
-    import_litellm()  # its ~2.5 s import is a one-off, outside the timed part
+    if opts["transport"] == "litellm":
+        from council.providers.litellm_api import import_litellm
+
+        import_litellm()  # its ~2.5 s import is a one-off, outside the timed part
     barrier.wait()
     records = asyncio.run(run_sessions(indices, config, opts))
     Path(out).write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
@@ -338,6 +341,7 @@ def main() -> int:
     p.add_argument("--backoff", type=float, default=0.05, help="first retry wait, seconds (doubles, max 0.5 s)")
     p.add_argument("--seed", type=int, default=0, help="the server's fault RNG seed")
     p.add_argument("--home", default=None, help="COUNCIL_HOME to keep (default: a temp dir, removed)")
+    p.add_argument("--transport", choices=("native", "litellm"), default="native", help="how the members are reached")
     args = p.parse_args()
     if not 1 <= args.members <= len(NAMES) or not 1 <= args.quorum <= args.members:
         p.error(f"need 1 ≤ --quorum ≤ --members ≤ {len(NAMES)}")
@@ -366,6 +370,7 @@ def main() -> int:
                 alias: {
                     "model": f"openai/mock-{NAMES[i]}",
                     "api_base": server.base_url,
+                    "transport": args.transport,
                     "timeout": args.timeout,
                     "retries": args.retries,
                 }
@@ -383,12 +388,13 @@ def main() -> int:
             config = {"councils": {"default": council}, "models": models}
             opts = {
                 "home": str(home),
+                "transport": args.transport,
                 "concurrency": args.concurrency,
                 "retry": {"initial_wait": args.backoff, "max_wait": 0.5, "jitter": args.backoff},
             }
             print(
                 f"config: {args.sessions} sessions, {args.members} members "
-                f"({', '.join(m['model'] for m in models.values())}), "
+                f"({', '.join(m['model'] for m in models.values())}; transport {args.transport}), "
                 f"quorum {args.quorum}, self-review exclude, chairman m1 (fallback {council['fallback_chairman']}), "
                 f"max review attempts {args.max_review_attempts}, session deadline "
                 + (f"{args.session_timeout:g} s" if args.session_timeout else "none")

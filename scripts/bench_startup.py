@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import os
 import shlex
-import shutil
 import statistics
 import subprocess
 import sys
@@ -29,19 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from bench_common import entry_point  # also puts the package on sys.path
 
 HELP_GOAL_MS = 500.0
 COMMANDS = {"council --help": ["--help"], "council sessions list": ["sessions", "list"]}
-
-
-def entry_point() -> list[str]:
-    script = Path(sys.executable).with_name("council")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("council")
-    return [found] if found else [sys.executable, "-m", "council"]
 
 
 def seed_sessions(home: Path, n: int = 10) -> None:

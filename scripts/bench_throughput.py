@@ -6,8 +6,9 @@
 All sessions start at once through ONE ``Council``, so they share each model's
 ``max_concurrency`` (``--limit``) and queue for it. The mock LLM server
 (``scripts/mock_llm_server.py``, real HTTP on 127.0.0.1, its own process) answers every call
-after ``--latency`` seconds. Members are ``openai/mock-mN`` models reached through LiteLLM with
-``api_base``; m0 is also the chairman. Sessions write to a real council.db (temporary COUNCIL_HOME).
+after ``--latency`` seconds. Members are ``openai/mock-mN`` models with an ``api_base``, reached
+through ``--transport`` (native by default, or litellm); m0 is also the chairman. Sessions write
+to a real council.db (temporary COUNCIL_HOME).
 
 The bound: a model holding ``limit`` calls in flight completes at most limit ÷ latency calls
 per second, so the council completes at most ``limit × models ÷ latency`` calls/s, and only
@@ -16,11 +17,11 @@ plus the synthesis on the chairman, so the chairman carries 3 calls of every 2 �
 the tighter bound is ``limit ÷ latency × total calls ÷ chairman's calls``. Both are printed,
 with the achieved rate's ratio to each. Two things the bounds leave out are printed too: the
 time a call really holds its model's slot (latency plus the client's work on it, from the call
-log), and the client's CPU per call: with LiteLLM costing several ms of CPU per call, one event
-loop saturates near 1000 ÷ (CPU ms per call) calls/s, which can bind before the limits do. The
+log), and the client's CPU per call: one event loop saturates near 1000 ÷ (CPU ms per call)
+calls/s, which can bind before the limits do (LiteLLM costs several ms of CPU per call). The
 call log also shows the most calls each model had in flight (never more than ``--limit``).
-LiteLLM is imported and ``--limit`` sessions run at once as a warm-up (opening the
-connections) before timing.
+``--limit`` sessions run at once as a warm-up (opening the connections; LiteLLM imported on that
+transport) before timing.
 """
 
 from __future__ import annotations
@@ -38,16 +39,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from bench_common import prepare  # also puts the package and tests/ on sys.path
-
-
-def council_config(base_url: str, members: int, limit: int) -> dict[str, Any]:
-    names = [f"m{i}" for i in range(members)]
-    model = {"api_base": base_url, "max_concurrency": limit, "timeout": 30, "retries": 1}
-    return {
-        "councils": {"default": {"members": names, "chairman": names[0]}},
-        "models": {name: {"model": f"openai/mock-{name}", **model} for name in names},
-    }
+from bench_common import TRANSPORTS, council_config, prepare  # also puts the package and tests/ on sys.path
 
 
 async def run_all(base_url: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -55,7 +47,8 @@ async def run_all(base_url: str, args: argparse.Namespace) -> dict[str, Any]:
     from council.errors import CouncilError
 
     outcomes: Counter[str] = Counter()
-    async with Council.from_config(council_config(base_url, args.members, args.limit)) as council:
+    config = council_config(base_url, args.members, transport=args.transport, max_concurrency=args.limit, retries=1)
+    async with Council.from_config(config) as council:
         await asyncio.gather(*(council.run(f"Warm-up {i}", seed=i) for i in range(args.limit)))
         db_path = str(Path(os.environ["COUNCIL_HOME"]) / "council.db")
         with closing(sqlite3.connect(db_path)) as db:
@@ -106,13 +99,15 @@ def main() -> int:
     parser.add_argument("--members", type=int, default=3, help="members (= models) of the council")
     parser.add_argument("--limit", type=int, default=8, help="max_concurrency of every model")
     parser.add_argument("--latency", type=float, default=0.05, help="seconds per mock call")
+    parser.add_argument("--transport", choices=TRANSPORTS, default="native", help="how the members are reached")
     args = parser.parse_args()
 
     home = prepare(  # noqa: F841 (kept until exit)
         __file__,
         f"{args.sessions} sessions at once through one Council, {args.members} members (models), "
         f"limit {args.limit} calls in flight per model, latency {args.latency * 1000:g} ms; "
-        f"{args.limit} warm-up sessions first; {os.cpu_count()} cores",
+        f"{args.limit} warm-up sessions first; transport {args.transport}; {os.cpu_count()} cores",
+        litellm=args.transport == "litellm",
     )
     from bench_critical_path import FullCollections
     from mock_server import start_mock_server

@@ -176,7 +176,10 @@ print("litellm" in sys.modules, gc.get_freeze_count() > 0)
 """
 
 
-@pytest.mark.parametrize("provider, imported", [("openai/mock-alpha", "True"), ("fake/alpha", "False")])
+@pytest.mark.parametrize(
+    "provider, imported",
+    [("anthropic/claude-3-5-sonnet", "True"), ("openai/mock-alpha", "False"), ("fake/alpha", "False")],
+)
 def test_serve_imports_litellm_before_listening_only_when_a_council_needs_it(tmp_path, provider, imported):
     path = tmp_path / "council.toml"
     path.write_text(f'[councils.default]\nmembers = ["a"]\n[models.a]\nmodel = "{provider}"\napi_base = "http://127.0.0.1:9"\n')

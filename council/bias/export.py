@@ -12,11 +12,10 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
-from sqlite_utils import Database
-
 from council.bias.records import BiasRecord
 from council.clock import parse_since
 from council.errors import InputError
+from council.storage.sqlite import Database
 
 RECORD_FIELDS: tuple[str, ...] = tuple(BiasRecord.model_fields)
 FORMATS = ("jsonl", "csv")

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
-from sqlite_utils import Database
 
 from council.bias.records import BiasRecord
 from council.bias.stats import (
@@ -45,6 +44,7 @@ from council.bias.stats import (
 )
 from council.clock import parse_since
 from council.errors import InputError
+from council.storage.sqlite import Database
 
 DEFAULT_MAX_POINTS = 2000
 """Length-vs-score points kept for the scatter chart."""

@@ -73,24 +73,24 @@ def _listen(host: str, port: int) -> socket.socket:
 
 
 def _warm_up(councils: Sequence[ResolvedCouncil]) -> None:
-    """Import LiteLLM before listening, then move the start-up heap out of the collector's way.
+    """Import LiteLLM before listening (only if a council uses it), then move the start-up heap
+    out of the collector's way.
 
-    Imported lazily, LiteLLM's ~2.5 s import would land on the first chat request. Its
-    ~300k long-lived objects also make every full garbage collection stop the event loop
-    for ~150-230 ms, which every request in flight waits out; ``gc.freeze()`` leaves them
-    out of later collections (they live as long as the process anyway).
+    Imported lazily, LiteLLM's ~2.5 s import would land on the first chat request; models on the
+    native transport or offline need none of it. LiteLLM's ~300k long-lived objects also make every
+    full garbage collection stop the event loop for ~150-230 ms, which every request in flight
+    waits out; ``gc.freeze()`` leaves the start-up heap out of later collections (it lives as long
+    as the process anyway).
     """
-    from council.providers.registry import is_offline_model
+    from council.providers.registry import needs_litellm
 
-    models = {
-        m.model
-        for c in councils
-        for m in [*c.members, *c.reviewers, c.chairman, c.fallback_chairman]
-        if m is not None
-    }
-    if any(not is_offline_model(model) for model in models):
+    models = [
+        m for c in councils for m in [*c.members, *c.reviewers, c.chairman, c.fallback_chairman] if m is not None
+    ]
+    if needs_litellm(models):
         from council.providers.litellm_api import import_litellm
 
         import_litellm()
     gc.collect()
     gc.freeze()
+    gc.set_threshold(700, 10, 10)  # Python's default: short pauses while serving requests

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
+from council.config.endpoints import Transport, default_api_key, transport_of
 from council.config.schema import ConfigFile, CouncilSpec, ModelSpec, SelfReview
 from council.errors import ConfigError, NotFoundError
 from council.home import council_home
@@ -64,6 +65,11 @@ class ResolvedModel(BaseModel):
     @property
     def model(self) -> str:
         return self.spec.model
+
+    @property
+    def transport(self) -> Transport:
+        """Which backend serves it: fake, local, native (OpenAI-compatible HTTP) or litellm."""
+        return transport_of(self.spec.model, self.spec.api_base, self.spec.transport)
 
 
 class PrivacySettings(BaseModel):
@@ -213,6 +219,12 @@ def resolve_model(ref: str, config: ConfigFile, env: Mapping[str, str], where: s
             )
         api_key = SecretStr(value)
         register_secret(value)  # from now on redacted by value wherever it might appear
+    elif transport_of(spec.model, spec.api_base, spec.transport) == "native":
+        # LiteLLM reads a provider's usual key variable itself; the native client gets it here.
+        value = default_api_key(spec.model, spec.api_base, env)
+        api_key = SecretStr(value) if value else None
+        if value:
+            register_secret(value)
     return ResolvedModel(id=ref, spec=spec, api_key=api_key)
 
 

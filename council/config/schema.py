@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from council.config.endpoints import transport_of
+
 SelfReview = Literal["include", "exclude", "flag"]
 
 
@@ -19,6 +21,10 @@ class ModelSpec(_Strict):
 
     model: str = Field(min_length=1, description="any LiteLLM model string, fake/NAME or local/NAME")
     api_base: str | None = None
+    transport: Literal["native", "litellm"] | None = Field(
+        default=None,
+        description="native: our OpenAI-compatible client; litellm: through LiteLLM (default: see config.endpoints)",
+    )
     api_key_env: str | None = None
     max_concurrency: int = Field(default=8, ge=1)
     rpm: int | None = Field(default=None, ge=1)
@@ -28,6 +34,11 @@ class ModelSpec(_Strict):
     temperature: float | None = Field(default=None, ge=0, le=2)
     input_cost_per_token: float | None = Field(default=None, ge=0)
     output_cost_per_token: float | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _transport_can_reach_it(self) -> ModelSpec:
+        transport_of(self.model, self.api_base, self.transport)  # ValueError: this model cannot go native
+        return self
 
 
 class CouncilSpec(_Strict):

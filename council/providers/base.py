@@ -41,6 +41,36 @@ class ChatResponse(BaseModel):
     provider_model: str | None = Field(default=None, description="model name the backend reported")
 
 
+# What every backend calls an HTTP error (the OpenAI SDK's names, with LiteLLM's for 408/502-504),
+# so an error reads the same whichever transport carried the call.
+_STATUS_NAMES = {
+    400: "BadRequestError",
+    401: "AuthenticationError",
+    403: "PermissionDeniedError",
+    404: "NotFoundError",
+    408: "Timeout",
+    409: "ConflictError",
+    422: "UnprocessableEntityError",
+    429: "RateLimitError",
+    502: "BadGatewayError",
+    503: "ServiceUnavailableError",
+    504: "Timeout",
+}
+
+
+def error_name(status: int | None) -> str:
+    """The name a ProviderError message starts with: by HTTP status, or a connection error."""
+    if status is None:
+        return "APIConnectionError"
+    return _STATUS_NAMES.get(status) or ("InternalServerError" if status >= 500 else "APIError")
+
+
+def retryable_status(status: int | None) -> bool:
+    """Whether a retry can help an HTTP error: 408, 409, 425, 429 and every 5xx (the same rule on
+    every transport; timeouts and connection errors, which have no status, are retryable too)."""
+    return status is not None and (status in (408, 409, 425, 429) or 500 <= status <= 599)
+
+
 @runtime_checkable
 class ModelAPI(Protocol):
     """A backend: turns a ChatRequest into a ChatResponse or raises ProviderError."""

@@ -15,13 +15,13 @@ import warnings
 from typing import Any
 
 from council.errors import ProviderError
-from council.providers.base import ChatRequest, ChatResponse
+from council.providers.base import ChatRequest, ChatResponse, error_name, retryable_status
 
-_RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 # LiteLLM wraps a provider's message in its own and the SDK's class names
-# ("litellm.RateLimitError: RateLimitError: OpenAIException - Rate limit reached"); the
-# class name is kept once, in front, so the user reads the provider's words at once.
-_LITELLM_PREFIX = re.compile(r"^litellm\.\w+:\s*(?:\w+Error:\s*)?(?:\w+(?:Exception|Error)\s+-\s+)?")
+# ("litellm.RateLimitError: RateLimitError: OpenAIException - Rate limit reached",
+# "litellm.Timeout: Timeout Error: OpenAIException - ..."); one name is kept, in front, so the
+# user reads the provider's words at once.
+_LITELLM_PREFIX = re.compile(r"^litellm\.\w+:\s*(?:\w+Error:\s*|Timeout Error:\s*)?(?:\w+(?:Exception|Error)\s+-\s+)?")
 _litellm: Any = None
 
 
@@ -51,16 +51,39 @@ def _uses_openai_protocol(model: str, api_base: str | None) -> bool:
     return model.startswith(("openai/", "hosted_vllm/", "lm_studio/", "llamafile/")) and api_base is not None
 
 
+def _connection_failure(exc: BaseException) -> str | None:
+    """The transport's own words when the call never reached the server. LiteLLM reports a
+    refused connection as an InternalServerError with status 500; the chain says what it was."""
+    seen: BaseException | None = exc
+    words = None
+    connection = False
+    visited: set[int] = set()
+    while seen is not None and id(seen) not in visited:
+        visited.add(id(seen))
+        module = type(seen).__module__.split(".")[0]
+        connection = connection or type(seen).__name__ in ("APIConnectionError", "ConnectError", "ConnectTimeout")
+        if module in ("aiohttp", "httpx", "httpcore") and str(seen):
+            words = str(seen)  # the deepest HTTP-library message wins
+        seen = seen.__cause__ or seen.__context__
+    return (words or "Connection error.") if connection else None
+
+
 def provider_error(exc: BaseException, model: str) -> ProviderError:
-    """Keep the provider's own message and status; decide whether a retry can help."""
+    """Keep the provider's own message and status; decide whether a retry can help. The name
+    comes from the status (``base.error_name``), as on the native transport: LiteLLM's own
+    class names depend on the wording of the error."""
+    connection = _connection_failure(exc)
+    if connection is not None:
+        message = " ".join(connection.split())[:500]
+        return ProviderError(f"APIConnectionError: {message}", model=model, retryable=True)
     status = getattr(exc, "status_code", None)
-    name = type(exc).__name__
+    status = status if isinstance(status, int) else None
+    name = error_name(status) if status is not None else type(exc).__name__
     message = getattr(exc, "message", None) or str(exc) or name
     message = " ".join(_LITELLM_PREFIX.sub("", str(message), count=1).split())[:500] or name
-    retryable = (
-        status in _RETRYABLE_STATUS
-        or name in {"Timeout", "APIConnectionError", "ServiceUnavailableError", "InternalServerError", "RateLimitError"}
-    )
+    retryable = retryable_status(status) or name in {
+        "Timeout", "APIConnectionError", "ServiceUnavailableError", "InternalServerError", "RateLimitError"
+    }
     return ProviderError(f"{name}: {message}", model=model, status_code=status, retryable=retryable)
 
 
@@ -136,6 +159,9 @@ class LiteLLMAPI:
             response = await litellm.acompletion(**kwargs)
         except Exception as exc:
             raise provider_error(exc, self.model) from exc
+        if not getattr(response, "choices", None):
+            # LiteLLM 1.106.2 returns None for an HTTP 422 reply instead of raising.
+            raise ProviderError("APIError: LiteLLM returned no reply", model=self.model)
         choice = response.choices[0]
         text = choice.message.content or ""
         usage = getattr(response, "usage", None)

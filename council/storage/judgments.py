@@ -17,7 +17,7 @@ from typing import Any
 from council.clock import utc_now
 from council.errors import CouncilFailure, UsageError
 from council.redaction import redact, redact_data
-from council.storage.store import Store
+from council.storage.store import Store, insert_rows
 
 
 def _json(value: Any) -> str | None:
@@ -60,16 +60,15 @@ def record_run(
     ]
     call_rows = [{**c, "session_id": run_id} for c in calls]
     with store.immediate() as db:
-        db["judgment_runs"].insert(run_row)
-        if pass_rows:
-            db["judgments"].insert_all(pass_rows)
+        insert_rows(db.conn, "judgment_runs", [run_row])
+        insert_rows(db.conn, "judgments", pass_rows)
         if call_rows:
             store.write_calls(call_rows)
         if batch_item is not None:
             key = [batch_item["batch_id"], batch_item["item_id"]]
             db.execute("DELETE FROM batch_items WHERE batch_id = ? AND item_id = ? AND status = 'failed'", key)
             try:
-                db["batch_items"].insert({**batch_item, "run_id": run_id, "finished_at": now})
+                insert_rows(db.conn, "batch_items", [{**batch_item, "run_id": run_id, "finished_at": now}])
             except sqlite3.IntegrityError:
                 raise CouncilFailure(
                     f"batch {batch_item['batch_id']}: item {batch_item['item_id']!r} is already recorded "

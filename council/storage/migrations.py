@@ -5,8 +5,7 @@ Append new migrations at the end; never edit one that has shipped.
 
 from __future__ import annotations
 
-from sqlite_utils import Database
-from sqlite_utils.migrations import Migrations
+from council.storage.sqlite import Database, Migrations
 
 migrations = Migrations("council")
 

@@ -20,14 +20,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlite_utils import Database
-
 from council.clock import parse_since, utc_now
 from council.errors import NotFoundError, UsageError
 from council.home import ensure_home
 from council.redaction import redact, redact_data
 from council.storage.migrations import migrations
 from council.storage.ownership import batch_lock, dead_owners, lock_dir, process_lease
+from council.storage.sqlite import Database
 from council.usage import CallJournal, CallRecord
 
 BUSY_TIMEOUT_S = 60.0
@@ -87,6 +86,28 @@ def _private_database(path: Path) -> None:
                 os.chmod(file, 0o600)
         except OSError:  # absent, or not ours to change
             pass
+
+
+def _column_value(value: Any) -> Any:
+    # What sqlite-utils stores for these types (lists and dicts as JSON text).
+    if isinstance(value, dict | list | tuple):
+        return json.dumps(value, default=repr, ensure_ascii=False)
+    return value
+
+
+def insert_rows(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]]) -> None:
+    """Plain INSERTs into an existing table, one statement per set of columns.
+
+    sqlite-utils' ``insert`` re-reads the table's schema on every call (several PRAGMA queries),
+    which made up most of a judged batch item's write; rows written often go through here.
+    """
+    groups: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+    for row in rows:
+        groups.setdefault(tuple(row), []).append(tuple(_column_value(v) for v in row.values()))
+    for columns, values in groups.items():
+        names = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
+        quoted = '"' + table.replace('"', '""') + '"'
+        conn.executemany(f"INSERT INTO {quoted} ({names}) VALUES ({', '.join('?' * len(columns))})", values)
 
 
 class Store:

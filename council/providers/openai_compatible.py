@@ -1,0 +1,258 @@
+"""The native backend: OpenAI-compatible chat completions over aiohttp.
+
+For models that speak the OpenAI protocol (``openai/…``, OpenRouter, Groq, vLLM, Ollama's
+``/v1``, llama.cpp, LM Studio…; see ``council.config.endpoints``). One POST per call, no SDK:
+a call costs a fraction of a millisecond of CPU where LiteLLM costs several (measured in
+``scripts/bench_http_clients.py`` and ``scripts/bench_overhead.py``).
+
+Connections: one pooled keep-alive ``aiohttp.ClientSession`` per base URL and event loop,
+shared by every model that uses that server and closed when the last of them is closed
+(``aclose``). The pool has no connection cap: ``ModelClient`` limits calls per model. The
+environment's proxy settings (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``) apply.
+
+Errors become ``ProviderError`` as on the LiteLLM path: a name for the status
+(``RateLimitError``, ``InternalServerError``…; ``base.error_name``), the provider's own message
+from the error body, the status, and ``retryable`` for 408/409/425/429/5xx, timeouts and
+connection errors. Retries, deadlines and the call log stay in ``ModelClient``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import weakref
+from typing import Any
+
+import aiohttp
+from pydantic_core import to_json
+
+from council.config.endpoints import NativeEndpoint
+from council.errors import ProviderError
+from council.providers import prices
+from council.providers.base import ChatRequest, ChatResponse, error_name, retryable_status
+
+_MAX_MESSAGE = 500
+
+
+def provider_message(body: bytes, fallback: str) -> str:
+    """The provider's own words from an error body: OpenAI's ``{"error": {"message"}}``, or the
+    shapes other servers use (``{"error": "..."}``, ``{"message"}``, ``{"detail"}``), else the text."""
+    text = body.decode("utf-8", "replace").strip()
+    message: Any = None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict):
+            message = error.get("message")
+        elif isinstance(error, str):
+            message = error
+        if not message:
+            message = data.get("message") or data.get("detail")
+        if message is not None and not isinstance(message, str):
+            message = json.dumps(message)
+    elif data is None and text and not text.startswith("<"):  # plain text, not an HTML error page
+        message = text
+    return " ".join(str(message or fallback).split())[:_MAX_MESSAGE] or fallback
+
+
+def status_error(status: int, body: bytes, reason: str | None, model: str) -> ProviderError:
+    name = error_name(status)
+    message = provider_message(body, reason or f"HTTP {status}")
+    return ProviderError(f"{name}: {message}", model=model, status_code=status, retryable=retryable_status(status))
+
+
+class _SessionPool:
+    """One ``aiohttp.ClientSession`` per (event loop, base URL), counted by its users."""
+
+    def __init__(self) -> None:
+        # Weak: a finished event loop (``asyncio.run`` returned) takes its entries with it.
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, list[Any]]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def acquire(self, loop: asyncio.AbstractEventLoop, base_url: str) -> aiohttp.ClientSession:
+        sessions = self._by_loop.setdefault(loop, {})
+        entry = sessions.get(base_url)
+        if entry is None or entry[0].closed:
+            # No cap on connections (limit=0): ModelClient limits the calls in flight per model.
+            connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+            proxy, proxy_auth = _env_proxy(base_url)
+            session = aiohttp.ClientSession(connector=connector, proxy=proxy, proxy_auth=proxy_auth)
+            entry = sessions[base_url] = [session, 0]
+        entry[1] += 1
+        return entry[0]
+
+    async def release(self, loop: asyncio.AbstractEventLoop, base_url: str, session: aiohttp.ClientSession) -> None:
+        entry = self._by_loop.get(loop, {}).get(base_url)
+        if entry is not None and entry[0] is session:
+            entry[1] -= 1
+            if entry[1] > 0:
+                return
+            del self._by_loop[loop][base_url]
+        if not session.closed:
+            await session.close()
+
+    def open_sessions(self) -> int:
+        """Sessions open in the running loop (for tests)."""
+        return len(self._by_loop.get(asyncio.get_running_loop(), {}))
+
+
+def _env_proxy(base_url: str) -> tuple[Any, Any]:
+    """The proxy the environment gives this server (``HTTPS_PROXY``/``HTTP_PROXY``, unless
+    ``NO_PROXY`` names it), looked up once per session: aiohttp's ``trust_env`` would look it up,
+    and netrc, in worker threads on every request."""
+    from aiohttp.helpers import get_env_proxy_for_url
+    from yarl import URL
+
+    try:
+        return get_env_proxy_for_url(URL(base_url))
+    except LookupError:
+        return None, None
+
+
+SESSIONS = _SessionPool()
+
+
+class OpenAICompatibleAPI:
+    """One model on an OpenAI-compatible server."""
+
+    def __init__(
+        self,
+        model: str,
+        endpoint: NativeEndpoint,
+        *,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        input_cost_per_token: float | None = None,
+        output_cost_per_token: float | None = None,
+    ) -> None:
+        self.model = model
+        self.endpoint = endpoint
+        self.url = endpoint.base_url + "/chat/completions"
+        self._headers = {"content-type": "application/json", "accept": "application/json"}
+        if api_key:
+            self._headers["authorization"] = f"Bearer {api_key}"
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self.timeout = timeout
+        self._configured_price = prices.configured_price(input_cost_per_token, output_cost_per_token)
+        self._price: prices.Price | None = None
+        self._price_known = self._configured_price is not None
+        self._schema_ok: bool | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def __repr__(self) -> str:  # never the headers: they hold the key
+        return f"OpenAICompatibleAPI({self.model!r}, {self.endpoint.base_url!r})"
+
+    # -- request ------------------------------------------------------------------
+    def _sends_schema(self) -> bool:
+        if self._schema_ok is None:
+            mode = self.endpoint.settings.structured
+            self._schema_ok = mode == "json_schema" or (
+                mode == "by_model" and prices.supports_response_schema(self.endpoint.provider, self.endpoint.wire_model)
+            )
+        return self._schema_ok
+
+    def body(self, request: ChatRequest) -> dict[str, Any]:
+        settings = self.endpoint.settings
+        body: dict[str, Any] = {"model": self.endpoint.wire_model, "messages": request.messages}
+        if request.max_tokens is not None:
+            body[settings.max_tokens_param] = request.max_tokens
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.seed is not None:
+            body[settings.seed_param] = request.seed
+        if request.json_schema is not None and self._sends_schema():
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": request.schema_name or "reply",
+                    "schema": request.json_schema,
+                    "strict": False,  # strict mode rejects keywords we rely on (uniqueItems, minLength)
+                },
+            }
+        elif request.json_schema is None and request.json_mode:
+            # Any JSON object (a client's json_object format): the mode nearly every
+            # OpenAI-compatible server honours, whatever it does with schemas.
+            body["response_format"] = {"type": "json_object"}
+        return body
+
+    def _session_for_loop(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        if self._session is None or self._loop is not loop or self._session.closed:
+            # A new event loop (each ``asyncio.run``) needs its own session: aiohttp's are bound to one.
+            self._session = SESSIONS.acquire(loop, self.endpoint.base_url)
+            self._loop = loop
+        return self._session
+
+    async def generate(self, request: ChatRequest) -> ChatResponse:
+        session = self._session_for_loop()
+        if not self._price_known:
+            prices.load_in_background()
+        data = to_json(self.body(request))  # pydantic-core's encoder: ~5x json.dumps on judge prompts
+        try:
+            async with session.post(self.url, data=data, headers=self._headers, timeout=self._timeout) as reply:
+                raw = await reply.read()
+                status, reason = reply.status, reply.reason
+        except TimeoutError:
+            raise ProviderError(
+                f"Timeout: no reply within {self.timeout:g}s", model=self.model, retryable=True
+            ) from None
+        except aiohttp.ClientError as exc:
+            message = " ".join(str(exc).split())[:_MAX_MESSAGE] or type(exc).__name__
+            raise ProviderError(f"APIConnectionError: {message}", model=self.model, retryable=True) from exc
+        if status >= 400:
+            raise status_error(status, raw, reason, self.model)
+        return self._response(raw)
+
+    # -- reply --------------------------------------------------------------------
+    def _response(self, raw: bytes) -> ChatResponse:
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            snippet = " ".join(raw[:200].decode("utf-8", "replace").split())
+            raise ProviderError(f"APIError: the reply is not JSON: {snippet!r}", model=self.model) from None
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+            # Some gateways (OpenRouter) report an upstream failure as a 200 with an error body.
+            error = data.get("error") if isinstance(data, dict) else None
+            code = error.get("code") if isinstance(error, dict) else None
+            if isinstance(code, int) and 400 <= code <= 599:
+                raise status_error(code, raw, None, self.model)
+            words = provider_message(raw, "the reply has no choices")
+            raise ProviderError(f"APIError: {words}", model=self.model, retryable=error is not None)
+        message = choices[0].get("message")
+        text = message.get("content") if isinstance(message, dict) else None
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        prompt_tokens = _int(usage.get("prompt_tokens"))
+        completion_tokens = _int(usage.get("completion_tokens"))
+        details = usage.get("prompt_tokens_details")
+        cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+        reported = data.get("model")
+        return ChatResponse(
+            text=text if isinstance(text, str) else "",
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost_usd=self.cost(prompt_tokens, completion_tokens, cached),
+            provider_model=reported if isinstance(reported, str) else None,
+        )
+
+    def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> float | None:
+        """Configured prices, else the price map's; None when neither knows the model."""
+        if not self._price_known:
+            self._price = prices.mapped_price(self.endpoint.provider, self.endpoint.wire_model)
+            self._price_known = True
+        price = self._configured_price or self._price
+        return None if price is None else price.cost(prompt_tokens, completion_tokens, cached_tokens)
+
+    async def aclose(self) -> None:
+        session, loop, self._session, self._loop = self._session, self._loop, None, None
+        if session is not None and loop is not None and loop is asyncio.get_running_loop():
+            await SESSIONS.release(loop, self.endpoint.base_url, session)
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

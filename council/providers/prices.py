@@ -1,0 +1,161 @@
+"""Model prices for the native transport, from data: configured prices, else LiteLLM's price map.
+
+LiteLLM ships its model price map as a JSON file inside the package
+(``model_prices_and_context_window_backup.json``); this module finds that file without
+importing LiteLLM (``importlib.util.find_spec`` only locates the package) and reads it once,
+on the first lookup. An entry is found as LiteLLM finds it: ``provider/model``, else ``model``
+if the map files it under that provider.
+
+A price is the entry's per-token input and output rates; cached prompt tokens (reported in
+``usage.prompt_tokens_details.cached_tokens``) are billed at ``cache_read_input_token_cost``
+(the input rate when there is none); past a prompt-size threshold
+(``input_cost_per_token_above_200k_tokens``…) the threshold's rates apply to every token.
+Entries priced another way (per second, per character, tiered lists) have no per-token price
+here: their cost is None, as is an unknown model's. Never a guess.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PRICE_MAP_FILE = "model_prices_and_context_window_backup.json"
+_THRESHOLD = re.compile(r"^input_cost_per_token_above_(\d+)(k?)_tokens$")
+_UNPRICED = ("tiered_pricing", "input_cost_per_second", "input_cost_per_character", "output_cost_per_second")
+
+_map: dict[str, Any] | None = None
+_lock = threading.Lock()
+_loader: threading.Thread | None = None
+
+
+def price_map_path() -> Path | None:
+    """The price map inside the installed LiteLLM package, or None (LiteLLM is not imported)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("litellm")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        path = Path(location) / PRICE_MAP_FILE
+        if path.is_file():
+            return path
+    return None
+
+
+def price_map() -> dict[str, Any]:
+    """The whole map, read once per process ({} when LiteLLM or its file is missing)."""
+    global _map
+    if _map is None:
+        with _lock:
+            if _map is None:
+                path = price_map_path()
+                data: Any = {}
+                if path is not None:
+                    try:
+                        data = json.loads(path.read_bytes())
+                    except (OSError, ValueError):
+                        data = {}
+                _map = data if isinstance(data, dict) else {}
+    return _map
+
+
+def load_in_background() -> None:
+    """Start reading the map in a thread, once: called as a model's first request goes out, so
+    the ~30 ms read overlaps the wait for its reply instead of delaying the reply's handling."""
+    global _loader
+    if _map is None and _loader is None:
+        _loader = threading.Thread(target=price_map, name="council-price-map", daemon=True)
+        _loader.start()
+
+
+def model_entry(provider: str, model: str) -> dict[str, Any] | None:
+    """The map's entry for ``model`` at ``provider`` (``openai``, ``groq``…), or None."""
+    table = price_map()
+    entry = table.get(f"{provider}/{model}")
+    if isinstance(entry, dict):
+        return entry
+    entry = table.get(model)
+    if isinstance(entry, dict) and entry.get("litellm_provider") == provider:
+        return entry
+    return None
+
+
+def supports_response_schema(provider: str, model: str) -> bool:
+    entry = model_entry(provider, model)
+    return bool(entry and entry.get("supports_response_schema"))
+
+
+@dataclass(frozen=True)
+class Rates:
+    input: float
+    output: float
+    cache_read: float
+
+
+@dataclass(frozen=True)
+class Price:
+    base: Rates
+    tiers: tuple[tuple[int, Rates], ...] = ()
+    """(prompt tokens above which, rates), lowest threshold first."""
+
+    def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> float:
+        rates = self.base
+        for threshold, tier in self.tiers:
+            if prompt_tokens > threshold:
+                rates = tier
+        cached = min(max(cached_tokens, 0), prompt_tokens)
+        return (prompt_tokens - cached) * rates.input + cached * rates.cache_read + completion_tokens * rates.output
+
+
+def configured_price(input_cost_per_token: float | None, output_cost_per_token: float | None) -> Price | None:
+    """``[models.X] input_cost_per_token`` / ``output_cost_per_token`` (one alone prices the other side at 0)."""
+    if input_cost_per_token is None and output_cost_per_token is None:
+        return None
+    rate_in, rate_out = input_cost_per_token or 0.0, output_cost_per_token or 0.0
+    return Price(Rates(rate_in, rate_out, rate_in))
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def mapped_price(provider: str, model: str) -> Price | None:
+    """The price map's per-token price of ``model`` at ``provider``, or None when it has none."""
+    entry = model_entry(provider, model)
+    if entry is None or any(key in entry for key in _UNPRICED):
+        return None
+    rate_in, rate_out = _number(entry.get("input_cost_per_token")), _number(entry.get("output_cost_per_token"))
+    if rate_in is None or rate_out is None:
+        return None
+    cache = _number(entry.get("cache_read_input_token_cost"))
+    base = Rates(rate_in, rate_out, rate_in if cache is None else cache)
+    tiers = []
+    for key in entry:
+        match = _THRESHOLD.match(key)
+        if match is None:
+            continue
+        threshold = int(match.group(1)) * (1000 if match.group(2) else 1)
+        suffix = key.removeprefix("input_cost_per_token")
+        tier_in = _number(entry[key])
+        tier_out = _number(entry.get("output_cost_per_token" + suffix))
+        tier_cache = _number(entry.get("cache_read_input_token_cost" + suffix))
+        if tier_in is None:
+            continue
+        tiers.append(
+            (
+                threshold,
+                Rates(
+                    tier_in,
+                    base.output if tier_out is None else tier_out,
+                    tier_in if tier_cache is None else tier_cache,
+                ),
+            )
+        )
+    return Price(base, tuple(sorted(tiers, key=lambda t: t[0])))

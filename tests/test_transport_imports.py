@@ -1,0 +1,170 @@
+"""Cold start: each command imports only what it uses.
+
+Each command runs as a fresh process (the import cost is the point) on in-process fake
+models or a native model on the mock server, then reports which heavy packages ended up in
+``sys.modules``. LiteLLM (~2.5 s), pandas and numpy (pulled by sqlite-utils), the OpenAI SDK
+and httpx are never needed on these paths; rich only where output is rendered for people.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mock_server import start_mock_server
+
+ROOT = Path(__file__).resolve().parents[1]
+NEVER = {"litellm", "numpy", "pandas", "openai", "httpx", "scipy"}
+WATCHED = sorted(NEVER | {"rich", "aiohttp", "sqlite_utils"})
+PROBE = f"""
+import json, sys
+sys.argv = ["council", *sys.argv[1:]]
+try:
+    from council.cli.main import main
+    main()
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+loaded = sorted({{m.split(".")[0] for m in sys.modules}} & set({WATCHED!r}))
+sys.stderr.write("\\nPROBE " + json.dumps({{"code": code, "loaded": loaded}}) + "\\n")
+"""
+
+
+def run_command(home: Path, *args: str) -> tuple[int, set[str]]:
+    env = {**os.environ, "COUNCIL_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    env.pop("COUNCIL_CONFIG", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, *args], env=env, cwd=home, capture_output=True, text=True, timeout=120
+    )
+    line = next((x for x in proc.stderr.splitlines() if x.startswith("PROBE ")), None)
+    assert line is not None, proc.stderr
+    report = json.loads(line.removeprefix("PROBE "))
+    assert report["code"] in (0, None), proc.stderr
+    return report["code"] or 0, set(report["loaded"])
+
+
+@pytest.fixture(scope="module")
+def mock():
+    with start_mock_server() as server:
+        yield server
+
+
+@pytest.fixture
+def home(tmp_path, mock):
+    models = {n: {"model": f"openai/mock-{n}", "api_base": mock.base_url} for n in ("a", "b", "c")}
+    lines = ['[councils.default]', 'members = ["a", "b", "c"]', 'chairman = "a"']
+    for name, spec in models.items():
+        lines += [f"[models.{name}]", *(f"{k} = {json.dumps(v)}" for k, v in spec.items())]
+    (tmp_path / "council.toml").write_text("\n".join(lines) + "\n")
+    (tmp_path / "a.txt").write_text("Rayleigh scattering makes the sky blue.")
+    (tmp_path / "b.txt").write_text("Because the sea reflects on it.")
+    (tmp_path / "pairs.jsonl").write_text(
+        json.dumps({"id": "p1", "prompt": "Why is the sky blue?", "a": "Scattering.", "b": "The sea."}) + "\n"
+    )
+    (tmp_path / "answer.txt").write_text("Rayleigh scattering.")
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "args, rich",
+    [
+        (["run", "Why is the sky blue?"], True),
+        (["run", "Why is the sky blue?", "--json"], None),
+        (["compare", "--prompt", "Why is the sky blue?", "--a", "a.txt", "--b", "b.txt", "--json"], None),
+        (["grade", "--prompt", "Why is the sky blue?", "--response", "answer.txt", "--json"], None),
+        (["batch", "pairs.jsonl", "--json"], None),
+    ],
+    ids=["run", "run-json", "compare", "grade", "batch"],
+)
+def test_model_commands_on_the_native_transport_import_no_sdk(home, args, rich):
+    _, loaded = run_command(home, *args)
+    assert not loaded & NEVER, f"imported {sorted(loaded & NEVER)}"
+    assert {"aiohttp", "sqlite_utils"} <= loaded
+    if rich:
+        assert "rich" in loaded  # the rendered result
+
+
+@pytest.mark.parametrize("args", [["bias-report", "--json"], ["sessions", "list"], ["--help"]])
+def test_commands_that_call_no_model_import_no_http_client(home, args):
+    _, loaded = run_command(home, *args)
+    assert not loaded & (NEVER | {"aiohttp"}), f"imported {sorted(loaded & (NEVER | {'aiohttp'}))}"
+
+
+def test_bias_report_json_renders_nothing_with_rich(home):
+    _, loaded = run_command(home, "bias-report", "--json")
+    assert "rich" not in loaded
+
+
+def test_sqlite_utils_is_loaded_without_numpy_and_numpy_still_imports_after():
+    code = (
+        "import sys\n"
+        "from council.storage.sqlite import Database\n"
+        "import sqlite_utils.db\n"
+        "hidden = 'numpy' not in sys.modules and sqlite_utils.db.np is None and sqlite_utils.db.pd is None\n"
+        "import numpy\n"
+        "print(hidden, numpy.__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "numpy"]
+
+
+def test_structlog_is_loaded_without_rich_and_rich_still_imports_after():
+    code = (
+        "import sys\n"
+        "import council.logs\n"
+        "before = 'rich' in sys.modules\n"
+        "import rich.console\n"
+        "print(before, 'structlog' in sys.modules, rich.console.__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True", "rich.console"]
+
+
+def test_a_council_run_spends_no_time_in_older_generation_collections(home):
+    # Start-up objects live as long as the process: the CLI's collector threshold leaves them be.
+    code = (
+        "import gc, sys\n"
+        "sys.argv = ['council', 'run', 'Why is the sky blue?', '--json']\n"
+        "from council.cli.main import main\n"
+        "before = [g['collections'] for g in gc.get_stats()]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "after = [g['collections'] for g in gc.get_stats()]\n"
+        "print(gc.get_threshold()[0], after[1] - before[1], after[2] - before[2])\n"
+    )
+    env = {**os.environ, "COUNCIL_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=home, capture_output=True, text=True, timeout=120)
+    threshold, older, full = proc.stdout.split()[-3:]
+    assert (threshold, older, full) == ("100000", "0", "0"), proc.stderr
+
+
+def test_serve_restores_the_default_collector_threshold_once_started(tmp_path):
+    code = (
+        "import gc\n"
+        "from council.cli.main import START_UP_GC_THRESHOLD\n"
+        "from council.cli.serve import _warm_up\n"
+        "gc.set_threshold(*START_UP_GC_THRESHOLD)\n"
+        "_warm_up([])\n"
+        "print(gc.get_threshold(), gc.get_freeze_count() > 0)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split("\n")[0] == "(700, 10, 10) True"
+
+
+def test_the_cli_leaves_its_objects_to_the_os_at_exit(home):
+    # Frozen objects are skipped by the interpreter's final collections (~200 ms at exit).
+    code = (
+        "import gc, sys\n"
+        "sys.argv = ['council', 'sessions', 'list']\n"
+        "from council.cli.main import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('FROZEN', gc.get_freeze_count() > 1000)\n"
+    )
+    env = {**os.environ, "COUNCIL_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=home, capture_output=True, text=True, timeout=120)
+    assert "FROZEN True" in proc.stdout, proc.stderr
