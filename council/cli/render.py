@@ -60,6 +60,15 @@ class ProgressDisplay:
             self._progress.update(self._task, description=desc)
 
 
+def _agreement_text(consensus: Any) -> str:
+    """Kendall's W with its test, saying when the agreement could be chance."""
+    a = consensus.agreement
+    if a is None:
+        return "Kendall's W undefined: too few ballots"
+    verdict = "significant" if a.p_value < 0.05 else "not significant: could be chance"
+    return f"Kendall's W = {a.w:.3f}, {a.test} p = {a.p_value:.3g} ({a.p_method}), {verdict}"
+
+
 def render_result(result: SessionResult) -> None:
     if result.notice:
         out.print(Panel(result.notice, title="offline default", style="yellow"))
@@ -69,15 +78,17 @@ def render_result(result: SessionResult) -> None:
         f"status [{status_style}]{result.status}[/]  seed {result.seed}"
     )
     if result.consensus is not None:
-        table = Table(title=f"Consensus ranking (Borda; Kendall's W = {_fmt(result.consensus.kendall_w)})")
-        for col in ("rank", "member", "model", "Borda", "mean rank", "1st places", "ballots", "mean score"):
+        c = result.consensus
+        table = Table(title=f"Consensus ranking (Borda, normalised per ballot; {_agreement_text(c)})")
+        for col in ("rank", "member", "model", "score", "Borda", "mean rank", "1st places", "ballots", "mean score"):
             table.add_column(col, justify="right" if col not in ("member", "model") else "left")
         scores = _mean_scores(result)
-        for e in result.consensus.ranking:
+        for e in c.ranking:
             table.add_row(
-                str(e.rank) + (" (tie)" if e.tied_with_next else ""),
+                str(e.rank) + ("=" if e.tied else ""),
                 e.member,
                 result.models.get(e.member, ""),
+                _fmt(e.score),
                 f"{e.borda:g}",
                 _fmt(e.mean_rank),
                 str(e.first_places),

@@ -325,7 +325,7 @@ class SessionRunner:
         # Consensus
         consensus = None
         if len(valid) >= c.review_quorum:
-            consensus = consensus_ranking([r.ranking for r in valid], usable)
+            consensus = consensus_ranking([r.ranking for r in valid], usable, seed=run.seed)
             run.emit("consensus", "consensus", detail=" > ".join(consensus.order))
         else:
             run.partial_reasons.append(f"no consensus: {len(valid)} valid reviews, {c.review_quorum} needed")
