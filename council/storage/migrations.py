@@ -206,3 +206,17 @@ def m003_judgments(db: Database) -> None:
         foreign_keys=[("batch_id", "batches", "id"), ("run_id", "judgment_runs", "id")],
     )
     db["batch_items"].create_index(["batch_id", "position"])
+
+
+@migrations()
+def m005_bias_length_words(db: Database) -> None:
+    # Bias records gain the answer's length in words (the unit of the length–score
+    # correlation); rows written before keep NULL there and are reported as such. The
+    # per-answer covering index gains the column so the report still reads only the index;
+    # it supersedes m002's answer index.
+    db["bias_records"].add_column("response_length_words", int)
+    db["bias_records"].create_index(
+        ["session_id", "model_id", "self_review", "score_value", "response_length_chars", "response_length_words"],
+        index_name="idx_bias_records_answer_words",
+    )
+    db.execute("DROP INDEX IF EXISTS idx_bias_records_answer")
