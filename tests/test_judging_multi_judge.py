@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -10,6 +13,7 @@ from council.config import ConfigFile, resolve_model
 from council.judging.averaging import combine_judges
 from council.judging.engine import compare
 from council.judging.schemas import PairwiseMetadata, PairwiseResult, SideScores
+from council.providers.base import ChatRequest
 from council.providers.client import ModelClient
 from council.providers.fake import FakeAPI
 
@@ -20,6 +24,20 @@ PAIRS = [
     ("Largest planet?", "Jupiter.", "Saturn, probably."),
     ("Who wrote Hamlet?", "Shakespeare.", "William Shakespeare wrote it around 1600."),
 ]
+
+
+def make_pass(criteria: list[str], a_scores: list[int], b_scores: list[int], winner: str) -> str:
+    def verdict(a: int, b: int) -> str:
+        return "A" if a > b else "B" if b > a else "TIE"
+
+    comparison = [
+        {"criterion": c, "reasoning": f"on {c}", "a_strength": "a", "b_strength": "b", "winner": verdict(a, b),
+         "a_score": a, "b_score": b}
+        for c, a, b in zip(criteria, a_scores, b_scores, strict=True)
+    ]
+    return json.dumps({"comparison": comparison, "overall_reasoning": "overall",
+                       "differentiators": {"a_advantages": [], "b_advantages": []}, "winner": winner,
+                       "confidence": 0.8})
 
 
 def client(model: str) -> ModelClient:
@@ -40,6 +58,36 @@ async def test_two_first_position_judges_give_tie_in_every_run_under_consistency
             assert outcome.judges_verdict.rule == "majority of verdicts"
             assert outcome.averaged is None
             assert outcome.unstable and outcome.flagged_for_review
+
+
+def first_slot_judge(name: str, original_a: str) -> ModelClient:
+    """A judge that always names the first slot, scoring it higher when B is shown first: alone it
+    gives TIE (inconsistent passes), but its averaged scores favour B by 4 points."""
+    criteria = ["accuracy", "completeness", "specificity", "clarity"]
+
+    def reply(request: ChatRequest) -> str:
+        slots = dict(re.findall(r'<response id="(\w)">\n(.*?)\n</response>', request.messages[-1]["content"], re.S))
+        a_first = slots.get("A") == original_a
+        high, low = (4, 2) if a_first else (5, 1)
+        return make_pass(criteria, [high] * 4, [low] * 4, "A")
+
+    model = f"fake/{name}"
+    return ModelClient(resolve_model(model, ConfigFile(), {}, "test"), FakeAPI(model, script=[reply] * 20))
+
+
+@pytest.mark.parametrize("strategy", ["consistency", "conservative"])
+async def test_averaged_scores_do_not_override_the_judges_verdicts(strategy):
+    prompt, a, b = PAIRS[1]
+    judges = [first_slot_judge("j1", a), first_slot_judge("j2", a)]
+    outcome = await compare(prompt, a, b, judges=judges, strategy=strategy, store=None)
+    assert [j.result.winner for j in outcome.judges] == ["TIE", "TIE"]
+    assert outcome.scores["B"].total - outcome.scores["A"].total == pytest.approx(4.0)
+    assert outcome.winner == "TIE" and outcome.confidence == 0.5  # score averaging named B here
+    averaged = await compare(prompt, a, b, judges=[first_slot_judge("j1", a), first_slot_judge("j2", a)],
+                             strategy="average", store=None)
+    assert averaged.winner == "B"  # seed 000's averaging, which belongs to ``average``
+    # under ``average`` each judge's own verdict comes from its averaged scores too: both name B
+    assert [j.result.winner for j in averaged.judges] == ["B", "B"] and averaged.confidence_level == "high"
 
 
 async def test_conservative_needs_every_judge():
