@@ -310,14 +310,26 @@ def test_two_answers_at_one_position(tmp_path):
         report_from_records_files([path])
 
 
+def test_the_database_refuses_invalid_rows_on_write():
+    store = Store.memory()
+    huge = {**good_review()[0].row(), "score_value": 1e200, "scale_min": None, "scale_max": None}
+    for bad in (huge, {**huge, "score_value": "abc"}, {**good_review()[0].row(), "position": -1}):
+        with pytest.raises(sqlite3.IntegrityError, match="invalid bias record"):
+            store.insert_bias_records([bad])
+    assert store.count("bias_records") == 0
+
+
 def test_the_database_is_checked_too(council_home):
-    store = Store.open()
-    store.insert_bias_records([r.row() for r in good_review() + good_review("s2")])
-    huge = {**good_review("s3")[0].row(), "score_value": 1e200, "scale_min": None, "scale_max": None}
-    store.insert_bias_records([huge])
-    dup = {**good_review("s4")[1].row(), "position": 0}
-    store.insert_bias_records([good_review("s4")[0].row(), dup])
-    store.close()
+    # A database from before the checks existed: the invalid rows are already stored.
+    legacy = Database(sqlite3.connect(council_home / "council.db"))
+    migrations.apply(legacy, stop_before="m005_bias_length_words")
+    rows = [r.row() for r in good_review() + good_review("s2")]
+    rows.append({**good_review("s3")[0].row(), "score_value": 1e200, "scale_min": None, "scale_max": None})
+    rows += [good_review("s4")[0].row(), {**good_review("s4")[1].row(), "position": 0}]  # two answers at 0
+    for row in rows:
+        row.pop("response_length_words")
+    legacy["bias_records"].insert_all(rows)
+    legacy.conn.close()
     result = cli(["bias-report"])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "bias record 7: score_value 1.0e+200 is outside 1-10" in result.output

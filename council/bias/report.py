@@ -46,7 +46,7 @@ from council.bias.stats import (
     variance_label,
     welch_t_test,
 )
-from council.bias.validation import exclusion, find_problems, raise_first
+from council.bias.validation import Reviews, exclusion, find_problems, has_invalid_rows, raise_first
 from council.errors import InputError, UsageError
 
 DEFAULT_MAX_POINTS = 2000
@@ -222,38 +222,6 @@ def _position_sums(db: Database, f: _Filter, s: str) -> dict[int, GroupSums]:
     return {r[0]: GroupSums(r[1], r[2], r[3]) for r in db.execute(sql, f.full_params)}
 
 
-# Packs (score, position) into one number so that one MAX finds the top score with
-# its highest position and one MIN (of position − score·M) the top score with its
-# lowest position: the top is unique when the two agree. Exact for positions below M
-# and scores that differ by more than (max position)/M, i.e. any real score scale.
-_PACK = 1 << 20
-
-
-def _top_positions(db: Database, f: _Filter, s: str) -> tuple[int, int, dict[int, list[int]]]:
-    """(reviews, reviews left out, review size k → counts of the top-scored position).
-
-    A review is left out when its top score is tied or its positions are not 0..k−1
-    (checked as max position = k − 1; positions are distinct within a review)."""
-    m = _PACK
-    sql = f"""
-        SELECT k, CAST(round(b + top * {m}) AS INTEGER) AS pos,
-               round(a - top * {m}) = round(b + top * {m}) AND hi = k - 1 AS usable,
-               COUNT(*)
-        FROM (SELECT COUNT(*) AS k, MAX({s}) AS top, MAX({s} * {m} + position) AS a,
-                     MIN(position - {s} * {m}) AS b, MAX(position) AS hi
-              FROM bias_records WHERE {f.full} GROUP BY session_id, reviewer_id)
-        GROUP BY 1, 2, 3"""
-    reviews = left_out = 0
-    tables: dict[int, list[int]] = {}
-    for k, pos, usable, count in db.execute(sql, f.full_params):
-        reviews += count
-        if not usable:
-            left_out += count
-            continue
-        tables.setdefault(k, [0] * k)[pos] += count
-    return reviews, left_out, tables
-
-
 class _AnswerTable:
     """A temporary table with one row per answer (session, model), from one index pass.
 
@@ -349,7 +317,6 @@ def bias_report(
     length_unit: LengthUnit = "words",
     skip_bad: bool = False,
     locate: Callable[[int], str] | None = None,
-    check_rows: bool = True,
     unscored_table: str | None = None,
 ) -> BiasReport:
     """The cross-session bias report over ``db``'s ``bias_records`` table.
@@ -378,30 +345,32 @@ def bias_report(
     answers: _AnswerTable | None = None
     skipped_records = 0
     try:
-        problems = find_problems(
-            db, f.base, f.base_params, locate=locate, check_rows=check_rows, unscored_table=unscored_table
-        )
-        if problems and not skip_bad:
-            raise_first(problems, "use --skip-bad to leave such records out and count them")
-        if problems:
-            before = db.execute(f"SELECT COUNT(*) FROM bias_records WHERE {f.base}", f.base_params).fetchone()[0]
-            clause, _ = exclusion(db, problems)
-            f.exclude(clause)
-            after = db.execute(f"SELECT COUNT(*) FROM bias_records WHERE {f.base}", f.base_params).fetchone()[0]
-            skipped_records = before - after
-        unscored = 0
-        if unscored_table:
-            unscored = db.execute(
-                f"SELECT COUNT(*) FROM {unscored_table} WHERE {_unscored_where(f)}", f.base_params
-            ).fetchone()[0]
         scales = _scales(db, f)
         lo_ref, hi_ref = REFERENCE_SCALE  # records without a scale are taken to be on 1–10
         effective = {(lo if lo is not None else lo_ref, hi if hi is not None else hi_ref) for lo, hi in scales}
         normalize = len(effective) > 1
         s = _score_expr(normalize)
+        # One pass per review: the positions check and the top-position test together.
+        reviews = Reviews(db, f.base, f.base_params, s, skip_rows=has_invalid_rows(db), unscored_table=unscored_table)
+        orderings, left_out, top_tables = reviews.scan(f.reviewers)
+        problems = find_problems(db, f.base, f.base_params, reviews, locate=locate)
+        if problems and not skip_bad:
+            raise_first(problems, "use --skip-bad to leave such records out and count them")
+        if problems:
+            before = db.execute(f"SELECT COUNT(*) FROM bias_records WHERE {f.base}", f.base_params).fetchone()[0]
+            clause, excluded_reviews = exclusion(db, problems)
+            f.exclude(clause)
+            after = db.execute(f"SELECT COUNT(*) FROM bias_records WHERE {f.base}", f.base_params).fetchone()[0]
+            skipped_records = before - after
+            if excluded_reviews:
+                orderings, left_out, top_tables = reviews.scan(f.reviewers, excluded_reviews)
+        unscored = 0
+        if unscored_table:
+            unscored = db.execute(
+                f"SELECT COUNT(*) FROM {unscored_table} WHERE {_unscored_where(f)}", f.base_params
+            ).fetchone()[0]
         reviewer_sums = _reviewer_sums(db, f, s)
         position_sums = _position_sums(db, f, s)
-        orderings, left_out, top_tables = _top_positions(db, f, s)
         answers = _AnswerTable(db, f, s, f"response_length_{length_unit}")
         session_rows = answers.session_sums()
         self_sums = answers.self_preference()
@@ -612,7 +581,7 @@ def _position_report(
         name="chi-square goodness of fit (top-scored position vs uniform)",
     )
     if left_out:
-        why = f"{left_out} reviews left out (tied top score or gaps in positions)"
+        why = f"{left_out} reviews left out (tied top score, or an answer without a score)"
         top_test.note = f"{why}; {top_test.note}" if top_test.note else why
     return PositionBiasReport(
         means={p: round(m, 3) for p, m in means.items()},
@@ -665,7 +634,6 @@ def report_from_records_files(
             length_unit=length_unit,
             skip_bad=skip_bad,
             locate=loaded.locate,
-            check_rows=False,  # every row was validated as it was read
             unscored_table=UNSCORED_TABLE,
         )
     finally:
