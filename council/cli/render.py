@@ -140,8 +140,14 @@ def render_session_bias(bias: Any) -> None:
 
     for reviewer, c in bias.calibration.items():
         table.add_row(f"calibration {reviewer}", f"mean {c.mean:.2f}, z {c.z_score:+.2f} ({c.classification})", str(c.samples), status("reviewer_calibration"))
+    ct = bias.calibration_test
+    if ct is not None and ct.p_value is not None:
+        verdict = "reviewers differ" if ct.significant else "differences not significant"
+        table.add_row("calibration across reviewers", f"ANOVA p = {ct.p_value:.3g}: {verdict}",
+                      points("reviewer_calibration"), status("reviewer_calibration"))
     lc = bias.length_correlation
-    table.add_row("length vs score", f"r = {lc.r:+.3f} ({lc.interpretation})", points("length_correlation"), status("length_correlation"))
+    table.add_row(f"length ({lc.unit}) vs score", f"r = {lc.r:+.3f} ({lc.interpretation})",
+                  points("length_correlation"), status("length_correlation"))
     pb = bias.position_bias
     means = ", ".join(f"{p}: {m:.2f}" for p, m in sorted(pb.means.items()))
     table.add_row("score by position", f"{means}; variance {pb.variance:.3f}", points("position_bias"), status("position_bias"))
