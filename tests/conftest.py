@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
-from hypothesis import settings
-
-# HYPOTHESIS_PROFILE=ci: the deterministic profile (the same examples on every run, no deadline).
-settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 _ENV_TO_CLEAR = (
     "COUNCIL_CONFIG",
