@@ -21,7 +21,7 @@ import time
 import unicodedata
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -86,8 +86,8 @@ def _utc_iso(value: str) -> str:
     except ValueError as exc:
         raise ValueError(f"timestamp {value!r} is not an ISO-8601 date-time") from exc
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC).isoformat(timespec="microseconds")
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc).isoformat(timespec="microseconds")
 
 
 class BiasRecord(BaseModel):

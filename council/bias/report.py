@@ -15,7 +15,7 @@ import math
 import secrets
 import statistics
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, date, datetime
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -158,8 +158,8 @@ def normalize_since(value: str) -> str:
     except ValueError:
         raise InputError(f"--since: {value!r} is not an ISO date (YYYY-MM-DD) or date-time") from None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC).isoformat(timespec="microseconds")
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc).isoformat(timespec="microseconds")
 
 
 # ---------------------------------------------------------------------------
