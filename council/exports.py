@@ -41,6 +41,7 @@ SESSION_COLUMNS: tuple[str, ...] = (
     "winner",
     "winner_tied",
     "kendall_w",
+    "kendall_w_p_value",
     "answers",
     "valid_reviews",
     "calls",
@@ -54,8 +55,9 @@ SESSION_COLUMNS: tuple[str, ...] = (
     "question",
     "answer",
 )
-"""``members`` is space-separated; ``winner_tied``: only the tie-break put the winner first;
-``kendall_w`` is empty where agreement is undefined (fewer than two ballots that rank a common pair)."""
+"""``members`` is space-separated; ``winner``: the answers sharing first place, tied ones as
+``a = b`` (``winner_tied`` true); ``kendall_w`` and its p-value are empty where agreement is
+undefined (fewer than two ballots that rank a common pair)."""
 
 SCORE_COLUMNS: tuple[str, ...] = (
     "session_id",
@@ -173,6 +175,7 @@ def session_row(row: dict[str, Any], calls: list[dict[str, Any]], redact: bool) 
     ranking = consensus.get("ranking") or []
     usage = doc.get("usage") or Usage.of(CallRecord.model_validate(c) for c in calls).model_dump()
     prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0
+    firsts = [e["member"] for e in ranking if e.get("rank") == 1]
     return {
         "session_id": row["id"],
         "created_at": row["created_at"],
@@ -181,9 +184,10 @@ def session_row(row: dict[str, Any], calls: list[dict[str, Any]], redact: bool) 
         "council": row.get("council"),
         "seed": row.get("seed"),
         "members": " ".join(doc.get("members") or _members(row)),
-        "winner": ranking[0]["member"] if ranking else None,
-        "winner_tied": bool(ranking and ranking[0].get("tied_with_next")),
+        "winner": " = ".join(firsts) if firsts else None,
+        "winner_tied": len(firsts) > 1,
         "kendall_w": consensus.get("kendall_w"),
+        "kendall_w_p_value": consensus.get("kendall_w_p_value"),
         "answers": sum(1 for a in doc.get("answers") or [] if a.get("status") in ("ok", "candidate")),
         "valid_reviews": sum(1 for r in doc.get("reviews") or [] if r.get("valid")),
         "calls": usage.get("calls"),

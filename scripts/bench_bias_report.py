@@ -30,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from council.bias.report import bias_report  # noqa: E402
+from council.bias.validation import Reviews, find_problems  # noqa: E402
 from council.storage import Store  # noqa: E402
 
 MODELS = [
@@ -60,6 +61,7 @@ def sessions(n_records: int, seed: int):
         members = rng.sample(MODELS, 5)
         reviewers = rng.sample(MODELS, 4)
         lengths = {m: int(rng.lognormvariate(7.2, 0.5)) for m in members}
+        words = {m: max(1, round(n / rng.uniform(5.0, 7.0))) for m, n in lengths.items()}
         quality = {m: rng.gauss(0, 0.8) for m in members}
         for reviewer in reviewers:
             order = members[:]
@@ -75,12 +77,13 @@ def sessions(n_records: int, seed: int):
                     + rng.gauss(0, 1.0)
                 )
                 yield {
-                    "schema_version": "1.1.0",
+                    "schema_version": "1.2.0",
                     "session_id": sid,
                     "reviewer_id": reviewer,
                     "model_id": m,
                     "position": pos,
                     "response_length_chars": lengths[m],
+                    "response_length_words": words[m],
                     "score_value": float(min(10, max(1, round(raw)))),
                     "query_hash": None,
                     "timestamp": ts,
@@ -139,6 +142,11 @@ def main() -> None:
         report = bias_report(store.db)
         best = min(best, time.perf_counter() - t0)
     print(f"library bias_report: {best:.2f} s (best of {args.repeat}) over {report.total_records:,} records")
+    t0 = time.perf_counter()
+    reviews = Reviews(store.db, "1", [], "score_value", skip_rows=False)
+    reviews.scan([])
+    find_problems(store.db, "1", [], reviews, locate=str)
+    print(f"  of which the per-review pass (record checks + top-position test): {time.perf_counter() - t0:.2f} s")
     pb = report.position_bias
     print(
         f"  planted effects found: pooled length r = {report.length_correlation} {report.length_correlation_ci} "

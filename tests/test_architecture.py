@@ -35,6 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
 # Pure logic: no model calls, no database, no CLI or server.
 PURE = (
     "council.session.consensus",
+    "council.session.agreement",
     "council.session.schemas",
     "council.session.prompts",
     "council.session.results",
@@ -48,6 +49,7 @@ PURE = (
     "council.judging.outcomes",
     "council.bias.stats",
     "council.bias.records",
+    "council.bias.foreign",
     "council.slots",
     "council.json_schema",
     "council.clock",

@@ -169,7 +169,9 @@ def test_record_validation():
         BiasRecord.model_validate(_record(position=-1))
     ts = BiasRecord.model_validate(_record(timestamp="2026-03-01T10:00:00+02:00")).timestamp
     assert ts == "2026-03-01T08:00:00.000000+00:00"
-    assert BiasRecord.model_validate(_record(self_review=1)).row()["self_review"] == 1
+    assert BiasRecord.model_validate(_record(self_review=True)).row()["self_review"] == 1
+    with pytest.raises(ValidationError):  # strict types: 1 is not a boolean
+        BiasRecord.model_validate(_record(self_review=1))
 
 
 # -- per-session metadata --------------------------------------------------------------
@@ -194,7 +196,7 @@ def _session_records(self_reviewer=None):
 
 
 def test_session_metadata_matches_the_seed_functions():
-    meta = session_bias_metadata(_session_records())
+    meta = session_bias_metadata(_session_records(), length_unit="chars")  # these records carry characters only
     expected_cal = audit_reviewer_calibration({r: dict(scores) for r, (_, scores) in SESSION.items()})
     for reviewer, cal in expected_cal.items():
         got = meta.calibration[reviewer]
@@ -213,7 +215,7 @@ def test_session_metadata_matches_the_seed_functions():
 
 
 def test_session_metadata_is_honest_about_sample_sizes():
-    meta = session_bias_metadata(_session_records())
+    meta = session_bias_metadata(_session_records(), length_unit="chars")
     rows = {h.metric: h for h in meta.honesty}
     assert (rows["length_correlation"].data_points, rows["length_correlation"].minimum) == (4, 30)
     assert (rows["position_bias"].data_points, rows["position_bias"].minimum) == (3, 20)
@@ -228,7 +230,7 @@ def test_session_metadata_flags_only_extreme_length_correlation():
                        score_value=score)
             for i in range(2)
             for p, (m, length, score) in enumerate([("a", 100, 3), ("b", 500, 5), ("c", 900, 7), ("d", 1300, 9)])]
-    meta = session_bias_metadata(recs)
+    meta = session_bias_metadata(recs, length_unit="chars")
     assert meta.length_correlation.r == 1.0
     assert len(meta.flags) == 1 and "verbosity" in meta.flags[0]
 

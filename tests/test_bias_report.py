@@ -39,6 +39,7 @@ def make_records(seed: int, sessions: int = 80, scale: tuple[int, int] = (1, 10)
         members = rng.sample(MODELS, rng.choice([2, 3, 4, 5]))  # 2-model sessions have no length r
         reviewers = rng.sample(MODELS, rng.randint(1, 4))
         lengths = {m: rng.randint(50, 3000) for m in members}
+        words = {m: rng.randint(10, 500) for m in members}  # not proportional to chars: the unit matters
         ts = (START + timedelta(hours=s)).isoformat(timespec="microseconds")
         council = rng.choice(["alpha", "beta"])
         for reviewer in reviewers:
@@ -50,11 +51,17 @@ def make_records(seed: int, sessions: int = 80, scale: tuple[int, int] = (1, 10)
                 out.append(
                     BiasRecord(
                         session_id=sid, reviewer_id=reviewer, model_id=m, position=pos,
-                        response_length_chars=lengths[m], score_value=float(score), timestamp=ts,
+                        response_length_chars=lengths[m], response_length_words=words[m],
+                        score_value=float(score), timestamp=ts,
                         scale_min=lo, scale_max=hi, self_review=(reviewer == m), council=council,
                     ).row()
                 )
     return out
+
+
+def as_line(row: dict) -> str:
+    """A database row as a records-file line (``self_review`` a JSON boolean, as the export writes it)."""
+    return json.dumps({**row, "self_review": bool(row["self_review"])})
 
 
 def load(records: list[dict]) -> Store:
@@ -66,7 +73,7 @@ def load(records: list[dict]) -> Store:
 # -- a pure-Python reference built from the seed functions ------------------------------------
 
 
-def reference(records, *, reviewers=()):
+def reference(records, *, reviewers=(), unit="words"):
     """The report's statistics computed record by record (reviewer filter as the report applies it)."""
     base = records
     full = [r for r in records if not reviewers or r["reviewer_id"] in reviewers]
@@ -82,13 +89,14 @@ def reference(records, *, reviewers=()):
     lengths = {}
     for r in full:
         sessions[r["session_id"]][r["model_id"]].append(r["score_value"])
-        lengths[(r["session_id"], r["model_id"])] = r["response_length_chars"]
+        lengths[(r["session_id"], r["model_id"])] = r[f"response_length_{unit}"]
     rs, pairs = [], 0
     for sid, models in sessions.items():
         if len(models) >= 3:
             ms = list(models)
             rs.append(pearson_correlation([lengths[(sid, m)] for m in ms], [statistics.mean(models[m]) for m in ms]))
-            pairs += len(ms)
+            if -1 < rs[-1] < 1:  # the pooled estimate uses only these sessions
+                pairs += len(ms)
     out["pooled"] = run_aggregated_bias_audit(rs)
     out["pairs"] = pairs
     out["sessions"] = len(sessions)
@@ -286,8 +294,13 @@ def test_records_from_several_files_and_since_on_export(tmp_path):
     with b.open("w") as fh:
         n_all = export_bias_records(store.db, fh)
     assert 0 < n_late < n_all
+    # b holds every record, a the later ones: read together, a's records appear twice
+    with pytest.raises(InputError, match=r"a\.jsonl:\d+: two answers at position|b\.jsonl:\d+: two answers"):
+        report_from_records_files([a, b])
+    early = [line for line in b.read_text().splitlines() if json.loads(line)["timestamp"] < bias_ts(cut)]
+    b.write_text("\n".join(early) + "\n")
     combined = report_from_records_files([a, b])
-    assert combined.total_records == n_late + n_all
+    assert combined.total_records == n_all
 
 
 def test_csv_export(tmp_path):
@@ -303,10 +316,10 @@ def test_csv_export(tmp_path):
 
 def _bad_file(tmp_path):
     good = make_records(11, sessions=4)
-    lines = [json.dumps(r) for r in good]
+    lines = [as_line(r) for r in good]
     lines.insert(1, "{not json")
-    lines.insert(2, json.dumps({**good[0], "response": "the whole answer text"}))
-    lines.insert(3, json.dumps({**good[0], "score_value": 42}))
+    lines.insert(2, as_line({**good[0], "response": "the whole answer text"}))
+    lines.insert(3, as_line({**good[0], "score_value": 42}))
     lines.insert(4, "")  # blank lines are fine
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join(lines) + "\n")
@@ -356,7 +369,7 @@ def test_cli_json_from_database(council_home):
 
 def test_cli_records_text_and_html(tmp_path):
     path = tmp_path / "r.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in make_records(13, sessions=40)))
+    path.write_text("".join(as_line(r) + "\n" for r in make_records(13, sessions=40)))
     html_path = tmp_path / "report.html"
     result = _cli(["bias-report", "--records", str(path), "--html", str(html_path)])
     assert result.exit_code == 0, result.output
@@ -370,8 +383,9 @@ def test_cli_errors_are_one_line_with_exit_code_2(tmp_path):
                                 ["bias-report", "--records", str(path)])
     assert result.exit_code == 2
     assert "bad.jsonl:2:" in result.output and "Traceback" not in result.output
-    result = CliRunner().invoke(__import__("council.cli.main", fromlist=["cli"]).cli, ["bias-report", "--skip-bad"])
-    assert result.exit_code == 2 and "--skip-bad" in result.output
+    result = CliRunner().invoke(__import__("council.cli.main", fromlist=["cli"]).cli,
+                                ["bias-report", "--records-format", "llm-council-core"])
+    assert result.exit_code == 2 and "--records-format" in result.output
 
 
 def test_text_rendering_of_an_empty_report():
@@ -412,8 +426,9 @@ class _TagBalance(HTMLParser):
 def test_html_is_self_contained_well_formed_and_escaped():
     records = make_records(14, sessions=40)
     evil = "<script>alert(1)</script>/model"
-    for r in records[:50]:
-        r["reviewer_id"] = evil
+    for r in records:  # one reviewer renamed throughout, so its reviews stay whole
+        if r["reviewer_id"] == MODELS[0]:
+            r["reviewer_id"] = evil
     report = bias_report(load(records).db, max_points=100)
     page = render_html(report)
     assert page.startswith("<!DOCTYPE html>")
@@ -441,10 +456,14 @@ def test_reviews_with_tied_tops_or_position_gaps_are_left_out_of_the_top_positio
     records = [rec("s1", "r", p, s) for p, s in [(0, 9), (1, 5), (2, 4)]]  # usable, top at 0
     records += [rec("s2", "r", p, s) for p, s in [(0, 9), (1, 9), (2, 4)]]  # tied top
     records += [rec("s3", "r", p, s) for p, s in [(0, 3), (2, 9), (3, 4)]]  # gap: positions 0, 2, 3
-    report = bias_report(load(records).db)
+    db = load(records).db
+    # position 3 in a review of 3 answers is invalid: the report stops (or skips the review)
+    with pytest.raises(InputError, match="position 3 is beyond the 3 answers"):
+        bias_report(db)
+    report = bias_report(db, skip_bad=True)
     test = report.position_bias.top_position_test
-    assert report.position_bias.orderings == 3
-    assert test.p_value is None and test.note.startswith("2 reviews left out")
+    assert report.position_bias.orderings == 2 and report.skipped_reviews == 1 and report.skipped_records == 3
+    assert test.p_value is None and test.note.startswith("1 reviews left out")
 
 
 def test_position_verdict_is_only_an_indicator_below_the_minimum():

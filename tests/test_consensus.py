@@ -44,20 +44,20 @@ def test_consensus_order_and_fields():
     assert not any(e.tied_with_next for e in c.ranking)
 
 
-def test_tie_broken_by_mean_rank_before_alphabet():
-    # B and C both get 2 Borda points; C has the better mean rank (ballot sizes differ).
+def test_ballots_of_different_lengths_are_scored_per_ballot():
+    # Raw Borda ties A and B at 2 points; per ballot B was first on its only ballot (1.0)
+    # while A averaged (1/2 + 0 + 1) / 3 = 1/2 and C (0 + 1 + 0) / 3 = 1/3.
     ballots = [["B", "A", "C"], ["C", "A"], ["A", "C"]]
-    # Borda: B=2 A=1+0+1=2? -> A: 1 (ballot1) + 0 (ballot2) + 1 (ballot3) = 2
     assert borda_scores(ballots) == {"B": 2, "A": 2, "C": 1}
     c = consensus_ranking(ballots, ["A", "B", "C"])
-    # A mean rank (2+2+1)/3 = 1.67, B mean rank 1 -> B first
     assert c.order == ["B", "A", "C"]
+    assert [e.score for e in c.ranking] == pytest.approx([1.0, 0.5, 1 / 3])
 
 
-def test_full_tie_is_alphabetical_and_reported():
+def test_full_tie_is_reported_and_shares_the_rank():
     c = consensus_ranking([["B", "A"], ["A", "B"]], ["B", "A"])
-    assert c.order == ["A", "B"]
-    assert c.ranking[0].tied_with_next is True
+    assert [e.rank for e in c.ranking] == [1, 1]
+    assert c.ranking[0].tied_with_next is True and all(e.tied for e in c.ranking)
 
 
 def test_unranked_candidate_comes_last():
@@ -106,9 +106,10 @@ def test_partial_ballots_w_in_unit_interval(n, rnd):
     assert w is not None and 0.0 <= w <= 1.0
 
 
-def test_partial_ballots_with_one_common_answer_have_no_w():
-    # Three members, self-review excluded: any two ballots share one answer only.
-    assert kendalls_w([["b", "c"], ["a", "c"], ["a", "b"]]) is None
+def test_three_members_agreeing_have_full_agreement():
+    # Three members, self-review excluded: any two ballots share one answer only; the
+    # three ballots follow one order (a > b > c), which is perfect agreement.
+    assert kendalls_w([["b", "c"], ["a", "c"], ["a", "b"]]) == pytest.approx(1.0)
 
 
 def test_partial_identical_preferences_agree_fully():

@@ -49,7 +49,7 @@ async def test_session_csv_carries_the_columns_people_filter_on():
         assert int(row["seed"]) == result.seed
         assert row["status"] == "complete" and row["council"] == "default"
         assert row["members"].split() == MEMBERS
-        assert row["winner"] == result.consensus.order[0]
+        assert row["winner"] == " = ".join(e.member for e in result.consensus.ranking if e.rank == 1)
         assert float(row["kendall_w"]) == pytest.approx(result.consensus.kendall_w)
         assert int(row["prompt_tokens"]) == result.usage.prompt_tokens > 0
         assert int(row["completion_tokens"]) == result.usage.completion_tokens > 0
@@ -60,14 +60,16 @@ async def test_session_csv_carries_the_columns_people_filter_on():
 
 
 async def test_kendall_w_is_empty_only_where_it_is_undefined():
-    # Three members, self-review excluded: every pair of reviewers shares one answer, so the
-    # consensus has no agreement statistic (null) and the cell is empty, not "None".
-    (result,) = await run_sessions(1, members=MEMBERS[:3])
+    # Two members, self-review excluded: each reviewer ranks one answer, so there is no
+    # agreement to measure (null) and the cells are empty, not "None".
+    (result,) = await run_sessions(1, members=MEMBERS[:2])
     (row,) = csv_rows(export("--format", "csv"))
-    assert result.consensus.kendall_w is None and row["kendall_w"] == ""
-    await run_sessions(1, members=MEMBERS[:3], self_review="include")
-    rows = csv_rows(export("--format", "csv"))
-    assert sorted(r["kendall_w"] != "" for r in rows) == [False, True]
+    assert result.consensus.kendall_w is None and row["kendall_w"] == "" and row["kendall_w_p_value"] == ""
+    # Three members, self-review excluded (each reviewer ranks a different pair): defined.
+    (three,) = await run_sessions(1, members=MEMBERS[:3])
+    rows = {r["session_id"]: r for r in csv_rows(export("--format", "csv"))}
+    assert float(rows[three.session_id]["kendall_w"]) == pytest.approx(three.consensus.kendall_w)
+    assert float(rows[three.session_id]["kendall_w_p_value"]) == pytest.approx(three.consensus.kendall_w_p_value)
 
 
 async def test_a_failed_session_still_has_its_seed_members_tokens_and_duration():

@@ -44,7 +44,8 @@ def records(
                 out.append(
                     BiasRecord(
                         session_id=f"s{s:03d}", reviewer_id=reviewer, model_id=m, position=pos,
-                        response_length_chars=length[m], score_value=float(score), scale_min=1, scale_max=10,
+                        response_length_chars=length[m], response_length_words=length[m] // 6,
+                        score_value=float(score), scale_min=1, scale_max=10,
                         self_review=(m == reviewer), timestamp="2026-05-01T00:00:00+00:00",
                     ).row()
                 )
@@ -116,7 +117,7 @@ def test_the_scatter_axes_are_fitted_to_the_points():
     bottom = max(float(e.get("y2")) for e in plot)
     assert (max(ys) - min(ys)) / (bottom - top) > 0.6
     ticks = [float(t.text.replace(",", "")) for t in scatter.iter("text") if "xtick" in (t.get("class") or "")]
-    assert min(ticks) >= 3000  # the length axis does not start at 0
+    assert min(ticks) >= 500  # the length axis (words: 666-750 here) does not start at 0
 
 
 def test_bars_start_at_the_bottom_of_the_scale(page):
@@ -177,9 +178,23 @@ def test_too_little_data_is_said_plainly():
     assert "indicator" in found["position"][0].text.lower()
 
 
-def test_calibration_labels_are_not_presented_as_tests():
-    found = by_topic(report_of(records()))
-    assert any("not a significance test" in f.text for f in found["calibration"])
+def test_calibration_labels_say_whether_the_difference_is_significant():
+    # Random scores: a reviewer labelled harsh or generous by |z| > 1 is not evidence; the
+    # report says so with its test across reviewers and each reviewer's own.
+    found = by_topic(report_of(records()))["calibration"]
+    across = [f for f in found if "across reviewers" in f.text]
+    assert len(across) == 1 and across[0].verdict == "not significant"
+    labelled = [f for f in found if "harsh" in f.text or "generous" in f.text]
+    assert labelled and all("statistically significant" in f.text for f in labelled)
+    assert all(f.verdict == "not significant" for f in labelled)
+
+
+def test_calibration_labels_are_not_presented_as_tests_without_one():
+    from council.bias.wording import calibration_findings
+
+    report = report_of(records())
+    untested = calibration_findings(report)  # a report without the test across reviewers
+    assert any("not a significance test" in f.text for f in untested)
 
 
 def test_the_page_and_the_text_report_carry_the_same_sentences():

@@ -202,7 +202,7 @@ async def test_several_judges_are_averaged_and_each_kept():
     a_judge, _ = scripted_judge("fake/a", lambda v: "A", names)  # A: 16, B: 8
     tie_judge, _ = scripted_judge("fake/t", lambda v: "TIE", names)  # A: 16, B: 16
     broken, _ = judge("fake/broken+fail")
-    outcome = await compare(PROMPT, GOOD, WEAK, judges=[a_judge, tie_judge, broken], store=None)
+    outcome = await compare(PROMPT, GOOD, WEAK, judges=[a_judge, tie_judge, broken], strategy="average", store=None)
     assert outcome.success and outcome.averaged is not None
     assert outcome.scores["A"].total == 16.0 and outcome.scores["B"].total == 12.0
     assert outcome.winner == "A"  # 4 points apart, more than the tie margin

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from council.bias.report import BiasReport, position_verdict
 from council.bias.stats import SignificanceTest
-from council.bias.wording import LENGTH_UNIT, findings, p_text
+from council.bias.wording import findings, p_text
 
 if TYPE_CHECKING:
     from council.leaderboard import Leaderboard
@@ -232,7 +232,7 @@ def _scatter(report: BiasReport) -> str:
         f'<line class="axis" x1="{left}" y1="{bottom}" x2="{left + w}" y2="{bottom}"/>'
         f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{bottom}"/>'
         f'<text class="axis-title" x="{left + w / 2}" y="{bottom + 40}" text-anchor="middle">'
-        f"response length ({LENGTH_UNIT})</text>"
+        f"response length ({escape(report.length_unit)})</text>"
         f'<text class="axis-title" x="16" y="{top + h / 2}" transform="rotate(-90 16 {top + h / 2})" '
         'text-anchor="middle">mean score received</text></svg>'
     )
@@ -273,6 +273,26 @@ def _table(headers: list[str], rows: list[list[object]], numeric: frozenset[int]
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def _significance(significant: bool, p: float | None) -> str:
+    if p is None:
+        return "not tested"
+    return f"{'yes' if significant else 'no'} (p = {_fmt(p, 3)})"
+
+
+def _calibration_test(report: BiasReport) -> str:
+    """One line: do the reviewers differ at all (one-way ANOVA), said plainly."""
+    t = report.reviewer_calibration_test
+    if t is None:
+        return ""
+    if t.p_value is None:
+        return f'<p class="note">{escape(t.name)}: not computed — {escape(t.note or "")}</p>'
+    if t.significant:
+        return (f'<p class="muted">{escape(t.name)}: p = {_fmt(t.p_value, 3)}: '
+                "the reviewers' mean scores differ.</p>")
+    return (f'<p class="note">{escape(t.name)}: p = {_fmt(t.p_value, 3)}: the differences between reviewers '
+            "are not significant; a harsh or generous label may be chance.</p>")
+
+
 def render_html(report: BiasReport, title: str = "council bias report") -> str:
     """A standalone HTML page for ``report`` (open it in any browser, offline)."""
     pb = report.position_bias
@@ -284,11 +304,13 @@ def render_html(report: BiasReport, title: str = "council bias report") -> str:
         scope += " · scores rescaled to 1–10"
     notes = "".join(f'<p class="note">{escape(n)}</p>' for n in report.notes)
     reviewers = _table(
-        ["reviewer", "mean", "std", "z", "classification", "variance", "label", "samples", "reliability"],
+        ["reviewer", "mean", "std", "z", "classification", "variance", "label", "samples", "reliability",
+         "differs from the others (Holm-adjusted p)"],
         [[rid, p.mean, p.std, f"{p.z_score:+.2f}", p.classification, p.variance, p.variance_label, p.samples,
-          p.reliability] for rid, p in report.reviewers.items()],
+          p.reliability, _significance(p.significant, p.p_value)] for rid, p in report.reviewers.items()],
         {1, 2, 3, 5, 7},
     )
+    calibration_test = _calibration_test(report)
     ci = report.length_correlation_ci
     pooled = report.confidence_level != "insufficient"
     length = _table(
@@ -346,6 +368,7 @@ means the data are consistent with no effect, not that there is none.</p>
 <h2>Reviewer calibration</h2>
 <p class="muted">Mean score per reviewer; z against the median of reviewer means
 (std of means {_fmt(report.std_of_means)}). Harsh below z = −1, generous above +1.</p>
+{calibration_test}
 {_reviewer_chart(report)}
 {reviewers}
 <h2>Position bias</h2>
@@ -354,7 +377,7 @@ means the data are consistent with no effect, not that there is none.</p>
 {_position_chart(report)}
 {tests}
 <h2>Length vs score</h2>
-<p class="muted">Each point is one answer in one session: its length in {LENGTH_UNIT} and the mean score it
+<p class="muted">Each point is one answer in one session: its length in {escape(report.length_unit)} and the mean score it
 received ({len(report.length_points)} points shown). The pooled r combines each session's own correlation.</p>
 {_scatter(report)}
 {length}

@@ -24,23 +24,36 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from council.bias.stats import (
     INDICATORS_NOTE,
+    REFERENCE_SCALE,
+    GroupSums,
     HonestyRow,
+    SignificanceTest,
     audit_reviewer_calibration,
     calculate_length_correlation,
     calculate_position_bias,
     honesty_row,
+    one_way_anova,
     position_scores,
 )
 from council.errors import ConfigError
 from council.logs import get_logger
 
-SCHEMA_VERSION = "1.1.0"
+SCHEMA_VERSION = "1.2.0"
+"""1.2.0 added ``response_length_words``; 1.1.0 records (without it) are still read."""
+
+LengthUnit = Literal["words", "chars"]
+LENGTH_UNITS: tuple[LengthUnit, ...] = ("words", "chars")
+
+
+def count_words(text: str) -> int:
+    """Words as seed 004 §2 counts them: whitespace-separated tokens (``len(text.split())``)."""
+    return len(text.split())
 
 # Keys that would carry raw text. A key is refused when one of its words is one of
 # these, unless its last word says it is a measurement or an identifier
@@ -79,9 +92,13 @@ def _utc_iso(value: str) -> str:
 
 
 class BiasRecord(BaseModel):
-    """One (reviewer, answer) score. Unknown keys are ignored; raw-text keys are refused."""
+    """One (reviewer, answer) score. Unknown keys are ignored; raw-text keys are refused.
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    Types are strict: ``"7"`` or ``true`` is not a number, ``1`` is not a boolean. A
+    record without a scale is read on the 1–10 scale, so its score must lie there.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
 
     schema_version: str = SCHEMA_VERSION
     session_id: str = Field(min_length=1)
@@ -90,6 +107,8 @@ class BiasRecord(BaseModel):
     position: int = Field(ge=0)
     """0-based display position in this reviewer's shuffled order."""
     response_length_chars: int = Field(ge=0)
+    response_length_words: int | None = Field(default=None, ge=0)
+    """Whitespace-separated words of the answer (None in records written before 1.2.0)."""
     score_value: float = Field(allow_inf_nan=False)
     query_hash: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
     timestamp: str | None = None
@@ -133,6 +152,13 @@ class BiasRecord(BaseModel):
                 raise ValueError(f"scale_min {lo} must be below scale_max {hi}")
             if not lo <= self.score_value <= hi:
                 raise ValueError(f"score_value {self.score_value} is outside the scale {lo}–{hi}")
+        else:
+            lo, hi = REFERENCE_SCALE
+            if not lo <= self.score_value <= hi:
+                raise ValueError(
+                    f"score_value {self.score_value:g} is outside {lo}–{hi}, the scale assumed for a record "
+                    "without scale_min and scale_max"
+                )
         return self
 
     def row(self) -> dict[str, Any]:
@@ -268,7 +294,9 @@ class LengthCorrelation(BaseModel):
     r: float
     interpretation: str
     pairs: int
-    """Models with a length and a mean score (Pearson needs at least 3)."""
+    """Models with a length and a mean score used for r (0 when r could not be computed: fewer than 3)."""
+    unit: LengthUnit = "chars"
+    """What length counts: words (the method's unit, the default) or characters."""
 
 
 class PositionBias(BaseModel):
@@ -294,6 +322,8 @@ class SessionBiasMetadata(BaseModel):
 
     records: int
     calibration: dict[str, ReviewerCalibration]
+    calibration_test: SignificanceTest | None = None
+    """One-way ANOVA of scores across reviewers: are the reviewers' means different at all?"""
     length_correlation: LengthCorrelation
     position_bias: PositionBias
     self_preference: list[SelfPreference]
@@ -306,8 +336,15 @@ EXTREME_LENGTH_R = 0.9
 """Seed 004: a single session can detect only extreme anomalies (|r| > 0.9)."""
 
 
-def session_bias_metadata(records: Sequence[BiasRecord]) -> SessionBiasMetadata:
-    """Calibration, length–score correlation, position bias and self-preference for one session."""
+def _length(rec: BiasRecord, unit: LengthUnit) -> int | None:
+    return rec.response_length_words if unit == "words" else rec.response_length_chars
+
+
+def session_bias_metadata(records: Sequence[BiasRecord], length_unit: LengthUnit = "words") -> SessionBiasMetadata:
+    """Calibration, length–score correlation, position bias and self-preference for one session.
+
+    The length correlation counts words by default (seed 004 §2); answers whose records
+    carry no length in ``length_unit`` are left out of it."""
     by_reviewer: dict[str, list[BiasRecord]] = defaultdict(list)
     for rec in records:
         by_reviewer[rec.reviewer_id].append(rec)
@@ -319,16 +356,26 @@ def session_bias_metadata(records: Sequence[BiasRecord]) -> SessionBiasMetadata:
     calibration = {
         rid: ReviewerCalibration(**c, samples=len(by_reviewer[rid])) for rid, c in calibration_raw.items()
     }
+    calibration_test = one_way_anova(
+        [
+            GroupSums(len(recs), sum(r.score_value for r in recs), sum(r.score_value**2 for r in recs))
+            for recs in by_reviewer.values()
+        ],
+        name="one-way ANOVA across reviewers",
+    )
 
     # §2: each model's answer length vs the mean score it received in this session.
     received: dict[str, list[float]] = defaultdict(list)
     lengths: dict[str, float] = {}
     for rec in records:
         received[rec.model_id].append(rec.score_value)
-        lengths.setdefault(rec.model_id, rec.response_length_chars)
+        size = _length(rec, length_unit)
+        if size is not None:
+            lengths.setdefault(rec.model_id, size)
     avg_scores = {m: statistics.mean(s) for m, s in received.items()}
     r, interpretation = calculate_length_correlation(lengths, avg_scores)
-    length = LengthCorrelation(r=r, interpretation=interpretation, pairs=len(avg_scores))
+    used = sum(1 for m in avg_scores if m in lengths) if interpretation != "insufficient_data" else 0
+    length = LengthCorrelation(r=r, interpretation=interpretation, pairs=used, unit=length_unit)
 
     # §3: one ordering per reviewer, keyed by recorded display position.
     session_data = []
@@ -369,8 +416,11 @@ def session_bias_metadata(records: Sequence[BiasRecord]) -> SessionBiasMetadata:
     harsh_generous = sorted(
         f"{rid}: {c.classification}" for rid, c in calibration.items() if c.classification != "neutral"
     )
+    p_text = f" (ANOVA p = {calibration_test.p_value:.3g})" if calibration_test.p_value is not None else ""
+    if harsh_generous and not calibration_test.significant:
+        harsh_generous = [*harsh_generous, "differences between reviewers not significant" + p_text]
     honesty = [
-        honesty_row("length_correlation", length.pairs, interpretation),
+        honesty_row("length_correlation", length.pairs, interpretation, estimated=length.pairs > 0),
         honesty_row("position_bias", len(session_data), "position bias" if detected else "no position bias"),
         honesty_row("reviewer_calibration", len(records), "; ".join(harsh_generous) or "no outlying reviewer"),
     ]
@@ -378,12 +428,16 @@ def session_bias_metadata(records: Sequence[BiasRecord]) -> SessionBiasMetadata:
     flags = []
     if interpretation != "insufficient_data" and abs(r) > EXTREME_LENGTH_R:
         rewarding = "verbosity" if r > 0 else "brevity"
-        flags.append(f"extreme length–score correlation (r = {r:+.3f}): reviewers may be rewarding {rewarding}")
+        flags.append(
+            f"extreme length–score correlation (r = {r:+.3f}, length in {length_unit}): "
+            f"reviewers may be rewarding {rewarding}"
+        )
 
     note = INDICATORS_NOTE if any(h.status == "insufficient" for h in honesty) else None
     return SessionBiasMetadata(
         records=len(records),
         calibration=calibration,
+        calibration_test=calibration_test,
         length_correlation=length,
         position_bias=position,
         self_preference=self_pref,

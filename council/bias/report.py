@@ -11,18 +11,19 @@ The report is diagnostic: it never changes a score.
 
 from __future__ import annotations
 
-import json
 import math
 import secrets
 import statistics
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from council.bias.records import BiasRecord
+from council.bias.loading import UNSCORED_TABLE, load_records_files
+from council.bias.records import LENGTH_UNITS, LengthUnit
 from council.bias.stats import (
+    ALPHA,
     INDICATORS_NOTE,
     REFERENCE_SCALE,
     GroupSums,
@@ -30,6 +31,7 @@ from council.bias.stats import (
     SignificanceTest,
     calibration_zscores,
     chi_square_uniform,
+    holm_adjust,
     honesty_row,
     length_correlation_interpretation,
     one_way_anova,
@@ -41,9 +43,11 @@ from council.bias.stats import (
     run_aggregated_bias_audit,
     variance_from_sums,
     variance_label,
+    welch_t_test,
 )
+from council.bias.validation import Reviews, exclusion, find_problems, has_invalid_rows, raise_first
 from council.clock import parse_since
-from council.errors import InputError
+from council.errors import UsageError
 from council.storage.sqlite import Database
 
 DEFAULT_MAX_POINTS = 2000
@@ -55,10 +59,15 @@ class ReviewerProfile(BaseModel):
     std: float
     z_score: float
     classification: str
+    """Seed 004 §1 (harsh below z = −1, generous above +1), whatever the significance."""
     samples: int
     variance: float
     variance_label: str
     reliability: str
+    significant: bool = False
+    """This reviewer's mean differs from the other reviewers' (Welch's t, Holm-adjusted p < 0.05)."""
+    p_value: float | None = None
+    """Holm-adjusted p of Welch's t-test of this reviewer's scores against every other reviewer's."""
 
 
 class PositionBiasReport(BaseModel):
@@ -103,6 +112,8 @@ class BiasReport(BaseModel):
     reviewers: dict[str, ReviewerProfile]
     median_of_means: float | None = None
     std_of_means: float | None = None
+    reviewer_calibration_test: SignificanceTest | None = None
+    """One-way ANOVA of scores across all reviewers: do their mean scores differ beyond chance?"""
     length_correlation: float
     length_correlation_ci: tuple[float, float]
     sample_size: int
@@ -110,7 +121,11 @@ class BiasReport(BaseModel):
     confidence_level: str
     length_interpretation: str | None = None
     length_pairs: int = 0
-    """(model, session) points behind the pooled correlation."""
+    """(model, session) points in the sessions whose r was pooled (−1 < r < 1)."""
+    length_unit: LengthUnit = "words"
+    """What the length correlation counts: words (default, the method's unit) or characters."""
+    length_missing: int = 0
+    """Answers left out of the length correlation: their records carry no length in ``length_unit``."""
     position_bias: PositionBiasReport
     self_preference: dict[str, SelfPreferenceReport]
     honesty: list[HonestyRow]
@@ -121,9 +136,16 @@ class BiasReport(BaseModel):
     total_records: int
     sessions: int
     skipped_lines: int = 0
+    """Records files: bad lines skipped with ``skip_bad``."""
+    skipped_reviews: int = 0
+    """Reviews left out with ``skip_bad`` (their positions are inconsistent, or a record is invalid)."""
+    skipped_records: int = 0
+    """Records in those reviews (and invalid database rows), left out of every statistic."""
+    unscored_records: int = 0
+    """Records without a score (llm-council-core's 0.0): checked with their review, counted nowhere else."""
     notes: list[str] = Field(default_factory=list)
     length_points: list[tuple[float, float]] = Field(default_factory=list)
-    """A bounded sample of (response_length_chars, mean score) per (session, model), for charts."""
+    """A bounded sample of (response length in ``length_unit``, mean score) per (session, model), for charts."""
 
 
 # ---------------------------------------------------------------------------
@@ -136,6 +158,7 @@ class _Filter:
 
     def __init__(self, since: str | None, reviewers: Sequence[str], council: str | None) -> None:
         self.reviewers = list(reviewers)
+        self.since, self.council = since, council
         base: list[str] = []
         self.base_params: list[Any] = []
         if since:
@@ -151,6 +174,12 @@ class _Filter:
             self.full_params.extend(reviewers)
         self.base = " AND ".join(base) or "1"
         self.full = " AND ".join(full) or "1"
+
+    def exclude(self, clause: str) -> None:
+        """Leave out records matching nothing in ``clause`` (bad rows and reviews) everywhere."""
+        if clause:
+            self.base = f"{self.base} AND {clause}"
+            self.full = f"{self.full} AND {clause}"
 
 
 def _score_expr(normalize: bool) -> str:
@@ -179,38 +208,6 @@ def _position_sums(db: Database, f: _Filter, s: str) -> dict[int, GroupSums]:
     return {r[0]: GroupSums(r[1], r[2], r[3]) for r in db.execute(sql, f.full_params)}
 
 
-# Packs (score, position) into one number so that one MAX finds the top score with
-# its highest position and one MIN (of position − score·M) the top score with its
-# lowest position: the top is unique when the two agree. Exact for positions below M
-# and scores that differ by more than (max position)/M, i.e. any real score scale.
-_PACK = 1 << 20
-
-
-def _top_positions(db: Database, f: _Filter, s: str) -> tuple[int, int, dict[int, list[int]]]:
-    """(reviews, reviews left out, review size k → counts of the top-scored position).
-
-    A review is left out when its top score is tied or its positions are not 0..k−1
-    (checked as max position = k − 1; positions are distinct within a review)."""
-    m = _PACK
-    sql = f"""
-        SELECT k, CAST(round(b + top * {m}) AS INTEGER) AS pos,
-               round(a - top * {m}) = round(b + top * {m}) AND hi = k - 1 AS usable,
-               COUNT(*)
-        FROM (SELECT COUNT(*) AS k, MAX({s}) AS top, MAX({s} * {m} + position) AS a,
-                     MIN(position - {s} * {m}) AS b, MAX(position) AS hi
-              FROM bias_records WHERE {f.full} GROUP BY session_id, reviewer_id)
-        GROUP BY 1, 2, 3"""
-    reviews = left_out = 0
-    tables: dict[int, list[int]] = {}
-    for k, pos, usable, count in db.execute(sql, f.full_params):
-        reviews += count
-        if not usable:
-            left_out += count
-            continue
-        tables.setdefault(k, [0] * k)[pos] += count
-    return reviews, left_out, tables
-
-
 class _AnswerTable:
     """A temporary table with one row per answer (session, model), from one index pass.
 
@@ -220,7 +217,7 @@ class _AnswerTable:
     self-preference and the scatter points.
     """
 
-    def __init__(self, db: Database, f: _Filter, s: str) -> None:
+    def __init__(self, db: Database, f: _Filter, s: str, length_column: str) -> None:
         self.db = db
         self.name = f"temp.bias_answers_{secrets.token_hex(6)}"
         self.reviewers = f.reviewers
@@ -244,7 +241,7 @@ class _AnswerTable:
         db.execute(
             f"""INSERT INTO {self.name}
                 SELECT session_id, model_id, COUNT(*) AS n, TOTAL({s}) AS total, {selected}
-                       AVG(response_length_chars) AS x, TOTAL(self_review) AS self_n,
+                       AVG({length_column}) AS x, TOTAL(self_review) AS self_n,
                        TOTAL(self_review * {s}) AS self_total
                 FROM bias_records WHERE {f.base} AND session_id IS NOT NULL AND model_id IS NOT NULL
                 GROUP BY session_id, model_id""",
@@ -255,9 +252,11 @@ class _AnswerTable:
         self.db.execute(f"DROP TABLE IF EXISTS {self.name}")
 
     def session_sums(self) -> list[tuple[Any, ...]]:
-        """Per session: models, records, Σx, Σy, Σx², Σy², Σxy; x = length, y = mean score received."""
+        """Per session: answers, records, then over the answers with a length: n, Σx, Σy, Σx², Σy², Σxy;
+        x = length, y = mean score received."""
         fn, ftotal = self.fn, self.ftotal
-        sql = f"""SELECT COUNT(*), SUM({fn}), TOTAL(x), TOTAL(y), TOTAL(x * x), TOTAL(y * y), TOTAL(x * y)
+        sql = f"""SELECT COUNT(*), SUM({fn}), COUNT(x), TOTAL(x), TOTAL(CASE WHEN x IS NOT NULL THEN y END),
+                         TOTAL(x * x), TOTAL(CASE WHEN x IS NOT NULL THEN y * y END), TOTAL(x * y)
                   FROM (SELECT session_id, {fn}, x, {ftotal} / {fn} AS y FROM {self.name} WHERE {fn} > 0)
                   GROUP BY session_id"""
         return self.db.execute(sql).fetchall()
@@ -266,7 +265,8 @@ class _AnswerTable:
         # The first ``limit`` answers in (session id, model) order: session ids are
         # random UUIDs, so an arbitrary subset.
         fn, ftotal = self.fn, self.ftotal
-        sql = f"SELECT x, {ftotal} / {fn} FROM {self.name} WHERE {fn} > 0 ORDER BY session_id, model_id LIMIT ?"
+        sql = f"""SELECT x, {ftotal} / {fn} FROM {self.name} WHERE {fn} > 0 AND x IS NOT NULL
+                  ORDER BY session_id, model_id LIMIT ?"""
         return [(float(x), float(y)) for x, y in self.db.execute(sql, [limit])]
 
     def self_preference(self) -> dict[str, tuple[int, float, float, float, float]]:
@@ -300,6 +300,10 @@ def bias_report(
     council: str | None = None,
     max_points: int = 0,
     min_sessions: int = 10,
+    length_unit: LengthUnit = "words",
+    skip_bad: bool = False,
+    locate: Callable[[int], str] | None = None,
+    unscored_table: str | None = None,
 ) -> BiasReport:
     """The cross-session bias report over ``db``'s ``bias_records`` table.
 
@@ -308,25 +312,52 @@ def bias_report(
     are always against all reviewers in the period, so filtering does not change a
     reviewer's classification. ``max_points`` > 0 also returns that many
     length-vs-score points for charts. All queries read one snapshot.
+
+    Records are checked first (:mod:`council.bias.validation`): a bad one stops the
+    report with its location (``locate(id)``, default "bias record ID"), or with
+    ``skip_bad`` its review is left out of every statistic and counted.
+    ``length_unit`` picks what the length correlation counts (words by default).
     """
+    if length_unit not in LENGTH_UNITS:
+        raise UsageError(f"unknown length unit {length_unit!r}; choose words or chars")
     reviewers = list(dict.fromkeys(reviewers))
     since = parse_since(since) if since else None
     f = _Filter(since, reviewers, council)
+    locate = locate or (lambda rid: f"bias record {rid}")
     conn = db.conn
     own_transaction = not conn.in_transaction
     if own_transaction:
         conn.execute("BEGIN")  # one read snapshot for every query below
     answers: _AnswerTable | None = None
+    skipped_records = 0
     try:
         scales = _scales(db, f)
         lo_ref, hi_ref = REFERENCE_SCALE  # records without a scale are taken to be on 1–10
         effective = {(lo if lo is not None else lo_ref, hi if hi is not None else hi_ref) for lo, hi in scales}
         normalize = len(effective) > 1
         s = _score_expr(normalize)
+        # One pass per review: the positions check and the top-position test together.
+        reviews = Reviews(db, f.base, f.base_params, s, skip_rows=has_invalid_rows(db), unscored_table=unscored_table)
+        orderings, left_out, top_tables = reviews.scan(f.reviewers)
+        problems = find_problems(db, f.base, f.base_params, reviews, locate=locate)
+        if problems and not skip_bad:
+            raise_first(problems, "use --skip-bad to leave such records out and count them")
+        if problems:
+            before = db.execute(f"SELECT COUNT(*) FROM bias_records WHERE {f.base}", f.base_params).fetchone()[0]
+            clause, excluded_reviews = exclusion(db, problems)
+            f.exclude(clause)
+            after = db.execute(f"SELECT COUNT(*) FROM bias_records WHERE {f.base}", f.base_params).fetchone()[0]
+            skipped_records = before - after
+            if excluded_reviews:
+                orderings, left_out, top_tables = reviews.scan(f.reviewers, excluded_reviews)
+        unscored = 0
+        if unscored_table:
+            unscored = db.execute(
+                f"SELECT COUNT(*) FROM {unscored_table} WHERE {_unscored_where(f)}", f.base_params
+            ).fetchone()[0]
         reviewer_sums = _reviewer_sums(db, f, s)
         position_sums = _position_sums(db, f, s)
-        orderings, left_out, top_tables = _top_positions(db, f, s)
-        answers = _AnswerTable(db, f, s)
+        answers = _AnswerTable(db, f, s, f"response_length_{length_unit}")
         session_rows = answers.session_sums()
         self_sums = answers.self_preference()
         points = answers.points(max_points) if max_points > 0 else []
@@ -337,6 +368,13 @@ def bias_report(
             conn.execute("ROLLBACK")
 
     notes: list[str] = []
+    if problems:
+        notes.append(
+            f"{len(problems.bad_reviews)} reviews and {len(problems.bad_rows)} invalid records left out "
+            f"({skipped_records} records; first: {problems.messages[0] if problems.messages else 'see above'})"
+        )
+    if unscored:
+        notes.append(f"{unscored} records without a score (0.0 in llm-council-core records) are in no statistic")
     scale: tuple[float, float] | None = None
     if normalize:
         notes.append("records use different score scales: every score was rescaled to 1–10 first")
@@ -344,36 +382,53 @@ def bias_report(
         lo, hi = effective.pop()
         scale = (float(lo), float(hi))
 
+    calibration_test = one_way_anova(list(reviewer_sums.values()), name="one-way ANOVA across reviewers")
     profiles, median_of_means, std_of_means = _profiles(reviewer_sums, reviewers, scale)
 
-    # §2 length correlation: Pearson per session (≥ 3 models), pooled with Fisher z
-    correlations, pairs = [], 0
-    for models, _records, sx, sy, sxx, syy, sxy in session_rows:
-        if models >= 3:
-            correlations.append(pearson_from_sums(models, sx, sy, sxx, syy, sxy))
-            pairs += models
+    # §2 length correlation: Pearson per session (≥ 3 models with a length), pooled with Fisher z.
+    # Only sessions whose r is strictly inside (−1, 1) are pooled; the honesty row counts their answers.
+    correlations, pairs, missing, missing_sessions = [], 0, 0, 0
+    for answered, _records, n, sx, sy, sxx, syy, sxy in session_rows:
+        if n < answered:
+            missing += answered - n
+            missing_sessions += 1
+        if n >= 3:
+            r = pearson_from_sums(n, sx, sy, sxx, syy, sxy)
+            correlations.append(r)
+            if -1 < r < 1:
+                pairs += n
     pooled = run_aggregated_bias_audit(correlations, min_sessions=min_sessions)
-    interpretation = (
-        length_correlation_interpretation(pooled.length_correlation)
-        if pooled.confidence_level != "insufficient"
-        else None
-    )
+    estimated = pooled.confidence_level != "insufficient"
+    interpretation = length_correlation_interpretation(pooled.length_correlation) if estimated else None
+    if missing:
+        other = "chars" if length_unit == "words" else "words"
+        notes.append(
+            f"{missing} answers in {missing_sessions} sessions have no length in {length_unit} "
+            f"(records written before word counts existed, or by another tool) and are left out of the "
+            f"length correlation; --length-unit {other} may include them"
+        )
 
     position = _position_report(position_sums, orderings, left_out, top_tables, scale)
 
     self_pref = _self_preference_report(self_sums, reviewer_sums)
 
-    flagged = sorted(f"{r}: {p.classification}" for r, p in profiles.items() if p.classification != "neutral")
-    anova = f"; ANOVA {p_text(position.test.p_value)}" if position.test.p_value is not None else ""
     honesty = [
-        honesty_row("length_correlation", pairs, interpretation),
         honesty_row(
-            "position_bias", orderings, ("position bias" if position.bias_detected else "no position bias") + anova
+            "length_correlation",
+            pairs,
+            None if interpretation is None else f"{interpretation} (length in {length_unit})",
+            estimated=estimated,
+        ),
+        honesty_row(
+            "position_bias",
+            orderings,
+            ("position bias" if position.bias_detected else "no position bias") + _p_text(position.test, "ANOVA"),
         ),
         honesty_row(
             "reviewer_calibration",
-            sum(p.samples for p in profiles.values()),
-            "; ".join(flagged) or "no outlying reviewer",
+            sum(g.n for g in reviewer_sums.values()),
+            _calibration_verdict(profiles, calibration_test),
+            estimated=len(reviewer_sums) >= 2,
         ),
     ]
     if any(h.status == "insufficient" for h in honesty):
@@ -383,12 +438,15 @@ def bias_report(
         reviewers=profiles,
         median_of_means=median_of_means,
         std_of_means=std_of_means,
+        reviewer_calibration_test=calibration_test,
         length_correlation=pooled.length_correlation,
         length_correlation_ci=pooled.length_correlation_ci,
         sample_size=pooled.sample_size,
         confidence_level=pooled.confidence_level,
         length_interpretation=interpretation,
         length_pairs=pairs,
+        length_unit=length_unit,
+        length_missing=missing,
         position_bias=position,
         self_preference=self_pref,
         honesty=honesty,
@@ -397,9 +455,39 @@ def bias_report(
         filters={"since": since, "reviewer": reviewers or None, "council": council},
         total_records=sum(r[1] for r in session_rows),
         sessions=len(session_rows),
+        skipped_reviews=len(problems.bad_reviews),
+        skipped_records=skipped_records,
+        unscored_records=unscored,
         notes=notes,
         length_points=points,
     )
+
+
+def _unscored_where(f: _Filter) -> str:
+    """The base filter without the exclusion clauses (the unscored table has no ``id`` to match)."""
+    parts = []
+    if f.since:
+        parts.append("timestamp >= ?")
+    if f.council:
+        parts.append("council = ?")
+    return " AND ".join(parts) or "1"
+
+
+def _p_text(test: SignificanceTest, name: str) -> str:
+    return f"; {name} {p_text(test.p_value)}" if test.p_value is not None else ""
+
+
+def _calibration_verdict(profiles: dict[str, ReviewerProfile], test: SignificanceTest) -> str:
+    """The honesty verdict: outlying reviewers, each said significant or not, and the ANOVA."""
+    flagged = []
+    for rid, p in sorted(profiles.items()):
+        if p.classification != "neutral":
+            sig = "significant" if p.significant else "not significant"
+            flagged.append(f"{rid}: {p.classification} ({sig})")
+    overall = (
+        "reviewers differ" if test.significant else "differences between reviewers not significant"
+    ) + _p_text(test, "ANOVA")
+    return "; ".join([*flagged, overall]) if flagged else f"no outlying reviewer; {overall}"
 
 
 def _profiles(
@@ -408,6 +496,14 @@ def _profiles(
     """Seed 004 §1 over each reviewer's scores; the baseline is every reviewer in ``sums``."""
     means = {r: g.total / g.n for r, g in sums.items()}
     zs = calibration_zscores(means)
+    # Each reviewer against all the others (Welch), Holm-adjusted over every reviewer in the baseline.
+    total = GroupSums(sum(g.n for g in sums.values()), sum(g.total for g in sums.values()),
+                      sum(g.total_sq for g in sums.values()))
+    raw_p = {
+        r: welch_t_test(g, GroupSums(total.n - g.n, total.total - g.total, total.total_sq - g.total_sq)).p_value
+        for r, g in sums.items()
+    }
+    adjusted = holm_adjust(raw_p)
     profiles = {}
     for rid in sorted(sums):
         if reviewers and rid not in reviewers:
@@ -423,6 +519,8 @@ def _profiles(
             variance=round(var, 3),
             variance_label=variance_label(var, g.n, scale),
             reliability=reliability(g.n),
+            p_value=adjusted[rid],
+            significant=adjusted[rid] is not None and adjusted[rid] < ALPHA,
         )
     if not means:
         return profiles, None, None
@@ -469,7 +567,7 @@ def _position_report(
         name="chi-square goodness of fit (top-scored position vs uniform)",
     )
     if left_out:
-        why = f"{left_out} reviews left out (tied top score or gaps in positions)"
+        why = f"{left_out} reviews left out (tied top score, or an answer without a score)"
         top_test.note = f"{why}; {top_test.note}" if top_test.note else why
     return PositionBiasReport(
         means={p: round(m, 3) for p, m in means.items()},
@@ -498,76 +596,42 @@ def position_verdict(report: BiasReport) -> str:
 # ---------------------------------------------------------------------------
 
 
-def _explain(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        loc = ".".join(str(x) for x in err.get("loc", ()))
-        parts.append(f"{loc}: {msg}" if loc else msg)
-    return "; ".join(parts)
-
-
-def iter_records_file(
-    path: Path | str, *, skip_bad: bool = False, skipped: list[str] | None = None
-) -> Iterator[BiasRecord]:
-    """Validated records from a JSONL file; a bad line raises InputError("FILE:LINE: ...")
-    unless ``skip_bad``, which appends the message to ``skipped`` and goes on."""
-    path = Path(path)
-    try:
-        fh = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    with fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            problem = None
-            try:
-                data = json.loads(line)
-                if not isinstance(data, dict):
-                    problem = f"expected a JSON object, got {type(data).__name__}"
-                else:
-                    yield BiasRecord.model_validate(data)
-                    continue
-            except json.JSONDecodeError as exc:
-                problem = f"not valid JSON ({exc.msg})"
-            except ValidationError as exc:
-                problem = _explain(exc)
-            message = f"{path}:{lineno}: {problem}"
-            if not skip_bad:
-                raise InputError(message)
-            if skipped is not None:
-                skipped.append(message)
-
-
-def load_records_files(paths: Iterable[Path | str], *, skip_bad: bool = False) -> tuple[Database, list[str]]:
-    """An in-memory database with the council schema holding the files' records."""
-    from council.storage import Store
-
-    store = Store.memory()
-    skipped: list[str] = []
-    rows = (rec.row() for path in paths for rec in iter_records_file(path, skip_bad=skip_bad, skipped=skipped))
-    with store.db.conn:
-        store.db["bias_records"].insert_all(rows, batch_size=10_000)
-    return store.db, skipped
-
-
 def report_from_records_files(
     paths: Iterable[Path | str],
     *,
     skip_bad: bool = False,
+    records_format: str = "auto",
     since: str | None = None,
     reviewers: Sequence[str] = (),
     council: str | None = None,
     max_points: int = 0,
+    length_unit: LengthUnit = "words",
 ) -> BiasReport:
-    """The same report as :func:`bias_report`, over records read from JSONL files."""
-    db, skipped = load_records_files(paths, skip_bad=skip_bad)
+    """The same report as :func:`bias_report`, over records read from JSONL files (ours, or
+    llm-council-core's ``bias_metrics.jsonl``: ``records_format`` auto | council | llm-council-core)."""
+    loaded = load_records_files(paths, skip_bad=skip_bad, records_format=records_format)
     try:
-        report = bias_report(db, since=since, reviewers=reviewers, council=council, max_points=max_points)
+        report = bias_report(
+            loaded.db,
+            since=since,
+            reviewers=reviewers,
+            council=council,
+            max_points=max_points,
+            length_unit=length_unit,
+            skip_bad=skip_bad,
+            locate=loaded.locate,
+            unscored_table=UNSCORED_TABLE,
+        )
     finally:
-        db.conn.close()
-    report.skipped_lines = len(skipped)
-    if skipped:
-        report.notes.append(f"{len(skipped)} bad record lines skipped (first: {skipped[0]})")
+        loaded.db.conn.close()
+    report.skipped_lines = len(loaded.skipped)
+    if loaded.skipped:
+        report.notes.append(f"{len(loaded.skipped)} bad record lines skipped (first: {loaded.skipped[0]})")
+    foreign = sorted(p for p, fmt in loaded.formats.items() if fmt != "council")
+    if foreign:
+        report.notes.append(f"read as llm-council-core records (schema 1.2.x, mapped): {', '.join(foreign)}")
+    if loaded.dropped_hashes:
+        report.notes.append(
+            f"{loaded.dropped_hashes} llm-council-core query hashes dropped (16-hex, keyed by another installation)"
+        )
     return report

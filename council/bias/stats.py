@@ -91,7 +91,7 @@ def pearson_correlation(x: Sequence[float], y: Sequence[float]) -> float:
         return 0.0
     mean_x = statistics.mean(x)
     mean_y = statistics.mean(y)
-    numerator = sum((xi - mean_x) * (yi - mean_y) for xi, yi in zip(x, y))
+    numerator = sum((xi - mean_x) * (yi - mean_y) for xi, yi in zip(x, y, strict=True))
     sum_sq_x = sum((xi - mean_x) ** 2 for xi in x)
     sum_sq_y = sum((yi - mean_y) ** 2 for yi in y)
     denominator = math.sqrt(sum_sq_x * sum_sq_y)
@@ -468,6 +468,44 @@ def paired_t_test(n: int, sum_d: float, sum_d2: float, *, name: str = "paired t-
     return SignificanceTest(name=name, statistic=t, df=[n - 1], p_value=p, significant=p < ALPHA)
 
 
+def welch_t_test(a: GroupSums, b: GroupSums, *, name: str = "Welch's t-test") -> SignificanceTest:
+    """Two-sided test that two groups have equal means, unequal variances allowed (Welch 1947).
+
+    From each group's (n, Σx, Σx²); the degrees of freedom are Welch–Satterthwaite's
+    (not an integer in general; ``df`` reports them rounded down)."""
+    if a.n < 2 or b.n < 2:
+        return SignificanceTest(name=name, statistic=None, df=[0], p_value=None, significant=False,
+                                note="needs at least 2 scores in each group")
+    va, vb = variance_from_sums(*a) / a.n, variance_from_sums(*b) / b.n
+    diff = a.total / a.n - b.total / b.n
+    se2 = va + vb
+    if se2 <= _CANCELLATION * max(abs(a.total_sq) + abs(b.total_sq), 1.0) / (a.n + b.n):
+        if abs(diff) <= _CANCELLATION * max(abs(a.total / a.n), 1.0):
+            return SignificanceTest(name=name, statistic=0.0, df=[a.n + b.n - 2], p_value=1.0, significant=False,
+                                    note="every score is identical")
+        return SignificanceTest(name=name, statistic=None, df=[a.n + b.n - 2], p_value=0.0, significant=True,
+                                note="no spread within either group: the t statistic is infinite")
+    t = diff / math.sqrt(se2)
+    df = se2 * se2 / (va * va / (a.n - 1) + vb * vb / (b.n - 1))
+    p = t_two_sided_p(t, df)
+    return SignificanceTest(name=name, statistic=t, df=[int(df)], p_value=p, significant=p < ALPHA)
+
+
+def holm_adjust(p_values: Mapping[str, float | None]) -> dict[str, float | None]:
+    """Holm's (1979) step-down adjustment: family-wise error ≤ alpha over the whole family.
+
+    Sorted ascending, p₍ᵢ₎ becomes max over j ≤ i of min(1, (m − j + 1) p₍ⱼ₎), with m the
+    number of tests that have a p-value (None stays None)."""
+    known = sorted((p, key) for key, p in p_values.items() if p is not None)
+    m = len(known)
+    out: dict[str, float | None] = {key: None for key in p_values}
+    running = 0.0
+    for i, (p, key) in enumerate(known):
+        running = max(running, min(1.0, (m - i) * p))
+        out[key] = running
+    return out
+
+
 # ---------------------------------------------------------------------------
 # Statistical honesty and reviewer profiles
 # ---------------------------------------------------------------------------
@@ -493,9 +531,11 @@ class HonestyRow(BaseModel):
     """Only given when the status is sufficient."""
 
 
-def honesty_row(metric: str, data_points: int, verdict: str | None) -> HonestyRow:
+def honesty_row(metric: str, data_points: int, verdict: str | None, *, estimated: bool = True) -> HonestyRow:
+    """``data_points``: the data the estimate actually used; ``estimated=False`` when no
+    estimate could be made from them (the row is then insufficient whatever the count)."""
     minimum, unit = HONESTY_MINIMUMS[metric]
-    sufficient = data_points >= minimum
+    sufficient = estimated and data_points >= minimum
     return HonestyRow(
         metric=metric,
         data_points=data_points,

@@ -17,7 +17,11 @@ from council.bias.stats import SignificanceTest, p_text
 
 Verdict = Literal["significant", "not significant", "not tested", "too little data"]
 
-LENGTH_UNIT = "characters"
+
+
+def _unit(report: BiasReport) -> str:
+    """How the report measured answer length, in words a reader says."""
+    return {"chars": "characters"}.get(report.length_unit, report.length_unit)
 """What the length correlation measures (one place to change if the unit changes)."""
 
 
@@ -124,13 +128,13 @@ def length_findings(report: BiasReport) -> list[Finding]:
     if lo > 0 or hi < 0:
         direction = "Longer answers get higher scores" if r > 0 else "Longer answers get lower scores"
         text = (
-            f"{direction} ({strength} correlation, length in {LENGTH_UNIT}; {interval}). The interval excludes "
+            f"{direction} ({strength} correlation, length in {_unit(report)}; {interval}). The interval excludes "
             "zero, so the link is statistically significant at the 5% level."
         )
         finding = Finding("length", "significant", text)
     else:
         text = (
-            f"No significant link between answer length ({LENGTH_UNIT}) and score ({interval}): the interval "
+            f"No significant link between answer length ({_unit(report)}) and score ({interval}): the interval "
             "crosses zero."
         )
         finding = Finding("length", "not significant", text)
@@ -212,7 +216,9 @@ def findings(report: BiasReport) -> list[Finding]:
         *position_findings(report),
         *length_findings(report),
         *self_preference_findings(report),
-        # A test across reviewers and per-reviewer flags go here once the report carries them:
-        # calibration_findings(report, report.<test>, {rid: p.<flag> ...}).
-        *calibration_findings(report),
+        *calibration_findings(
+            report,
+            report.reviewer_calibration_test,
+            {rid: p.significant for rid, p in report.reviewers.items() if p.p_value is not None},
+        ),
     ]

@@ -26,7 +26,12 @@ if TYPE_CHECKING:
 @output_option("Write the report (text, --json or --html) to FILE instead of stdout.")
 @click.option("--records", "records", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               metavar="FILE.jsonl", help="Report from exported bias-record files instead of the database (repeatable).")
-@click.option("--skip-bad", is_flag=True, help="With --records: skip and count invalid lines instead of stopping.")
+@click.option("--records-format", type=click.Choice(["auto", "council", "llm-council-core"]), default="auto",
+              show_default=True, help="With --records: the files' record format (auto: detected per file).")
+@click.option("--skip-bad", is_flag=True,
+              help="Leave out and count invalid records (and the reviews they belong to) instead of stopping.")
+@click.option("--length-unit", type=click.Choice(["words", "chars"]), default="words", show_default=True,
+              help="What the length–score correlation counts.")
 def bias_report(
     since: str | None,
     reviewers: tuple[str, ...],
@@ -35,7 +40,9 @@ def bias_report(
     html: str | None,
     output: str | None,
     records: tuple[Path, ...],
+    records_format: str,
     skip_bad: bool,
+    length_unit: str,
 ) -> None:
     """Reviewer calibration, length bias, position bias and self-preference across sessions.
 
@@ -45,28 +52,35 @@ def bias_report(
     from council.bias.report import bias_report as build
     from council.errors import UsageError
 
-    if skip_bad and not records:
-        raise UsageError("--skip-bad only applies with --records")
+    if records_format != "auto" and not records:
+        raise UsageError("--records-format only applies with --records")
     extra_page = html if html not in (None, "-") else None  # the older `--html FILE`
     html_format = html == "-"
     if html_format and as_json:
         raise UsageError("--json and --html are two formats of the report: choose one")
     points = DEFAULT_MAX_POINTS if html is not None else 0
+    unit = "words" if length_unit == "words" else "chars"
     if records:
         report = report_from_records_files(
-            records, skip_bad=skip_bad, since=since, reviewers=reviewers, council=council_name, max_points=points
+            records, skip_bad=skip_bad, records_format=records_format, since=since, reviewers=reviewers,
+            council=council_name, max_points=points, length_unit=unit,
         )
     else:
         from council.storage import Store
 
         store = Store.open()
         try:
-            report = build(store.db, since=since, reviewers=reviewers, council=council_name, max_points=points)
+            report = build(
+                store.db, since=since, reviewers=reviewers, council=council_name, max_points=points,
+                length_unit=unit, skip_bad=skip_bad,
+            )
         finally:
             store.close()
 
     if report.skipped_lines:
-        click.echo(f"skipped {report.skipped_lines} invalid record lines", err=True)
+        status(f"skipped {report.skipped_lines} invalid record lines")
+    if report.skipped_reviews or report.skipped_records:
+        status(f"left out {report.skipped_records} records ({report.skipped_reviews} reviews with invalid records)")
     if extra_page:
         from council.bias.html import render_html
 
@@ -107,6 +121,7 @@ def render_text(report: BiasReport, console: Console) -> None:
     from rich.text import Text
 
     from council.bias.report import position_verdict
+    from council.bias.stats import p_text
     from council.cli.render import literal
 
     if report.total_records == 0:
@@ -124,13 +139,32 @@ def render_text(report: BiasReport, console: Console) -> None:
     for rid, p in report.reviewers.items():
         console.print()
         console.print(literal(rid, "bold"))
-        console.print(f"  Mean score: {p.mean:.1f} ({p.classification}, z={p.z_score:+.1f})", highlight=False)
+        sig = "" if p.p_value is None else (
+            f"; differs from the others, {p_text(p.p_value)}" if p.significant
+            else f"; not significantly different from the others, {p_text(p.p_value)}"
+        )
+        console.print(f"  Mean score: {p.mean:.1f} ({p.classification}, z={p.z_score:+.1f}{sig})", highlight=False)
         label = _VARIANCE_TEXT.get(p.variance_label, p.variance_label)
         console.print(f"  Score variance: {p.variance:.1f} ({label})", highlight=False)
         console.print(f"  Reliability: {p.reliability} ({p.samples} samples)", highlight=False)
     console.print()
+    ct = report.reviewer_calibration_test
+    if ct is not None:
+        if ct.p_value is None:
+            console.print(f"{ct.name}: not computed — {ct.note}", markup=False, highlight=False)
+        else:
+            verdict = (
+                "reviewers' mean scores differ" if ct.significant
+                else "the differences between reviewers are not significant (they could be chance)"
+            )
+            stat = "∞" if ct.statistic is None else f"{ct.statistic:.3f}"
+            console.print(
+                f"{ct.name}: F = {stat} (df {', '.join(map(str, ct.df))}), p = {ct.p_value:.3g}: {verdict}",
+                markup=False, highlight=False,
+            )
+        console.print()
 
-    length = Table(title="Length–score correlation (Fisher-z pooled across sessions)")
+    length = Table(title=f"Length–score correlation, length in {report.length_unit} (Fisher-z pooled across sessions)")
     for col in ("pooled r", "95% CI", "sessions", "confidence", "interpretation"):
         length.add_column(col)
     lo, hi = report.length_correlation_ci

@@ -30,7 +30,7 @@ judge_option = click.option(
     multiple=True,
     metavar="ALIAS_OR_MODEL",
     help="A judge: a [models] alias or a model string such as fake/judge (repeatable: several judges are "
-    "averaged). Default: the default council's chairman.",
+    "combined under --strategy). Default: the default council's chairman.",
 )
 votes_option = click.option(
     "--votes", type=click.IntRange(1, 25), default=1, show_default=True, help="Judgments per judge, by majority."
@@ -227,7 +227,7 @@ def render_comparison(outcome: ComparisonOutcome) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from council.cli.render import out, styled
+    from council.cli.render import literal, out, styled
     from council.terminal import visible
 
     if outcome.success:
@@ -276,6 +276,17 @@ def render_comparison(outcome: ComparisonOutcome) -> None:
             f"B {avg.scores['B'].total:.2f} -> {avg.winner} (judges agreeing: {avg.agreement:.0%})"
         )
         for judge, error in avg.excluded.items():
+            out.print(styled((f"left out {visible(judge)}:", "yellow"), f" {error}"))
+    elif outcome.judges_verdict is not None:
+        jv = outcome.judges_verdict
+        counts = ", ".join(f"{k}: {v}" for k, v in jv.counts.items())
+        out.print(
+            literal(
+                f"{len(jv.judges)} judges combined by {jv.rule} ({counts}) -> {jv.winner} "
+                f"(judges naming it: {jv.agreement:.0%})"
+            )
+        )
+        for judge, error in jv.excluded.items():
             out.print(styled((f"left out {visible(judge)}:", "yellow"), f" {error}"))
     passes = Table(title="Passes (winner as the judge saw it, then in the original labels)")
     for col in ("judge", "vote", "pass", "shown first", "as seen", "winner", "A total", "B total", "attempts", "valid"):

@@ -15,6 +15,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from council.bias.stats import p_text
 from council.terminal import visible
 
 if TYPE_CHECKING:
@@ -100,6 +101,15 @@ class ProgressDisplay:
             self._progress.update(self._task, description=desc)
 
 
+def _agreement_text(consensus: Any) -> str:
+    """Kendall's W with its test, saying when the agreement could be chance."""
+    a = consensus.agreement
+    if a is None:
+        return "Kendall's W undefined: too few ballots"
+    verdict = "significant" if a.p_value < 0.05 else "not significant: could be chance"
+    return f"Kendall's W = {a.w:.3f}, {a.test} p = {a.p_value:.3g} ({a.p_method}), {verdict}"
+
+
 def render_result(result: SessionResult) -> None:
     if result.notice:
         out.print(Panel(result.notice, title="offline default", style="yellow"))
@@ -111,15 +121,17 @@ def render_result(result: SessionResult) -> None:
         )  # fmt: skip
     )
     if result.consensus is not None:
-        table = Table(title=f"Consensus ranking (Borda; Kendall's W = {_fmt(result.consensus.kendall_w)})")
-        for col in ("rank", "member", "model", "Borda", "mean rank", "1st places", "ballots", "mean score"):
+        c = result.consensus
+        table = Table(title=f"Consensus ranking (Borda, normalised per ballot; {_agreement_text(c)})")
+        for col in ("rank", "member", "model", "score", "Borda", "mean rank", "1st places", "ballots", "mean score"):
             table.add_column(col, justify="right" if col not in ("member", "model") else "left")
         scores = _mean_scores(result)
-        for e in result.consensus.ranking:
+        for e in c.ranking:
             table.add_row(
-                str(e.rank) + (" (tie)" if e.tied_with_next else ""),
+                str(e.rank) + ("=" if e.tied else ""),
                 e.member,
                 result.models.get(e.member, ""),
+                _fmt(e.score),
                 f"{e.borda:g}",
                 _fmt(e.mean_rank),
                 str(e.first_places),
@@ -175,9 +187,14 @@ def render_session_bias(bias: Any) -> None:
     for reviewer, c in bias.calibration.items():
         value = f"mean {c.mean:.2f}, z {c.z_score:+.2f} ({c.classification})"
         table.add_row(f"calibration {reviewer}", value, str(c.samples), status("reviewer_calibration"))
+    ct = bias.calibration_test
+    if ct is not None and ct.p_value is not None:
+        verdict = "reviewers differ" if ct.significant else "differences not significant"
+        value = f"ANOVA {p_text(ct.p_value)}: {verdict}"
+        table.add_row("calibration across reviewers", value, points("reviewer_calibration"), status("reviewer_calibration"))
     lc = bias.length_correlation
     value = f"r = {lc.r:+.3f} ({lc.interpretation})"
-    table.add_row("length vs score", value, points("length_correlation"), status("length_correlation"))
+    table.add_row(f"length ({lc.unit}) vs score", value, points("length_correlation"), status("length_correlation"))
     pb = bias.position_bias
     means = ", ".join(f"{p}: {m:.2f}" for p, m in sorted(pb.means.items()))
     value = f"{means}; variance {pb.variance:.3f}"

@@ -1,4 +1,16 @@
-"""Multi-provider averaging (seed 000): several judges, one averaged verdict.
+"""Several judges, one verdict: combined under the chosen swap strategy.
+
+* ``average`` — multi-provider averaging (seed 000), below.
+* ``consistency`` — the judges' own verdicts by strict majority (seed 003 step 6);
+  with no majority, TIE at confidence 0.5.
+* ``conservative`` — a winner only when every judge names it (seed 002's "wins in
+  both positions", applied across judges too); any dissent is a TIE at 0.5.
+
+Under every strategy ``confidence_level`` measures how many judges named the final
+winner (all: high; a strict majority: moderate; otherwise low and flagged), so it
+can never vouch for a verdict the judges did not give. See :func:`combine_judges`.
+
+Multi-provider averaging (seed 000): several judges, one averaged verdict.
 
 ``Final score = avg(position_swap_avg(judge 1), position_swap_avg(judge 2), ...)``:
 each judge's own (swap-averaged) scores are averaged per side and per criterion with
@@ -10,14 +22,19 @@ error, never silently dropped.
 
 from __future__ import annotations
 
+import statistics
+from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from council.judging.schemas import PairwiseResult, Scale, Side, SideScores, Verdict, check_scale
+from council.judging.schemas import ConfidenceLevel, PairwiseResult, Scale, Side, SideScores, Verdict, check_scale
 from council.judging.strategies import (
     DEFAULT_TIE_MARGIN,
+    INCONSISTENT_CONFIDENCE,
     TIE_CONFIDENCE,
+    get_strategy,
     margin_confidence,
     winner_by_margin,
 )
@@ -112,4 +129,88 @@ def average_across_judges(
         per_judge=per_judge,
         agreement=agreeing / len(per_judge),
         excluded=excluded,
+    )
+
+
+# ------------------------------------------------------------ combining verdicts
+
+CombinationRule = Literal["averaged scores", "majority of verdicts", "unanimous verdicts"]
+RULES: dict[str, CombinationRule] = {
+    "average": "averaged scores",
+    "consistency": "majority of verdicts",
+    "conservative": "unanimous verdicts",
+}
+
+
+class JudgesVerdict(BaseModel):
+    """How several judges' comparisons became one verdict."""
+
+    strategy: str
+    rule: CombinationRule
+    winner: Verdict
+    confidence: float
+    confidence_level: ConfidenceLevel
+    agreement: float
+    """Share of the included judges whose own verdict is the final winner."""
+    counts: dict[str, int]
+    """The included judges' own verdicts."""
+    flagged_for_review: bool
+    judges: list[str]
+    excluded: dict[str, str] = Field(default_factory=dict)
+
+
+def level_of_agreement(agreement: float) -> ConfidenceLevel:
+    """All judges named the winner: high; a strict majority: moderate; otherwise low."""
+    return "high" if agreement >= 1.0 else "moderate" if agreement > 0.5 else "low"
+
+
+def combine_judges(
+    results: Mapping[str, PairwiseResult],
+    *,
+    strategy: str,
+    tie_margin: float = DEFAULT_TIE_MARGIN,
+) -> tuple[JudgesVerdict, MultiJudgeVerdict | None]:
+    """Combine the judges' results (keyed by judge) under ``strategy``.
+
+    Returns the verdict and, for ``average``, the seed-000 averaged result it came
+    from. Failed judges are left out and listed; raises ValueError when none succeeded.
+    """
+    get_strategy(strategy)
+    included = {judge: r for judge, r in results.items() if r.success and r.scores}
+    excluded = {judge: (r.error or "no scores") for judge, r in results.items() if judge not in included}
+    if not included:
+        failures = "; ".join(f"{judge}: {error}" for judge, error in excluded.items())
+        raise ValueError(f"no judge produced a usable comparison: {failures}")
+    verdicts = [r.winner for r in included.values()]
+    counts = Counter(verdicts)
+    averaged = None
+    if strategy == "average":
+        averaged = average_across_judges(results, tie_margin=tie_margin)
+        winner, confidence = averaged.winner, averaged.confidence
+    else:
+        top, top_count = counts.most_common(1)[0]
+        decided = top_count == len(verdicts) if strategy == "conservative" else 2 * top_count > len(verdicts)
+        if decided:
+            winner = top
+            agreeing = [r.confidence for r in included.values() if r.winner == top]
+            # conservative: a claim is only as strong as its weakest judge; consistency: their mean
+            confidence = min(agreeing) if strategy == "conservative" else statistics.fmean(agreeing)
+        else:
+            winner, confidence = "TIE", INCONSISTENT_CONFIDENCE
+    agreement = counts[winner] / len(verdicts)
+    level = level_of_agreement(agreement)
+    return (
+        JudgesVerdict(
+            strategy=strategy,
+            rule=RULES[strategy],
+            winner=winner,
+            confidence=confidence,
+            confidence_level=level,
+            agreement=agreement,
+            counts=dict(counts.most_common()),
+            flagged_for_review=level == "low",
+            judges=list(included),
+            excluded=excluded,
+        ),
+        averaged,
     )

@@ -6,7 +6,9 @@ meets I/O: judge clients, the call log and the store.
 * :func:`compare` — per judge, each vote is one swap pair (pass 1 shows A first,
   pass 2 shows B first; the two run concurrently), combined by the swap strategy;
   votes are aggregated by majority (:func:`run_votes`, optionally adaptive); several
-  judges are averaged as in seed 000, and each judge's own result is kept.
+  judges are combined under the same strategy (``average``: their scores averaged as
+  in seed 000; ``consistency``: majority of their verdicts; ``conservative``: only a
+  unanimous verdict wins), and each judge's own result is kept.
 * :func:`grade` — seed 003: reference-based when a reference is given, reasoning
   before every integer score, ensemble voting per criterion, safety flag, bias
   checklist, an ``EvaluationReport``.
@@ -32,7 +34,7 @@ from typing import Any
 
 from council.config import LoadedConfig, resolve_council, resolve_model
 from council.errors import InputError, UsageError
-from council.judging.averaging import average_across_judges, average_side_scores
+from council.judging.averaging import average_side_scores, combine_judges
 from council.judging.grading import grade
 from council.judging.outcomes import (
     ComparisonOutcome,
@@ -66,7 +68,7 @@ from council.judging.strategies import (
     get_strategy,
     read_pass,
 )
-from council.judging.voting import VoteResult, majority_vote, run_votes
+from council.judging.voting import VoteResult, run_votes
 from council.providers.client import ModelClient
 from council.storage.store import Store
 from council.usage import CallRecord, CallSink, Usage
@@ -109,7 +111,8 @@ def resolve_criteria(criteria: str | Sequence[str | Criterion] | None) -> tuple[
         names = criterion_names(criteria)
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    return tuple(c if isinstance(c, Criterion) else Criterion(name=name) for c, name in zip(criteria, names))
+    pairs = zip(criteria, names, strict=True)
+    return tuple(c if isinstance(c, Criterion) else Criterion(name=name) for c, name in pairs)
 
 
 def make_judges(
@@ -397,17 +400,20 @@ def _comparison_outcome(
             scores=result.scores,
             **common,
         )
-    averaged = average_across_judges({j.judge: j.result for j in per_judge}, tie_margin=job.tie_margin)
-    judges_agree = majority_vote([j.result.winner for j in ok])
+    combined, averaged = combine_judges(
+        {j.judge: j.result for j in per_judge}, strategy=job.strategy, tie_margin=job.tie_margin
+    )
     unstable = any(j.result.unstable for j in ok)
     return ComparisonOutcome(
         success=True,
-        winner=averaged.winner,
-        confidence=averaged.confidence,
-        confidence_level=judges_agree.confidence_level,
-        flagged_for_review=judges_agree.flagged_for_review or unstable or len(ok) < len(per_judge),
+        winner=combined.winner,
+        confidence=combined.confidence,
+        confidence_level=combined.confidence_level,
+        flagged_for_review=combined.flagged_for_review or unstable or len(ok) < len(per_judge),
         unstable=unstable,
-        scores=averaged.scores,
+        # scores are averaged over the judges under every strategy; only ``average`` decides by them
+        scores=average_side_scores([j.result.scores for j in ok]),
         averaged=averaged,
+        judges_verdict=combined,
         **common,
     )

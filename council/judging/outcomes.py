@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from council.judging.averaging import MultiJudgeVerdict
+from council.judging.averaging import JudgesVerdict, MultiJudgeVerdict
 from council.judging.schemas import ConfidenceLevel, EvaluationReport, PairwiseResult, Scale, Side, SideScores, Verdict
 from council.judging.voting import VoteResult
 from council.usage import CallRecord, Usage
@@ -72,6 +72,9 @@ class ComparisonOutcome(BaseModel):
     scores: dict[Side, SideScores] = Field(default_factory=dict)
     judges: list[JudgeComparison]
     averaged: MultiJudgeVerdict | None = None
+    """Several judges under ``average``: the seed-000 averaged result that decided."""
+    judges_verdict: JudgesVerdict | None = None
+    """Several judges: how their results were combined under the strategy."""
     passes: list[JudgmentPass]
     swap_pairs: int
     inconsistent_pairs: int

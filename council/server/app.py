@@ -212,6 +212,7 @@ def council_details(result: SessionResult) -> dict[str, Any]:
         "status": result.status,
         "ranking": [e.model_dump() for e in result.consensus.ranking] if result.consensus else [],
         "kendall_w": result.consensus.kendall_w if result.consensus else None,
+        "kendall_w_p_value": result.consensus.kendall_w_p_value if result.consensus else None,
         "chairman": result.synthesis.chairman,
         "flags": result.flags,
         "failures": [f.model_dump() for f in result.failures],

@@ -2,39 +2,66 @@
 
 A *ballot* is one reviewer's ranking of the answers it saw, best first. With
 ``self_review = "exclude"`` ballots are partial (a reviewer does not rank its own
-answer), so every statistic here accepts ballots over different subsets.
+answer), and a failed review removes a ballot, so answers appear on different
+numbers of ballots of different lengths. Every statistic here accepts that.
 
-Borda: on a ballot of m answers, the answer in place i (0-based) earns m − 1 − i
-points; an answer's Borda score is the sum over ballots.
+Borda, normalised per ballot: on a ballot of m ≥ 2 answers, the answer in place i
+(0-based) earns (m − 1 − i)/(m − 1) points, from 1 (first) to 0 (last); an answer's
+score is the mean of its points over the ballots it appears on. A raw Borda sum
+would favour the answer that appears on more ballots (the failed reviewer's own).
+Ballots of one answer compare nothing and earn no points.
 
-Tie-breaks, deterministic and in this order: higher Borda score; lower mean rank;
-more first places; then the member id in alphabetical order (arbitrary but stable,
-and reported as a tie so nobody reads meaning into it).
+Ties are reported as ties: tied answers share their rank. Where one order is needed
+(the chairman's list, the winner), tied answers are ordered by a key derived from
+the session seed and the member id (reproducible, and unrelated to alphabetical
+order). Agreement between reviewers (Kendall's W and its p-value) is in
+:mod:`council.session.agreement`.
 """
 
 from __future__ import annotations
 
-import math
+import hashlib
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from itertools import combinations
+from fractions import Fraction
 
 from pydantic import BaseModel
 
-TIE_BREAK_RULE = "Borda points, then lower mean rank, then more first places, then member id (alphabetical)"
+from council.session.agreement import Agreement, agreement, kendalls_w
+
+__all__ = [
+    "Consensus",
+    "ConsensusEntry",
+    "borda_scores",
+    "consensus_ranking",
+    "kendalls_w",
+    "mean_ranks",
+    "normalised_borda",
+    "seeded_tie_key",
+]
+
+TIE_BREAK_RULE = (
+    "Mean Borda points per ballot (normalised to 0–1 on each ballot); equal scores are ties and share a rank; "
+    "the order within a tie comes from the session seed"
+)
 
 
 class ConsensusEntry(BaseModel):
     member: str
     rank: int
-    """1-based place in the consensus."""
+    """1-based rank; tied answers share the best rank of their group (1, 1, 3)."""
+    score: float | None
+    """Mean normalised Borda points over the ballots that ranked this member, 0–1 (None: none did)."""
     borda: float
+    """Raw Borda sum (m − 1 − i per ballot); not comparable across members seen on different ballots."""
     mean_rank: float | None
     """Mean 1-based place over the ballots that ranked this member (None: no ballot did)."""
     first_places: int
     ballots: int
+    tied: bool = False
+    """Another member has exactly the same score."""
     tied_with_next: bool = False
-    """True when only the alphabetical tie-break separates this entry from the next."""
+    """The next entry has the same score: only the seeded tie-break puts this one first."""
 
 
 class Consensus(BaseModel):
@@ -42,8 +69,13 @@ class Consensus(BaseModel):
     ranking: list[ConsensusEntry]
     kendall_w: float | None
     """Agreement between reviewers, 0 (none) to 1 (identical rankings); None when undefined."""
+    kendall_w_p_value: float | None = None
+    """P-value of the agreement test (Friedman, Durbin or Skillings–Mack); None when W is undefined."""
+    agreement: Agreement | None = None
     ballots: int
     tie_break: str = TIE_BREAK_RULE
+    seed: int | None = None
+    """The seed that ordered tied members."""
 
     @property
     def order(self) -> list[str]:
@@ -51,12 +83,25 @@ class Consensus(BaseModel):
 
 
 def borda_scores(ballots: Iterable[Sequence[str]]) -> dict[str, float]:
+    """Raw Borda sums: m − 1 − i points for place i on a ballot of m."""
     scores: dict[str, float] = defaultdict(float)
     for ballot in ballots:
         m = len(ballot)
         for place, member in enumerate(ballot):
             scores[member] += m - 1 - place
     return dict(scores)
+
+
+def normalised_borda(ballots: Iterable[Sequence[str]]) -> dict[str, Fraction]:
+    """Mean of (m − 1 − i)/(m − 1) over the ballots (of m ≥ 2) each member appears on; exact."""
+    points: dict[str, list[Fraction]] = defaultdict(list)
+    for ballot in ballots:
+        m = len(ballot)
+        if m < 2:
+            continue
+        for place, member in enumerate(ballot):
+            points[member].append(Fraction(m - 1 - place, m - 1))
+    return {member: sum(p, Fraction(0)) / len(p) for member, p in points.items()}
 
 
 def mean_ranks(ballots: Iterable[Sequence[str]]) -> dict[str, float]:
@@ -67,9 +112,15 @@ def mean_ranks(ballots: Iterable[Sequence[str]]) -> dict[str, float]:
     return {member: sum(p) / len(p) for member, p in places.items()}
 
 
-def consensus_ranking(ballots: Sequence[Sequence[str]], candidates: Iterable[str]) -> Consensus:
-    """Borda consensus over ``candidates`` (members nobody ranked come last)."""
+def seeded_tie_key(seed: int, member: str) -> bytes:
+    """The order of ``member`` within a tie: a digest of (seed, member), so no name is favoured."""
+    return hashlib.sha256(f"council-tie:{seed}:{member}".encode()).digest()
+
+
+def consensus_ranking(ballots: Sequence[Sequence[str]], candidates: Iterable[str], *, seed: int = 0) -> Consensus:
+    """Normalised-Borda consensus over ``candidates`` (members nobody ranked come last, tied)."""
     candidates = list(dict.fromkeys(candidates))
+    score = normalised_borda(ballots)
     borda = borda_scores(ballots)
     means = mean_ranks(ballots)
     firsts: dict[str, int] = defaultdict(int)
@@ -80,67 +131,36 @@ def consensus_ranking(ballots: Sequence[Sequence[str]], candidates: Iterable[str
         for member in ballot:
             counts[member] += 1
 
-    def key(member: str) -> tuple[float, float, int, str]:
-        mean = means.get(member, math.inf)
-        return (-borda.get(member, 0.0), mean, -firsts[member], member)
+    def value(member: str) -> Fraction:
+        return score.get(member, Fraction(-1))  # unranked: below every score (scores are 0–1)
 
-    ordered = sorted(candidates, key=key)
+    ordered = sorted(candidates, key=lambda m: (-value(m), seeded_tie_key(seed, m)))
     entries = []
+    rank = 0
     for i, member in enumerate(ordered):
-        tied = i + 1 < len(ordered) and key(member)[:3] == key(ordered[i + 1])[:3]
+        if i == 0 or value(member) != value(ordered[i - 1]):
+            rank = i + 1
+        same = [o for o in ordered if o != member and value(o) == value(member)]
         entries.append(
             ConsensusEntry(
                 member=member,
-                rank=i + 1,
+                rank=rank,
+                score=float(score[member]) if member in score else None,
                 borda=borda.get(member, 0.0),
                 mean_rank=means.get(member),
                 first_places=firsts[member],
                 ballots=counts[member],
-                tied_with_next=tied,
+                tied=bool(same),
+                tied_with_next=i + 1 < len(ordered) and value(ordered[i + 1]) == value(member),
             )
         )
-    return Consensus(ranking=entries, kendall_w=kendalls_w(ballots), ballots=len(ballots))
-
-
-def _ranks(ballot: Sequence[str], keep: set[str]) -> dict[str, int]:
-    """1-based ranks of the members in ``keep``, re-ranked within that subset."""
-    return {member: i for i, member in enumerate((m for m in ballot if m in keep), 1)}
-
-
-def kendalls_w(ballots: Sequence[Sequence[str]]) -> float | None:
-    """Kendall's coefficient of concordance W.
-
-    Complete ballots over one set: the textbook W = 12 S / (m² (n³ − n)), rankings have
-    no ties. Partial ballots (self-review excluded): the mean pairwise Spearman rho over
-    the answers both reviewers ranked, mapped to W by the identity that holds for
-    complete rankings, W = ((m − 1) · mean_rho + 1) / m. None when fewer than two
-    ballots or answers make agreement meaningless.
-    """
-    ballots = [b for b in ballots if len(b) >= 2]
-    m = len(ballots)
-    if m < 2:
-        return None
-    sets = [frozenset(b) for b in ballots]
-    if all(s == sets[0] for s in sets):
-        n = len(ballots[0])
-        totals: dict[str, int] = defaultdict(int)
-        for ballot in ballots:
-            for member, r in _ranks(ballot, set(ballot)).items():
-                totals[member] += r
-        mean_total = m * (n + 1) / 2
-        s = sum((t - mean_total) ** 2 for t in totals.values())
-        return 12 * s / (m**2 * (n**3 - n))
-    rhos = []
-    for a, b in combinations(ballots, 2):
-        common = set(a) & set(b)
-        k = len(common)
-        if k < 2:
-            continue
-        ra, rb = _ranks(a, common), _ranks(b, common)
-        d2 = sum((ra[x] - rb[x]) ** 2 for x in common)
-        rhos.append(1 - 6 * d2 / (k * (k * k - 1)))
-    if not rhos:
-        return None
-    mean_rho = sum(rhos) / len(rhos)
-    return max(0.0, ((m - 1) * mean_rho + 1) / m)
+    agreed = agreement(ballots)
+    return Consensus(
+        ranking=entries,
+        kendall_w=None if agreed is None else agreed.w,
+        kendall_w_p_value=None if agreed is None else agreed.p_value,
+        agreement=agreed,
+        ballots=len(ballots),
+        seed=seed,
+    )
 

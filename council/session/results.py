@@ -19,6 +19,8 @@ class MemberAnswer(BaseModel):
     status: Literal["ok", "failed", "candidate"]
     text: str | None = None
     length_chars: int = 0
+    length_words: int = 0
+    """Whitespace-separated words (the unit of the length–score correlation)."""
     truncated: bool = False
     """The answer was longer than ``max_answer_chars`` and was cut for review (the notice is in ``flags``)."""
     error: str | None = None

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from council.asking import JsonFormat, ask_valid
-from council.bias.records import BiasRecord, QueryHasher, session_bias_metadata
+from council.bias.records import BiasRecord, QueryHasher, count_words, session_bias_metadata
 from council.clock import utc_now
 from council.config import ResolvedCouncil, ResolvedModel
 from council.errors import InputError, ProviderError, QuorumError
@@ -154,7 +154,13 @@ class SessionRunner:
             return MemberAnswer(member=member.id, model=member.model, status="failed", error=error, latency_ms=latency)
         run.emit("answer", "answer", member.id)
         return MemberAnswer(
-            member=member.id, model=member.model, status="ok", text=text, length_chars=len(text), latency_ms=latency
+            member=member.id,
+            model=member.model,
+            status="ok",
+            text=text,
+            length_chars=len(text),
+            length_words=count_words(text),
+            latency_ms=latency,
         )
 
     # -- stage 2 -------------------------------------------------------------
@@ -390,7 +396,12 @@ class SessionRunner:
         if candidates is not None:
             answers = [
                 MemberAnswer(
-                    member=cand.id, model=cand.id, status="candidate", text=cand.text, length_chars=len(cand.text)
+                    member=cand.id,
+                    model=cand.id,
+                    status="candidate",
+                    text=cand.text,
+                    length_chars=len(cand.text),
+                    length_words=count_words(cand.text),
                 )
                 for cand in candidates
             ]
@@ -424,7 +435,7 @@ class SessionRunner:
         # Consensus
         consensus = None
         if len(valid) >= c.review_quorum:
-            consensus = consensus_ranking([r.ranking for r in valid], usable)
+            consensus = consensus_ranking([r.ranking for r in valid], usable, seed=run.seed)
             run.emit("consensus", "consensus", detail=" > ".join(consensus.order))
         else:
             run.partial_reasons.append(f"no consensus: {len(valid)} valid reviews, {c.review_quorum} needed")
@@ -445,6 +456,7 @@ class SessionRunner:
 
         # Bias records: one per (valid review, answer scored). No raw text, ever.
         lengths = {m: a.length_chars for m, a in usable.items()}
+        words = {m: a.length_words for m, a in usable.items()}
         models = {a.member: a.model for a in answers}
         records = [
             BiasRecord(
@@ -453,6 +465,7 @@ class SessionRunner:
                 model_id=models[m],
                 position=pos,
                 response_length_chars=lengths[m],
+                response_length_words=words[m],
                 score_value=float(r.scores[m]),
                 query_hash=query_hash,
                 timestamp=created,

@@ -239,3 +239,59 @@ def m006_batch_labels(db: Database) -> None:
     # The leaderboard maps every ranked member to its model: a covering index answers that
     # lookup from the index alone (~25% faster over 100,000 sessions than the primary key).
     db["answers"].create_index(["session_id", "member", "status", "model"], index_name="idx_answers_model")
+
+
+def _bias_record_problem(row: str) -> str:
+    """SQL: why the bias record ``row`` (a table alias or NEW) is invalid, or NULL.
+
+    The rules of ``council.bias.records.BiasRecord``, frozen here as m005 shipped them."""
+    r = row + "." if row else ""
+    return f"""CASE
+      WHEN {r}session_id IS NULL OR {r}session_id = '' OR {r}reviewer_id IS NULL OR {r}reviewer_id = ''
+           OR {r}model_id IS NULL OR {r}model_id = '' THEN 'a session, reviewer or model id is missing'
+      WHEN {r}score_value IS NULL OR typeof({r}score_value) NOT IN ('integer', 'real')
+           THEN 'score_value is not a number'
+      WHEN {r}score_value > 1e308 OR {r}score_value < -1e308 THEN 'score_value is not finite'
+      WHEN ({r}scale_min IS NULL) != ({r}scale_max IS NULL) THEN 'scale_min and scale_max go together'
+      WHEN {r}scale_min IS NOT NULL AND {r}scale_min >= {r}scale_max THEN 'scale_min is not below scale_max'
+      WHEN {r}scale_min IS NOT NULL AND ({r}score_value < {r}scale_min OR {r}score_value > {r}scale_max)
+           THEN 'score_value ' || {r}score_value || ' is outside the scale ' || {r}scale_min || '-' || {r}scale_max
+      WHEN {r}scale_min IS NULL AND ({r}score_value < 1 OR {r}score_value > 10)
+           THEN 'score_value ' || {r}score_value || ' is outside 1-10 (no scale_min/scale_max given)'
+      WHEN {r}position IS NULL OR typeof({r}position) != 'integer' OR {r}position < 0
+           THEN 'position is not a whole number >= 0'
+      WHEN {r}response_length_chars IS NULL OR typeof({r}response_length_chars) != 'integer'
+           OR {r}response_length_chars < 0 THEN 'response_length_chars is not a whole number >= 0'
+      WHEN {r}response_length_words IS NOT NULL
+           AND (typeof({r}response_length_words) != 'integer' OR {r}response_length_words < 0)
+           THEN 'response_length_words is not a whole number >= 0'
+    END"""
+
+
+@migrations()
+def m005_bias_length_words(db: Database) -> None:
+    # Bias records gain the answer's length in words (the unit of the length–score
+    # correlation); rows written before keep NULL there and are reported as such. The
+    # per-answer covering index gains the column so the report still reads only the index;
+    # it supersedes m002's answer index.
+    db["bias_records"].add_column("response_length_words", int)
+    db["bias_records"].create_index(
+        ["session_id", "model_id", "self_review", "score_value", "response_length_chars", "response_length_words"],
+        index_name="idx_bias_records_answer_words",
+    )
+    db.execute("DROP INDEX IF EXISTS idx_bias_records_answer")
+    # Every row is valid from now on: triggers refuse what BiasRecord refuses, whoever writes.
+    # Rows already stored are checked once here; the invalid ones are listed (never deleted),
+    # and the report stops on them or, when asked, leaves them out.
+    for event in ("INSERT", "UPDATE"):
+        db.execute(
+            f"""CREATE TRIGGER bias_records_valid_{event.lower()} BEFORE {event} ON bias_records
+                WHEN ({_bias_record_problem("NEW")}) IS NOT NULL
+                BEGIN SELECT RAISE(ABORT, 'invalid bias record (the rules of council.bias.records.BiasRecord)'); END"""
+        )
+    db["bias_records_invalid"].create({"id": int, "problem": str}, pk="id")
+    db.execute(
+        f"""INSERT INTO bias_records_invalid (id, problem)
+            SELECT id, problem FROM (SELECT id, {_bias_record_problem("")} AS problem FROM bias_records)
+            WHERE problem IS NOT NULL"""
+    )

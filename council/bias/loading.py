@@ -1,0 +1,169 @@
+"""Bias records from JSONL files (ours or another tool's) into an in-memory database.
+
+Each line is parsed, mapped from its format (:mod:`council.bias.foreign`) and validated
+as a :class:`BiasRecord`; a bad line stops the load with ``FILE:LINE: reason``, or with
+``skip_bad`` is counted and left out. The records go into a database with the council
+schema, so the report runs the same SQL over files as over ``council.db``; each row
+remembers its file and line, so checks made later in SQL (a review's positions) can
+still point at the line.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from council.bias.foreign import RECORD_FORMATS, RecordFormat, detect_format, from_llm_council_core
+from council.bias.records import BiasRecord
+from council.errors import InputError, UsageError
+from council.storage.sqlite import Database
+
+UNSCORED_TABLE = "temp.bias_unscored"
+
+
+def explain(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        loc = ".".join(str(x) for x in err.get("loc", ()))
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(parts)
+
+
+@dataclass
+class Line:
+    """One parsed line: a record (or None when the line is bad) and where it came from."""
+
+    path: Path
+    lineno: int
+    record: BiasRecord | None = None
+    scored: bool = True
+    problem: str | None = None
+    dropped_hash: bool = False
+    fmt: RecordFormat = "council"
+
+
+def iter_lines(path: Path | str, records_format: str = "auto") -> Iterator[Line]:
+    """Every non-blank line of ``path`` as a :class:`Line` (bad lines carry their problem)."""
+    if records_format not in RECORD_FORMATS:
+        raise UsageError(f"unknown records format {records_format!r}; choose one of: {', '.join(RECORD_FORMATS)}")
+    path = Path(path)
+    try:
+        fh = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    fmt: RecordFormat | None = None if records_format == "auto" else records_format  # type: ignore[assignment]
+    with fh:
+        for lineno, text in enumerate(fh, 1):
+            if not text.strip():
+                continue
+            line = Line(path, lineno)
+            try:
+                data: Any = json.loads(text)
+            except json.JSONDecodeError as exc:
+                line.problem = f"not valid JSON ({exc.msg})"
+                yield line
+                continue
+            except RecursionError:
+                line.problem = "not valid JSON (nested too deeply)"
+                yield line
+                continue
+            if not isinstance(data, dict):
+                line.problem = f"expected a JSON object, got {type(data).__name__}"
+                yield line
+                continue
+            if fmt is None:
+                fmt = detect_format(data)
+            line.fmt = fmt
+            try:
+                if fmt == "llm-council-core":
+                    mapped = from_llm_council_core(data)
+                    line.scored, line.dropped_hash = mapped.scored, mapped.dropped_hash
+                    data = mapped.data
+                line.record = BiasRecord.model_validate(data)
+            except ValidationError as exc:
+                line.problem = explain(exc)
+            except ValueError as exc:
+                line.problem = str(exc)
+            yield line
+
+
+@dataclass
+class LoadedRecords:
+    db: Database
+    skipped: list[str] = field(default_factory=list)
+    unscored: int = 0
+    dropped_hashes: int = 0
+    formats: dict[str, str] = field(default_factory=dict)
+    _files: list[str] = field(default_factory=list)
+    _file_of: array = field(default_factory=lambda: array("I"))
+    _line_of: array = field(default_factory=lambda: array("I"))
+
+    _scored: int = 0
+
+    def locate(self, record_id: int) -> str:
+        """``FILE:LINE`` of a loaded record (ids are 1-based load order; unscored ones are negative)."""
+        i = record_id - 1 if record_id > 0 else self._scored - record_id - 1
+        if 0 <= i < len(self._line_of):
+            return f"{self._files[self._file_of[i]]}:{self._line_of[i]}"
+        return f"record {record_id}"
+
+
+def load_records_files(
+    paths: Iterable[Path | str], *, skip_bad: bool = False, records_format: str = "auto"
+) -> LoadedRecords:
+    """An in-memory database with the council schema holding the files' records.
+
+    Records without a score (llm-council-core's 0.0) go to ``temp.bias_unscored`` with
+    their position only: they are checked with their review and enter no statistic.
+    """
+    from council.storage import Store
+
+    store = Store.memory()
+    loaded = LoadedRecords(db=store.db)
+    unscored_rows: list[tuple[Any, ...]] = []
+    unscored_at: list[tuple[int, int]] = []
+
+    def rows() -> Iterator[dict[str, Any]]:
+        for path in paths:
+            loaded._files.append(str(path))
+            file_index = len(loaded._files) - 1
+            for line in iter_lines(path, records_format):
+                loaded.formats.setdefault(str(path), line.fmt)
+                if line.record is None:
+                    message = f"{line.path}:{line.lineno}: {line.problem}"
+                    if not skip_bad:
+                        raise InputError(message)
+                    loaded.skipped.append(message)
+                    continue
+                loaded.dropped_hashes += line.dropped_hash
+                rec = line.record
+                if not line.scored:
+                    unscored_rows.append(
+                        (-(len(unscored_rows) + 1), rec.session_id, rec.reviewer_id, rec.position, rec.timestamp,
+                         rec.council)
+                    )
+                    unscored_at.append((file_index, line.lineno))
+                    continue
+                loaded._file_of.append(file_index)
+                loaded._line_of.append(line.lineno)
+                yield {"id": len(loaded._line_of), **rec.row()}
+
+    with store.db.conn:
+        store.db["bias_records"].insert_all(rows(), batch_size=10_000)
+    loaded._scored = len(loaded._line_of)
+    for file_index, lineno in unscored_at:
+        loaded._file_of.append(file_index)
+        loaded._line_of.append(lineno)
+    store.db.execute(
+        f"CREATE TABLE {UNSCORED_TABLE} (id INTEGER PRIMARY KEY, session_id, reviewer_id, position, timestamp, council)"
+    )
+    store.db.conn.executemany(f"INSERT INTO {UNSCORED_TABLE} VALUES (?, ?, ?, ?, ?, ?)", unscored_rows)
+    loaded.unscored = len(unscored_rows)
+    return loaded

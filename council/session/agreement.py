@@ -1,0 +1,287 @@
+"""Agreement between reviewers' rankings: Kendall's W and its test, for any ballot design.
+
+A *ballot* ranks a subset of the answers, best first (with ``self_review = "exclude"``
+each reviewer ranks every answer but its own). The ballots form a block design:
+*complete* when every ballot ranks the same answers, *balanced incomplete* (BIBD)
+when all ballots have the same size k, every answer is ranked r times and every pair
+λ times (a full self-excluding council), otherwise *incomplete* (e.g. a review failed).
+
+One statistic covers all three: Skillings & Mack's (1981) generalisation of
+Friedman's test, SM = Aᵀ L⁺ A, where A_j = Σ_b √(12/(k_b+1)) (rank_bj − (k_b+1)/2) over
+the ballots b that rank answer j, and L is the Laplacian of the co-occurrence counts
+λ_jl (Var A = L under the null of independent uniformly random ballots). SM equals
+Friedman's χ² on complete ballots and Durbin's T on a BIBD.
+
+W = SM / SM*, where SM* is the statistic the same design gives when every ballot
+follows one reference order: an order consistent with every ballot if there is one
+(so perfect agreement is exactly 1), else the order of the least-squares scores L⁺A.
+On complete ballots and BIBDs SM* is the same for every order, and W is Kendall's W
+and Kendall–Gibbons' incomplete-block W exactly; 0 ≤ W ≤ 1 always (see docs).
+
+The p-value is P(SM ≥ observed) under that null: exact, by enumerating the
+distribution of A, when the ballots allow at most ``EXACT_LIMIT`` arrangements (small
+councils, where the chi-square approximation is poor), else from χ² with
+rank(L) = answers − connected components degrees of freedom.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections import defaultdict
+from collections.abc import Sequence
+from functools import lru_cache
+from itertools import combinations, pairwise, permutations
+from typing import Literal
+
+from pydantic import BaseModel
+
+from council.bias.stats import chi2_sf
+
+EXACT_LIMIT = 10_000
+"""Largest number of ballot arrangements (Π kᵢ!) enumerated for an exact p-value."""
+
+_REL_TOL = 1e-9
+
+Design = Literal["complete", "balanced incomplete", "incomplete"]
+
+
+class Agreement(BaseModel):
+    """Kendall's W and the test that reviewers agree more than chance."""
+
+    w: float
+    test: str
+    """Friedman (complete ballots), Durbin (balanced incomplete) or Skillings-Mack (other designs)."""
+    design: Design
+    statistic: float
+    df: int
+    p_value: float
+    p_method: Literal["exact", "chi-square"]
+    ballots: int
+    """Ballots used: those ranking at least two answers."""
+    answers: int
+
+
+def _grounded_inverse(items: list[str], co: dict[tuple[int, int], int]) -> tuple[list[int], list[list[float]], int]:
+    """(free indices, inverse of L restricted to them, components) for the Laplacian of ``co``.
+
+    One answer per connected component is grounded (its score fixed at 0); the rest of
+    L is then positive definite, and Aᵀ L⁺ A = A_fᵀ (L_ff)⁻¹ A_f for any A summing to
+    zero within each component.
+    """
+    n = len(items)
+    parent = list(range(n))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for i, j in co:
+        parent[find(i)] = find(j)
+    grounded = {find(i) for i in range(n)}
+    free = [i for i in range(n) if i not in grounded]
+    pos = {i: p for p, i in enumerate(free)}
+    size = len(free)
+    m = [[0.0] * size for _ in range(size)]
+    for (i, j), c in co.items():
+        for a, b in ((i, j), (j, i)):
+            if a in pos:
+                m[pos[a]][pos[a]] += c
+                if b in pos:
+                    m[pos[a]][pos[b]] -= c
+    # Gauss–Jordan on [M | I]; M is symmetric positive definite, so no pivoting is needed.
+    aug = [row + [1.0 if r == c else 0.0 for c in range(size)] for r, row in enumerate(m)]
+    for col in range(size):
+        piv = aug[col][col]
+        aug[col] = [v / piv for v in aug[col]]
+        for r in range(size):
+            if r != col and aug[r][col] != 0.0:
+                f = aug[r][col]
+                aug[r] = [v - f * p for v, p in zip(aug[r], aug[col], strict=True)]
+    return free, [row[size:] for row in aug], len(grounded)
+
+
+class _Design:
+    """The fixed part of the statistic: which answers each ballot ranks."""
+
+    def __init__(self, ballots: Sequence[Sequence[str]]) -> None:
+        self.ballots = [list(b) for b in ballots]
+        self.items = sorted({x for b in self.ballots for x in b})
+        self.index = {x: i for i, x in enumerate(self.items)}
+        co: dict[tuple[int, int], int] = defaultdict(int)
+        for b in self.ballots:
+            for x, y in combinations(sorted(self.index[m] for m in b), 2):
+                co[(x, y)] += 1
+        self.co = dict(co)
+        self.free, self.inverse, self.components = _grounded_inverse(self.items, self.co)
+        self.df = len(self.items) - self.components
+
+    @property
+    def kind(self) -> Design:
+        sets = {frozenset(b) for b in self.ballots}
+        if len(sets) == 1:
+            return "complete"
+        t = len(self.items)
+        sizes = {len(b) for b in self.ballots}
+        counts: dict[str, int] = defaultdict(int)
+        for b in self.ballots:
+            for x in b:
+                counts[x] += 1
+        pair_counts = set(self.co.values())
+        if (
+            len(sizes) == 1
+            and len(set(counts.values())) == 1
+            and len(self.co) == t * (t - 1) // 2
+            and len(pair_counts) == 1
+        ):
+            return "balanced incomplete"
+        return "incomplete"
+
+    def a_vector(self, ballots: Sequence[Sequence[str]]) -> list[float]:
+        a = [0.0] * len(self.items)
+        for b in ballots:
+            k = len(b)
+            w = math.sqrt(12.0 / (k + 1))
+            for rank, x in enumerate(b, 1):
+                a[self.index[x]] += w * (rank - (k + 1) / 2)
+        return a
+
+    def statistic(self, a: Sequence[float]) -> float:
+        af = [a[i] for i in self.free]
+        return max(0.0, sum(x * sum(g * y for g, y in zip(row, af, strict=True)) for x, row in zip(af, self.inverse,
+                                                                                                   strict=True)))
+
+    def scores(self, a: Sequence[float]) -> dict[str, float]:
+        """Least-squares scores L⁺A (0 for each component's grounded answer); lower = better."""
+        v = [0.0] * len(self.items)
+        af = [a[i] for i in self.free]
+        for i, row in zip(self.free, self.inverse, strict=True):
+            v[i] = sum(g * y for g, y in zip(row, af, strict=True))
+        return dict(zip(self.items, v, strict=True))
+
+    def perfect(self, order: Sequence[str]) -> list[list[str]]:
+        """The ballots as they would be if every reviewer followed ``order``."""
+        place = {x: i for i, x in enumerate(order)}
+        return [sorted(b, key=place.__getitem__) for b in self.ballots]
+
+
+def consistent_order(ballots: Sequence[Sequence[str]]) -> list[str] | None:
+    """An order of all answers that every ballot follows, or None if the ballots conflict."""
+    items = sorted({x for b in ballots for x in b})
+    after: dict[str, set[str]] = {x: set() for x in items}
+    for b in ballots:
+        for better, worse in pairwise(b):
+            after[better].add(worse)
+    indegree = {x: 0 for x in items}
+    for worse_set in after.values():
+        for w in worse_set:
+            indegree[w] += 1
+    ready = [x for x in items if indegree[x] == 0]
+    order = []
+    while ready:
+        x = ready.pop()
+        order.append(x)
+        for w in after[x]:
+            indegree[w] -= 1
+            if indegree[w] == 0:
+                ready.append(w)
+    return order if len(order) == len(items) else None
+
+
+@lru_cache(maxsize=64)
+def _null_distribution(blocks: tuple[tuple[str, ...], ...]) -> tuple[list[float], list[float]]:
+    """The statistic's exact null distribution for one design: (sorted values, upper-tail shares).
+
+    Enumerates the distribution of A ballot by ballot (arrangements giving the same A
+    are merged). Keys are integers: per ballot size k, the sums of 2·rank − (k+1).
+    Cached: a design (which answers each ballot ranks) recurs from session to session."""
+    design = _Design(blocks)
+    sizes = sorted({len(b) for b in blocks})
+    slot = {k: s for s, k in enumerate(sizes)}
+    n = len(design.items)
+    dist: dict[tuple[int, ...], int] = {tuple([0] * (n * len(sizes))): 1}
+    for b in blocks:
+        k = len(b)
+        offset = slot[k] * n
+        moves = [
+            [(offset + design.index[x], 2 * r - (k + 1)) for r, x in enumerate(perm, 1)] for perm in permutations(b)
+        ]
+        new: dict[tuple[int, ...], int] = defaultdict(int)
+        for key, count in dist.items():
+            for move in moves:
+                nk = list(key)
+                for i, d in move:
+                    nk[i] += d
+                new[tuple(nk)] += count
+        dist = new
+    weights = [math.sqrt(12.0 / (k + 1)) / 2 for k in sizes]
+    by_value: dict[float, int] = defaultdict(int)
+    for key, count in dist.items():
+        a = [sum(weights[s] * key[s * n + j] for s in range(len(sizes))) for j in range(n)]
+        by_value[design.statistic(a)] += count
+    values = sorted(by_value)
+    total = sum(by_value.values())
+    tail, upper = 0, [0.0] * len(values)
+    for i in range(len(values) - 1, -1, -1):
+        tail += by_value[values[i]]
+        upper[i] = tail / total
+    return values, upper
+
+
+def _exact_p(design: _Design, observed: float) -> float:
+    """P(SM ≥ observed) over every arrangement of the ballots, equally likely under the null."""
+    values, upper = _null_distribution(tuple(tuple(sorted(b)) for b in design.ballots))
+    i = bisect_left(values, observed - _REL_TOL * max(1.0, observed))
+    return upper[i] if i < len(values) else 0.0
+
+
+def arrangements(ballots: Sequence[Sequence[str]]) -> int:
+    return math.prod(math.factorial(len(b)) for b in ballots)
+
+
+def agreement(ballots: Sequence[Sequence[str]], *, exact_limit: int = EXACT_LIMIT) -> Agreement | None:
+    """Kendall's W with its test; None with fewer than two ballots of two or more answers."""
+    used = [list(b) for b in ballots if len(b) >= 2]
+    if len(used) < 2:
+        return None
+    for b in used:
+        if len(set(b)) != len(b):
+            raise ValueError(f"a ballot ranks an answer twice: {b}")
+    design = _Design(used)
+    if design.df == 0:
+        return None
+    a = design.a_vector(used)
+    observed = design.statistic(a)
+    reference = consistent_order(used)
+    if reference is None:
+        scores = design.scores(a)
+        reference = sorted(design.items, key=lambda x: (scores[x], x))
+    best = design.statistic(design.a_vector(design.perfect(reference)))
+    if best <= 0:
+        return None
+    w = min(1.0, observed / best)
+    kind = design.kind
+    test = {"complete": "Friedman", "balanced incomplete": "Durbin", "incomplete": "Skillings-Mack"}[kind]
+    if arrangements(used) <= exact_limit:
+        p, method = _exact_p(design, observed), "exact"
+    else:
+        p, method = chi2_sf(observed, design.df), "chi-square"
+    return Agreement(
+        w=w,
+        test=test,
+        design=kind,
+        statistic=observed,
+        df=design.df,
+        p_value=min(1.0, max(0.0, p)),
+        p_method=method,  # type: ignore[arg-type]
+        ballots=len(used),
+        answers=len(design.items),
+    )
+
+
+def kendalls_w(ballots: Sequence[Sequence[str]]) -> float | None:
+    """Kendall's coefficient of concordance for any ballot design (see :func:`agreement`)."""
+    result = agreement(ballots, exact_limit=0)
+    return None if result is None else result.w
