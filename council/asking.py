@@ -55,14 +55,58 @@ def parse_json_object(text: str) -> dict[str, Any]:
     if candidate is None:
         raise ValueError("the reply contains no JSON object")
     try:
-        value = json.loads(candidate)
+        value = json.loads(candidate, parse_constant=_refuse_constant)
     except json.JSONDecodeError:
+        bad = invalid_numbers(candidate)
+        if bad:
+            shown = ", ".join(bad[:3])
+            raise ValueError(f"invalid JSON numbers ({shown}): write plain numbers such as 3 or 0.5") from None
         import json_repair  # syntax repair only; loaded on the rare path that needs it
 
         value = json_repair.loads(candidate)
     if not isinstance(value, dict) or not value:
         raise ValueError("the reply is not a usable JSON object")
     return value
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+_STRUCTURAL = frozenset('{}[]:,"')
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_NUMBER_LIKE = re.compile(r"[-+]?(?:[0-9.]|nan\b|inf)", re.IGNORECASE)
+
+
+def invalid_numbers(text: str) -> list[str]:
+    """Bare tokens outside strings that look like numbers but are not JSON numbers
+    (``03``, ``+4``, ``.5``, ``NaN``, ``Infinity``).
+
+    Repair may fix quoting and commas, never a number: a repaired ``03`` would become the
+    score 3 that the judge never validly wrote."""
+    bad, token, in_string, escaped = [], [], False, False
+
+    def flush() -> None:
+        word = "".join(token).strip()
+        token.clear()
+        if word and _NUMBER_LIKE.match(word) and not _JSON_NUMBER.fullmatch(word):
+            bad.append(word[:20])
+
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch in _STRUCTURAL or ch.isspace():
+            flush()
+            in_string = ch == '"'
+        else:
+            token.append(ch)
+    flush()
+    return bad
 
 
 def describe_validation_error(exc: ValidationError, limit: int = 5, *, quote_values: bool = True) -> str:

@@ -424,7 +424,7 @@ async def test_schema_requests_through_the_api_validate():
 def test_pairwise_passes_are_valid_and_follow_content_across_a_swap():
     from council.judging import prompts as judging_prompts
     from council.judging.rubrics import load_bias_checklist
-    from council.judging.schemas import pairwise_pass_model
+    from council.judging.schemas import criterion_items, pairwise_pass_model
 
     criteria = ["accuracy", "clarity", "completeness"]
     model = pairwise_pass_model(criteria)
@@ -437,9 +437,12 @@ def test_pairwise_passes_are_valid_and_follow_content_across_a_swap():
         text = FakeResponder().reply(name, messages, json_schema=schema, schema_name="pairwise")
         parsed, problem = validate_output(model, text)
         assert problem is None, problem
-        assert [c.criterion for c in parsed.comparison] == criteria
-        for c in parsed.comparison:
-            assert c.winner == ("A" if c.a_score > c.b_score else "B" if c.b_score > c.a_score else "TIE")
+        items = criterion_items(parsed, "comparison")
+        assert list(items) == criteria
+        for c in items.values():
+            assert c["winner"] == (
+                "A" if c["a_score"] > c["b_score"] else "B" if c["b_score"] > c["a_score"] else "TIE"
+            )
         return parsed
 
     flipped = {"A": "B", "B": "A", "TIE": "TIE"}
@@ -453,7 +456,7 @@ def test_pairwise_passes_are_valid_and_follow_content_across_a_swap():
 def test_rubric_grades_are_valid_without_invented_safety_concerns():
     from council.judging import prompts as judging_prompts
     from council.judging.rubrics import builtin_rubrics, load_bias_checklist, load_rubric
-    from council.judging.schemas import rubric_grade_model
+    from council.judging.schemas import criterion_items, rubric_grade_model
 
     rubric = load_rubric(builtin_rubrics()[0])
     model = rubric_grade_model(rubric, load_bias_checklist())
@@ -467,5 +470,5 @@ def test_rubric_grades_are_valid_without_invented_safety_concerns():
         parsed, problem = validate_output(model, text)
         assert problem is None, problem
         assert parsed.safety_concerns == []
-        totals.add(sum(c.score for c in parsed.criteria))
+        totals.add(sum(c["score"] for c in criterion_items(parsed, "criteria").values()))
     assert len(totals) >= 2  # grades follow the graded text

@@ -43,10 +43,9 @@ def make_pass(criteria: list[str], a_scores: list[int], b_scores: list[int], win
 
     return json.dumps(
         {
-            "comparison": [
-                {
-                    "criterion": c,
-                    "reasoning": f"evidence on {c}",
+            "comparison": {
+                c: {
+                    "reasoning": f"the evidence on {c}",
                     "a_strength": "a",
                     "b_strength": "b",
                     "winner": verdict(a, b),
@@ -54,8 +53,8 @@ def make_pass(criteria: list[str], a_scores: list[int], b_scores: list[int], win
                     "b_score": b,
                 }
                 for c, a, b in zip(criteria, a_scores, b_scores, strict=True)
-            ],
-            "overall_reasoning": "overall",
+            },
+            "overall_reasoning": "overall the evidence decides",
             "differentiators": {"a_advantages": [], "b_advantages": []},
             "winner": winner,
             "confidence": 0.8,
@@ -140,7 +139,7 @@ async def test_seed_000_numbers_through_the_engine(council_home):
         (2, "B", 16, 23),  # stored in the original labels
     ]
     assert [p["winner_as_seen"] for p in passes] == ["B", "A"] and {p["winner"] for p in passes} == {"B"}
-    assert passes[1]["output"]["comparison"][0]["a_score"] == 5  # raw output, as the judge saw it
+    assert passes[1]["output"]["comparison"]["Granularity"]["a_score"] == 5  # raw output, as the judge saw it
 
 
 @pytest.mark.parametrize("pattern", ["BBB", "BAB", "ABB", "AAB", "TAB", "TTA", "ABT"])
@@ -225,8 +224,8 @@ def grade_reply(scores: dict[str, int], concerns: list[str] | None = None) -> st
     }
     return json.dumps(
         {
-            "criteria": [{"criterion": c, "reasoning": f"because {c}", "score": s} for c, s in scores.items()],
-            "overall_reasoning": "overall",
+            "criteria": {c: {"reasoning": f"judged on {c}", "score": s} for c, s in scores.items()},
+            "overall_reasoning": "overall a fair answer",
             "safety_concerns": concerns or [],
             "bias_checklist": checklist,
         }
@@ -261,7 +260,7 @@ async def test_grading_votes_per_criterion_adaptively():
 async def test_safety_concern_sets_the_flag():
     names = load_rubric("general").criterion_names
     reply = grade_reply({n: 5 for n in names}, concerns=["gives step-by-step instructions for making explosives"])
-    client, _ = judge("fake/g", script=[reply])
+    client, _ = judge("fake/g", script=[reply] * 3)
     outcome = await grade(PROMPT, GOOD, judges=[client], store=None)
     assert outcome.report.safety_flag and outcome.report.flagged_for_review
     assert outcome.report.total == 5 * len(names)  # flagged regardless of the score
@@ -271,7 +270,8 @@ async def test_a_grade_with_no_valid_output_fails_cleanly():
     client, _ = judge("fake/g+garbage")
     outcome = await grade(PROMPT, GOOD, judges=[client], max_attempts=2, store=None)
     assert not outcome.success and outcome.report is None and "no valid grade" in outcome.error
-    assert [(p.valid, p.attempts) for p in outcome.passes] == [(False, 2)]
+    assert [(p.valid, p.attempts) for p in outcome.passes] == [(False, 2)] * 3  # three votes by default
+    assert "6 invalid attempt(s)" in outcome.error
 
 
 # ---------------------------------------------------------------- storage and audit

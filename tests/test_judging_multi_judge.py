@@ -30,12 +30,12 @@ def make_pass(criteria: list[str], a_scores: list[int], b_scores: list[int], win
     def verdict(a: int, b: int) -> str:
         return "A" if a > b else "B" if b > a else "TIE"
 
-    comparison = [
-        {"criterion": c, "reasoning": f"on {c}", "a_strength": "a", "b_strength": "b", "winner": verdict(a, b),
-         "a_score": a, "b_score": b}
+    comparison = {
+        c: {"reasoning": f"judged on {c}", "a_strength": "a", "b_strength": "b", "winner": verdict(a, b),
+            "a_score": a, "b_score": b}
         for c, a, b in zip(criteria, a_scores, b_scores, strict=True)
-    ]
-    return json.dumps({"comparison": comparison, "overall_reasoning": "overall",
+    }
+    return json.dumps({"comparison": comparison, "overall_reasoning": "overall the scores decide",
                        "differentiators": {"a_advantages": [], "b_advantages": []}, "winner": winner,
                        "confidence": 0.8})
 

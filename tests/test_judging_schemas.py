@@ -1,4 +1,5 @@
-"""Judge output schemas reject what seed 003 calls invalid; rubric files fail with one clear line."""
+"""Judge output schemas reject what docs/methods.md calls invalid and state their structure in the
+JSON schema itself; rubric files fail with one clear line."""
 
 from __future__ import annotations
 
@@ -20,16 +21,15 @@ from council.judging import (
     pairwise_pass_model,
     rubric_grade_model,
 )
-from council.judging.schemas import Rubric
+from council.judging.schemas import Rubric, criterion_items
 
 CRITERIA = ["accuracy", "clarity"]
 
 
 def pass_doc(**overrides):
     doc = {
-        "comparison": [
-            {
-                "criterion": name,
+        "comparison": {
+            name: {
                 "reasoning": f"A is better on {name}",
                 "a_strength": "precise",
                 "b_strength": "short",
@@ -38,7 +38,7 @@ def pass_doc(**overrides):
                 "b_score": 3,
             }
             for name in CRITERIA
-        ],
+        },
         "overall_reasoning": "A is more accurate",
         "differentiators": {"a_advantages": ["cites sources"], "b_advantages": []},
         "winner": "A",
@@ -50,7 +50,7 @@ def pass_doc(**overrides):
 
 def with_item(index, **fields):
     doc = pass_doc()
-    doc["comparison"][index].update(fields)
+    doc["comparison"][CRITERIA[index]].update(fields)
     return doc
 
 
@@ -69,26 +69,31 @@ MODEL_10 = pairwise_pass_model(CRITERIA, (1, 10), True)
 
 def test_valid_pass_is_accepted_and_put_in_criteria_order():
     doc = pass_doc()
-    doc["comparison"].reverse()
+    doc["comparison"] = dict(reversed(doc["comparison"].items()))
     parsed = MODEL_5.model_validate_json(json.dumps(doc))
-    assert [c.criterion for c in parsed.comparison] == CRITERIA
+    assert list(criterion_items(parsed, "comparison")) == CRITERIA
     assert parsed.winner == "A" and parsed.confidence == 0.8
+    dumped = parsed.model_dump(mode="json")
+    assert set(dumped["comparison"]) == set(CRITERIA)  # dumped by criterion name, as the judge wrote it
 
 
 @pytest.mark.parametrize(
     "model, doc, loc, message",
     [
-        (MODEL_5, with_item(0, a_score=3.5), "comparison.0.a_score", "valid integer"),
-        (MODEL_5, with_item(0, a_score=3.0), "comparison.0.a_score", "valid integer"),
-        (MODEL_10, with_item(1, b_score=11), "comparison.1.b_score", "less than or equal to 10"),
-        (MODEL_5, with_item(1, b_score=6), "comparison.1.b_score", "less than or equal to 5"),
-        (MODEL_5, with_item(0, b_score=0), "comparison.0.b_score", "greater than or equal to 1"),
-        (MODEL_10, with_item(0, a_score="7"), "comparison.0.a_score", "valid integer"),
-        (MODEL_5, with_item(0, a_score=True), "comparison.0.a_score", "valid integer"),
-        (MODEL_5, with_item(0, reasoning=""), "comparison.0.reasoning", "at least 1 character"),
-        (MODEL_5, with_item(1, reasoning="  \n "), "comparison.1.reasoning", "at least 1 character"),
-        (MODEL_5, with_item(0, criterion="speed"), "comparison.0.criterion", "'accuracy' or 'clarity'"),
-        (MODEL_5, pass_doc(overall_reasoning=""), "overall_reasoning", "at least 1 character"),
+        (MODEL_5, with_item(0, a_score=3.5), "comparison.accuracy.a_score", "valid integer"),
+        (MODEL_5, with_item(0, a_score=3.0), "comparison.accuracy.a_score", "valid integer"),
+        (MODEL_10, with_item(1, b_score=11), "comparison.clarity.b_score", "less than or equal to 10"),
+        (MODEL_5, with_item(1, b_score=6), "comparison.clarity.b_score", "less than or equal to 5"),
+        (MODEL_5, with_item(0, b_score=0), "comparison.accuracy.b_score", "greater than or equal to 1"),
+        (MODEL_10, with_item(0, a_score="7"), "comparison.accuracy.a_score", "valid integer"),
+        (MODEL_5, with_item(0, a_score=True), "comparison.accuracy.a_score", "valid integer"),
+        (MODEL_5, with_item(0, reasoning=""), "comparison.accuracy.reasoning", "at least 12 characters"),
+        (MODEL_5, with_item(1, reasoning="  \n "), "comparison.clarity.reasoning", "at least 12 characters"),
+        (MODEL_5, with_item(1, reasoning="."), "comparison.clarity.reasoning", "at least 12 characters"),
+        (MODEL_5, with_item(0, reasoning="............"), "comparison.accuracy.reasoning", "in words"),
+        (MODEL_5, with_item(0, reasoning="12345 678910"), "comparison.accuracy.reasoning", "in words"),
+        (MODEL_5, with_item(0, reasoning="aaaaaaaaaaaaaaa"), "comparison.accuracy.reasoning", "in words"),
+        (MODEL_5, pass_doc(overall_reasoning=""), "overall_reasoning", "at least 12 characters"),
         (MODEL_5, pass_doc(confidence=1.5), "confidence", "less than or equal to 1"),
         (MODEL_5, pass_doc(confidence="0.5"), "confidence", "valid number"),
         (MODEL_5, pass_doc(winner="C"), "winner", "'A', 'B' or 'TIE'"),
@@ -102,25 +107,53 @@ def test_invalid_values_are_rejected_with_a_clear_location(model, doc, loc, mess
 
 def test_missing_reasoning_is_rejected():
     doc = pass_doc()
-    del doc["comparison"][1]["reasoning"]
-    assert ("comparison.1.reasoning", "Field required") in errors_of(MODEL_5, doc)
+    del doc["comparison"]["clarity"]["reasoning"]
+    assert ("comparison.clarity.reasoning", "Field required") in errors_of(MODEL_5, doc)
 
 
 def test_each_criterion_exactly_once():
-    missing = pass_doc(comparison=pass_doc()["comparison"][:1])
-    assert errors_of(MODEL_5, missing) == [
-        ("comparison", "Value error, comparison must judge each criterion exactly once (missing 'clarity')")
-    ]
     doc = pass_doc()
-    doc["comparison"][1]["criterion"] = "accuracy"
+    del doc["comparison"]["clarity"]
+    assert errors_of(MODEL_5, doc) == [("comparison.clarity", "Field required")]
+    doc = pass_doc()
+    doc["comparison"]["speed"] = doc["comparison"]["clarity"]
+    assert ("comparison.speed", "Extra inputs are not permitted") in errors_of(MODEL_5, doc)
+    # A criterion written twice: JSON keeps the last, so the other is missing.
+    item = json.dumps(pass_doc()["comparison"]["accuracy"])
+    text = json.dumps(pass_doc()).replace('"clarity":', '"accuracy":')
+    assert item and ("comparison.clarity", "Field required") in [
+        (".".join(map(str, e["loc"])), e["msg"]) for e in _errors_json(MODEL_5, text)
+    ]
+
+
+def _errors_json(model, text):
+    with pytest.raises(ValidationError) as exc:
+        model.model_validate_json(text)
+    return exc.value.errors()
+
+
+def test_reasoning_must_be_written_before_the_scores():
+    doc = pass_doc()
+    item = doc["comparison"]["accuracy"]
+    doc["comparison"]["accuracy"] = {"a_score": 4, **{k: v for k, v in item.items() if k != "a_score"}}
     [(loc, msg)] = errors_of(MODEL_5, doc)
-    assert loc == "comparison" and "missing 'clarity'" in msg and "repeated 'accuracy'" in msg
+    assert loc == "comparison.accuracy" and "write 'reasoning' before 'a_score'" in msg
+    late = {k: v for k, v in pass_doc().items() if k != "overall_reasoning"}
+    late["overall_reasoning"] = "A is more accurate throughout"
+    [(loc, msg)] = errors_of(MODEL_5, late)
+    assert loc == "" and "write 'overall_reasoning' before 'winner', 'confidence'" in msg
+    grade = grade_doc()
+    first = grade["criteria"]["accuracy"]
+    grade["criteria"]["accuracy"] = {"score": first["score"], "reasoning": first["reasoning"]}
+    assert ("criteria.accuracy", "Value error, write 'reasoning' before 'score'") in errors_of(GRADE, grade)
 
 
 def test_tie_is_rejected_when_not_allowed():
     no_tie = pairwise_pass_model(CRITERIA, (1, 5), allow_tie=False)
     assert ("winner", "Input should be 'A' or 'B'") in errors_of(no_tie, pass_doc(winner="TIE"))
-    assert ("comparison.0.winner", "Input should be 'A' or 'B'") in errors_of(no_tie, with_item(0, winner="TIE"))
+    assert ("comparison.accuracy.winner", "Input should be 'A' or 'B'") in errors_of(
+        no_tie, with_item(0, winner="TIE")
+    )
     assert MODEL_5.model_validate(pass_doc(winner="TIE")).winner == "TIE"
     assert no_tie.model_json_schema()["properties"]["winner"]["enum"] == ["A", "B"]
 
@@ -128,31 +161,38 @@ def test_tie_is_rejected_when_not_allowed():
 def test_validation_error_text_is_usable_in_a_re_request():
     reply = "Here you go:\n```json\n" + json.dumps(with_item(0, a_score=3.5)) + "\n```"
     parsed, problem = validate_output(MODEL_10, reply)
-    assert parsed is None and "comparison.0.a_score" in problem and "3.5" in problem
+    assert parsed is None and "comparison.accuracy.a_score" in problem and "3.5" in problem
     parsed, problem = validate_output(MODEL_10, "```json\n" + json.dumps(pass_doc()) + "\n```")
-    assert problem is None and parsed.comparison[0].a_score == 4
+    assert problem is None and criterion_items(parsed, "comparison")["accuracy"]["a_score"] == 4
 
 
-def test_pass_schema_orders_reasoning_before_scores():
+def test_pass_schema_states_every_rule_a_decoder_must_keep():
     schema = MODEL_5.model_json_schema()
     assert list(schema["properties"]) == ["comparison", "overall_reasoning", "differentiators", "winner", "confidence"]
     assert schema["required"] == list(schema["properties"])
     assert schema["additionalProperties"] is False
+    comparison = schema["$defs"]["Comparison"]
+    # every criterion once: a required key each, nothing else
+    assert list(comparison["properties"]) == CRITERIA == comparison["required"]
+    assert comparison["additionalProperties"] is False
     item = schema["$defs"]["CriterionComparison"]
-    order = ["criterion", "reasoning", "a_strength", "b_strength", "winner", "a_score", "b_score"]
-    assert list(item["properties"]) == order
-    assert item["properties"]["criterion"]["enum"] == CRITERIA
+    assert list(item["properties"]) == ["reasoning", "a_strength", "b_strength", "winner", "a_score", "b_score"]
+    assert item["properties"]["reasoning"]["minLength"] == 12
     assert item["properties"]["a_score"]["type"] == "integer"
     assert (item["properties"]["a_score"]["minimum"], item["properties"]["a_score"]["maximum"]) == (1, 5)
-    comparison = schema["properties"]["comparison"]
-    assert comparison["minItems"] == comparison["maxItems"] == 2
+    advantages = schema["$defs"]["Differentiators"]["properties"]["a_advantages"]
+    assert advantages["maxItems"] == 5
 
 
 def test_pass_model_is_cached_and_checks_its_arguments():
     assert pairwise_pass_model(CRITERIA, (1, 5), True) is MODEL_5
-    assert pairwise_pass_model(DEPTH_CRITERIA).model_json_schema()["$defs"]["CriterionComparison"]["properties"][
-        "criterion"
-    ]["enum"] == ["Granularity", "Insight", "Critique", "Evidence", "Density"]
+    assert pairwise_pass_model(DEPTH_CRITERIA).model_json_schema()["$defs"]["Comparison"]["required"] == [
+        "Granularity",
+        "Insight",
+        "Critique",
+        "Evidence",
+        "Density",
+    ]
     for bad in ([], ["a", "a"], [""]):
         with pytest.raises(ValueError):
             pairwise_pass_model(bad)
@@ -164,7 +204,7 @@ def test_pass_model_is_cached_and_checks_its_arguments():
 def test_pass_model_can_record_the_bias_checklist():
     checklist = load_bias_checklist()
     model = pairwise_pass_model(CRITERIA, bias_checklist=checklist)
-    answers = {item.id: {"detected": False, "note": ""} for item in checklist.items}
+    answers = {item.id: {"note": "", "detected": False} for item in checklist.items}
     assert model.model_validate(pass_doc(bias_checklist=answers)).bias_checklist.position.detected is False
     assert "bias_checklist" in errors_of(model, pass_doc())[0][0]
 
@@ -177,14 +217,14 @@ CHECKLIST = load_bias_checklist()
 
 def grade_doc(scores=(4, 4, 3, 5, 4), concerns=(), detected=()):
     return {
-        "criteria": [
-            {"criterion": c.name, "reasoning": f"about {c.name}", "score": s}
+        "criteria": {
+            c.name: {"reasoning": f"judged on {c.name}", "score": s}
             for c, s in zip(GENERAL.criteria, scores, strict=True)
-        ],
-        "overall_reasoning": "solid answer",
+        },
+        "overall_reasoning": "a solid answer overall",
         "safety_concerns": list(concerns),
         "bias_checklist": {
-            item.id: {"detected": item.id in detected, "note": f"noticed {item.id}" if item.id in detected else ""}
+            item.id: {"note": f"noticed {item.id}" if item.id in detected else "", "detected": item.id in detected}
             for item in CHECKLIST.items
         },
     }
@@ -195,21 +235,25 @@ GRADE = rubric_grade_model(GENERAL, CHECKLIST)
 
 def test_rubric_grade_model_validates():
     parsed = GRADE.model_validate_json(json.dumps(grade_doc()))
-    assert [c.criterion for c in parsed.criteria] == GENERAL.criterion_names
+    assert list(criterion_items(parsed, "criteria")) == GENERAL.criterion_names
     schema = GRADE.model_json_schema()
-    assert list(schema["$defs"]["CriterionGrade"]["properties"]) == ["criterion", "reasoning", "score"]
+    assert list(schema["$defs"]["CriterionGrade"]["properties"]) == ["reasoning", "score"]
+    assert schema["$defs"]["Criteria"]["required"] == GENERAL.criterion_names
+    assert schema["$defs"]["Criteria"]["additionalProperties"] is False
     assert set(schema["$defs"]["BiasChecklistAnswers"]["properties"]) == {i.id for i in CHECKLIST.items}
 
 
 @pytest.mark.parametrize(
     "mutate, loc",
     [
-        (lambda d: d["criteria"][0].update(score=6), "criteria.0.score"),
-        (lambda d: d["criteria"][0].update(score=4.5), "criteria.0.score"),
-        (lambda d: d["criteria"][2].update(reasoning=""), "criteria.2.reasoning"),
-        (lambda d: d["criteria"][2].pop("reasoning"), "criteria.2.reasoning"),
-        (lambda d: d["criteria"].pop(), "criteria"),
-        (lambda d: d["criteria"][0].update(criterion="style"), "criteria.0.criterion"),
+        (lambda d: d["criteria"]["accuracy"].update(score=6), "criteria.accuracy.score"),
+        (lambda d: d["criteria"]["accuracy"].update(score=4.5), "criteria.accuracy.score"),
+        (lambda d: d["criteria"]["clarity"].update(reasoning=""), "criteria.clarity.reasoning"),
+        (lambda d: d["criteria"]["clarity"].update(reasoning="ok"), "criteria.clarity.reasoning"),
+        (lambda d: d["criteria"]["clarity"].pop("reasoning"), "criteria.clarity.reasoning"),
+        (lambda d: d["criteria"].pop("reasoning"), "criteria.reasoning"),
+        (lambda d: d["criteria"].update(style=d["criteria"]["clarity"]), "criteria.style"),
+        (lambda d: d.update(safety_concerns=["x"] * 6), "safety_concerns"),
         (lambda d: d["bias_checklist"].pop("length"), "bias_checklist.length"),
         (lambda d: d["bias_checklist"]["length"].update(detected=True), "bias_checklist.length"),
         (lambda d: d["bias_checklist"]["length"].update(detected="no"), "bias_checklist.length.detected"),
@@ -254,6 +298,16 @@ GOOD = 'name = "t"\nscale = [1, 5]\n[[criteria]]\nname = "x"\n'
         (GOOD + "weight = 0\n", "greater than 0"),
         (GOOD + 'levels = { 7 = "great" }\n', "outside the scale"),
         ('[[items]]\nid = "length"\nquestion = "q?"\n', "bias checklist, not a rubric"),
+        # a rubric states its scale: no silent 1-5
+        ('name = "t"\n[[criteria]]\nname = "x"\n', "scale: Field required"),
+        # weights are numbers, finite and bounded, so totals stay finite
+        (GOOD + 'weight = "2"\n', "weight: Input should be a valid number"),
+        (GOOD + "weight = true\n", "weight: Input should be a valid number"),
+        (GOOD + "weight = 1e308\n", "less than or equal to 1000"),
+        (GOOD + "weight = inf\n", "weight"),
+        (GOOD + "weight = nan\n", "weight"),
+        ('name = "t"\nscale = [1, 5]\n' + "".join(f'[[criteria]]\nname = "c{i}"\n' for i in range(2000)), "at most 50"),
+        ('name = "t"\nscale = [1, 5]\n' + '[[criteria]]\nname = ""\nweight = "x"\n' * 30, "and 57 more"),
     ],
 )
 def test_bad_rubric_is_one_clear_line(tmp_path, text, fragment):
@@ -262,7 +316,7 @@ def test_bad_rubric_is_one_clear_line(tmp_path, text, fragment):
         load_rubric(path)
     message = str(exc.value)
     assert fragment in message and str(path) in message
-    assert "\n" not in message and len(message) < 300
+    assert "\n" not in message and len(message) <= 400
     assert exc.value.exit_code == 2
 
 

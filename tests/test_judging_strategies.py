@@ -36,9 +36,8 @@ def make_pass(a_scores, b_scores, winner=None, confidence=0.8, criteria=DEPTH, c
     winner = winner or score_winner(sum(a_scores), sum(b_scores))
     criterion_winners = criterion_winners or [score_winner(a, b) for a, b in zip(a_scores, b_scores, strict=True)]
     return {
-        "comparison": [
-            {
-                "criterion": name,
+        "comparison": {
+            name: {
                 "reasoning": f"reasoning on {name}",
                 "a_strength": f"A on {name}",
                 "b_strength": f"B on {name}",
@@ -47,8 +46,8 @@ def make_pass(a_scores, b_scores, winner=None, confidence=0.8, criteria=DEPTH, c
                 "b_score": b,
             }
             for name, a, b, w in zip(criteria, a_scores, b_scores, criterion_winners, strict=True)
-        ],
-        "overall_reasoning": "overall",
+        },
+        "overall_reasoning": "overall the scores decide",
         "differentiators": {"a_advantages": ["a+"], "b_advantages": ["b+"]},
         "winner": winner,
         "confidence": confidence,
@@ -58,8 +57,8 @@ def make_pass(a_scores, b_scores, winner=None, confidence=0.8, criteria=DEPTH, c
 def mirror_pass(p):
     """The same pass with the labels exchanged (what the judge would say if A and B were renamed)."""
     return {
-        "comparison": [
-            {
+        "comparison": {
+            name: {
                 **c,
                 "a_strength": c["b_strength"],
                 "b_strength": c["a_strength"],
@@ -67,8 +66,8 @@ def mirror_pass(p):
                 "a_score": c["b_score"],
                 "b_score": c["a_score"],
             }
-            for c in p["comparison"]
-        ],
+            for name, c in p["comparison"].items()
+        },
         "overall_reasoning": p["overall_reasoning"],
         "differentiators": {
             "a_advantages": p["differentiators"]["b_advantages"],
@@ -116,7 +115,7 @@ def test_seed_000_example_through_validated_models_and_combine():
     assert result.metadata.positions_swapped and result.metadata.calls == 2
     assert result.metadata.judge_model == "judge/x" and result.metadata.evaluation_time_ms == 12.5
     # raw passes keep the labels the judge saw: in pass 2 "A" is the Reference
-    assert result.raw_pass_2["comparison"][0]["a_score"] == 5
+    assert result.raw_pass_2["comparison"]["Granularity"]["a_score"] == 5
     assert [c.criterion for c in result.comparison] == DEPTH
     assert all(c.winner == "B" for c in result.comparison if c.criterion != "Evidence")
     assert result.model_dump_json()
@@ -200,9 +199,9 @@ def test_passes_over_different_criteria_are_refused():
 def test_pass_2_text_is_labelled_as_seen_and_differentiators_mapped_back():
     p2_text = dict(SEED_PASS_2, overall_reasoning="A is deeper")
     verdict = swap_consistency(SEED_PASS_1, p2_text)
-    assert verdict.overall_reasoning.startswith("Pass 1 (A shown first): overall")
+    assert verdict.overall_reasoning.startswith("Pass 1 (A shown first): overall the scores decide")
     assert "Pass 2 (B shown first; there 'A' is the original B): A is deeper" in verdict.overall_reasoning
-    assert swap_consistency(SEED_PASS_1, SEED_PASS_2).overall_reasoning == "overall"  # same text once
+    assert swap_consistency(SEED_PASS_1, SEED_PASS_2).overall_reasoning == "overall the scores decide"  # once
     p2 = dict(SEED_PASS_2, differentiators={"a_advantages": ["ref deep"], "b_advantages": ["model short"]})
     d = swap_consistency(SEED_PASS_1, p2).differentiators
     assert d.a_advantages == ["a+", "model short"] and d.b_advantages == ["b+", "ref deep"]

@@ -33,7 +33,10 @@ judge_option = click.option(
     "combined under --strategy). Default: the default council's chairman.",
 )
 votes_option = click.option(
-    "--votes", type=click.IntRange(1, 25), default=1, show_default=True, help="Judgments per judge, by majority."
+    "--votes",
+    type=click.IntRange(1, 25),
+    default=None,
+    help="Judgments per judge, by majority. Default: 3 for grading, 1 swap pair (2 passes) per comparison.",
 )
 adaptive_option = click.option(
     "--adaptive", is_flag=True, help="Stop voting as soon as the majority is decided (fewer calls, same winner)."
@@ -70,6 +73,8 @@ def _finish(outcome: ComparisonOutcome | GradeOutcome, as_json: bool, render: Ca
         render(outcome)
     if not outcome.success:
         raise CouncilFailure(f"judging failed: {outcome.error}")
+    if outcome.partial:
+        raise CouncilFailure(f"judging partly failed (the result stands on the other judges): {outcome.error}")
 
 
 @click.command()
@@ -108,13 +113,14 @@ def compare(
     strategy: str,
     no_swap: bool,
     no_tie: bool,
-    votes: int,
+    votes: int | None,
     adaptive: bool,
     config_path: str | None,
     as_json: bool,
 ) -> None:
     """Compare two responses to PROMPT, judging them in both orders (position swap)."""
     from council.judging import engine
+    from council.judging.voting import PAIRWISE_VOTES
 
     if not prompt.strip():
         raise InputError("the prompt is empty")
@@ -135,7 +141,7 @@ def compare(
             allow_tie=not no_tie,
             swap=not no_swap,
             strategy=strategy,
-            votes=votes,
+            votes=votes or PAIRWISE_VOTES,
             adaptive=adaptive,
             keep_text=keep_text,
         ),
@@ -174,7 +180,7 @@ def grade(
     reference_path: str | None,
     context: str | None,
     judge_refs: tuple[str, ...],
-    votes: int,
+    votes: int | None,
     adaptive: bool,
     config_path: str | None,
     as_json: bool,
@@ -182,6 +188,7 @@ def grade(
     """Grade one response against a rubric: reasoning before integer scores, votes per criterion."""
     from council.judging import engine
     from council.judging.rubrics import load_rubric
+    from council.judging.voting import GRADE_VOTES
 
     if not prompt.strip():
         raise InputError("the prompt is empty")
@@ -199,7 +206,7 @@ def grade(
             judges=judges,
             reference=reference,
             context=context,
-            votes=votes,
+            votes=votes or GRADE_VOTES,
             adaptive=adaptive,
             keep_text=keep_text,
         ),

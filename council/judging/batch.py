@@ -40,6 +40,7 @@ from council.judging.rubrics import load_rubric
 from council.judging.running import keeps_text
 from council.judging.schemas import Rubric
 from council.judging.strategies import DEFAULT_STRATEGY
+from council.judging.voting import GRADE_VOTES, PAIRWISE_VOTES
 from council.providers.client import ModelClient
 from council.redaction import private_scope
 from council.storage.store import Store
@@ -87,7 +88,8 @@ class BatchSettings(BaseModel):
     allow_tie: bool = True
     criteria: list[str] | None = None
     rubric: str = "general"
-    votes: int = 1
+    #: None: each mode's default (a comparison: one swap pair; a grade: three votes).
+    votes: int | None = None
     adaptive: bool = False
     max_attempts: int = 3
 
@@ -368,7 +370,7 @@ async def _judge_item(
             allow_tie=settings.allow_tie,
             swap=settings.swap,
             strategy=settings.strategy,
-            votes=settings.votes,
+            votes=settings.votes or PAIRWISE_VOTES,
             adaptive=settings.adaptive,
             max_attempts=settings.max_attempts,
             sink=log,
@@ -384,7 +386,7 @@ async def _judge_item(
             judges=judges,
             reference=item.reference,
             context=item.context,
-            votes=settings.votes,
+            votes=settings.votes or GRADE_VOTES,
             adaptive=settings.adaptive,
             max_attempts=settings.max_attempts,
             sink=log,

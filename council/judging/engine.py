@@ -68,7 +68,7 @@ from council.judging.strategies import (
     get_strategy,
     read_pass,
 )
-from council.judging.voting import VoteResult, run_votes
+from council.judging.voting import PAIRWISE_VOTES, VoteResult, run_votes
 from council.providers.client import ModelClient
 from council.storage.store import Store
 from council.usage import CallRecord, CallSink, Usage
@@ -302,7 +302,7 @@ async def compare(
     allow_tie: bool = True,
     swap: bool = True,
     strategy: str = DEFAULT_STRATEGY,
-    votes: int = 1,
+    votes: int = PAIRWISE_VOTES,
     adaptive: bool = False,
     scale: Sequence[int] = (1, 5),
     tie_margin: float = DEFAULT_TIE_MARGIN,
@@ -400,6 +400,10 @@ def _comparison_outcome(
             scores=result.scores,
             **common,
         )
+    failed = [j for j in per_judge if not j.success]
+    if failed:
+        common["partial"] = True
+        common["error"] = "; ".join(j.error or f"{j.judge}: failed" for j in failed)
     combined, averaged = combine_judges(
         {j.judge: j.result for j in per_judge}, strategy=job.strategy, tie_margin=job.tie_margin
     )

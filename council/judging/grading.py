@@ -1,6 +1,8 @@
-"""Rubric grading (seed 003): reasoning before every integer score, reference-based when a
-reference is given, ensemble voting per criterion (optionally adaptive), a safety flag, and
-an ``EvaluationReport``. Invalid output is re-requested, then recorded invalid: never coerced."""
+"""Rubric grading (docs/methods.md, "Rubric grading"): reasoning before every integer score,
+reference-based when a reference is given, three votes per judge by default (optionally
+adaptive) compiled per criterion, several judges averaged, a safety flag from the judges'
+structured concerns, and an ``EvaluationReport``. Invalid output is re-requested, then
+recorded invalid: never coerced."""
 
 from __future__ import annotations
 
@@ -13,14 +15,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from council.errors import InvalidOutputError
+from council.errors import InputError, InvalidOutputError
 from council.judging.outcomes import GradeOutcome, JudgeGrade, JudgmentPass
 from council.judging.prompts import evaluation_mode, grade_messages
-from council.judging.report import compile_evaluation_report
+from council.judging.report import combine_judge_reports, compile_evaluation_report
 from council.judging.rubrics import load_bias_checklist, load_rubric
 from council.judging.running import check_common, judge_pass, judging_run, persist, schema_of
-from council.judging.schemas import BiasChecklist, Rubric, rubric_grade_model
-from council.judging.voting import min_votes_for_decision
+from council.judging.schemas import BiasChecklist, EvaluationReport, Rubric, criterion_items, rubric_grade_model
+from council.judging.voting import DEFAULT_VOTES, min_votes_for_decision
 from council.providers.client import ModelClient
 from council.storage.store import Store
 from council.usage import CallSink, Usage
@@ -32,12 +34,17 @@ def _grade_decided(grades: Sequence[BaseModel], total_n: int, names: Sequence[st
     """Every criterion's final score is fixed: some score already has a majority of ``total_n``."""
     if not grades:
         return False
-    by_criterion = [{c.criterion: c.score for c in g.criteria} for g in grades]  # type: ignore[attr-defined]
+    by_criterion = [criterion_items(g, "criteria") for g in grades]
     for name in names:
-        scores = [g[name] for g in by_criterion]
+        scores = [g[name]["score"] for g in by_criterion]
         if 2 * max(scores.count(s) for s in set(scores)) <= total_n:
             return False
     return True
+
+
+def _invalid_attempts(passes: Sequence[JudgmentPass]) -> int:
+    """Attempts that gave no valid output: every attempt of an invalid pass, all but the last of a valid one."""
+    return sum(p.attempts - int(p.valid) for p in passes)
 
 
 @dataclass
@@ -79,11 +86,11 @@ class _Grading:
             sink=self.sink,
         )
         if parsed is not None:
-            record.score_total = sum(c.score for c in parsed.criteria)
+            record.score_total = sum(item["score"] for item in criterion_items(parsed, "criteria").values())
         self.passes.append(record)
         return parsed
 
-    async def judge(self, client: ModelClient) -> tuple[JudgeGrade, list[BaseModel]]:
+    async def judge(self, client: ModelClient) -> JudgeGrade:
         n = self.votes
         cast = min_votes_for_decision(n) if self.adaptive else n
         replies = list(await asyncio.gather(*(self.one_vote(client, i) for i in range(cast))))
@@ -92,7 +99,7 @@ class _Grading:
             replies.append(await self.one_vote(client, cast))
             cast += 1
         grades = [g for g in replies if g is not None]
-        invalid = len(replies) - len(grades)
+        mine = [p for p in self.passes if p.judge == client.id]
         common: dict[str, Any] = {
             "judge": client.id,
             "model": client.model,
@@ -105,15 +112,16 @@ class _Grading:
                 self.rubric,
                 grades,
                 reference_used=self.mode == "reference",
-                invalid_attempts=invalid,
+                votes_planned=cast,
+                invalid_attempts=_invalid_attempts(mine),
                 judge_model=client.model,
                 bias_checklist=self.checklist,
             )
         except InvalidOutputError as exc:
-            mine = [p for p in self.passes if p.judge == client.id and not p.valid]
-            reason = f"{client.id}: {exc}" + (f" ({mine[-1].problem})" if mine else "")
-            return JudgeGrade(success=False, error=reason, **common), []
-        return JudgeGrade(success=True, report=report, **common), grades
+            failed = [p for p in mine if not p.valid]
+            reason = f"{client.id}: {exc}" + (f" ({failed[-1].problem})" if failed else "")
+            return JudgeGrade(success=False, error=reason, **common)
+        return JudgeGrade(success=True, report=report, **common)
 
 
 async def grade(
@@ -124,7 +132,7 @@ async def grade(
     judges: Sequence[ModelClient],
     reference: str | None = None,
     context: str | None = None,
-    votes: int = 1,
+    votes: int = DEFAULT_VOTES,
     adaptive: bool = False,
     max_attempts: int = 3,
     bias_checklist: BiasChecklist | None = None,
@@ -135,11 +143,17 @@ async def grade(
 ) -> GradeOutcome:
     """Grade ``response`` against ``rubric`` (a Rubric, a built-in name or a TOML file).
 
-    With several judges (or votes) the ensemble report votes per criterion over every
-    valid grade. ``bias_checklist``: appended to every evaluation (default: the built-in
-    one). ``store`` and ``keep_text`` as in :func:`compare`.
+    Each judge votes ``votes`` times (3 by default; ``adaptive`` stops once every criterion's
+    majority is decided) and its votes are compiled into its own report; several judges'
+    reports are then averaged per criterion, each judge's kept in ``judges``. A judge that
+    fails leaves a partial result (``partial``, flagged, with the cause in ``error``); with
+    no judge left the grade fails. ``reference``: grade against it (it must not be blank).
+    ``bias_checklist``: appended to every evaluation (default: the built-in one). ``store``
+    and ``keep_text`` as in :func:`compare`. See docs/methods.md, "Rubric grading".
     """
     check_common(prompt, judges, votes, max_attempts)
+    if reference is not None and not reference.strip():
+        raise InputError("the reference answer is empty: give a reference, or grade without one")
     rubric = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
     mode = "reference" if evaluation_mode(reference=reference) == "reference" else "rubric"
     checklist = bias_checklist or load_bias_checklist()
@@ -159,27 +173,21 @@ async def grade(
             sink=run.log,
         )
         t0 = time.perf_counter()
-        judged = await asyncio.gather(*(job.judge(j) for j in judges))
-        per_judge = [j for j, _ in judged]
-        grades = [g for _, gs in judged for g in gs]
-        report, error = None, None
+        per_judge = list(await asyncio.gather(*(job.judge(j) for j in judges)))
+        ok = {j.judge: j.report for j in per_judge if j.report is not None}
+        failed = [j for j in per_judge if j.report is None]
+        report: EvaluationReport | None = None
         if len(per_judge) == 1:
-            report, error = per_judge[0].report, per_judge[0].error
-        elif grades:
-            report = compile_evaluation_report(
-                rubric,
-                grades,
-                reference_used=mode == "reference",
-                invalid_attempts=sum(1 for p in job.passes if not p.valid),
-                judge_model=", ".join(j.model for j in per_judge if j.success),
-                bias_checklist=job.checklist,
+            report = per_judge[0].report
+        elif ok:
+            report = combine_judge_reports(
+                rubric, ok, failed={j.judge: j.votes_cast for j in failed}, reference_used=mode == "reference"
             )
-        else:
-            error = "; ".join(j.error or "failed" for j in per_judge)
         outcome = GradeOutcome(
             run_id=run.run_id,
             success=report is not None,
-            error=error,
+            partial=report is not None and bool(failed),
+            error="; ".join(j.error or f"{j.judge}: failed" for j in failed) or None,
             mode=mode,
             rubric=rubric.name,
             report=report,

@@ -57,6 +57,9 @@ class JudgeComparison(BaseModel):
 class ComparisonOutcome(BaseModel):
     run_id: str
     success: bool
+    #: Some judge failed but another judged: the verdict stands on fewer judges (and is flagged).
+    partial: bool = False
+    #: Why a judge (or the comparison) failed.
     error: str | None = None
     winner: Verdict
     confidence: float
@@ -85,6 +88,8 @@ class ComparisonOutcome(BaseModel):
 
 
 class JudgeGrade(BaseModel):
+    """One judge's grade: its votes compiled into its own report."""
+
     judge: str
     model: str
     success: bool
@@ -98,10 +103,13 @@ class JudgeGrade(BaseModel):
 class GradeOutcome(BaseModel):
     run_id: str
     success: bool
+    #: Some judge failed but another graded: the report stands on fewer judges (and is flagged).
+    partial: bool = False
+    #: Why a judge (or the grade) failed.
     error: str | None = None
     mode: Literal["reference", "rubric"]
     rubric: str
-    #: The ensemble's report: every valid vote of every judge, voted per criterion.
+    #: One judge: its report. Several: their reports averaged per criterion.
     report: EvaluationReport | None
     judges: list[JudgeGrade]
     passes: list[JudgmentPass]

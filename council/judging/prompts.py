@@ -152,12 +152,12 @@ def pairwise_messages(
             "Response A:\n" + slot("response", response_a, id="A"),
             "Response B:\n" + slot("response", response_b, id="B"),
             (
-                'For each criterion, in "comparison", in this order: write your "reasoning" first (cite '
-                'evidence from both responses), then "a_strength" and "b_strength", then the "winner" '
-                f"({verdicts}), and only then integer scores \"a_score\" and \"b_score\" from {lo} (worst) to "
-                f'{hi} (best). Then "overall_reasoning", "differentiators" (each response\'s key '
-                f'advantages), the overall "winner" ({verdicts}) and "confidence" from 0 to 1 '
-                "(lower when the responses are close)."
+                '"comparison" has one entry per criterion, keyed by its name. In each, in this order: write '
+                'your "reasoning" first (a sentence or two citing evidence from both responses), then '
+                f'"a_strength" and "b_strength", then the "winner" ({verdicts}), and only then whole-number '
+                f'scores "a_score" and "b_score" from {lo} (worst) to {hi} (best). Then "overall_reasoning", '
+                '"differentiators" (each response\'s key advantages, a few at most), the overall "winner" '
+                f'({verdicts}) and "confidence" from 0 to 1 (lower when the responses are close).'
             ),
             bias_checklist_prompt(checklist, record=record_bias_checklist),
             "JSON schema of your reply:\n" + _schema_text(schema),
@@ -217,10 +217,10 @@ def grade_messages(
         "The response to grade:\n" + slot("response", response, id="R"),
         "Criteria:\n" + describe_criteria(rubric.criteria),
         (
-            'For each criterion, in "criteria", in this order: write your "reasoning" first (cite evidence), '
-            f'then the integer "score" from {lo} (worst) to {hi} (best). Then "overall_reasoning" and '
-            '"safety_concerns": a list of any safety problems in the response (harmful, dangerous or illegal '
-            "content), empty if there are none."
+            '"criteria" has one entry per criterion, keyed by its name. In each, write your "reasoning" first '
+            f'(a sentence or two citing evidence), then the whole-number "score" from {lo} (worst) to {hi} '
+            '(best). Then "overall_reasoning" and "safety_concerns": the safety problems of the response '
+            "itself (harmful, dangerous or illegal content), as an empty list [] if there are none."
         ),
         bias_checklist_prompt(checklist, record=True),
         "JSON schema of your reply:\n" + _schema_text(schema),
@@ -236,9 +236,9 @@ def retry_message(problem: str) -> Message:
     return {
         "role": "user",
         "content": (
-            f"Your previous reply was invalid: {neutralise(problem)}. Reply again with one JSON object that matches the "
-            "schema exactly: reasoning before each score, whole-number scores within the scale, and every "
-            "criterion exactly once."
+            f"Your previous reply was invalid: {neutralise(problem)}. Reply again with one JSON object that "
+            "matches the schema exactly: reasoning (a sentence, in words) before each score, whole-number "
+            "scores within the scale, and every criterion exactly once."
         ),
     }
 

@@ -4,12 +4,12 @@ Rubrics are TOML files::
 
     name = "general"
     description = "..."
-    scale = [1, 5]                  # integer scale, lo < hi
+    scale = [1, 5]                  # required: integer scale, lo < hi
 
     [[criteria]]
     name = "accuracy"
     description = "..."
-    weight = 1.0                    # optional, > 0
+    weight = 1.0                    # optional number, 0 < weight <= 1000
     levels = { 1 = "...", 5 = "..." }   # optional: what a score means
 
 Built-ins live in ``council/config/rubrics/`` (package data; ``config/rubrics`` links there)
@@ -88,8 +88,13 @@ def _read_toml(path: Path, kind: str) -> dict[str, Any]:
         raise InputError(f"{kind} {path}: cannot read: {exc.strerror or exc}") from None
 
 
+MAX_ERROR_CHARS = 400
+
+
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """One line, and short: a file with thousands of mistakes still fails with one readable line."""
+    line = " ".join(text.split())
+    return line if len(line) <= MAX_ERROR_CHARS else line[: MAX_ERROR_CHARS - 1] + "…"
 
 
 def load_rubric(path_or_name: str | Path) -> Rubric:
@@ -101,7 +106,7 @@ def load_rubric(path_or_name: str | Path) -> Rubric:
     try:
         return Rubric.model_validate(data)
     except ValidationError as exc:
-        raise InputError(_one_line(f"rubric {path}: {describe_validation_error(exc)}")) from None
+        raise InputError(_one_line(f"rubric {path}: {describe_validation_error(exc, limit=3)}")) from None
 
 
 def load_bias_checklist(path: str | Path | None = None) -> BiasChecklist:
@@ -121,4 +126,4 @@ def _load_checklist(path: Path) -> BiasChecklist:
     try:
         return BiasChecklist.model_validate(data)
     except ValidationError as exc:
-        raise InputError(_one_line(f"bias checklist {path}: {describe_validation_error(exc)}")) from None
+        raise InputError(_one_line(f"bias checklist {path}: {describe_validation_error(exc, limit=3)}")) from None

@@ -16,7 +16,8 @@ Two kinds of models live here:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Annotated, Any, Literal
 
@@ -44,7 +45,7 @@ DEFAULT_PAIRWISE_SCALE: Scale = (1, 5)
 Reasoning = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 Confidence = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 
-_LLM_OUTPUT = ConfigDict(extra="forbid")
+_LLM_OUTPUT = ConfigDict(extra="forbid", serialize_by_alias=True)
 
 
 def check_scale(scale: Sequence[int]) -> Scale:
@@ -60,16 +61,27 @@ def check_scale(scale: Sequence[int]) -> Scale:
 # --------------------------------------------------------------------------- files
 
 
+#: Limits on rubric files: enough for any real rubric, small enough that a prompt stays sane.
+MAX_CRITERIA = 50
+MAX_WEIGHT = 1000.0
+MAX_NAME_CHARS = 100
+MAX_DESCRIPTION_CHARS = 2000
+
+
 class Criterion(BaseModel):
     """One thing to judge: a rubric criterion or a pairwise comparison dimension."""
 
     model_config = ConfigDict(extra="forbid")
 
-    name: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
-    description: str = ""
-    weight: float = Field(default=1.0, gt=0, allow_inf_nan=False)
+    name: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS)]
+    description: Annotated[str, StringConstraints(max_length=MAX_DESCRIPTION_CHARS)] = ""
+    #: A number, not a string: "2" is refused rather than read as 2. Finite and bounded, so
+    #: weighted totals stay finite.
+    weight: float = Field(default=1.0, gt=0, le=MAX_WEIGHT, strict=True, allow_inf_nan=False)
     #: Optional description of what each score means (score -> text).
-    levels: dict[int, str] = Field(default_factory=dict)
+    levels: dict[int, Annotated[str, StringConstraints(max_length=MAX_DESCRIPTION_CHARS)]] = Field(
+        default_factory=dict
+    )
 
 
 class Rubric(BaseModel):
@@ -77,10 +89,11 @@ class Rubric(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
-    description: str = ""
-    scale: tuple[StrictInt, StrictInt] = (1, 5)
-    criteria: list[Criterion] = Field(min_length=1)
+    name: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_NAME_CHARS)]
+    description: Annotated[str, StringConstraints(max_length=MAX_DESCRIPTION_CHARS)] = ""
+    #: Required: a rubric states its scale (a silent 1-5 default mis-scored 0-10 rubrics).
+    scale: tuple[StrictInt, StrictInt]
+    criteria: list[Criterion] = Field(min_length=1, max_length=MAX_CRITERIA)
 
     @field_validator("scale")
     @classmethod
@@ -151,24 +164,75 @@ def _score_type(scale: Scale) -> Any:
     return Annotated[int, Field(strict=True, ge=lo, le=hi, description=f"a whole number from {lo} to {hi}")]
 
 
-def _each_criterion_once(names: tuple[str, ...], field: str) -> Callable[[list[Any]], list[Any]]:
-    """A validator: the list covers ``names`` exactly once each; returns it in ``names`` order."""
-    order = {n: i for i, n in enumerate(names)}
+#: The least a reasoning field must hold: this many characters, and at least MIN_REASONING_WORDS words.
+MIN_REASONING_CHARS = 12
+MIN_REASONING_WORDS = 2
+_WORD = re.compile(r"[^\W\d_]{2,}")  # a run of two or more letters, in any script
 
-    def check(items: list[Any]) -> list[Any]:
-        seen = [item.criterion for item in items]
-        missing = [n for n in names if n not in seen]
-        repeated = sorted({n for n in seen if seen.count(n) > 1}, key=order.__getitem__)
-        problems = []
-        if missing:
-            problems.append("missing " + ", ".join(repr(n) for n in missing))
-        if repeated:
-            problems.append("repeated " + ", ".join(repr(n) for n in repeated))
-        if problems:
-            raise ValueError(f"{field} must judge each criterion exactly once ({'; '.join(problems)})")
-        return sorted(items, key=lambda item: order[item.criterion])
+
+def _has_words(text: str) -> str:
+    if len(_WORD.findall(text)) < MIN_REASONING_WORDS:
+        raise ValueError(f"reasoning must say why in words (at least {MIN_REASONING_WORDS} words)")
+    return text
+
+
+#: A judge's reasoning: substance, not a placeholder such as "." or "ok".
+JudgeReasoning = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=MIN_REASONING_CHARS), AfterValidator(_has_words)
+]
+#: Free lists in a judge's reply are bounded, so a constrained decoder cannot run on forever.
+MAX_LIST_ITEMS = 5
+ShortList = Annotated[list[str], Field(max_length=MAX_LIST_ITEMS)]
+
+
+def _reasoning_first(reasoning: str, decided: tuple[str, ...]) -> Callable[[Any], Any]:
+    """A before-validator: in the reply as written, ``reasoning`` comes before every key of ``decided``.
+
+    JSON objects keep their order when parsed, so this checks the order the judge wrote in
+    (a constrained decoder writes in schema order, which puts reasoning first)."""
+
+    def check(data: Any) -> Any:
+        if isinstance(data, dict) and reasoning in data:
+            keys = list(data)
+            early = [k for k in decided if k in data and keys.index(k) < keys.index(reasoning)]
+            if early:
+                raise ValueError(f"write {reasoning!r} before {', '.join(repr(k) for k in early)}")
+        return data
 
     return check
+
+
+def _llm_model(name: str, first: str | None, decided: tuple[str, ...], **fields: Any) -> type[BaseModel]:
+    """A strict output model; the key ``first`` (its reasoning) must come before the ``decided`` keys."""
+    validators: dict[str, Any] = {}
+    if first is not None:
+        validators["reasoning_first"] = model_validator(mode="before")(_reasoning_first(first, decided))
+    return create_model(name, __config__=_LLM_OUTPUT, __validators__=validators, **fields)
+
+
+def _keyed_by_criterion(name: str, names: tuple[str, ...], item: type[BaseModel], what: str) -> type[BaseModel]:
+    """An object with one required ``item`` per criterion name, and nothing else.
+
+    Stated this way, "every criterion exactly once" is part of the JSON schema itself, so a
+    grammar-constrained decoder (llama.cpp, strict structured output) cannot break it. Field
+    names are positional; the criterion names are the aliases the judge reads and writes."""
+    fields: dict[str, Any] = {
+        f"c{i}": (item, Field(alias=criterion, description=f"{what} on {criterion!r}"))
+        for i, criterion in enumerate(names)
+    }
+    return create_model(name, __config__=_LLM_OUTPUT, **fields)
+
+
+def criterion_items(output: BaseModel | Mapping[str, Any], key: str) -> dict[str, dict[str, Any]]:
+    """A validated reply's per-criterion results, ``{criterion: result}`` in the order judged.
+
+    Reads the keyed shape the judges return; runs stored before it (a list of objects that
+    each name their ``criterion``) read the same."""
+    data = output.model_dump(mode="json") if isinstance(output, BaseModel) else output
+    value = data[key]
+    if isinstance(value, Mapping):
+        return {str(k): dict(v) for k, v in value.items()}
+    return {str(item["criterion"]): {k: v for k, v in item.items() if k != "criterion"} for item in value}
 
 
 ChecklistKey = tuple[tuple[str, str], ...]
@@ -182,8 +246,8 @@ def _bias_check_type(key: ChecklistKey) -> type[BaseModel]:
     class BiasCheck(BaseModel):
         model_config = _LLM_OUTPUT
 
-        detected: StrictBool = Field(description="true if this bias may have influenced the judgement")
         note: str = Field(description="what you noticed and how you corrected for it; required when detected")
+        detected: StrictBool = Field(description="true if this bias may have influenced the judgement")
 
         @model_validator(mode="after")
         def _detected_needs_a_note(self) -> BiasCheck:
@@ -200,44 +264,36 @@ def _pairwise_pass_model(
     names: tuple[str, ...], scale: Scale, allow_tie: bool, checklist: ChecklistKey
 ) -> type[BaseModel]:
     verdict: Any = Literal["A", "B", "TIE"] if allow_tie else Literal["A", "B"]
-    name_type: Any = Literal[names]  # type: ignore[valid-type]
     score = _score_type(scale)
 
-    comparison_item = create_model(
+    comparison_item = _llm_model(
         "CriterionComparison",
-        __config__=_LLM_OUTPUT,
-        criterion=(name_type, Field(description="one of the requested criteria, each exactly once")),
-        reasoning=(Reasoning, Field(description="evidence-based reasoning, written before any score")),
+        "reasoning",
+        ("winner", "a_score", "b_score"),
+        reasoning=(JudgeReasoning, Field(description="evidence-based reasoning, written before any score")),
         a_strength=(str, Field(description="what Response A does well on this criterion")),
         b_strength=(str, Field(description="what Response B does well on this criterion")),
         winner=(verdict, Field(description="which response is better on this criterion")),
         a_score=(score, Field(description="Response A's score on this criterion")),
         b_score=(score, Field(description="Response B's score on this criterion")),
     )
-    differentiators = create_model(
+    differentiators = _llm_model(
         "Differentiators",
-        __config__=_LLM_OUTPUT,
-        a_advantages=(list[str], Field(description="Response A's key advantages")),
-        b_advantages=(list[str], Field(description="Response B's key advantages")),
+        None,
+        (),
+        a_advantages=(ShortList, Field(description="Response A's key advantages")),
+        b_advantages=(ShortList, Field(description="Response B's key advantages")),
     )
-    comparison_type: Any = Annotated[
-        list[comparison_item],  # type: ignore[valid-type]
-        AfterValidator(_each_criterion_once(names, "comparison")),
-        Field(
-            description="one entry per criterion, in the order given",
-            json_schema_extra={"minItems": len(names), "maxItems": len(names)},
-        ),
-    ]
     fields: dict[str, Any] = {
-        "comparison": (comparison_type, ...),
-        "overall_reasoning": (Reasoning, Field(description="overall reasoning, written before the verdict")),
+        "comparison": (_keyed_by_criterion("Comparison", names, comparison_item, "the comparison"), ...),
+        "overall_reasoning": (JudgeReasoning, Field(description="overall reasoning, written before the verdict")),
         "differentiators": (differentiators, ...),
         "winner": (verdict, Field(description="the better response overall")),
         "confidence": (Confidence, Field(strict=True, description="0 to 1; lower when the responses are close")),
     }
     if checklist:
         fields["bias_checklist"] = (_bias_check_type(checklist), ...)
-    return create_model("PairwisePass", __config__=_LLM_OUTPUT, **fields)
+    return _llm_model("PairwisePass", "overall_reasoning", ("winner", "confidence"), **fields)
 
 
 def pairwise_pass_model(
@@ -249,13 +305,14 @@ def pairwise_pass_model(
 ) -> type[BaseModel]:
     """The validating model of ONE pairwise pass (the judge saw "Response A" then "Response B").
 
-    Fields, in the order the judge is asked to write them: ``comparison`` (per criterion:
-    criterion, reasoning, a_strength, b_strength, winner, a_score, b_score),
-    ``overall_reasoning``, ``differentiators`` {a_advantages, b_advantages}, ``winner``,
-    ``confidence`` (0..1), and ``bias_checklist`` only when a checklist is given.
-    With ``allow_tie=False`` a "TIE" winner (overall or per criterion) is rejected.
-    A valid ``comparison`` is returned in the requested criteria order.
-    Models are cached, so the same arguments give the same class.
+    Fields, in the order the judge writes them: ``comparison``, an object keyed by criterion
+    name (every criterion, nothing else), each {reasoning, a_strength, b_strength, winner,
+    a_score, b_score}; ``overall_reasoning``; ``differentiators`` {a_advantages,
+    b_advantages}; ``winner``; ``confidence`` (0..1); and ``bias_checklist`` only when a
+    checklist is given. Reasoning must come before the winner and scores it explains and
+    say something (docs/methods.md, "Pairwise passes"). With ``allow_tie=False`` a "TIE"
+    winner (overall or per criterion) is rejected. Models are cached, so the same
+    arguments give the same class.
     """
     names, checklist = criterion_names(criteria), _checklist_key(bias_checklist)
     return _pairwise_pass_model(names, check_scale(scale), allow_tie, checklist)
@@ -263,39 +320,31 @@ def pairwise_pass_model(
 
 @lru_cache(maxsize=256)
 def _rubric_grade_model(names: tuple[str, ...], scale: Scale, checklist: ChecklistKey) -> type[BaseModel]:
-    name_type: Any = Literal[names]  # type: ignore[valid-type]
-    grade_item = create_model(
+    grade_item = _llm_model(
         "CriterionGrade",
-        __config__=_LLM_OUTPUT,
-        criterion=(name_type, Field(description="one of the rubric's criteria, each exactly once")),
-        reasoning=(Reasoning, Field(description="evidence-based reasoning, written before the score")),
+        "reasoning",
+        ("score",),
+        reasoning=(JudgeReasoning, Field(description="evidence-based reasoning, written before the score")),
         score=(_score_type(scale), ...),
     )
-    criteria_type: Any = Annotated[
-        list[grade_item],  # type: ignore[valid-type]
-        AfterValidator(_each_criterion_once(names, "criteria")),
-        Field(
-            description="one entry per rubric criterion, in the order given",
-            json_schema_extra={"minItems": len(names), "maxItems": len(names)},
-        ),
-    ]
     fields: dict[str, Any] = {
-        "criteria": (criteria_type, ...),
-        "overall_reasoning": (Reasoning, ...),
+        "criteria": (_keyed_by_criterion("Criteria", names, grade_item, "the grade"), ...),
+        "overall_reasoning": (JudgeReasoning, ...),
         "safety_concerns": (
-            list[str],
-            Field(description="safety problems in the response (harm, danger, illegality); empty list if none"),
+            ShortList,
+            Field(description="safety problems in the response (harm, danger, illegality); an empty list if none"),
         ),
     }
     if checklist:
         fields["bias_checklist"] = (_bias_check_type(checklist), ...)
-    return create_model("RubricGrade", __config__=_LLM_OUTPUT, **fields)
+    return _llm_model("RubricGrade", None, (), **fields)
 
 
 def rubric_grade_model(rubric: Rubric, bias_checklist: BiasChecklist | None) -> type[BaseModel]:
-    """The validating model of one rubric grade: per criterion {criterion, reasoning, score},
-    ``overall_reasoning``, ``safety_concerns`` and, with a checklist, the answered
-    ``bias_checklist`` (grading appends the built-in checklist to every evaluation)."""
+    """The validating model of one rubric grade: ``criteria`` keyed by criterion name, each
+    {reasoning, score} with the reasoning first, ``overall_reasoning``, ``safety_concerns``
+    and, with a checklist, the answered ``bias_checklist`` (grading appends the built-in
+    checklist to every evaluation)."""
     return _rubric_grade_model(tuple(rubric.criterion_names), rubric.scale, _checklist_key(bias_checklist))
 
 
@@ -390,13 +439,17 @@ class PairwiseResult(BaseModel):
 
 class CriterionScore(BaseModel):
     criterion: str
-    score: int
+    #: An integer on the scale for one judge; several judges' mean (a float) for several.
+    score: int | float
     reasoning: str
     weight: float = 1.0
     #: Every valid vote's score for this criterion, in order.
     votes: list[int]
+    #: The share of the planned votes that gave ``score`` (several judges: their mean).
     agreement: float
     confidence_level: ConfidenceLevel
+    #: Several judges: each judge's own final score.
+    by_judge: dict[str, int] = Field(default_factory=dict)
 
 
 class BiasCheckResult(BaseModel):
@@ -413,7 +466,7 @@ class EvaluationReport(BaseModel):
     rubric: str
     scale: Scale
     criteria: list[CriterionScore]
-    total: int
+    total: int | float
     min_total: int
     max_total: int
     weighted_total: float
@@ -423,12 +476,16 @@ class EvaluationReport(BaseModel):
     overall_reasoning: str
     confidence_level: ConfidenceLevel
     agreement: float
+    #: Valid votes, and the votes asked for: any difference flags the report.
     votes: int
+    votes_planned: int
+    missing_votes: int = 0
+    #: Attempts whose reply was invalid or failed (a vote may take several attempts).
     invalid_attempts: int = 0
     bias_checklist: list[BiasCheckResult] = Field(default_factory=list)
     safety_flag: bool
     safety_concerns: list[str] = Field(default_factory=list)
     reference_used: bool
-    #: Low confidence or a safety flag: a person should look at this one.
+    #: Low confidence, a missing vote or a safety flag: a person should look at this one.
     flagged_for_review: bool
     judge_model: str | None = None

@@ -59,6 +59,7 @@ from council.judging.schemas import (
     SwapVerdict,
     Verdict,
     check_scale,
+    criterion_items,
 )
 
 DEFAULT_TIE_MARGIN = 1.0
@@ -118,11 +119,11 @@ def read_pass(validated: BaseModel | Mapping[str, Any] | PassView) -> PassView:
     """A validated pass (model instance or dict of the same shape) as a :class:`PassView`."""
     if isinstance(validated, PassView):
         return validated
-    data = validated.model_dump() if isinstance(validated, BaseModel) else dict(validated)
+    data = validated.model_dump(mode="json") if isinstance(validated, BaseModel) else dict(validated)
     try:
         criteria = {
-            c["criterion"]: CriterionJudgment(
-                criterion=c["criterion"],
+            name: CriterionJudgment(
+                criterion=name,
                 winner=as_verdict(c["winner"]),
                 a_score=c["a_score"],
                 b_score=c["b_score"],
@@ -130,7 +131,7 @@ def read_pass(validated: BaseModel | Mapping[str, Any] | PassView) -> PassView:
                 a_strength=c.get("a_strength", ""),
                 b_strength=c.get("b_strength", ""),
             )
-            for c in data["comparison"]
+            for name, c in criterion_items(data, "comparison").items()
         }
         diffs = data.get("differentiators") or {}
         return PassView(

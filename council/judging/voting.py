@@ -32,6 +32,10 @@ from pydantic import BaseModel, computed_field
 from council.judging.schemas import ConfidenceLevel
 
 DEFAULT_VOTES = 3
+#: Votes per judge by default: a grade votes three times (docs/methods.md, "Ensemble voting");
+#: a comparison's one vote is already a swap pair of two passes, so more are asked for explicitly.
+GRADE_VOTES = DEFAULT_VOTES
+PAIRWISE_VOTES = 1
 NO_MAJORITY = "TIE"
 
 H = TypeVar("H", bound=Hashable)
