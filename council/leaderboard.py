@@ -5,7 +5,7 @@ A model is its model string, so one model pools across councils and members. The
 come from :mod:`council.storage.comparisons`, the fit and intervals from
 :mod:`council.ratings`; this module joins them and says what the numbers can and cannot
 tell (no data, groups never compared with each other). The method is described in
-docs/methods.md (Leaderboard).
+docs/methods.md, "Leaderboard".
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ Ratings are read on an Elo-style scale: rating = 1000 + 400 · log10(p_i / g), g
 geometric mean of the strengths, so the mean rating is 1000 and a 400-point gap means 10:1
 odds of winning. Intervals: percentile bootstrap over units (sessions, judged items),
 resampled with replacement within each source, refitted each round. The method write-up is
-in docs/methods.md (Leaderboard).
+in docs/methods.md, "Leaderboard".
 """
 
 from __future__ import annotations

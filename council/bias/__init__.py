@@ -1,7 +1,7 @@
 """Bias auditing: per-session indicators, privacy-safe records, the cross-session report.
 
-Diagnostic only — nothing here changes a score. ``stats`` holds the pure formulas
-(seed 004), ``records`` the record schema, query hashing and per-session metadata,
+Diagnostic only — nothing here changes a score (docs/methods.md, "Bias audit"). ``stats``
+holds the pure formulas, ``records`` the record schema, query hashing and per-session metadata,
 ``report`` the SQL cross-session report, ``html`` its self-contained HTML page and
 ``export`` the JSONL/CSV export.
 """

@@ -52,7 +52,7 @@ LENGTH_UNITS: tuple[LengthUnit, ...] = ("words", "chars")
 
 
 def count_words(text: str) -> int:
-    """Words as seed 004 §2 counts them: whitespace-separated tokens (``len(text.split())``)."""
+    """Whitespace-separated tokens, ``len(text.split())`` (docs/methods.md, "Length-score correlation")."""
     return len(text.split())
 
 # Keys that would carry raw text. A key is refused when one of its words is one of
@@ -333,7 +333,7 @@ class SessionBiasMetadata(BaseModel):
 
 
 EXTREME_LENGTH_R = 0.9
-"""Seed 004: a single session can detect only extreme anomalies (|r| > 0.9)."""
+"""A single session can detect only extreme anomalies, |r| > 0.9 (docs/methods.md, "Length-score correlation")."""
 
 
 def _length(rec: BiasRecord, unit: LengthUnit) -> int | None:
@@ -343,13 +343,13 @@ def _length(rec: BiasRecord, unit: LengthUnit) -> int | None:
 def session_bias_metadata(records: Sequence[BiasRecord], length_unit: LengthUnit = "words") -> SessionBiasMetadata:
     """Calibration, length–score correlation, position bias and self-preference for one session.
 
-    The length correlation counts words by default (seed 004 §2); answers whose records
-    carry no length in ``length_unit`` are left out of it."""
+    The length correlation counts words by default; answers whose records carry no length
+    in ``length_unit`` are left out of it (docs/methods.md, "Length-score correlation")."""
     by_reviewer: dict[str, list[BiasRecord]] = defaultdict(list)
     for rec in records:
         by_reviewer[rec.reviewer_id].append(rec)
 
-    # §1: items are (model, position) so two answers by the same model stay distinct.
+    # Calibration: items are (model, position) so two answers by the same model stay distinct.
     calibration_raw = audit_reviewer_calibration(
         {rid: {f"{r.model_id}#{r.position}": r.score_value for r in recs} for rid, recs in by_reviewer.items()}
     )
@@ -364,7 +364,7 @@ def session_bias_metadata(records: Sequence[BiasRecord], length_unit: LengthUnit
         name="one-way ANOVA across reviewers",
     )
 
-    # §2: each model's answer length vs the mean score it received in this session.
+    # Length correlation: each model's answer length vs the mean score it received in this session.
     received: dict[str, list[float]] = defaultdict(list)
     lengths: dict[str, float] = {}
     for rec in records:
@@ -377,7 +377,7 @@ def session_bias_metadata(records: Sequence[BiasRecord], length_unit: LengthUnit
     used = sum(1 for m in avg_scores if m in lengths) if interpretation != "insufficient_data" else 0
     length = LengthCorrelation(r=r, interpretation=interpretation, pairs=used, unit=length_unit)
 
-    # §3: one ordering per reviewer, keyed by recorded display position.
+    # Position bias: one ordering per reviewer, keyed by recorded display position.
     session_data = []
     for recs in by_reviewer.values():
         slots: list[str | None] = [None] * (max(r.position for r in recs) + 1)

@@ -59,7 +59,7 @@ class ReviewerProfile(BaseModel):
     std: float
     z_score: float
     classification: str
-    """Seed 004 §1 (harsh below z = −1, generous above +1), whatever the significance."""
+    """Harsh below z = −1, generous above +1, whatever the significance (docs/methods.md, "Reviewer calibration")."""
     samples: int
     variance: float
     variance_label: str
@@ -74,10 +74,10 @@ class PositionBiasReport(BaseModel):
     means: dict[int, float]
     counts: dict[int, int]
     variance: float
-    """Sample variance of the per-position means (seed 004 §3)."""
+    """Sample variance of the per-position means (docs/methods.md, "Position bias")."""
     threshold: float
     bias_detected: bool
-    """variance > threshold (the seed's 0.5 on a 1–10 scale)."""
+    """variance > threshold (0.5 on a 1–10 scale; docs/methods.md, "Position bias")."""
     orderings: int
     """Reviews (one shuffled display order each)."""
     test: SignificanceTest
@@ -385,7 +385,7 @@ def bias_report(
     calibration_test = one_way_anova(list(reviewer_sums.values()), name="one-way ANOVA across reviewers")
     profiles, median_of_means, std_of_means = _profiles(reviewer_sums, reviewers, scale)
 
-    # §2 length correlation: Pearson per session (≥ 3 models with a length), pooled with Fisher z.
+    # Length correlation: Pearson per session (≥ 3 models with a length), pooled with Fisher z.
     # Only sessions whose r is strictly inside (−1, 1) are pooled; the honesty row counts their answers.
     correlations, pairs, missing, missing_sessions = [], 0, 0, 0
     for answered, _records, n, sx, sy, sxx, syy, sxy in session_rows:
@@ -493,7 +493,8 @@ def _calibration_verdict(profiles: dict[str, ReviewerProfile], test: Significanc
 def _profiles(
     sums: dict[str, GroupSums], reviewers: Sequence[str], scale: tuple[float, float] | None
 ) -> tuple[dict[str, ReviewerProfile], float | None, float | None]:
-    """Seed 004 §1 over each reviewer's scores; the baseline is every reviewer in ``sums``."""
+    """Calibration over each reviewer's scores; the baseline is every reviewer in ``sums``
+    (docs/methods.md, "Reviewer calibration" and "Calibration significance")."""
     means = {r: g.total / g.n for r, g in sums.items()}
     zs = calibration_zscores(means)
     # Each reviewer against all the others (Welch), Holm-adjusted over every reviewer in the baseline.
@@ -558,7 +559,7 @@ def _position_report(
     top_tables: dict[int, list[int]],
     scale: tuple[float, float] | None,
 ) -> PositionBiasReport:
-    """Seed 004 §3 (variance of per-position means) plus ANOVA and the top-position test."""
+    """Variance of per-position means plus ANOVA and the top-position test (docs/methods.md, "Position bias")."""
     means = {p: g.total / g.n for p, g in sums.items()}
     variance = statistics.variance(means.values()) if len(means) > 1 else 0.0
     threshold = position_variance_threshold(scale)
@@ -582,7 +583,7 @@ def _position_report(
 
 
 def position_verdict(report: BiasReport) -> str:
-    """The seed's variance rule in words; only an indicator below the minimum orderings."""
+    """The variance rule in words; only an indicator below the minimum orderings (docs/methods.md, "Position bias")."""
     pb = report.position_bias
     row = next(h for h in report.honesty if h.metric == "position_bias")
     if row.status == "sufficient":

@@ -1,11 +1,12 @@
-"""Bias statistics: pure functions over plain data (seed 004), hand-written.
+"""Bias statistics: pure functions over plain data, hand-written (docs/methods.md, "Bias audit").
 
-The first half follows seed 004 formula for formula (reviewer calibration,
-length–score correlation, position bias, cross-session Fisher-z pooling). The
-second half adds what the cross-session report needs and the seed leaves out:
-significance tests (one-way ANOVA, chi-square goodness of fit, paired t) whose
-p-values come from hand-written regularised incomplete beta and gamma functions,
-the statistical-honesty minimums, and the reviewer-profile labels.
+The first half follows the evaluator-bias write-up formula for formula (reviewer
+calibration, length–score correlation, position bias, cross-session Fisher-z pooling).
+The second half adds what the cross-session report needs and the write-up leaves out
+(docs/methods.md, "Significance tests"): significance tests (one-way ANOVA, chi-square
+goodness of fit, paired and Welch t, Holm's adjustment) whose p-values come from
+hand-written regularised incomplete beta and gamma functions, the statistical-honesty
+minimums, and the reviewer-profile labels.
 
 Every statistic here is computable from a few sums (n, Σx, Σx²...), so the report
 can feed it straight from SQL aggregates. Nothing here ever changes a score: the
@@ -24,21 +25,22 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel
 
 # ---------------------------------------------------------------------------
-# §1 Reviewer calibration
+# Reviewer calibration (docs/methods.md, "Reviewer calibration")
 # ---------------------------------------------------------------------------
 
 
 def classify_z(z_score: float) -> str:
-    """Seed 004 §1: harsh below −1, generous above +1, neutral in between."""
+    """Harsh below −1, generous above +1, neutral in between (docs/methods.md, "Reviewer calibration")."""
     return "harsh" if z_score < -1 else "generous" if z_score > 1 else "neutral"
 
 
 def calibration_zscores(means: Mapping[str, float]) -> dict[str, tuple[float, str]]:
-    """Each reviewer's z-score against the median of all reviewers' means (seed 004 §1).
+    """Each reviewer's z-score against the median of all reviewers' means.
 
     The spread is the sample standard deviation of the means when there are more
-    than two reviewers, else 1 (the seed's guard against a meaningless spread).
+    than two reviewers, else 1 (the write-up's guard against a meaningless spread).
     Returns reviewer → (z rounded to 2 places, classification of the unrounded z).
+    See docs/methods.md, "Reviewer calibration".
     """
     if not means:
         return {}
@@ -53,12 +55,12 @@ def calibration_zscores(means: Mapping[str, float]) -> dict[str, tuple[float, st
 
 
 def audit_reviewer_calibration(scores: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, Any]]:
-    """Harsh and generous reviewers (seed 004 §1).
+    """Harsh and generous reviewers (docs/methods.md, "Reviewer calibration").
 
     ``scores`` maps reviewer → {item → score}. The comparison assumes every reviewer
     graded the same set of items. Returns reviewer → {mean, std, z_score, classification}.
 
-    Seed example: means 6.0, 8.0, 7.25 → median 7.25. The seed prints z = −1.25 and
+    The write-up's example: means 6.0, 8.0, 7.25 → median 7.25. It prints z = −1.25 and
     0.75 because it rounds the spread to "std ≈ 1.0"; the exact sample standard
     deviation of the three means is 1.0104, so the exact z-scores are −1.24 and
     0.74. The classifications (harsh, neutral, neutral) are the same either way;
@@ -80,12 +82,12 @@ def audit_reviewer_calibration(scores: Mapping[str, Mapping[str, float]]) -> dic
 
 
 # ---------------------------------------------------------------------------
-# §2 Length–score correlation
+# Length–score correlation (docs/methods.md, "Length-score correlation")
 # ---------------------------------------------------------------------------
 
 
 def pearson_correlation(x: Sequence[float], y: Sequence[float]) -> float:
-    """Pearson's r, pure Python (seed 004 §2): 0.0 for n < 3 or a zero denominator."""
+    """Pearson's r, pure Python: 0.0 for n < 3 or a zero denominator (docs/methods.md, "Length-score correlation")."""
     n = len(x)
     if n < 3:
         return 0.0
@@ -110,7 +112,7 @@ def pearson_from_sums(n: int, sx: float, sy: float, sxx: float, syy: float, sxy:
 
     Same conventions as :func:`pearson_correlation`. Computing from raw sums
     cancels catastrophically when all x (or all y) are equal, so a spread that is
-    a rounding error of the sums counts as zero (→ r = 0.0, as the seed), and an r
+    a rounding error of the sums counts as zero (→ r = 0.0, as a zero denominator), and an r
     within rounding of ±1 is snapped to ±1 (so the aggregation's −1 < r < 1 filter
     treats it exactly as the two-pass formula would).
     """
@@ -127,7 +129,7 @@ def pearson_from_sums(n: int, sx: float, sy: float, sxx: float, syy: float, sxy:
 
 
 def length_correlation_interpretation(r: float) -> str:
-    """Seed 004 §2 bands; the healthy range is weak (−0.3 < r ≤ 0.3)."""
+    """Interpretation bands (docs/methods.md, "Length-score correlation"); healthy: weak, −0.3 < r ≤ 0.3."""
     return (
         "strong_positive"
         if r > 0.7
@@ -144,9 +146,10 @@ def length_correlation_interpretation(r: float) -> str:
 def calculate_length_correlation(
     lengths: Mapping[str, float], avg_scores: Mapping[str, float]
 ) -> tuple[float, str]:
-    """r between each model's response length and the mean score it received (seed 004 §2).
+    """r between each model's response length and the mean score it received.
 
     Models present in both mappings are used; fewer than 3 → (0.0, "insufficient_data").
+    See docs/methods.md, "Length-score correlation".
     """
     models = [m for m in avg_scores if m in lengths]
     if len(models) < 3:
@@ -156,12 +159,12 @@ def calculate_length_correlation(
 
 
 # ---------------------------------------------------------------------------
-# §3 Position bias
+# Position bias (docs/methods.md, "Position bias")
 # ---------------------------------------------------------------------------
 
 
 def position_scores(session_data: Sequence[Mapping[str, Any]]) -> dict[int, list[float]]:
-    """Scores grouped by 0-based display position (seed 004 §3's inner loop)."""
+    """Scores grouped by 0-based display position (docs/methods.md, "Position bias")."""
     by_position: dict[int, list[float]] = defaultdict(list)
     for session in session_data:
         scores = session["scores"]
@@ -172,11 +175,11 @@ def position_scores(session_data: Sequence[Mapping[str, Any]]) -> dict[int, list
 
 
 POSITION_VARIANCE_THRESHOLD = 0.5
-"""Seed 004 §3: variance of per-position means above this (1–10 scale) = position bias."""
+"""Variance of per-position means above this (1–10 scale) = position bias (docs/methods.md, "Position bias")."""
 
 
 def calculate_position_bias(session_data: Sequence[Mapping[str, Any]]) -> tuple[float, bool]:
-    """Does display order affect scores? (seed 004 §3)
+    """Does display order affect scores? The variance rule (docs/methods.md, "Position bias").
 
     Each entry has ``display_order`` (models in the order the reviewer saw them) and
     ``scores`` (model → score). Returns (variance of per-position means rounded to 3,
@@ -191,7 +194,7 @@ def calculate_position_bias(session_data: Sequence[Mapping[str, Any]]) -> tuple[
 
 
 # ---------------------------------------------------------------------------
-# Cross-session aggregation (Fisher z)
+# Cross-session aggregation (docs/methods.md, "Fisher-z pooling")
 # ---------------------------------------------------------------------------
 
 
@@ -212,11 +215,11 @@ def _tanh_from_z(z: float) -> float:
 def run_aggregated_bias_audit(
     correlations: Sequence[float | None], min_sessions: int = 10
 ) -> AggregatedBiasResult:
-    """Pool per-session length correlations with the Fisher z-transform (seed 004).
+    """Pool per-session length correlations with the Fisher z-transform (docs/methods.md, "Fisher-z pooling").
 
     Only r strictly inside (−1, 1) count. Fewer than ``min_sessions`` → insufficient
     with a (0, 0) interval; 3 or fewer → the pooled r with a (−1, 1) interval. The
-    standard error uses the session count as n (SE = 1/√(n−3)), as the seed does;
+    standard error uses the session count as n (SE = 1/√(n−3)), as the write-up does;
     confidence: high ≥ 50 sessions, moderate ≥ 20, else preliminary.
     """
     valid = [r for r in correlations if r is not None and -1 < r < 1]
@@ -236,7 +239,7 @@ def run_aggregated_bias_audit(
 
 
 # ---------------------------------------------------------------------------
-# Special functions (for p-values)
+# Special functions (for p-values; docs/methods.md, "Significance tests")
 # ---------------------------------------------------------------------------
 
 _TINY = 1e-300
@@ -515,7 +518,7 @@ HONESTY_MINIMUMS: dict[str, tuple[int, str]] = {
     "position_bias": (20, "orderings"),
     "reviewer_calibration": (50, "scores"),
 }
-"""Seed 004 "The Statistical Honesty Problem": minimum data points for significance."""
+"""Minimum data points for significance (docs/methods.md, "Statistical honesty")."""
 
 INDICATORS_NOTE = "These are indicators, not evidence: sample sizes are below the minimums for significance."
 
@@ -547,7 +550,7 @@ def honesty_row(metric: str, data_points: int, verdict: str | None, *, estimated
 
 
 REFERENCE_SCALE = (1, 10)
-"""The seed's thresholds are stated on a 1–10 scale."""
+"""The write-up's thresholds are on a 1–10 scale (docs/methods.md, "Score scales and normalisation")."""
 
 
 def scale_factor(scale: tuple[float, float] | None) -> float:
@@ -561,8 +564,8 @@ def scale_factor(scale: tuple[float, float] | None) -> float:
 
 COMPRESSED_BELOW = 1.0
 DISCRIMINATING_ABOVE = 1.5
-"""Score-variance bands on a 1–10 scale, chosen to fit seed 004's reviewer profiles
-(0.9 compressed, 1.4 balanced, 1.8 discriminating). On other scales both bounds
+"""Score-variance bands on a 1–10 scale, chosen to fit the write-up's reviewer profiles
+(0.9 compressed, 1.4 balanced, 1.8 discriminating; docs/methods.md, "Reviewer profiles"). On other scales both bounds
 are multiplied by :func:`scale_factor` (variance grows with the square of the range)."""
 
 
@@ -579,10 +582,10 @@ def variance_label(variance: float, samples: int, scale: tuple[float, float] | N
 
 
 def reliability(samples: int) -> str:
-    """high ≥ 50 scores (the seed's calibration minimum), moderate ≥ 20, else low."""
+    """high ≥ 50 scores (the calibration minimum of "Statistical honesty"), moderate ≥ 20, else low."""
     return "high" if samples >= 50 else "moderate" if samples >= 20 else "low"
 
 
 def position_variance_threshold(scale: tuple[float, float] | None = None) -> float:
-    """The seed's 0.5 (on 1–10), scaled like the variance labels for other scales."""
+    """0.5 on 1–10, scaled like the variance labels for other scales (docs/methods.md, "Position bias")."""
     return POSITION_VARIANCE_THRESHOLD * scale_factor(scale)

@@ -116,7 +116,7 @@ _VARIANCE_TEXT = {"compressed": "compressed range"}
 
 
 def render_text(report: BiasReport, console: Console) -> None:
-    """Reviewer profiles in the style of seed 004, then tables for the other statistics."""
+    """Reviewer profiles (docs/methods.md, "Reviewer profiles"), then tables for the other statistics."""
     from rich.table import Table
     from rich.text import Text
 

@@ -170,7 +170,7 @@ def render_result(result: SessionResult) -> None:
 
 
 def render_session_bias(bias: Any) -> None:
-    """This session's bias indicators (seed 004), with their sample-size caveat."""
+    """This session's bias indicators, with their sample-size caveat (docs/methods.md, "Bias audit")."""
     table = Table(title="Bias indicators, this session (reported, never corrected)")
     for col in ("indicator", "value", "data points", "status"):
         table.add_column(col)
@@ -191,7 +191,9 @@ def render_session_bias(bias: Any) -> None:
     if ct is not None and ct.p_value is not None:
         verdict = "reviewers differ" if ct.significant else "differences not significant"
         value = f"ANOVA {p_text(ct.p_value)}: {verdict}"
-        table.add_row("calibration across reviewers", value, points("reviewer_calibration"), status("reviewer_calibration"))
+        table.add_row(
+            "calibration across reviewers", value, points("reviewer_calibration"), status("reviewer_calibration")
+        )
     lc = bias.length_correlation
     value = f"r = {lc.r:+.3f} ({lc.interpretation})"
     table.add_row(f"length ({lc.unit}) vs score", value, points("length_correlation"), status("length_correlation"))

@@ -16,7 +16,8 @@ W = SM / SM*, where SM* is the statistic the same design gives when every ballot
 follows one reference order: an order consistent with every ballot if there is one
 (so perfect agreement is exactly 1), else the order of the least-squares scores L⁺A.
 On complete ballots and BIBDs SM* is the same for every order, and W is Kendall's W
-and Kendall–Gibbons' incomplete-block W exactly; 0 ≤ W ≤ 1 always (see docs).
+and Kendall–Gibbons' incomplete-block W exactly; 0 ≤ W ≤ 1 always (the proofs:
+docs/methods.md, "Kendall's W").
 
 The p-value is P(SM ≥ observed) under that null: exact, by enumerating the
 distribution of A, when the ballots allow at most ``EXACT_LIMIT`` arrangements (small

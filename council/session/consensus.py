@@ -15,7 +15,7 @@ Ties are reported as ties: tied answers share their rank. Where one order is nee
 (the chairman's list, the winner), tied answers are ordered by a key derived from
 the session seed and the member id (reproducible, and unrelated to alphabetical
 order). Agreement between reviewers (Kendall's W and its p-value) is in
-:mod:`council.session.agreement`.
+:mod:`council.session.agreement`. The methods: docs/methods.md, "Borda count" and "Tie-breaks".
 """
 
 from __future__ import annotations

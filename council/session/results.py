@@ -83,7 +83,7 @@ class SessionResult(BaseModel):
     consensus: Consensus | None
     synthesis: Synthesis
     bias: SessionBiasMetadata | None = None
-    """Per-session bias indicators (seed 004); reported, never used to change a score."""
+    """Per-session bias indicators, reported, never used to change a score (docs/methods.md, "Bias audit")."""
     flags: list[str] = Field(default_factory=list)
     failures: list[Failure] = Field(default_factory=list)
     partial_reasons: list[str] = Field(default_factory=list)
