@@ -86,8 +86,8 @@ def _finish(outcome: ComparisonOutcome | GradeOutcome, as_json: bool, render: Ca
     "--criteria",
     multiple=True,
     metavar="NAME",
-    help='A criterion to compare on (repeatable), or "depth" for seed 000\'s five depth dimensions. '
-    "Default: accuracy, completeness, specificity, clarity.",
+    help='A criterion to compare on (repeatable), or "depth" for the five depth dimensions '
+    "(granularity, insight, critique, evidence, density). Default: accuracy, completeness, specificity, clarity.",
 )
 @judge_option
 @click.option(
@@ -279,7 +279,7 @@ def render_comparison(outcome: ComparisonOutcome) -> None:
     if outcome.averaged is not None:
         avg = outcome.averaged
         out.print(
-            f"Averaged over {len(avg.judges)} judges (seed 000): A {avg.scores['A'].total:.2f}, "
+            f"Averaged over {len(avg.judges)} judges: A {avg.scores['A'].total:.2f}, "
             f"B {avg.scores['B'].total:.2f} -> {avg.winner} (judges agreeing: {avg.agreement:.0%})"
         )
         for judge, error in avg.excluded.items():
@@ -327,17 +327,31 @@ def render_grade(outcome: GradeOutcome) -> None:
             out.print(styled((f"judge {visible(judge.judge)} failed:", "red"), f" {judge.error}"))
     if report is not None:
         basis = "against the reference answer" if report.reference_used else "by the rubric alone"
-        table = Table(title=f"Rubric {report.rubric!r}, graded {basis}")
-        for col in ("criterion", "score", "votes", "confidence", "reasoning"):
+        several = any(c.by_judge for c in report.criteria)
+        title = f"Rubric {report.rubric!r}, graded {basis}" + (
+            f", averaged over {len(report.criteria[0].by_judge)} judges" if several else ""
+        )
+        table = Table(title=title)
+        for col in ("criterion", "score", "by judge" if several else "votes", "confidence", "reasoning"):
             table.add_column(col)
         for c in report.criteria:
             reasoning = c.reasoning if len(c.reasoning) <= 100 else c.reasoning[:99] + "…"
-            votes = " ".join(str(v) for v in c.votes)
-            table.add_row(c.criterion, f"{c.score}/{report.scale[1]}", votes, c.confidence_level, reasoning)
+            votes = (
+                " ".join(f"{visible(j)}: {v}" for j, v in c.by_judge.items())
+                if several
+                else " ".join(str(v) for v in c.votes)
+            )
+            table.add_row(c.criterion, f"{c.score:g}/{report.scale[1]}", votes, c.confidence_level, reasoning)
         out.print(table)
+        if report.missing_votes:
+            out.print(
+                f"{report.missing_votes} of {report.votes_planned} votes missing (invalid or failed): "
+                "confidence counts them against agreement",
+                style="yellow",
+            )
         out.print(
             styled(
-                (f"Total {report.total}/{report.max_total}", "bold"),
+                (f"Total {report.total:g}/{report.max_total}", "bold"),
                 f"  weighted {report.weighted_total:g}/{report.weighted_max:g}  normalized {report.normalized:.2f}"
                 f"  confidence {report.confidence_level}",
             )
@@ -345,7 +359,7 @@ def render_grade(outcome: GradeOutcome) -> None:
         detected = [b.id for b in report.bias_checklist if b.detected]
         out.print(f"bias checklist: {', '.join(detected) + ' noted by the judge' if detected else 'nothing noted'}")
         if report.safety_flag:
-            concerns = "; ".join(report.safety_concerns) or "safety wording in the judge's output"
+            concerns = "; ".join(report.safety_concerns) or "reported by the judge"
             out.print(styled(("safety flag:", "red"), f" {concerns} (needs human review)"))
         if report.flagged_for_review:
             out.print("flagged for review", style="magenta")
