@@ -22,7 +22,14 @@ from tests.conftest import db_dump, db_rows, invoke_cli
 PROMPT = "What is the capital of France?"
 RESPONSE = "Paris is the capital of France."
 NAMES = load_rubric("general").criterion_names
-CHECKLIST_IDS = ["length", "position", "style_over_substance", "self_preference", "authority", "instructions_in_response"]
+CHECKLIST_IDS = [
+    "length",
+    "position",
+    "style_over_substance",
+    "self_preference",
+    "authority",
+    "instructions_in_response",
+]
 
 
 def reply(scores: int | dict[str, int], concerns: list[str] | None = None, reasoning: str = "the evidence") -> str:

@@ -38,3 +38,50 @@ def test_offline_default_runs_a_real_two_model_council(council_home):
             assert all(1 <= s <= 10 and isinstance(s, int) for s in r["scores"].values())
     assert result["status"] in ("complete", "partial")
     assert result["usage"]["calls"] >= 5
+
+
+def _council(home, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["COUNCIL_HOME"] = str(home)
+    return subprocess.run(
+        [sys.executable, "-m", "council", *args], capture_output=True, text=True, env=env, timeout=900
+    )
+
+
+def test_offline_default_judge_compares_with_every_pass_valid(council_home, tmp_path):
+    # The grammar follows the pass schema, so a tiny local judge's pass is valid by construction.
+    (tmp_path / "a.txt").write_text("Paris is the capital of France.", encoding="utf-8")
+    (tmp_path / "b.txt").write_text("The capital of France is Lyon.", encoding="utf-8")
+    proc = _council(
+        council_home, "compare", "--prompt", "What is the capital of France?",
+        "--a", str(tmp_path / "a.txt"), "--b", str(tmp_path / "b.txt"), "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    outcome = json.loads(proc.stdout)
+    assert outcome["success"] and outcome["winner"] in ("A", "B", "TIE")
+    assert [p["valid"] for p in outcome["passes"]] == [True, True]
+    assert {p["judge_model"] for p in outcome["passes"]} == {"local/smollm2"}
+
+
+def test_offline_default_judge_grades_and_batches(council_home, tmp_path):
+    (tmp_path / "r.txt").write_text("Paris is the capital of France.", encoding="utf-8")
+    proc = _council(
+        council_home, "grade", "--prompt", "What is the capital of France?",
+        "--response", str(tmp_path / "r.txt"), "--votes", "1", "--json",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    outcome = json.loads(proc.stdout)
+    assert outcome["success"] and all(p["valid"] for p in outcome["passes"])
+    report = outcome["report"]
+    assert all(isinstance(c["score"], int) and 1 <= c["score"] <= 5 for c in report["criteria"])
+    items = tmp_path / "pairs.jsonl"
+    rows = [
+        {"id": "capital", "prompt": "Capital of France?", "a": "Paris.", "b": "Lyon.", "label": "A"},
+        {"id": "boil", "prompt": "Water boils at sea level at?", "a": "50 C.", "b": "100 C.", "label": "B"},
+    ]
+    items.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    proc = _council(council_home, "batch", str(items), "--json", "--output", str(tmp_path / "out.jsonl"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert len(results) == 2 and all(r["result"]["success"] for r in results)
+    assert all(p["valid"] for r in results for p in r["result"]["passes"])

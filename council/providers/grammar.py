@@ -72,24 +72,90 @@ def _integer_enum(node: dict[str, Any]) -> dict[str, Any] | None:
     return {**kept, "enum": list(range(lo, hi + 1))}
 
 
+NUMBER_STEPS = 20
+"""A bounded number becomes an enum of this many equal steps across its range (0.05 for 0..1)."""
+
+
+def _number_enum(node: dict[str, Any]) -> dict[str, Any] | None:
+    """A ``number`` with inclusive bounds as an enum of evenly spaced values: the grammar
+    converter ignores number bounds, and a tiny model's confidence of 1.06 is invalid."""
+    if node.get("type") != "number" or "enum" in node or "const" in node:
+        return None
+    lo, hi = node.get("minimum"), node.get("maximum")
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in (lo, hi)):
+        return None
+    if not lo < hi:
+        return None
+    kept = {k: v for k, v in node.items() if k in ("title", "description")}
+    return {**kept, "enum": [round(lo + k * (hi - lo) / NUMBER_STEPS, 6) for k in range(NUMBER_STEPS + 1)]}
+
+
+# A letter (any non-ASCII character counts as one), a character of prose, and one that ends it.
+_LETTER = r"[^\x00-\x40\x5b-\x60\x7b-\x7f]"
+_PROSE = r'[^\x00-\x1f"\\\x7f{}\[\]$<>|#*=~^`@]'
+_PROSE_END = r'[^\x00-\x20"\\\x7f{}\[\]$<>|#*=~^`@]'
+
+
+def _reasoning_pattern(min_length: int, max_length: int) -> str | None:
+    """A regular expression for reasoning that reads as words: two words of two letters or more
+    first, then prose without markup or code symbols, no leading or trailing space.
+
+    Judges' reasoning must say something in words (the validator checks it); a decoder held
+    only to a length writes ``{${${$...``. A pattern that the grammar converter turns into
+    rules makes words the only way through."""
+    body_min = max(0, min_length - 6)  # 2 + " " + 2 + body + end
+    body_max = max_length - 28  # a first word of up to 24 letters
+    if body_max < body_min:
+        return None
+    return f"^{_LETTER}{{2,24}} {_LETTER}{{2}}{_PROSE}{{{body_min},{body_max}}}{_PROSE_END}$"
+
+
 def _is_free_string(node: Mapping[str, Any]) -> bool:
     return node.get("type") == "string" and not any(k in node for k in ("enum", "const", "pattern", "format"))
 
 
-def _rewrite(node: Any, max_permutations: int, max_string_length: int | None) -> Any:
+REASONING_CHARS = 160
+"""Per-field cap of a reasoning string under a grammar: a sentence or two, which is what a judge needs."""
+SHORT_TEXT_CHARS = 60
+"""Per-field cap of any other free string (a strength, an advantage, a note)."""
+MAX_FREE_ITEMS = 3
+"""At most this many items in an array the schema leaves open-ended (advantages, concerns)."""
+
+
+def _field_cap(name: str) -> int:
+    return REASONING_CHARS if "reasoning" in name.lower() else SHORT_TEXT_CHARS
+
+
+def _rewrite(node: Any, max_permutations: int, max_string_length: int | None, name: str = "") -> Any:
     if isinstance(node, list):
-        return [_rewrite(item, max_permutations, max_string_length) for item in node]
+        return [_rewrite(item, max_permutations, max_string_length, name) for item in node]
     if not isinstance(node, dict):
         return node
-    for special in (_permutation_enum(node, max_permutations), _integer_enum(node)):
+    for special in (_permutation_enum(node, max_permutations), _integer_enum(node), _number_enum(node)):
         if special is not None:
             return special
-    out = map_subschemas(node, lambda sub: _rewrite(sub, max_permutations, max_string_length))
+    out = map_subschemas(node, lambda sub: _rewrite(sub, max_permutations, max_string_length, name))
+    properties = node.get("properties")
+    if isinstance(properties, Mapping):
+        out["properties"] = {
+            key: _rewrite(sub, max_permutations, max_string_length, str(key)) for key, sub in properties.items()
+        }
     if max_string_length is not None and _is_free_string(node):
-        cap = node.get("maxLength")
-        out["maxLength"] = max_string_length if not isinstance(cap, int) else min(cap, max_string_length)
+        caps = [max_string_length, _field_cap(name)]
+        if isinstance(node.get("maxLength"), int):
+            caps.append(node["maxLength"])
+        out["maxLength"] = min(caps)
         if isinstance(out.get("minLength"), int) and out["minLength"] > out["maxLength"]:
             out["maxLength"] = out["minLength"]
+        if "reasoning" in name.lower() and isinstance(node.get("minLength"), int) and node["minLength"] > 0:
+            pattern = _reasoning_pattern(node["minLength"], out["maxLength"])
+            if pattern is not None:
+                out["pattern"] = pattern
+    if max_string_length is not None and node.get("type") == "array" and "prefixItems" not in node:
+        cap = node.get("maxItems")
+        out["maxItems"] = (
+            MAX_FREE_ITEMS if not isinstance(cap, int) else min(cap, max(MAX_FREE_ITEMS, node.get("minItems", 0)))
+        )
     return out
 
 
@@ -110,8 +176,11 @@ def constrain_schema_for_grammar(
       of them (n! for a full ranking: up to 6 labels by default);
     - an integer with ``minimum`` and ``maximum`` (or exclusive bounds) becomes an ``enum``
       of its values when the range is small;
-    - with ``max_string_length``, every free-text string gets that ``maxLength`` (or keeps a
-      smaller one), which bounds the length of the whole reply.
+    - with ``max_string_length``, every free-text string gets at most that ``maxLength``, and
+      at most :data:`REASONING_CHARS` (a property named like "reasoning") or
+      :data:`SHORT_TEXT_CHARS` (any other), and every open-ended array at most
+      :data:`MAX_FREE_ITEMS` items: this bounds the whole reply, so a tiny model's pass takes
+      seconds and is never cut off mid-JSON.
 
     Anything else is kept as it is. The input is not modified. The result accepts a subset
     of what the input accepts, so a reply generated under it also validates against it.

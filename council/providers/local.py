@@ -261,7 +261,12 @@ class LocalLlamaAPI:
             if schema is None and request.json_mode:
                 schema = ANY_OBJECT
             json_mode = schema is not None
-            max_tokens = request.max_tokens or (DEFAULT_JSON_MAX_TOKENS if json_mode else DEFAULT_MAX_TOKENS)
+            if json_mode:
+                # The grammar bounds a structured reply field by field (grammar.REASONING_CHARS, ...),
+                # so a small configured max_tokens (meant for free-text answers) must not cut it off.
+                max_tokens = max(request.max_tokens or 0, DEFAULT_JSON_MAX_TOKENS)
+            else:
+                max_tokens = request.max_tokens or DEFAULT_MAX_TOKENS
             temperature = request.temperature
             if temperature is None:
                 temperature = DEFAULT_JSON_TEMPERATURE if json_mode else DEFAULT_TEMPERATURE
