@@ -88,7 +88,7 @@ def test_an_instance_of_the_rewritten_schema_validates_against_the_original():
     instance = {
         "evaluations": {
             label: {
-                "reasoning": "fine",
+                "reasoning": "Fine on every point.",
                 "score": out["properties"]["evaluations"]["properties"][label]["properties"]["score"]["enum"][-1],
             }
             for label in ("A", "B", "C")
@@ -160,9 +160,12 @@ def test_integer_bounds_become_an_enum_only_when_small_and_closed():
         {"type": "integer", "minimum": 1},
         {"type": "integer", "minimum": 0, "maximum": 10**6},
         {"type": "integer", "minimum": 5, "maximum": 1},
-        {"type": "number", "minimum": 0, "maximum": 1},
+        {"type": "number", "minimum": 0},
     ):
         assert constrain_schema_for_grammar(untouched) == untouched
+    # A bounded number (a confidence) becomes evenly spaced steps: the converter ignores its bounds.
+    steps = constrain_schema_for_grammar({"type": "number", "minimum": 0, "maximum": 1})["enum"]
+    assert steps[:3] == [0.0, 0.05, 0.1] and steps[-1] == 1.0 and len(steps) == 21
 
 
 def test_property_names_that_look_like_keywords_are_schemas_not_data():
@@ -337,6 +340,8 @@ def test_gemma_is_assembled_once_into_the_cache(monkeypatch, tmp_path, council_h
 def test_grammar_strings_exclude_control_characters():
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (bash scripts/install.sh)")
     schema = constrain_schema_for_grammar(peer_review_schema(("A", "B", "C"), (1, 10)), max_string_length=30)
+    schema["properties"]["note"] = {"type": "string", "maxLength": 30}  # a free string (reasoning has a pattern)
+    schema["required"].append("note")
     gbnf = grammar.json_schema_gbnf(schema)
     char_rule = next(line for line in gbnf.splitlines() if line.startswith("char ::= "))
     assert r"\x00-\x1F" in char_rule

@@ -61,3 +61,13 @@ def test_every_link_into_methods_names_a_section():
 
 def test_the_readme_links_the_methods():
     assert "](docs/methods.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_code_points_at_the_methods_not_the_design_documents():
+    cited = [
+        f"{path.relative_to(ROOT)}: {m.group(0)}"
+        for path, text in project_texts()
+        if path.parts[-2:] != ("docs", "methods.md") and path.suffix in (".py", ".toml")
+        for m in re.finditer(r"(?i)\bseed[ -]00\d", text)
+    ]
+    assert not cited, "cite docs/methods.md sections instead:\n" + "\n".join(cited)

@@ -1,16 +1,16 @@
 """Several judges, one verdict: combined under the chosen swap strategy.
 
-* ``average`` — multi-provider averaging (seed 000), below.
-* ``consistency`` — the judges' own verdicts by strict majority (seed 003 step 6);
+* ``average`` — multi-provider averaging, below.
+* ``consistency`` — the judges' own verdicts by strict majority (docs/methods.md, "Ensemble voting");
   with no majority, TIE at confidence 0.5.
-* ``conservative`` — a winner only when every judge names it (seed 002's "wins in
+* ``conservative`` — a winner only when every judge names it ("wins in
   both positions", applied across judges too); any dissent is a TIE at 0.5.
 
 Under every strategy ``confidence_level`` measures how many judges named the final
 winner (all: high; a strict majority: moderate; otherwise low and flagged), so it
 can never vouch for a verdict the judges did not give. See :func:`combine_judges`.
 
-Multi-provider averaging (seed 000): several judges, one averaged verdict.
+Multi-provider averaging (docs/methods.md, "Multi-judge averaging"): several judges, one averaged verdict.
 
 ``Final score = avg(position_swap_avg(judge 1), position_swap_avg(judge 2), ...)``:
 each judge's own (swap-averaged) scores are averaged per side and per criterion with
@@ -172,7 +172,7 @@ def combine_judges(
 ) -> tuple[JudgesVerdict, MultiJudgeVerdict | None]:
     """Combine the judges' results (keyed by judge) under ``strategy``.
 
-    Returns the verdict and, for ``average``, the seed-000 averaged result it came
+    Returns the verdict and, for ``average``, the averaged result it came
     from. Failed judges are left out and listed; raises ValueError when none succeeded.
     """
     get_strategy(strategy)

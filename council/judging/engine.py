@@ -7,9 +7,9 @@ meets I/O: judge clients, the call log and the store.
   pass 2 shows B first; the two run concurrently), combined by the swap strategy;
   votes are aggregated by majority (:func:`run_votes`, optionally adaptive); several
   judges are combined under the same strategy (``average``: their scores averaged as
-  in seed 000; ``consistency``: majority of their verdicts; ``conservative``: only a
+  in docs/methods.md, "Multi-judge averaging"; ``consistency``: majority of their verdicts; ``conservative``: only a
   unanimous verdict wins), and each judge's own result is kept.
-* :func:`grade` — seed 003: reference-based when a reference is given, reasoning
+* :func:`grade` — docs/methods.md, "Rubric grading": reference-based when a reference is given, reasoning
   before every integer score, ensemble voting per criterion, safety flag, bias
   checklist, an ``EvaluationReport``.
 
@@ -88,7 +88,7 @@ __all__ = [
     "run_rows",
 ]
 
-#: The default comparison criteria (seed 001's example dimensions, in English).
+#: The default comparison criteria (docs/methods.md, "Criteria sets").
 GENERAL_CRITERIA: tuple[Criterion, ...] = (
     Criterion(name="accuracy", description="Facts and claims are correct; nothing is invented."),
     Criterion(name="completeness", description="Addresses every part of the prompt, with the important caveats."),
@@ -100,7 +100,7 @@ PAIRWISE_SCHEMA = "pairwise_pass"
 
 
 def resolve_criteria(criteria: str | Sequence[str | Criterion] | None) -> tuple[Criterion, ...]:
-    """None -> the general set; ``"depth"`` (or ``["depth"]``) -> seed 000's five dimensions."""
+    """None -> the general set; ``"depth"`` (or ``["depth"]``) -> the five depth dimensions."""
     if criteria is None:
         return GENERAL_CRITERIA
     if isinstance(criteria, str):
@@ -265,7 +265,7 @@ def merge_votes(votes: Sequence[PairwiseResult], vote: VoteResult, *, evaluation
     if len(votes) == 1:
         metadata = votes[0].metadata.model_copy(update={"evaluation_time_ms": evaluation_time_ms})
         return votes[0].model_copy(update={"metadata": metadata})
-    # With no majority the votes could not settle it: a TIE at seed 001's inconsistent confidence.
+    # With no majority the votes could not settle it: a TIE at the inconsistent confidence (docs/methods.md, "Merging one judge's votes").
     decided = not vote.flagged_for_review
     agreeing = [v for v in votes if v.winner == vote.winner] if decided else []
     representative = agreeing[0] if agreeing else votes[0]

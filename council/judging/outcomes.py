@@ -66,7 +66,7 @@ class ComparisonOutcome(BaseModel):
     #: How far the votes (one judge) or the judges (several) agree.
     confidence_level: ConfidenceLevel
     flagged_for_review: bool
-    #: Some swap pair changed its winner when the order was swapped (seed 003 step 5).
+    #: Some swap pair changed its winner when the order was swapped (docs/methods.md, "Unstable results").
     unstable: bool
     strategy: str
     swap: bool
@@ -75,7 +75,7 @@ class ComparisonOutcome(BaseModel):
     scores: dict[Side, SideScores] = Field(default_factory=dict)
     judges: list[JudgeComparison]
     averaged: MultiJudgeVerdict | None = None
-    """Several judges under ``average``: the seed-000 averaged result that decided."""
+    """Several judges under ``average``: the averaged result that decided (docs/methods.md, "Multi-judge averaging")."""
     judges_verdict: JudgesVerdict | None = None
     """Several judges: how their results were combined under the strategy."""
     passes: list[JudgmentPass]

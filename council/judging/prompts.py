@@ -39,7 +39,7 @@ JUDGE_SLOTS = ("prompt", "context", "response", "reference")
 
 
 def judge_system_prompt(*, pairwise: bool) -> str:
-    """An impartial judge, with seed 002's anti-position-bias instruction."""
+    """An impartial judge, with the anti-position-bias instruction (docs/methods.md, "Judge prompts")."""
     lines = [
         "You are an impartial judge of AI responses. Evaluate solely on merit.",
     ]
@@ -84,7 +84,7 @@ def describe_criteria(criteria: Sequence[str | Criterion]) -> str:
 
 
 def bias_checklist_prompt(checklist: BiasChecklist, *, record: bool) -> str:
-    """Seed 003 step 2, appended to every evaluation.
+    """The bias checklist, appended to every evaluation (docs/methods.md, "Bias checklist").
 
     ``record=True`` asks for the answers in the ``bias_checklist`` JSON field
     (the output schema must have it); otherwise it is a silent self-check.
@@ -173,7 +173,7 @@ EvaluationMode = Literal["reference", "pairwise", "rubric"]
 
 
 def evaluation_mode(*, reference: str | None = None, second_response: str | None = None) -> EvaluationMode:
-    """Seed 003 step 1: with ground truth, grade against it and skip pairwise comparison."""
+    """With ground truth, grade against it and skip pairwise comparison (docs/methods.md, "Reference mode")."""
     if reference and reference.strip():
         return "reference"
     if second_response is not None:

@@ -33,7 +33,7 @@ from council.judging.schemas import BiasChecklist, Criterion, Rubric
 BUILTIN_RUBRICS_DIR = Path(__file__).resolve().parents[1] / "config" / "rubrics"
 BIAS_CHECKLIST_NAME = "bias-awareness"
 
-#: Seed 000's five depth dimensions for pairwise depth grading (1-5 each, total /25).
+#: The five depth dimensions for pairwise depth grading, 1-5 each, total /25 (docs/methods.md, "Criteria sets").
 DEPTH_CRITERIA: tuple[Criterion, ...] = (
     Criterion(
         name="Granularity",

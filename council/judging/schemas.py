@@ -4,7 +4,7 @@ Two kinds of models live here:
 
 * **LLM output models**, built per request by :func:`pairwise_pass_model` and
   :func:`rubric_grade_model`. Their ``model_json_schema()`` is what providers are
-  sent, and the same model validates the reply (seed 003 steps 3-4): reasoning is
+  sent, and the same model validates the reply (docs/methods.md, "Pairwise passes"): reasoning is
   required and comes *before* the scores, scores are strict integers on the declared
   scale (``3.5``, ``"3"``, ``true`` and out-of-range values are rejected, never
   rounded), and every requested criterion is judged exactly once. Error messages
@@ -39,7 +39,7 @@ Side = Literal["A", "B"]
 ConfidenceLevel = Literal["high", "moderate", "low"]
 Scale = tuple[int, int]
 
-#: Seed 000 scores each depth dimension 1-5.
+#: Depth dimensions are scored 1-5 each (docs/methods.md, "Criteria sets").
 DEFAULT_PAIRWISE_SCALE: Scale = (1, 5)
 
 Reasoning = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
@@ -119,7 +119,7 @@ class Rubric(BaseModel):
 
 
 class BiasCheckItem(BaseModel):
-    """One question of the bias-awareness checklist (seed 003 step 2)."""
+    """One question of the bias-awareness checklist (docs/methods.md, "Bias checklist")."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -406,7 +406,7 @@ class PairwiseMetadata(BaseModel):
 
 
 class PairwiseResult(BaseModel):
-    """Seed 001's output schema, snake_cased, plus scores, raw passes and the unstable flag."""
+    """A comparison's result (docs/methods.md, "Pairwise passes"): verdicts, scores, raw passes, unstable flag."""
 
     success: bool = True
     error: str | None = None
@@ -424,7 +424,7 @@ class PairwiseResult(BaseModel):
     #: (in pass 2, "A" is the original B).
     raw_pass_1: dict[str, Any] | None = None
     raw_pass_2: dict[str, Any] | None = None
-    #: Seed 003 step 5: the winner changed when positions were swapped.
+    #: The winner changed when positions were swapped (docs/methods.md, "Unstable results").
     unstable: bool = False
     metadata: PairwiseMetadata
 
@@ -461,7 +461,7 @@ class BiasCheckResult(BaseModel):
 
 
 class EvaluationReport(BaseModel):
-    """Seed 003 step 8: the compiled result of rubric (or reference-based) grading."""
+    """The compiled result of rubric (or reference-based) grading (docs/methods.md, "Rubric grading")."""
 
     rubric: str
     scale: Scale

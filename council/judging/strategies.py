@@ -5,15 +5,15 @@ the judge's "A" is the original B; every strategy maps it back before comparing.
 All functions are pure: they take the validated passes (pydantic instances or plain
 dicts of the same shape) and return a :class:`SwapVerdict`.
 
-Strategies (SPEC "Pairwise + swap"):
+Strategies (docs/methods.md, "Position-swap strategies"):
 
-* ``average`` (seed 000): each side's per-criterion scores and totals are averaged
+* ``average``: each side's per-criterion scores and totals are averaged
   over its two positions; the winner has the higher averaged total, and a difference
   of at most ``tie_margin`` points (default 1.0) is a TIE. A constant bonus for the
   first slot cancels out exactly.
-* ``conservative`` (seed 002): a response wins only if it wins in both positions;
+* ``conservative``: a response wins only if it wins in both positions;
   anything else is a TIE.
-* ``consistency`` (seed 001): the pass-2 winner is mapped back; if it matches pass 1,
+* ``consistency``: the pass-2 winner is mapped back; if it matches pass 1,
   that is the verdict, otherwise TIE with confidence 0.5. ``position_consistency``
   is reported.
 
@@ -22,12 +22,11 @@ including "A" against "TIE", is a tie in both); they differ in confidence:
 ``consistency`` reports the mean of the two passes' confidences, ``conservative`` the
 lower one (a claim is only as strong as its weaker position).
 
-**Default: ``consistency``.** It is as strict about position bias as seed 002 (a
-response must win from both slots), follows seed 001's output schema that
+**Default: ``consistency``.** It is as strict about position bias as ``conservative`` (a
+response must win from both slots), fills the output schema that
 :class:`PairwiseResult` implements, and says honestly when the passes disagree
 (confidence 0.5, ``unstable``). ``average`` can crown a winner even when the two
-passes disagree, if one pass's score gap is large enough; use it for seed-000 style
-depth grading, where the averaged scores themselves are the product.
+passes disagree, if one pass's score gap is large enough; use it for depth grading, where the averaged scores themselves are the product.
 
 Per-criterion verdicts apply the same rule per criterion. For ``average`` the
 per-criterion tie margin is ``tie_margin / number of criteria``, so that when every
@@ -63,7 +62,7 @@ from council.judging.schemas import (
 )
 
 DEFAULT_TIE_MARGIN = 1.0
-#: Seed 001: inconsistent passes give a TIE with this confidence.
+#: Inconsistent passes give a TIE with this confidence (docs/methods.md, "Consistency strategy").
 INCONSISTENT_CONFIDENCE = 0.5
 #: The confidence of a score-based TIE under ``average``: the judge cannot tell them apart.
 TIE_CONFIDENCE = 0.5
@@ -156,7 +155,7 @@ def _shared_criteria(p1: PassView, p2: PassView) -> list[str]:
 
 
 def winner_by_margin(a: float, b: float, margin: float) -> Verdict:
-    """Seed 000: the higher score wins only by more than ``margin``; otherwise TIE."""
+    """The higher score wins only by more than ``margin``; otherwise TIE (docs/methods.md, "Average strategy")."""
     if abs(a - b) <= margin:
         return "TIE"
     return "A" if a > b else "B"
@@ -167,7 +166,7 @@ def margin_confidence(difference: float, n_criteria: int, scale: Scale) -> float
 
     The widest possible difference of totals is ``n_criteria * (hi - lo)``, so the value
     rises monotonically from 0.5 (barely past the tie margin) to 1.0 (best vs worst on
-    every criterion). Seed 001 note 4: close responses get lower confidence.
+    every criterion). Close responses get lower confidence (docs/methods.md, "Average strategy").
     """
     lo, hi = scale
     span = n_criteria * (hi - lo)
@@ -175,7 +174,7 @@ def margin_confidence(difference: float, n_criteria: int, scale: Scale) -> float
 
 
 def _averaged_scores(p1: PassView, p2: PassView, names: list[str]) -> dict[str, SideScores]:
-    # Seed 000: A's score = avg(A in pass 1, A in pass 2 where it was shown as "B").
+    # A's score = avg(A in pass 1, A in pass 2 where it was shown as "B").
     return {
         "A": SideScores(
             criteria={c: (p1.criteria[c].a_score + p2.criteria[c].b_score) / 2 for c in names},
@@ -267,7 +266,7 @@ def swap_average(
     scale: Sequence[int] = DEFAULT_PAIRWISE_SCALE,
     tie_margin: float = DEFAULT_TIE_MARGIN,
 ) -> SwapVerdict:
-    """Seed 000: average each side's scores over both positions; TIE within ``tie_margin``.
+    """docs/methods.md, "Average strategy": average each side's scores over both positions; TIE within ``tie_margin``.
 
     Confidence: :func:`margin_confidence` of the averaged totals for a win,
     ``TIE_CONFIDENCE`` (0.5) for a tie.
@@ -289,7 +288,7 @@ def swap_average(
 
 
 def wins_in_both_positions(first_pass: str, second_pass_as_seen: str) -> Verdict:
-    """Seed 002's rule, literally: pass 2's verdict is in the labels the judge saw."""
+    """The conservative rule, literally: pass 2's verdict is in the labels the judge saw."""
     if first_pass == "A" and second_pass_as_seen == "B":
         return "A"  # A wins in both positions
     if first_pass == "B" and second_pass_as_seen == "A":
@@ -304,7 +303,7 @@ def swap_conservative(
     scale: Sequence[int] = DEFAULT_PAIRWISE_SCALE,
     tie_margin: float = DEFAULT_TIE_MARGIN,
 ) -> SwapVerdict:
-    """Seed 002: a winner only if it wins in both positions, otherwise TIE.
+    """docs/methods.md, "Conservative strategy": a winner only if it wins in both positions, otherwise TIE.
 
     Confidence: the lower of the two passes' confidences when both passes agree
     (a win in both, or a tie in both); 0.5 when they disagree.
@@ -329,9 +328,9 @@ def swap_consistency(
     scale: Sequence[int] = DEFAULT_PAIRWISE_SCALE,
     tie_margin: float = DEFAULT_TIE_MARGIN,
 ) -> SwapVerdict:
-    """Seed 001: map pass 2's winner back; agreement keeps it, disagreement is TIE at 0.5.
+    """docs/methods.md, "Consistency strategy": map pass 2's winner back; agreement keeps it, disagreement is TIE at 0.5.
 
-    Confidence on agreement: the mean of the two passes' confidences (seed 001 returns
+    Confidence on agreement: the mean of the two passes' confidences (the tool spec returns
     pass 1's; the mean treats both positions alike). ``tie_margin`` is not used.
     """
     check_scale(scale)

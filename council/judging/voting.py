@@ -1,4 +1,4 @@
-"""Ensemble voting (seed 003 step 6): N judgments, one verdict by strict majority.
+"""Ensemble voting (docs/methods.md, "Ensemble voting"): N judgments, one verdict by strict majority.
 
 Rules (:func:`majority_vote`):
 
