@@ -265,7 +265,8 @@ def merge_votes(votes: Sequence[PairwiseResult], vote: VoteResult, *, evaluation
     if len(votes) == 1:
         metadata = votes[0].metadata.model_copy(update={"evaluation_time_ms": evaluation_time_ms})
         return votes[0].model_copy(update={"metadata": metadata})
-    # With no majority the votes could not settle it: a TIE at the inconsistent confidence (docs/methods.md, "Merging one judge's votes").
+    # With no majority the votes could not settle it: a TIE at the inconsistent confidence
+    # (docs/methods.md, "Merging one judge's votes").
     decided = not vote.flagged_for_review
     agreeing = [v for v in votes if v.winner == vote.winner] if decided else []
     representative = agreeing[0] if agreeing else votes[0]

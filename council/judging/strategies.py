@@ -26,7 +26,8 @@ lower one (a claim is only as strong as its weaker position).
 response must win from both slots), fills the output schema that
 :class:`PairwiseResult` implements, and says honestly when the passes disagree
 (confidence 0.5, ``unstable``). ``average`` can crown a winner even when the two
-passes disagree, if one pass's score gap is large enough; use it for depth grading, where the averaged scores themselves are the product.
+passes disagree, if one pass's score gap is large enough; use it for depth grading,
+where the averaged scores themselves are the product.
 
 Per-criterion verdicts apply the same rule per criterion. For ``average`` the
 per-criterion tie margin is ``tie_margin / number of criteria``, so that when every
@@ -328,7 +329,8 @@ def swap_consistency(
     scale: Sequence[int] = DEFAULT_PAIRWISE_SCALE,
     tie_margin: float = DEFAULT_TIE_MARGIN,
 ) -> SwapVerdict:
-    """docs/methods.md, "Consistency strategy": map pass 2's winner back; agreement keeps it, disagreement is TIE at 0.5.
+    """docs/methods.md, "Consistency strategy": map pass 2's winner back; agreement keeps it,
+    disagreement is TIE at 0.5.
 
     Confidence on agreement: the mean of the two passes' confidences (the tool spec returns
     pass 1's; the mean treats both positions alike). ``tie_margin`` is not used.
