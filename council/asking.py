@@ -84,7 +84,9 @@ def invalid_numbers(text: str) -> list[str]:
 
     Repair may fix quoting and commas, never a number: a repaired ``03`` would become the
     score 3 that the judge never validly wrote."""
-    bad, token, in_string, escaped = [], [], False, False
+    bad: list[str] = []
+    token: list[str] = []
+    in_string = escaped = False
 
     def flush() -> None:
         word = "".join(token).strip()

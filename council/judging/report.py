@@ -146,7 +146,7 @@ def combine_judge_reports(
                 votes=[v for c in own.values() for v in c.votes],
                 agreement=statistics.fmean(c.agreement for c in own.values()),
                 confidence_level=min(levels, key=_LEVEL_ORDER.__getitem__),
-                by_judge={judge: c.score for judge, c in own.items()},
+                by_judge={judge: int(c.score) for judge, c in own.items()},
             )
         )
     return _report(

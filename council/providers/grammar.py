@@ -82,9 +82,11 @@ def _number_enum(node: dict[str, Any]) -> dict[str, Any] | None:
     if node.get("type") != "number" or "enum" in node or "const" in node:
         return None
     lo, hi = node.get("minimum"), node.get("maximum")
-    if not all(isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) for x in (lo, hi)):
+    numbers = [x for x in (lo, hi) if isinstance(x, int | float) and not isinstance(x, bool)]
+    if len(numbers) != 2:
         return None
-    if not lo < hi:
+    lo, hi = numbers
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         return None
     kept = {k: v for k, v in node.items() if k in ("title", "description")}
     return {**kept, "enum": [round(lo + k * (hi - lo) / NUMBER_STEPS, 6) for k in range(NUMBER_STEPS + 1)]}
