@@ -237,3 +237,15 @@ def test_cli_refuses_a_blank_reference_file(council_home, tmp_path):
         "grade", "--prompt", PROMPT, "--response", str(response), "--reference", str(reference), "--judge", "fake/g"
     )
     assert result.exit_code == 2 and "reference" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_batch_refuses_a_blank_reference_before_any_call(council_home, tmp_path):
+    items = tmp_path / "items.jsonl"
+    rows = [
+        {"id": 1, "prompt": PROMPT, "response": RESPONSE},
+        {"id": 2, "prompt": PROMPT, "response": RESPONSE, "reference": " "},
+    ]
+    items.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    result = invoke_cli("batch", str(items), "--judge", "fake/g")
+    assert result.exit_code == 2 and f"{items}:2:" in result.stderr and '"reference" is blank' in result.stderr
+    assert not (council_home / "council.db").exists() or not db_rows(council_home, "SELECT id FROM judgment_runs")

@@ -136,6 +136,8 @@ def _parse_line(raw: str, where: str, line: int, wanted: Mode | None) -> BatchIt
         required = key in MODE_KEYS[mode]
         if not isinstance(value, str) and (required or value is not None):
             raise InputError(f'{where}: "{key}" must be a string')
+    if isinstance(data.get("reference"), str) and not data["reference"].strip():
+        raise InputError(f'{where}: "reference" is blank: give a reference, or leave the key out')
     for key in ("model_a", "model_b"):
         if key in data and not data[key].strip():
             raise InputError(f'{where}: "{key}" must be a non-empty model name')
