@@ -6,12 +6,13 @@ meets I/O: judge clients, the call log and the store.
 * :func:`compare` — per judge, each vote is one swap pair (pass 1 shows A first,
   pass 2 shows B first; the two run concurrently), combined by the swap strategy;
   votes are aggregated by majority (:func:`run_votes`, optionally adaptive); several
-  judges are combined under the same strategy (``average``: their scores averaged as
-  in docs/methods.md, "Multi-judge averaging"; ``consistency``: majority of their verdicts; ``conservative``: only a
-  unanimous verdict wins), and each judge's own result is kept.
-* :func:`grade` — docs/methods.md, "Rubric grading": reference-based when a reference is given, reasoning
-  before every integer score, ensemble voting per criterion, safety flag, bias
-  checklist, an ``EvaluationReport``.
+  judges are combined under the same strategy (``average``: their scores averaged,
+  docs/methods.md, "Multi-judge averaging"; ``consistency``: majority of their
+  verdicts; ``conservative``: only a unanimous verdict wins), and each judge's own
+  result is kept.
+* :func:`grade` — docs/methods.md, "Rubric grading": reference-based when a reference
+  is given, reasoning before every integer score, three votes per judge voted per
+  criterion, several judges averaged, safety flag, bias checklist, an ``EvaluationReport``.
 
 Result types live in :mod:`council.judging.outcomes`, grading in
 :mod:`council.judging.grading`, what both share (asking for valid output, persisting) in
