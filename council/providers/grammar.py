@@ -116,11 +116,11 @@ def _is_free_string(node: Mapping[str, Any]) -> bool:
     return node.get("type") == "string" and not any(k in node for k in ("enum", "const", "pattern", "format"))
 
 
-REASONING_CHARS = 160
+REASONING_CHARS = 120
 """Per-field cap of a reasoning string under a grammar: a sentence or two, which is what a judge needs."""
-SHORT_TEXT_CHARS = 60
+SHORT_TEXT_CHARS = 40
 """Per-field cap of any other free string (a strength, an advantage, a note)."""
-MAX_FREE_ITEMS = 3
+MAX_FREE_ITEMS = 2
 """At most this many items in an array the schema leaves open-ended (advantages, concerns)."""
 
 
