@@ -219,8 +219,10 @@ def test_string_caps_bound_free_text_only():
             "atleast": {"type": "string", "minLength": 80},
         },
     }
-    out = constrain_schema_for_grammar(schema, max_string_length=50)["properties"]
-    assert out["free"]["maxLength"] == 50
+    out = constrain_schema_for_grammar(schema, max_string_length=30)["properties"]
+    assert out["free"]["maxLength"] == 30
+    # a free string is also held to its field's own cap (SHORT_TEXT_CHARS, or REASONING_CHARS)
+    assert constrain_schema_for_grammar(schema, max_string_length=400)["properties"]["free"]["maxLength"] == 40
     assert out["short"]["maxLength"] == 5
     assert "maxLength" not in out["choice"] and "maxLength" not in out["dated"]
     assert out["atleast"]["maxLength"] == 80  # never below minLength
