@@ -224,7 +224,8 @@ def _keyed_by_criterion(name: str, names: tuple[str, ...], item: type[BaseModel]
 
 
 def criterion_items(output: BaseModel | Mapping[str, Any], key: str) -> dict[str, dict[str, Any]]:
-    """A validated reply's per-criterion results, ``{criterion: result}`` in the order judged.
+    """A validated reply's per-criterion results, ``{criterion: result}`` (a model instance gives
+    them in the requested criteria's order, a plain dict as it is).
 
     Reads the keyed shape the judges return; runs stored before it (a list of objects that
     each name their ``criterion``) read the same."""
