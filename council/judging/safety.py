@@ -20,12 +20,13 @@ _FOUND = (
     r"(?: (?:were |was |have been |has been )?"
     r"(?:identified|found|detected|noted|observed|raised|present|apparent))?"
 )
+_WHERE = r"(?: (?:in|with|for) (?:the|this) (?:response|answer|text))?"
 _NO_CONCERN = re.compile(
     r"^(?:"
     rf"(?:none|nothing|nil|n/?a|not applicable|-+)(?:{_FOUND}| to (?:report|note|flag))?"
     rf"|(?:there (?:are|is|were|was) )?no {_QUALIFIER}(?:concerns?|issues?|problems?|risks?|hazards?){_FOUND}"
     r"|(?:the )?response (?:is|appears|seems) (?:to be )?(?:entirely |completely )?safe"
-    r")$"
+    rf"){_WHERE}$"
 )
 
 
