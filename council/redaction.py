@@ -77,6 +77,9 @@ def _secrets_pattern(secrets: frozenset[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(map(re.escape, forms))) if forms else None
 
 
+_CREDENTIAL_HINTS = ("bearer", "sk-", "key", "token", "secret", "password", "authorization")
+
+
 def _credential(match: re.Match[str]) -> str:
     return (match.group(1) or match.group(2) or "") + REDACTED
 
@@ -86,7 +89,12 @@ def redact_secrets(text: str, secrets: frozenset[str] | None = None) -> str:
     pattern = _secrets_pattern(frozenset(known_secrets()) if secrets is None else secrets)
     if pattern is not None:
         text = pattern.sub(REDACTED, text)
-    return _CREDENTIAL.sub(_credential, text)
+    # Every credential shape contains one of these words; a casefolded substring test is far
+    # cheaper than the regular expression, which most stored strings would never match.
+    folded = text.casefold()
+    if any(hint in folded for hint in _CREDENTIAL_HINTS):
+        text = _CREDENTIAL.sub(_credential, text)
+    return text
 
 
 class PrivateText:

@@ -15,8 +15,11 @@ from pathlib import Path
 
 import pytest
 from conftest import council_process, db_dump, db_rows, invoke_cli, write_config
+from hypothesis import given
+from hypothesis import strategies as st
 from mock_server import start_mock_server
 
+from council import redaction
 from council.redaction import PRIVATE_RUN, REDACTED, private_scope, redact, register_secret
 
 KEY = "k-7f3a9c2e5b1d4e6f8a0b"  # not shaped like any well-known key: only known by value
@@ -341,3 +344,12 @@ def test_the_readme_names_the_salt_file_by_its_real_name():
     readme = (ROOT / "README.md").read_text()
     assert f"$COUNCIL_HOME/{SALT_FILE}" in readme
     assert "$COUNCIL_HOME/salt`" not in readme
+
+
+@given(st.from_regex(redaction._CREDENTIAL))
+def test_every_credential_shape_contains_a_prefilter_word(text):
+    # redact_secrets runs the credential expression only on text holding one of these words.
+    match = redaction._CREDENTIAL.search(text)
+    assert match is not None
+    assert any(hint in match.group(0).casefold() for hint in redaction._CREDENTIAL_HINTS)
+    assert redaction.REDACTED in redaction.redact_secrets(text, frozenset())
