@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from council.cli.common import output_option, quiet
-from council.cli.judge import STRATEGIES, adaptive_option, config_option, judge_option, votes_option
+from council.cli.judge import STRATEGIES, adaptive_option, batch_judge_option, config_option, votes_option
 from council.errors import CouncilFailure
 from council.inputs import read_text_file
 
@@ -71,7 +71,7 @@ class BatchProgress:
 @output_option(
     "Results JSONL, one line per item in file order (default: FILE with .results.jsonl).", allow_dash=False
 )
-@judge_option
+@batch_judge_option
 @click.option(
     "--strategy",
     type=click.Choice(STRATEGIES),

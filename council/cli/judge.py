@@ -24,13 +24,32 @@ config_option = click.option(
     type=click.Path(dir_okay=False),
     help="Council TOML file (judge aliases come from its [models]).",
 )
+_JUDGE_HELP = (
+    "A judge: a [models] alias or a model string such as fake/judge (repeatable: {several}). "
+    "Default: the default council's chairman."
+)
 judge_option = click.option(
     "--judge",
     "judge_refs",
     multiple=True,
     metavar="ALIAS_OR_MODEL",
-    help="A judge: a [models] alias or a model string such as fake/judge (repeatable: several judges are "
-    "combined under --strategy). Default: the default council's chairman.",
+    help=_JUDGE_HELP.format(several="several judges are combined under --strategy"),
+)
+batch_judge_option = click.option(
+    "--judge",
+    "judge_refs",
+    multiple=True,
+    metavar="ALIAS_OR_MODEL",
+    help=_JUDGE_HELP.format(
+        several="several judges are combined under --strategy for pairs, averaged per criterion for grades"
+    ),
+)
+grade_judge_option = click.option(
+    "--judge",
+    "judge_refs",
+    multiple=True,
+    metavar="ALIAS_OR_MODEL",
+    help=_JUDGE_HELP.format(several="several judges' scores are averaged per criterion, each judge's kept"),
 )
 votes_option = click.option(
     "--votes",
@@ -168,7 +187,7 @@ def compare(
     help="File with a reference answer: grade against it.",
 )
 @click.option("--context", help="Extra context for the judge.")
-@judge_option
+@grade_judge_option
 @votes_option
 @adaptive_option
 @config_option
