@@ -24,33 +24,23 @@ config_option = click.option(
     type=click.Path(dir_okay=False),
     help="Council TOML file (judge aliases come from its [models]).",
 )
-_JUDGE_HELP = (
-    "A judge: a [models] alias or a model string such as fake/judge (repeatable: {several}). "
-    "Default: the default council's chairman."
+def _judge_option(several: str) -> Callable[[Any], Any]:
+    """``--judge`` (repeatable), its help saying what several judges do in this command."""
+    return click.option(
+        "--judge",
+        "judge_refs",
+        multiple=True,
+        metavar="ALIAS_OR_MODEL",
+        help=f"A judge: a [models] alias or a model string such as fake/judge (repeatable: {several}). "
+        "Default: the default council's chairman.",
+    )
+
+
+judge_option = _judge_option("several judges are combined under --strategy")
+batch_judge_option = _judge_option(
+    "several judges are combined under --strategy for pairs, averaged per criterion for grades"
 )
-judge_option = click.option(
-    "--judge",
-    "judge_refs",
-    multiple=True,
-    metavar="ALIAS_OR_MODEL",
-    help=_JUDGE_HELP.format(several="several judges are combined under --strategy"),
-)
-batch_judge_option = click.option(
-    "--judge",
-    "judge_refs",
-    multiple=True,
-    metavar="ALIAS_OR_MODEL",
-    help=_JUDGE_HELP.format(
-        several="several judges are combined under --strategy for pairs, averaged per criterion for grades"
-    ),
-)
-grade_judge_option = click.option(
-    "--judge",
-    "judge_refs",
-    multiple=True,
-    metavar="ALIAS_OR_MODEL",
-    help=_JUDGE_HELP.format(several="several judges' scores are averaged per criterion, each judge's kept"),
-)
+grade_judge_option = _judge_option("several judges' scores are averaged per criterion, each judge's kept")
 votes_option = click.option(
     "--votes",
     type=click.IntRange(1, 25),
