@@ -36,7 +36,8 @@ def _normalised(text: str) -> str:
 
 def means_none(entry: str) -> bool:
     """Whether a ``safety_concerns`` entry only says there is no concern."""
-    return not _normalised(entry) or _NO_CONCERN.match(_normalised(entry)) is not None
+    text = _normalised(entry)
+    return not text or _NO_CONCERN.match(text) is not None
 
 
 def real_concerns(concerns: Sequence[Any]) -> list[str]:

@@ -136,8 +136,10 @@ def _rewrite(node: Any, max_permutations: int, max_string_length: int | None, na
     for special in (_permutation_enum(node, max_permutations), _integer_enum(node), _number_enum(node)):
         if special is not None:
             return special
-    out = map_subschemas(node, lambda sub: _rewrite(sub, max_permutations, max_string_length, name))
+    # Properties are rewritten below, each with its own name (caps and patterns go by name).
     properties = node.get("properties")
+    rest = {**node, "properties": {}} if isinstance(properties, Mapping) else node
+    out = map_subschemas(rest, lambda sub: _rewrite(sub, max_permutations, max_string_length, name))
     if isinstance(properties, Mapping):
         out["properties"] = {
             key: _rewrite(sub, max_permutations, max_string_length, str(key)) for key, sub in properties.items()
