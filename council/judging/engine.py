@@ -45,6 +45,7 @@ from council.judging.outcomes import (
     JudgmentPass,
     Outcome,
     VoteSummary,
+    judge_failures,
     run_rows,
 )
 from council.judging.prompts import pairwise_messages
@@ -378,7 +379,7 @@ def _comparison_outcome(
         "elapsed_ms": elapsed_s * 1000,
     }
     if not ok:
-        error = "; ".join(j.error or "failed" for j in per_judge)
+        error = judge_failures(per_judge)
         return ComparisonOutcome(
             success=False,
             error=error,
@@ -402,10 +403,9 @@ def _comparison_outcome(
             scores=result.scores,
             **common,
         )
-    failed = [j for j in per_judge if not j.success]
-    if failed:
+    if len(ok) < len(per_judge):
         common["partial"] = True
-        common["error"] = "; ".join(j.error or f"{j.judge}: failed" for j in failed)
+        common["error"] = judge_failures(per_judge)
     combined, averaged = combine_judges(
         {j.judge: j.result for j in per_judge}, strategy=job.strategy, tie_margin=job.tie_margin
     )

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from council.errors import InputError, InvalidOutputError
-from council.judging.outcomes import GradeOutcome, JudgeGrade, JudgmentPass
+from council.judging.outcomes import GradeOutcome, JudgeGrade, JudgmentPass, judge_failures
 from council.judging.prompts import evaluation_mode, grade_messages
 from council.judging.report import combine_judge_reports, compile_evaluation_report
 from council.judging.rubrics import load_bias_checklist, load_rubric
@@ -187,7 +187,7 @@ async def grade(
             run_id=run.run_id,
             success=report is not None,
             partial=report is not None and bool(failed),
-            error="; ".join(j.error or f"{j.judge}: failed" for j in failed) or None,
+            error=judge_failures(per_judge),
             mode=mode,
             rubric=rubric.name,
             report=report,

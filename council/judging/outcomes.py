@@ -122,6 +122,11 @@ class GradeOutcome(BaseModel):
 Outcome = ComparisonOutcome | GradeOutcome
 
 
+def judge_failures(judges: Sequence[JudgeComparison | JudgeGrade]) -> str | None:
+    """The causes of the judges that failed, in one line (None when none failed)."""
+    return "; ".join(j.error or f"{j.judge}: failed" for j in judges if not j.success) or None
+
+
 #: Keys of the judge's own words in a stored outcome (its reasoning may quote the responses).
 JUDGE_TEXT_KEYS = frozenset(
     {
