@@ -3,7 +3,7 @@ bootstrap intervals (``council leaderboard``).
 
 A model is its model string, so one model pools across councils and members. The data
 come from :mod:`council.storage.comparisons`, the fit and intervals from
-:mod:`council.ratings`; this module joins them and says what the numbers can and cannot
+:mod:`council.methods.bradley_terry`; this module joins them and says what the numbers can and cannot
 tell (no data, groups never compared with each other). The method is described in
 docs/methods.md, "Leaderboard".
 """
@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from council.errors import UsageError
-from council.ratings import CI_LEVEL, PRIOR_GAMES, Stratum, components, rate, win_matrix
+from council.methods.bradley_terry import CI_LEVEL, PRIOR_GAMES, Stratum, components, rate, win_matrix
 from council.storage.comparisons import ComparisonData, comparisons
 from council.storage.store import Store
 

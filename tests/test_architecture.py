@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, ...]] = [
         "council.inputs",
         "council.redaction",
         "council.terminal",
-        "council.ratings",
+        "council.methods",
     ),
     ("council.config",),
     ("council.providers", "council.storage"),
@@ -32,28 +32,22 @@ LAYERS: list[tuple[str, ...]] = [
     ("council.cli", "council.server", "council.__main__", "council"),
 ]
 
-# Pure logic: no model calls, no database, no CLI or server.
+# Pure logic: no model calls, no database, no CLI or server. Every module of council.methods is
+# pure (listed by METHODS below), and imports nothing else of council but council.errors.
 PURE = (
-    "council.session.consensus",
-    "council.session.agreement",
     "council.session.schemas",
     "council.session.prompts",
     "council.session.results",
-    "council.judging.strategies",
-    "council.judging.voting",
-    "council.judging.averaging",
     "council.judging.schemas",
     "council.judging.prompts",
     "council.judging.report",
     "council.judging.safety",
     "council.judging.outcomes",
-    "council.bias.stats",
     "council.bias.records",
     "council.bias.foreign",
     "council.slots",
     "council.json_schema",
     "council.clock",
-    "council.ratings",
     "council.judging.agreement",
 )
 IO = ("council.providers", "council.storage", "council.api", "council.cli", "council.server")
@@ -68,6 +62,8 @@ def module_name(path: Path) -> str:
 
 
 MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+METHODS = tuple(sorted(m for m in MODULES if m == "council.methods" or m.startswith("council.methods.")))
+PURE = (*PURE, *METHODS)
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -176,4 +172,34 @@ def test_session_and_judging_stay_apart():
         for dep in deps
         if (_within(name, a) and _within(dep, b)) or (_within(name, b) and _within(dep, a))
     ]
+    assert wrong == []
+
+
+def test_methods_import_only_methods():
+    wrong = [
+        f"{name} imports {dep}"
+        for name in METHODS
+        for dep in GRAPH[name]
+        if not (_within(dep, "council.methods") or dep == "council.errors")
+    ]
+    assert METHODS and wrong == []
+
+
+# Standard-library and third-party modules that do I/O or talk to the world.
+IO_LIBRARIES = {"os", "io", "pathlib", "shutil", "socket", "subprocess", "sqlite3", "sqlite_utils", "aiohttp",
+                "httpx", "urllib", "tempfile", "logging", "litellm", "openai", "click", "rich"}
+
+
+def test_methods_do_no_io():
+    wrong = []
+    for name in METHODS:
+        for node in ast.walk(ast.parse(MODULES[name].read_text(encoding="utf-8"))):
+            roots = []
+            if isinstance(node, ast.Import):
+                roots = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                roots = [node.module.split(".")[0]]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("open", "print"):
+                roots = [node.func.id + "()"]
+            wrong += [f"{name}: {r}" for r in roots if r in IO_LIBRARIES or r.endswith("()")]
     assert wrong == []

@@ -20,8 +20,8 @@ from council import Council
 from council.bias.html import render_html
 from council.bias.records import BiasRecord, count_words, session_bias_metadata
 from council.bias.report import bias_report, report_from_records_files
-from council.bias.stats import GroupSums, holm_adjust, welch_t_test
 from council.errors import InputError
+from council.methods.significance import GroupSums, holm_adjust, welch_t_test
 from council.storage import Store
 from council.storage.migrations import migrations
 

@@ -18,12 +18,12 @@ from council.bias.export import export_bias_records
 from council.bias.html import render_html
 from council.bias.records import BiasRecord
 from council.bias.report import bias_report, report_from_records_files
-from council.bias.stats import (
+from council.errors import InputError
+from council.methods.bias_indicators import (
     audit_reviewer_calibration,
     pearson_correlation,
     run_aggregated_bias_audit,
 )
-from council.errors import InputError
 from council.storage import Store
 
 MODELS = [f"prov/model-{i}" for i in range(6)]

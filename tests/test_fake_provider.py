@@ -424,7 +424,8 @@ async def test_schema_requests_through_the_api_validate():
 def test_pairwise_passes_are_valid_and_follow_content_across_a_swap():
     from council.judging import prompts as judging_prompts
     from council.judging.rubrics import load_bias_checklist
-    from council.judging.schemas import criterion_items, pairwise_pass_model
+    from council.judging.schemas import pairwise_pass_model
+    from council.methods.verdicts import criterion_items
 
     criteria = ["accuracy", "clarity", "completeness"]
     model = pairwise_pass_model(criteria)
@@ -456,7 +457,8 @@ def test_pairwise_passes_are_valid_and_follow_content_across_a_swap():
 def test_rubric_grades_are_valid_without_invented_safety_concerns():
     from council.judging import prompts as judging_prompts
     from council.judging.rubrics import builtin_rubrics, load_bias_checklist, load_rubric
-    from council.judging.schemas import criterion_items, rubric_grade_model
+    from council.judging.schemas import rubric_grade_model
+    from council.methods.verdicts import criterion_items
 
     rubric = load_rubric(builtin_rubrics()[0])
     model = rubric_grade_model(rubric, load_bias_checklist())

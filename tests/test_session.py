@@ -213,3 +213,13 @@ async def test_stream_yields_events_then_result():
     assert final is not None and final.status == "complete"
     assert kinds[0] == "stage" and kinds[-1] == "done"
     assert kinds.count("answer") == 4 and kinds.count("review") == 4
+
+
+async def test_the_councils_consensus_method_orders_the_session():
+    borda = await make_council(store=False).run(QUESTION, seed=7)
+    copeland = await make_council(store=False, consensus="copeland").run(QUESTION, seed=7)
+    assert borda.consensus.method == "borda" and copeland.consensus.method == "copeland"
+    assert "Copeland" in copeland.consensus.tie_break
+    # Same seed, same ballots: only the rule differs. 4 members, self excluded: each pair meets on 2 ballots.
+    assert [r.ranking for r in borda.reviews] == [r.ranking for r in copeland.reviews]
+    assert all(0 <= e.score <= 3 for e in copeland.consensus.ranking)

@@ -16,8 +16,8 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from council.bias.report import BiasReport, position_verdict
-from council.bias.stats import SignificanceTest
 from council.bias.wording import findings, p_text
+from council.methods.significance import SignificanceTest
 
 if TYPE_CHECKING:
     from council.leaderboard import Leaderboard

@@ -22,32 +22,34 @@ from pydantic import BaseModel, Field
 
 from council.bias.loading import UNSCORED_TABLE, load_records_files
 from council.bias.records import LENGTH_UNITS, LengthUnit
-from council.bias.stats import (
-    ALPHA,
+from council.bias.validation import Reviews, exclusion, find_problems, has_invalid_rows, raise_first
+from council.clock import parse_since
+from council.errors import UsageError
+from council.methods.bias_indicators import (
     INDICATORS_NOTE,
     REFERENCE_SCALE,
-    GroupSums,
     HonestyRow,
-    SignificanceTest,
     calibration_zscores,
-    chi_square_uniform,
-    holm_adjust,
     honesty_row,
     length_correlation_interpretation,
-    one_way_anova,
-    p_text,
-    paired_t_test,
     pearson_from_sums,
     position_variance_threshold,
     reliability,
     run_aggregated_bias_audit,
-    variance_from_sums,
     variance_label,
+)
+from council.methods.significance import (
+    ALPHA,
+    GroupSums,
+    SignificanceTest,
+    chi_square_uniform,
+    holm_adjust,
+    one_way_anova,
+    p_text,
+    paired_t_test,
+    variance_from_sums,
     welch_t_test,
 )
-from council.bias.validation import Reviews, exclusion, find_problems, has_invalid_rows, raise_first
-from council.clock import parse_since
-from council.errors import UsageError
 from council.storage.sqlite import Database
 
 DEFAULT_MAX_POINTS = 2000

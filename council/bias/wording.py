@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from council.bias.report import BiasReport
-from council.bias.stats import SignificanceTest, p_text
+from council.methods.significance import SignificanceTest, p_text
 
 Verdict = Literal["significant", "not significant", "not tested", "too little data"]
 

@@ -121,8 +121,8 @@ def render_text(report: BiasReport, console: Console) -> None:
     from rich.text import Text
 
     from council.bias.report import position_verdict
-    from council.bias.stats import p_text
     from council.cli.render import literal
+    from council.methods.significance import p_text
 
     if report.total_records == 0:
         console.print("No bias records" + (" match these filters." if any(report.filters.values()) else " yet."))

@@ -15,7 +15,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from council.bias.stats import p_text
+from council.methods.significance import p_text
 from council.terminal import visible
 
 if TYPE_CHECKING:

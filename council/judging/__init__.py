@@ -14,7 +14,6 @@ async engine (:func:`council.judging.engine.compare` and
    then ``compile_evaluation_report``.
 """
 
-from council.judging.averaging import MultiJudgeVerdict, average_across_judges, average_side_scores
 from council.judging.prompts import (
     bias_checklist_prompt,
     evaluation_mode,
@@ -27,22 +26,15 @@ from council.judging.report import compile_evaluation_report
 from council.judging.rubrics import DEPTH_CRITERIA, builtin_rubrics, load_bias_checklist, load_rubric
 from council.judging.safety import safety_flagged
 from council.judging.schemas import (
-    DEFAULT_PAIRWISE_SCALE,
     BiasChecklist,
     Criterion,
-    CriterionVerdict,
     EvaluationReport,
-    PairwiseMetadata,
-    PairwiseResult,
-    PositionConsistency,
     Rubric,
-    SideScores,
-    SwapVerdict,
-    Verdict,
     pairwise_pass_model,
     rubric_grade_model,
 )
-from council.judging.strategies import (
+from council.methods.averaging import MultiJudgeVerdict, average_across_judges, average_side_scores
+from council.methods.swap import (
     DEFAULT_STRATEGY,
     DEFAULT_TIE_MARGIN,
     SWAP_STRATEGIES,
@@ -54,7 +46,17 @@ from council.judging.strategies import (
     swap_conservative,
     swap_consistency,
 )
-from council.judging.voting import (
+from council.methods.verdicts import (
+    DEFAULT_PAIRWISE_SCALE,
+    CriterionVerdict,
+    PairwiseMetadata,
+    PairwiseResult,
+    PositionConsistency,
+    SideScores,
+    SwapVerdict,
+    Verdict,
+)
+from council.methods.voting import (
     DEFAULT_VOTES,
     VoteResult,
     decided_winner,

@@ -39,8 +39,8 @@ from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, gra
 from council.judging.rubrics import load_rubric
 from council.judging.running import keeps_text
 from council.judging.schemas import Rubric
-from council.judging.strategies import DEFAULT_STRATEGY
-from council.judging.voting import GRADE_VOTES, PAIRWISE_VOTES
+from council.methods.swap import DEFAULT_STRATEGY
+from council.methods.voting import GRADE_VOTES, PAIRWISE_VOTES
 from council.providers.client import ModelClient
 from council.redaction import private_scope
 from council.storage.store import Store

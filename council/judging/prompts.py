@@ -17,15 +17,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from council.judging.schemas import (
-    DEFAULT_PAIRWISE_SCALE,
-    BiasChecklist,
-    Criterion,
-    Rubric,
-    check_scale,
-    pairwise_pass_model,
-    rubric_grade_model,
-)
+from council.judging.schemas import BiasChecklist, Criterion, Rubric, pairwise_pass_model, rubric_grade_model
+from council.methods.verdicts import DEFAULT_PAIRWISE_SCALE, check_scale
 from council.slots import data_not_instructions, neutralise, slot
 
 Message = dict[str, str]

@@ -8,8 +8,8 @@
 - ``candidates``: existing answers to review instead of asking the members.
 """
 
+from council.methods.ranking import Consensus, ConsensusEntry, consensus_ranking
 from council.session.candidates import Candidate, load_candidates, parse_candidates
-from council.session.consensus import Consensus, ConsensusEntry, consensus_ranking
 from council.session.results import Failure, MemberAnswer, Review, SessionResult, SessionStatus, Synthesis
 from council.session.runner import (
     OFFLINE_NOTICE,

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from council.methods import graphs
+
 ELO_ANCHOR = 1000.0
 ELO_FACTOR = 400.0 / math.log(10.0)  # rating points per unit of θ (natural log of strength)
 PRIOR_GAMES = 1.0
@@ -157,10 +159,11 @@ def win_probability(rating_i: float, rating_j: float) -> float:
 
 
 def bradley_terry(outcomes: Iterable[tuple[str, str]], *, prior_games: float = 0.0) -> dict[str, float]:
-    """Bradley–Terry strengths from (winner, loser) pairs, normalised to sum to 1.
+    """Bradley–Terry strengths from named (winner, loser) pairs, normalised to sum to 1.
 
-    Without a prior (the default here) this is the maximum-likelihood estimate, and a
-    player with no wins gets strength 0 (the limit of the diverging estimate).
+    A front end to the one fitter, :func:`fit_log_strengths`: the pairs become its win
+    matrix. Without a prior (the default here) this is the maximum-likelihood estimate, and
+    a player with no wins gets strength 0 (the limit of the diverging estimate).
     """
     wins: dict[Pair, float] = defaultdict(float)
     names: dict[str, int] = {}
@@ -213,22 +216,7 @@ def win_matrix(strata: Sequence[Stratum], n_models: int) -> np.ndarray:
 def components(wins: np.ndarray) -> list[list[int]]:
     """The connected components of the comparison graph (models compared at least once)."""
     compared = (wins + wins.T) > 0
-    seen: set[int] = set()
-    out = []
-    for start in range(len(wins)):
-        if start in seen:
-            continue
-        stack, part = [start], []
-        seen.add(start)
-        while stack:
-            i = stack.pop()
-            part.append(i)
-            for j in np.flatnonzero(compared[i]):
-                if int(j) not in seen:
-                    seen.add(int(j))
-                    stack.append(int(j))
-        out.append(sorted(part))
-    return out
+    return graphs.components(len(wins), zip(*(a.tolist() for a in np.nonzero(compared)), strict=True))
 
 
 def bootstrap_wins(

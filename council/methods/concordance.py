@@ -1,4 +1,4 @@
-"""Agreement between reviewers' rankings: Kendall's W and its test, for any ballot design.
+"""Concordance of reviewers' rankings: Kendall's W and its test, for any ballot design.
 
 A *ballot* ranks a subset of the answers, best first (with ``self_review = "exclude"``
 each reviewer ranks every answer but its own). The ballots form a block design:
@@ -37,7 +37,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from council.bias.stats import chi2_sf
+from council.methods.distributions import chi2_sf
+from council.methods.graphs import component_roots
 
 EXACT_LIMIT = 10_000
 """Largest number of ballot arrangements (Π kᵢ!) enumerated for an exact p-value."""
@@ -71,17 +72,7 @@ def _grounded_inverse(items: list[str], co: dict[tuple[int, int], int]) -> tuple
     zero within each component.
     """
     n = len(items)
-    parent = list(range(n))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for i, j in co:
-        parent[find(i)] = find(j)
-    grounded = {find(i) for i in range(n)}
+    grounded = set(component_roots(n, co))
     free = [i for i in range(n) if i not in grounded]
     pos = {i: p for p, i in enumerate(free)}
     size = len(free)
@@ -93,6 +84,7 @@ def _grounded_inverse(items: list[str], co: dict[tuple[int, int], int]) -> tuple
                 if b in pos:
                     m[pos[a]][pos[b]] -= c
     # Gauss–Jordan on [M | I]; M is symmetric positive definite, so no pivoting is needed.
+    # (Not numpy: a session never loads it, and M has one row per answer.)
     aug = [row + [1.0 if r == c else 0.0 for c in range(size)] for r, row in enumerate(m)]
     for col in range(size):
         piv = aug[col][col]

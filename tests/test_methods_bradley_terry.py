@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from scipy.optimize import minimize
 from scipy.special import log_expit
 
-from council.ratings import (
+from council.methods.bradley_terry import (
     ELO_ANCHOR,
     Stratum,
     bootstrap_wins,

@@ -3,47 +3,43 @@
 A *ballot* is one reviewer's ranking of the answers it saw, best first. With
 ``self_review = "exclude"`` ballots are partial (a reviewer does not rank its own
 answer), and a failed review removes a ballot, so answers appear on different
-numbers of ballots of different lengths. Every statistic here accepts that.
+numbers of ballots of different lengths. Every method here accepts that.
 
-Borda, normalised per ballot: on a ballot of m ≥ 2 answers, the answer in place i
-(0-based) earns (m − 1 − i)/(m − 1) points, from 1 (first) to 0 (last); an answer's
-score is the mean of its points over the ballots it appears on. A raw Borda sum
-would favour the answer that appears on more ballots (the failed reviewer's own).
-Ballots of one answer compare nothing and earn no points.
+Methods (the registry :data:`CONSENSUS_METHODS`, chosen by ``[councils.X] consensus``):
+
+* ``borda`` (the default): normalised per ballot. On a ballot of m ≥ 2 answers, the
+  answer in place i (0-based) earns (m − 1 − i)/(m − 1) points, from 1 (first) to 0
+  (last); an answer's score is the mean of its points over the ballots it appears on.
+  A raw Borda sum would favour the answer that appears on more ballots (the failed
+  reviewer's own). Ballots of one answer compare nothing and earn no points.
+* ``mean_rank``: the mean 1-based place over the ballots that rank the answer, lower first.
+* ``copeland``: pairwise majorities; docs/methods.md, "Copeland".
+
+A new method is one function from ballots to exact scores plus one registry entry.
 
 Ties are reported as ties: tied answers share their rank. Where one order is needed
 (the chairman's list, the winner), tied answers are ordered by a key derived from
 the session seed and the member id (reproducible, and unrelated to alphabetical
 order). Agreement between reviewers (Kendall's W and its p-value) is in
-:mod:`council.session.agreement`. The methods: docs/methods.md, "Borda count" and "Tie-breaks".
+:mod:`council.methods.concordance`. The methods: docs/methods.md, "Borda count", "Mean rank",
+"Copeland" and "Tie-breaks".
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
+from itertools import combinations
 
 from pydantic import BaseModel
 
-from council.session.agreement import Agreement, agreement, kendalls_w
+from council.methods.concordance import Agreement, agreement
 
-__all__ = [
-    "Consensus",
-    "ConsensusEntry",
-    "borda_scores",
-    "consensus_ranking",
-    "kendalls_w",
-    "mean_ranks",
-    "normalised_borda",
-    "seeded_tie_key",
-]
-
-TIE_BREAK_RULE = (
-    "Mean Borda points per ballot (normalised to 0–1 on each ballot); equal scores are ties and share a rank; "
-    "the order within a tie comes from the session seed"
-)
+_TIES = "equal scores are ties and share a rank; the order within a tie comes from the session seed"
+TIE_BREAK_RULE = f"Mean Borda points per ballot (normalised to 0–1 on each ballot); {_TIES}"
 
 
 class ConsensusEntry(BaseModel):
@@ -51,7 +47,8 @@ class ConsensusEntry(BaseModel):
     rank: int
     """1-based rank; tied answers share the best rank of their group (1, 1, 3)."""
     score: float | None
-    """Mean normalised Borda points over the ballots that ranked this member, 0–1 (None: none did)."""
+    """The consensus method's score (borda: mean normalised points, 0–1; mean_rank: the mean place,
+    lower is better; copeland: pairwise wins + ½ pairwise ties). None: no ballot ranked this member."""
     borda: float
     """Raw Borda sum (m − 1 − i per ballot); not comparable across members seen on different ballots."""
     mean_rank: float | None
@@ -104,12 +101,63 @@ def normalised_borda(ballots: Iterable[Sequence[str]]) -> dict[str, Fraction]:
     return {member: sum(p, Fraction(0)) / len(p) for member, p in points.items()}
 
 
-def mean_ranks(ballots: Iterable[Sequence[str]]) -> dict[str, float]:
+def exact_mean_ranks(ballots: Iterable[Sequence[str]]) -> dict[str, Fraction]:
+    """Mean 1-based place over the ballots each member appears on; exact (docs/methods.md, "Mean rank")."""
     places: dict[str, list[int]] = defaultdict(list)
     for ballot in ballots:
         for place, member in enumerate(ballot, 1):
             places[member].append(place)
-    return {member: sum(p) / len(p) for member, p in places.items()}
+    return {member: Fraction(sum(p), len(p)) for member, p in places.items()}
+
+
+def mean_ranks(ballots: Iterable[Sequence[str]]) -> dict[str, float]:
+    return {member: float(v) for member, v in exact_mean_ranks(ballots).items()}
+
+
+def copeland_scores(ballots: Iterable[Sequence[str]]) -> dict[str, Fraction]:
+    """Pairwise majority wins + ½ per pairwise tie, over the pairs some ballot ranks together
+    (docs/methods.md, "Copeland"). Ballots of one answer compare nothing."""
+    ahead: dict[tuple[str, str], int] = defaultdict(int)
+    members: set[str] = set()
+    for ballot in ballots:
+        if len(ballot) < 2:
+            continue
+        members.update(ballot)
+        for better, worse in combinations(ballot, 2):
+            ahead[(better, worse)] += 1
+    score = dict.fromkeys(members, Fraction(0))
+    for x, y in combinations(sorted(members), 2):
+        xy, yx = ahead.get((x, y), 0), ahead.get((y, x), 0)
+        if xy == yx == 0:
+            continue  # never ranked together: neither a win nor a tie
+        if xy == yx:
+            score[x] += Fraction(1, 2)
+            score[y] += Fraction(1, 2)
+        else:
+            score[x if xy > yx else y] += 1
+    return score
+
+
+@dataclass(frozen=True)
+class ConsensusMethod:
+    """One way to turn ballots into an order: exact scores (so ties are exact), and which way is better."""
+
+    scores: Callable[[Sequence[Sequence[str]]], Mapping[str, Fraction]]
+    higher_is_better: bool
+    rule: str
+    """How the order is decided, stored with the consensus as ``tie_break``."""
+
+
+CONSENSUS_METHODS: dict[str, ConsensusMethod] = {
+    "borda": ConsensusMethod(normalised_borda, True, TIE_BREAK_RULE),
+    "mean_rank": ConsensusMethod(
+        exact_mean_ranks, False, f"Mean place over the ballots that rank it, lower first; {_TIES}"
+    ),
+    "copeland": ConsensusMethod(
+        copeland_scores, True, f"Copeland: pairwise majority wins + ½ per pairwise tie, higher first; {_TIES}"
+    ),
+}
+DEFAULT_CONSENSUS = "borda"
 
 
 def seeded_tie_key(seed: int, member: str) -> bytes:
@@ -117,10 +165,17 @@ def seeded_tie_key(seed: int, member: str) -> bytes:
     return hashlib.sha256(f"council-tie:{seed}:{member}".encode()).digest()
 
 
-def consensus_ranking(ballots: Sequence[Sequence[str]], candidates: Iterable[str], *, seed: int = 0) -> Consensus:
-    """Normalised-Borda consensus over ``candidates`` (members nobody ranked come last, tied)."""
+def consensus_ranking(
+    ballots: Sequence[Sequence[str]], candidates: Iterable[str], *, seed: int = 0, method: str = DEFAULT_CONSENSUS
+) -> Consensus:
+    """The consensus over ``candidates`` by ``method`` (members nobody ranked come last, tied)."""
+    try:
+        chosen = CONSENSUS_METHODS[method]
+    except KeyError:
+        choices = ", ".join(CONSENSUS_METHODS)
+        raise ValueError(f"unknown consensus method {method!r}; choose one of: {choices}") from None
     candidates = list(dict.fromkeys(candidates))
-    score = normalised_borda(ballots)
+    score = chosen.scores(ballots)
     borda = borda_scores(ballots)
     means = mean_ranks(ballots)
     firsts: dict[str, int] = defaultdict(int)
@@ -131,10 +186,13 @@ def consensus_ranking(ballots: Sequence[Sequence[str]], candidates: Iterable[str
         for member in ballot:
             counts[member] += 1
 
-    def value(member: str) -> Fraction:
-        return score.get(member, Fraction(-1))  # unranked: below every score (scores are 0–1)
+    def value(member: str) -> tuple[bool, Fraction]:
+        # unranked members sort after every ranked one; then the better score first
+        if member not in score:
+            return (True, Fraction(0))
+        return (False, -score[member] if chosen.higher_is_better else score[member])
 
-    ordered = sorted(candidates, key=lambda m: (-value(m), seeded_tie_key(seed, m)))
+    ordered = sorted(candidates, key=lambda m: (value(m), seeded_tie_key(seed, m)))
     entries = []
     rank = 0
     for i, member in enumerate(ordered):
@@ -156,11 +214,12 @@ def consensus_ranking(ballots: Sequence[Sequence[str]], candidates: Iterable[str
         )
     agreed = agreement(ballots)
     return Consensus(
+        method=method,
         ranking=entries,
         kendall_w=None if agreed is None else agreed.w,
         kendall_w_p_value=None if agreed is None else agreed.p_value,
         agreement=agreed,
         ballots=len(ballots),
+        tie_break=chosen.rule,
         seed=seed,
     )
-

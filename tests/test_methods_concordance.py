@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from scipy.stats import chi2, friedmanchisquare
 
 from council import Council
-from council.session.agreement import agreement, arrangements, consistent_order, kendalls_w
-from council.session.consensus import consensus_ranking
+from council.methods.concordance import agreement, arrangements, consistent_order, kendalls_w
+from council.methods.ranking import consensus_ranking
 
 # ---------------------------------------------------------------- ballot designs
 

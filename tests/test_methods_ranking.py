@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
-from council.session.consensus import borda_scores, consensus_ranking, kendalls_w, mean_ranks
+from council.methods.concordance import kendalls_w
+from council.methods.ranking import borda_scores, consensus_ranking, mean_ranks
 
 # Hand-worked: 3 reviewers, 4 answers.
 #   R1: A B C D -> A3 B2 C1 D0
@@ -128,3 +129,76 @@ def test_borda_total_is_fixed_and_order_is_deterministic(n, m, rnd):
     rnd.shuffle(shuffled)
     assert consensus_ranking(ballots, items).order == consensus_ranking(ballots, shuffled).order
 
+
+
+# --------------------------------------------------------------------- Copeland and the registry
+# docs/methods.md, "Copeland": five complete ballots where Copeland and Borda disagree.
+#   3 x A B C, 2 x B C A.   A-B 3:2 -> A,  A-C 3:2 -> A,  B-C 5:0 -> B
+#   Copeland: A 2, B 1, C 0 (A beats each other answer: a Condorcet winner)
+#   normalised Borda: A (3*1 + 2*0)/5 = 3/5, B (3*1/2 + 2*1)/5 = 7/10, C (3*0 + 2*1/2)/5 = 1/5
+CONDORCET = [list("ABC")] * 3 + [list("BCA")] * 2
+
+
+def test_copeland_hand_worked():
+    from fractions import Fraction
+
+    from council.methods.ranking import copeland_scores, normalised_borda
+
+    assert copeland_scores(CONDORCET) == {"A": 2, "B": 1, "C": 0}
+    assert normalised_borda(CONDORCET) == {"A": Fraction(3, 5), "B": Fraction(7, 10), "C": Fraction(1, 5)}
+    copeland = consensus_ranking(CONDORCET, "ABC", method="copeland")
+    assert copeland.method == "copeland" and copeland.order == ["A", "B", "C"]
+    assert [e.score for e in copeland.ranking] == [2.0, 1.0, 0.0]
+    assert "Copeland" in copeland.tie_break
+    assert consensus_ranking(CONDORCET, "ABC").order == ["B", "A", "C"]  # borda, the default
+
+
+def test_copeland_pairwise_ties_and_partial_ballots():
+    # The failed-review ballots of docs/methods.md, "Borda count": a-d and b-d meet 1:1.
+    from fractions import Fraction
+
+    from council.methods.ranking import copeland_scores
+
+    ballots = [list("bdc"), list("dac"), list("adb")]
+    assert copeland_scores(ballots) == {"a": Fraction(5, 2), "d": 2, "b": Fraction(3, 2), "c": 0}
+    # pairs never ranked together count for neither; a ballot of one answer compares nothing
+    assert copeland_scores([["x", "y"], ["z"]]) == {"x": 1, "y": 0}
+    result = consensus_ranking(ballots, ["a", "b", "c", "d", "e"], method="copeland")
+    assert result.order == ["a", "d", "b", "c", "e"]  # e: on no ballot, last, no score
+    assert result.ranking[-1].score is None and result.ranking[-1].rank == 5
+
+
+def test_copeland_ties_share_a_rank_and_the_seed_orders_them():
+    # A cycle: A>B>C, B>C>A, C>A>B -> every pair 2:1, every answer one win.
+    cycle = [list("ABC"), list("BCA"), list("CAB")]
+    result = consensus_ranking(cycle, "ABC", method="copeland", seed=3)
+    assert [e.rank for e in result.ranking] == [1, 1, 1]
+    assert all(e.tied for e in result.ranking)
+    orders = {tuple(consensus_ranking(cycle, "ABC", method="copeland", seed=s).order) for s in range(30)}
+    assert len(orders) > 1
+
+
+def test_mean_rank_method_orders_by_the_lower_mean_place():
+    result = consensus_ranking(BALLOTS, "ABCD", method="mean_rank")
+    assert result.order == ["A", "B", "C", "D"]
+    assert [e.score for e in result.ranking] == pytest.approx([4 / 3, 2.0, 3.0, 11 / 3])
+    # 2 ballots: x first once and third once (mean 2), y second twice (mean 2): an exact tie
+    tie = consensus_ranking([list("xyz"), list("zyx")], "xyz", method="mean_rank")
+    assert {e.member for e in tie.ranking if e.rank == 1} == {"x", "y", "z"}
+
+
+def test_every_registered_method_keeps_the_common_fields():
+    from council.methods.ranking import CONSENSUS_METHODS
+
+    assert list(CONSENSUS_METHODS) == ["borda", "mean_rank", "copeland"]
+    for name in CONSENSUS_METHODS:
+        result = consensus_ranking(BALLOTS, "ABCD", method=name)
+        assert result.method == name and result.ballots == 3
+        assert result.kendall_w == pytest.approx(348 / 540)
+        assert {e.member: e.borda for e in result.ranking} == {"A": 8, "B": 6, "C": 3, "D": 1}
+
+
+def test_an_unknown_method_is_refused_with_the_choices():
+    expected = "unknown consensus method 'condorcet'; choose one of: borda, mean_rank, copeland"
+    with pytest.raises(ValueError, match=expected):
+        consensus_ranking(BALLOTS, "ABCD", method="condorcet")
