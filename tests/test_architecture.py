@@ -27,7 +27,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("council.config",),
     ("council.providers", "council.storage"),
     ("council.asking", "council.bias"),
-    ("council.session", "council.judging"),
+    # council.testing: replies that follow the real prompts of both pipelines
+    ("council.session", "council.judging", "council.testing"),
     ("council.api", "council.exports", "council.leaderboard"),
     ("council.cli", "council.server", "council.__main__", "council"),
 ]
@@ -120,14 +121,27 @@ def test_every_module_has_a_layer():
         layer_of(name)
 
 
+# The one import that goes up, on purpose: the shipped fake/ provider answers with the council's
+# test replies, which must sit above the prompts they follow. Nothing else may import council.testing.
+UPWARD = {("council.providers.fake", "council.testing.replies")}
+
+
 def test_no_module_imports_one_above_its_layer():
     wrong = [
         f"{name} (layer {layer_of(name)}) imports {dep} (layer {layer_of(dep)})"
         for name, deps in GRAPH.items()
         for dep in deps
-        if layer_of(dep) > layer_of(name)
+        if layer_of(dep) > layer_of(name) and (name, dep) not in UPWARD
     ]
     assert wrong == []
+
+
+def test_only_the_fake_provider_uses_the_testing_replies():
+    users = sorted(
+        name for name, deps in GRAPH.items() if not _within(name, "council.testing") and any(
+            _within(d, "council.testing") for d in deps)
+    )
+    assert users == ["council.providers.fake"]
 
 
 def test_no_import_cycles():

@@ -19,10 +19,11 @@ from council.asking import validate_output
 from council.config import ModelSpec, ResolvedModel
 from council.errors import ConfigError, ProviderError
 from council.providers.base import ChatRequest, ModelAPI
-from council.providers.fake import FakeAPI, FakeResponder, FakeScriptExhausted, answer_slots, parse_model_name
+from council.providers.fake import FakeAPI, FakeScriptExhausted
 from council.providers.registry import make_api
 from council.session import prompts
 from council.session.schemas import PEER_REVIEW_SCHEMA_NAME, answer_labels, peer_review_model
+from council.testing.replies import FakeResponder, answer_slots, parse_model_name
 
 QUESTION = "Why is the sky blue during the day?"
 
