@@ -41,7 +41,7 @@ PURE = (
     "council.session.results",
     "council.judging.schemas",
     "council.judging.prompts",
-    "council.judging.report",
+    "council.judging.grade_report",
     "council.judging.safety",
     "council.judging.outcomes",
     "council.bias.records",
@@ -49,7 +49,6 @@ PURE = (
     "council.slots",
     "council.json_schema",
     "council.clock",
-    "council.judging.agreement",
 )
 IO = ("council.providers", "council.storage", "council.api", "council.cli", "council.server")
 

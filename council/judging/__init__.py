@@ -14,6 +14,7 @@ async engine (:func:`council.judging.engine.compare` and
    then ``compile_evaluation_report``.
 """
 
+from council.judging.grade_report import compile_evaluation_report
 from council.judging.prompts import (
     bias_checklist_prompt,
     evaluation_mode,
@@ -22,7 +23,6 @@ from council.judging.prompts import (
     pairwise_messages,
     retry_message,
 )
-from council.judging.report import compile_evaluation_report
 from council.judging.rubrics import DEPTH_CRITERIA, builtin_rubrics, load_bias_checklist, load_rubric
 from council.judging.safety import safety_flagged
 from council.judging.schemas import (
