@@ -158,30 +158,6 @@ def win_probability(rating_i: float, rating_j: float) -> float:
     return 1.0 / (1.0 + 10.0 ** ((rating_j - rating_i) / 400.0))
 
 
-def bradley_terry(outcomes: Iterable[tuple[str, str]], *, prior_games: float = 0.0) -> dict[str, float]:
-    """Bradley–Terry strengths from named (winner, loser) pairs, normalised to sum to 1.
-
-    A front end to the one fitter, :func:`fit_log_strengths`: the pairs become its win
-    matrix. Without a prior (the default here) this is the maximum-likelihood estimate, and
-    a player with no wins gets strength 0 (the limit of the diverging estimate).
-    """
-    wins: dict[Pair, float] = defaultdict(float)
-    names: dict[str, int] = {}
-    for winner, loser in outcomes:
-        if winner == loser:
-            continue
-        i, j = names.setdefault(winner, len(names)), names.setdefault(loser, len(names))
-        wins[(i, j)] += 1
-    if not names:
-        return {}
-    matrix = np.zeros((len(names), len(names)))
-    for (i, j), n in wins.items():
-        matrix[i, j] = n
-    p = np.exp(fit_log_strengths(matrix, prior_games=prior_games))
-    p = p / p.sum()
-    return {name: float(p[i]) for name, i in names.items()}
-
-
 # ----------------------------------------------------------------------- the data
 
 
@@ -211,6 +187,28 @@ def win_matrix(strata: Sequence[Stratum], n_models: int) -> np.ndarray:
             for (i, j), w in outcomes.items():
                 wins[i, j] += n * w
     return wins
+
+
+def bradley_terry(outcomes: Iterable[tuple[str, str]], *, prior_games: float = 0.0) -> dict[str, float]:
+    """Bradley–Terry strengths from named (winner, loser) pairs, normalised to sum to 1.
+
+    A front end to the one fitter, :func:`fit_log_strengths`: the pairs become its win
+    matrix. Without a prior (the default here) this is the maximum-likelihood estimate, and
+    a player with no wins gets strength 0 (the limit of the diverging estimate).
+    """
+    wins: dict[Pair, float] = defaultdict(float)
+    names: dict[str, int] = {}
+    for winner, loser in outcomes:
+        if winner == loser:
+            continue
+        i, j = names.setdefault(winner, len(names)), names.setdefault(loser, len(names))
+        wins[(i, j)] += 1
+    if not names:
+        return {}
+    matrix = win_matrix([Stratum("pairs", [(1, wins)])], len(names))
+    p = np.exp(fit_log_strengths(matrix, prior_games=prior_games))
+    p = p / p.sum()
+    return {name: float(p[i]) for name, i in names.items()}
 
 
 def components(wins: np.ndarray) -> list[list[int]]:
