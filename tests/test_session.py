@@ -223,3 +223,14 @@ async def test_the_councils_consensus_method_orders_the_session():
     # Same seed, same ballots: only the rule differs. 4 members, self excluded: each pair meets on 2 ballots.
     assert [r.ranking for r in borda.reviews] == [r.ranking for r in copeland.reviews]
     assert all(0 <= e.score <= 3 for e in copeland.consensus.ranking)
+
+
+def test_the_text_output_names_the_consensus_method(tmp_path, council_home):
+    from conftest import invoke_cli, write_config
+
+    path = write_config(tmp_path / "c.toml", {}, members=MEMBERS, chairman=MEMBERS[0], consensus="copeland")
+    result = invoke_cli("run", "--config", str(path), QUESTION, "--seed", "3")
+    assert result.exit_code == 0, result.stderr
+    assert "Consensus ranking (Copeland, pairwise majorities" in result.stdout
+    plain = invoke_cli("run", "--config", str(write_config(tmp_path / "d.toml", {}, members=MEMBERS)), QUESTION)
+    assert "Consensus ranking (Borda, normalised per ballot" in plain.stdout

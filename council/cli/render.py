@@ -15,6 +15,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from council.methods.ranking import method_title
 from council.methods.significance import p_text
 from council.terminal import visible
 
@@ -122,7 +123,7 @@ def render_result(result: SessionResult) -> None:
     )
     if result.consensus is not None:
         c = result.consensus
-        table = Table(title=f"Consensus ranking (Borda, normalised per ballot; {_agreement_text(c)})")
+        table = Table(title=f"Consensus ranking ({method_title(c.method)}; {_agreement_text(c)})")
         for col in ("rank", "member", "model", "score", "Borda", "mean rank", "1st places", "ballots", "mean score"):
             table.add_column(col, justify="right" if col not in ("member", "model") else "left")
         scores = _mean_scores(result)

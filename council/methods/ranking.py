@@ -146,18 +146,29 @@ class ConsensusMethod:
     higher_is_better: bool
     rule: str
     """How the order is decided, stored with the consensus as ``tie_break``."""
+    title: str
+    """What a table of this consensus is ranked by, in a few words."""
 
 
 CONSENSUS_METHODS: dict[str, ConsensusMethod] = {
-    "borda": ConsensusMethod(normalised_borda, True, TIE_BREAK_RULE),
+    "borda": ConsensusMethod(normalised_borda, True, TIE_BREAK_RULE, "Borda, normalised per ballot"),
     "mean_rank": ConsensusMethod(
-        exact_mean_ranks, False, f"Mean place over the ballots that rank it, lower first; {_TIES}"
+        exact_mean_ranks, False, f"Mean place over the ballots that rank it, lower first; {_TIES}", "mean rank"
     ),
     "copeland": ConsensusMethod(
-        copeland_scores, True, f"Copeland: pairwise majority wins + ½ per pairwise tie, higher first; {_TIES}"
+        copeland_scores,
+        True,
+        f"Copeland: pairwise majority wins + ½ per pairwise tie, higher first; {_TIES}",
+        "Copeland, pairwise majorities",
     ),
 }
 DEFAULT_CONSENSUS = "borda"
+
+
+def method_title(name: str) -> str:
+    """What a consensus by ``name`` is ranked by (the name itself for a method this version lacks)."""
+    chosen = CONSENSUS_METHODS.get(name)
+    return chosen.title if chosen else name
 
 
 def seeded_tie_key(seed: int, member: str) -> bytes:
