@@ -202,3 +202,22 @@ def test_an_unknown_method_is_refused_with_the_choices():
     expected = "unknown consensus method 'condorcet'; choose one of: borda, mean_rank, copeland"
     with pytest.raises(ValueError, match=expected):
         consensus_ranking(BALLOTS, "ABCD", method="condorcet")
+
+
+def test_a_new_method_is_one_registry_entry(monkeypatch):
+    # Plurality (first places), registered from outside: the config accepts it and the consensus uses it.
+    from collections import Counter
+    from fractions import Fraction
+
+    from council.config.schema import CouncilSpec
+    from council.methods.ranking import CONSENSUS_METHODS, ConsensusMethod
+
+    def plurality(ballots):
+        firsts = Counter(b[0] for b in ballots if b)
+        return {m: Fraction(firsts[m]) for b in ballots for m in b}
+
+    monkeypatch.setitem(CONSENSUS_METHODS, "plurality", ConsensusMethod(plurality, True, "first places", "plurality"))
+    assert CouncilSpec(members=["a", "b"], consensus="plurality").consensus == "plurality"
+    result = consensus_ranking(BALLOTS, "ABCD", method="plurality")
+    assert result.order[0] == "A" and result.ranking[0].score == 2.0 and result.tie_break == "first places"
+    assert [e.rank for e in result.ranking][1:] == [2, 3, 3]
