@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import IO, Any
 
+from council.csv_cells import csv_cell
 from council.errors import InputError
 
 REDACTED = "[redacted]"
@@ -271,14 +272,6 @@ def answer_rows(doc: dict[str, Any], redact: bool) -> Iterator[dict[str, Any]]:
         }
 
 
-def _csv_cell(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value
-
-
 def export_sessions(
     store: Any,
     out: IO[str],
@@ -318,7 +311,7 @@ def export_sessions(
         for flat in rows:
             flat = redact_data(flat, secrets)
             if writer is not None:
-                writer.writerow([_csv_cell(flat[c]) for c in columns])
+                writer.writerow([csv_cell(flat[c]) for c in columns])
             else:
                 out.write(json.dumps({c: flat[c] for c in columns}, ensure_ascii=False) + "\n")
     return count

@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
         "council.json_schema",
         "council.inputs",
         "council.redaction",
+        "council.csv_cells",
         "council.terminal",
         "council.ratings",
     ),
@@ -53,6 +54,7 @@ PURE = (
     "council.slots",
     "council.json_schema",
     "council.clock",
+    "council.csv_cells",
     "council.ratings",
     "council.judging.agreement",
 )
