@@ -287,7 +287,7 @@ def export_sessions(
         raise InputError(f"unknown export format {fmt!r} (choose {' or '.join(FORMATS)})")
     if shape not in SHAPES:
         raise InputError(f"unknown export shape {shape!r} (choose {', '.join(SHAPES)})")
-    from council.redaction import known_secrets, redact_data
+    from council.redaction import known_secrets, private_scope
 
     # Every key council knows is redacted from every row (rows written by older versions may hold one).
     secrets = frozenset(known_secrets())
@@ -298,20 +298,48 @@ def export_sessions(
     count = 0
     for row in store.iter_sessions(since=since):
         count += 1
-        if shape == "sessions" and writer is None:
-            out.write(json.dumps(redact_data(session_document(row, redact), secrets), ensure_ascii=False) + "\n")
-            continue
-        if shape == "sessions":
-            rows: Any = [session_row(row, [] if row.get("result") else store.session_calls(row["id"]), redact)]
-        else:
-            doc = json.loads(row["result"]) if row.get("result") else None
-            if doc is None:
-                continue
-            rows = score_rows(doc, redact) if shape == "scores" else answer_rows(doc, redact)
-        for flat in rows:
-            flat = redact_data(flat, secrets)
-            if writer is not None:
-                writer.writerow([csv_cell(flat[c]) for c in columns])
-            else:
-                out.write(json.dumps({c: flat[c] for c in columns}, ensure_ascii=False) + "\n")
+        # Redacted: the session's own texts are also cut from every other field (an error
+        # that echoed the request quotes them), as redaction does with transcripts off.
+        with private_scope(keep_text=not redact, texts=_private_texts(row) if redact else ()):
+            _write_session(store, row, writer, out, columns, shape=shape, redact=redact, secrets=secrets)
     return count
+
+
+def _private_texts(row: dict[str, Any]) -> list[str | None]:
+    """The question, answers, reasoning and synthesis of a stored session."""
+    doc = json.loads(row["result"]) if row.get("result") else {}
+    texts = [row.get("question"), doc.get("question"), (doc.get("synthesis") or {}).get("text")]
+    texts += [a.get("text") for a in doc.get("answers") or []]
+    texts += [t for r in doc.get("reviews") or [] for t in (r.get("reasoning") or {}).values()]
+    return texts
+
+
+def _write_session(
+    store: Any,
+    row: dict[str, Any],
+    writer: Any,
+    out: IO[str],
+    columns: tuple[str, ...],
+    *,
+    shape: str,
+    redact: bool,
+    secrets: frozenset[str],
+) -> None:
+    from council.redaction import redact_data
+
+    if shape == "sessions" and writer is None:
+        out.write(json.dumps(redact_data(session_document(row, redact), secrets), ensure_ascii=False) + "\n")
+        return
+    if shape == "sessions":
+        rows: Any = [session_row(row, [] if row.get("result") else store.session_calls(row["id"]), redact)]
+    else:
+        doc = json.loads(row["result"]) if row.get("result") else None
+        if doc is None:
+            return
+        rows = score_rows(doc, redact) if shape == "scores" else answer_rows(doc, redact)
+    for flat in rows:
+        flat = redact_data(flat, secrets)
+        if writer is not None:
+            writer.writerow([csv_cell(flat[c]) for c in columns])
+        else:
+            out.write(json.dumps({c: flat[c] for c in columns}, ensure_ascii=False) + "\n")
