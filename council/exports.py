@@ -325,10 +325,10 @@ def _write_session(
     redact: bool,
     secrets: frozenset[str],
 ) -> None:
-    from council.redaction import redact_data
+    from council.redaction import redact_document
 
     if shape == "sessions" and writer is None:
-        out.write(json.dumps(redact_data(session_document(row, redact), secrets), ensure_ascii=False) + "\n")
+        out.write(json.dumps(redact_document(session_document(row, redact), secrets), ensure_ascii=False) + "\n")
         return
     if shape == "sessions":
         rows: Any = [session_row(row, [] if row.get("result") else store.session_calls(row["id"]), redact)]
@@ -338,7 +338,7 @@ def _write_session(
             return
         rows = score_rows(doc, redact) if shape == "scores" else answer_rows(doc, redact)
     for flat in rows:
-        flat = redact_data(flat, secrets)
+        flat = redact_document(flat, secrets)
         if writer is not None:
             writer.writerow([csv_cell(flat[c]) for c in columns])
         else:

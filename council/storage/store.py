@@ -23,7 +23,7 @@ from typing import Any
 from council.clock import parse_since, utc_now
 from council.errors import NotFoundError, UsageError
 from council.home import ensure_home
-from council.redaction import redact, redact_data
+from council.redaction import redact, redact_document
 from council.storage.migrations import migrations
 from council.storage.ownership import batch_lock, dead_owners, lock_dir, process_lease
 from council.storage.sqlite import Database
@@ -271,7 +271,7 @@ class Store:
                 {
                     "status": status,
                     "finished_at": utc_now(),
-                    "result": json.dumps(redact_data(result)) if result is not None else None,
+                    "result": json.dumps(redact_document(result)) if result is not None else None,
                     "error": redact(error) if error else error,
                 },
             )

@@ -1,0 +1,141 @@
+"""Secrets are cut where they could appear, never by rewriting what the user wrote.
+
+Ollama documents the key ``ollama`` and LM Studio ``lm-studio``; a shell may hold an unrelated
+``SOME_TOKEN=answer``. Redacting such words by value everywhere rewrote the stored question and
+model names ("Should I run [redacted] locally?", ``fake/[redacted]-llama3``) and made exports
+stop joining. A real key echoed by a provider is still cut wherever it lands
+(tests/test_secrets.py); a common word is cut only from provider error text and logs, as a whole
+word; council's own messages ("a bearer token") are never touched.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from conftest import db_rows, invoke_cli
+
+from council import Council, redaction
+from council.redaction import REDACTED, redact, redact_document, register_secret
+
+QUESTION = "Should I run ollama locally, or is lm-studio easier? I want the answer for a laptop."
+
+
+@pytest.fixture(autouse=True)
+def registered_secrets(monkeypatch):
+    """Secrets registered here stay here (the registry is process-wide)."""
+    monkeypatch.setattr(redaction, "_registered", set(redaction._registered))
+
+
+async def run_keyed(monkeypatch, key: str, question: str = QUESTION, members: tuple[str, ...] = ()):
+    monkeypatch.setenv("LOCAL_SERVER_KEY", key)
+    models = {
+        "local": {"model": "fake/ollama-llama3", "api_key_env": "LOCAL_SERVER_KEY"},
+        "studio": {"model": "fake/lm-studio-qwen", "api_key_env": "LOCAL_SERVER_KEY"},
+        "third": {"model": "fake/answer-engine"},
+    }
+    config = {"models": models, "councils": {"default": {"members": ["local", "studio", "third", *members],
+                                                         "chairman": "local"}}}  # fmt: skip
+    council = Council.from_config(config)
+    try:
+        return await council.run(question)
+    finally:
+        await council.aclose()
+
+
+@pytest.mark.parametrize("key", ["ollama", "lm-studio"])
+async def test_a_common_word_key_leaves_the_stored_question_and_model_names_intact(monkeypatch, council_home, key):
+    result = await run_keyed(monkeypatch, key)
+    [(stored_question, stored_result)] = db_rows(council_home, "select question, result from sessions")
+    document = json.loads(stored_result)
+    assert stored_question == document["question"] == QUESTION
+    assert document["models"] == {"local": "fake/ollama-llama3", "studio": "fake/lm-studio-qwen",
+                                  "third": "fake/answer-engine"}  # fmt: skip
+    assert {a["model"] for a in document["answers"]} == {"fake/ollama-llama3", "fake/lm-studio-qwen",
+                                                          "fake/answer-engine"}  # fmt: skip
+    assert [a.text for a in result.answers] == [a["text"] for a in document["answers"]]
+    # Exports join with the other tables: the same question and model names everywhere.
+    [exported] = [json.loads(line) for line in invoke_cli("export").stdout.splitlines()]
+    assert exported["question"] == QUESTION
+    answers = list(csv.DictReader(io.StringIO(invoke_cli("export", "--format", "csv", "--shape", "answers").stdout)))
+    assert {r["model"] for r in answers} == {"fake/ollama-llama3", "fake/lm-studio-qwen", "fake/answer-engine"}
+    [listed] = json.loads(invoke_cli("sessions", "list", "--json").stdout)
+    assert listed["question"] == QUESTION
+
+
+async def test_an_unrelated_token_variable_never_blanks_a_word(monkeypatch, council_home):
+    monkeypatch.setenv("SOME_TOKEN", "answer")
+    result = await run_keyed(monkeypatch, "k-7f3a9c2e5b1d4e6f8a0b", members=("fake/d+fail",))
+    assert "1 of 4 members failed to answer" in result.partial_reasons
+    [(stored,)] = db_rows(council_home, "select result from sessions")
+    document = json.loads(stored)
+    assert document["question"] == QUESTION and document["partial_reasons"] == result.partial_reasons
+    assert REDACTED not in stored
+    out = invoke_cli("export", "--format", "csv")
+    [row] = list(csv.DictReader(io.StringIO(out.stdout)))
+    assert row["question"] == QUESTION
+    assert redact("the answer was not valid JSON") == "the answer was not valid JSON"
+
+
+def test_a_common_word_key_is_cut_from_provider_error_text_as_a_whole_word():
+    register_secret("ollama")
+    said = 'HTTP 401: invalid api token "ollama" for model ollama-llama3 at http://ollama.local:11434 (key: ollama)'
+    assert redact(said) == (
+        f'HTTP 401: invalid api token "{REDACTED}" for model ollama-llama3 at http://ollama.local:11434 (key: {REDACTED})'
+    )
+    assert redact("Authorization: Bearer ollama") == f"Authorization: Bearer {REDACTED}"
+    assert redact(json.dumps({"api_key": "ollama"})) == json.dumps({"api_key": REDACTED})
+
+
+def test_a_real_key_is_cut_from_replies_but_user_words_are_kept():
+    strong = "k-7f3a9c2e5b1d4e6f8a0b"
+    register_secret(strong)
+    register_secret("lm-studio")
+    document = {
+        "question": f"Is lm-studio safe? My key is {strong}",  # the user's own words stay as written
+        "models": {"m1": "openai/lm-studio-community"},
+        "answers": [{"member": "m1", "model": "openai/lm-studio-community", "text": f"Your key {strong} is set",
+                     "error": "provider said: bad key lm-studio"}],  # fmt: skip
+        "failures": [{"stage": "answer", "member": "m1", "error": f"echo: Bearer {strong}"}],
+    }
+    clean = redact_document(document)
+    assert clean["question"] == document["question"] and clean["models"] == document["models"]
+    assert clean["answers"][0]["model"] == "openai/lm-studio-community"
+    assert clean["answers"][0]["text"] == f"Your key {REDACTED} is set"  # a provider's reply: no real key
+    assert clean["answers"][0]["error"] == f"provider said: bad key {REDACTED}"
+    assert strong not in json.dumps(clean["failures"])
+
+
+@pytest.mark.parametrize(
+    "own",
+    [
+        "missing or invalid bearer token",
+        "refusing to bind 0.0.0.0 without --token: anything but loopback needs a bearer token",
+        "Require 'Authorization: Bearer TOKEN' (env COUNCIL_SERVER_TOKEN).",
+        "send the key as api_key=<your key>",
+        "set OPENAI_API_KEY=$OPENAI_API_KEY before running",
+    ],
+)
+def test_councils_own_messages_are_not_mangled(own):
+    assert redact(own) == own
+
+
+@pytest.mark.parametrize(
+    "leak, secret",
+    [
+        ("Authorization: Bearer abc.def-123456", "abc.def-123456"),
+        ("Authorization: Bearer AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
+        ("bearer tokenvalue-9f8e7d", "tokenvalue-9f8e7d"),
+    ],
+)
+def test_real_bearer_credentials_are_still_cut(leak, secret):
+    assert secret not in redact(leak) and REDACTED in redact(leak)
+
+
+def test_serve_refusal_prints_councils_words_whole():
+    result = invoke_cli("serve", "--host", "0.0.0.0")
+    assert result.exit_code == 2
+    [line] = result.error_lines
+    assert REDACTED not in line and "token" in line
