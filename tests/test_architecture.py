@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("council.providers", "council.storage"),
     ("council.asking", "council.bias"),
     ("council.session", "council.judging"),
-    ("council.api", "council.exports", "council.leaderboard"),
+    ("council.api", "council.exports", "council.export_shapes", "council.leaderboard"),
     ("council.cli", "council.server", "council.__main__", "council"),
 ]
 
@@ -55,6 +55,7 @@ PURE = (
     "council.json_schema",
     "council.clock",
     "council.csv_cells",
+    "council.export_shapes",
     "council.ratings",
     "council.judging.agreement",
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -97,7 +98,7 @@ def open_output(path: str | None) -> Iterator[IO[str]]:
     in place. A file that cannot be written is a ``UsageError`` naming it (one line, exit 2).
     """
     if path is None or path == "-":
-        yield click.get_text_stream("stdout")
+        yield sys.stdout
         return
     target = Path(path)
     try:
