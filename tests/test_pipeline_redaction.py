@@ -139,3 +139,27 @@ def test_serve_refusal_prints_councils_words_whole():
     assert result.exit_code == 2
     [line] = result.error_lines
     assert REDACTED not in line and "token" in line
+
+
+def test_ollamas_documented_key_over_http_is_cut_from_the_echo_and_nothing_else(tmp_path, council_home):
+    # A real OpenAI-compatible server requiring the key "ollama"; one member echoes the request
+    # (its Authorization header and body) in a 400, as a careless proxy does.
+    from conftest import write_config
+    from mock_server import start_mock_server
+
+    with start_mock_server(require_key="ollama") as server:
+        common = {"api_base": server.base_url, "api_key_env": "OLLAMA_API_KEY", "retries": 0, "timeout": 20}
+        models = {"local": {"model": "openai/ollama-llama3", **common}, "other": {"model": "openai/mock-beta", **common},
+                  "echo": {"model": "openai/ollama-echo+echo", **common}}  # fmt: skip
+        cfg = write_config(tmp_path / "c.toml", models, chairman="local")
+        result = invoke_cli("run", QUESTION, "--config", str(cfg), "--json", env={"OLLAMA_API_KEY": "ollama"})
+    assert result.exit_code == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["question"] == QUESTION and out["models"]["local"] == "openai/ollama-llama3"
+    [echoed, *_] = [f["error"] for f in out["failures"] if f["member"] == "echo"]
+    assert "Bearer ollama" not in echoed and f"Bearer {REDACTED}" in echoed
+    [(question, stored)] = db_rows(council_home, "select question, result from sessions")
+    document = json.loads(stored)
+    assert question == document["question"] == QUESTION
+    assert document["models"]["echo"] == "openai/ollama-echo+echo"
+    assert "Bearer ollama" not in stored and "Bearer ollama" not in json.dumps(db_rows(council_home, "select error from calls"))
