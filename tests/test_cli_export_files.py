@@ -194,3 +194,14 @@ async def test_a_redacted_export_of_a_failed_session_cuts_the_question_from_its_
         out = invoke_cli("export", "--format", fmt, "--redact").stdout
         assert "quorum" in out or "failed" in out
         assert copied_runs(out, QUESTION) == []
+
+
+async def test_an_export_never_replaces_the_database(council_home):
+    result = await run("Why is the sky blue?", ["fake/a", "fake/b"])
+    database = council_home / "council.db"
+    for args in (("export",), ("export", "--format", "csv"), ("leaderboard", "--json")):
+        refused = invoke_cli(*args, "-o", str(database))
+        assert refused.exit_code == 2 and len(refused.error_lines) == 1, refused.stderr
+        assert "database" in refused.stderr
+    [doc] = [json.loads(line) for line in invoke_cli("export").stdout.splitlines()]
+    assert doc["session_id"] == result.session_id

@@ -105,6 +105,10 @@ def open_output(path: str | None) -> Iterator[IO[str]]:
         mode = target.stat().st_mode if target.exists() else None
     except OSError as exc:
         raise _cannot_write(path, exc) from None
+    if mode is not None and _is_the_database(target):
+        from council.errors import UsageError
+
+        raise UsageError(f"refusing to write {path}: it is council's database")
     if mode is not None and not stat.S_ISREG(mode):
         try:
             with open(target, "w", encoding="utf-8", newline="") as fh:
@@ -135,6 +139,14 @@ def write_output(path: str | None, text: str) -> None:
         fh.write(text)
     if path and path != "-":
         status(f"wrote {path}")
+
+
+def _is_the_database(target: Path) -> bool:
+    from council.home import council_home
+
+    database = council_home() / "council.db"
+    names = [database, *(database.with_name(database.name + suffix) for suffix in ("-wal", "-shm"))]
+    return any(name.exists() and os.path.samefile(target, name) for name in names)
 
 
 def _umask() -> int:
