@@ -89,9 +89,10 @@ _CREDENTIAL = re.compile(
     re.IGNORECASE,
 )  # fmt: skip
 # A weak secret is cut only as a whole word, not inside a longer name: a model id
-# ("ollama-llama3", "openai/ollama"), a host ("ollama.local"), a path.
-_WORD_BEFORE = r"(?<![\w\-./:@])"
-_WORD_AFTER = r"(?![\w\-/@]|[.:]\w)"
+# ("ollama-llama3", "openai/ollama", "ollama:latest"), a host ("ollama.local"), a path; but
+# in a URL's credentials ("//user:ollama@host") it is a word.
+_WORD_BEFORE = r"(?<![\w\-./])"
+_WORD_AFTER = r"(?![\w\-/]|[.:]\w)"
 
 
 def register_secret(value: str | None) -> None:

@@ -87,6 +87,8 @@ def test_a_common_word_key_is_cut_from_provider_error_text_as_a_whole_word():
     )
     assert redact("Authorization: Bearer ollama") == f"Authorization: Bearer {REDACTED}"
     assert redact(json.dumps({"api_key": "ollama"})) == json.dumps({"api_key": REDACTED})
+    assert redact("GET http://admin:ollama@10.0.0.2/v1 refused") == f"GET http://admin:{REDACTED}@10.0.0.2/v1 refused"
+    assert redact("pull ollama:latest from /srv/ollama/models") == "pull ollama:latest from /srv/ollama/models"
 
 
 def test_a_real_key_is_cut_from_replies_but_user_words_are_kept():
