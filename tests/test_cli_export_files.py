@@ -205,3 +205,14 @@ async def test_an_export_never_replaces_the_database(council_home):
         assert "database" in refused.stderr
     [doc] = [json.loads(line) for line in invoke_cli("export").stdout.splitlines()]
     assert doc["session_id"] == result.session_id
+
+
+async def test_a_reply_or_provider_error_that_starts_a_formula_is_escaped(council_home):
+    # What a hostile provider returns lands in the answers' text and error cells.
+    await run("Why is the sky blue?", ["fake/a", "fake/b", "fake/c"])
+    with closing(sqlite3.connect(council_home / "council.db")) as db, db:
+        db.execute("""update sessions set result = json_set(result, '$.answers[0].text', '=WEBSERVICE("http://x")',
+                      '$.answers[1].error', '@SUM(1+1)*cmd|'' /C calc''!A0')""")  # fmt: skip
+    rows = list(csv.DictReader(io.StringIO(invoke_cli("export", "--format", "csv", "--shape", "answers").stdout)))
+    assert rows[0]["text"] == "'=WEBSERVICE(\"http://x\")"
+    assert rows[1]["error"].startswith("'@SUM")
