@@ -216,3 +216,10 @@ async def test_a_reply_or_provider_error_that_starts_a_formula_is_escaped(counci
     rows = list(csv.DictReader(io.StringIO(invoke_cli("export", "--format", "csv", "--shape", "answers").stdout)))
     assert rows[0]["text"] == "'=WEBSERVICE(\"http://x\")"
     assert rows[1]["error"].startswith("'@SUM")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+async def test_a_full_disk_is_one_line():
+    await run("Why is the sky blue?", ["fake/a", "fake/b"])
+    result = invoke_cli("export", "-o", "/dev/full")
+    assert result.exit_code == 2 and result.error_lines == ["error: cannot write /dev/full: No space left on device"]
