@@ -1,6 +1,7 @@
 """Session exports, shaped in one place (``council export`` and ``council sessions list`` only write them).
 
-Shapes (``SHAPES``), each line's model and JSON Schema in :mod:`council.export_shapes`:
+Shapes (``SHAPES``), each line's model and JSON Schema in :mod:`council.export_shapes`
+(the flat rows' in :mod:`council.export_rows`):
 
 - ``sessions``: one row per session. In JSONL, the whole stored result (``SessionLine``: maps
   keyed by member, model or position become lists of records; a session without a result has
@@ -30,7 +31,7 @@ from typing import IO, Any
 
 from council.csv_cells import csv_cell
 from council.errors import InputError
-from council.export_shapes import AnswerRow, ScoreRow, SessionRow
+from council.export_rows import AnswerRow, ScoreRow, SessionRow
 
 REDACTED = "[redacted]"
 FORMATS = ("jsonl", "csv")
@@ -112,8 +113,9 @@ def session_document(row: dict[str, Any], calls: list[dict[str, Any]], redact: b
             **review,
             "labels": [{"label": label, "member": member} for label, member in original.labels.items()],
             "scores": [{"member": member, "score": score} for member, score in original.scores.items()],
-            "reasoning": [{"member": member, "text": None if redact else text}
-                          for member, text in original.reasoning.items()],  # fmt: skip
+            "reasoning": [
+                {"member": member, "text": None if redact else text} for member, text in original.reasoning.items()
+            ],
         }
         for review, original in zip(doc["reviews"], result.reviews, strict=True)
     ]

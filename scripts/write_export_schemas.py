@@ -1,6 +1,6 @@
 """Write the JSON Schema of every export shape to docs/schemas/ (tests check they are current).
 
-    python scripts/write_export_schemas.py
+python scripts/write_export_schemas.py
 """
 
 from __future__ import annotations

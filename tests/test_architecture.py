@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("council.providers", "council.storage"),
     ("council.asking", "council.bias"),
     ("council.session", "council.judging"),
-    ("council.api", "council.exports", "council.export_shapes", "council.leaderboard"),
+    ("council.api", "council.exports", "council.export_shapes", "council.export_rows", "council.leaderboard"),
     ("council.cli", "council.server", "council.__main__", "council"),
 ]
 
@@ -56,6 +56,7 @@ PURE = (
     "council.clock",
     "council.csv_cells",
     "council.export_shapes",
+    "council.export_rows",
     "council.ratings",
     "council.judging.agreement",
 )

@@ -153,7 +153,7 @@ async def test_numbers_below_zero_stay_numbers_for_pandas():
 
 async def test_bias_record_csv_is_escaped(council_home):
     await run("Why is the sky blue?", ["fake/a", "fake/b", "fake/c"])
-    hostile = "=HYPERLINK(\"http://x\")"
+    hostile = '=HYPERLINK("http://x")'
     with closing(sqlite3.connect(council_home / "council.db")) as db, db:
         db.execute("update bias_records set reviewer_id = ?", [hostile])
     text = invoke_cli("export", "--bias-records", "--format", "csv").stdout
@@ -214,7 +214,7 @@ async def test_a_reply_or_provider_error_that_starts_a_formula_is_escaped(counci
         db.execute("""update sessions set result = json_set(result, '$.answers[0].text', '=WEBSERVICE("http://x")',
                       '$.answers[1].error', '@SUM(1+1)*cmd|'' /C calc''!A0')""")  # fmt: skip
     rows = list(csv.DictReader(io.StringIO(invoke_cli("export", "--format", "csv", "--shape", "answers").stdout)))
-    assert rows[0]["text"] == "'=WEBSERVICE(\"http://x\")"
+    assert rows[0]["text"] == '\'=WEBSERVICE("http://x")'
     assert rows[1]["error"].startswith("'@SUM")
 
 

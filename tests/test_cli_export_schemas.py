@@ -147,7 +147,7 @@ def test_the_docs_table_gives_every_column_its_type():
     text = (ROOT / "docs" / "exports.md").read_text(encoding="utf-8")
     for table in ("sessions-csv", "scores", "answers", "bias-records"):
         for column, kind in column_types(table):
-            assert re.search(rf"^\| `{re.escape(column)}` \| {re.escape(kind)} \|", text, re.M), (shape, column, kind)
+            assert re.search(rf"^\| `{re.escape(column)}` \| {re.escape(kind)} \|", text, re.M), (table, column, kind)
     assert "docs/exports.md" in (ROOT / "README.md").read_text(encoding="utf-8")
 
 

@@ -81,9 +81,9 @@ async def test_an_unrelated_token_variable_never_blanks_a_word(monkeypatch, coun
 
 def test_a_common_word_key_is_cut_from_provider_error_text_as_a_whole_word():
     register_secret("ollama")
-    said = 'HTTP 401: invalid api token "ollama" for model ollama-llama3 at http://ollama.local:11434 (key: ollama)'
+    said = 'HTTP 401: bad token "ollama" for model ollama-llama3 at http://ollama.local:11434 (key: ollama)'
     assert redact(said) == (
-        f'HTTP 401: invalid api token "{REDACTED}" for model ollama-llama3 at http://ollama.local:11434 (key: {REDACTED})'
+        f'HTTP 401: bad token "{REDACTED}" for model ollama-llama3 at http://ollama.local:11434 (key: {REDACTED})'
     )
     assert redact("Authorization: Bearer ollama") == f"Authorization: Bearer {REDACTED}"
     assert redact(json.dumps({"api_key": "ollama"})) == json.dumps({"api_key": REDACTED})
@@ -98,8 +98,14 @@ def test_a_real_key_is_cut_from_replies_but_user_words_are_kept():
     document = {
         "question": f"Is lm-studio safe? My key is {strong}",  # the user's own words stay as written
         "models": {"m1": "openai/lm-studio-community"},
-        "answers": [{"member": "m1", "model": "openai/lm-studio-community", "text": f"Your key {strong} is set",
-                     "error": "provider said: bad key lm-studio"}],  # fmt: skip
+        "answers": [
+            {
+                "member": "m1",
+                "model": "openai/lm-studio-community",
+                "text": f"Your key {strong} is set",
+                "error": "provider said: bad key lm-studio",
+            }
+        ],  # fmt: skip
         "failures": [{"stage": "answer", "member": "m1", "error": f"echo: Bearer {strong}"}],
     }
     clean = redact_document(document)
@@ -151,7 +157,8 @@ def test_ollamas_documented_key_over_http_is_cut_from_the_echo_and_nothing_else(
 
     with start_mock_server(require_key="ollama") as server:
         common = {"api_base": server.base_url, "api_key_env": "OLLAMA_API_KEY", "retries": 0, "timeout": 20}
-        models = {"local": {"model": "openai/ollama-llama3", **common}, "other": {"model": "openai/mock-beta", **common},
+        models = {"local": {"model": "openai/ollama-llama3", **common},
+                  "other": {"model": "openai/mock-beta", **common},
                   "echo": {"model": "openai/ollama-echo+echo", **common}}  # fmt: skip
         cfg = write_config(tmp_path / "c.toml", models, chairman="local")
         result = invoke_cli("run", QUESTION, "--config", str(cfg), "--json", env={"OLLAMA_API_KEY": "ollama"})
@@ -164,4 +171,5 @@ def test_ollamas_documented_key_over_http_is_cut_from_the_echo_and_nothing_else(
     document = json.loads(stored)
     assert question == document["question"] == QUESTION
     assert document["models"]["echo"] == "openai/ollama-echo+echo"
-    assert "Bearer ollama" not in stored and "Bearer ollama" not in json.dumps(db_rows(council_home, "select error from calls"))
+    call_errors = json.dumps(db_rows(council_home, "select error from calls"))
+    assert "Bearer ollama" not in stored and "Bearer ollama" not in call_errors
