@@ -173,3 +173,33 @@ def test_ollamas_documented_key_over_http_is_cut_from_the_echo_and_nothing_else(
     assert document["models"]["echo"] == "openai/ollama-echo+echo"
     call_errors = json.dumps(db_rows(council_home, "select error from calls"))
     assert "Bearer ollama" not in stored and "Bearer ollama" not in call_errors
+
+
+def test_every_stored_table_redacts_a_reply_the_same_way(council_home):
+    # The answers and reviews tables hold the same texts as the stored result: a strong key a
+    # provider echoed in its reply is cut from both, the user's names are kept in both.
+    from council.storage import Store
+
+    strong = "k-7f3a9c2e5b1d4e6f8a0b"
+    register_secret(strong)
+    register_secret("ollama")
+    answer = {"member": "ollama", "model": "openai/ollama", "text": f"your key {strong}, for ollama", "status": "ok",
+              "error": "server said: bad key ollama", "length_chars": 9, "latency_ms": 1.0}  # fmt: skip
+    review = {"reviewer": "ollama", "model": "openai/ollama", "display_order": '["ollama"]', "labels": '{"A": "ollama"}',
+              "scores": '{"ollama": 7}', "ranking": '["ollama"]', "reasoning": json.dumps({"ollama": f"uses {strong}"}),
+              "valid": 1, "attempts": 1, "error": None}  # fmt: skip
+    store = Store.open()
+    try:
+        store.begin_session({"id": "s1", "kind": "council", "council": "default", "question": "q", "members": "[]"})
+        store.finish_session("s1", status="complete", result={"answers": [answer]},
+                             answers=[{"session_id": "s1", **answer}], reviews=[{"session_id": "s1", **review}])  # fmt: skip
+    finally:
+        store.close()
+    [(member, model, text, error)] = db_rows(council_home, "select member, model, text, error from answers")
+    [(result,)] = db_rows(council_home, "select result from sessions")
+    assert (member, model) == ("ollama", "openai/ollama")
+    assert text == f"your key {REDACTED}, for ollama" == json.loads(result)["answers"][0]["text"]
+    assert error == f"server said: bad key {REDACTED}"
+    [(reviewer, labels, reasoning)] = db_rows(council_home, "select reviewer, labels, reasoning from reviews")
+    assert reviewer == "ollama" and json.loads(labels) == {"A": "ollama"}
+    assert strong not in reasoning and json.loads(reasoning) == {"ollama": f"uses {REDACTED}"}

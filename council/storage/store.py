@@ -255,13 +255,14 @@ class Store:
         bias_records: Sequence[dict[str, Any]] = (),
         calls: Sequence[dict[str, Any]] = (),
     ) -> None:
-        """Write the whole session and its final status in one transaction (error texts and
-        the result redacted: no secrets, and no private text when transcripts are off)."""
+        """Write the whole session and its final status in one transaction, every row and the
+        result redacted field by field (``redaction.redact_document``: no secrets, and no
+        private text when transcripts are off; the user's own words kept)."""
         with self.immediate():
             if answers:
-                self.db["answers"].insert_all(_redacted(answers, "error"), replace=True)
+                self.db["answers"].insert_all(redact_document(list(answers)), replace=True)
             if reviews:
-                self.db["reviews"].insert_all(_redacted(reviews, "error"), replace=True)
+                self.db["reviews"].insert_all(redact_document(list(reviews)), replace=True)
             if bias_records:
                 self.db["bias_records"].insert_all(bias_records)
             if calls:
@@ -341,10 +342,6 @@ class Store:
 
     def count(self, table: str) -> int:
         return self.db[table].count
-
-
-def _redacted(rows: Sequence[dict[str, Any]], *fields: str) -> list[dict[str, Any]]:
-    return [{**row, **{f: redact(row[f]) for f in fields if row.get(f)}} for row in rows]
 
 
 class _Journal:
