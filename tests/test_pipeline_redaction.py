@@ -16,6 +16,8 @@ import json
 
 import pytest
 from conftest import db_rows, invoke_cli
+from hypothesis import given
+from hypothesis import strategies as st
 
 from council import Council, redaction
 from council.redaction import REDACTED, redact, redact_document, register_secret
@@ -203,3 +205,20 @@ def test_every_stored_table_redacts_a_reply_the_same_way(council_home):
     [(reviewer, labels, reasoning)] = db_rows(council_home, "select reviewer, labels, reasoning from reviews")
     assert reviewer == "ollama" and json.loads(labels) == {"A": "ollama"}
     assert strong not in reasoning and json.loads(reasoning) == {"ollama": f"uses {REDACTED}"}
+
+
+WORDS = st.sampled_from(["ollama", "lm-studio", "answer", "k-7f3a9c2e5b1d4e6f8a0b", "the", "model", "Bearer", ":", "/"])
+TEXT = st.lists(WORDS, max_size=8).map(" ".join)
+
+
+@given(question=TEXT, model=TEXT, reply=TEXT, error=TEXT)
+def test_a_document_keeps_user_words_and_loses_strong_keys_everywhere_else(question, model, reply, error):
+    strong, weak = "k-7f3a9c2e5b1d4e6f8a0b", frozenset({"k-7f3a9c2e5b1d4e6f8a0b", "ollama", "lm-studio"})
+    document = {"question": question, "models": {"m": model}, "answers": [{"model": model, "text": reply,
+                "error": error}], "failures": [{"member": model, "error": error}]}  # fmt: skip
+    clean = redact_document(document, weak)
+    assert clean["question"] == question and clean["models"] == {"m": model}
+    assert clean["answers"][0]["model"] == model and clean["failures"][0]["member"] == model
+    for text in (clean["answers"][0]["text"], clean["answers"][0]["error"], clean["failures"][0]["error"]):
+        assert strong not in text
+    assert "ollama" not in clean["answers"][0]["error"].split()
