@@ -187,14 +187,15 @@ def test_every_stored_table_redacts_a_reply_the_same_way(council_home):
     register_secret("ollama")
     answer = {"member": "ollama", "model": "openai/ollama", "text": f"your key {strong}, for ollama", "status": "ok",
               "error": "server said: bad key ollama", "length_chars": 9, "latency_ms": 1.0}  # fmt: skip
-    review = {"reviewer": "ollama", "model": "openai/ollama", "display_order": '["ollama"]', "labels": '{"A": "ollama"}',
-              "scores": '{"ollama": 7}', "ranking": '["ollama"]', "reasoning": json.dumps({"ollama": f"uses {strong}"}),
+    review = {"reviewer": "ollama", "model": "openai/ollama", "display_order": '["ollama"]',
+              "labels": '{"A": "ollama"}', "scores": '{"ollama": 7}', "ranking": '["ollama"]',
+              "reasoning": json.dumps({"ollama": f"uses {strong}"}),
               "valid": 1, "attempts": 1, "error": None}  # fmt: skip
     store = Store.open()
     try:
         store.begin_session({"id": "s1", "kind": "council", "council": "default", "question": "q", "members": "[]"})
-        store.finish_session("s1", status="complete", result={"answers": [answer]},
-                             answers=[{"session_id": "s1", **answer}], reviews=[{"session_id": "s1", **review}])  # fmt: skip
+        rows = {"answers": [{"session_id": "s1", **answer}], "reviews": [{"session_id": "s1", **review}]}
+        store.finish_session("s1", status="complete", result={"answers": [answer]}, **rows)
     finally:
         store.close()
     [(member, model, text, error)] = db_rows(council_home, "select member, model, text, error from answers")
