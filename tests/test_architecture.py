@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
         "council.json_schema",
         "council.inputs",
         "council.redaction",
+        "council.csv_cells",
         "council.terminal",
         "council.methods",
     ),
@@ -29,7 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("council.asking", "council.bias"),
     # council.testing: replies that follow the real prompts of both pipelines
     ("council.session", "council.judging", "council.testing"),
-    ("council.api", "council.exports", "council.leaderboard"),
+    ("council.api", "council.exports", "council.export_shapes", "council.export_rows", "council.leaderboard"),
     ("council.cli", "council.server", "council.__main__", "council"),
 ]
 
@@ -49,6 +50,9 @@ PURE = (
     "council.slots",
     "council.json_schema",
     "council.clock",
+    "council.csv_cells",
+    "council.export_shapes",
+    "council.export_rows",
 )
 IO = ("council.providers", "council.storage", "council.api", "council.cli", "council.server")
 
