@@ -197,13 +197,13 @@ def consensus_ranking(
         for member in ballot:
             counts[member] += 1
 
-    def value(member: str) -> tuple[bool, Fraction]:
-        # unranked members sort after every ranked one; then the better score first
-        if member not in score:
-            return (True, Fraction(0))
-        return (False, -score[member] if chosen.higher_is_better else score[member])
-
-    ordered = sorted(candidates, key=lambda m: (value(m), seeded_tie_key(seed, m)))
+    # Sort keys: unranked members after every ranked one, then the better score first.
+    keys = {
+        m: (False, -score[m] if chosen.higher_is_better else score[m]) if m in score else (True, Fraction(0))
+        for m in candidates
+    }
+    value = keys.__getitem__
+    ordered = sorted(candidates, key=lambda m: (keys[m], seeded_tie_key(seed, m)))
     entries = []
     rank = 0
     for i, member in enumerate(ordered):
