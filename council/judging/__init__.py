@@ -1,6 +1,9 @@
-"""The judging engine's pure logic: schemas, swap strategies, voting, averaging, prompts.
+"""The judging API's pure parts: schemas, prompts, rubrics, and the judging methods.
 
-Nothing re-exported here calls a model or does I/O beyond reading rubric files; the
+The swap strategies, voting, several judges' averaging and the verdict types live in
+:mod:`council.methods` (``swap``, ``voting``, ``averaging``, ``verdicts``) and are re-exported
+here as the judging API. Nothing re-exported here calls a model or does I/O beyond reading
+rubric files; the
 async engine (:func:`council.judging.engine.compare` and
 :func:`council.judging.engine.grade`) builds on these functions:
 
