@@ -1,4 +1,4 @@
-"""Borda, mean rank, Kendall's W and Bradley–Terry against hand-worked examples and scipy."""
+"""Borda, mean rank, Copeland, the consensus registry, Kendall's W and Bradley–Terry against hand-worked examples and scipy."""
 
 from __future__ import annotations
 
@@ -221,3 +221,17 @@ def test_a_new_method_is_one_registry_entry(monkeypatch):
     result = consensus_ranking(BALLOTS, "ABCD", method="plurality")
     assert result.order[0] == "A" and result.ranking[0].score == 2.0 and result.tie_break == "first places"
     assert [e.rank for e in result.ranking][1:] == [2, 3, 3]
+
+
+@settings(max_examples=200)
+@given(st.lists(st.permutations("ABCD"), min_size=1, max_size=7), st.integers(0, 99))
+def test_copeland_puts_a_condorcet_winner_first(ballots, seed):
+    def beats(x, y):
+        return sum(b.index(x) < b.index(y) for b in ballots) > len(ballots) / 2
+
+    winners = [x for x in "ABCD" if all(beats(x, y) for y in "ABCD" if y != x)]
+    result = consensus_ranking(ballots, "ABCD", method="copeland", seed=seed)
+    if winners:
+        assert result.order[0] == winners[0] and result.ranking[0].score == 3.0
+        assert not result.ranking[0].tied
+    assert sum(e.score for e in result.ranking) == 6  # every one of the 6 pairs hands out 1 point
