@@ -1,4 +1,4 @@
-"""Borda, mean rank, Copeland, the consensus registry, Kendall's W and Bradley–Terry against hand-worked examples and scipy."""
+"""Consensus methods (Borda, mean rank, Copeland, the registry), Kendall's W and Bradley–Terry, checked by hand and scipy."""
 
 from __future__ import annotations
 
