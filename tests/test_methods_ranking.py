@@ -1,4 +1,4 @@
-"""Consensus methods (Borda, mean rank, Copeland, the registry), Kendall's W and Bradley–Terry, checked by hand and scipy."""
+"""Consensus methods (Borda, mean rank, Copeland, the registry) and Kendall's W, checked by hand and scipy."""
 
 from __future__ import annotations
 
