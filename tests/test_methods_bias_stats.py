@@ -88,7 +88,7 @@ def test_pearson_from_sums_equals_two_pass_formula(pairs):
     x, y = [float(p[0]) for p in pairs], [float(p[1]) for p in pairs]
     n = len(x)
     from_sums = bias_indicators.pearson_from_sums(
-        n, sum(x), sum(y), sum(v * v for v in x), sum(v * v for v in y), sum(a * b for a, b in zip(x, y))
+        n, sum(x), sum(y), sum(v * v for v in x), sum(v * v for v in y), sum(a * b for a, b in zip(x, y, strict=True))
     )
     two_pass = bias_indicators.pearson_correlation(x, y)
     if abs(two_pass) == 1.0:
@@ -108,14 +108,16 @@ def test_length_interpretation_bands(r, band):
 
 
 def test_calculate_length_correlation():
-    assert bias_indicators.calculate_length_correlation({"a": 100, "b": 200}, {"a": 5, "b": 6}) == (0.0, "insufficient_data")
+    too_few = bias_indicators.calculate_length_correlation({"a": 100, "b": 200}, {"a": 5, "b": 6})
+    assert too_few == (0.0, "insufficient_data")
     lengths = {"a": 300, "b": 900, "c": 1200, "d": 2000}
     scores = {"a": 5.0, "b": 6.5, "c": 7.0, "d": 8.5}
     r, band = bias_indicators.calculate_length_correlation(lengths, scores)
     assert r == round(sps.pearsonr(list(lengths.values()), list(scores.values())).statistic, 3)
     assert band == "strong_positive"
     # a model without a length is left out
-    assert bias_indicators.calculate_length_correlation({"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3})[1] == "insufficient_data"
+    left_out = bias_indicators.calculate_length_correlation({"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3})
+    assert left_out[1] == "insufficient_data"
 
 
 # -- §3 position bias ------------------------------------------------------------
