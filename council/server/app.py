@@ -3,7 +3,8 @@
 
 This module assembles the app: the routes (chat completions in :mod:`.chat`, models in
 :mod:`.models_routes`, stored sessions in :mod:`.sessions_routes`) behind the middleware
-every request goes through (:mod:`.auth` for the bearer token).
+every request goes through (:mod:`.guard`: what browsers may send; :mod:`.auth`: the
+bearer token).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from council.redaction import register_secret
 from council.server.auth import BearerTokenMiddleware
 from council.server.chat import chat_completions
 from council.server.errors import http_error
+from council.server.guard import RequestGuardMiddleware
 from council.server.models_routes import get_model, list_models
 from council.server.sessions_routes import get_bias_report, get_session
 from council.server.state import CouncilServer
@@ -42,8 +44,11 @@ def create_app(
     token: str | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     cors_origins: Sequence[str] = (),
+    host: str = "127.0.0.1",
+    allowed_hosts: Sequence[str] = (),
 ) -> Starlette:
-    """``cors_origins``: browser origins allowed to call the server (none by default)."""
+    """``cors_origins``: browser origins allowed to call the server (none by default); ``host``: the
+    bound address; ``allowed_hosts``: other names the ``Host`` header may carry (see :mod:`.guard`)."""
     register_secret(token)
 
     @asynccontextmanager
@@ -54,7 +59,9 @@ def create_app(
         finally:
             await app.state.council_server.aclose()
 
-    middleware = []
+    # Outermost first: a request refused by the guard reaches nothing else.
+    guard = Middleware(RequestGuardMiddleware, bound_host=host, allowed_hosts=allowed_hosts, cors_origins=cors_origins)
+    middleware = [guard]
     if cors_origins:
         middleware.append(
             Middleware(
