@@ -62,3 +62,25 @@ def test_the_rules_on_examples():
     assert call(guard, [(b"host", b"localhost"), (b"content-type", b"application/problem+json"), length]) == 200
     assert call(guard, [(b"host", b"localhost"), (b"content-type", b"application/jsonx"), length]) == 415
     assert call(guard, [(b"host", b"localhost")], method="POST") == 200  # no body: nothing to declare
+
+
+def test_a_bug_is_a_500_in_openai_shape_without_details(monkeypatch, tmp_path):
+    from conftest import write_config
+    from starlette.testclient import TestClient
+
+    from council.config import load_config
+    from council.server import state
+    from council.server.app import create_app
+
+    def broken(self, name):
+        raise RuntimeError("internal detail /secret/path")
+
+    monkeypatch.setattr(state.CouncilServer, "fingerprint", broken)
+    cfg = write_config(tmp_path / "c.toml", {"a": {"model": "fake/a"}, "b": {"model": "fake/b"}}, chairman="a")
+    app = create_app(load_config(str(cfg)))
+    body = {"model": "default", "messages": [{"role": "user", "content": "hi"}]}
+    with TestClient(app, base_url="http://127.0.0.1:8000", raise_server_exceptions=False) as client:
+        r = client.post("/v1/chat/completions", json=body)
+    assert r.status_code == 500
+    error = r.json()["error"]
+    assert error["type"] == "server_error" and "/secret/path" not in r.text and "RuntimeError" not in r.text
