@@ -79,7 +79,9 @@ class PositionBiasReport(BaseModel):
     """Sample variance of the per-position means (docs/methods.md, "Position bias")."""
     threshold: float
     bias_detected: bool
-    """variance > threshold (0.5 on a 1–10 scale; docs/methods.md, "Position bias")."""
+    """The verdict: the ANOVA across positions is significant at 0.05 (docs/methods.md, "Position bias")."""
+    seed_variance_flag: bool = False
+    """The seed's rule, shown as the seed's: variance > threshold (0.5 on a 1–10 scale)."""
     orderings: int
     """Reviews (one shuffled display order each)."""
     test: SignificanceTest
@@ -563,6 +565,7 @@ def _position_report(
 ) -> PositionBiasReport:
     """Variance of per-position means plus ANOVA and the top-position test (docs/methods.md, "Position bias")."""
     means = {p: g.total / g.n for p, g in sums.items()}
+    anova = one_way_anova(list(sums.values()))
     variance = statistics.variance(means.values()) if len(means) > 1 else 0.0
     threshold = position_variance_threshold(scale)
     top_test = chi_square_uniform(
@@ -577,21 +580,25 @@ def _position_report(
         counts={p: g.n for p, g in sums.items()},
         variance=round(variance, 3),
         threshold=round(threshold, 3),
-        bias_detected=len(means) >= 2 and variance > threshold,
+        bias_detected=anova.significant,
+        seed_variance_flag=len(means) >= 2 and variance > threshold,
         orderings=orderings,
-        test=one_way_anova(list(sums.values())),
+        test=anova,
         top_position_test=top_test,
     )
 
 
 def position_verdict(report: BiasReport) -> str:
-    """The variance rule in words; only an indicator below the minimum orderings (docs/methods.md, "Position bias")."""
+    """The ANOVA's verdict in words, then the seed's variance rule as the seed's; only an indicator
+    below the minimum orderings (docs/methods.md, "Position bias")."""
     pb = report.position_bias
     row = next(h for h in report.honesty if h.metric == "position_bias")
+    seed = f"the seed's variance rule: {'above' if pb.seed_variance_flag else 'below'} the threshold"
     if row.status == "sufficient":
-        return "bias detected" if pb.bias_detected else "no bias detected"
-    side = "above" if pb.bias_detected else "below"
-    return f"{side} the threshold, an indicator only ({row.data_points} of {row.minimum} orderings)"
+        verdict = "bias detected" if pb.bias_detected else "no bias detected"
+        tested = f" (ANOVA {p_text(pb.test.p_value)})" if pb.test.p_value is not None else ""
+        return f"{verdict}{tested}; {seed}"
+    return f"{seed}, an indicator only ({row.data_points} of {row.minimum} orderings)"
 
 
 # ---------------------------------------------------------------------------
