@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import random
 import statistics
@@ -474,4 +475,4 @@ def test_position_verdict_is_only_an_indicator_below_the_minimum():
     big = bias_report(load(make_records(15, sessions=80)).db)
     want = "bias detected" if big.position_bias.test.significant else "no bias detected"
     assert position_verdict(big).startswith(f"{want} (ANOVA ")
-    assert position_verdict(big) in render_html(big)
+    assert html.escape(position_verdict(big)) in render_html(big)
