@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import random
 import statistics
 from collections import defaultdict
@@ -99,6 +100,7 @@ def reference(records, *, reviewers=(), unit="words"):
             if -1 < rs[-1] < 1:  # the pooled estimate uses only these sessions
                 pairs += len(ms)
     out["pooled"] = run_aggregated_bias_audit(rs)
+    out["rs"] = rs
     out["pairs"] = pairs
     out["sessions"] = len(sessions)
     out["total"] = len(full)
@@ -166,8 +168,12 @@ def assert_matches_reference(report, ref, *, reviewers=()):
     assert report.sample_size == pooled.sample_size
     assert report.confidence_level == pooled.confidence_level
     assert report.length_correlation == pytest.approx(pooled.length_correlation, abs=1.01e-3)
-    for got, want in zip(report.length_correlation_ci, pooled.length_correlation_ci):
+    for got, want in zip(report.length_correlation_ci_seed, pooled.length_correlation_ci):
         assert got == pytest.approx(want, abs=1.01e-3)
+    # the honest interval: a t interval on the sessions' z = atanh(r), by scipy
+    z = [math.atanh(r) for r in ref["rs"] if -1 < r < 1]
+    lo, hi = sps.t.interval(0.95, len(z) - 1, loc=statistics.mean(z), scale=sps.sem(z))
+    assert report.length_correlation_ci == pytest.approx((math.tanh(lo), math.tanh(hi)), abs=1.01e-3)
     assert report.length_pairs == ref["pairs"]
     assert (report.total_records, report.sessions) == (ref["total"], ref["sessions"])
 

@@ -311,13 +311,14 @@ def render_html(report: BiasReport, title: str = "council bias report") -> str:
         {1, 2, 3, 5, 7},
     )
     calibration_test = _calibration_test(report)
-    ci = report.length_correlation_ci
-    pooled = report.confidence_level != "insufficient"
+    r, ci, seed = report.length_correlation, report.length_correlation_ci, report.length_correlation_ci_seed
     length = _table(
-        ["pooled r", "95% CI", "significant (CI excludes 0)", "sessions", "confidence", "strength", "pairs"],
-        [[f"{report.length_correlation:+.3f}", f"[{ci[0]:+.3f}, {ci[1]:+.3f}]",
-          ("yes" if ci[0] > 0 or ci[1] < 0 else "no") if pooled else "not computed", report.sample_size,
-          report.confidence_level, (report.length_interpretation or "—").replace("_", " "), report.length_pairs]],
+        ["pooled r", "95% CI", "significant (CI excludes 0)", "sessions", "confidence", "strength", "pairs",
+         "seed's CI (too narrow)"],
+        [["—" if r is None else f"{r:+.3f}", "—" if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]",
+          "not computed" if ci is None else ("yes" if ci[0] > 0 or ci[1] < 0 else "no"), report.sample_size,
+          report.confidence_level, (report.length_interpretation or "—").replace("_", " "), report.length_pairs,
+          "—" if seed is None else f"[{seed[0]:+.3f}, {seed[1]:+.3f}]"]],
         {0, 3, 6},
     )
     tests = _table(

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from council.methods.distributions import CANCELLATION
+from council.methods.distributions import CANCELLATION, t_quantile_two_sided
 
 # ---------------------------------------------------------------------------
 # Reviewer calibration (docs/methods.md, "Reviewer calibration")
@@ -230,6 +230,46 @@ def run_aggregated_bias_audit(
     ci_upper = _tanh_from_z(pooled_z + 1.96 * se)
     confidence = "high" if n >= 50 else "moderate" if n >= 20 else "preliminary"
     return AggregatedBiasResult(round(pooled_r, 3), (round(ci_lower, 3), round(ci_upper, 3)), n, confidence)
+
+
+@dataclass(frozen=True)
+class PooledLengthCorrelation:
+    """The cross-session length correlation as the report gives it: ``None`` where there is no estimate."""
+
+    length_correlation: float | None
+    length_correlation_ci: tuple[float, float] | None
+    """95 % interval that keeps its level: empirical standard error of the session z's, t quantile."""
+    length_correlation_ci_seed: tuple[float, float] | None
+    """The seed's interval, se = 1/√(sessions − 3): too narrow for small sessions."""
+    sample_size: int
+    confidence_level: str
+
+
+def pooled_length_correlation(
+    correlations: Sequence[float | None], min_sessions: int = 10
+) -> PooledLengthCorrelation:
+    """Fisher-z pooled r with an interval that holds its level (docs/methods.md, "Fisher-z pooling").
+
+    Each session's z = atanh(r) is one independent observation whose variance depends on the
+    session's size (and is infinite in theory, finite here, for 3 answers), so the standard error
+    is the empirical one of the z's: sd(z)/√m, with the t quantile on m − 1 degrees of freedom.
+    The seed's interval (se = 1/√(m − 3)) is returned beside it. Fewer than ``min_sessions`` usable
+    sessions (or 3 or fewer) → no estimate: ``None``, never 0.
+    """
+    seed = run_aggregated_bias_audit(correlations, min_sessions=min_sessions)
+    if seed.confidence_level == "insufficient":
+        return PooledLengthCorrelation(None, None, None, seed.sample_size, "insufficient")
+    z = [math.atanh(r) for r in correlations if r is not None and -1 < r < 1]
+    m = len(z)
+    mean = math.fsum(z) / m
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in z) / (m - 1))
+    # Every z equal (e.g. all r = 0 from constant scores): no spread to estimate; the seed's se then.
+    se = sd / math.sqrt(m) if sd > 0 else 1 / math.sqrt(m - 3)
+    half = t_quantile_two_sided(0.05, m - 1) * se
+    ci = (round(math.tanh(mean - half), 3), round(math.tanh(mean + half), 3))
+    return PooledLengthCorrelation(
+        seed.length_correlation, ci, seed.length_correlation_ci, seed.sample_size, seed.confidence_level
+    )
 
 
 # ---------------------------------------------------------------------------

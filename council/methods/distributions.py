@@ -7,6 +7,7 @@ tests/test_methods_bias_stats.py (docs/methods.md, "Significance tests"). Pure: 
 
 from __future__ import annotations
 
+import functools
 import math
 
 CANCELLATION = 1e-12
@@ -122,3 +123,19 @@ def t_two_sided_p(t: float, df: float) -> float:
     if math.isinf(t):
         return 0.0
     return regularized_beta(df / 2.0, 0.5, df / (df + t * t))
+
+
+@functools.lru_cache(maxsize=256)
+def t_quantile_two_sided(alpha: float, df: float) -> float:
+    """The t with P(|T| ≥ t) = ``alpha`` (Student's t, ``df`` degrees of freedom), by bisection on
+    :func:`t_two_sided_p`, which falls monotonically in t; to 1e-10."""
+    lo, hi = 0.0, 1.0
+    while t_two_sided_p(hi, df) > alpha:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1e-10 * hi:
+        mid = (lo + hi) / 2
+        if t_two_sided_p(mid, df) > alpha:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
