@@ -394,9 +394,10 @@ received ({len(report.length_points)} points shown). The pooled r combines each 
 # ``council leaderboard --html``: its own page, in the same styles.
 
 
-def leaderboard_chart(board: Leaderboard) -> str:
-    """Each model's rating as a dot on its 95 % interval, best at the top (an SVG forest plot)."""
-    rows = board.models
+def leaderboard_chart(board: Leaderboard, group: int | None = None) -> str:
+    """Each model's rating as a dot on its 95 % interval, best at the top (an SVG forest plot);
+    ``group``: that connected group's models only (groups never compared get an axis each)."""
+    rows = [m for m in board.models if group is None or m.group == group]
     if not rows:
         return '<p class="muted">No pairwise comparisons on record.</p>'
     lows = [m.ci[0] if m.ci else m.rating for m in rows]
@@ -439,11 +440,17 @@ def leaderboard_chart(board: Leaderboard) -> str:
 
 def leaderboard_section(board: Leaderboard) -> str:
     """The leaderboard as an HTML section: chart, table and notes."""
+    several = len(board.groups) > 1
     table = _table(
-        ["rank", "model", "rating", "95% CI", "comparisons", "wins", "win rate"],
-        [[i, m.model, f"{m.rating:.1f}", f"{m.ci[0]:.1f} – {m.ci[1]:.1f}" if m.ci else "—", m.comparisons,
-          f"{m.wins:g}", "—" if m.win_rate is None else f"{m.win_rate:.1%}"] for i, m in enumerate(board.models, 1)],
-        {0, 2, 4, 5, 6},
+        [*(["group"] if several else []), "rank", "model", "rating", "95% CI", "comparisons", "wins", "win rate"],
+        [[*([m.group] if several else []), m.rank, m.model, f"{m.rating:.1f}",
+          f"{m.ci[0]:.1f} – {m.ci[1]:.1f}" if m.ci else "—", m.comparisons,
+          f"{m.wins:g}", "—" if m.win_rate is None else f"{m.win_rate:.1%}"] for m in board.models],
+        {0, 2, 4, 5, 6} if not several else {0, 1, 3, 5, 6, 7},
+    )
+    charts = (
+        "".join(f'<h3>Group {g}</h3>{leaderboard_chart(board, g)}' for g in range(1, len(board.groups) + 1))
+        if several else leaderboard_chart(board)
     )
     notes = "".join(f'<p class="note">{escape(n)}</p>' for n in board.notes)
     groups = "".join(
@@ -455,7 +462,7 @@ def leaderboard_section(board: Leaderboard) -> str:
 <p class="muted">Bradley–Terry ratings from {board.sessions} sessions and {board.judgments} judged pairs
 ({board.comparisons} pairwise comparisons; a tie is half a win); {escape(intervals)}.
 Elo-style scale: the mean rating is 1000, a 400-point gap means 10:1 odds of winning.</p>
-{notes}{leaderboard_chart(board)}{table}{groups}"""
+{notes}{charts}{table}{groups}"""
 
 
 def render_leaderboard_html(board: Leaderboard, title: str = "council leaderboard") -> str:
