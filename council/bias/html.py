@@ -30,13 +30,14 @@ h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #dde2ea;padding-bot
 .muted{color:#5b6576}.note{background:#fff7e0;border-left:4px solid #e0a800;padding:.5rem .8rem;margin:.5rem 0}
 table{border-collapse:collapse;margin:.6rem 0;font-variant-numeric:tabular-nums}
 th,td{border-bottom:1px solid #e6e9ef;padding:.25rem .7rem;text-align:left}th{background:#f4f6f9}
-td.num{text-align:right;white-space:nowrap}svg{display:block;margin:.6rem 0;max-width:100%;height:auto}
+td.num{text-align:right;white-space:nowrap}svg{display:block;margin:.6rem 0;max-width:none}
+.scroll{overflow-x:auto;max-width:100%}table{display:block;overflow-x:auto;max-width:100%}
 svg text{font:12px system-ui,sans-serif;fill:#1d2430}svg .axis{stroke:#8a94a6;stroke-width:1}
 svg text.axis-title{font-weight:600;fill:#5b6576}svg text.muted{fill:#5b6576}
 ul.findings{padding-left:1.2rem}ul.findings li{margin:.35rem 0}
 .verdict{display:inline-block;min-width:8.5rem;font-size:12px;font-weight:600;border-radius:3px;padding:0 .4rem;
 margin-right:.4rem;text-align:center}.v-significant{background:#fde2e1;color:#8a1f17}
-.v-not-significant{background:#e3f1e6;color:#1e5b2c}.v-not-tested,.v-too-little-data{background:#eef0f4;color:#4a5466}
+.v-not-significant,.v-not-tested,.v-too-little-data{background:#eef0f4;color:#4a5466}
 svg .grid{stroke:#e6e9ef;stroke-width:1}.harsh{fill:#d9534f}.generous{fill:#2f80ed}.neutral{fill:#8a94a6}
 .bar{fill:#4f7cac}.pt{fill:#4f7cac;fill-opacity:.35}.median{stroke:#1d2430;stroke-dasharray:4 3}
 .insufficient{color:#a15c00;font-weight:600}.sufficient{color:#1e7b34;font-weight:600}
@@ -78,6 +79,8 @@ def _score_range(report: BiasReport) -> tuple[float, float]:
         lo, top = min([0.0, *means]), max(means, default=10.0) * 1.05 or 1.0
     if not means or top <= lo:
         return lo, top if top > lo else lo + 1.0
+    if report.score_scale or report.scales_normalized:
+        return lo, top  # the whole scale: a mean of 7 on 1–10 must not fill the chart
     step = _tick_step(lo, max(means))
     # The first tick above the tallest bar with room for its value label, on the ticks from
     # the baseline (so the axis ends on a labelled tick), within the scale.
@@ -105,6 +108,12 @@ def _fitted_range(values: list[float], clamp: tuple[float, float] | None = None)
     if clamp is not None:
         lo, hi = max(lo, clamp[0]), min(hi, clamp[1])
     return lo, hi
+
+
+def _scroll(chart: str) -> str:
+    """A chart drawn at 1:1 in a box that scrolls sideways on a narrow screen (a phone), rather than
+    shrunk until its text is unreadable."""
+    return f'<div class="scroll">{chart}</div>'
 
 
 def _svg_open(kind: str, width: float, height: float, label: str) -> str:
@@ -136,13 +145,17 @@ def _reviewer_chart(report: BiasReport) -> str:
         )
     for i, (rid, p) in enumerate(rows):
         y = top + i * row_h
-        cls = escape(p.classification)
+        # Colour only a label the test backs: a harsh/generous reviewer that is not significant is grey.
+        label = p.classification if p.significant or p.classification == "neutral" else \
+            f"{p.classification} (not significant)"
+        cls = p.classification if p.significant else "neutral"
         parts.append(
             f'<text x="{left - 8}" y="{y + 15}" text-anchor="end">{escape(rid)}</text>'
             f'<rect class="{cls}" x="{left}" y="{y + 3}" width="{max(x(p.mean) - left, 0):.1f}" height="{row_h - 8}">'
-            f"<title>{escape(rid)}: mean {p.mean}, z {p.z_score:+.2f} ({cls}), {p.samples} scores</title></rect>"
+            f"<title>{escape(rid)}: mean {p.mean}, z {p.z_score:+.2f} ({escape(label)}), {p.samples} scores</title></rect>"
             # Values sit in their own column right of the plot, clear of the bars and the median line.
-            f'<text class="value" x="{left + width + 12}" y="{y + 15}">{p.mean:.2f}  z = {p.z_score:+.2f}  {cls}</text>'
+            f'<text class="value" x="{left + width + 12}" y="{y + 15}">{p.mean:.2f}  z = {p.z_score:+.2f}  '
+            f"{escape(label)}</text>"
         )
     if report.median_of_means is not None:
         mx = x(report.median_of_means)
@@ -164,7 +177,8 @@ def _position_chart(report: BiasReport) -> str:
         return '<p class="muted">No positions.</p>'
     lo, hi = _score_range(report)
     top, plot_h, bar_w, gap, left = 20, 200, 48, 28, 70
-    width = left + len(pb.means) * (bar_w + gap) + gap
+    # At least as wide as the axis title (≈ 230 px at 12 px), however few positions there are.
+    width = max(left + len(pb.means) * (bar_w + gap) + gap, left + 250)
     bottom = top + plot_h
     height = bottom + 66
 
@@ -270,7 +284,7 @@ def _table(headers: list[str], rows: list[list[object]], numeric: frozenset[int]
         ) + "</tr>"
         for row in rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"  # scrolls on a phone (CSS)
 
 
 def _significance(significant: bool, p: float | None) -> str:
@@ -370,17 +384,17 @@ means the data are consistent with no effect, not that there is none.</p>
 <p class="muted">Mean score per reviewer; z against the median of reviewer means
 (std of means {_fmt(report.std_of_means)}). Harsh below z = −1, generous above +1.</p>
 {calibration_test}
-{_reviewer_chart(report)}
+{_scroll(_reviewer_chart(report))}
 {reviewers}
 <h2>Position bias</h2>
 <p class="muted">Mean score by 0-based display position. Variance of the means {pb.variance}
 (threshold {pb.threshold}): {escape(position_verdict(report))}.</p>
-{_position_chart(report)}
+{_scroll(_position_chart(report))}
 {tests}
 <h2>Length vs score</h2>
 <p class="muted">Each point is one answer in one session: its length in {escape(report.length_unit)} and the mean score it
 received ({len(report.length_points)} points shown). The pooled r combines each session's own correlation.</p>
-{_scatter(report)}
+{_scroll(_scatter(report))}
 {length}
 <h2>Self-preference</h2>
 {self_pref}
@@ -449,8 +463,8 @@ def leaderboard_section(board: Leaderboard) -> str:
         {0, 2, 4, 5, 6} if not several else {0, 1, 3, 5, 6, 7},
     )
     charts = (
-        "".join(f'<h3>Group {g}</h3>{leaderboard_chart(board, g)}' for g in range(1, len(board.groups) + 1))
-        if several else leaderboard_chart(board)
+        "".join(f'<h3>Group {g}</h3>{_scroll(leaderboard_chart(board, g))}' for g in range(1, len(board.groups) + 1))
+        if several else _scroll(leaderboard_chart(board))
     )
     notes = "".join(f'<p class="note">{escape(n)}</p>' for n in board.notes)
     groups = "".join(

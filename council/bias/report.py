@@ -442,9 +442,9 @@ def bias_report(
             orderings,
             ("position bias" if position.bias_detected else "no position bias") + _p_text(position.test, "ANOVA"),
         ),
-        honesty_row(
+        honesty_row(  # the minimum is per reviewer: the smallest reviewer's scores decide
             "reviewer_calibration",
-            sum(g.n for g in reviewer_sums.values()),
+            min((p.samples for p in profiles.values()), default=0),
             _calibration_verdict(profiles, calibration_test),
             estimated=len(reviewer_sums) >= 2,
         ),
