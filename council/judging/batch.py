@@ -33,7 +33,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from council.errors import InputError, UsageError
+from council.errors import EnvironmentFailure, InputError, UsageError
+from council.inputs import check_json_text, parse_json_line
 from council.judging.agreement import GoldAgreement, LabelAgreement, gold_agreement, label_agreement
 from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade, run_rows
 from council.judging.rubrics import load_rubric
@@ -115,10 +116,7 @@ def _item_mode(keys: set[str], wanted: Mode | None, where: str) -> Mode:
 
 
 def _parse_line(raw: str, where: str, line: int, wanted: Mode | None) -> BatchItem:
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    data = parse_json_line(raw, where)
     if not isinstance(data, dict):
         raise InputError(f"{where}: expected a JSON object, got {type(data).__name__}")
     mode = _item_mode(set(data), wanted, where)
@@ -145,9 +143,11 @@ def _parse_line(raw: str, where: str, line: int, wanted: Mode | None) -> BatchIt
         raise InputError(f'{where}: "label" must be "A", "B" or "TIE", got {json.dumps(data["label"])[:40]}')
     gold = data.get("gold_score")
     if "gold_score" in data and (
-        isinstance(gold, bool) or not isinstance(gold, int | float) or not math.isfinite(gold)
+        isinstance(gold, bool) or not isinstance(gold, int | float) or abs(gold) > 1e9 or not math.isfinite(gold)
     ):
         raise InputError(f'{where}: "gold_score" must be a number, got {json.dumps(gold)[:40]}')
+    for key, value in data.items():
+        check_json_text(value, f'{where}: "{key}"')
     fields = {k: v for k, v in data.items() if k != "id"}
     return BatchItem(id=str(item_id), mode=mode, line=line, **fields)
 
@@ -333,12 +333,9 @@ def result_line(row: Mapping[str, Any]) -> str:
 
 def write_results(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
     """The results file, replaced atomically (a crash never leaves half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(result_line(row) + "\n")
-    os.replace(tmp, path)
+    from council.outputs import write_output
+
+    write_output(path, (result_line(row) + "\n" for row in rows), make_parents=True)
 
 
 # ------------------------------------------------------------------------ running
@@ -516,6 +513,9 @@ async def _run_batch(
     summary = summarize(rows, batch_id=batch_id, source=source, items=len(items), skipped=skipped, judged=len(todo))
     summary.wall_time_s = wall
     if output is not None:
-        write_results(rows, output)
+        try:
+            write_results(rows, output)
+        except EnvironmentFailure as exc:
+            raise EnvironmentFailure(f"{exc}; every judged item is stored: rerun with --resume to write them") from None
         summary.output = str(output)
     return summary
