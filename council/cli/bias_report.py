@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from council.cli.common import output_option, status
+from council.outputs import write_output
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -84,7 +85,7 @@ def bias_report(
     if extra_page:
         from council.bias.html import render_html
 
-        Path(extra_page).write_text(render_html(report), encoding="utf-8")
+        write_output(extra_page, render_html(report))
         status(f"wrote {extra_page}")
     if html_format:
         from council.bias.html import render_html
@@ -93,10 +94,13 @@ def bias_report(
     elif as_json:
         _write(output, report.model_dump_json(indent=2, exclude={"length_points"}) + "\n")
     elif output and output != "-":
+        import io
+
         from rich.console import Console
 
-        with open(output, "w", encoding="utf-8") as fh:
-            render_text(report, Console(file=fh, width=120, no_color=True, highlight=False))
+        text = io.StringIO()
+        render_text(report, Console(file=text, width=120, no_color=True, highlight=False))
+        write_output(output, text.getvalue())
         status(f"wrote {output}")
     else:
         from council.cli.render import out
@@ -106,7 +110,7 @@ def bias_report(
 
 def _write(output: str | None, text: str) -> None:
     if output and output != "-":
-        Path(output).write_text(text, encoding="utf-8")
+        write_output(output, text)
         status(f"wrote {output}")
     else:
         click.echo(text, nl=False)
