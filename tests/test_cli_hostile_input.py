@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from pathlib import Path
 
 import pytest
 from conftest import council_process, invoke_cli, write_config
@@ -161,8 +160,11 @@ def test_a_bad_config_value_is_one_line_before_any_call(tmp_path, council_home, 
                                               ('self_review = "flag"\n', True)])  # fmt: skip
 def test_a_two_member_exclude_council_says_nothing_was_compared(tmp_path, council_home, extra, compared):
     cfg = tmp_path / "c.toml"
-    cfg.write_text('[councils.default]\nmembers = ["a", "b"]\nchairman = "a"\n' + extra +
-                   '[models.a]\nmodel = "fake/a"\n[models.b]\nmodel = "fake/b"\n[models.c]\nmodel = "fake/c"\n')
+    cfg.write_text(
+        '[councils.default]\nmembers = ["a", "b"]\nchairman = "a"\n'
+        + extra
+        + '[models.a]\nmodel = "fake/a"\n[models.b]\nmodel = "fake/b"\n[models.c]\nmodel = "fake/c"\n'
+    )
     run = invoke_cli("run", "Why is the sky blue?", "--config", str(cfg), "--json")
     assert run.exit_code == 0, run.stderr
     flags = json.loads(run.stdout)["flags"]

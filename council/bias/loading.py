@@ -10,7 +10,6 @@ still point at the line.
 
 from __future__ import annotations
 
-import json
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field

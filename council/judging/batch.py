@@ -24,7 +24,6 @@ import asyncio
 import hashlib
 import json
 import math
-import os
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence

@@ -374,7 +374,8 @@ class SessionRunner:
 
     def _hasher(self) -> QueryHasher:
         if self.hasher is None:
-            self.hasher = QueryHasher(council_home(), had_hashes=self._had_hashes)
+            swap = (lambda fp: self.store.swap_setting("query_hash_salt_fingerprint", fp)) if self.store else None
+            self.hasher = QueryHasher(council_home(), had_hashes=self._had_hashes, swap_fingerprint=swap)
         return self.hasher
 
     def _had_hashes(self) -> bool:

@@ -295,3 +295,11 @@ def m005_bias_length_words(db: Database) -> None:
             SELECT id, problem FROM (SELECT id, {_bias_record_problem("")} AS problem FROM bias_records)
             WHERE problem IS NOT NULL"""
     )
+
+
+@migrations()
+def m007_settings(db: Database) -> None:
+    # Facts about the installation that belong to the database: the query-hash salt's
+    # fingerprint (an HMAC of a constant under the salt, never the salt itself), so a
+    # replaced salt is noticed instead of silently regrouping hashes.
+    db["settings"].create({"key": str, "value": str}, pk="key")

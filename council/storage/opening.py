@@ -34,9 +34,7 @@ def not_council(path: Path, why: str) -> EnvironmentFailure:
     )
 
 
-def connect_checked(
-    path: Path, connect: Callable[..., sqlite3.Connection], *, read_only: bool
-) -> sqlite3.Connection:
+def connect_checked(path: Path, connect: Callable[..., sqlite3.Connection], *, read_only: bool) -> sqlite3.Connection:
     """A connection to ``path`` that :func:`check_database` accepted.
 
     Read-only: a WAL database whose directory is read-only cannot be opened with ``mode=ro``

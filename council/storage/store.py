@@ -354,6 +354,17 @@ class Store:
             params.append(parse_since(since))
         yield from self.db.query(sql + " order by created_at", params)
 
+    def swap_setting(self, key: str, value: str) -> str | None:
+        """Store ``value`` under ``key`` and return what was stored before (None: nothing)."""
+        with self.immediate():
+            row = self.db.execute("SELECT value FROM settings WHERE key = ?", [key]).fetchone()
+            self.db.execute(
+                "INSERT INTO settings (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [key, value],
+            )
+        return row[0] if row else None
+
     def has_query_hashes(self) -> bool:
         """Whether any session on record carries a query hash (made with the salt of the time)."""
         return bool(list(self.db.execute("SELECT 1 FROM sessions WHERE query_hash IS NOT NULL LIMIT 1")))
