@@ -201,6 +201,26 @@ def content_digest(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
+def item_digest(item: BatchItem) -> str:
+    """What identifies an item's content (everything but its line): an edited item differs."""
+    data = item.model_dump(mode="json", exclude={"line"})
+    return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+class BatchPlan(BaseModel):
+    """What a run of a batch will do, told before it starts (``on_start``)."""
+
+    batch_id: str
+    items: int
+    to_judge: int
+    #: Finished before this run and unchanged: their results are kept.
+    unchanged: int
+    #: Finished before, but their content changed in the file since: judged again.
+    changed: int = 0
+    #: Recorded before, but no longer in the file: left out of this batch's results.
+    removed: int = 0
+
+
 # ------------------------------------------------------------------ the summary
 
 
@@ -215,6 +235,10 @@ class BatchSummary(BaseModel):
     #: Items already finished before this run (``--resume``), not judged again.
     skipped: int
     judged_this_run: int
+    #: ``--resume`` of an edited file: finished items whose content changed (judged again),
+    #: and recorded items no longer in the file.
+    changed: int = 0
+    removed: int = 0
     pairwise: int = 0
     a_wins: int = 0
     b_wins: int = 0
@@ -409,16 +433,21 @@ async def run_batch(
     output: Path | None = None,
     store: Store | None = None,
     keep_text: bool | None = None,
-    on_start: Callable[[int, int], None] | None = None,
+    on_start: Callable[[BatchPlan], None] | None = None,
     on_item: ProgressSink | None = None,
+    source_path: str | None = None,
 ) -> BatchSummary:
     """Judge every item not finished yet (at most ``concurrency`` at a time), then summarise
     from the database and write ``output`` (JSONL, one result per item, in file order).
 
     ``keep_text`` as in :func:`council.judging.engine.compare` (the results file is written
     from the database, so it then holds no judge reasoning either).
-    ``on_start(to_judge, skipped)`` and ``on_item(item, ok)`` report progress. Without
-    ``resume`` a batch id that already has recorded items is refused.
+    ``on_start(plan)`` and ``on_item(item, ok)`` report progress. Without ``resume`` a batch
+    id that already has recorded items is refused. With ``resume``, items are matched with
+    the recorded ones by id and content: changed items are judged again, unchanged ones keep
+    their results. ``source_path`` (the file's absolute path): with ``resume`` and no batch
+    recorded under ``batch_id`` (an id derived from the file, which changed), the latest
+    batch of that file with the same settings is the one continued.
     """
 
     if concurrency < 1:
@@ -428,10 +457,15 @@ async def run_batch(
     owned = store is None
     store = store or Store.open()
     try:
+        if resume and source_path is not None:
+            from council.storage.judgments import batch_exists, find_batch
+
+            if not batch_exists(store, batch_id):
+                batch_id = find_batch(store, source_path, settings.model_dump(mode="json")) or batch_id
         with store.batch_lock(batch_id):
             return await _run_batch(
                 items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
-                store, keep_text, on_start, on_item,
+                store, keep_text, on_start, on_item, source_path or source,
             )  # fmt: skip
     finally:
         if owned:
@@ -451,15 +485,22 @@ async def _run_batch(
     output: Path | None,
     store: Store,
     keep_text: bool,
-    on_start: Callable[[int, int], None] | None,
+    on_start: Callable[[BatchPlan], None] | None,
     on_item: ProgressSink | None,
+    recorded_source: str,
 ) -> BatchSummary:
-    from council.storage.judgments import batch_item_status, batch_rows, open_batch, record_run
+    from council.storage.judgments import (
+        batch_item_status,
+        batch_rows,
+        open_batch,
+        reconcile_batch_items,
+        record_run,
+    )
 
     open_batch(
         store,
         batch_id,
-        source=source,
+        source=recorded_source,
         content_sha256=content_sha256,
         settings=settings.model_dump(mode="json"),
         items=len(items),
@@ -470,10 +511,18 @@ async def _run_batch(
             f"batch {batch_id} already has {len(recorded)} recorded item(s); "
             "add --resume to continue it, or give another --batch-id"
         )
+    digests = {item.id: item_digest(item) for item in items}
+    changed, removed = reconcile_batch_items(
+        store, batch_id, {item.id: (digests[item.id], item.line) for item in items}, content_sha256=content_sha256
+    )
+    recorded = batch_item_status(store, batch_id) if changed or removed else recorded
     todo = [item for item in items if recorded.get(item.id) != "ok"]
     skipped = len(items) - len(todo)
     if on_start is not None:
-        on_start(len(todo), skipped)
+        on_start(
+            BatchPlan(batch_id=batch_id, items=len(items), to_judge=len(todo), unchanged=skipped, changed=changed,
+                      removed=removed)  # fmt: skip
+        )
 
     async def judge_and_record(item: BatchItem) -> None:
         texts = [item.prompt, item.a, item.b, item.response, item.reference, item.context]
@@ -491,6 +540,7 @@ async def _run_batch(
                 "metadata": None if item.metadata is None else json.dumps(item.metadata, ensure_ascii=False),
                 "label": item.label,
                 "gold_score": item.gold_score,
+                "content_sha256": digests[item.id],
             }
             record_run(store, run, passes, call_rows, batch_item=batch_item)
         if on_item is not None:
@@ -511,6 +561,7 @@ async def _run_batch(
     rows = batch_rows(store, batch_id)
     summary = summarize(rows, batch_id=batch_id, source=source, items=len(items), skipped=skipped, judged=len(todo))
     summary.wall_time_s = wall
+    summary.changed, summary.removed = changed, removed
     if output is not None:
         try:
             write_results(rows, output)

@@ -303,3 +303,11 @@ def m007_settings(db: Database) -> None:
     # fingerprint (an HMAC of a constant under the salt, never the salt itself), so a
     # replaced salt is noticed instead of silently regrouping hashes.
     db["settings"].create({"key": str, "value": str}, pk="key")
+
+
+@migrations()
+def m008_batch_item_digests(db: Database) -> None:
+    # Each batch item remembers a digest of its content: resuming an edited batch file judges
+    # again only the items that changed (matched by id) and keeps the others' results.
+    db["batch_items"].add_column("content_sha256", str)
+    db["batches"].create_index(["source", "created_at"])
