@@ -299,8 +299,9 @@ def test_read_only_commands_work_on_a_read_only_home(read_only_home):
     proc = council_process("sessions", "list", home=read_only_home)
     assert proc.returncode == 0, proc.stderr
     assert b"What is 2+2?" in proc.stdout
-    proc = council_process("bias-report", "--json", home=read_only_home)
-    assert proc.returncode == 0, proc.stderr
+    for args in (["bias-report", "--json"], ["leaderboard"], ["export", "--format", "jsonl"]):
+        proc = council_process(*args, home=read_only_home)
+        assert proc.returncode == 0, (args, proc.stderr)
 
 
 def test_a_write_on_a_read_only_home_is_one_line(read_only_home, tmp_path):
@@ -341,3 +342,31 @@ def test_batch_results_to_a_full_disk_is_one_line(tmp_path, council_home, full_d
     out = tmp_path / "results.jsonl"
     resumed = invoke_cli("--quiet", "batch", str(path), "--judge", "fake/alpha", "-o", str(out), "--resume")
     assert resumed.exit_code == 0 and json.loads(out.read_text())["id"] == "p1"
+
+
+def test_a_full_disk_under_the_database_is_one_line(tmp_path):
+    import subprocess
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small file system needs root")
+    home = tmp_path / "small"
+    home.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(home)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        cfg = write_config(tmp_path / "c.toml", {"a": {"model": "fake/a"}, "b": {"model": "fake/b"}},
+                           chairman="a", self_review="flag")  # fmt: skip
+        assert council_process("run", "What is 2+2?", "--config", str(cfg), home=home).returncode == 0
+        with open(home / "filler", "wb") as fh:  # fill the disk to the last block
+            try:
+                while True:
+                    fh.write(b"\0" * 65536)
+                    fh.flush()
+            except OSError:
+                pass
+        proc = council_process("run", "What is 3+3?" * 2000, "--config", str(cfg), home=home)
+        assert_process_one_line(proc, 1, f"cannot write to the database {home / 'council.db'}: disk")
+        assert council_process("sessions", "list", home=home).returncode == 0
+    finally:
+        subprocess.run(["umount", str(home)], check=True)

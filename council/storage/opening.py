@@ -34,8 +34,11 @@ def not_council(path: Path, why: str) -> EnvironmentFailure:
     )
 
 
-def connect_checked(path: Path, connect: Callable[..., sqlite3.Connection], *, read_only: bool) -> sqlite3.Connection:
-    """A connection to ``path`` that :func:`check_database` accepted.
+def connect_checked(
+    path: Path, connect: Callable[..., sqlite3.Connection], *, read_only: bool
+) -> tuple[sqlite3.Connection, EnvironmentFailure | None]:
+    """A connection to ``path`` that :func:`check_database` accepted, and, when it is read-
+    only (asked for, or a full disk: reads still work then), the error any write will raise.
 
     Read-only: a WAL database whose directory is read-only cannot be opened with ``mode=ro``
     once its -shm file is gone; ``immutable=1`` then reads it as it is (safe: nobody can
@@ -47,12 +50,18 @@ def connect_checked(path: Path, connect: Callable[..., sqlite3.Connection], *, r
         try:
             conn = connect(**attempt)
             check_database(conn, path)
-            return conn
+            return conn, write_refused(sqlite3.OperationalError("readonly"), path) if read_only else None
         except sqlite3.OperationalError as exc:
             if conn is not None:
                 conn.close()
             if not read_only:
-                raise
+                refused = write_refused(exc, path)
+                if refused is None:
+                    raise
+                try:
+                    return connect_checked(path, connect, read_only=True)[0], refused
+                except EnvironmentFailure:
+                    raise refused from None
             last = exc
         except sqlite3.DatabaseError as exc:  # not a database at all
             if conn is not None:
@@ -101,6 +110,8 @@ def write_refused(exc: sqlite3.OperationalError, path: Path | None) -> Environme
     where = f"the database {path}" if path is not None else "the database"
     if "readonly" in message or "read-only" in message:
         return EnvironmentFailure(f"cannot write to {where}: it is read-only (nothing was changed)")
-    if "disk is full" in message or "disk i/o error" in message:
-        return EnvironmentFailure(f"cannot write to {where}: {message} (nothing was changed)")
+    if "disk is full" in message:
+        return EnvironmentFailure(f"cannot write to {where}: the disk is full (nothing was changed)")
+    if "disk i/o error" in message:
+        return EnvironmentFailure(f"cannot write to {where}: disk I/O error (is the disk full or failing?)")
     return None

@@ -41,9 +41,7 @@ _CALL_OUTCOME = frozenset({"latency_ms", "prompt_tokens", "completion_tokens", "
 def _connect(path: Path | str, *, uri: bool = False) -> sqlite3.Connection:
     # isolation_level=None: we issue BEGIN ourselves (sqlite-utils' atomic()
     # nests as savepoints inside our BEGIN IMMEDIATE).
-    conn = sqlite3.connect(
-        str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False, uri=uri
-    )
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False, uri=uri)
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     conn.execute("PRAGMA synchronous = NORMAL")  # safe with WAL: durable at checkpoint, never corrupt
     return conn
@@ -120,6 +118,7 @@ class Store:
         self.db = db
         self.path = path
         self.read_only = False
+        self._write_refused: EnvironmentFailure | None = None  # why writes fail on a read-only store
         self._locks = lock_dir(path) if path is not None else None
 
     # -- opening -------------------------------------------------------------
@@ -137,11 +136,14 @@ class Store:
             if not path.is_file():
                 raise EnvironmentFailure(f"cannot create the database {path}: {exc.strerror}") from None
             read_only = True  # a read-only file system, or a file we may only read
-        db = Database(connect_checked(path, _connect, read_only=read_only))
+        conn, refused = connect_checked(path, _connect, read_only=read_only)
+        read_only = refused is not None
+        db = Database(conn)
         if not read_only:
             _enable_wal(db)
         store = cls(db, path)
         store.read_only = read_only
+        store._write_refused = refused
         if read_only:
             store._locks = None  # no leases to take or recover: nothing is written
             if migrations.pending(db):
@@ -190,7 +192,7 @@ class Store:
             refused = write_refused(exc, self.path)
             if refused is None:
                 raise
-            raise refused from None
+            raise (self._write_refused or refused) from None
 
     # -- ownership -----------------------------------------------------------
     def _owner(self) -> dict[str, Any]:
