@@ -20,25 +20,23 @@ from typing import Any, BinaryIO
 
 from council.errors import InputError
 
-#: The largest text file or standard input council reads (a question, a response, a batch file).
+#: The largest text file or standard input council reads (a question, a response, a reference).
 MAX_INPUT_BYTES = 10 * 1024 * 1024
+#: A batch file holds many items: as large as a provider's batch file may be (OpenAI: 200 MB).
+MAX_BATCH_BYTES = 256 * 1024 * 1024
 
 
-def _too_large(what: str) -> InputError:
-    return InputError(f"{what} is larger than {MAX_INPUT_BYTES // (1024 * 1024)} MB")
-
-
-def _read_capped(stream: BinaryIO, what: str) -> bytes:
-    data = stream.read(MAX_INPUT_BYTES + 1)
-    if len(data) > MAX_INPUT_BYTES:
-        raise _too_large(what)
+def _read_capped(stream: BinaryIO, what: str, max_bytes: int = MAX_INPUT_BYTES) -> bytes:
+    data = stream.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise InputError(f"{what} is larger than {max_bytes // (1024 * 1024)} MB")
     return data
 
 
-def read_text_file(path: str | Path, what: str) -> str:
+def read_text_file(path: str | Path, what: str, *, max_bytes: int = MAX_INPUT_BYTES) -> str:
     try:
         with Path(path).open("rb") as fh:
-            return _read_capped(fh, f"{what} {path}").decode("utf-8")
+            return _read_capped(fh, f"{what} {path}", max_bytes).decode("utf-8")
     except FileNotFoundError:
         raise InputError(f"{what} not found: {path}") from None
     except IsADirectoryError:

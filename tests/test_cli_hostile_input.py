@@ -50,6 +50,7 @@ BAD_BATCH_LINES = [
      "batch.jsonl:2: not valid JSON (nested too deeply)"),
     ('{"id": "m", "prompt": "Why?", "a": "x", "b": "z", "metadata": {"k": "\\ud800"}}',
      'batch.jsonl:2: "metadata" is not valid UTF-8 text'),
+    ('{"id": "z", "prompt": "\\u200b\\u2060", "a": "x", "b": "z"}', 'batch.jsonl:2: "prompt" has no visible text'),
     ('{"id": "g", "prompt": "Why?", "response": "x", "gold_score": ' + "9" * 400 + "}",
      'batch.jsonl:2: "gold_score" must be a number'),
 ]  # fmt: skip
@@ -106,6 +107,18 @@ def test_a_bad_records_file_is_one_line(tmp_path, council_home, content, fragmen
 def test_a_question_file_that_never_ends_is_one_line(council_home):
     proc = council_process("run", "--file", "/dev/zero", "--council", "x", home=council_home, timeout=60)
     assert_process_one_line(proc, 2, "question file /dev/zero is larger than")
+
+
+def test_a_batch_file_may_be_larger_than_a_question_file(tmp_path, council_home):
+    from council.inputs import MAX_INPUT_BYTES
+
+    path = tmp_path / "batch.jsonl"
+    line = json.dumps({**PAIR, "a": "x" * 100_000})
+    path.write_text("".join(line.replace('"p1"', f'"p{i}"') + "\n" for i in range(MAX_INPUT_BYTES // 100_000 + 5)))
+
+    assert path.stat().st_size > MAX_INPUT_BYTES
+    result = invoke_cli("batch", str(path), "--judge", "fake/alpha", "--mode", "grade")
+    assert_one_line(result, 2, 'a grade item needs "response"')  # read and parsed, not refused for its size
 
 
 def test_a_question_on_stdin_that_never_ends_is_one_line(council_home):

@@ -10,7 +10,7 @@ import click
 from council.cli.common import output_option, quiet
 from council.cli.judge import STRATEGIES, adaptive_option, batch_judge_option, config_option, votes_option
 from council.errors import CouncilFailure
-from council.inputs import read_text_file
+from council.inputs import MAX_BATCH_BYTES, read_text_file
 
 if TYPE_CHECKING:
     from council.judging.batch import BatchItem, BatchPlan, BatchSummary
@@ -118,7 +118,7 @@ def batch(
     from council.judging import batch as batching
     from council.judging.engine import resolve_criteria
 
-    content = read_text_file(file, "batch file")
+    content = read_text_file(file, "batch file", max_bytes=MAX_BATCH_BYTES)
     items = batching.parse_batch(content, file, mode)  # type: ignore[arg-type]
     rubrics = batching.load_rubrics(items, rubric, file)
     if criteria:

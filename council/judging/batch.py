@@ -33,7 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from council.errors import EnvironmentFailure, InputError, UsageError
-from council.inputs import check_json_text, parse_json_line
+from council.inputs import check_json_text, check_visible, parse_json_line
 from council.judging.agreement import GoldAgreement, LabelAgreement, gold_agreement, label_agreement
 from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade, run_rows
 from council.judging.rubrics import load_rubric
@@ -128,6 +128,7 @@ def _parse_line(raw: str, where: str, line: int, wanted: Mode | None) -> BatchIt
     prompt = data.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         raise InputError(f'{where}: "prompt" must be a non-empty string')
+    check_visible(prompt, f'{where}: "prompt"')
     for key in (MODE_KEYS[mode] | OPTIONAL_KEYS[mode]) - NON_TEXT_KEYS:
         value = data.get(key)
         required = key in MODE_KEYS[mode]
