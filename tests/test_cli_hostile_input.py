@@ -383,3 +383,16 @@ def test_a_full_disk_under_the_database_is_one_line(tmp_path):
         assert council_process("sessions", "list", home=home).returncode == 0
     finally:
         subprocess.run(["umount", str(home)], check=True)
+
+
+def test_a_member_failing_down_to_two_answers_under_exclude_is_flagged_too(tmp_path, council_home):
+    cfg = write_config(
+        tmp_path / "c.toml",
+        {m: {"model": f"fake/{m}"} for m in ("a", "b")} | {"c": {"model": "fake/c+fail"}},
+        chairman="a",
+    )
+    run = invoke_cli("run", "Why is the sky blue?", "--config", str(cfg), "--json")
+    assert run.exit_code == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert result["status"] == "partial"
+    assert any(f.startswith("nothing compared") for f in result["flags"]), result["flags"]
