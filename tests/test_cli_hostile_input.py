@@ -249,21 +249,25 @@ def test_a_foreign_sqlite_database_is_one_line_and_left_as_it_is(council_home):
 
 def test_a_database_from_a_newer_council_is_refused_naming_both_versions(council_home):
     from council.storage import Store
-    from council.storage.opening import SCHEMA_VERSION
+    from council.storage.opening import schema_version
+
+    ours = schema_version()
 
     Store.open().close()
     conn = sqlite3.connect(council_home / "council.db")
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 3}")
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == ours
+    conn.execute(f"PRAGMA user_version = {ours + 3}")
     conn.close()
     result = invoke_cli("sessions", "list")
-    assert_one_line(result, 1, f"schema version {SCHEMA_VERSION + 3}")
-    assert f"version {SCHEMA_VERSION}" in result.error_lines[0].replace(f"version {SCHEMA_VERSION + 3}", "")
+    assert_one_line(result, 1, f"schema version {ours + 3}")
+    assert f"version {ours}" in result.error_lines[0].replace(f"version {ours + 3}", "")
 
 
 def test_a_database_from_before_the_version_check_is_upgraded(council_home):
     from council.storage import Store
-    from council.storage.opening import SCHEMA_VERSION
+    from council.storage.opening import schema_version
+
+    ours = schema_version()
 
     Store.open().close()
     conn = sqlite3.connect(council_home / "council.db")
@@ -271,7 +275,7 @@ def test_a_database_from_before_the_version_check_is_upgraded(council_home):
     conn.close()
     assert invoke_cli("sessions", "list").exit_code == 0
     conn = sqlite3.connect(council_home / "council.db")
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == ours
     conn.close()
 
 

@@ -23,9 +23,16 @@ from council.storage.migrations import migrations
 from council.storage.sqlite import Database
 
 MIGRATIONS_TABLE = "_sqlite_migrations"
-#: Every migration this version knows, in order; the schema version is their number.
-KNOWN_MIGRATIONS: tuple[str, ...] = tuple(m.name for m in migrations.pending(Database(memory=True)))
-SCHEMA_VERSION = len(KNOWN_MIGRATIONS)
+
+
+def known_migrations() -> tuple[str, ...]:
+    """Every migration this version knows, in order (asked when used: all are registered)."""
+    return tuple(m.name for m in migrations.pending(Database(memory=True)))
+
+
+def schema_version() -> int:
+    """This version's schema version: the number of migrations it knows."""
+    return len(known_migrations())
 
 
 def not_council(path: Path, why: str) -> EnvironmentFailure:
@@ -90,18 +97,20 @@ def check_database(conn: sqlite3.Connection, path: Path) -> None:
     if own and not applied:
         listed = ", ".join(sorted(own)[:5]) + (", …" if len(own) > 5 else "")
         raise not_council(path, f"it holds other tables: {listed}")
-    unknown = [name for name in applied if name not in KNOWN_MIGRATIONS]
-    if version > SCHEMA_VERSION or unknown:
+    known = known_migrations()
+    unknown = [name for name in applied if name not in known]
+    if version > len(known) or unknown:
         theirs = max(version, len(applied))
         raise EnvironmentFailure(
             f"{path} has schema version {theirs}, written by a newer council; this council reads schema "
-            f"version {SCHEMA_VERSION} and older: upgrade council to use this database"
+            f"version {len(known)} and older: upgrade council to use this database"
         )
 
 
 def set_schema_version(conn: sqlite3.Connection) -> None:
-    if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    version = schema_version()
+    if conn.execute("PRAGMA user_version").fetchone()[0] != version:
+        conn.execute(f"PRAGMA user_version = {version}")
 
 
 def write_refused(exc: sqlite3.OperationalError, path: Path | None) -> EnvironmentFailure | None:
