@@ -350,6 +350,16 @@ def test_bias_report_into_a_missing_directory_is_one_line(tmp_path, council_home
     assert_one_line(invoke_cli("bias-report", "--json", "-o", str(out)), 2, "missing-dir")
 
 
+@pytest.mark.parametrize("target, fragment", [("a-file/out.jsonl", "a-file is a file"), ("a-file/x/y", "a-file is")])
+def test_batch_results_that_cannot_be_written_are_refused_before_any_call(tmp_path, council_home, target, fragment):
+    (tmp_path / "a-file").write_text("x")
+    path = tmp_path / "batch.jsonl"
+    path.write_text(json.dumps(PAIR) + "\n", encoding="utf-8")
+    result = invoke_cli("batch", str(path), "--judge", "fake/alpha", "-o", str(tmp_path / target))
+    assert_one_line(result, 2, fragment)
+    assert not (council_home / "council.db").exists()
+
+
 def test_batch_results_to_a_full_disk_is_one_line(tmp_path, council_home, full_disk):
     path = tmp_path / "batch.jsonl"
     path.write_text(json.dumps(PAIR) + "\n", encoding="utf-8")

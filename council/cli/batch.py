@@ -9,7 +9,7 @@ import click
 
 from council.cli.common import output_option, quiet
 from council.cli.judge import STRATEGIES, adaptive_option, batch_judge_option, config_option, votes_option
-from council.errors import CouncilFailure
+from council.errors import CouncilFailure, UsageError
 from council.inputs import MAX_BATCH_BYTES, read_text_file
 
 if TYPE_CHECKING:
@@ -76,9 +76,7 @@ class BatchProgress:
     help="Continue this batch: keep finished items, judge the rest and any item edited since (matched by id).",
 )
 @click.option("--batch-id", help="Name the batch (default: a hash of the file and the settings).")
-@output_option(
-    "Results JSONL, one line per item in file order (default: FILE with .results.jsonl).", allow_dash=False
-)
+@output_option("Results JSONL, one line per item in file order (default: FILE with .results.jsonl).", allow_dash=False)
 @batch_judge_option
 @click.option(
     "--strategy",
@@ -124,6 +122,9 @@ def batch(
     if criteria:
         resolve_criteria(list(criteria))  # a bad list fails here, before any call
     output_path = Path(output) if output else Path(file).with_suffix(".results.jsonl")
+    blocked = next((p for p in output_path.parents if p.exists() and not p.is_dir()), None)
+    if blocked is not None:  # found before any call, not after the judging
+        raise UsageError(f"cannot write the results to {output_path}: {blocked} is a file")
     silent = quiet()
 
     async def work(judges: list[ModelClient], keep_text: bool) -> BatchSummary:
