@@ -76,7 +76,9 @@ class BatchProgress:
     help="Continue this batch: keep finished items, judge the rest and any item edited since (matched by id).",
 )
 @click.option("--batch-id", help="Name the batch (default: a hash of the file and the settings).")
-@output_option("Results JSONL, one line per item in file order (default: FILE with .results.jsonl).", allow_dash=False)
+@output_option(
+    "Results JSONL, one line per item in file order (default: FILE with .results.jsonl).", allow_dash=False
+)
 @batch_judge_option
 @click.option(
     "--strategy",
