@@ -342,7 +342,7 @@ def full_disk(tmp_path):
 
 
 def test_bias_report_to_a_full_disk_is_one_line(council_home, full_disk):
-    assert_one_line(invoke_cli("bias-report", "--json", "-o", str(full_disk)), 1, "no space left")
+    assert_one_line(invoke_cli("bias-report", "--json", "-o", str(full_disk)), 2, "No space left on device")
 
 
 def test_bias_report_into_a_missing_directory_is_one_line(tmp_path, council_home):
@@ -364,7 +364,7 @@ def test_batch_results_to_a_full_disk_is_one_line(tmp_path, council_home, full_d
     path = tmp_path / "batch.jsonl"
     path.write_text(json.dumps(PAIR) + "\n", encoding="utf-8")
     result = invoke_cli("--quiet", "batch", str(path), "--judge", "fake/alpha", "-o", str(full_disk))
-    assert_one_line(result, 1, "no space left")
+    assert_one_line(result, 2, "No space left on device")
     assert "rerun with --resume" in result.error_lines[0]
     out = tmp_path / "results.jsonl"
     resumed = invoke_cli("--quiet", "batch", str(path), "--judge", "fake/alpha", "-o", str(out), "--resume")

@@ -1,5 +1,6 @@
 """What every command shares: ``--debug`` and ``--quiet`` (before or after the subcommand),
-the ``-o/--output FILE`` option, and the one switch that decides whether status lines print.
+the ``-o/--output FILE`` option and the one way its file is written, and the one switch that
+decides whether status lines print.
 
 ``tests/test_cli_conventions.py`` walks the command tree and holds every command to these.
 """
@@ -9,6 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import click
+
+from council.outputs import open_output
 
 DEBUG_HELP = "Show full tracebacks and debug logs."
 QUIET_HELP = "No progress or status lines on stderr (results, warnings and errors still print)."
@@ -77,3 +80,11 @@ def status(message: str) -> None:
         from council.terminal import visible
 
         click.echo(visible(message), err=True)
+
+
+def write_output(path: str | None, text: str) -> None:
+    """Write ``text`` to ``-o FILE`` (see :func:`open_output`) and say so, or print it."""
+    with open_output(path) as fh:
+        fh.write(text)
+    if path and path != "-":
+        status(f"wrote {path}")

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from council.errors import EnvironmentFailure, InputError, UsageError
+from council.errors import InputError, UsageError
 from council.inputs import check_json_text, check_visible, parse_json_line
 from council.judging.agreement import GoldAgreement, LabelAgreement, gold_agreement, label_agreement
 from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade, run_rows
@@ -357,9 +357,11 @@ def result_line(row: Mapping[str, Any]) -> str:
 
 def write_results(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
     """The results file, replaced atomically (a crash never leaves half a file)."""
-    from council.outputs import write_output
+    from council.outputs import open_output
 
-    write_output(path, (result_line(row) + "\n" for row in rows), make_parents=True)
+    with open_output(str(path), make_parents=True) as fh:
+        for row in rows:
+            fh.write(result_line(row) + "\n")
 
 
 # ------------------------------------------------------------------------ running
@@ -566,7 +568,7 @@ async def _run_batch(
     if output is not None:
         try:
             write_results(rows, output)
-        except EnvironmentFailure as exc:
-            raise EnvironmentFailure(f"{exc}; every judged item is stored: rerun with --resume to write them") from None
+        except UsageError as exc:
+            raise UsageError(f"{exc}; every judged item is stored: rerun with --resume to write them") from None
         summary.output = str(output)
     return summary
