@@ -27,7 +27,7 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
-from functools import cache
+from functools import cache, lru_cache
 
 #: Every slot name any council or judge prompt uses.
 SLOT_NAMES: tuple[str, ...] = ("question", "answer", "response", "prompt", "context", "reference")
@@ -75,7 +75,7 @@ def _confusables() -> dict[str, str]:
     return table
 
 
-@cache
+@lru_cache(maxsize=65_536)  # bounded: text may hold any of Unicode's million code points
 def _fold(ch: str) -> str:
     """The character ``ch`` reads as: one character, so positions in the folded text match."""
     table = _confusables()
