@@ -410,3 +410,8 @@ def test_a_member_failing_down_to_two_answers_under_exclude_is_flagged_too(tmp_p
     result = json.loads(run.stdout)
     assert result["status"] == "partial"
     assert any(f.startswith("nothing compared") for f in result["flags"]), result["flags"]
+
+
+def test_a_limit_of_twenty_digits_is_one_line(council_home):
+    result = invoke_cli("sessions", "list", "--limit", "9" * 20)
+    assert result.exit_code == 2 and "--limit" in result.stderr and "Traceback" not in result.stderr
