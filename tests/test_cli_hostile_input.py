@@ -415,3 +415,31 @@ def test_a_member_failing_down_to_two_answers_under_exclude_is_flagged_too(tmp_p
 def test_a_limit_of_twenty_digits_is_one_line(council_home):
     result = invoke_cli("sessions", "list", "--limit", "9" * 20)
     assert result.exit_code == 2 and "--limit" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        (None, "config file /dev/zero is larger than 10 MB"),
+        ("x = " + "[" * 100_000 + "]" * 100_000 + "\n", "invalid TOML: nested too deeply"),
+        (b"\xff\xfe[councils]", "is not UTF-8 text"),
+    ],
+)
+def test_a_hostile_config_file_is_one_line(tmp_path, council_home, content, fragment):
+    if content is None:
+        path = "/dev/zero"
+    else:
+        path = tmp_path / "c.toml"
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    assert_one_line(invoke_cli("run", "Why?", "--config", str(path)), 2, fragment)
+
+
+def test_a_hostile_rubric_file_is_one_line(tmp_path, council_home):
+    rubric = tmp_path / "r.toml"
+    rubric.write_text("scale = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    response = tmp_path / "resp.txt"
+    response.write_text("An answer.")
+    result = invoke_cli(
+        "grade", "--prompt", "Why?", "--response", str(response), "--rubric", str(rubric), "--judge", "fake/alpha"
+    )
+    assert_one_line(result, 2, "nested too deeply")

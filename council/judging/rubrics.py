@@ -28,6 +28,7 @@ from pydantic import ValidationError
 
 from council.asking import describe_validation_error
 from council.errors import InputError, NotFoundError
+from council.inputs import read_text_file
 from council.judging.schemas import BiasChecklist, Criterion, Rubric
 
 BUILTIN_RUBRICS_DIR = Path(__file__).resolve().parents[1] / "config" / "rubrics"
@@ -78,14 +79,13 @@ def _resolve(path_or_name: str | Path, kind: str) -> Path:
 
 
 def _read_toml(path: Path, kind: str) -> dict[str, Any]:
+    text = read_text_file(path, kind)
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{kind} {path}: invalid TOML: {exc}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{kind} {path}: not UTF-8 text") from None
-    except OSError as exc:
-        raise InputError(f"{kind} {path}: cannot read: {exc.strerror or exc}") from None
+    except RecursionError:
+        raise InputError(f"{kind} {path}: invalid TOML: nested too deeply") from None
 
 
 MAX_ERROR_CHARS = 400
