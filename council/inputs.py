@@ -90,6 +90,18 @@ def parse_json_line(raw: str, where: str) -> Any:
         raise InputError(f"{where}: not valid JSON ({str(exc).split(';')[0]})") from None
 
 
+def parse_toml(text: str, where: str) -> dict[str, Any]:
+    """A TOML document (a config file, a rubric), or a one-line ``InputError`` at ``where``."""
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{where}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{where}: invalid TOML: nested too deeply") from None
+
+
 def check_json_text(value: Any, what: str) -> None:
     """Every string in ``value`` (keys too) is valid Unicode text: JSON's ``\\ud800`` escapes
     decode to unpaired surrogates, which nothing downstream can store or send."""

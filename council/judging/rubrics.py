@@ -19,7 +19,6 @@ Errors are one line (``InputError``, or ``NotFoundError`` for a missing file).
 
 from __future__ import annotations
 
-import tomllib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from pydantic import ValidationError
 
 from council.asking import describe_validation_error
 from council.errors import InputError, NotFoundError
-from council.inputs import read_text_file
+from council.inputs import parse_toml, read_text_file
 from council.judging.schemas import BiasChecklist, Criterion, Rubric
 
 BUILTIN_RUBRICS_DIR = Path(__file__).resolve().parents[1] / "config" / "rubrics"
@@ -79,13 +78,7 @@ def _resolve(path_or_name: str | Path, kind: str) -> Path:
 
 
 def _read_toml(path: Path, kind: str) -> dict[str, Any]:
-    text = read_text_file(path, kind)
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{kind} {path}: invalid TOML: {exc}") from None
-    except RecursionError:
-        raise InputError(f"{kind} {path}: invalid TOML: nested too deeply") from None
+    return parse_toml(read_text_file(path, kind), f"{kind} {path}")
 
 
 MAX_ERROR_CHARS = 400
