@@ -264,9 +264,7 @@ def build_server(tools: Tools) -> Any:
             text = f"winner: {outcome.winner} (confidence {outcome.confidence:.2f}, {outcome.confidence_level})"
             if outcome.unstable:
                 text += "\nunstable: a swap pair changed its winner when the order was swapped"
-            if not outcome.success or outcome.partial:
-                text = f"{'judging failed' if not outcome.success else 'judging partly failed'}: {outcome.error}\n" + text
-            return _result(text, outcome.model_dump(mode="json"), error=not outcome.success)
+            return _outcome_result(outcome, text)
 
         return await _guard(go)
 
@@ -300,13 +298,8 @@ def build_server(tools: Tools) -> Any:
                 ),  # fmt: skip
             )
             report = outcome.report
-            if report is not None:
-                text = json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=1)
-            else:
-                text = "no report"
-            if not outcome.success or outcome.partial:
-                text = f"{'grading failed' if not outcome.success else 'grading partly failed'}: {outcome.error}\n" + text
-            return _result(text, outcome.model_dump(mode="json"), error=not outcome.success)
+            text = "no report" if report is None else json.dumps(report.model_dump(mode="json"), ensure_ascii=False)
+            return _outcome_result(outcome, text)
 
         return await _guard(go)
 
@@ -380,6 +373,13 @@ async def _judging(tools: Tools, refs: list[str] | None, ctx: Any, work: Callabl
         await progress.flush()
         for client in clients:
             await client.aclose()
+
+
+def _outcome_result(outcome: Any, text: str) -> Any:
+    """A comparison's or grade's result; a failed or partly failed one says so first."""
+    if not outcome.success or outcome.partial:
+        text = f"judging {'failed' if not outcome.success else 'partly failed'}: {outcome.error}\n{text}"
+    return _result(text, outcome.model_dump(mode="json"), error=not outcome.success)
 
 
 def _bias_report(since: str | None, reviewers: list[str], council: str | None) -> Any:

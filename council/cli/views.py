@@ -44,6 +44,7 @@ class SessionView:
     def __init__(self, show: Iterable[str]) -> None:
         self.show = frozenset(show)
         self.models: dict[str, str] = {}
+        self.out_of = ""
         self.scores: dict[str, list[int]] = {}
 
     def __call__(self, event: Any) -> None:
@@ -53,6 +54,7 @@ class SessionView:
 
     def _on_session_started(self, e: Any) -> None:
         self.models = dict(e.models)
+        self.out_of = f"/{e.scale[1]}"
         if "question" in self.show:
             heading(("Question", "bold"), f"  (council {e.council}, seed {e.seed})")
             text_block(e.question)
@@ -83,7 +85,7 @@ class SessionView:
         label_of = {member: label for label, member in e.labels.items()}
         for member in e.order:
             score = e.scores.get(member)
-            shown = "-" if score is None else str(score)
+            shown = "-" if score is None else f"{score}{self.out_of}"
             out.print(
                 styled("  ", (f"{label_of.get(member, '?')} {member}", "bold"), f": {shown}"),
                 soft_wrap=not out.is_terminal,
