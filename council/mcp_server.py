@@ -47,10 +47,11 @@ class Tools:
     """What the tools share: the config, and one ``Council`` per council name (its model
     clients and limits are reused by every call)."""
 
-    def __init__(self, config: str | None) -> None:
+    def __init__(self, config: str | None, heartbeat: float = 10.0) -> None:
         from council.config import load_config, resolve_council
 
         self.config = config
+        self.heartbeat = heartbeat
         self.loaded = load_config(config)
         resolve_council(self.loaded, None)  # a bad config fails now, before serving, in one line
         self.councils: dict[str | None, Any] = {}
@@ -69,27 +70,45 @@ class Tools:
 
 
 class _Progress:
-    """Progress notifications from synchronous callbacks (events, call records), in order."""
+    """Progress notifications from synchronous callbacks (events, call records), in order, and
+    a heartbeat while nothing happens (a chairman writing for a minute): a client that resets
+    its request timeout on progress then never times out while the council works. Every value
+    is larger than the one before, as the protocol requires: a heartbeat adds half of what is
+    left to the next whole step."""
 
-    def __init__(self, ctx: Any, total: float | None = None) -> None:
+    def __init__(self, ctx: Any, every: float, total: float | None = None) -> None:
         self.ctx = ctx
         self.total = total
         self.done = 0
+        self.doing = "starting"
         self._last: asyncio.Future[None] | None = None
+        self._beat = asyncio.ensure_future(self._heartbeat(every))
 
-    def tick(self, message: str, total: float | None = None) -> None:
+    def tick(self, message: str) -> None:
         self.done += 1
-        if total is not None:
-            self.total = total
-        total_now = max(self.total, self.done) if self.total is not None else None
-        self._last = asyncio.ensure_future(self._send(self._last, self.done, total_now, message))
+        self._send(self.done, message)
 
-    async def _send(self, before: Any, done: int, total: float | None, message: str) -> None:
+    def _send(self, value: float, message: str) -> None:
+        total = max(self.total, value) if self.total is not None else None
+        self._last = asyncio.ensure_future(self._after(self._last, value, total, message))
+
+    async def _after(self, before: Any, value: float, total: float | None, message: str) -> None:
         if before is not None:
             await before
-        await self.ctx.report_progress(done, total, message)
+        await self.ctx.report_progress(value, total, message)
+
+    async def _heartbeat(self, every: float) -> None:
+        seen, fraction = -1, 1.0
+        while True:
+            await asyncio.sleep(every)
+            if self.done != seen:
+                seen, fraction = self.done, 1.0
+            fraction /= 2
+            if self.total is None or self.done + 1 <= self.total:
+                self._send(self.done + 1 - fraction, f"still working: {self.doing}")
 
     async def flush(self) -> None:
+        self._beat.cancel()
         if self._last is not None:
             await self._last
 
@@ -208,18 +227,22 @@ def build_server(tools: Tools) -> Any:
 
         async def go() -> Any:
             c = tools.council(council)
-            progress = _Progress(ctx)
+            progress = _Progress(ctx, tools.heartbeat)
             result = None
-            async for item in c.stream(question, seed=seed, synthesis=synthesis):
-                if isinstance(item, SessionResult):
-                    result = item
-                    continue
-                if item.type == "session_started":
-                    progress.total = len(item.members) + len(item.reviewers) + 1 + int(item.synthesis)
-                message = _event_message(item)
-                if message is not None:
-                    progress.tick(message)
-            await progress.flush()
+            try:
+                async for item in c.stream(question, seed=seed, synthesis=synthesis):
+                    if isinstance(item, SessionResult):
+                        result = item
+                        continue
+                    if item.type == "session_started":
+                        progress.total = len(item.members) + len(item.reviewers) + 1 + int(item.synthesis)
+                    elif item.type == "stage":
+                        progress.doing = item.detail
+                    message = _event_message(item)
+                    if message is not None:
+                        progress.tick(message)
+            finally:
+                await progress.flush()
             assert result is not None
             missing = result.synthesis.status == "failed"
             structured = result.model_dump(mode="json")
@@ -362,7 +385,8 @@ async def _judging(tools: Tools, refs: list[str] | None, ctx: Any, work: Callabl
     from council.judging.engine import make_judges
 
     clients = make_judges(tools.loaded, refs or ())
-    progress = _Progress(ctx)
+    progress = _Progress(ctx, tools.heartbeat)
+    progress.doing = "judging"
 
     def on_call(record: Any) -> None:
         progress.tick(f"{record.stage} by {record.member}: {'ok' if record.ok else 'failed'}")
@@ -416,10 +440,11 @@ def _sessions(session_id: str | None, limit: int, council: str | None, since: st
     return _result(session_text(result, frozenset({"answers", "reviews"})), result.model_dump(mode="json"))
 
 
-def serve(config: str | None) -> None:
-    """Serve the tools over stdio until the client closes the connection."""
+def serve(config: str | None, heartbeat: float = 10.0) -> None:
+    """Serve the tools over stdio until the client closes the connection; a long tool reports
+    progress at least every ``heartbeat`` seconds."""
     _sdk()  # missing SDK: one line, before anything else
-    tools = Tools(config)
+    tools = Tools(config, heartbeat)
     server = build_server(tools)
 
     async def go() -> None:
