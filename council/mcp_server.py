@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from council.errors import CouncilError, PrerequisiteError
+from council.errors import CouncilError, InputError, PrerequisiteError
 from council.session.results import SessionResult
 
 SERVER_NAME = "council"
@@ -296,7 +296,7 @@ def build_server(tools: Tools) -> Any:
         prompt: Annotated[str, Field(description="The prompt the response answers.", min_length=1)],
         response: Annotated[str, Field(description="The response to grade.")],
         ctx: Context,
-        rubric: Annotated[str, Field(description="A built-in rubric name or a rubric TOML file.")] = "general",
+        rubric: Annotated[str, Field(description="A built-in rubric's name.")] = "general",
         reference: Annotated[str | None, Field(description="A reference answer to grade against.")] = None,
         judges: Annotated[
             list[str] | None, Field(description="Judges: [models] aliases or model strings (default: the chairman).")
@@ -306,10 +306,13 @@ def build_server(tools: Tools) -> Any:
         """Grade one response against a rubric: reasoning before integer scores per criterion,
         several votes per judge; returns the scores and the evaluation report."""
         from council.judging import engine
-        from council.judging.rubrics import load_rubric
+        from council.judging.rubrics import builtin_rubrics, load_rubric
         from council.judging.voting import GRADE_VOTES
 
         async def go() -> Any:
+            # Names only: a path chosen by the model could make the tool read any local file.
+            if rubric not in builtin_rubrics():
+                raise InputError(f"rubric {rubric!r} is not a built-in rubric ({', '.join(builtin_rubrics())})")
             loaded_rubric = load_rubric(rubric)
             outcome = await _judging(
                 tools,

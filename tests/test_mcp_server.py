@@ -161,6 +161,13 @@ async def test_tool_failures_are_one_line_errors_and_the_server_goes_on(tmp_path
         assert partial.content[0].text.startswith("partial session") and "no synthesis" in partial.content[0].text
         assert partial.structured_content["status"] == "partial"
 
+        secret = tmp_path / "secret.toml"
+        secret.write_text('token = "do-not-read-me"\n[criteria\n')
+        for rubric in (str(secret), "../../etc/passwd"):
+            sneaky = await client.call_tool("council_grade", {"prompt": QUESTION, "response": "x", "rubric": rubric})
+            assert sneaky.is_error and "not a built-in rubric" in sneaky.content[0].text
+            assert "do-not-read-me" not in sneaky.content[0].text
+
         missing = await client.call_tool("council_sessions", {"session_id": "ffffffff"})
         assert missing.is_error and "\n" not in missing.content[0].text
 
