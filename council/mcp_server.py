@@ -137,9 +137,7 @@ def session_text(result: SessionResult, show: frozenset[str] = frozenset()) -> s
     lines = []
     if error:
         lines.append(error)
-    lines.append(
-        f"council {result.council}: status {result.status}, session {result.session_id}, seed {result.seed}"
-    )
+    lines.append(f"council {result.council}: status {result.status}, session {result.session_id}, seed {result.seed}")
     if result.question is not None:
         lines += ["", "Question:", result.question]
     if "answers" in show:
@@ -257,7 +255,8 @@ def build_server(tools: Tools) -> Any:
         response_b: Annotated[str, Field(description="Response B.")],
         ctx: Context,
         criteria: Annotated[
-            list[str] | None, Field(description='Criteria (default: accuracy, completeness, specificity, clarity; "depth").')
+            list[str] | None,
+            Field(description='Criteria (default: accuracy, completeness, specificity, clarity; "depth").'),
         ] = None,
         judges: Annotated[
             list[str] | None, Field(description="Judges: [models] aliases or model strings (default: the chairman).")
@@ -280,8 +279,16 @@ def build_server(tools: Tools) -> Any:
                 judges,
                 ctx,
                 lambda clients, keep_text, sink: engine.compare(
-                    prompt, response_a, response_b, judges=clients, criteria=chosen, swap=swap, strategy=strategy,
-                    votes=votes or PAIRWISE_VOTES, keep_text=keep_text, sink=sink,
+                    prompt,
+                    response_a,
+                    response_b,
+                    judges=clients,
+                    criteria=chosen,
+                    swap=swap,
+                    strategy=strategy,
+                    votes=votes or PAIRWISE_VOTES,
+                    keep_text=keep_text,
+                    sink=sink,
                 ),  # fmt: skip
             )
             text = f"winner: {outcome.winner} (confidence {outcome.confidence:.2f}, {outcome.confidence_level})"
@@ -319,8 +326,14 @@ def build_server(tools: Tools) -> Any:
                 judges,
                 ctx,
                 lambda clients, keep_text, sink: engine.grade(
-                    prompt, response, rubric=loaded_rubric, judges=clients, reference=reference,
-                    votes=votes or GRADE_VOTES, keep_text=keep_text, sink=sink,
+                    prompt,
+                    response,
+                    rubric=loaded_rubric,
+                    judges=clients,
+                    reference=reference,
+                    votes=votes or GRADE_VOTES,
+                    keep_text=keep_text,
+                    sink=sink,
                 ),  # fmt: skip
             )
             report = outcome.report
@@ -341,7 +354,9 @@ def build_server(tools: Tools) -> Any:
         from council.leaderboard import leaderboard
 
         async def go() -> Any:
-            board = await asyncio.to_thread(leaderboard, council=council, since=since, source=source, bootstrap=bootstrap)
+            board = await asyncio.to_thread(
+                leaderboard, council=council, since=since, source=source, bootstrap=bootstrap
+            )
             return _result(_render(render_text, board), board.model_dump(mode="json"))
 
         return await _guard(go)
@@ -429,7 +444,8 @@ def _sessions(session_id: str | None, limit: int, council: str | None, since: st
         if session_id is None:
             rows = [session_listing(r) for r in store.list_sessions(limit=limit, since=since, council=council)]
             text = "\n".join(
-                f"{r['session_id']}  {r['created_at'][:19]}  {r['status']}  {r['council'] or ''}  {r['question'] or '(not stored)'}"
+                f"{r['session_id']}  {r['created_at'][:19]}  {r['status']}  {r['council'] or ''}  "
+                + (r["question"] or "(not stored)")
                 for r in rows
             )
             return _result(text or "no sessions", {"sessions": rows})

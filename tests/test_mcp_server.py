@@ -66,7 +66,9 @@ async def test_every_tool_over_stdio_against_the_mock_server(tmp_path, council_h
             progress.append((done, total, message))
 
         ran = await client.call_tool(
-            "council_run", {"question": QUESTION, "seed": 3, "show": ["answers", "reviews"]}, progress_callback=on_progress
+            "council_run",
+            {"question": QUESTION, "seed": 3, "show": ["answers", "reviews"]},
+            progress_callback=on_progress,
         )
         assert not ran.is_error, ran.content
         result = SessionResult.model_validate(ran.structured_content)
@@ -107,8 +109,12 @@ async def test_compare_and_grade_report_progress_per_call(tmp_path, council_home
 
         compared = await client.call_tool(
             "council_compare",
-            {"prompt": QUESTION, "response_a": "B-trees keep nodes full and shallow.", "response_b": "No idea.",
-             "judges": ["fake/judge"]},  # fmt: skip
+            {
+                "prompt": QUESTION,
+                "response_a": "B-trees keep nodes full and shallow.",
+                "response_b": "No idea.",
+                "judges": ["fake/judge"],
+            },  # fmt: skip
             progress_callback=on_progress,
         )
         assert not compared.is_error, compared.content
@@ -120,8 +126,12 @@ async def test_compare_and_grade_report_progress_per_call(tmp_path, council_home
         progress.clear()
         graded = await client.call_tool(
             "council_grade",
-            {"prompt": QUESTION, "response": "B-trees keep nodes full and shallow.", "judges": ["fake/judge"],
-             "votes": 3},  # fmt: skip
+            {
+                "prompt": QUESTION,
+                "response": "B-trees keep nodes full and shallow.",
+                "judges": ["fake/judge"],
+                "votes": 3,
+            },  # fmt: skip
             progress_callback=on_progress,
         )
         assert not graded.is_error, graded.content
@@ -131,7 +141,9 @@ async def test_compare_and_grade_report_progress_per_call(tmp_path, council_home
 async def test_a_slow_chairman_still_reports_progress(tmp_path, council_home):
     # The chairman takes 0.5 s; with a heartbeat every 0.1 s the client hears from the server
     # meanwhile, always with a larger value than before (as the protocol requires).
-    async with Client(server(fake_config(tmp_path, chairman="fake/alpha+slow"), council_home, "--heartbeat", "0.1")) as c:
+    async with Client(
+        server(fake_config(tmp_path, chairman="fake/alpha+slow"), council_home, "--heartbeat", "0.1")
+    ) as c:
         progress = []
 
         async def on_progress(done, total, message):

@@ -28,7 +28,9 @@ def parse_show(value: str | None) -> frozenset[str]:
         return frozenset(PARTS)
     unknown = sorted(names - set(PARTS))
     if unknown or not names:
-        raise ValueError(f"unknown part(s) {', '.join(map(repr, unknown)) or repr(value)}; choose from {', '.join(PARTS)}, all")
+        raise ValueError(
+            f"unknown part(s) {', '.join(map(repr, unknown)) or repr(value)}; choose from {', '.join(PARTS)}, all"
+        )
     return frozenset(names)
 
 
@@ -66,7 +68,9 @@ class SessionView:
             heading(("Answer", "bold"), f" {e.member} ({e.model}) ", ("failed", "red"), f": {_cause(e.error, e.model)}")
             return
         latency = f", {e.latency_ms / 1000:.1f}s" if e.latency_ms is not None else ""
-        heading(("Answer", "bold"), f" {e.member} ({e.model}) ", (e.status, "green"), f", {e.length_chars} chars{latency}")
+        heading(
+            ("Answer", "bold"), f" {e.member} ({e.model}) ", (e.status, "green"), f", {e.length_chars} chars{latency}"
+        )
         text_block(e.text)
 
     def _on_review(self, e: Any) -> None:

@@ -154,7 +154,9 @@ class SessionRunner:
         try:
             response = await client.complete(request, stage="answer", sink=run.calls)
         except ProviderError as exc:
-            return _emit_answer(run, MemberAnswer(member=member.id, model=member.model, status="failed", error=str(exc)))
+            return _emit_answer(
+                run, MemberAnswer(member=member.id, model=member.model, status="failed", error=str(exc))
+            )
         text = response.text.strip()
         add_private(text)
         latency = (time.perf_counter() - t0) * 1000
@@ -432,7 +434,12 @@ class SessionRunner:
     ) -> SessionResult:
         c = self.council
         # Stage 1
-        run.emit(StageStarted, stage="answer", detail="members answer", expected=len(c.members) if candidates is None else len(candidates))
+        run.emit(
+            StageStarted,
+            stage="answer",
+            detail="members answer",
+            expected=len(c.members) if candidates is None else len(candidates),
+        )
         if candidates is not None:
             answers = [
                 MemberAnswer(
@@ -465,7 +472,9 @@ class SessionRunner:
             run.partial_reasons.append(f"{len(answers) - len(usable)} of {len(answers)} members failed to answer")
 
         # Stage 2
-        run.emit(StageStarted, stage="review", detail="reviewers rank the anonymised answers", expected=len(c.reviewers))
+        run.emit(
+            StageStarted, stage="review", detail="reviewers rank the anonymised answers", expected=len(c.reviewers)
+        )
         reviewed = await asyncio.gather(*(self._review(run, r, usable) for r in c.reviewers))
         reviews = [r for r in reviewed if r is not None]
         for r in reviews:
@@ -613,7 +622,9 @@ def _emit_synthesis(run: _Run, s: Synthesis) -> Synthesis:
 
 def _models_of(c: ResolvedCouncil, candidates: Sequence[Candidate] | None) -> dict[str, str]:
     people = [*c.reviewers, *(x for x in (c.chairman, c.fallback_chairman) if x)]
-    members = {cand.id: cand.id for cand in candidates} if candidates is not None else {m.id: m.model for m in c.members}
+    members = (
+        {cand.id: cand.id for cand in candidates} if candidates is not None else {m.id: m.model for m in c.members}
+    )
     return {**members, **{m.id: m.model for m in people}}
 
 
