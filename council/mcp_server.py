@@ -296,7 +296,7 @@ def build_server(tools: Tools) -> Any:
                     votes=votes or PAIRWISE_VOTES,
                     keep_text=keep_text,
                     sink=sink,
-                ),  # fmt: skip
+                ),
             )
             text = f"winner: {outcome.winner} (confidence {outcome.confidence:.2f}, {outcome.confidence_level})"
             if outcome.unstable:
@@ -341,7 +341,7 @@ def build_server(tools: Tools) -> Any:
                     votes=votes or GRADE_VOTES,
                     keep_text=keep_text,
                     sink=sink,
-                ),  # fmt: skip
+                ),
             )
             report = outcome.report
             text = "no report" if report is None else json.dumps(report.model_dump(mode="json"), ensure_ascii=False)
