@@ -168,7 +168,7 @@ def assert_matches_reference(report, ref, *, reviewers=()):
     assert report.sample_size == pooled.sample_size
     assert report.confidence_level == pooled.confidence_level
     assert report.length_correlation == pytest.approx(pooled.length_correlation, abs=1.01e-3)
-    for got, want in zip(report.length_correlation_ci_seed, pooled.length_correlation_ci):
+    for got, want in zip(report.length_correlation_ci_seed, pooled.length_correlation_ci, strict=True):
         assert got == pytest.approx(want, abs=1.01e-3)
     # the honest interval: a t interval on the sessions' z = atanh(r), by scipy
     z = [math.atanh(r) for r in ref["rs"] if -1 < r < 1]

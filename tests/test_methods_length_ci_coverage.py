@@ -35,7 +35,8 @@ def test_no_estimate_is_none():
     from council.methods.bias_indicators import pooled_length_correlation
 
     few = pooled_length_correlation([0.1] * 9)
-    assert few.length_correlation is None and few.length_correlation_ci is None and few.confidence_level == "insufficient"
+    assert few.length_correlation is None and few.length_correlation_ci is None
+    assert few.confidence_level == "insufficient"
     flat = pooled_length_correlation([0.0] * 12)  # no spread between sessions: the seed's se, not a zero width
     half = np.tanh(sps.t.ppf(0.975, 11) / np.sqrt(12 - 3))
     assert flat.length_correlation_ci == pytest.approx((-half, half), abs=1e-3)

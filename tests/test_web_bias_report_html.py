@@ -29,7 +29,8 @@ def small_report(sessions: int = 6, positions: int = 3):
                 rows.append(BiasRecord(
                     session_id=f"s{s}", reviewer_id=reviewer, model_id=m, position=pos,
                     response_length_chars=100 + 37 * pos + s, response_length_words=20 + pos + s,
-                    score_value=float(round(5 + offset + 3 * ((s * 2 + pos) % 3 - 1))), timestamp=f"2026-01-01T00:0{s % 10}:00.000000+00:00",
+                    score_value=float(round(5 + offset + 3 * ((s * 2 + pos) % 3 - 1))),
+                    timestamp=f"2026-01-01T00:0{s % 10}:00.000000+00:00",
                     scale_min=1, scale_max=10, self_review=False,
                 ).row())
     store = Store.memory()
@@ -61,7 +62,8 @@ def test_calibration_axis_is_the_scale():
     chart = re.search(r'<svg class="chart reviewers".*?</svg>', page, re.S).group(0)
     ticks = [float(t) for t in re.findall(r'class="xtick"[^>]*>([\d.]+)<', chart)]
     assert ticks[0] == 1 and ticks[-1] >= 9
-    x1, x2 = (float(v) for v in re.search(r'<line class="axis" x1="([\d.]+)" y1="[\d.]+" x2="([\d.]+)"', chart).groups())
+    axis = re.search(r'<line class="axis" x1="([\d.]+)" y1="[\d.]+" x2="([\d.]+)"', chart)
+    x1, x2 = (float(v) for v in axis.groups())
     bar = float(re.search(r'<rect class="[^"]+" x="[\d.]+" y="[\d.]+" width="([\d.]+)"[^>]*><title>p/harsh:', chart)[1])
     assert bar / (x2 - x1) == pytest.approx((4.0 - 1) / 9, abs=0.01)  # mean 4 on a 1–10 axis: a third
 

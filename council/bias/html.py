@@ -152,7 +152,8 @@ def _reviewer_chart(report: BiasReport) -> str:
         parts.append(
             f'<text x="{left - 8}" y="{y + 15}" text-anchor="end">{escape(rid)}</text>'
             f'<rect class="{cls}" x="{left}" y="{y + 3}" width="{max(x(p.mean) - left, 0):.1f}" height="{row_h - 8}">'
-            f"<title>{escape(rid)}: mean {p.mean}, z {p.z_score:+.2f} ({escape(label)}), {p.samples} scores</title></rect>"
+            f"<title>{escape(rid)}: mean {p.mean}, z {p.z_score:+.2f} ({escape(label)}), {p.samples} scores"
+            "</title></rect>"
             # Values sit in their own column right of the plot, clear of the bars and the median line.
             f'<text class="value" x="{left + width + 12}" y="{y + 15}">{p.mean:.2f}  z = {p.z_score:+.2f}  '
             f"{escape(label)}</text>"

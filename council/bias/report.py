@@ -33,9 +33,9 @@ from council.methods.bias_indicators import (
     honesty_row,
     length_correlation_interpretation,
     pearson_from_sums,
+    pooled_length_correlation,
     position_variance_threshold,
     reliability,
-    pooled_length_correlation,
     variance_label,
 )
 from council.methods.significance import (
