@@ -106,10 +106,7 @@ def fit_logistic(
             for cb, vb in cols:
                 flat += np.bincount(ca * n_columns + cb, weights=curvature * va * vb, minlength=n_columns**2)
         hessian = flat.reshape(n_columns, n_columns)
-        try:
-            step = np.linalg.solve(hessian, gradient)
-        except np.linalg.LinAlgError:  # a column no row uses, or collinear ones: the minimum-norm step
-            step = np.linalg.lstsq(hessian, gradient, rcond=None)[0]
+        step = _newton_step(hessian, gradient)
         if np.abs(step).max(initial=0.0) < tolerance:
             break
         t = 1.0
@@ -122,6 +119,18 @@ def fit_logistic(
             t /= 2
         beta, value = candidate, new_value
     return LogisticFit(coef=beta, information=hessian, iterations=iteration)
+
+
+def _newton_step(hessian: np.ndarray, gradient: np.ndarray) -> np.ndarray:
+    """Solve H·step = g; where H is singular (a column no row uses, collinear columns, ratings
+    without a prior that only differences identify) take the minimum-norm step instead."""
+    try:
+        step = np.linalg.solve(hessian, gradient)
+        if np.allclose(hessian @ step, gradient, rtol=1e-8, atol=1e-10 * (1 + np.abs(gradient).max())):
+            return step
+    except np.linalg.LinAlgError:
+        pass
+    return np.linalg.lstsq(hessian, gradient, rcond=None)[0]
 
 
 def sigmoid(x: np.ndarray | float) -> np.ndarray:
