@@ -37,6 +37,18 @@ class ModelRating(BaseModel):
     #: Comparisons won, a tie as half.
     wins: float
     win_rate: float | None
+    #: With a baseline (``--baseline``): percent of this model's games against it won, ties
+    #: half, and the same length-controlled (docs/methods.md, "Length-controlled win rate").
+    baseline_win_rate: float | None = None
+    lc_win_rate: float | None = None
+
+
+class StyleCoefficient(BaseModel):
+    """A style covariate's coefficient (log-odds per standard deviation) and its 95 % Wald interval."""
+
+    estimate: float
+    ci: tuple[float, float]
+    standard_error: float
 
 
 class Leaderboard(BaseModel):
@@ -55,6 +67,12 @@ class Leaderboard(BaseModel):
     comparisons: int = 0
     #: Best first.
     models: list[ModelRating] = Field(default_factory=list)
+    #: Style covariates held equal (``--control``; docs/methods.md, "Style control") and their coefficients.
+    control: list[str] = Field(default_factory=list)
+    coefficients: dict[str, StyleCoefficient] = Field(default_factory=dict)
+    baseline: str | None = None
+    #: Judgment files rated instead of the database (``--judgments``).
+    files: list[str] = Field(default_factory=list)
     #: Groups of models never compared with any model of another group (only when > 1).
     groups: list[list[str]] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)

@@ -66,10 +66,13 @@ def main() -> None:
             for a in json.loads(raw):
                 pid = prompts.setdefault(a["instruction"], len(prompts))
                 pref = a.get("preference")
+                if a["generator_1"] == model or pref is None or pref != pref:
+                    continue  # the baseline against itself (50 % by definition); items never judged
                 line = {
                     "model_a": a["generator_1"],
                     "model_b": model,
-                    "preference": None if pref is None else (0.5 if pref == 0 else pref - 1),
+                    # AlpacaEval's preference − 1 = P(model better); 0 was its old code for a tie
+                    "preference": 0.5 if pref == 0 else round(pref - 1, 12),
                     "prompt_id": str(pid),
                     "length_a": len(a["output_1"] or ""),
                     "length_b": len(a["output_2"] or ""),

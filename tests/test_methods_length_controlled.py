@@ -21,16 +21,16 @@ PROMPTS = 400
 LENGTH_TASTE = 1.5  # the simulated judge's pull toward the longer answer, per tanh unit
 
 
-def _simulate(seed: int = 0):
+def _simulate(seed: int = 0, prompts: int = PROMPTS):
     """Model 0 is as good as the baseline but three times longer; model 1 is better (θ = 0.8)
     at the baseline's length; model 2 is worse (θ = −1) and a little shorter."""
     rng = np.random.default_rng(seed)
-    difficulty = rng.normal(scale=0.7, size=PROMPTS)
-    base_len = np.exp(rng.normal(np.log(800), 0.6, PROMPTS))
+    difficulty = rng.normal(scale=0.7, size=prompts)
+    base_len = np.exp(rng.normal(np.log(800), 0.6, prompts))
     quality = np.array([0.0, 0.8, -1.0])
     stretch = np.array([3.0, 1.0, 0.8])
-    model = np.repeat(np.arange(3), PROMPTS)
-    prompt = np.tile(np.arange(PROMPTS), 3)
+    model = np.repeat(np.arange(3), prompts)
+    prompt = np.tile(np.arange(prompts), 3)
     # answers' lengths vary a lot from one instruction to the next, so even the verbose model is
     # sometimes the shorter one: the length slope is identified, and σ(θ) is no extrapolation
     own_len = stretch[model] * np.exp(rng.normal(np.log(800), 0.6, len(model)))
@@ -70,15 +70,15 @@ def test_per_model_fit_matches_statsmodels_glm():
 def test_joint_difficulty_matches_a_general_optimizer_with_the_same_prior():
     from scipy.optimize import minimize
 
-    games, _, difficulty = _simulate(2)
-    gamma = instruction_difficulty(games, 3, PROMPTS)
+    games, _, difficulty = _simulate(2, 120)
+    gamma = instruction_difficulty(games, 3, 120)
     # the same penalised log-likelihood, dense, by L-BFGS (a prior N(0, 10²) on each instruction term)
     n = len(games.model)
-    x = np.zeros((n, 6 + PROMPTS))
+    x = np.zeros((n, 6 + 120))
     x[np.arange(n), games.model] = 1
     x[np.arange(n), 3 + games.model] = standardised_length(games, 3)
     x[np.arange(n), 6 + games.prompt] = 1
-    lam = np.r_[np.zeros(6), np.full(PROMPTS, 0.01)]
+    lam = np.r_[np.zeros(6), np.full(120, 0.01)]
     y = games.preference
 
     def loss(b):

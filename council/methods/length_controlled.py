@@ -78,10 +78,12 @@ def instruction_difficulty(games: BaselineGames, n_models: int, n_prompts: int) 
     per instruction); higher γ: the models beat the baseline more easily on that instruction."""
     assert games.prompt is not None and games.length_delta is not None
     length = standardised_length(games, n_models)
-    terms = [Term(games.model), Term(n_models + games.model, length), Term(2 * n_models + games.prompt)]
-    ridge = np.r_[np.zeros(2 * n_models), np.full(n_prompts, DIFFICULTY_RIDGE)]
-    fit = fit_logistic(terms, games.preference, 2 * n_models + n_prompts, ridge=ridge)
-    return fit.coef[2 * n_models :]
+    present, model = np.unique(games.model, return_inverse=True)  # models without games have no terms
+    k = len(present)
+    terms = [Term(model), Term(k + model, length), Term(2 * k + games.prompt)]
+    ridge = np.r_[np.zeros(2 * k), np.full(n_prompts, DIFFICULTY_RIDGE)]
+    fit = fit_logistic(terms, games.preference, 2 * k + n_prompts, ridge=ridge)
+    return fit.coef[2 * k :]
 
 
 def lc_win_rates(games: BaselineGames, n_models: int, difficulty: np.ndarray | None = None) -> np.ndarray:
