@@ -1,0 +1,172 @@
+"""``council leaderboard --judgments FILE`` (SPEC, third round: "Ratings from elsewhere and
+controlled ratings"): files instead of the store, bad input as one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import invoke_cli
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _games(n=60):
+    """x beats y two times in three; z loses to both; lengths and markdown counts on every line."""
+    rows = []
+    for i in range(n):
+        rows.append({"model_a": "y", "model_b": "x", "winner": "B" if i % 3 else "A", "prompt_id": f"p{i % 20}",
+                     "length_a": 400 + i, "length_b": 900 + 7 * i,
+                     "markdown_a": {"headers": 0, "lists": i % 4, "bold": 1},
+                     "markdown_b": {"headers": i % 2, "lists": 3, "bold": i % 3}})
+        rows.append({"model_a": "z", "model_b": "x", "preference": 0.9, "prompt_id": f"p{i % 20}",
+                     "length_a": 300 + i % 50, "length_b": 800 + (i * 37) % 500,
+                     "markdown_a": {"headers": 0, "lists": 0, "bold": 0},
+                     "markdown_b": {"headers": 1, "lists": i % 5, "bold": 2}})
+        rows.append({"model_a": "z", "model_b": "y", "winner": "TIE" if i % 2 else "B", "prompt_id": f"p{i % 20}",
+                     "length_a": 500, "length_b": 450 + i,
+                     "markdown_a": {"headers": 0, "lists": 1, "bold": 0},
+                     "markdown_b": {"headers": 0, "lists": i % 3, "bold": 0}})
+    return rows
+
+
+def test_json_shape_and_win_rates(tmp_path):
+    path = _write(tmp_path / "j.jsonl", _games())
+    res = invoke_cli("leaderboard", "--judgments", str(path), "--baseline", "z", "--bootstrap", "20", "--json")
+    assert res.exit_code == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["method"] == "bradley-terry" and out["control"] == [] and out["coefficients"] == {}
+    models = {m["model"]: m for m in out["models"]}
+    assert [m["model"] for m in out["models"]] == ["x", "y", "z"]
+    for m in out["models"]:
+        assert {"model", "rating", "ci", "comparisons", "win_rate", "baseline_win_rate", "lc_win_rate"} <= set(m)
+    assert models["x"]["baseline_win_rate"] == pytest.approx(90.0)  # preference 0.9 every game
+    assert models["y"]["baseline_win_rate"] == pytest.approx(75.0)  # half wins, half ties
+    assert models["z"]["baseline_win_rate"] == 50.0
+    assert models["x"]["win_rate"] == pytest.approx((40 + 54) / 120)  # round-two meaning: all its games
+    assert models["x"]["lc_win_rate"] is not None and out["baseline"] == "z"
+    assert out["judgments"] == 180 and out["files"] == [str(path)]
+
+
+def test_control_reports_coefficients_with_intervals(tmp_path):
+    path = _write(tmp_path / "j.jsonl", _games())
+    res = invoke_cli("leaderboard", "--judgments", str(path), "--control", "length,markdown", "--bootstrap", "10",
+                     "--json")
+    assert res.exit_code == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["control"] == ["length", "markdown"]
+    assert set(out["coefficients"]) == {"length", "headers", "lists", "bold"}
+    for c in out["coefficients"].values():
+        assert c["ci"][0] < c["estimate"] < c["ci"][1]
+    assert all(m["ci"] is not None for m in out["models"])
+    text = invoke_cli("leaderboard", "--judgments", str(path), "--control", "length", "--bootstrap", "0")
+    assert text.exit_code == 0 and "length: " in text.stdout and "Style held equal" in text.stdout
+
+
+def test_files_are_repeatable_and_add_up(tmp_path):
+    rows = _games(30)
+    one = _write(tmp_path / "a.jsonl", rows[:45])
+    two = _write(tmp_path / "b.jsonl", rows[45:])
+    both = _write(tmp_path / "all.jsonl", rows)
+    split = invoke_cli("leaderboard", "--judgments", str(one), "--judgments", str(two), "--bootstrap", "0", "--json")
+    whole = invoke_cli("leaderboard", "--judgments", str(both), "--bootstrap", "0", "--json")
+    assert json.loads(split.stdout)["models"] == json.loads(whole.stdout)["models"]
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "expected a JSON object"),
+        ('{"model_a": "x", "model_b": "y"}', 'exactly one of "winner"'),
+        ('{"model_a": "x", "model_b": "y", "winner": "A", "preference": 0.2}', 'exactly one of "winner"'),
+        ('{"model_a": "x", "model_b": "y", "winner": "a"}', "winner"),
+        ('{"model_a": "x", "model_b": "y", "preference": 1.5}', "preference"),
+        ('{"model_a": "x", "model_b": "y", "preference": true}', "preference"),
+        ('{"model_a": "x", "model_b": "x", "winner": "A"}', "the same model"),
+        ('{"model_a": "", "model_b": "y", "winner": "A"}', "model_a"),
+        ('{"model_a": "x", "model_b": "y", "winner": "A", "length_a": -3}', "length_a"),
+        ('{"model_a": "x", "model_b": "y", "winner": "A", "markdown_a": {"headers": 1}}', "markdown_a"),
+    ],
+)
+def test_a_bad_line_is_one_line_with_its_number_and_exit_2(tmp_path, line, reason):
+    path = tmp_path / "j.jsonl"
+    path.write_text('{"model_a": "x", "model_b": "y", "winner": "A"}\n\n' + line + "\n", encoding="utf-8")
+    res = invoke_cli("leaderboard", "--judgments", str(path))
+    assert res.exit_code == 2
+    assert len(res.error_lines) == 1 and f"{path}:3:" in res.stderr and reason in res.stderr
+    assert "Traceback" not in res.stderr and res.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--control", "length,colour"], "--control takes"),
+        (["--control", ""], "--control takes"),
+        (["--baseline", "nobody"], "no judgment names this model"),
+        (["--source", "sessions"], "--source"),
+        (["--council", "c"], "--council"),
+    ],
+)
+def test_bad_options_are_one_line_and_exit_2(tmp_path, extra, message):
+    path = _write(tmp_path / "j.jsonl", _games(5))
+    res = invoke_cli("leaderboard", "--judgments", str(path), *extra)
+    assert res.exit_code == 2 and len(res.error_lines) == 1 and message in res.stderr, res.stderr
+
+
+def test_control_and_baseline_need_judgment_files():
+    for extra in (["--control", "length"], ["--baseline", "x"], ["--judgments-format", "alpaca_eval"]):
+        res = invoke_cli("leaderboard", *extra)
+        assert res.exit_code == 2 and "need(s) --judgments" in res.stderr
+
+
+def test_missing_styles_and_files(tmp_path):
+    path = _write(tmp_path / "j.jsonl", [{"model_a": "x", "model_b": "y", "winner": "A"}] * 3)
+    res = invoke_cli("leaderboard", "--judgments", str(path), "--control", "length")
+    assert res.exit_code == 2 and "needs length_a and length_b on every judgment; 3 of 3" in res.stderr
+    res = invoke_cli("leaderboard", "--judgments", str(tmp_path / "absent.jsonl"))
+    assert res.exit_code == 2 and "not found" in res.stderr
+    (tmp_path / "bin.jsonl").write_bytes(b"\xff\xfe{}")
+    res = invoke_cli("leaderboard", "--judgments", str(tmp_path / "bin.jsonl"))
+    assert res.exit_code == 2 and "not UTF-8" in res.stderr
+    res = invoke_cli("leaderboard", "--judgments", str(path), "--baseline", "y", "--json")
+    assert res.exit_code == 0
+    out = json.loads(res.stdout)
+    assert {m["model"]: m["lc_win_rate"] for m in out["models"]}["x"] is None
+    assert any("lc_win_rate needs length_a" in n for n in out["notes"])
+
+
+def test_without_prompt_ids_the_difficulty_term_is_left_out_and_said(tmp_path):
+    rows = [{k: v for k, v in r.items() if k != "prompt_id"} for r in _games(30)]
+    path = _write(tmp_path / "j.jsonl", rows)
+    out = json.loads(invoke_cli("leaderboard", "--judgments", str(path), "--baseline", "z", "--json").stdout)
+    assert any("no prompt_id" in n for n in out["notes"])
+    assert all(m["lc_win_rate"] is not None for m in out["models"])
+
+
+def test_alpaca_eval_annotations(tmp_path):
+    items = [
+        {"generator_1": "base", "generator_2": "m", "preference": p, "instruction": f"q{i}",
+         "output_1": "short answer", "output_2": "# Long\n\n- a much longer **answer** " * (1 + i % 3)}
+        for i, p in enumerate([2.0, 1.0, 1.5, 0, 1.75, None, 2.0, 1.25])
+    ]
+    path = tmp_path / "annotations.json"
+    path.write_text(json.dumps(items), encoding="utf-8")
+    res = invoke_cli("leaderboard", "--judgments", str(path), "--judgments-format", "alpaca_eval",
+                     "--baseline", "base", "--control", "length,markdown", "--bootstrap", "0", "--json")
+    assert res.exit_code == 0, res.stderr
+    out = json.loads(res.stdout)
+    m = {r["model"]: r for r in out["models"]}["m"]
+    assert m["baseline_win_rate"] == pytest.approx(100 * (1 + 0 + 0.5 + 0.5 + 0.75 + 1 + 0.25) / 7)
+    assert any("1 AlpacaEval items without a preference" in n for n in out["notes"])
+    items[2]["preference"] = 3
+    path.write_text(json.dumps(items), encoding="utf-8")
+    res = invoke_cli("leaderboard", "--judgments", str(path), "--judgments-format", "alpaca_eval")
+    assert res.exit_code == 2 and "item 3: preference must be a number from 1 to 2" in res.stderr
+    path.write_text("{}", encoding="utf-8")
+    res = invoke_cli("leaderboard", "--judgments", str(path), "--judgments-format", "alpaca_eval")
+    assert res.exit_code == 2 and "is a JSON list" in res.stderr
