@@ -4,7 +4,8 @@
 - ``prompts``: the three stages' prompts (untrusted text through :mod:`council.slots`);
 - ``schemas``: what a reviewer must return, built per review;
 - ``results``: the result types (``SessionResult`` and its parts);
-- ``candidates``: existing answers to review instead of asking the members.
+- ``candidates``: existing answers to review instead of asking the members;
+- ``events``: what a running session tells the world, with content (``SessionEvent``).
 
 The consensus and the reviewers' agreement are pure methods: :mod:`council.methods.ranking`,
 :mod:`council.methods.concordance`.
@@ -12,11 +13,11 @@ The consensus and the reviewers' agreement are pure methods: :mod:`council.metho
 
 from council.methods.ranking import Consensus, ConsensusEntry, consensus_ranking
 from council.session.candidates import Candidate, load_candidates, parse_candidates
+from council.session.events import SessionEvent, parse_event
 from council.session.results import Failure, MemberAnswer, Review, SessionResult, SessionStatus, Synthesis
 from council.session.runner import (
     OFFLINE_NOTICE,
     EventSink,
-    SessionEvent,
     SessionRunner,
     reviewer_order,
     scrub_transcripts,
@@ -38,6 +39,7 @@ __all__ = [
     "Synthesis",
     "consensus_ranking",
     "load_candidates",
+    "parse_event",
     "parse_candidates",
     "reviewer_order",
     "scrub_transcripts",
