@@ -75,16 +75,20 @@ def fit_logistic(
     *,
     weight: np.ndarray | None = None,
     ridge: np.ndarray | float = 0.0,
+    start: np.ndarray | None = None,
     tolerance: float = TOLERANCE,
     max_iterations: int = MAX_ITERATIONS,
 ) -> LogisticFit:
-    """The penalised maximum-likelihood coefficients (length ``n_columns``) of P(y = 1) = σ(Xβ)."""
+    """The penalised maximum-likelihood coefficients (length ``n_columns``) of P(y = 1) = σ(Xβ).
+
+    ``start``: where Newton's method begins (zeros by default; a bootstrap round starts from the
+    full-data fit, a few steps away)."""
     y = np.asarray(y, dtype=float)
     rows = len(y)
     w = np.ones(rows) if weight is None else np.asarray(weight, dtype=float)
     lam = np.broadcast_to(np.asarray(ridge, dtype=float), n_columns)
     cols = _columns(terms, rows)
-    beta = np.zeros(n_columns)
+    beta = np.zeros(n_columns) if start is None else np.array(start, dtype=float)
 
     def objective(b: np.ndarray) -> float:
         eta = linear_predictor(terms, b, rows)

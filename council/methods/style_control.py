@@ -75,7 +75,7 @@ class StyleControlled:
 
 def _fit(
     a: np.ndarray, b: np.ndarray, y: np.ndarray, covariates: np.ndarray, n_models: int, weight: np.ndarray,
-    prior_games: float,
+    prior_games: float, start: np.ndarray | None = None,
 ):
     rows, k = covariates.shape
     models = np.arange(n_models)
@@ -87,7 +87,7 @@ def _fit(
     ]
     target = np.r_[y, np.full(n_models, 0.5)]
     w = np.r_[weight, np.full(n_models, prior_games)]
-    return fit_logistic(terms, target, n_models + k, weight=w)
+    return fit_logistic(terms, target, n_models + k, weight=w, start=start)
 
 
 def style_controlled_ratings(
@@ -124,7 +124,7 @@ def style_controlled_ratings(
         rounds = np.empty((bootstrap, n_models))
         for r in range(bootstrap):
             draw = rng.multinomial(len(y), np.full(len(y), 1.0 / len(y))).astype(float)
-            rounds[r] = elo_scale(_fit(a, b, y, covariates, n_models, draw, prior_games).coef[:n_models])
+            rounds[r] = elo_scale(_fit(a, b, y, covariates, n_models, draw, prior_games, fit.coef).coef[:n_models])
         tail = (1 - level) / 2 * 100
         intervals = np.percentile(rounds, [tail, 100 - tail], axis=0).T
     return StyleControlled(ratings=elo_scale(fit.coef[:n_models]), intervals=intervals, coefficients=coefficients)
