@@ -49,7 +49,9 @@ def _grouped(a: np.ndarray, b: np.ndarray, y: np.ndarray) -> list[tuple[int, dic
 def _needs(judgments: Sequence[Judgment], keys: tuple[str, str], what: str) -> None:
     missing = sum(1 for j in judgments if getattr(j, keys[0]) is None or getattr(j, keys[1]) is None)
     if missing:
-        raise InputError(f"{what} needs {keys[0]} and {keys[1]} on every judgment; {missing} of {len(judgments)} lack them")
+        raise InputError(
+            f"{what} needs {keys[0]} and {keys[1]} on every judgment; {missing} of {len(judgments)} lack them"
+        )
 
 
 def _covariates(judgments: Sequence[Judgment], control: Sequence[str]) -> tuple[list[str], np.ndarray]:
@@ -104,9 +106,7 @@ def _baseline(board: Leaderboard, judgments: Sequence[Judgment], index: dict[str
         difficulty = instruction_difficulty(data, n, n_prompts) if with_prompts else None
         lc = lc_win_rates(data, n, difficulty)
     if not with_lengths:
-        board.notes.append(
-            "lc_win_rate needs length_a and length_b on every judgment against the baseline: left out."
-        )
+        board.notes.append("lc_win_rate needs length_a and length_b on every judgment against the baseline: left out.")
     elif not with_prompts:
         board.notes.append(
             "lc_win_rate without instruction difficulty: the judgments against the baseline carry no prompt_id "

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError, model_validator
 
+from council.bias.loading import explain
 from council.errors import InputError, UsageError
 from council.inputs import read_text_file
 
@@ -78,38 +79,30 @@ class LoadedJudgments:
     files: list[str] = field(default_factory=list)
 
 
-def _explain(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors():
-        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        loc = ".".join(str(x) for x in err.get("loc", ()))
-        parts.append(f"{loc}: {msg}" if loc else msg)
-    return "; ".join(parts)
+def _parse(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise InputError(f"{where}: not valid JSON ({getattr(exc, 'msg', 'nested too deeply')})") from None
 
 
 def _council_lines(path: Path, text: str) -> Iterator[Judgment]:
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            data: Any = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise InputError(f"{path}:{lineno}: not valid JSON ({getattr(exc, 'msg', 'nested too deeply')})") from None
+        data = _parse(line, f"{path}:{lineno}")
         if not isinstance(data, dict):
             raise InputError(f"{path}:{lineno}: expected a JSON object, got {type(data).__name__}")
         try:
             yield Judgment.model_validate(data)
         except ValidationError as exc:
-            raise InputError(f"{path}:{lineno}: {_explain(exc)}") from None
+            raise InputError(f"{path}:{lineno}: {explain(exc)}") from None
 
 
 def _alpaca_items(path: Path, text: str, loaded: LoadedJudgments) -> Iterator[Judgment]:
     from council.methods.style_control import markdown_counts
 
-    try:
-        data: Any = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise InputError(f"{path}: not valid JSON ({getattr(exc, 'msg', 'nested too deeply')})") from None
+    data = _parse(text, str(path))
     if not isinstance(data, list):
         raise InputError(f"{path}: an AlpacaEval annotations file is a JSON list, got {type(data).__name__}")
     for number, item in enumerate(data, 1):
@@ -135,7 +128,8 @@ def _alpaca_items(path: Path, text: str, loaded: LoadedJudgments) -> Iterator[Ju
         try:
             yield Judgment.model_validate(fields)
         except ValidationError as exc:
-            raise InputError(f"{where}: {_explain(exc).replace('model_a', 'generator_1').replace('model_b', 'generator_2')}") from None
+            reason = explain(exc).replace("model_a", "generator_1").replace("model_b", "generator_2")
+            raise InputError(f"{where}: {reason}") from None
 
 
 def load_judgments(paths: Iterable[Path | str], judgments_format: str = "council") -> LoadedJudgments:

@@ -19,18 +19,42 @@ def _games(n=60):
     """x beats y two times in three; z loses to both; lengths and markdown counts on every line."""
     rows = []
     for i in range(n):
-        rows.append({"model_a": "y", "model_b": "x", "winner": "B" if i % 3 else "A", "prompt_id": f"p{i % 20}",
-                     "length_a": 400 + i, "length_b": 900 + 7 * i,
-                     "markdown_a": {"headers": 0, "lists": i % 4, "bold": 1},
-                     "markdown_b": {"headers": i % 2, "lists": 3, "bold": i % 3}})
-        rows.append({"model_a": "z", "model_b": "x", "preference": 0.9, "prompt_id": f"p{i % 20}",
-                     "length_a": 300 + i % 50, "length_b": 800 + (i * 37) % 500,
-                     "markdown_a": {"headers": 0, "lists": 0, "bold": 0},
-                     "markdown_b": {"headers": 1, "lists": i % 5, "bold": 2}})
-        rows.append({"model_a": "z", "model_b": "y", "winner": "TIE" if i % 2 else "B", "prompt_id": f"p{i % 20}",
-                     "length_a": 500, "length_b": 450 + i,
-                     "markdown_a": {"headers": 0, "lists": 1, "bold": 0},
-                     "markdown_b": {"headers": 0, "lists": i % 3, "bold": 0}})
+        rows.append(
+            {
+                "model_a": "y",
+                "model_b": "x",
+                "winner": "B" if i % 3 else "A",
+                "prompt_id": f"p{i % 20}",
+                "length_a": 400 + i,
+                "length_b": 900 + 7 * i,
+                "markdown_a": {"headers": 0, "lists": i % 4, "bold": 1},
+                "markdown_b": {"headers": i % 2, "lists": 3, "bold": i % 3},
+            }
+        )
+        rows.append(
+            {
+                "model_a": "z",
+                "model_b": "x",
+                "preference": 0.9,
+                "prompt_id": f"p{i % 20}",
+                "length_a": 300 + i % 50,
+                "length_b": 800 + (i * 37) % 500,
+                "markdown_a": {"headers": 0, "lists": 0, "bold": 0},
+                "markdown_b": {"headers": 1, "lists": i % 5, "bold": 2},
+            }
+        )
+        rows.append(
+            {
+                "model_a": "z",
+                "model_b": "y",
+                "winner": "TIE" if i % 2 else "B",
+                "prompt_id": f"p{i % 20}",
+                "length_a": 500,
+                "length_b": 450 + i,
+                "markdown_a": {"headers": 0, "lists": 1, "bold": 0},
+                "markdown_b": {"headers": 0, "lists": i % 3, "bold": 0},
+            }
+        )
     return rows
 
 
@@ -54,8 +78,9 @@ def test_json_shape_and_win_rates(tmp_path):
 
 def test_control_reports_coefficients_with_intervals(tmp_path):
     path = _write(tmp_path / "j.jsonl", _games())
-    res = invoke_cli("leaderboard", "--judgments", str(path), "--control", "length,markdown", "--bootstrap", "10",
-                     "--json")
+    res = invoke_cli(
+        "leaderboard", "--judgments", str(path), "--control", "length,markdown", "--bootstrap", "10", "--json"
+    )
     assert res.exit_code == 0, res.stderr
     out = json.loads(res.stdout)
     assert out["control"] == ["length", "markdown"]
@@ -150,14 +175,32 @@ def test_without_prompt_ids_the_difficulty_term_is_left_out_and_said(tmp_path):
 
 def test_alpaca_eval_annotations(tmp_path):
     items = [
-        {"generator_1": "base", "generator_2": "m", "preference": p, "instruction": f"q{i}",
-         "output_1": "short answer", "output_2": "# Long\n\n- a much longer **answer** " * (1 + i % 3)}
+        {
+            "generator_1": "base",
+            "generator_2": "m",
+            "preference": p,
+            "instruction": f"q{i}",
+            "output_1": "short answer",
+            "output_2": "# Long\n\n- a much longer **answer** " * (1 + i % 3),
+        }
         for i, p in enumerate([2.0, 1.0, 1.5, 0, 1.75, None, 2.0, 1.25])
     ]
     path = tmp_path / "annotations.json"
     path.write_text(json.dumps(items), encoding="utf-8")
-    res = invoke_cli("leaderboard", "--judgments", str(path), "--judgments-format", "alpaca_eval",
-                     "--baseline", "base", "--control", "length,markdown", "--bootstrap", "0", "--json")
+    res = invoke_cli(
+        "leaderboard",
+        "--judgments",
+        str(path),
+        "--judgments-format",
+        "alpaca_eval",
+        "--baseline",
+        "base",
+        "--control",
+        "length,markdown",
+        "--bootstrap",
+        "0",
+        "--json",
+    )
     assert res.exit_code == 0, res.stderr
     out = json.loads(res.stdout)
     m = {r["model"]: r for r in out["models"]}["m"]

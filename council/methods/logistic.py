@@ -95,9 +95,10 @@ def fit_logistic(
         return float((w * (y * _log_sigmoid(eta) + (1 - y) * _log_sigmoid(-eta))).sum() - 0.5 * (lam * b * b).sum())
 
     value = objective(beta)
-    iteration = 0
+    iterations = 0
     hessian = np.diag(lam).astype(float)
-    for iteration in range(1, max_iterations + 1):
+    for _ in range(max_iterations):
+        iterations += 1
         eta = linear_predictor(terms, beta, rows)
         p = np.exp(_log_sigmoid(eta))
         residual = w * (y - p)
@@ -122,7 +123,7 @@ def fit_logistic(
                 break
             t /= 2
         beta, value = candidate, new_value
-    return LogisticFit(coef=beta, information=hessian, iterations=iteration)
+    return LogisticFit(coef=beta, information=hessian, iterations=iterations)
 
 
 def _newton_step(hessian: np.ndarray, gradient: np.ndarray) -> np.ndarray:

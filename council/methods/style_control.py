@@ -74,8 +74,14 @@ class StyleControlled:
 
 
 def _fit(
-    a: np.ndarray, b: np.ndarray, y: np.ndarray, covariates: np.ndarray, n_models: int, weight: np.ndarray,
-    prior_games: float, start: np.ndarray | None = None,
+    a: np.ndarray,
+    b: np.ndarray,
+    y: np.ndarray,
+    covariates: np.ndarray,
+    n_models: int,
+    weight: np.ndarray,
+    prior_games: float,
+    start: np.ndarray | None = None,
 ):
     rows, k = covariates.shape
     models = np.arange(n_models)
@@ -113,7 +119,10 @@ def style_controlled_ratings(
     coefficients = {
         name: Coefficient(
             estimate=float(fit.coef[n_models + j]),
-            ci=(float(fit.coef[n_models + j] - z * se[n_models + j]), float(fit.coef[n_models + j] + z * se[n_models + j])),
+            ci=(
+                float(fit.coef[n_models + j] - z * se[n_models + j]),
+                float(fit.coef[n_models + j] + z * se[n_models + j]),
+            ),
             standard_error=float(se[n_models + j]),
         )
         for j, name in enumerate(names)
@@ -128,4 +137,3 @@ def style_controlled_ratings(
         tail = (1 - level) / 2 * 100
         intervals = np.percentile(rounds, [tail, 100 - tail], axis=0).T
     return StyleControlled(ratings=elo_scale(fit.coef[:n_models]), intervals=intervals, coefficients=coefficients)
-
