@@ -147,9 +147,11 @@ def judged_leaderboard(
     covariates = _covariates(judgments, control) if control and len(names) >= 2 else None
     board = build_leaderboard(data, source="judgments", bootstrap=0 if covariates else bootstrap, seed=seed)
     board.files = list(loaded.files)
+    if not board.models:  # the store's "nothing on record" note does not fit files
+        board.notes = [f"No pairwise comparisons between two models in {', '.join(loaded.files)}."]
     board.control = list(control)
     if loaded.unjudged:
-        board.notes.append(f"{loaded.unjudged} AlpacaEval items without a preference (not judged) left out.")
+        board.notes.append(f"AlpacaEval items without a preference (not judged), left out: {loaded.unjudged}.")
     if covariates is not None:
         from council.methods.style_control import style_controlled_ratings
 

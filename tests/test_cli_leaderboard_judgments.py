@@ -205,7 +205,7 @@ def test_alpaca_eval_annotations(tmp_path):
     out = json.loads(res.stdout)
     m = {r["model"]: r for r in out["models"]}["m"]
     assert m["baseline_win_rate"] == pytest.approx(100 * (1 + 0 + 0.5 + 0.5 + 0.75 + 1 + 0.25) / 7)
-    assert any("1 AlpacaEval items without a preference" in n for n in out["notes"])
+    assert any("without a preference (not judged), left out: 1" in n for n in out["notes"])
     items[2]["preference"] = 3
     path.write_text(json.dumps(items), encoding="utf-8")
     res = invoke_cli("leaderboard", "--judgments", str(path), "--judgments-format", "alpaca_eval")
@@ -213,3 +213,12 @@ def test_alpaca_eval_annotations(tmp_path):
     path.write_text("{}", encoding="utf-8")
     res = invoke_cli("leaderboard", "--judgments", str(path), "--judgments-format", "alpaca_eval")
     assert res.exit_code == 2 and "is a JSON list" in res.stderr
+
+
+def test_an_empty_file_says_so(tmp_path):
+    path = tmp_path / "empty.jsonl"
+    path.write_text("\n", encoding="utf-8")
+    res = invoke_cli("leaderboard", "--judgments", str(path), "--json")
+    assert res.exit_code == 0
+    out = json.loads(res.stdout)
+    assert out["models"] == [] and out["notes"] == [f"No pairwise comparisons between two models in {path}."]
