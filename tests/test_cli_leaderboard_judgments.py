@@ -222,3 +222,12 @@ def test_an_empty_file_says_so(tmp_path):
     assert res.exit_code == 0
     out = json.loads(res.stdout)
     assert out["models"] == [] and out["notes"] == [f"No pairwise comparisons between two models in {path}."]
+
+
+def test_model_names_with_escapes_are_shown_not_obeyed(tmp_path):
+    name = "x\x1b[31mred\u202e"
+    path = _write(tmp_path / "j.jsonl", [{"model_a": name, "model_b": "y", "winner": "A"}] * 2)
+    res = invoke_cli("leaderboard", "--judgments", str(path), "--baseline", name, "--bootstrap", "0")
+    assert res.exit_code == 0
+    assert "\x1b" not in res.stdout and "\u202e" not in res.stdout
+    assert "x\\x1b[31mred\\u202e" in res.stdout

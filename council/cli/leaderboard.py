@@ -121,10 +121,12 @@ def render_text(board: Leaderboard, console: Console) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from council.terminal import visible
+
     units = f"{board.sessions} sessions, {board.judgments} judged pairs, {board.comparisons} comparisons"
     if not board.models:
         for note in board.notes:
-            console.print(note, markup=False, highlight=False)
+            console.print(visible(note), markup=False, highlight=False)
         return
     intervals = f"{board.confidence:.0%} CI, {board.bootstrap} bootstrap rounds" if board.bootstrap else "no bootstrap"
     table = Table(title=f"Leaderboard: Bradley–Terry ({units}; {intervals})")
@@ -136,7 +138,7 @@ def render_text(board: Leaderboard, console: Console) -> None:
     for rank, m in enumerate(board.models, 1):
         ci = "-" if m.ci is None else f"{m.ci[0]:.0f} – {m.ci[1]:.0f}"
         rate = "-" if m.win_rate is None else f"{m.win_rate:.1%}"
-        row = [str(rank), Text(m.model), f"{m.rating:.0f}", ci, str(m.comparisons), rate]
+        row = [str(rank), Text(visible(m.model)), f"{m.rating:.0f}", ci, str(m.comparisons), rate]
         if board.baseline is not None:
             row += ["-" if v is None else f"{v:.1f}%" for v in (m.baseline_win_rate, m.lc_win_rate)]
         table.add_row(*row)
@@ -148,7 +150,7 @@ def render_text(board: Leaderboard, console: Console) -> None:
             console.print(f"  {name}: {c.estimate:+.3f} ({c.ci[0]:+.3f} to {c.ci[1]:+.3f})", markup=False,
                           highlight=False)
     if board.baseline is not None:
-        console.print(f"Baseline: {board.baseline} (win rates in percent of games against it, ties half).",
+        console.print(f"Baseline: {visible(board.baseline)} (win rates in percent of games against it, ties half).",
                       markup=False, highlight=False)
     console.print(
         "Scale: Elo-style, mean rating 1000; a 400-point gap means 10:1 odds of winning a comparison.",
@@ -156,6 +158,6 @@ def render_text(board: Leaderboard, console: Console) -> None:
         highlight=False,
     )
     for note in board.notes:
-        console.print(f"note: {note}", markup=False, highlight=False)
+        console.print(f"note: {visible(note)}", markup=False, highlight=False)
     for i, group in enumerate(board.groups, 1):
-        console.print(f"group {i}: {', '.join(group)}", markup=False, highlight=False)
+        console.print(f"group {i}: {visible(', '.join(group))}", markup=False, highlight=False)
