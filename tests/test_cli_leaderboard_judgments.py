@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import invoke_cli
 
@@ -231,3 +234,39 @@ def test_model_names_with_escapes_are_shown_not_obeyed(tmp_path):
     assert res.exit_code == 0
     assert "\x1b" not in res.stdout and "\u202e" not in res.stdout
     assert "x\\x1b[31mred\\u202e" in res.stdout
+
+
+_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**20), 10**20),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=5),
+    st.sampled_from(["A", "B", "TIE", "x", "y"]),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.sampled_from(["headers", "lists", "bold", "other"]), st.integers(-2, 3), max_size=4),
+)
+_keys = st.sampled_from(
+    ["model_a", "model_b", "winner", "preference", "prompt_id", "length_a", "length_b", "markdown_a", "markdown_b"]
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(changes=st.lists(st.dictionaries(_keys, _values, max_size=3), min_size=1, max_size=4))
+def test_any_line_loads_or_is_one_clear_error(tmp_path_factory, changes):
+    """Valid judgments with a few fields replaced by anything JSON can hold: a board, or one line."""
+    from council.errors import InputError
+    from council.judged_leaderboard import judged_leaderboard
+
+    base = _games(2)
+    lines = [{**base[i % len(base)], **change} for i, change in enumerate(changes)] + base
+    path = tmp_path_factory.mktemp("h") / "j.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    try:
+        board = judged_leaderboard([path], control=["length", "markdown"], baseline="x", bootstrap=0)
+    except InputError as exc:
+        assert "\n" not in str(exc)
+        assert str(exc).startswith(f"{path}:") or str(exc).startswith("--control")
+    else:
+        assert all(np.isfinite(m.rating) for m in board.models)
+        assert all(m.baseline_win_rate is None or 0 <= m.baseline_win_rate <= 100 for m in board.models)
