@@ -75,13 +75,9 @@ def _covariates(judgments: Sequence[Judgment], control: Sequence[str]) -> tuple[
     return names, np.column_stack(columns)
 
 
-def _baseline(board: Leaderboard, judgments: Sequence[Judgment], index: dict[str, int], baseline: str) -> None:
-    from council.methods.length_controlled import (
-        BaselineGames,
-        baseline_win_rates,
-        instruction_difficulty,
-        lc_win_rates,
-    )
+def _length_controlled(board: Leaderboard, judgments: Sequence[Judgment], index: dict[str, int], baseline: str) -> None:
+    """Each model's ``lc_win_rate`` against ``baseline`` (its raw one is the leaderboard's own)."""
+    from council.methods.length_controlled import BaselineGames, instruction_difficulty, lc_win_rates
 
     games = [j for j in judgments if baseline in (j.model_a, j.model_b)]
     n = len(index)
@@ -100,7 +96,6 @@ def _baseline(board: Leaderboard, judgments: Sequence[Judgment], index: dict[str
         prompt = np.array([ids.setdefault(str(j.prompt_id), len(ids)) for j in games], dtype=np.int64)
         n_prompts = len(ids)
     data = BaselineGames(model=model, preference=pref, length_delta=delta, prompt=prompt)
-    raw = baseline_win_rates(data, n)
     lc = np.full(n, np.nan)
     if with_lengths and len(games):
         difficulty = instruction_difficulty(data, n, n_prompts) if with_prompts else None
@@ -112,14 +107,12 @@ def _baseline(board: Leaderboard, judgments: Sequence[Judgment], index: dict[str
             "lc_win_rate without instruction difficulty: the judgments against the baseline carry no prompt_id "
             "(AlpacaEval's length_controlled_minimal)."
         )
-    board.baseline = baseline
     for m in board.models:
         i = index[m.model]
         if m.model == baseline:
-            m.baseline_win_rate = m.lc_win_rate = 50.0  # by definition, as AlpacaEval lists its baseline
-            continue
-        m.baseline_win_rate = None if np.isnan(raw[i]) else float(raw[i])
-        m.lc_win_rate = None if np.isnan(lc[i]) else float(lc[i])
+            m.lc_win_rate = 50.0  # by definition, as AlpacaEval lists its baseline
+        else:
+            m.lc_win_rate = None if np.isnan(lc[i]) else float(lc[i])
 
 
 def judged_leaderboard(
@@ -145,7 +138,9 @@ def judged_leaderboard(
     y = np.array([j.b_better for j in judgments], dtype=float)
     data = ComparisonData(models=names, judgments=_grouped(a, b, y))
     covariates = _covariates(judgments, control) if control and len(names) >= 2 else None
-    board = build_leaderboard(data, source="judgments", bootstrap=0 if covariates else bootstrap, seed=seed)
+    board = build_leaderboard(
+        data, source="judgments", bootstrap=0 if covariates else bootstrap, seed=seed, baseline=baseline
+    )
     board.files = list(loaded.files)
     if not board.models:  # the store's "nothing on record" note does not fit files
         board.notes = [f"No pairwise comparisons between two models in {', '.join(loaded.files)}."]
@@ -172,5 +167,5 @@ def judged_leaderboard(
             "pull toward the longer / more formatted answer, in log-odds per standard deviation."
         )
     if baseline is not None and board.models:
-        _baseline(board, judgments, index, baseline)
+        _length_controlled(board, judgments, index, baseline)
     return board

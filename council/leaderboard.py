@@ -85,8 +85,9 @@ def build_leaderboard(
     bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
     filters: dict[str, str | None] | None = None,
+    baseline: str | None = None,
 ) -> Leaderboard:
-    """The leaderboard of ``data`` (pure: no I/O)."""
+    """The leaderboard of ``data`` (pure: no I/O); with ``baseline``, each model's win rate against it."""
     strata = [Stratum("sessions", data.sessions), Stratum("judgments", data.judgments)]
     n = len(data.models)
     board = Leaderboard(
@@ -106,6 +107,14 @@ def build_leaderboard(
         return board
     wins = win_matrix(strata, n)
     board.comparisons = round(wins.sum())
+    against = None
+    if baseline is not None:
+        if baseline not in data.models:
+            raise UsageError(f"--baseline {baseline!r}: no comparison names this model")
+        from council.methods.length_controlled import win_rates_against
+
+        board.baseline = baseline
+        against = win_rates_against(wins, data.models.index(baseline))
     ratings = rate(strata, n, bootstrap=bootstrap, seed=seed)
     board.models = sorted(
         (
@@ -116,6 +125,7 @@ def build_leaderboard(
                 comparisons=round(r.comparisons),
                 wins=r.wins,
                 win_rate=r.win_rate,
+                baseline_win_rate=None if against is None else _percent(against[r.index]),
             )
             for r in ratings
         ),
@@ -131,6 +141,10 @@ def build_leaderboard(
     return board
 
 
+def _percent(value: float) -> float | None:
+    return None if value != value else float(value)  # NaN: never met the baseline
+
+
 def leaderboard(
     store: Store | None = None,
     *,
@@ -139,6 +153,7 @@ def leaderboard(
     source: str = "all",
     bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
+    baseline: str | None = None,
 ) -> Leaderboard:
     """Ratings from the database (``store``, or ``$COUNCIL_HOME/council.db``).
 
@@ -174,7 +189,10 @@ def leaderboard(
         bootstrap=bootstrap,
         seed=seed,
         filters={"council": council, "since": stored_since},
+        baseline=baseline,
     )
+    if baseline is not None and board.models:
+        board.notes.append("lc_win_rate needs answer lengths, which stored comparisons do not keep: left out.")
     if council is not None and source == "all":
         board.notes.append("--council keeps that council's sessions only: judged pairs belong to no council.")
     return board

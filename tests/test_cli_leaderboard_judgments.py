@@ -147,7 +147,7 @@ def test_bad_options_are_one_line_and_exit_2(tmp_path, extra, message):
 
 
 def test_control_and_baseline_need_judgment_files():
-    for extra in (["--control", "length"], ["--baseline", "x"], ["--judgments-format", "alpaca_eval"]):
+    for extra in (["--control", "length"], ["--judgments-format", "alpaca_eval"]):
         res = invoke_cli("leaderboard", *extra)
         assert res.exit_code == 2 and "need(s) --judgments" in res.stderr
 
@@ -270,3 +270,21 @@ def test_any_line_loads_or_is_one_clear_error(tmp_path_factory, changes):
     else:
         assert all(np.isfinite(m.rating) for m in board.models)
         assert all(m.baseline_win_rate is None or 0 <= m.baseline_win_rate <= 100 for m in board.models)
+
+
+def test_baseline_win_rates_from_the_database(council_home):
+    from council.storage import Store
+    from tests.test_leaderboard import add_judgment
+
+    store = Store.open()
+    for i, (a, b, winner) in enumerate([("x", "base", "A"), ("x", "base", "TIE"), ("base", "x", "A"), ("y", "x", "B")]):
+        add_judgment(store, f"r{i}", a, b, winner)
+    store.close()
+    res = invoke_cli("leaderboard", "--baseline", "base", "--bootstrap", "0", "--json")
+    assert res.exit_code == 0, res.stderr
+    out = json.loads(res.stdout)
+    rates = {m["model"]: (m["baseline_win_rate"], m["lc_win_rate"]) for m in out["models"]}
+    assert rates == {"x": (pytest.approx(100 * 1.5 / 3), None), "base": (50.0, None), "y": (None, None)}
+    assert out["baseline"] == "base" and any("lc_win_rate needs answer lengths" in n for n in out["notes"])
+    res = invoke_cli("leaderboard", "--baseline", "nobody")
+    assert res.exit_code == 2 and "no comparison names this model" in res.stderr

@@ -8,10 +8,10 @@ import pytest
 
 from council.methods.length_controlled import (
     BaselineGames,
-    baseline_win_rates,
     instruction_difficulty,
     lc_win_rates,
     standardised_length,
+    win_rates_against,
 )
 from council.methods.logistic import sigmoid
 
@@ -44,7 +44,7 @@ def _simulate(seed: int = 0, prompts: int = PROMPTS):
 
 def test_planted_length_effect_is_removed():
     games, quality, difficulty = _simulate()
-    raw = baseline_win_rates(games, 3)
+    raw = 100 * np.bincount(games.model, weights=games.preference) / np.bincount(games.model)
     lc = lc_win_rates(games, 3, instruction_difficulty(games, 3, PROMPTS))
     assert raw[0] > 65  # the verbose model buys its raw rate with length
     assert abs(lc[0] - 50) < 6  # ... and is as good as the baseline once length is held equal
@@ -99,4 +99,10 @@ def test_without_prompts_or_lengths():
     assert abs(minimal[0] - 50) < 8  # the length term alone still removes most of the pull
     no_length = BaselineGames(games.model, games.preference, None, games.prompt)
     assert np.isnan(lc_win_rates(no_length, 3)).all()
-    assert np.isnan(baseline_win_rates(games, 4)[3])  # a model without games against the baseline
+
+
+def test_win_rates_against_a_baseline_count_ties_as_half():
+    wins = np.array([[0, 3, 0.5], [1, 0, 0], [1.5, 0, 0]])  # model 2 met only model 0, one tie among 2 games
+    rates = win_rates_against(wins, 0)
+    assert rates.tolist() == [50.0, 25.0, 75.0]
+    assert np.isnan(win_rates_against(wins, 1)[2])  # never met model 1

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 @click.option("--control", metavar="length[,markdown]",
               help="With --judgments: hold these answer styles equal (Bradley–Terry with style covariates).")
 @click.option("--baseline", metavar="MODEL",
-              help="With --judgments: add each model's raw and length-controlled win rate against MODEL.")
+              help="Add each model's win rate against MODEL (and, with --judgments, length-controlled).")
 @click.option("--json", "as_json", is_flag=True, help="Print the leaderboard as JSON.")
 @click.option("--html", "html", is_flag=False, flag_value="-", default=None, metavar="[FILE]",
               help="The leaderboard as a self-contained HTML page with its chart (to -o FILE or stdout); "
@@ -83,11 +83,12 @@ def leaderboard(
         board = judged_leaderboard(judgments, judgments_format=judgments_format, control=parse_control(control),
                                    baseline=baseline, bootstrap=bootstrap, seed=seed)
     else:
-        unused = [flag for flag, value in (("--control", control), ("--baseline", baseline)) if value is not None]
+        unused = [flag for flag, value in (("--control", control),) if value is not None]
         if unused or _given("judgments_format"):
             raise UsageError(f"{', '.join(unused or ['--judgments-format'])} need(s) --judgments files "
                              "(the database's comparisons carry no answer lengths)")
-        board = build(council=council_name, since=since, source=source, bootstrap=bootstrap, seed=seed)
+        board = build(council=council_name, since=since, source=source, bootstrap=bootstrap, seed=seed,
+                      baseline=baseline)
     if html is not None:
         from council.bias.html import render_leaderboard_html
 

@@ -52,12 +52,14 @@ class BaselineGames:
     prompt: np.ndarray | None = None
 
 
-def baseline_win_rates(games: BaselineGames, n_models: int) -> np.ndarray:
-    """Percent of each model's games against the baseline won (ties half); NaN without games."""
-    count = np.bincount(games.model, minlength=n_models)
-    won = np.bincount(games.model, weights=games.preference, minlength=n_models)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 0, 100.0 * won / np.maximum(count, 1), np.nan)
+def win_rates_against(wins: np.ndarray, baseline: int) -> np.ndarray:
+    """Percent of each model's games against ``baseline`` won, from ``wins[i, j]`` = wins of i
+    over j (ties already halves); NaN for a model that never met it; the baseline itself 50."""
+    won, lost = wins[:, baseline], wins[baseline, :]
+    games = won + lost
+    out = np.divide(100.0 * won, games, out=np.full(len(won), np.nan), where=games > 0)
+    out[baseline] = 50.0
+    return out
 
 
 def standardised_length(games: BaselineGames, n_models: int) -> np.ndarray:
