@@ -1,0 +1,18 @@
+"""A careless user's config file, through the real CLI: one line that says what to do."""
+
+from __future__ import annotations
+
+from conftest import invoke_cli
+
+
+def test_a_key_written_in_the_config_file_says_to_use_api_key_env(tmp_path, council_home):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(
+        '[councils.default]\nmembers = ["a", "b"]\nchairman = "a"\n'
+        '[models.a]\nmodel = "openai/gpt-4o"\napi_key = "sk-test-abcdefghijklmnop"\n[models.b]\nmodel = "fake/b"\n'
+    )
+    result = invoke_cli("run", "q?", "--config", str(cfg))
+    assert result.exit_code == 2
+    [line] = [x for x in result.stderr.splitlines() if x.strip()]
+    assert "models.a.api_key" in line and "api_key_env" in line, line
+    assert "[redacted] key" not in line and "sk-test-abcdefghijklmnop" not in line
