@@ -311,6 +311,8 @@ def render_session_bias(bias: Any) -> None:
         )
     lc = bias.length_correlation
     value = f"r = {lc.r:+.3f} ({lc.interpretation})"
+    if lc.interpretation == "insufficient_data":  # r is a placeholder 0.0 here, not a measured zero
+        value = "not computed: fewer than 3 answers with a length"
     table.add_row(f"length ({lc.unit}) vs score", value, points("length_correlation"), status("length_correlation"))
     pb = bias.position_bias
     means = ", ".join(f"{p}: {m:.2f}" for p, m in sorted(pb.means.items()))

@@ -1,4 +1,4 @@
-"""Council's tables on a terminal too narrow for them: every value is still shown."""
+"""What the CLI shows, on hostile terminals and from sessions that went wrong: nothing lost, nothing made up."""
 
 from __future__ import annotations
 
@@ -61,3 +61,14 @@ def test_the_same_leaderboard_on_a_wide_terminal_is_still_a_table(tmp_path, coun
     assert code == 0, shown
     plain = re.sub(r"\x1b\[[0-9;]*m", "", shown)
     assert "┃ rank ┃ model" in plain and "fake/alpha" in plain and "model: " not in plain
+
+
+def test_a_length_correlation_that_could_not_be_computed_is_not_shown_as_zero(tmp_path, council_home):
+    from conftest import invoke_cli, write_config
+
+    cfg = write_config(tmp_path / "c.toml", {"a": {"model": "fake/a+fail"}, "b": {"model": "fake/b"},
+                                             "c": {"model": "fake/c"}}, chairman="b")  # fmt: skip
+    result = invoke_cli("run", "Why is the sky blue?", "--config", str(cfg), "--seed", "1")
+    assert result.exit_code == 0, result.stderr
+    [row] = [line for line in result.stdout.splitlines() if "vs score" in line]
+    assert "r = +0.000" not in row and "fewer than 3" in row, row
