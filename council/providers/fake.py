@@ -44,6 +44,8 @@ Behaviours, as ``+suffix`` on the model name (combine them: ``fake/x+first+slow`
 - ``fail``: every request raises ``ProviderError`` (HTTP 500, retryable).
 - ``slow``: same output; ``FakeAPI`` waits ``slow_seconds`` first, the mock server its
   ``--slow-seconds``.
+- ``cutoff``: the reply breaks off halfway: streamed, the first half arrives and then an error
+  (HTTP 500); not streamed, the call fails with that error.
 
 Hostile behaviours, for testing what council promises about untrusted text:
 
@@ -76,7 +78,8 @@ from council.json_schema import integer_bounds, resolve_ref
 from council.providers.base import ChatRequest, ChatResponse
 
 BEHAVIOURS = frozenset(
-    {"default", "first", "harsh", "generous", "garbage", "badscore", "flaky", "fail", "slow", "echo", "markup", "quote"}
+    {"default", "first", "harsh", "generous", "garbage", "badscore", "flaky", "fail", "slow", "echo", "markup", "quote",
+     "cutoff"}
 )
 #: What ``+markup`` puts in front of its replies: rich markup (an unmatched closing tag, a
 #: hidden link, styles), an ANSI colour and an OSC 8 terminal hyperlink.
@@ -711,6 +714,15 @@ class _Generator:
 ScriptItem = str | BaseException | type[BaseException] | Callable[[ChatRequest], str]
 
 
+def stream_pieces(text: str) -> list[str]:
+    """How the fake transports stream a reply: a word (with the space before it) a piece."""
+    return re.findall(r"\s*\S+|\s+$", text)
+
+
+def cutoff_error(model: str) -> ProviderError:
+    return ProviderError("fake failure: the reply broke off (+cutoff)", model=model, status_code=500, retryable=True)
+
+
 class FakeScriptExhausted(RuntimeError):
     """A strict ``FakeAPI`` was called more often than its script allows (a test bug)."""
 
@@ -748,8 +760,28 @@ class FakeAPI:
         self._script.extend(outputs)
 
     async def generate(self, request: ChatRequest) -> ChatResponse:
+        response = await self._reply(request)
+        if "cutoff" in self.behaviours:
+            raise cutoff_error(self.model)
+        return response
+
+    async def stream(self, request: ChatRequest, on_delta: Callable[[str], None]) -> ChatResponse:
+        """The reply in word-sized pieces (``+slow`` spreads ``slow_seconds`` over them)."""
+        slow = "slow" in self.behaviours
+        response = await self._reply(request, slow=False)  # the wait goes between the pieces
+        pieces = stream_pieces(response.text)
+        if "cutoff" in self.behaviours:
+            pieces = pieces[: len(pieces) // 2]
+        for piece in pieces:
+            await asyncio.sleep(self.slow_seconds / max(len(pieces), 1) if slow else 0)
+            on_delta(piece)
+        if "cutoff" in self.behaviours:
+            raise cutoff_error(self.model)
+        return response
+
+    async def _reply(self, request: ChatRequest, *, slow: bool = True) -> ChatResponse:
         self.history.append(request)
-        delay = self.latency + (self.slow_seconds if "slow" in self.behaviours else 0.0)
+        delay = self.latency + (self.slow_seconds if slow and "slow" in self.behaviours else 0.0)
         if delay > 0:
             await asyncio.sleep(delay)
         text = self._next_scripted(request)

@@ -1,7 +1,8 @@
 """The native backend: OpenAI-compatible chat completions over aiohttp.
 
 For models that speak the OpenAI protocol (``openai/…``, OpenRouter, Groq, vLLM, Ollama's
-``/v1``, llama.cpp, LM Studio…; see ``council.config.endpoints``). One POST per call, no SDK:
+``/v1``, llama.cpp, LM Studio…; see ``council.config.endpoints``). One POST per call, no SDK
+(``stream`` sends the same POST with ``stream: true`` and reads OpenAI's SSE chunks):
 a call costs a fraction of a millisecond of CPU where LiteLLM costs several (measured in
 ``scripts/bench_http_clients.py`` and ``scripts/bench_overhead.py``).
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -207,6 +209,80 @@ class OpenAICompatibleAPI:
         if status >= 400:
             raise status_error(status, raw, reason, self.model)
         return self._response(raw)
+
+    async def stream(self, request: ChatRequest, on_delta: Callable[[str], None]) -> ChatResponse:
+        """The same call with ``stream: true``: ``on_delta`` gets each piece of text as the server
+        sends it (OpenAI's SSE chunks); the whole reply comes back as from ``generate``. Usage is
+        asked for (``stream_options.include_usage``); a server that sends none costs 0 tokens."""
+        session = self._session_for_loop()
+        if not self._price_known:
+            prices.load_in_background()
+        body = {**self.body(request), "stream": True, "stream_options": {"include_usage": True}}
+        headers = {**self._headers, "accept": "text/event-stream"}
+        pieces: list[str] = []
+        usage: dict[str, Any] = {}
+        reported: str | None = None
+        try:
+            async with session.post(self.url, data=to_json(body), headers=headers, timeout=self._timeout) as reply:
+                if reply.status >= 400:
+                    raise status_error(reply.status, await reply.read(), reply.reason, self.model)
+                if not reply.content_type.startswith("text/event-stream"):
+                    # A server that ignores ``stream`` answers in one JSON body: one piece.
+                    whole = self._response(await reply.read())
+                    if whole.text:
+                        on_delta(whole.text)
+                    return whole
+                async for line in reply.content:
+                    data = line.strip()
+                    if not data.startswith(b"data:"):
+                        continue  # blank lines, SSE comments, event names
+                    data = data[5:].strip()
+                    if data == b"[DONE]":
+                        break
+                    chunk = self._chunk(data)
+                    reported = chunk.get("model") if isinstance(chunk.get("model"), str) else reported
+                    if isinstance(chunk.get("usage"), dict):
+                        usage = chunk["usage"]
+                    choices = chunk.get("choices")
+                    delta = choices[0].get("delta") if choices and isinstance(choices[0], dict) else None
+                    text = delta.get("content") if isinstance(delta, dict) else None
+                    if isinstance(text, str) and text:
+                        pieces.append(text)
+                        on_delta(text)
+        except TimeoutError:
+            raise ProviderError(
+                f"Timeout: no reply within {self.timeout:g}s", model=self.model, retryable=True
+            ) from None
+        except aiohttp.ClientError as exc:
+            message = " ".join(str(exc).split())[:_MAX_MESSAGE] or type(exc).__name__
+            raise ProviderError(f"APIConnectionError: {message}", model=self.model, retryable=True) from exc
+        prompt_tokens = _int(usage.get("prompt_tokens"))
+        completion_tokens = _int(usage.get("completion_tokens"))
+        details = usage.get("prompt_tokens_details")
+        cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+        return ChatResponse(
+            text="".join(pieces),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost_usd=self.cost(prompt_tokens, completion_tokens, cached),
+            provider_model=reported,
+        )
+
+    def _chunk(self, data: bytes) -> dict[str, Any]:
+        """One SSE ``data:`` payload; an error sent mid-stream becomes a ``ProviderError``."""
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            snippet = " ".join(data[:200].decode("utf-8", "replace").split())
+            raise ProviderError(f"APIError: a streamed chunk is not JSON: {snippet!r}", model=self.model) from None
+        if not isinstance(chunk, dict):
+            raise ProviderError("APIError: a streamed chunk is not a JSON object", model=self.model)
+        if chunk.get("error") is not None:
+            error = chunk["error"]
+            code = error.get("code") if isinstance(error, dict) else None
+            status = code if isinstance(code, int) and 400 <= code <= 599 else 500
+            raise status_error(status, data, None, self.model)
+        return chunk
 
     # -- reply --------------------------------------------------------------------
     def _response(self, raw: bytes) -> ChatResponse:

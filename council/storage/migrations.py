@@ -295,3 +295,13 @@ def m005_bias_length_words(db: Database) -> None:
             SELECT id, problem FROM (SELECT id, {_bias_record_problem("")} AS problem FROM bias_records)
             WHERE problem IS NOT NULL"""
     )
+
+
+@migrations()
+def m007_session_events(db: Database) -> None:
+    # What a session told the world as it ran (council.session.events), so any server replica can
+    # stream a session another one runs: one row per event, seq = the SSE event id.
+    db.execute(
+        "CREATE TABLE session_events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, "
+        "at TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID"
+    )
