@@ -96,7 +96,7 @@ async def sessions(base_url: str, n: int, repeats: int, transport: str) -> list[
             marks: dict[str, float] = {}
 
             def on_event(event: Any, marks: dict[str, float] = marks) -> None:
-                key = f"stage:{event.stage}" if event.kind == "stage" else event.kind
+                key = f"stage:{event.stage}" if event.type == "stage" else event.type
                 marks[key] = time.perf_counter()  # the last event of a kind wins
 
             marks["start"] = time.perf_counter()

@@ -39,6 +39,7 @@ PURE = (
     "council.session.schemas",
     "council.session.prompts",
     "council.session.results",
+    "council.session.events",
     "council.judging.strategies",
     "council.judging.voting",
     "council.judging.averaging",

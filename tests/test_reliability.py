@@ -142,9 +142,9 @@ async def test_session_deadline_records_failed_status_and_cancelled_calls(counci
 
 async def test_error_after_the_session_is_written_neither_fails_it_nor_duplicates_its_call_log(council_home):
     # An exception raised after the session was persisted (here by the progress callback at
-    # "done") used to rewrite it as failed and write every call-log row a second time.
+    # "session_finished") used to rewrite it as failed and write every call-log row a second time.
     def on_event(event):
-        if event.kind == "done":
+        if event.type == "session_finished":
             raise RuntimeError("the UI went away")
 
     config = {"councils": {"default": {"members": ["fake/a", "fake/b", "fake/c"]}}}

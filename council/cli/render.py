@@ -90,15 +90,19 @@ class ProgressDisplay:
     def on_event(self, event: SessionEvent) -> None:
         if self._progress is None:
             return
-        if event.kind in self.done:
-            self.done[event.kind] += 1
+        kind = event.type
+        if kind in self.done:
+            self.done[kind] += 1
             self._progress.advance(self._task)
-        stage = event.stage
-        if stage in self.total:
-            desc = f"{stage}: {self.done[stage]}/{self.total[stage]}"
-            if event.kind == "stage" and event.detail:
-                desc = f"{event.detail} ({self.done[stage]}/{self.total[stage]})"
-            self._progress.update(self._task, description=desc)
+            stage = kind
+        elif kind == "stage":
+            stage = event.stage
+        else:
+            return
+        desc = f"{stage}: {self.done[stage]}/{self.total[stage]}"
+        if kind == "stage" and event.detail:
+            desc = f"{event.detail} ({self.done[stage]}/{self.total[stage]})"
+        self._progress.update(self._task, description=desc)
 
 
 def _agreement_text(consensus: Any) -> str:
