@@ -2,8 +2,9 @@
 
 The chairman's answer comes back as an ordinary completion; the council's details
 (session id, status, ranking, flags) ride in an extra ``council`` field that OpenAI
-clients ignore. With ``stream: true`` the answer arrives as OpenAI SSE chunks, preceded
-by SSE comment lines (``: stage review``) that report progress and that clients skip.
+clients ignore. With ``stream: true`` the chairman's answer arrives as OpenAI SSE chunks as it
+is written, preceded by the council's progress as ``reasoning_content`` deltas
+(:mod:`council.server.progress`).
 Which request parameters are honoured, ignored or refused: :mod:`council.server.protocol`.
 """
 
@@ -27,6 +28,7 @@ from council.errors import CouncilError, CouncilFailure
 from council.server import protocol
 from council.server.body import read_json
 from council.server.errors import RequestError, error_for, openai_error
+from council.server.progress import progress_line
 from council.server.state import server_of
 from council.session.results import SessionResult
 from council.session.runner import check_request
@@ -133,6 +135,7 @@ async def chat_completions(request: Request) -> Response:
         protocol.check_parameters(body)
         protocol.check_messages(req.messages)
         fmt = protocol.response_format(body.get("response_format"))
+        progress = protocol.include_progress(body)
         council = server.council(req.model)
     except RequestError as exc:
         return exc.response
@@ -157,7 +160,7 @@ async def chat_completions(request: Request) -> Response:
     )
     if req.stream:
         return StreamingResponse(
-            _stream(council, last.text(), history, req.seed, fmt, reply),
+            _stream(council, last.text(), history, req.seed, fmt, reply, progress),
             media_type="text/event-stream",
             headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
         )
@@ -205,7 +208,13 @@ async def _stream(
     seed: int | None,
     fmt: JsonFormat | None,
     reply: _Reply,
+    progress: bool = True,
 ) -> AsyncIterator[bytes]:
+    """The answer as the chairman writes it (with ``response_format``: once validated, which is
+    when the runner hands it over); stage progress before it as ``reasoning_content``
+    (:mod:`council.server.progress`). A notice that comes once the answer has started (the
+    chairman broke off; the fallback writes) is one line of the answer's text."""
+
     def event(payload: dict[str, Any]) -> bytes:
         return f"data: {json.dumps(payload)}\n\n".encode()
 
@@ -229,11 +238,21 @@ async def _stream(
         return [event(error), b"data: [DONE]\n\n"]
 
     yield chunk({"role": "assistant", "content": ""})
+    answering = False  # the answer's text has started
     try:
         result = None
         async for item in council.stream(question, history=history, seed=seed, synthesis_format=fmt):
             if isinstance(item, SessionResult):
                 result = item
+            elif item.type == "synthesis_delta":
+                answering = True
+                yield chunk({"content": item.text})
+            elif item.type == "notice" and answering:
+                yield chunk({"content": f"\n\n[{' '.join(item.text.split())}]\n\n"})
+            elif answering:
+                continue  # no "thinking" after the answer has started: clients would misplace it
+            elif progress and (line := progress_line(item)) is not None:
+                yield chunk({"reasoning_content": line + "\n"})
             else:
                 yield f": {item.type}\n\n".encode()
     except CouncilError as exc:
@@ -245,10 +264,11 @@ async def _stream(
         for part in failed(failure):
             yield part
         return
-    text = answer_text(result)
-    step = 400  # a few chunks, so clients render progressively
-    for i in range(0, len(text), step):
-        yield chunk({"content": text[i : i + step]})
+    if not answering or result.synthesis.status != "ok":
+        # No synthesis: the top-ranked member's answer, said to be partial where the user reads.
+        why = result.synthesis.error or "no synthesis"
+        notice = f"[partial: the council wrote no synthesis ({' '.join(why.split())}); the top-ranked answer follows]"
+        yield chunk({"content": ("\n\n" if answering else "") + notice + "\n\n" + answer_text(result)})
     yield chunk({}, finish="stop", extra={"council": council_details(result)})
     if reply.include_usage:
         # OpenAI's usage chunk: no choices, the totals; here the whole council's.
