@@ -26,7 +26,9 @@ async def collect(council: Council, question: str = "Why is the sky blue?"):
 
 
 async def test_the_synthesis_arrives_in_many_deltas_that_join_to_the_synthesis():
-    council = Council.from_config({"councils": {"default": {"members": MEMBERS, "chairman": "fake/alpha"}}}, store=False)
+    council = Council.from_config(
+        {"councils": {"default": {"members": MEMBERS, "chairman": "fake/alpha"}}}, store=False
+    )
     events, result = await collect(council)
     deltas = [e for e in events if e.type == "synthesis_delta"]
     assert len(deltas) > 5  # streamed word by word, not one piece at the end
@@ -37,9 +39,7 @@ async def test_the_synthesis_arrives_in_many_deltas_that_join_to_the_synthesis()
 
 async def test_a_chairman_breaking_off_midway_is_followed_by_a_notice_and_the_fallbacks_answer():
     config = {
-        "councils": {
-            "default": {"members": MEMBERS, "chairman": "fake/chair+cutoff", "fallback_chairman": "fake/beta"}
-        }
+        "councils": {"default": {"members": MEMBERS, "chairman": "fake/chair+cutoff", "fallback_chairman": "fake/beta"}}
     }
     council = Council.from_config(config, store=False)
     events, result = await collect(council)

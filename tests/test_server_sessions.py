@@ -98,9 +98,10 @@ def test_a_session_starts_at_once_and_its_events_stream_resume_and_end(config, c
 
 
 def test_a_replica_sharing_the_store_streams_a_session_another_one_runs(config, council_home):
-    with council_serve(config, council_home, "--token", TOKEN) as (one, _), council_serve(
-        config, council_home, "--token", TOKEN
-    ) as (two, _):
+    with (
+        council_serve(config, council_home, "--token", TOKEN) as (one, _),
+        council_serve(config, council_home, "--token", TOKEN) as (two, _),
+    ):
         session_id = start(one, "slow").json()["session_id"]
         events = events_of(two, session_id)  # while it runs on the first server
         assert events[0]["event"] == "session_started" and events[-1]["event"] == "session_finished"
@@ -116,7 +117,9 @@ def test_sessions_are_listed_and_searched_and_the_leaderboard_is_the_clis(config
         assert {s["session_id"] for s in listed} >= set(ids)
         found = httpx.get(f"{base}/v1/sessions", params={"q": "sky"}, headers=AUTH).json()
         assert [s["session_id"] for s in found] == [ids[0]]
-        assert [s["session_id"] for s in httpx.get(f"{base}/v1/sessions", params={"q": "100%"}, headers=AUTH).json()] == [ids[1]]
+        assert [
+            s["session_id"] for s in httpx.get(f"{base}/v1/sessions", params={"q": "100%"}, headers=AUTH).json()
+        ] == [ids[1]]
         board = httpx.get(f"{base}/v1/leaderboard", params={"bootstrap": 20, "seed": 1}, headers=AUTH)
         assert board.status_code == 200
         cli = invoke_cli("leaderboard", "--json", "--bootstrap", "20", "--seed", "1")
@@ -184,11 +187,19 @@ def test_chat_streams_progress_as_reasoning_then_the_synthesis_as_it_is_written(
         reasoning, content = _deltas(chunks, "reasoning_content"), _deltas(chunks, "content")
         assert any("ranked" in r for r in reasoning) and any("Consensus" in r for r in reasoning)
         assert len(content) > 5  # many pieces, not the whole text cut at the end
-        first_content = next(i for i, c in enumerate(chunks) if c.get("choices") and c["choices"][0]["delta"].get("content"))
-        last_reasoning = max(i for i, c in enumerate(chunks) if c.get("choices") and c["choices"][0]["delta"].get("reasoning_content"))
+        first_content = next(
+            i for i, c in enumerate(chunks) if c.get("choices") and c["choices"][0]["delta"].get("content")
+        )
+        last_reasoning = max(
+            i for i, c in enumerate(chunks) if c.get("choices") and c["choices"][0]["delta"].get("reasoning_content")
+        )
         assert last_reasoning < first_content  # no "thinking" after the answer has started
         # The text arrived over time (10 ms between the mock's chunks), not all at once.
-        content_times = [t for c, t in zip(chunks, times, strict=True) if c.get("choices") and c["choices"][0]["delta"].get("content")]
+        content_times = [
+            t
+            for c, t in zip(chunks, times, strict=True)
+            if c.get("choices") and c["choices"][0]["delta"].get("content")
+        ]
         assert content_times[-1] - content_times[0] > 0.05
         session_id = chunks[-1]["council"]["session_id"]
         stored = httpx.get(f"{base}/v1/sessions/{session_id}", headers=AUTH).json()

@@ -46,8 +46,15 @@ def test_batcher_holds_deltas_but_writes_other_events_at_once():
 def test_sessions_search_is_literal_and_ignores_case(tmp_path):
     store = Store.open(tmp_path / "c.db")
     for i, question in enumerate(["What is 100% of X?", "Why is the SKY blue?", "a_b"]):
-        store.begin_session({"id": f"s{i}", "kind": "council", "council": "c", "question": question,
-                             "created_at": f"2026-01-0{i + 1}T00:00:00Z"})
+        store.begin_session(
+            {
+                "id": f"s{i}",
+                "kind": "council",
+                "council": "c",
+                "question": question,
+                "created_at": f"2026-01-0{i + 1}T00:00:00Z",
+            }
+        )
     assert [r["id"] for r in store.list_sessions(search="sky")] == ["s1"]
     assert [r["id"] for r in store.list_sessions(search="100%")] == ["s0"]
     assert [r["id"] for r in store.list_sessions(search="_")] == ["s2"]

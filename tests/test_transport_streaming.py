@@ -33,7 +33,9 @@ async def test_native_stream_hands_over_pieces_as_they_arrive_and_equals_the_who
     whole = await api.generate(ChatRequest(messages=MESSAGES, seed=1))
     arrivals: list[tuple[float, str]] = []
     t0 = time.perf_counter()
-    streamed = await api.stream(ChatRequest(messages=MESSAGES, seed=1), lambda p: arrivals.append((time.perf_counter() - t0, p)))
+    streamed = await api.stream(
+        ChatRequest(messages=MESSAGES, seed=1), lambda p: arrivals.append((time.perf_counter() - t0, p))
+    )
     await api.aclose()
     assert len(arrivals) > 5
     assert "".join(p for _, p in arrivals) == streamed.text == whole.text

@@ -128,17 +128,23 @@ LAYOUT = """() => {
   const width = document.documentElement.clientWidth;
   const boxes = (selector) => [...document.querySelectorAll(selector)]
     .filter((e) => e.offsetParent !== null)
-    .map((e) => { const r = e.getBoundingClientRect(); return {name: selector, left: r.left, right: r.right, top: r.top, bottom: r.bottom}; });
+    .map((e) => e.getBoundingClientRect());
   const problems = [];
-  if (document.documentElement.scrollWidth > width) problems.push("page scrolls sideways: " + document.documentElement.scrollWidth + " > " + width);
+  const scroll = document.documentElement.scrollWidth;
+  if (scroll > width) problems.push("page scrolls sideways: " + scroll + " > " + width);
   const groups = [".top > *", "main > *", "#session > *", ".tab", "#ask .row > *", ".meta", ".review"];
   for (const group of groups) {
     const list = boxes(group);
-    for (const b of list) if (b.left < -0.5 || b.right > width + 0.5) problems.push(group + " outside the page: " + JSON.stringify(b));
-    for (let i = 0; i < list.length; i++) for (let j = i + 1; j < list.length; j++) {
-      const a = list[i], b = list[j];
-      const overlap = Math.min(a.right, b.right) - Math.max(a.left, b.left) > 0.5 && Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 0.5;
-      if (overlap) problems.push(group + " overlap: " + JSON.stringify([a, b]));
+    for (const b of list) {
+      if (b.left < -0.5 || b.right > width + 0.5) problems.push(group + " outside the page: " + JSON.stringify(b));
+    }
+    for (let i = 0; i < list.length; i++) {
+      for (let j = i + 1; j < list.length; j++) {
+        const a = list[i], b = list[j];
+        const across = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        const down = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (across > 0.5 && down > 0.5) problems.push(group + " overlap: " + JSON.stringify([a, b]));
+      }
     }
   }
   return problems;

@@ -23,14 +23,11 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from council.errors import CouncilError, NotFoundError
 from council.exports import session_listing
-from council.logs import get_logger
 from council.server.body import read_json
 from council.server.errors import RequestError, error_for, openai_error
 from council.server.state import server_of
 from council.session.runner import MAX_SEED, check_request
-from council.storage.events import FINAL_TYPES, EventBatcher
-
-log = get_logger("council.server")
+from council.storage.events import FINAL_TYPES
 
 POLL_SECONDS = 0.1  # how often a stream looks for new events in the store
 STATUS_EVERY = 10  # polls between looks at the session's status (has it ended elsewhere?)
@@ -43,54 +40,6 @@ class StartSession(BaseModel):
     council: str = Field(min_length=1)
     question: str
     seed: int | None = Field(None, ge=0, le=MAX_SEED)
-
-
-class LiveSessions:
-    """The sessions this server runs in its background; cancelled (recorded interrupted) at shutdown."""
-
-    def __init__(self, store: Any) -> None:
-        self.store = store
-        self.tasks: set[asyncio.Task[None]] = set()
-
-    async def start(self, council: Any, question: str, seed: int | None) -> str:
-        started: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        batcher = EventBatcher(lambda batch: self.store.append_events(batch[0]["session_id"], batch))
-
-        def on_event(event: Any) -> None:
-            batcher.add(event.model_dump(mode="json"))
-            if not started.done():
-                started.set_result(event.session_id)
-
-        async def run() -> None:
-            flusher = asyncio.create_task(_flush_when_due(batcher))
-            try:
-                await council.run(question, seed=seed, on_event=on_event)
-            except CouncilError:
-                pass  # the session_finished event says why
-            except Exception as exc:  # a bug must not vanish in a background task
-                log.error("background session failed", error=f"{type(exc).__name__}: {exc}")
-                if not started.done():
-                    started.set_exception(exc)
-            finally:
-                flusher.cancel()
-                batcher.flush()
-
-        task = asyncio.create_task(run())
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
-        return await started
-
-    async def aclose(self) -> None:
-        for task in list(self.tasks):
-            task.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
-
-
-async def _flush_when_due(batcher: EventBatcher) -> None:
-    while True:
-        await asyncio.sleep(batcher.interval)
-        if batcher.due():
-            batcher.flush()
 
 
 async def start_session(request: Request) -> Response:
@@ -117,7 +66,9 @@ async def start_session(request: Request) -> Response:
 def _resume_point(request: Request) -> int:
     raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
     if not raw.isdigit() or len(raw) > 18:
-        raise RequestError(openai_error(400, "Last-Event-ID (or after) must be a whole number", "invalid_request_error"))
+        raise RequestError(
+            openai_error(400, "Last-Event-ID (or after) must be a whole number", "invalid_request_error")
+        )
     return int(raw)
 
 

@@ -10,6 +10,7 @@ from starlette.requests import Request
 from council.config import LoadedConfig
 from council.errors import NotFoundError
 from council.server import protocol
+from council.server.background import LiveSessions
 
 
 class CouncilServer:
@@ -25,8 +26,6 @@ class CouncilServer:
         self.councils: dict[str, Any] = {}
         self.fingerprints: dict[str, str] = {}
         self.started = int(time.time())  # the models' ``created``: when this server loaded them
-        from council.server.live import LiveSessions
-
         self.live = LiveSessions(self.store)  # sessions started with POST /v1/sessions
 
     def council(self, name: str) -> Any:
