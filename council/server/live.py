@@ -29,8 +29,8 @@ from council.server.state import server_of
 from council.session.runner import MAX_SEED, check_request
 from council.storage.events import FINAL_TYPES
 
-POLL_SECONDS = 0.1  # how often a stream looks for new events in the store
-STATUS_EVERY = 10  # polls between looks at the session's status (has it ended elsewhere?)
+POLL_SECONDS = 0.05  # how often a stream looks for new events in the store
+STATUS_EVERY = 20  # polls between looks at the session's status (has it ended elsewhere?)
 KEEPALIVE_SECONDS = 15.0
 MAX_LIST = 500
 

@@ -119,7 +119,10 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function fmt(value, digits) {
   if (value === null || value === undefined) return "—";
-  if (typeof value === "number") return Number.isInteger(value) ? String(value) : value.toFixed(digits === undefined ? 2 : digits);
+  if (typeof value === "number") {
+    if (digits !== undefined) return value.toFixed(digits);
+    return Number.isInteger(value) ? String(value) : value.toFixed(2);
+  }
   return String(value);
 }
 
@@ -351,12 +354,12 @@ function renderSession(view, s) {
   // Consensus.
   const c = s.consensus;
   parts.push(el("section", { id: "consensus", class: "card" }, el("h2", {}, "Consensus"),
-    c ? [el("p", { class: "meta" }, "Kendall's W = ", el("strong", { id: "kendall-w" }, fmt(c.kendall_w)),
+    c ? [el("p", { class: "meta" }, "Kendall's W = ", el("strong", { id: "kendall-w" }, fmt(c.kendall_w, 2)),
       c.p !== null && c.p !== undefined ? " (p = " + fmt(c.p, 3) + ")" : "", " · " + c.ballots + " ballots"),
     el("div", { class: "scroll" }, el("table", {},
       el("thead", {}, el("tr", {}, el("th", {}, "Rank"), el("th", {}, "Member"), el("th", {}, "Score"), el("th", {}, "Mean rank"), el("th", {}, "First places"))),
       el("tbody", {}, (c.table || []).map((e) => el("tr", {}, el("td", {}, String(e.rank)), el("td", {}, e.member),
-        el("td", { class: "num" }, fmt(e.score)), el("td", { class: "num" }, fmt(e.mean_rank)), el("td", { class: "num" }, String(e.first_places)))))))]
+        el("td", { class: "num" }, fmt(e.score, 2)), el("td", { class: "num" }, fmt(e.mean_rank, 2)), el("td", { class: "num" }, String(e.first_places)))))))]
       : el("p", { class: "muted" }, "The consensus follows the reviews.")));
 
   // Stage 3: the synthesis (streamed into #synthesis-text).
@@ -390,17 +393,20 @@ function renderValue(value) {
         el("thead", {}, el("tr", {}, keys.map((k) => el("th", {}, k)))),
         el("tbody", {}, value.map((row) => el("tr", {}, keys.map((k) => el("td", {}, cell(row[k]))))))));
     }
-    return el("span", {}, value.map((v) => (typeof v === "object" ? JSON.stringify(v) : fmt(v))).join(", "));
+    return el("span", {}, value.map((v) => (typeof v === "object" ? JSON.stringify(v) : loose(v))).join(", "));
   }
   if (typeof value === "object") {
     return el("dl", { class: "kv" }, Object.entries(value).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, renderValue(v))]));
   }
-  return el("span", {}, fmt(value, 3));
+  return el("span", {}, loose(value));
 }
 
+// Reports' numbers: whole numbers as they are, others to 3 decimals.
+const loose = (v) => (typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : fmt(v));
+
 function cell(v) {
-  if (v && typeof v === "object") return Array.isArray(v) ? v.map((x) => fmt(x, 3)).join(" – ") : JSON.stringify(v);
-  return fmt(v, 3);
+  if (v && typeof v === "object") return Array.isArray(v) ? v.map(loose).join(" – ") : JSON.stringify(v);
+  return loose(v);
 }
 
 // -- the token ------------------------------------------------------------------------------
