@@ -373,7 +373,7 @@ def test_cors_allows_only_the_configured_origins(base):
     assert ok.headers["access-control-allow-origin"] == CORS_ORIGIN
     assert "POST" in ok.headers["access-control-allow-methods"]
     denied = httpx.options(base + "/v1/chat/completions", headers={**preflight, "origin": "http://evil.example"})
-    assert denied.status_code == 400
+    assert denied.status_code == 403 and denied.json()["error"]["code"] == "origin_not_allowed"
     assert "access-control-allow-origin" not in denied.headers
     simple = httpx.get(base + "/v1/models", headers={"origin": "https://chat.example"})
     assert simple.headers["access-control-allow-origin"] == "https://chat.example"
@@ -381,13 +381,14 @@ def test_cors_allows_only_the_configured_origins(base):
 
 def test_no_cors_by_default(config, tmp_path):
     with council_serve(config, tmp_path) as (base, _):
+        # A page from another origin is refused outright (not only left without CORS headers).
         r = httpx.get(base + "/v1/models", headers={"origin": CORS_ORIGIN})
-        assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
+        assert r.status_code == 403 and "access-control-allow-origin" not in r.headers
         preflight = httpx.options(
             base + "/v1/chat/completions", headers={"origin": CORS_ORIGIN, "access-control-request-method": "POST"}
         )
         assert "access-control-allow-origin" not in preflight.headers
-        assert preflight.status_code == 405 and preflight.json()["error"]
+        assert preflight.status_code == 403 and preflight.json()["error"]["code"] == "origin_not_allowed"
 
 
 @pytest.mark.parametrize("origin", ["localhost:3000", "http://x.example/path", "ftp://x.example", ""])

@@ -3,8 +3,8 @@
 
 This module assembles the app: the routes (chat completions in :mod:`.chat`, models in
 :mod:`.models_routes`, stored sessions in :mod:`.sessions_routes`, sessions started over HTTP
-and their events in :mod:`.live`, the web app in :mod:`.web`) behind the middleware
-every request goes through (:mod:`.auth` for the bearer token).
+and their events in :mod:`.live`, the web app in :mod:`.web`) behind the middleware every
+request goes through (:mod:`.guard`: what browsers may send; :mod:`.auth`: the bearer token).
 """
 
 from __future__ import annotations
@@ -26,11 +26,12 @@ from council.redaction import register_secret
 from council.server.auth import BearerTokenMiddleware
 from council.server.chat import chat_completions
 from council.server.errors import http_error
-from council.server.models_routes import get_model, list_models
+from council.server.guard import RequestGuardMiddleware
 from council.server.live import list_sessions, session_events, start_session
+from council.server.models_routes import get_model, list_models
 from council.server.sessions_routes import get_bias_report, get_leaderboard, get_session
-from council.server.web import web_routes
 from council.server.state import CouncilServer
+from council.server.web import web_routes
 
 MAX_BODY_BYTES = 1_000_000
 
@@ -45,8 +46,11 @@ def create_app(
     token: str | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     cors_origins: Sequence[str] = (),
+    host: str = "127.0.0.1",
+    allowed_hosts: Sequence[str] = (),
 ) -> Starlette:
-    """``cors_origins``: browser origins allowed to call the server (none by default)."""
+    """``cors_origins``: browser origins allowed to call the server (none by default); ``host``: the
+    bound address; ``allowed_hosts``: other names the ``Host`` header may carry (see :mod:`.guard`)."""
     register_secret(token)
 
     @asynccontextmanager
@@ -57,7 +61,9 @@ def create_app(
         finally:
             await app.state.council_server.aclose()
 
-    middleware = []
+    # Outermost first: a request refused by the guard reaches nothing else.
+    guard = Middleware(RequestGuardMiddleware, bound_host=host, allowed_hosts=allowed_hosts, cors_origins=cors_origins)
+    middleware = [guard]
     if cors_origins:
         middleware.append(
             Middleware(

@@ -98,12 +98,24 @@ def _format_failure(result: SessionResult) -> CouncilFailure | None:
 
 
 def answer_text(result: SessionResult) -> str:
-    """The chairman's answer; without one, the top-ranked member answer (the status says partial)."""
+    """The chairman's answer; without one, the top-ranked member answer after a one-line notice
+    (a client shows only the text: it must say the answer is partial)."""
     if result.synthesis.text:
         return result.synthesis.text
     by_member = {a.member: a.text for a in result.answers if a.text}
     order = result.consensus.order if result.consensus else list(by_member)
-    return next((by_member[m] for m in order if m in by_member), "")
+    best = next((m for m in order if m in by_member), None)
+    if best is None:
+        return ""
+    return f"{partial_notice(result, best)}\n\n{by_member[best]}"
+
+
+def partial_notice(result: SessionResult, member: str) -> str:
+    why = " ".join((result.synthesis.error or "no synthesis was written").split())[:200]
+    return (
+        f"[Partial answer: the chairman's synthesis failed ({why}); below is the top-ranked member's "
+        f"answer ({member}). Session {result.session_id}.]"
+    )
 
 
 def council_details(result: SessionResult) -> dict[str, Any]:
