@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from council.redaction import keeps_text
 from council.session.consensus import ConsensusEntry
+from council.session.results import SessionResult
 from council.usage import Usage
 
 SCHEMA_ID = "https://council.invalid/schemas/session-events.json"
@@ -184,6 +185,96 @@ def private_view(event: Any) -> Any | None:
     return event
 
 
+def events_from_result(result: SessionResult) -> list[Any]:
+    """A finished session's events, rebuilt from its result (a session stored before its events
+    were, or a view that prints both alike). Numbered from 1; no stage, notice or delta events."""
+    sid = result.session_id
+    reviewers = result.reviewers
+    events: list[Any] = [
+        SessionStarted(
+            session_id=sid,
+            at=result.created_at,
+            council=result.council,
+            question=result.question,
+            members=result.members,
+            reviewers=reviewers,
+            models=result.models,
+            seed=result.seed,
+            scale=result.scale,
+            self_review=result.self_review,
+            synthesis=result.synthesis.status != "skipped",
+            offline_default=result.offline_default,
+        )
+    ]
+    for a in result.answers:
+        events.append(
+            AnswerEvent(
+                session_id=sid,
+                member=a.member,
+                model=a.model,
+                status=a.status,
+                text=a.text,
+                error=a.error,
+                length_chars=a.length_chars,
+                latency_ms=a.latency_ms,
+            )
+        )
+    for r in result.reviews:
+        events.append(
+            ReviewEvent(
+                session_id=sid,
+                reviewer=r.reviewer,
+                model=r.model,
+                status="ok" if r.valid else "invalid",
+                order=r.display_order,
+                labels=r.labels,
+                scores=r.scores,
+                reasoning=r.reasoning,
+                ranking=r.ranking,
+                attempts=r.attempts,
+                error=r.error,
+            )
+        )
+    c = result.consensus
+    if c is not None:
+        events.append(
+            ConsensusEvent(
+                session_id=sid,
+                method=c.method,
+                order=c.order,
+                table=c.ranking,
+                kendall_w=c.kendall_w,
+                p=c.kendall_w_p_value,
+                ballots=c.ballots,
+            )
+        )
+    syn = result.synthesis
+    if syn.status != "skipped":
+        events.append(
+            SynthesisEvent(
+                session_id=sid,
+                status="ok" if syn.status == "ok" else "failed",
+                chairman=syn.chairman,
+                model=syn.model,
+                text=syn.text,
+                fallback_used=syn.fallback_used,
+                error=syn.error,
+            )
+        )
+    status = result.status if result.status != "running" else "interrupted"
+    events.append(
+        SessionFinished(
+            session_id=sid,
+            status=status,
+            usage=result.usage,
+            cost_usd=result.usage.cost_usd,
+            duration_ms=result.duration_ms,
+            partial_reasons=result.partial_reasons,
+        )
+    )
+    return [e.model_copy(update={"seq": i}) for i, e in enumerate(events, 1)]
+
+
 def events_json_schema() -> dict[str, Any]:
     """The JSON Schema of one event (docs/schemas/session-events.json)."""
     schema = _ADAPTER.json_schema(mode="serialization")
@@ -216,6 +307,7 @@ __all__ = [
     "StageStarted",
     "SynthesisDelta",
     "SynthesisEvent",
+    "events_from_result",
     "events_json_schema",
     "events_json_schema_text",
     "parse_event",

@@ -260,7 +260,8 @@ class SessionRunner:
                     on_delta=delta if run.on_event is not None else None,
                 )
             except ProviderError as exc:
-                errors.append(f"{chair.id}: {exc}")
+                # The error names the model; where that is the chairman's id, once is enough.
+                errors.append(str(exc) if exc.model == chair.id else f"{chair.id}: {exc}")
                 run.failures.append(Failure(stage="synthesis", member=chair.id, error=str(exc)))
                 continue
             text = prompts.clean_synthesis(response.text)

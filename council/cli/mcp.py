@@ -1,0 +1,23 @@
+"""``council mcp`` — the council's tools for MCP clients (editors, agents), over stdio."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("mcp")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    help="Council TOML file (default: $COUNCIL_CONFIG, $COUNCIL_HOME/council.toml, else the offline default).",
+)
+def mcp(config_path: str | None) -> None:
+    """Serve the Model Context Protocol over stdio: tools council_run, council_compare,
+    council_grade, council_leaderboard, council_bias_report and council_sessions.
+
+    Started by an MCP client (see the README for the client's config); needs the mcp extra.
+    """
+    from council.mcp_server import serve
+
+    serve(config_path)
