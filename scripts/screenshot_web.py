@@ -8,8 +8,9 @@ every ``--stream-interval`` seconds (a hosted model's pace):
 - a streamed chat completion (``stream: true``): to the first progress line
   (``reasoning_content``), to the first word of the answer, and to the end;
 - the server's CPU per streamed token: the ``council serve`` process's CPU time (every thread,
-  from /proc/PID/task/*/schedstat) while the synthesis streams, divided by the tokens streamed — for chat
-  completions and for a web session (events stored in batches and served as SSE to one reader).
+  from /proc/PID/task/*/schedstat) from the first streamed token to the last, divided by the
+  tokens between — for chat completions, and for a session started with ``POST /v1/sessions``
+  whose events are stored in batches and read as SSE by one client.
 
     python scripts/screenshot_web.py                       # screenshot + figures
     python scripts/screenshot_web.py --no-screenshot --runs 5
@@ -72,11 +73,17 @@ def server_pid(port: str) -> int:
     raise RuntimeError(f"no process listens on port {port}")
 
 
-def chat_stream(base: str, pid: int) -> dict[str, float]:
+def _per_token(cpu: list[float]) -> float:
+    """CPU ms per token between the first and the last streamed token (the session's fixed work,
+    before and after the synthesis, stays outside the window)."""
+    return 1000 * (cpu[-1] - cpu[0]) / max(len(cpu) - 1, 1)
+
+
+def chat_stream(base: str, pid: int, mock_pid: int) -> dict[str, float]:
     body = {"model": "default", "stream": True, "messages": [{"role": "user", "content": QUESTION}]}
     first_progress = first_content = None
-    tokens = 0
-    cpu_start = 0.0
+    cpu: list[float] = []
+    mock_cpu: list[float] = []
     t0 = time.perf_counter()
     with httpx.stream("POST", base + "/v1/chat/completions", json=body, headers=AUTH, timeout=60) as reply:
         for line in reply.iter_lines():
@@ -87,17 +94,27 @@ def chat_stream(base: str, pid: int) -> dict[str, float]:
             if delta.get("reasoning_content") and first_progress is None:
                 first_progress = time.perf_counter() - t0
             if delta.get("content"):
-                if first_content is None:
-                    first_content = time.perf_counter() - t0
-                    cpu_start = cpu_seconds(pid)
-                tokens += 1
+                first_content = first_content or time.perf_counter() - t0
+                cpu.append(cpu_seconds(pid))
+                mock_cpu.append(cpu_seconds(mock_pid))
     total = time.perf_counter() - t0
-    cpu = cpu_seconds(pid) - cpu_start
     return {"first_progress": first_progress or 0.0, "first_content": first_content or 0.0, "total": total,
-            "tokens": tokens, "cpu_per_token_ms": 1000 * cpu / max(tokens - 1, 1)}  # fmt: skip
+            "tokens": len(cpu), "cpu_per_token_ms": _per_token(cpu), "mock_per_token_ms": _per_token(mock_cpu)}  # fmt: skip
 
 
-def web_session(page, base: str, pid: int) -> dict[str, float]:
+def events_stream(base: str, pid: int) -> dict[str, float]:
+    """A session started with POST /v1/sessions, its events read as SSE by one client."""
+    session_id = httpx.post(f"{base}/v1/sessions", json={"council": "default", "question": QUESTION},
+                            headers=AUTH).json()["session_id"]  # fmt: skip
+    cpu: list[float] = []
+    with httpx.stream("GET", f"{base}/v1/sessions/{session_id}/events", headers=AUTH, timeout=60) as reply:
+        for line in reply.iter_lines():
+            if line == "event: synthesis_delta":
+                cpu.append(cpu_seconds(pid))
+    return {"tokens": len(cpu), "cpu_per_token_ms": _per_token(cpu)}
+
+
+def web_session(page, base: str) -> dict[str, float]:
     page.goto(base + "/")
     page.wait_for_selector("#ask-council option", state="attached")
     page.fill("#ask-question", QUESTION)
@@ -110,15 +127,9 @@ def web_session(page, base: str, pid: int) -> dict[str, float]:
     while not page.text_content("#synthesis-text"):  # polled from here: the page's CSP forbids eval
         page.wait_for_timeout(5)
     first_synthesis = time.perf_counter() - t0
-    cpu_start = cpu_seconds(pid)
     page.wait_for_selector("#status.complete", timeout=60_000)
     total = time.perf_counter() - t0
-    cpu = cpu_seconds(pid) - cpu_start
-    session_id = page.url.rsplit("/", 1)[1]
-    events = httpx.get(f"{base}/v1/sessions/{session_id}/events", headers=AUTH, timeout=30).text
-    tokens = events.count("event: synthesis_delta")
-    return {"shown": shown, "first_answer": first_answer, "first_synthesis": first_synthesis, "total": total, "tokens": tokens,
-            "cpu_per_token_ms": 1000 * cpu / max(tokens - 1, 1)}  # fmt: skip
+    return {"shown": shown, "first_answer": first_answer, "first_synthesis": first_synthesis, "total": total}
 
 
 def main() -> int:
@@ -133,9 +144,10 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     print("$ python " + " ".join([os.path.relpath(__file__), *sys.argv[1:]]))
-    with tempfile.TemporaryDirectory(prefix="council-web-") as tmp, start_mock_server(
-        latency=args.latency, stream_interval=args.stream_interval
-    ) as mock:
+    with (
+        tempfile.TemporaryDirectory(prefix="council-web-") as tmp,
+        start_mock_server(latency=args.latency, stream_interval=args.stream_interval) as mock,
+    ):
         home = Path(tmp) / "home"
         home.mkdir()
         config = Path(tmp) / "council.toml"
@@ -149,27 +161,33 @@ def main() -> int:
             page = browser.new_page(viewport={"width": 1100, "height": 1000})
             page.goto(base + "/")
             page.evaluate(f"sessionStorage.setItem('council-token', {json.dumps(TOKEN)})")
-            web = [web_session(page, base, pid) for _ in range(args.runs)]
+            web = [web_session(page, base) for _ in range(args.runs)]
             if not args.no_screenshot:
                 page.click(".tab[data-member=beta]")  # a member's answer beside the chairman's
                 page.screenshot(path=args.output, full_page=False)
                 print(f"wrote {args.output} ({Path(args.output).stat().st_size // 1024} KB)")
             browser.close()
-            chats = [chat_stream(base, pid) for _ in range(args.runs)]
+            mock_pid = server_pid(mock.base_url.rstrip("/").rsplit(":", 1)[1].split("/")[0])
+            chats = [chat_stream(base, pid, mock_pid) for _ in range(args.runs)]
+            events = [events_stream(base, pid) for _ in range(args.runs)]
 
     def median(rows: list[dict[str, float]], key: str) -> float:
         return statistics.median(r[key] for r in rows)
 
     print(f"mock: {args.latency:g} s before each reply, a word every {args.stream_interval:g} s; "
           f"3 members, 3 reviewers, medians of {args.runs} runs")  # fmt: skip
-    print(f"web app: session on screen {median(web, 'shown'):.2f} s, first answer {median(web, 'first_answer'):.2f} s, first synthesis words "
-          f"{median(web, 'first_synthesis'):.2f} s, session finished {median(web, 'total'):.2f} s; "
-          f"server CPU {median(web, 'cpu_per_token_ms'):.2f} ms per streamed token "
-          f"({median(web, 'tokens'):.0f} tokens)")  # fmt: skip
+    print(
+        f"web app: session on screen {median(web, 'shown'):.2f} s, first answer {median(web, 'first_answer'):.2f} s, "
+        f"first synthesis words {median(web, 'first_synthesis'):.2f} s, session finished {median(web, 'total'):.2f} s"
+    )
+    print(f"POST /v1/sessions + one SSE reader: server CPU {median(events, 'cpu_per_token_ms'):.3f} ms per streamed "
+          f"token ({median(events, 'tokens'):.0f} tokens)")  # fmt: skip
     print(f"chat stream: first progress line {median(chats, 'first_progress'):.2f} s, first answer word "
           f"{median(chats, 'first_content'):.2f} s, end {median(chats, 'total'):.2f} s; "
-          f"server CPU {median(chats, 'cpu_per_token_ms'):.2f} ms per streamed token "
+          f"server CPU {median(chats, 'cpu_per_token_ms'):.3f} ms per streamed token "
           f"({median(chats, 'tokens'):.0f} tokens)")  # fmt: skip
+    print(f"for scale: the mock server, which only sleeps and sends each token, used "
+          f"{median(chats, 'mock_per_token_ms'):.3f} ms of CPU per token")  # fmt: skip
     return 0
 
 
