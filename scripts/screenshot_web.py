@@ -98,8 +98,14 @@ def chat_stream(base: str, pid: int, mock_pid: int) -> dict[str, float]:
                 cpu.append(cpu_seconds(pid))
                 mock_cpu.append(cpu_seconds(mock_pid))
     total = time.perf_counter() - t0
-    return {"first_progress": first_progress or 0.0, "first_content": first_content or 0.0, "total": total,
-            "tokens": len(cpu), "cpu_per_token_ms": _per_token(cpu), "mock_per_token_ms": _per_token(mock_cpu)}  # fmt: skip
+    return {
+        "first_progress": first_progress or 0.0,
+        "first_content": first_content or 0.0,
+        "total": total,
+        "tokens": len(cpu),
+        "cpu_per_token_ms": _per_token(cpu),
+        "mock_per_token_ms": _per_token(mock_cpu),
+    }
 
 
 def events_stream(base: str, pid: int) -> dict[str, float]:
