@@ -29,14 +29,16 @@ def mock_url():
 def config(tmp_path, mock_url):
     path = tmp_path / "council.toml"
     models = {"a": "mock-alpha", "b": "mock-beta", "c": "mock-gamma", "slow": "mock-delta+slow",
-              "broken": "mock-chair+cutoff"}  # fmt: skip
+              "broken": "mock-chair+cutoff", "failing": "mock-chair+fail"}  # fmt: skip
     lines = [
         "[councils.default]", 'members = ["a", "b", "c"]', 'chairman = "a"',
         "[councils.slow]", 'members = ["a", "b", "slow"]', 'chairman = "a"',
         "[councils.broken]", 'members = ["a", "b", "c"]', 'chairman = "broken"', 'fallback_chairman = "b"',
+        "[councils.nosynthesis]", 'members = ["a", "b", "c"]', 'chairman = "failing"',
     ]  # fmt: skip
     for alias, model in models.items():
-        lines += [f"[models.{alias}]", f'model = "openai/{model}"', f'api_base = "{mock_url}"', "retries = 1"]
+        retries = 0 if alias == "failing" else 1
+        lines += [f"[models.{alias}]", f'model = "openai/{model}"', f'api_base = "{mock_url}"', f"retries = {retries}"]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -225,3 +227,14 @@ def test_a_chairman_breaking_off_mid_stream_is_followed_by_a_notice_and_the_fall
         line, _, fallback = after.partition("]\n\n")
         assert "\n" not in line and "fallback chairman b" in line
         assert fallback == stored["synthesis"]["text"]
+
+
+def test_a_stream_without_a_synthesis_says_once_that_it_is_partial(config, council_home):
+    with council_serve(config, council_home, "--token", TOKEN) as (base, _):
+        chunks, _ = chat_stream(base, "nosynthesis")
+        text = "".join(_deltas(chunks, "content"))
+        assert text.startswith("[Partial answer") and text.count("Partial answer") == 1
+        assert chunks[-1]["council"]["status"] == "partial"
+        best = chunks[-1]["council"]["ranking"][0]["member"]
+        stored = httpx.get(f"{base}/v1/sessions/{chunks[-1]['council']['session_id']}", headers=AUTH).json()
+        assert text.endswith(next(a["text"] for a in stored["answers"] if a["member"] == best))

@@ -277,10 +277,8 @@ async def _stream(
             yield part
         return
     if not answering or result.synthesis.status != "ok":
-        # No synthesis: the top-ranked member's answer, said to be partial where the user reads.
-        why = result.synthesis.error or "no synthesis"
-        notice = f"[partial: the council wrote no synthesis ({' '.join(why.split())}); the top-ranked answer follows]"
-        yield chunk({"content": ("\n\n" if answering else "") + notice + "\n\n" + answer_text(result)})
+        # No synthesis: the top-ranked member's answer, after answer_text's one-line notice.
+        yield chunk({"content": ("\n\n" if answering else "") + answer_text(result)})
     yield chunk({}, finish="stop", extra={"council": council_details(result)})
     if reply.include_usage:
         # OpenAI's usage chunk: no choices, the totals; here the whole council's.
