@@ -116,3 +116,13 @@ async def test_a_backend_that_cannot_stream_hands_over_the_whole_text_once():
     pieces: list[str] = []
     response = await client.complete(ChatRequest(messages=MESSAGES), stage="synthesis", on_delta=pieces.append)
     assert pieces == [response.text]
+
+
+async def test_a_streamed_reply_is_capped_as_a_whole_one_is(mock, monkeypatch):
+    monkeypatch.setenv("COUNCIL_MAX_REPLY_BYTES", "1500")
+    api = native("openai/mock-alpha", mock.base_url)
+    pieces: list[str] = []
+    with pytest.raises(ProviderError, match="larger than 1500 bytes") as caught:
+        await api.stream(ChatRequest(messages=MESSAGES), pieces.append)
+    await api.aclose()
+    assert not caught.value.retryable and pieces  # stopped partway, not read to the end

@@ -19,14 +19,14 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from council.asking import JsonFormat
 from council.errors import CouncilError, CouncilFailure
 from council.server import protocol
-from council.server.body import read_json
+from council.server.body import parse_as, read_json
 from council.server.errors import RequestError, error_for, openai_error
 from council.server.progress import progress_line
 from council.server.state import server_of
@@ -138,12 +138,7 @@ async def chat_completions(request: Request) -> Response:
     server = server_of(request)
     try:
         body = await read_json(request, server.max_body_bytes)
-        try:
-            req = ChatCompletionRequest.model_validate(body)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            return openai_error(400, f"invalid request: {where}: {first['msg']}", "invalid_request_error")
+        req = parse_as(ChatCompletionRequest, body)
         protocol.check_parameters(body)
         protocol.check_messages(req.messages)
         fmt = protocol.response_format(body.get("response_format"))

@@ -17,13 +17,13 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from council.errors import CouncilError, NotFoundError
 from council.exports import session_listing
-from council.server.body import read_json
+from council.server.body import parse_as, read_json
 from council.server.errors import RequestError, error_for, openai_error
 from council.server.state import server_of
 from council.session.runner import MAX_SEED, check_request
@@ -45,13 +45,7 @@ class StartSession(BaseModel):
 async def start_session(request: Request) -> Response:
     server = server_of(request)
     try:
-        body = await read_json(request, server.max_body_bytes)
-        try:
-            req = StartSession.model_validate(body)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "body"
-            return openai_error(400, f"invalid request: {where}: {first['msg']}", "invalid_request_error")
+        req = parse_as(StartSession, await read_json(request, server.max_body_bytes))
         council = server.council(req.council)
         question, _ = check_request(req.question, seed=req.seed)
     except RequestError as exc:
