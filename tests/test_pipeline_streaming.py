@@ -5,31 +5,20 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_pipeline_events import collect
 
 from council import Council
 from council.session.prompts import SynthesisStream, clean_synthesis
 
 MEMBERS = ["fake/alpha", "fake/beta", "fake/gamma"]
-
-
-async def collect(council: Council, question: str = "Why is the sky blue?"):
-    events, result = [], None
-    try:
-        async for item in council.stream(question, seed=5):
-            if hasattr(item, "seq"):
-                events.append(item)
-            else:
-                result = item
-    finally:
-        await council.aclose()
-    return events, result
+QUESTION = "Why is the sky blue?"
 
 
 async def test_the_synthesis_arrives_in_many_deltas_that_join_to_the_synthesis():
     council = Council.from_config(
         {"councils": {"default": {"members": MEMBERS, "chairman": "fake/alpha"}}}, store=False
     )
-    events, result = await collect(council)
+    events, result = await collect(council, QUESTION, seed=5)
     deltas = [e for e in events if e.type == "synthesis_delta"]
     assert len(deltas) > 5  # streamed word by word, not one piece at the end
     assert "".join(d.text for d in deltas) == result.synthesis.text
@@ -42,7 +31,7 @@ async def test_a_chairman_breaking_off_midway_is_followed_by_a_notice_and_the_fa
         "councils": {"default": {"members": MEMBERS, "chairman": "fake/chair+cutoff", "fallback_chairman": "fake/beta"}}
     }
     council = Council.from_config(config, store=False)
-    events, result = await collect(council)
+    events, result = await collect(council, QUESTION, seed=5)
     assert result.synthesis.status == "ok" and result.synthesis.fallback_used
     types = [e.type for e in events]
     first = [e for e in events if e.type == "synthesis_delta" and e.chairman == "fake/chair+cutoff"]
