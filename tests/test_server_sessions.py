@@ -70,7 +70,8 @@ def start(base: str, council: str = "default", question: str = "Why is the sky b
 
 
 def test_a_session_starts_at_once_and_its_events_stream_resume_and_end(config, council_home):
-    with council_serve(config, council_home, "--token", TOKEN) as (base, _):
+    with council_serve(config, council_home, "--token", TOKEN) as (base, lines):
+        assert any(f"web app: {base}/" in line for line in lines)  # where to point a browser
         t0 = time.perf_counter()
         started = start(base, "slow", seed=7)
         elapsed = time.perf_counter() - t0

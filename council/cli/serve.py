@@ -68,7 +68,8 @@ def serve(
     from council.terminal import visible
 
     councils_served = ", ".join(sorted(loaded.config.councils))
-    click.echo(visible(f"council serve: {listening}  councils: {councils_served}"), err=True)
+    web = listening.removesuffix("v1")
+    click.echo(visible(f"council serve: {listening}  councils: {councils_served}  web app: {web}"), err=True)
     config = uvicorn.Config(app, log_level="warning", access_log=False)
     uvicorn.Server(config).run(sockets=[sock])
 
