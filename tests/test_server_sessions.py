@@ -9,7 +9,7 @@ import time
 
 import httpx
 import pytest
-from conftest import invoke_cli
+from conftest import db_dump, invoke_cli
 from mock_server import start_mock_server
 from serve_helpers import council_serve
 
@@ -239,3 +239,17 @@ def test_a_stream_without_a_synthesis_says_once_that_it_is_partial(config, counc
         best = chunks[-1]["council"]["ranking"][0]["member"]
         stored = httpx.get(f"{base}/v1/sessions/{chunks[-1]['council']['session_id']}", headers=AUTH).json()
         assert text.endswith(next(a["text"] for a in stored["answers"] if a["member"] == best))
+
+
+def test_with_transcripts_off_no_stored_or_streamed_event_carries_a_text(config, council_home):
+    secret = "Is the launch code 7-alpha-zulu still valid?"
+    env = {"COUNCIL_STORE_TRANSCRIPTS": "0"}
+    with council_serve(config, council_home, "--token", TOKEN, env=env) as (base, _):
+        session_id = start(base, question=secret).json()["session_id"]
+        events = events_of(base, session_id)
+        assert events[-1]["event"] == "session_finished" and events[-1]["data"]["status"] == "complete"
+        kinds = {e["event"] for e in events}
+        assert "answer" in kinds and "synthesis_delta" not in kinds
+        assert all(e["data"].get("text") is None for e in events if e["event"] in ("answer", "synthesis"))
+        assert "7-alpha-zulu" not in json.dumps([e["data"] for e in events])
+    assert "7-alpha-zulu" not in db_dump(council_home)
