@@ -16,7 +16,7 @@ from typing import Any
 
 from council.clock import utc_now
 from council.errors import CouncilFailure, UsageError
-from council.redaction import redact, redact_data
+from council.redaction import redact, redact_document
 from council.storage.store import Store, insert_rows
 
 
@@ -46,7 +46,7 @@ def record_run(
         "created_at": now,
         **run,
         "error": redact(run["error"]) if run.get("error") else run.get("error"),
-        "result": _json(redact_data(run.get("result"))),
+        "result": _json(redact_document(run.get("result"))),
     }
     pass_rows = [
         {

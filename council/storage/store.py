@@ -23,7 +23,7 @@ from typing import Any
 from council.clock import parse_since, utc_now
 from council.errors import NotFoundError, UsageError
 from council.home import ensure_home
-from council.redaction import redact, redact_data
+from council.redaction import redact, redact_document
 from council.storage.migrations import migrations
 from council.storage.ownership import batch_lock, dead_owners, lock_dir, process_lease
 from council.storage.sqlite import Database
@@ -255,13 +255,14 @@ class Store:
         bias_records: Sequence[dict[str, Any]] = (),
         calls: Sequence[dict[str, Any]] = (),
     ) -> None:
-        """Write the whole session and its final status in one transaction (error texts and
-        the result redacted: no secrets, and no private text when transcripts are off)."""
+        """Write the whole session and its final status in one transaction, every row and the
+        result redacted field by field (``redaction.redact_document``: no secrets, and no
+        private text when transcripts are off; the user's own words kept)."""
         with self.immediate():
             if answers:
-                self.db["answers"].insert_all(_redacted(answers, "error"), replace=True)
+                self.db["answers"].insert_all(redact_document(list(answers)), replace=True)
             if reviews:
-                self.db["reviews"].insert_all(_redacted(reviews, "error"), replace=True)
+                self.db["reviews"].insert_all(redact_document(list(reviews)), replace=True)
             if bias_records:
                 self.db["bias_records"].insert_all(bias_records)
             if calls:
@@ -271,7 +272,7 @@ class Store:
                 {
                     "status": status,
                     "finished_at": utc_now(),
-                    "result": json.dumps(redact_data(result)) if result is not None else None,
+                    "result": json.dumps(redact_document(result)) if result is not None else None,
                     "error": redact(error) if error else error,
                 },
             )
@@ -359,10 +360,6 @@ class Store:
 
     def count(self, table: str) -> int:
         return self.db[table].count
-
-
-def _redacted(rows: Sequence[dict[str, Any]], *fields: str) -> list[dict[str, Any]]:
-    return [{**row, **{f: redact(row[f]) for f in fields if row.get(f)}} for row in rows]
 
 
 class _Journal:
