@@ -90,6 +90,8 @@ async function followEvents(sessionId, onEvent, isCurrent) {
       }
     } catch (err) {
       // connection dropped: resume below
+    } finally {
+      reader.cancel().catch(() => {}); // another view now, or done: close the connection
     }
     if (!isCurrent()) return;
     await sleep(500);
