@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from council.errors import CouncilError, PrerequisiteError
+from council.errors import CouncilError, InputError, PrerequisiteError
 from council.session.results import SessionResult
 
 SERVER_NAME = "council"
@@ -47,10 +47,11 @@ class Tools:
     """What the tools share: the config, and one ``Council`` per council name (its model
     clients and limits are reused by every call)."""
 
-    def __init__(self, config: str | None) -> None:
+    def __init__(self, config: str | None, heartbeat: float = 10.0) -> None:
         from council.config import load_config, resolve_council
 
         self.config = config
+        self.heartbeat = heartbeat
         self.loaded = load_config(config)
         resolve_council(self.loaded, None)  # a bad config fails now, before serving, in one line
         self.councils: dict[str | None, Any] = {}
@@ -69,27 +70,45 @@ class Tools:
 
 
 class _Progress:
-    """Progress notifications from synchronous callbacks (events, call records), in order."""
+    """Progress notifications from synchronous callbacks (events, call records), in order, and
+    a heartbeat while nothing happens (a chairman writing for a minute): a client that resets
+    its request timeout on progress then never times out while the council works. Every value
+    is larger than the one before, as the protocol requires: a heartbeat adds half of what is
+    left to the next whole step."""
 
-    def __init__(self, ctx: Any, total: float | None = None) -> None:
+    def __init__(self, ctx: Any, every: float, total: float | None = None) -> None:
         self.ctx = ctx
         self.total = total
         self.done = 0
+        self.doing = "starting"
         self._last: asyncio.Future[None] | None = None
+        self._beat = asyncio.ensure_future(self._heartbeat(every))
 
-    def tick(self, message: str, total: float | None = None) -> None:
+    def tick(self, message: str) -> None:
         self.done += 1
-        if total is not None:
-            self.total = total
-        total_now = max(self.total, self.done) if self.total is not None else None
-        self._last = asyncio.ensure_future(self._send(self._last, self.done, total_now, message))
+        self._send(self.done, message)
 
-    async def _send(self, before: Any, done: int, total: float | None, message: str) -> None:
+    def _send(self, value: float, message: str) -> None:
+        total = max(self.total, value) if self.total is not None else None
+        self._last = asyncio.ensure_future(self._after(self._last, value, total, message))
+
+    async def _after(self, before: Any, value: float, total: float | None, message: str) -> None:
         if before is not None:
             await before
-        await self.ctx.report_progress(done, total, message)
+        await self.ctx.report_progress(value, total, message)
+
+    async def _heartbeat(self, every: float) -> None:
+        seen, fraction = -1, 1.0
+        while True:
+            await asyncio.sleep(every)
+            if self.done != seen:
+                seen, fraction = self.done, 1.0
+            fraction /= 2
+            if self.total is None or self.done + 1 <= self.total:
+                self._send(self.done + 1 - fraction, f"still working: {self.doing}")
 
     async def flush(self) -> None:
+        self._beat.cancel()
         if self._last is not None:
             await self._last
 
@@ -118,9 +137,7 @@ def session_text(result: SessionResult, show: frozenset[str] = frozenset()) -> s
     lines = []
     if error:
         lines.append(error)
-    lines.append(
-        f"council {result.council}: status {result.status}, session {result.session_id}, seed {result.seed}"
-    )
+    lines.append(f"council {result.council}: status {result.status}, session {result.session_id}, seed {result.seed}")
     if result.question is not None:
         lines += ["", "Question:", result.question]
     if "answers" in show:
@@ -208,18 +225,22 @@ def build_server(tools: Tools) -> Any:
 
         async def go() -> Any:
             c = tools.council(council)
-            progress = _Progress(ctx)
+            progress = _Progress(ctx, tools.heartbeat)
             result = None
-            async for item in c.stream(question, seed=seed, synthesis=synthesis):
-                if isinstance(item, SessionResult):
-                    result = item
-                    continue
-                if item.type == "session_started":
-                    progress.total = len(item.members) + len(item.reviewers) + 1 + int(item.synthesis)
-                message = _event_message(item)
-                if message is not None:
-                    progress.tick(message)
-            await progress.flush()
+            try:
+                async for item in c.stream(question, seed=seed, synthesis=synthesis):
+                    if isinstance(item, SessionResult):
+                        result = item
+                        continue
+                    if item.type == "session_started":
+                        progress.total = len(item.members) + len(item.reviewers) + 1 + int(item.synthesis)
+                    elif item.type == "stage":
+                        progress.doing = item.detail
+                    message = _event_message(item)
+                    if message is not None:
+                        progress.tick(message)
+            finally:
+                await progress.flush()
             assert result is not None
             missing = result.synthesis.status == "failed"
             structured = result.model_dump(mode="json")
@@ -234,7 +255,8 @@ def build_server(tools: Tools) -> Any:
         response_b: Annotated[str, Field(description="Response B.")],
         ctx: Context,
         criteria: Annotated[
-            list[str] | None, Field(description='Criteria (default: accuracy, completeness, specificity, clarity; "depth").')
+            list[str] | None,
+            Field(description='Criteria (default: accuracy, completeness, specificity, clarity; "depth").'),
         ] = None,
         judges: Annotated[
             list[str] | None, Field(description="Judges: [models] aliases or model strings (default: the chairman).")
@@ -257,16 +279,22 @@ def build_server(tools: Tools) -> Any:
                 judges,
                 ctx,
                 lambda clients, keep_text, sink: engine.compare(
-                    prompt, response_a, response_b, judges=clients, criteria=chosen, swap=swap, strategy=strategy,
-                    votes=votes or PAIRWISE_VOTES, keep_text=keep_text, sink=sink,
+                    prompt,
+                    response_a,
+                    response_b,
+                    judges=clients,
+                    criteria=chosen,
+                    swap=swap,
+                    strategy=strategy,
+                    votes=votes or PAIRWISE_VOTES,
+                    keep_text=keep_text,
+                    sink=sink,
                 ),  # fmt: skip
             )
             text = f"winner: {outcome.winner} (confidence {outcome.confidence:.2f}, {outcome.confidence_level})"
             if outcome.unstable:
                 text += "\nunstable: a swap pair changed its winner when the order was swapped"
-            if not outcome.success or outcome.partial:
-                text = f"{'judging failed' if not outcome.success else 'judging partly failed'}: {outcome.error}\n" + text
-            return _result(text, outcome.model_dump(mode="json"), error=not outcome.success)
+            return _outcome_result(outcome, text)
 
         return await _guard(go)
 
@@ -275,7 +303,7 @@ def build_server(tools: Tools) -> Any:
         prompt: Annotated[str, Field(description="The prompt the response answers.", min_length=1)],
         response: Annotated[str, Field(description="The response to grade.")],
         ctx: Context,
-        rubric: Annotated[str, Field(description="A built-in rubric name or a rubric TOML file.")] = "general",
+        rubric: Annotated[str, Field(description="A built-in rubric's name.")] = "general",
         reference: Annotated[str | None, Field(description="A reference answer to grade against.")] = None,
         judges: Annotated[
             list[str] | None, Field(description="Judges: [models] aliases or model strings (default: the chairman).")
@@ -285,28 +313,32 @@ def build_server(tools: Tools) -> Any:
         """Grade one response against a rubric: reasoning before integer scores per criterion,
         several votes per judge; returns the scores and the evaluation report."""
         from council.judging import engine
-        from council.judging.rubrics import load_rubric
+        from council.judging.rubrics import builtin_rubrics, load_rubric
         from council.judging.voting import GRADE_VOTES
 
         async def go() -> Any:
+            # Names only: a path chosen by the model could make the tool read any local file.
+            if rubric not in builtin_rubrics():
+                raise InputError(f"rubric {rubric!r} is not a built-in rubric ({', '.join(builtin_rubrics())})")
             loaded_rubric = load_rubric(rubric)
             outcome = await _judging(
                 tools,
                 judges,
                 ctx,
                 lambda clients, keep_text, sink: engine.grade(
-                    prompt, response, rubric=loaded_rubric, judges=clients, reference=reference,
-                    votes=votes or GRADE_VOTES, keep_text=keep_text, sink=sink,
+                    prompt,
+                    response,
+                    rubric=loaded_rubric,
+                    judges=clients,
+                    reference=reference,
+                    votes=votes or GRADE_VOTES,
+                    keep_text=keep_text,
+                    sink=sink,
                 ),  # fmt: skip
             )
             report = outcome.report
-            if report is not None:
-                text = json.dumps(report.model_dump(mode="json"), ensure_ascii=False, indent=1)
-            else:
-                text = "no report"
-            if not outcome.success or outcome.partial:
-                text = f"{'grading failed' if not outcome.success else 'grading partly failed'}: {outcome.error}\n" + text
-            return _result(text, outcome.model_dump(mode="json"), error=not outcome.success)
+            text = "no report" if report is None else json.dumps(report.model_dump(mode="json"), ensure_ascii=False)
+            return _outcome_result(outcome, text)
 
         return await _guard(go)
 
@@ -322,7 +354,9 @@ def build_server(tools: Tools) -> Any:
         from council.leaderboard import leaderboard
 
         async def go() -> Any:
-            board = await asyncio.to_thread(leaderboard, council=council, since=since, source=source, bootstrap=bootstrap)
+            board = await asyncio.to_thread(
+                leaderboard, council=council, since=since, source=source, bootstrap=bootstrap
+            )
             return _result(_render(render_text, board), board.model_dump(mode="json"))
 
         return await _guard(go)
@@ -369,7 +403,8 @@ async def _judging(tools: Tools, refs: list[str] | None, ctx: Any, work: Callabl
     from council.judging.engine import make_judges
 
     clients = make_judges(tools.loaded, refs or ())
-    progress = _Progress(ctx)
+    progress = _Progress(ctx, tools.heartbeat)
+    progress.doing = "judging"
 
     def on_call(record: Any) -> None:
         progress.tick(f"{record.stage} by {record.member}: {'ok' if record.ok else 'failed'}")
@@ -380,6 +415,13 @@ async def _judging(tools: Tools, refs: list[str] | None, ctx: Any, work: Callabl
         await progress.flush()
         for client in clients:
             await client.aclose()
+
+
+def _outcome_result(outcome: Any, text: str) -> Any:
+    """A comparison's or grade's result; a failed or partly failed one says so first."""
+    if not outcome.success or outcome.partial:
+        text = f"judging {'failed' if not outcome.success else 'partly failed'}: {outcome.error}\n{text}"
+    return _result(text, outcome.model_dump(mode="json"), error=not outcome.success)
 
 
 def _bias_report(since: str | None, reviewers: list[str], council: str | None) -> Any:
@@ -402,7 +444,8 @@ def _sessions(session_id: str | None, limit: int, council: str | None, since: st
         if session_id is None:
             rows = [session_listing(r) for r in store.list_sessions(limit=limit, since=since, council=council)]
             text = "\n".join(
-                f"{r['session_id']}  {r['created_at'][:19]}  {r['status']}  {r['council'] or ''}  {r['question'] or '(not stored)'}"
+                f"{r['session_id']}  {r['created_at'][:19]}  {r['status']}  {r['council'] or ''}  "
+                + (r["question"] or "(not stored)")
                 for r in rows
             )
             return _result(text or "no sessions", {"sessions": rows})
@@ -416,10 +459,11 @@ def _sessions(session_id: str | None, limit: int, council: str | None, since: st
     return _result(session_text(result, frozenset({"answers", "reviews"})), result.model_dump(mode="json"))
 
 
-def serve(config: str | None) -> None:
-    """Serve the tools over stdio until the client closes the connection."""
+def serve(config: str | None, heartbeat: float = 10.0) -> None:
+    """Serve the tools over stdio until the client closes the connection; a long tool reports
+    progress at least every ``heartbeat`` seconds."""
     _sdk()  # missing SDK: one line, before anything else
-    tools = Tools(config)
+    tools = Tools(config, heartbeat)
     server = build_server(tools)
 
     async def go() -> None:

@@ -50,7 +50,9 @@ async def over_mcp(toml: Path, repeats: int) -> tuple[list[float], float, int]:
         "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
         "COUNCIL_HOME": os.environ["COUNCIL_HOME"],
     }
-    params = StdioServerParameters(command=sys.executable, args=["-m", "council", "mcp", "--config", str(toml)], env=env)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "council", "mcp", "--config", str(toml)], env=env
+    )
     notes = 0
 
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
@@ -65,7 +67,9 @@ async def over_mcp(toml: Path, repeats: int) -> tuple[list[float], float, int]:
         for i in range(repeats + 1):
             t0 = time.perf_counter()
             reply = await client.call_tool(
-                "council_run", {"question": f"Question {i}: why is the sky blue?", "seed": i}, progress_callback=on_progress
+                "council_run",
+                {"question": f"Question {i}: why is the sky blue?", "seed": i},
+                progress_callback=on_progress,
             )
             if reply.is_error or (reply.structured_content or {}).get("status") != "complete":
                 raise SystemExit(f"MCP session {i}: {reply.content}")
@@ -90,9 +94,11 @@ def main() -> None:
             lib = asyncio.run(library(config, args.repeats))
             mcp, startup, notes = asyncio.run(over_mcp(toml, args.repeats))
     critical = 3 * args.latency
-    print(f"{args.members} members, latency {args.latency:g}s (critical path {critical:.3f}s), {args.repeats} sessions each")
+    print(f"{args.members} members, latency {args.latency:g}s (critical path {critical:.3f}s), ", end="")
+    print(f"{args.repeats} sessions each")
     for label, values in (("library Council.run", lib), ("MCP council_run", mcp)):
-        print(f"{label:22} median {statistics.median(values) * 1000:8.1f} ms   mean {statistics.mean(values) * 1000:8.1f} ms")
+        median, mean = statistics.median(values) * 1000, statistics.mean(values) * 1000
+        print(f"{label:22} median {median:8.1f} ms   mean {mean:8.1f} ms")
     diff = statistics.median(mcp) - statistics.median(lib)
     print(f"MCP overhead per session: {diff * 1000:+.1f} ms (median), {diff / statistics.median(lib) * 100:+.1f} %")
     print(f"progress notifications: {notes / (args.repeats + 1):.1f} per session")

@@ -158,3 +158,13 @@ def test_terminal_console_is_literal(monkeypatch):
     from council.cli import views
 
     assert isinstance(views.out, Console) and views.out._markup is False  # noqa: SLF001
+
+
+def test_run_show_all_with_transcripts_off_still_prints_the_chairmans_answer(tmp_path):
+    env = {"COUNCIL_STORE_TRANSCRIPTS": "0"}
+    proc = invoke_cli("run", QUESTION, "--config", config(tmp_path), "--seed", "7", "--show", "all", "--json", env=env)
+    assert proc.exit_code == 2  # --show and --json: one or the other
+    proc = invoke_cli("run", QUESTION, "--config", config(tmp_path), "--seed", "7", "--show", "all", env=env)
+    assert proc.exit_code == 0, proc.stderr
+    assert "(text not kept: transcripts are off)" in proc.stdout  # the live views had no text
+    assert "Chairman's answer" in proc.stdout and "Synthesis of 3 answers" in proc.stdout

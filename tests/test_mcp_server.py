@@ -24,10 +24,11 @@ TOOLS = {"council_run", "council_compare", "council_grade", "council_leaderboard
          "council_sessions"}  # fmt: skip
 
 
-def server(config: Path, home: Path, extra_path: str | None = None) -> StdioServerParameters:
-    path = os.pathsep.join(p for p in (extra_path, str(ROOT), os.environ.get("PYTHONPATH")) if p)
+def server(config: Path, home: Path, *extra: str) -> StdioServerParameters:
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     env = {"PYTHONPATH": path, "COUNCIL_HOME": str(home), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    return StdioServerParameters(command=sys.executable, args=["-m", "council", "mcp", "--config", str(config)], env=env)
+    args = ["-m", "council", "mcp", "--config", str(config), *extra]
+    return StdioServerParameters(command=sys.executable, args=args, env=env)
 
 
 def fake_config(tmp_path: Path, chairman: str = "fake/alpha") -> Path:
@@ -65,7 +66,9 @@ async def test_every_tool_over_stdio_against_the_mock_server(tmp_path, council_h
             progress.append((done, total, message))
 
         ran = await client.call_tool(
-            "council_run", {"question": QUESTION, "seed": 3, "show": ["answers", "reviews"]}, progress_callback=on_progress
+            "council_run",
+            {"question": QUESTION, "seed": 3, "show": ["answers", "reviews"]},
+            progress_callback=on_progress,
         )
         assert not ran.is_error, ran.content
         result = SessionResult.model_validate(ran.structured_content)
@@ -106,8 +109,12 @@ async def test_compare_and_grade_report_progress_per_call(tmp_path, council_home
 
         compared = await client.call_tool(
             "council_compare",
-            {"prompt": QUESTION, "response_a": "B-trees keep nodes full and shallow.", "response_b": "No idea.",
-             "judges": ["fake/judge"]},  # fmt: skip
+            {
+                "prompt": QUESTION,
+                "response_a": "B-trees keep nodes full and shallow.",
+                "response_b": "No idea.",
+                "judges": ["fake/judge"],
+            },  # fmt: skip
             progress_callback=on_progress,
         )
         assert not compared.is_error, compared.content
@@ -119,12 +126,36 @@ async def test_compare_and_grade_report_progress_per_call(tmp_path, council_home
         progress.clear()
         graded = await client.call_tool(
             "council_grade",
-            {"prompt": QUESTION, "response": "B-trees keep nodes full and shallow.", "judges": ["fake/judge"],
-             "votes": 3},  # fmt: skip
+            {
+                "prompt": QUESTION,
+                "response": "B-trees keep nodes full and shallow.",
+                "judges": ["fake/judge"],
+                "votes": 3,
+            },  # fmt: skip
             progress_callback=on_progress,
         )
         assert not graded.is_error, graded.content
         assert graded.structured_content["report"] is not None and len(progress) >= 3
+
+
+async def test_a_slow_chairman_still_reports_progress(tmp_path, council_home):
+    # The chairman takes 0.5 s; with a heartbeat every 0.1 s the client hears from the server
+    # meanwhile, always with a larger value than before (as the protocol requires).
+    async with Client(
+        server(fake_config(tmp_path, chairman="fake/alpha+slow"), council_home, "--heartbeat", "0.1")
+    ) as c:
+        progress = []
+
+        async def on_progress(done, total, message):
+            progress.append((done, total, message))
+
+        ran = await c.call_tool("council_run", {"question": QUESTION, "seed": 4}, progress_callback=on_progress)
+    assert not ran.is_error, ran.content
+    values = [p[0] for p in progress]
+    assert values == sorted(values) and len(set(values)) == len(values)
+    assert all(p[1] == 8 for p in progress) and values[-1] == 8
+    beats = [p for p in progress if p[2] == "still working: the chairman writes the consensus answer"]
+    assert len(beats) >= 2 and all(7 < p[0] < 8 for p in beats)
 
 
 async def test_tool_failures_are_one_line_errors_and_the_server_goes_on(tmp_path, council_home):
@@ -141,6 +172,13 @@ async def test_tool_failures_are_one_line_errors_and_the_server_goes_on(tmp_path
         assert partial.is_error  # a synthesis was asked for and is missing
         assert partial.content[0].text.startswith("partial session") and "no synthesis" in partial.content[0].text
         assert partial.structured_content["status"] == "partial"
+
+        secret = tmp_path / "secret.toml"
+        secret.write_text('token = "do-not-read-me"\n[criteria\n')
+        for rubric in (str(secret), "../../etc/passwd"):
+            sneaky = await client.call_tool("council_grade", {"prompt": QUESTION, "response": "x", "rubric": rubric})
+            assert sneaky.is_error and "not a built-in rubric" in sneaky.content[0].text
+            assert "do-not-read-me" not in sneaky.content[0].text
 
         missing = await client.call_tool("council_sessions", {"session_id": "ffffffff"})
         assert missing.is_error and "\n" not in missing.content[0].text

@@ -141,3 +141,15 @@ async def test_candidates_are_answer_events():
     answers = [e for e in events if e.type == "answer"]
     assert [(e.member, e.status, e.text) for e in answers] == [(c.id, "candidate", c.text) for c in cands]
     assert events[0].synthesis is False and "synthesis" not in {e.type for e in events}
+
+
+async def test_transcripts_off_an_error_quoting_an_answer_is_cut_from_the_events():
+    # "+quote" puts each answer's text where its score belongs: the review is invalid and the
+    # validation message quotes the answer, which must not reach an event either.
+    members = ["fake/alpha", "fake/beta", "fake/gamma+quote"]
+    events, result = await collect(council(members, privacy={"store_transcripts": False}), seed=8)
+    [bad] = [e for e in events if e.type == "review" and e.status == "invalid"]
+    assert bad.reviewer == "fake/gamma+quote" and bad.error
+    dumped = "\n".join(e.model_dump_json() for e in events)
+    for a in result.answers:
+        assert a.text and a.text[:40] not in dumped

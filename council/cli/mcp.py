@@ -12,7 +12,15 @@ import click
     type=click.Path(dir_okay=False),
     help="Council TOML file (default: $COUNCIL_CONFIG, $COUNCIL_HOME/council.toml, else the offline default).",
 )
-def mcp(config_path: str | None) -> None:
+@click.option(
+    "--heartbeat",
+    type=click.FloatRange(0.05, 3600),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="A long tool reports progress at least this often (clients reset their timeouts on it).",
+)
+def mcp(config_path: str | None, heartbeat: float) -> None:
     """Serve the Model Context Protocol over stdio: tools council_run, council_compare,
     council_grade, council_leaderboard, council_bias_report and council_sessions.
 
@@ -20,4 +28,4 @@ def mcp(config_path: str | None) -> None:
     """
     from council.mcp_server import serve
 
-    serve(config_path)
+    serve(config_path, heartbeat)

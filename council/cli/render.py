@@ -135,9 +135,7 @@ def _agreement_text(consensus: Any) -> str:
     return f"Kendall's W = {a.w:.3f}, {a.test} p = {a.p_value:.3g} ({a.p_method}), {verdict}"
 
 
-def consensus_table(
-    ranking: Any, models: dict[str, str], mean_scores: dict[str, float], *, agreement: str
-) -> Table:
+def consensus_table(ranking: Any, models: dict[str, str], mean_scores: dict[str, float], *, agreement: str) -> Table:
     """The consensus ranking: one row per member, best first (docs/methods.md, "Borda count")."""
     table = Table(title=f"Consensus ranking (Borda, normalised per ballot; {agreement})")
     for col in ("rank", "member", "model", "score", "Borda", "mean rank", "1st places", "ballots", "mean score"):
@@ -171,8 +169,12 @@ def render_header(result: SessionResult) -> None:
     status_style = {"complete": "green", "partial": "yellow", "failed": "red", "interrupted": "red"}
     out.print(
         styled(
-            ("Session", "bold"), f" {result.session_id}  council ", (visible(result.council), "bold"),
-            "  status ", (result.status, status_style.get(result.status, "white")), f"  seed {result.seed}",
+            ("Session", "bold"),
+            f" {result.session_id}  council ",
+            (visible(result.council), "bold"),
+            "  status ",
+            (result.status, status_style.get(result.status, "white")),
+            f"  seed {result.seed}",
         )  # fmt: skip
     )
 

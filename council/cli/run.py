@@ -99,7 +99,8 @@ def run(
             from council.cli.render import out
 
             out.print()
-        render_result(result, shown=parts)
+        # With transcripts off the events carried no text: the chairman's answer is shown from the result.
+        render_result(result, shown=parts if council.resolved.store_transcripts else parts - {"synthesis"})
     report_problems(result)
 
 

@@ -28,7 +28,9 @@ def parse_show(value: str | None) -> frozenset[str]:
         return frozenset(PARTS)
     unknown = sorted(names - set(PARTS))
     if unknown or not names:
-        raise ValueError(f"unknown part(s) {', '.join(map(repr, unknown)) or repr(value)}; choose from {', '.join(PARTS)}, all")
+        raise ValueError(
+            f"unknown part(s) {', '.join(map(repr, unknown)) or repr(value)}; choose from {', '.join(PARTS)}, all"
+        )
     return frozenset(names)
 
 
@@ -44,6 +46,7 @@ class SessionView:
     def __init__(self, show: Iterable[str]) -> None:
         self.show = frozenset(show)
         self.models: dict[str, str] = {}
+        self.out_of = ""
         self.scores: dict[str, list[int]] = {}
 
     def __call__(self, event: Any) -> None:
@@ -53,6 +56,7 @@ class SessionView:
 
     def _on_session_started(self, e: Any) -> None:
         self.models = dict(e.models)
+        self.out_of = f"/{e.scale[1]}"
         if "question" in self.show:
             heading(("Question", "bold"), f"  (council {e.council}, seed {e.seed})")
             text_block(e.question)
@@ -64,7 +68,9 @@ class SessionView:
             heading(("Answer", "bold"), f" {e.member} ({e.model}) ", ("failed", "red"), f": {_cause(e.error, e.model)}")
             return
         latency = f", {e.latency_ms / 1000:.1f}s" if e.latency_ms is not None else ""
-        heading(("Answer", "bold"), f" {e.member} ({e.model}) ", (e.status, "green"), f", {e.length_chars} chars{latency}")
+        heading(
+            ("Answer", "bold"), f" {e.member} ({e.model}) ", (e.status, "green"), f", {e.length_chars} chars{latency}"
+        )
         text_block(e.text)
 
     def _on_review(self, e: Any) -> None:
@@ -83,7 +89,7 @@ class SessionView:
         label_of = {member: label for label, member in e.labels.items()}
         for member in e.order:
             score = e.scores.get(member)
-            shown = "-" if score is None else str(score)
+            shown = "-" if score is None else f"{score}{self.out_of}"
             out.print(
                 styled("  ", (f"{label_of.get(member, '?')} {member}", "bold"), f": {shown}"),
                 soft_wrap=not out.is_terminal,

@@ -30,8 +30,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from council.redaction import keeps_text
-from council.session.consensus import ConsensusEntry
-from council.session.results import SessionResult
+from council.session.consensus import Consensus, ConsensusEntry
+from council.session.results import MemberAnswer, Review, SessionResult, Synthesis
 from council.usage import Usage
 
 SCHEMA_ID = "https://council.invalid/schemas/session-events.json"
@@ -185,11 +185,69 @@ def private_view(event: Any) -> Any | None:
     return event
 
 
+def answer_fields(a: MemberAnswer) -> dict[str, Any]:
+    return {
+        "member": a.member,
+        "model": a.model,
+        "status": a.status,
+        "text": a.text,
+        "error": a.error,
+        "length_chars": a.length_chars,
+        "latency_ms": a.latency_ms,
+    }
+
+
+def review_fields(r: Review) -> dict[str, Any]:
+    return {
+        "reviewer": r.reviewer,
+        "model": r.model,
+        "status": "ok" if r.valid else "invalid",
+        "order": r.display_order,
+        "labels": r.labels,
+        "scores": r.scores,
+        "reasoning": r.reasoning,
+        "ranking": r.ranking,
+        "attempts": r.attempts,
+        "error": r.error,
+    }
+
+
+def consensus_fields(c: Consensus) -> dict[str, Any]:
+    return {
+        "method": c.method,
+        "order": c.order,
+        "table": c.ranking,
+        "kendall_w": c.kendall_w,
+        "p": c.kendall_w_p_value,
+        "ballots": c.ballots,
+    }
+
+
+def synthesis_fields(s: Synthesis) -> dict[str, Any]:
+    return {
+        "status": "ok" if s.status == "ok" else "failed",
+        "chairman": s.chairman,
+        "model": s.model,
+        "text": s.text,
+        "fallback_used": s.fallback_used,
+        "error": s.error,
+    }
+
+
+def finished_fields(result: SessionResult) -> dict[str, Any]:
+    return {
+        "status": result.status if result.status != "running" else "interrupted",
+        "usage": result.usage,
+        "cost_usd": result.usage.cost_usd,
+        "duration_ms": result.duration_ms,
+        "partial_reasons": result.partial_reasons,
+    }
+
+
 def events_from_result(result: SessionResult) -> list[Any]:
     """A finished session's events, rebuilt from its result (a session stored before its events
     were, or a view that prints both alike). Numbered from 1; no stage, notice or delta events."""
     sid = result.session_id
-    reviewers = result.reviewers
     events: list[Any] = [
         SessionStarted(
             session_id=sid,
@@ -197,81 +255,22 @@ def events_from_result(result: SessionResult) -> list[Any]:
             council=result.council,
             question=result.question,
             members=result.members,
-            reviewers=reviewers,
+            reviewers=result.reviewers,
             models=result.models,
             seed=result.seed,
             scale=result.scale,
             self_review=result.self_review,
             synthesis=result.synthesis.status != "skipped",
             offline_default=result.offline_default,
-        )
+        ),
+        *(AnswerEvent(session_id=sid, **answer_fields(a)) for a in result.answers),
+        *(ReviewEvent(session_id=sid, **review_fields(r)) for r in result.reviews),
     ]
-    for a in result.answers:
-        events.append(
-            AnswerEvent(
-                session_id=sid,
-                member=a.member,
-                model=a.model,
-                status=a.status,
-                text=a.text,
-                error=a.error,
-                length_chars=a.length_chars,
-                latency_ms=a.latency_ms,
-            )
-        )
-    for r in result.reviews:
-        events.append(
-            ReviewEvent(
-                session_id=sid,
-                reviewer=r.reviewer,
-                model=r.model,
-                status="ok" if r.valid else "invalid",
-                order=r.display_order,
-                labels=r.labels,
-                scores=r.scores,
-                reasoning=r.reasoning,
-                ranking=r.ranking,
-                attempts=r.attempts,
-                error=r.error,
-            )
-        )
-    c = result.consensus
-    if c is not None:
-        events.append(
-            ConsensusEvent(
-                session_id=sid,
-                method=c.method,
-                order=c.order,
-                table=c.ranking,
-                kendall_w=c.kendall_w,
-                p=c.kendall_w_p_value,
-                ballots=c.ballots,
-            )
-        )
-    syn = result.synthesis
-    if syn.status != "skipped":
-        events.append(
-            SynthesisEvent(
-                session_id=sid,
-                status="ok" if syn.status == "ok" else "failed",
-                chairman=syn.chairman,
-                model=syn.model,
-                text=syn.text,
-                fallback_used=syn.fallback_used,
-                error=syn.error,
-            )
-        )
-    status = result.status if result.status != "running" else "interrupted"
-    events.append(
-        SessionFinished(
-            session_id=sid,
-            status=status,
-            usage=result.usage,
-            cost_usd=result.usage.cost_usd,
-            duration_ms=result.duration_ms,
-            partial_reasons=result.partial_reasons,
-        )
-    )
+    if result.consensus is not None:
+        events.append(ConsensusEvent(session_id=sid, **consensus_fields(result.consensus)))
+    if result.synthesis.status != "skipped":
+        events.append(SynthesisEvent(session_id=sid, **synthesis_fields(result.synthesis)))
+    events.append(SessionFinished(session_id=sid, **finished_fields(result)))
     return [e.model_copy(update={"seq": i}) for i, e in enumerate(events, 1)]
 
 
@@ -307,9 +306,14 @@ __all__ = [
     "StageStarted",
     "SynthesisDelta",
     "SynthesisEvent",
+    "answer_fields",
+    "consensus_fields",
     "events_from_result",
+    "finished_fields",
     "events_json_schema",
     "events_json_schema_text",
     "parse_event",
     "private_view",
+    "review_fields",
+    "synthesis_fields",
 ]

@@ -42,7 +42,12 @@ from council.session.events import (
     StageStarted,
     SynthesisDelta,
     SynthesisEvent,
+    answer_fields,
+    consensus_fields,
+    finished_fields,
     private_view,
+    review_fields,
+    synthesis_fields,
 )
 from council.session.results import Failure, MemberAnswer, Review, SessionResult, Synthesis
 from council.session.schemas import PEER_REVIEW_SCHEMA_NAME, answer_labels, peer_review_model, peer_review_schema
@@ -149,7 +154,9 @@ class SessionRunner:
         try:
             response = await client.complete(request, stage="answer", sink=run.calls)
         except ProviderError as exc:
-            return _emit_answer(run, MemberAnswer(member=member.id, model=member.model, status="failed", error=str(exc)))
+            return _emit_answer(
+                run, MemberAnswer(member=member.id, model=member.model, status="failed", error=str(exc))
+            )
         text = response.text.strip()
         add_private(text)
         latency = (time.perf_counter() - t0) * 1000
@@ -437,7 +444,12 @@ class SessionRunner:
     ) -> SessionResult:
         c = self.council
         # Stage 1
-        run.emit(StageStarted, stage="answer", detail="members answer", expected=len(c.members) if candidates is None else len(candidates))
+        run.emit(
+            StageStarted,
+            stage="answer",
+            detail="members answer",
+            expected=len(c.members) if candidates is None else len(candidates),
+        )
         if candidates is not None:
             answers = [
                 MemberAnswer(
@@ -470,7 +482,9 @@ class SessionRunner:
             run.partial_reasons.append(f"{len(answers) - len(usable)} of {len(answers)} members failed to answer")
 
         # Stage 2
-        run.emit(StageStarted, stage="review", detail="reviewers rank the anonymised answers", expected=len(c.reviewers))
+        run.emit(
+            StageStarted, stage="review", detail="reviewers rank the anonymised answers", expected=len(c.reviewers)
+        )
         reviewed = await asyncio.gather(*(self._review(run, r, usable) for r in c.reviewers))
         reviews = [r for r in reviewed if r is not None]
         for r in reviews:
@@ -484,15 +498,7 @@ class SessionRunner:
         consensus = None
         if len(valid) >= c.review_quorum:
             consensus = consensus_ranking([r.ranking for r in valid], usable, seed=run.seed)
-            run.emit(
-                ConsensusEvent,
-                method=consensus.method,
-                order=consensus.order,
-                table=consensus.ranking,
-                kendall_w=consensus.kendall_w,
-                p=consensus.kendall_w_p_value,
-                ballots=consensus.ballots,
-            )
+            run.emit(ConsensusEvent, **consensus_fields(consensus))
         else:
             run.partial_reasons.append(f"no consensus: {len(valid)} valid reviews, {c.review_quorum} needed")
         if c.self_review == "flag":
@@ -564,14 +570,7 @@ class SessionRunner:
         )
         if self.store is not None:
             self._persist(run, result, records)
-        run.emit(
-            SessionFinished,
-            status=status,
-            usage=result.usage,
-            cost_usd=result.usage.cost_usd,
-            duration_ms=result.duration_ms,
-            partial_reasons=result.partial_reasons,
-        )
+        run.emit(SessionFinished, **finished_fields(result))
         return result
 
     def _persist(self, run: _Run, result: SessionResult, records: list[BiasRecord]) -> None:
@@ -617,53 +616,25 @@ class SessionRunner:
 
 
 def _emit_answer(run: _Run, a: MemberAnswer) -> MemberAnswer:
-    run.emit(
-        AnswerEvent,
-        member=a.member,
-        model=a.model,
-        status=a.status,
-        text=a.text,
-        error=a.error,
-        length_chars=a.length_chars,
-        latency_ms=a.latency_ms,
-    )
+    run.emit(AnswerEvent, **answer_fields(a))
     return a
 
 
 def _emit_review(run: _Run, r: Review) -> Review:
-    run.emit(
-        ReviewEvent,
-        reviewer=r.reviewer,
-        model=r.model,
-        status="ok" if r.valid else "invalid",
-        order=r.display_order,
-        labels=r.labels,
-        scores=r.scores,
-        reasoning=r.reasoning,
-        ranking=r.ranking,
-        attempts=r.attempts,
-        error=r.error,
-    )
+    run.emit(ReviewEvent, **review_fields(r))
     return r
 
 
 def _emit_synthesis(run: _Run, s: Synthesis) -> Synthesis:
-    status = "ok" if s.status == "ok" else "failed"
-    run.emit(
-        SynthesisEvent,
-        status=status,
-        chairman=s.chairman,
-        model=s.model,
-        text=s.text,
-        fallback_used=s.fallback_used,
-        error=s.error,
-    )
+    run.emit(SynthesisEvent, **synthesis_fields(s))
     return s
 
 
 def _models_of(c: ResolvedCouncil, candidates: Sequence[Candidate] | None) -> dict[str, str]:
     people = [*c.reviewers, *(x for x in (c.chairman, c.fallback_chairman) if x)]
-    members = {cand.id: cand.id for cand in candidates} if candidates is not None else {m.id: m.model for m in c.members}
+    members = (
+        {cand.id: cand.id for cand in candidates} if candidates is not None else {m.id: m.model for m in c.members}
+    )
     return {**members, **{m.id: m.model for m in people}}
 
 
