@@ -315,3 +315,24 @@ def test_a_non_finite_price_is_refused_at_start_in_one_line(tmp_path, council_ho
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert proc.returncode == 2 and len(lines) == 1 and "input_cost_per_token" in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_stored_session_with_a_non_finite_cost_is_served_with_null(tmp_path, council_home, mock):
+    import sqlite3
+
+    cfg = council_config(tmp_path / "c.toml", mock)
+    with council_serve(cfg, council_home) as (base, _):
+        reply = httpx.post(base + "/v1/chat/completions", json=chat(), timeout=60)
+        session_id = reply.json()["council"]["session_id"]
+        # What an older version stored for a price of inf: Python's json writes Infinity and NaN.
+        db = sqlite3.connect(council_home / "council.db", timeout=30)
+        with db:
+            (stored,) = db.execute("SELECT result FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            result = json.loads(stored)
+            result["usage"]["cost_usd"] = float("inf")
+            result["answers"][0]["cost_usd"] = float("nan")
+            db.execute("UPDATE sessions SET result = ? WHERE id = ?", (json.dumps(result), session_id))
+        db.close()
+        got = httpx.get(f"{base}/v1/sessions/{session_id}")
+    assert got.status_code == 200, got.text
+    assert got.json()["usage"]["cost_usd"] is None and got.json()["session_id"] == session_id

@@ -25,7 +25,7 @@ from council.errors import CouncilFailure
 from council.redaction import register_secret
 from council.server.auth import BearerTokenMiddleware
 from council.server.chat import chat_completions
-from council.server.errors import http_error
+from council.server.errors import http_error, server_error
 from council.server.guard import RequestGuardMiddleware
 from council.server.live import list_sessions, session_events, start_session
 from council.server.models_routes import get_model, list_models
@@ -91,7 +91,7 @@ def create_app(
             *web_routes(),
         ],
         middleware=middleware,
-        exception_handlers={HTTPException: http_error},
+        exception_handlers={HTTPException: http_error, Exception: server_error},
         lifespan=lifespan,
     )
 

@@ -45,6 +45,11 @@ class RequestError(Exception):
         self.response = response
 
 
+async def server_error(request: Request, exc: Exception) -> Response:
+    """A bug: OpenAI's shape, no details (the server's log has the traceback)."""
+    return openai_error(500, "internal server error (the server's log has the details)", "server_error")
+
+
 async def http_error(request: Request, exc: Exception) -> Response:
     """Unknown routes and wrong methods answer in OpenAI's error shape, as every other error."""
     assert isinstance(exc, HTTPException)

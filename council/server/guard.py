@@ -6,8 +6,10 @@ no preflight), and DNS rebinding can make a page's own name resolve to 127.0.0.1
 * ``Host`` must name this server: ``localhost``, a loopback address, the bound address, a
   name given with ``--allowed-host`` (for proxies), or, when bound to every interface, any IP
   address. A rebinding page's name is none of these: 403.
-* ``Origin``, when a browser sends one, must be this server's own origin or a ``--cors-origin``
-  (scheme, host and port compared case-insensitively): anything else, ``null`` included, 403.
+* ``Origin``, when a browser sends one, must be this server's own (the ``Host`` header's name
+  and port, by either scheme: behind a TLS proxy the page is ``https://NAME``) or a
+  ``--cors-origin`` (scheme, host and port; case does not matter): anything else, ``null``
+  included, 403.
 * A request body, whatever the method, must be declared JSON (``application/json`` or
   ``…+json``): 415.
 

@@ -18,7 +18,8 @@ async def get_session(request: Request) -> Response:
     except NotFoundError as exc:
         return openai_error(404, str(exc), "invalid_request_error", "not_found")
     if row.get("result"):
-        return JSONResponse(json.loads(row["result"]))
+        # Older versions could store a cost of Infinity or NaN, which JSON cannot carry: null.
+        return JSONResponse(json.loads(row["result"], parse_constant=lambda _: None))
     keys = {"session_id": "id", "status": "status", "error": "error", "created_at": "created_at"}
     return JSONResponse({key: row[column] for key, column in keys.items()})
 
