@@ -95,7 +95,7 @@ def test_ask_watch_the_three_stages_arrive_then_open_the_stored_session(served, 
 
     # Home lists it; opening it shows the stored session.
     page.click("a.brand")
-    page.wait_for_selector("#sessions table")
+    page.wait_for_selector("#sessions ul.sessions")
     page.fill("#search", "sky is")  # no match
     page.wait_for_selector("#sessions p.muted")
     page.fill("#search", "SKY")
@@ -132,7 +132,7 @@ LAYOUT = """() => {
   const problems = [];
   const scroll = document.documentElement.scrollWidth;
   if (scroll > width) problems.push("page scrolls sideways: " + scroll + " > " + width);
-  const groups = [".top > *", "main > *", "#session > *", ".tab", "#ask .row > *", ".meta", ".review"];
+  const groups = [".top > *", "main > *", "#session > *", ".tab", "#ask .row > *", ".meta", ".review", ".sessions a"];
   for (const group of groups) {
     const list = boxes(group);
     for (const b of list) {
@@ -154,6 +154,9 @@ LAYOUT = """() => {
 @pytest.mark.parametrize("width", [1280, 390])
 def test_layout_holds_at_a_laptops_and_a_phones_width(served, browser, width):
     page = open_app(browser, served, width=width, height=800)
+    httpx.post(f"{served}/v1/sessions", json={"council": "default", "question": "Layout?"}, headers=AUTH)
+    page.reload()
+    page.wait_for_selector("#sessions ul.sessions a")
     assert page.evaluate(LAYOUT) == []  # the home page: ask form and sessions
     ask(page, "A long question " + "with_a_very_long_unbroken_word_" * 6 + " to wrap?")
     page.wait_for_selector("#status.complete")

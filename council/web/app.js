@@ -222,7 +222,7 @@ async function homeView(main) {
       el("label", { for: "ask-council", class: "inline" }, "Council"), councilSelect, seed,
       el("button", { type: "submit", id: "ask-submit" }, "Ask")));
   const search = el("input", { id: "search", type: "search", placeholder: "Search questions" });
-  const list = el("div", { id: "sessions", class: "scroll" });
+  const list = el("div", { id: "sessions" });
   main.append(form, el("section", { class: "card" }, el("h2", {}, "Recent sessions"), search, list));
   let timer = null;
   search.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => loadSessions(list, search.value), 200); });
@@ -249,14 +249,11 @@ async function ask(councilSelect, question, seed) {
 async function loadSessions(list, query) {
   try {
     const rows = await api("/v1/sessions?limit=50" + (query ? "&q=" + encodeURIComponent(query) : ""));
-    const table = el("table", { class: "sessions" },
-      el("thead", {}, el("tr", {}, el("th", {}, "When"), el("th", {}, "Council"), el("th", {}, "Status"), el("th", {}, "Question"))),
-      el("tbody", {}, rows.map((r) => el("tr", {},
-        el("td", { class: "nowrap" }, (r.created_at || "").replace("T", " ").slice(0, 16)),
-        el("td", {}, r.council || r.kind || ""),
-        el("td", {}, el("span", { class: "badge " + r.status }, r.status)),
-        el("td", { class: "question" }, el("a", { href: "#/session/" + encodeURIComponent(r.session_id) }, r.question || "(question not stored)"))))));
-    list.replaceChildren(rows.length ? table : el("p", { class: "muted" }, query ? "No session matches." : "No sessions yet."));
+    const items = el("ul", { class: "sessions" }, rows.map((r) => el("li", {},
+      el("a", { href: "#/session/" + encodeURIComponent(r.session_id), class: "question" }, r.question || "(question not stored)"),
+      el("div", { class: "meta" }, el("span", { class: "badge " + r.status }, r.status), " ",
+        r.council || r.kind || "", " · ", (r.created_at || "").replace("T", " ").slice(0, 16)))));
+    list.replaceChildren(rows.length ? items : el("p", { class: "muted" }, query ? "No session matches." : "No sessions yet."));
   } catch (err) {
     showError(err.message);
   }
