@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import httpx
+import jsonschema
 import pytest
 from conftest import db_dump, invoke_cli
 from mock_server import start_mock_server
@@ -43,6 +45,9 @@ def config(tmp_path, mock_url):
     return path
 
 
+SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "docs" / "schemas" / "session-events.json").read_text())
+
+
 def sse(text: str) -> list[dict]:
     """The events of an SSE body: {"id", "event", "data"} each (comments skipped)."""
     events = []
@@ -62,7 +67,10 @@ def sse(text: str) -> list[dict]:
 def events_of(base: str, session_id: str, headers: dict | None = None) -> list[dict]:
     reply = httpx.get(f"{base}/v1/sessions/{session_id}/events", headers={**AUTH, **(headers or {})}, timeout=30)
     assert reply.status_code == 200 and reply.headers["content-type"].startswith("text/event-stream")
-    return sse(reply.text)
+    events = sse(reply.text)
+    for event in events:  # every event in its published shape
+        jsonschema.validate(event["data"], SCHEMA)
+    return events
 
 
 def start(base: str, council: str = "default", question: str = "Why is the sky blue?", **extra) -> httpx.Response:
