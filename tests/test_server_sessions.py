@@ -37,6 +37,7 @@ def config(tmp_path, mock_url):
         "[councils.slow]", 'members = ["a", "b", "slow"]', 'chairman = "a"',
         "[councils.broken]", 'members = ["a", "b", "c"]', 'chairman = "broken"', 'fallback_chairman = "b"',
         "[councils.nosynthesis]", 'members = ["a", "b", "c"]', 'chairman = "failing"',
+        "[councils.structured]", 'members = ["a", "b", "c"]', 'chairman = "fake/chair+flaky"',
     ]  # fmt: skip
     for alias, model in models.items():
         retries = 0 if alias == "failing" else 1
@@ -261,3 +262,15 @@ def test_with_transcripts_off_no_stored_or_streamed_event_carries_a_text(config,
         assert all(e["data"].get("text") is None for e in events if e["event"] in ("answer", "synthesis"))
         assert "7-alpha-zulu" not in json.dumps([e["data"] for e in events])
     assert "7-alpha-zulu" not in db_dump(council_home)
+
+
+def test_with_response_format_the_answer_is_sent_once_validated(config, council_home):
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    response_format = {"type": "json_schema", "json_schema": {"name": "capital", "schema": schema}}
+    with council_serve(config, council_home, "--token", TOKEN) as (base, _):
+        # The chairman's first reply is prose (+flaky): it is re-asked, and only the valid JSON is sent.
+        chunks, _ = chat_stream(base, "structured", response_format=response_format)
+        content = _deltas(chunks, "content")
+        assert len(content) == 1 and isinstance(json.loads(content[0])["city"], str)
+        stored = httpx.get(f"{base}/v1/sessions/{chunks[-1]['council']['session_id']}", headers=AUTH).json()
+        assert stored["synthesis"]["attempts"] == 2 and stored["synthesis"]["text"] == content[0]
