@@ -62,3 +62,21 @@ async def test_a_store_refusing_events_does_not_stop_the_session():
         await task
     assert store.get_session(session_id)["status"] == "complete"
     await council.aclose()
+
+
+def test_post_sessions_answers_a_refusal_before_the_start_with_its_error_not_a_500():
+    from starlette.testclient import TestClient
+
+    from council.config import load_config
+    from council.server.app import create_app
+
+    app = create_app(load_config(CONFIG))
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+
+        async def refuse(council, question, seed):
+            raise QuorumError("only 0 of 3 members answered")
+
+        app.state.council_server.live.start = refuse
+        reply = client.post("/v1/sessions", json={"council": "default", "question": "q"})
+        assert reply.status_code == 502 and "only 0 of 3" in reply.json()["error"]["message"]
+        assert reply.headers["x-should-retry"] == "false"

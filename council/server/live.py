@@ -48,11 +48,11 @@ async def start_session(request: Request) -> Response:
         req = parse_as(StartSession, await read_json(request, server.max_body_bytes))
         council = server.council(req.council)
         question, _ = check_request(req.question, seed=req.seed)
+        session_id = await server.live.start(council, question, req.seed)
     except RequestError as exc:
         return exc.response
-    except CouncilError as exc:
+    except CouncilError as exc:  # refused before it began (the session's reason, as a 4xx/502)
         return error_for(exc)
-    session_id = await server.live.start(council, question, req.seed)
     location = f"/v1/sessions/{session_id}"
     return JSONResponse({"session_id": session_id}, status_code=202, headers={"location": location})
 
