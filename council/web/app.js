@@ -375,7 +375,11 @@ async function reportView(main, title, path) {
   main.append(box);
   try {
     const data = await api(path);
-    box.replaceChildren(el("h2", {}, title), renderValue(data));
+    // The leaderboard's ratings first: the table people come for; the settings after.
+    const lead = Array.isArray(data && data.models) ? data.models : null;
+    const rest = lead ? Object.fromEntries(Object.entries(data).filter(([k]) => k !== "models")) : data;
+    const parts = lead ? [renderValue(lead), el("h3", {}, "How it was computed")] : [];
+    box.replaceChildren(el("h2", {}, title), ...parts, renderValue(rest));
   } catch (err) {
     showError(err.message);
   }
@@ -394,11 +398,19 @@ function renderValue(value) {
     }
     return el("span", {}, value.map((v) => (typeof v === "object" ? JSON.stringify(v) : loose(v))).join(", "));
   }
+  const rows = Object.values(value);
+  if (typeof value === "object" && rows.length > 1 && rows.every(flatObject)) {
+    // {name: {field: value}} (a report per reviewer, per model): one table, a row per name.
+    return renderValue(Object.entries(value).map(([name, fields]) => Object.assign({ "": name }, fields)));
+  }
   if (typeof value === "object") {
     return el("dl", { class: "kv" }, Object.entries(value).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, renderValue(v))]));
   }
   return el("span", {}, loose(value));
 }
+
+const flatObject = (v) => v && typeof v === "object" && !Array.isArray(v)
+  && Object.values(v).every((x) => x === null || typeof x !== "object" || (Array.isArray(x) && x.every((y) => typeof y !== "object")));
 
 // Reports' numbers: whole numbers as they are, others to 3 decimals.
 const loose = (v) => (typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : fmt(v));
