@@ -216,6 +216,15 @@ def test_chat_streams_progress_as_reasoning_then_the_synthesis_as_it_is_written(
         session_id = chunks[-1]["council"]["session_id"]
         stored = httpx.get(f"{base}/v1/sessions/{session_id}", headers=AUTH).json()
         assert "".join(content) == stored["synthesis"]["text"]
+        # A chat's session is in the store as it ran: the web app can watch it from any replica.
+        events = events_of(base, session_id)
+        assert "".join(e["data"]["text"] for e in events if e["event"] == "synthesis_delta") == "".join(content)
+        assert events[-1]["event"] == "session_finished"
+
+        whole = httpx.post(base + "/v1/chat/completions", headers=AUTH, timeout=30, json={
+            "model": "default", "messages": [{"role": "user", "content": "Name a colour."}]})  # fmt: skip
+        kinds = [e["event"] for e in events_of(base, whole.json()["council"]["session_id"])]
+        assert kinds[0] == "session_started" and kinds[-1] == "session_finished" and "review" in kinds
 
         quiet, _ = chat_stream(base, "default", stream_options={"include_progress": False})
         assert not _deltas(quiet, "reasoning_content") and _deltas(quiet, "content")

@@ -13,6 +13,34 @@ from council.storage.events import EventBatcher
 log = get_logger("council.server")
 
 
+class EventLog:
+    """One session's events into the store: in batches (:class:`EventBatcher`), flushed at least
+    every ``interval`` by a timer, and the rest at ``close``. Every session the server runs writes
+    one, so any replica sharing the store can stream it (``GET /v1/sessions/{id}/events``)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.batcher = EventBatcher(self._write)
+        self._timer: asyncio.Task[None] | None = None
+
+    def add(self, event: Any) -> None:
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().create_task(_flush_when_due(self.batcher))
+        self.batcher.add(event.model_dump(mode="json"))
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self.batcher.flush()
+
+    def _write(self, batch: list[dict[str, Any]]) -> None:
+        # A failed write loses these events, never the session: its result is stored apart.
+        try:
+            self.store.append_events(batch[0]["session_id"], batch)
+        except Exception as exc:
+            log.error("could not store session events", session_id=batch[0]["session_id"], error=str(exc))
+
+
 class LiveSessions:
     """The sessions this server runs in its background; cancelled (recorded interrupted) at shutdown."""
 
@@ -24,15 +52,14 @@ class LiveSessions:
         """Start the session; its id once it exists (its first event), or the error that stopped
         it before (a ``CouncilError`` the caller turns into a 4xx/502)."""
         started: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        batcher = EventBatcher(self._write)
+        events = EventLog(self.store)
 
         def on_event(event: Any) -> None:
-            batcher.add(event.model_dump(mode="json"))
+            events.add(event)
             if not started.done():
                 started.set_result(event.session_id)
 
         async def run() -> None:
-            flusher = asyncio.create_task(_flush_when_due(batcher))
             failure: BaseException | None = None
             try:
                 await council.run(question, seed=seed, on_event=on_event)
@@ -42,8 +69,7 @@ class LiveSessions:
                 failure = exc
                 log.error("background session failed", error=f"{type(exc).__name__}: {exc}")
             finally:
-                flusher.cancel()
-                batcher.flush()
+                events.close()
                 if not started.done():  # ended before it began: the request gets the reason
                     started.set_exception(failure or CouncilFailure("the session ended before it started"))
 
@@ -51,13 +77,6 @@ class LiveSessions:
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         return await started
-
-    def _write(self, batch: list[dict[str, Any]]) -> None:
-        # A failed write loses these events, never the session: its result is stored apart.
-        try:
-            self.store.append_events(batch[0]["session_id"], batch)
-        except Exception as exc:
-            log.error("could not store session events", session_id=batch[0]["session_id"], error=str(exc))
 
     async def aclose(self) -> None:
         for task in list(self.tasks):

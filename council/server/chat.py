@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from council.asking import JsonFormat
 from council.errors import CouncilError, CouncilFailure
 from council.server import protocol
+from council.server.background import EventLog
 from council.server.body import parse_as, read_json
 from council.server.errors import RequestError, error_for, openai_error
 from council.server.progress import progress_line
@@ -165,20 +166,24 @@ async def chat_completions(request: Request) -> Response:
         system_fingerprint=server.fingerprint(req.model),
         include_usage=protocol.include_usage(body),
     )
+    events = EventLog(server.store)  # so the web app, on any replica, can watch this session too
     if req.stream:
         return StreamingResponse(
-            _stream(council, last.text(), history, req.seed, fmt, reply, progress),
+            _stream(council, last.text(), history, req.seed, fmt, reply, progress, events),
             media_type="text/event-stream",
             headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
         )
     try:
         result = await _unless_disconnected(
-            request, council.run(last.text(), history=history, seed=req.seed, synthesis_format=fmt)
+            request,
+            council.run(last.text(), history=history, seed=req.seed, synthesis_format=fmt, on_event=events.add),
         )
         if result is not None and fmt is not None and (failure := _format_failure(result)) is not None:
             raise failure
     except CouncilError as exc:
         return error_for(exc)
+    finally:
+        events.close()
     if result is None:  # the client hung up: the session was cancelled and recorded interrupted
         return Response(status_code=499)
     return JSONResponse(_completion_payload(result, reply))
@@ -216,6 +221,7 @@ async def _stream(
     fmt: JsonFormat | None,
     reply: _Reply,
     progress: bool = True,
+    events: EventLog | None = None,
 ) -> AsyncIterator[bytes]:
     """The answer as the chairman writes it (with ``response_format``: once validated, which is
     when the runner hands it over); stage progress before it as ``reasoning_content``
@@ -249,6 +255,8 @@ async def _stream(
     try:
         result = None
         async for item in council.stream(question, history=history, seed=seed, synthesis_format=fmt):
+            if not isinstance(item, SessionResult) and events is not None:
+                events.add(item)
             if isinstance(item, SessionResult):
                 result = item
             elif item.type == "synthesis_delta":
@@ -266,6 +274,9 @@ async def _stream(
         for part in failed(exc):
             yield part
         return
+    finally:
+        if events is not None:
+            events.close()
     assert result is not None
     if fmt is not None and (failure := _format_failure(result)) is not None:
         for part in failed(failure):

@@ -2,8 +2,8 @@
 
 ``POST /v1/sessions {"council", "question", "seed"?}`` starts a session in the server's
 background and answers ``{"session_id"}`` as soon as the session exists (202). Its events
-(:mod:`council.session.events`) are written to the store in batches (:mod:`council.storage.events`),
-and ``GET /v1/sessions/{id}/events`` streams them as SSE from the store, polling it, so any
+(:mod:`council.session.events`), like those of every session the server runs (chat completions
+too), are written to the store in batches (:mod:`council.server.background`), and ``GET /v1/sessions/{id}/events`` streams them as SSE from the store, polling it, so any
 replica sharing the store can serve a session another one runs. Each event's SSE ``id`` is its
 ``seq``; a client resumes with ``Last-Event-ID`` (or ``?after=N``). The stream ends after
 ``session_finished``; a stored session with no events (run by the CLI) gets one
