@@ -23,7 +23,8 @@ def append_events(db: Any, session_id: str, events: Sequence[dict[str, Any]]) ->
     """Insert events (dicts with ``seq`` and ``type``) inside the caller's transaction; an event
     already stored (same seq) is kept, so a retried batch writes nothing twice."""
     db.conn.executemany(
-        "INSERT OR IGNORE INTO session_events (session_id, seq, type, at, data) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO session_events (session_id, seq, type, at, data) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (session_id, seq) DO NOTHING",
         [
             (session_id, e["seq"], e["type"], e.get("at") or utc_now(), json.dumps(e, ensure_ascii=False))
             for e in events
