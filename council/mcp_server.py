@@ -200,6 +200,13 @@ def build_server(tools: Tools) -> Any:
     """The MCP server with council's six tools."""
     sdk = _sdk()
     Context = sdk.Context  # noqa: N806 - the SDK's class, used as an annotation below
+    from mcp_types import CallToolResult
+
+    from council.judging.outcomes import ComparisonOutcome, GradeOutcome
+    from council.leaderboard import Leaderboard
+
+    # ``Annotated[CallToolResult, Model]``: the tool publishes Model's JSON Schema as its output
+    # schema, and the SDK checks each successful result's structured content against it.
     server = sdk.MCPServer(
         SERVER_NAME,
         instructions=(
@@ -218,7 +225,7 @@ def build_server(tools: Tools) -> Any:
         show: Annotated[
             list[Show], Field(description="Also put these in the text: each member's answer, each review.")
         ] = [],  # noqa: B006 - the SDK copies defaults into the schema; never mutated
-    ) -> Any:
+    ) -> Annotated[CallToolResult, SessionResult]:
         """Run a council session: every member answers, every reviewer scores and ranks the others'
         anonymised answers (each in its own shuffled order), a consensus ranking is formed by Borda
         count and the chairman writes the answer. Returns the answer, the ranking and the session."""
@@ -266,7 +273,7 @@ def build_server(tools: Tools) -> Any:
         ] = "consistency",
         swap: Annotated[bool, Field(description="Judge both orders (position swap).")] = True,
         votes: Annotated[int | None, Field(description="Judgments per judge, by majority.", ge=1, le=25)] = None,
-    ) -> Any:
+    ) -> Annotated[CallToolResult, ComparisonOutcome]:
         """Compare two responses to a prompt with position swap (each judge sees both orders);
         returns the winner, its confidence, and every pass."""
         from council.judging import engine
@@ -289,7 +296,7 @@ def build_server(tools: Tools) -> Any:
                     votes=votes or PAIRWISE_VOTES,
                     keep_text=keep_text,
                     sink=sink,
-                ),  # fmt: skip
+                ),
             )
             text = f"winner: {outcome.winner} (confidence {outcome.confidence:.2f}, {outcome.confidence_level})"
             if outcome.unstable:
@@ -309,7 +316,7 @@ def build_server(tools: Tools) -> Any:
             list[str] | None, Field(description="Judges: [models] aliases or model strings (default: the chairman).")
         ] = None,
         votes: Annotated[int | None, Field(description="Judgments per judge, by majority.", ge=1, le=25)] = None,
-    ) -> Any:
+    ) -> Annotated[CallToolResult, GradeOutcome]:
         """Grade one response against a rubric: reasoning before integer scores per criterion,
         several votes per judge; returns the scores and the evaluation report."""
         from council.judging import engine
@@ -334,7 +341,7 @@ def build_server(tools: Tools) -> Any:
                     votes=votes or GRADE_VOTES,
                     keep_text=keep_text,
                     sink=sink,
-                ),  # fmt: skip
+                ),
             )
             report = outcome.report
             text = "no report" if report is None else json.dumps(report.model_dump(mode="json"), ensure_ascii=False)
@@ -348,7 +355,7 @@ def build_server(tools: Tools) -> Any:
         since: Annotated[str | None, Field(description="Only data on or after this ISO date.")] = None,
         source: Annotated[Literal["sessions", "judgments", "all"], Field(description="Which data rates.")] = "all",
         bootstrap: Annotated[int, Field(description="Bootstrap rounds for the intervals.", ge=0, le=10000)] = 200,
-    ) -> Any:
+    ) -> Annotated[CallToolResult, Leaderboard]:
         """Bradley–Terry ratings per model, with bootstrap intervals, from the stored sessions and judged pairs."""
         from council.cli.leaderboard import render_text
         from council.leaderboard import leaderboard

@@ -168,3 +168,40 @@ def test_run_show_all_with_transcripts_off_still_prints_the_chairmans_answer(tmp
     assert proc.exit_code == 0, proc.stderr
     assert "(text not kept: transcripts are off)" in proc.stdout  # the live views had no text
     assert "Chairman's answer" in proc.stdout and "Synthesis of 3 answers" in proc.stdout
+
+
+def test_run_show_prints_while_the_session_runs_even_into_a_pipe(tmp_path, council_home):
+    # The chairman hangs (the mock server's "+slow" waits 30 s): the answers and reviews must
+    # reach the pipe before the session can end, i.e. while the process is still running.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from mock_server import start_mock_server
+
+    root = Path(__file__).resolve().parent.parent
+    with start_mock_server(latency=0.01, slow_seconds=30) as mock:
+        models = {
+            "a": {"model": "openai/mock-a", "api_base": mock.base_url},
+            "b": {"model": "openai/mock-b", "api_base": mock.base_url},
+            "chair": {"model": "openai/mock-c+slow", "api_base": mock.base_url, "timeout": 25, "retries": 0},
+        }
+        cfg = write_config(tmp_path / "slow.toml", models, members=["a", "b"], chairman="chair")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "council", "run", QUESTION, "--config", str(cfg), "--show", "answers,reviews"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True,
+            env={**os.environ, "PYTHONPATH": str(root), "COUNCIL_HOME": str(council_home)},
+        )  # fmt: skip
+        try:
+            seen = []
+            for line in proc.stdout:
+                if line.startswith(("Answer ", "Review by ")):
+                    seen.append(line.split(" (")[0])
+                if len(seen) == 4:
+                    break
+            assert sorted(seen) == ["Answer a", "Answer b", "Review by a", "Review by b"]
+            assert proc.poll() is None  # still waiting for the chairman
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)

@@ -59,6 +59,10 @@ async def test_every_tool_over_stdio_against_the_mock_server(tmp_path, council_h
         run_tool = next(t for t in listed.tools if t.name == "council_run")
         assert run_tool.input_schema["required"] == ["question"]
         assert run_tool.input_schema["properties"]["seed"]["anyOf"][0]["minimum"] == 0
+        outputs = {t.name: t.output_schema for t in listed.tools}
+        assert "synthesis" in outputs["council_run"]["properties"]
+        assert "winner" in outputs["council_compare"]["properties"]
+        assert "report" in outputs["council_grade"]["properties"]
 
         progress = []
 

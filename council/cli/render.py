@@ -169,12 +169,8 @@ def render_header(result: SessionResult) -> None:
     status_style = {"complete": "green", "partial": "yellow", "failed": "red", "interrupted": "red"}
     out.print(
         styled(
-            ("Session", "bold"),
-            f" {result.session_id}  council ",
-            (visible(result.council), "bold"),
-            "  status ",
-            (result.status, status_style.get(result.status, "white")),
-            f"  seed {result.seed}",
+            ("Session", "bold"), f" {result.session_id}  council ", (visible(result.council), "bold"),
+            "  status ", (result.status, status_style.get(result.status, "white")), f"  seed {result.seed}",
         )  # fmt: skip
     )
 
@@ -219,7 +215,7 @@ def problems(result: SessionResult) -> tuple[list[str], str | None]:
     run a failure (a synthesis that was asked for and is missing), or None."""
     causes: dict[str, list[str]] = {}
     for f in result.failures:
-        causes.setdefault(f.stage, []).append(f"{f.member}: {_without_prefix(f.error, f.member)}")
+        causes.setdefault(f.stage, []).append(f"{f.member}: {without_prefix(f.error, f.member)}")
     warnings = []
     if causes.get("answer"):
         n, total = len(causes["answer"]), len(result.answers)
@@ -253,9 +249,11 @@ def report_problems(result: SessionResult) -> None:
         raise CouncilFailure(error)
 
 
-def _without_prefix(error: str, member: str) -> str:
-    # Provider errors start with the model (``fake/x: ...``); where it is the member's id, once is enough.
-    return error[len(member) + 2 :] if error.startswith(member + ": ") else error
+def without_prefix(error: str | None, name: str) -> str:
+    """A provider's error starts with the model (``fake/x: ...``): where ``name`` is already
+    said beside it, once is enough."""
+    error = error or "unknown error"
+    return error[len(name) + 2 :] if error.startswith(name + ": ") else error
 
 
 def render_session_bias(bias: Any) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from council.cli.render import consensus_table, heading, out, styled, text_block, w_text
+from council.cli.render import consensus_table, heading, out, styled, text_block, w_text, without_prefix
 
 #: What ``--show`` can name.
 PARTS = ("question", "answers", "reviews", "consensus", "synthesis")
@@ -32,12 +32,6 @@ def parse_show(value: str | None) -> frozenset[str]:
             f"unknown part(s) {', '.join(map(repr, unknown)) or repr(value)}; choose from {', '.join(PARTS)}, all"
         )
     return frozenset(names)
-
-
-def _cause(error: str | None, model: str) -> str:
-    # A provider's error starts with the model, already named in the heading.
-    error = error or "unknown error"
-    return error[len(model) + 2 :] if error.startswith(model + ": ") else error
 
 
 class SessionView:
@@ -65,7 +59,12 @@ class SessionView:
         if "answers" not in self.show:
             return
         if e.status == "failed":
-            heading(("Answer", "bold"), f" {e.member} ({e.model}) ", ("failed", "red"), f": {_cause(e.error, e.model)}")
+            heading(
+                ("Answer", "bold"),
+                f" {e.member} ({e.model}) ",
+                ("failed", "red"),
+                f": {without_prefix(e.error, e.model)}",
+            )
             return
         latency = f", {e.latency_ms / 1000:.1f}s" if e.latency_ms is not None else ""
         heading(
@@ -80,7 +79,7 @@ class SessionView:
             return
         if e.status != "ok":
             tries = f" after {e.attempts} attempt{'s' if e.attempts != 1 else ''}" if e.attempts else ""
-            cause = _cause(e.error, e.model)
+            cause = without_prefix(e.error, e.model)
             heading(("Review", "bold"), f" by {e.reviewer} ({e.model}) ", ("invalid", "red"), f"{tries}: {cause}")
             return
         heading(("Review", "bold"), f" by {e.reviewer} ({e.model})")

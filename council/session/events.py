@@ -4,8 +4,8 @@ Every event has a ``type`` (the discriminator), a sequence number ``seq`` (1, 2,
 one session, no gaps: an SSE event id, a resume point), the ``session_id`` and the time ``at``.
 The runner emits them through one callback in this order::
 
-    session_started
-    stage(answer)      answer × members          notice*   (truncations, failures)
+    session_started    notice?                             (the offline default)
+    stage(answer)      answer × members          notice*   (answers cut for review)
     stage(review)      review × reviewers
     consensus                                              (when there are enough valid reviews)
     stage(synthesis)   synthesis_delta+  synthesis         (when a synthesis was asked for)
