@@ -72,12 +72,16 @@ def test_ask_watch_the_three_stages_arrive_then_open_the_stored_session(served, 
     page.wait_for_selector("#answer-panel .answer-text")
     assert page.locator(".tab").count() == 3
     # The synthesis grows while the chairman writes (the mock sends a word every 20 ms).
-    lengths = set()
+    lengths, stages = set(), set()
     while page.locator("#status.running").count():
         lengths.add(len(page.text_content("#synthesis-text") or ""))
+        if page.locator("#stage").count():
+            stages.add(page.text_content("#stage"))
         page.wait_for_timeout(30)
     page.wait_for_selector("#status.complete")
     assert len({n for n in lengths if n > 0}) >= 2, lengths  # seen part-written, more than once
+    assert " · now: the chairman writes" in stages  # the stage in progress is named
+    assert page.locator("#stage").count() == 0  # and no longer once the session is done
     assert page.locator(".review").count() == 3
     assert page.locator(".review tbody tr").count() == 6  # each reviewer scored the two others
     assert page.locator("#consensus tbody tr").count() == 3

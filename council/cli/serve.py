@@ -41,7 +41,7 @@ def serve(
     cors_origins: tuple[str, ...],
     allowed_hosts: tuple[str, ...],
 ) -> None:
-    """Serve councils as OpenAI-compatible chat models (model = council name)."""
+    """Serve councils as OpenAI-compatible chat models (model = council name), and the web app at /."""
     from council.config import load_config, resolve_council
     from council.server.app import create_app, is_loopback
     from council.server.guard import check_allowed_host

@@ -306,12 +306,16 @@ function updateSynthesis(view, s) {
   return true;
 }
 
+const STAGES = { answer: "the members answer", review: "the reviewers rank", synthesis: "the chairman writes" };
+
 function renderSession(view, s) {
   const parts = [];
   parts.push(el("div", { class: "card" },
     el("h2", { id: "question", class: "question-title" }, s.question === null ? "(question not stored)" : s.question || "…"),
     el("p", { class: "meta" }, "Council ", el("strong", {}, s.council || "…"), " · ",
-      el("span", { id: "status", class: "badge " + s.status }, s.status), " · session ", el("code", {}, s.id)),
+      el("span", { id: "status", class: "badge " + s.status }, s.status),
+      s.status === "running" && s.stage ? el("span", { id: "stage" }, " · now: " + STAGES[s.stage]) : null,
+      " · session ", el("code", {}, s.id)),
     s.error ? el("p", { class: "error-text" }, s.error) : null,
     s.notices.length ? el("ul", { class: "notices" }, s.notices.map((n) => el("li", {}, n))) : null));
 
