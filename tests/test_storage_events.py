@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from council.server.background import EventBatcher
 from council.storage import Store
-from council.storage.events import EventBatcher
 
 
 def _event(seq: int, type_: str = "stage", **extra: object) -> dict[str, object]:

@@ -1,16 +1,45 @@
-"""Sessions the server runs in its background (``POST /v1/sessions``): their events go to the
-store in batches (:mod:`council.storage.events`) as they happen."""
+"""Sessions the server runs in its background (``POST /v1/sessions``), and every session's events
+on their way to the store (:mod:`council.storage.events`): in batches, since the chairman's
+tokens arrive many a second and one transaction per token would cost more than the token."""
 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from typing import Any
 
 from council.errors import CouncilError, CouncilFailure
 from council.logs import get_logger
-from council.storage.events import EventBatcher
 
 log = get_logger("council.server")
+
+
+class EventBatcher:
+    """Collects one session's events and writes them ``interval`` seconds apart at most, or at
+    once for any event but a synthesis delta (a stage, an answer, a review show up at once)."""
+
+    def __init__(self, write: Callable[[list[dict[str, Any]]], None], *, interval: float = 0.05) -> None:
+        self._write = write
+        self.interval = interval
+        self._pending: list[dict[str, Any]] = []
+        self._oldest = 0.0
+
+    def add(self, event: dict[str, Any]) -> None:
+        if not self._pending:
+            self._oldest = time.monotonic()
+        self._pending.append(event)
+        if event.get("type") != "synthesis_delta" or time.monotonic() - self._oldest >= self.interval:
+            self.flush()
+
+    def due(self) -> bool:
+        """Whether buffered deltas have waited ``interval`` (a timer calls ``flush`` then)."""
+        return bool(self._pending) and time.monotonic() - self._oldest >= self.interval
+
+    def flush(self) -> None:
+        if self._pending:
+            batch, self._pending = self._pending, []
+            self._write(batch)
 
 
 class EventLog:

@@ -3,8 +3,9 @@
 ``POST /v1/sessions {"council", "question", "seed"?}`` starts a session in the server's
 background and answers ``{"session_id"}`` as soon as the session exists (202). Its events
 (:mod:`council.session.events`), like those of every session the server runs (chat completions
-too), are written to the store in batches (:mod:`council.server.background`), and ``GET /v1/sessions/{id}/events`` streams them as SSE from the store, polling it, so any
-replica sharing the store can serve a session another one runs. Each event's SSE ``id`` is its
+too), are written to the store in batches (:mod:`council.server.background`), and
+``GET /v1/sessions/{id}/events`` streams them as SSE from the store, polling it, so any replica
+sharing the store can serve a session another one runs. Each event's SSE ``id`` is its
 ``seq``; a client resumes with ``Last-Event-ID`` (or ``?after=N``). The stream ends after
 ``session_finished``; a stored session with no events (run by the CLI) gets one
 ``session_finished`` built from its row.
@@ -27,12 +28,12 @@ from council.server.body import parse_as, read_json
 from council.server.errors import RequestError, error_for, openai_error
 from council.server.state import server_of
 from council.session.runner import MAX_SEED, check_request
-from council.storage.events import FINAL_TYPES
 
 POLL_SECONDS = 0.05  # how often a stream looks for new events in the store
 STATUS_EVERY = 20  # polls between looks at the session's status (has it ended elsewhere?)
 KEEPALIVE_SECONDS = 15.0
 MAX_LIST = 500
+FINAL_TYPES = frozenset({"session_finished"})  # after it, a session sends nothing more
 
 
 class StartSession(BaseModel):

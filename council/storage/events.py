@@ -2,21 +2,17 @@
 
 Rows of ``session_events``: one per event, keyed by (session_id, seq); ``seq`` is the event's own
 number (1, 2, 3, … within a session), which the server sends as the SSE event id, so a client
-resumes with ``Last-Event-ID``. Written in batches (``EventBatcher``): the chairman's tokens
-arrive many a second, and one transaction per token would cost more than the token.
+resumes with ``Last-Event-ID``. The server writes them in batches
+(:class:`council.server.background.EventBatcher`).
 """
 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from council.clock import utc_now
-
-#: Event types after which a session sends nothing more.
-FINAL_TYPES = frozenset({"session_finished"})
 
 
 def append_events(db: Any, session_id: str, events: Sequence[dict[str, Any]]) -> None:
@@ -39,30 +35,3 @@ def events_after(db: Any, session_id: str, after: int = 0, limit: int = 1000) ->
         (session_id, after, limit),
     )
     return list(rows)
-
-
-class EventBatcher:
-    """Collects one session's events and writes them ``interval`` seconds apart at most, or at
-    once for any event but a synthesis delta (a stage, an answer, a review show up at once)."""
-
-    def __init__(self, write: Callable[[list[dict[str, Any]]], None], *, interval: float = 0.05) -> None:
-        self._write = write
-        self.interval = interval
-        self._pending: list[dict[str, Any]] = []
-        self._oldest = 0.0
-
-    def add(self, event: dict[str, Any]) -> None:
-        if not self._pending:
-            self._oldest = time.monotonic()
-        self._pending.append(event)
-        if event.get("type") != "synthesis_delta" or time.monotonic() - self._oldest >= self.interval:
-            self.flush()
-
-    def due(self) -> bool:
-        """Whether buffered deltas have waited ``interval`` (a timer calls ``flush`` then)."""
-        return bool(self._pending) and time.monotonic() - self._oldest >= self.interval
-
-    def flush(self) -> None:
-        if self._pending:
-            batch, self._pending = self._pending, []
-            self._write(batch)
