@@ -137,6 +137,9 @@ def test_sessions_are_listed_and_searched_and_the_leaderboard_is_the_clis(config
         cli = invoke_cli("leaderboard", "--json", "--bootstrap", "20", "--seed", "1")
         assert cli.exit_code == 0 and board.json() == json.loads(cli.stdout)
         assert board.json()["comparisons"] > 0
+        report = httpx.get(f"{base}/v1/bias-report", headers=AUTH)
+        cli = invoke_cli("bias-report", "--json")
+        assert cli.exit_code == 0 and report.status_code == 200 and report.json() == json.loads(cli.stdout)
 
 
 def test_bad_requests_get_one_clear_4xx_and_nothing_runs(config, council_home):

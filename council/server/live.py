@@ -85,6 +85,7 @@ async def session_events(request: Request) -> Response:
 
 async def _events(store: Any, session_id: str, after: int) -> AsyncIterator[bytes]:
     cursor, polls, quiet = after, 0, 0.0
+    yield b"retry: 1000\n\n"  # an EventSource reconnects after 1 s (with Last-Event-ID)
     while True:
         rows = store.events_after(session_id, cursor)
         for seq, kind, data in rows:

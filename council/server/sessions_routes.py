@@ -37,7 +37,8 @@ async def get_bias_report(request: Request) -> Response:
         )
     except CouncilError as exc:
         return error_for(exc)
-    return JSONResponse(json.loads(report.model_dump_json()))
+    # As ``council bias-report --json`` writes it: the scatter points belong to the HTML page only.
+    return JSONResponse(json.loads(report.model_dump_json(exclude={"length_points"})))
 
 
 async def get_leaderboard(request: Request) -> Response:
