@@ -1,6 +1,6 @@
 """An OpenAI-compatible mock LLM server on 127.0.0.1, for end-to-end tests and benchmarks.
 
-Replies come from ``council.providers.fake.FakeResponder``, the same responder as the in-process
+Replies come from ``council.testing.replies.FakeResponder``, the same responder as the in-process
 ``fake/`` provider, so a model name like ``mock-b+garbage`` behaves exactly like
 ``fake/mock-b+garbage`` (see that module for the ``+behaviour`` suffixes).
 
@@ -47,7 +47,7 @@ try:
 except ImportError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from council.errors import ConfigError, ProviderError
-from council.providers.fake import (
+from council.testing.replies import (
     FakeResponder,
     cutoff_error,
     parse_model_name,
