@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
         "council.csv_cells",
         "council.terminal",
         "council.ratings",
+        "council.budget",
     ),
     ("council.config",),
     ("council.providers", "council.storage"),
@@ -59,6 +60,7 @@ PURE = (
     "council.export_rows",
     "council.ratings",
     "council.judging.agreement",
+    "council.budget",
 )
 IO = ("council.providers", "council.storage", "council.api", "council.cli", "council.server")
 
@@ -181,3 +183,14 @@ def test_session_and_judging_stay_apart():
         if (_within(name, a) and _within(dep, b)) or (_within(name, b) and _within(dep, a))
     ]
     assert wrong == []
+
+
+def test_the_spend_cap_is_kept_in_one_place():
+    """Every call reserves against the cap in ModelClient; no other module reserves or settles."""
+    allowed = {"council.budget", "council.providers.client", "council.storage.budgets"}
+    for name, path in MODULES.items():
+        if name in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                assert node.func.attr not in ("reserve", "settle"), f"{name} reserves spending outside ModelClient"

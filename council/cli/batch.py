@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from council.cli.common import output_option, quiet
+from council.cli.common import max_cost_option, output_option, quiet
 from council.cli.judge import STRATEGIES, adaptive_option, batch_judge_option, config_option, votes_option
 from council.errors import CouncilFailure
 from council.inputs import read_text_file
@@ -86,6 +86,7 @@ class BatchProgress:
 @votes_option
 @adaptive_option
 @click.option("--no-swap", is_flag=True, help="Judge each pair once, A shown first.")
+@max_cost_option()
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (the results go to --output).")
 def batch(
@@ -102,10 +103,14 @@ def batch(
     votes: int,
     adaptive: bool,
     no_swap: bool,
+    max_cost: str | None,
     config_path: str | None,
     as_json: bool,
 ) -> None:
-    """Judge every item of FILE.jsonl (pairwise or rubric grading), resumably."""
+    """Judge every item of FILE.jsonl (pairwise or rubric grading), resumably.
+
+    --max-cost is kept with the batch: it counts every run of it, and a later --max-cost
+    replaces it (a batch stopped by its cap resumes with --resume and a higher one)."""
     from council.cli.judge import run_with_judges
     from council.judging import batch as batching
     from council.judging.engine import resolve_criteria
@@ -118,7 +123,7 @@ def batch(
     output_path = Path(output) if output else Path(file).with_suffix(".results.jsonl")
     silent = quiet()
 
-    async def work(judges: list[ModelClient], keep_text: bool) -> BatchSummary:
+    async def work(judges: list[ModelClient], keep_text: bool, cap: float | None) -> BatchSummary:
         settings = batching.BatchSettings(
             mode=mode,  # type: ignore[arg-type]
             judges=[f"{j.id}={j.model}" for j in judges],
@@ -146,15 +151,21 @@ def batch(
                 keep_text=keep_text,
                 on_start=progress.on_start,
                 on_item=progress.on_item,
+                max_cost=cap,
             )
         finally:
             progress.stop()
 
-    summary = run_with_judges(config_path, judge_refs, work)
+    summary = run_with_judges(config_path, judge_refs, work, max_cost=max_cost, cap_each_call=False)
     if as_json:
         click.echo(summary.model_dump_json(indent=2))
     else:
         render_summary(summary)
+    if summary.budget_reached:
+        from council.budget import BudgetReached
+
+        assert summary.spent_usd is not None and summary.max_cost_usd is not None
+        raise BudgetReached(summary.spent_usd, summary.max_cost_usd)
     if summary.failed:
         raise CouncilFailure(f"{summary.failed} of {summary.items} items failed; see {summary.output}")
 
@@ -209,6 +220,7 @@ def render_summary(s: BatchSummary) -> None:
         ("calls saved (adaptive)", str(s.calls_saved)),
         ("tokens", f"{s.prompt_tokens} + {s.completion_tokens}"),
         ("cost", cost),
+        *_budget_rows(s),
         ("wall time (this run)", f"{s.wall_time_s:.1f}s"),
     ]
     for name, value in rows:
@@ -218,3 +230,12 @@ def render_summary(s: BatchSummary) -> None:
         out.print(styled(("failed", "red"), f" {item_id}: {error}"))
     if s.output:
         out.print(f"results: {s.output}")
+
+
+def _budget_rows(s: BatchSummary) -> list[tuple[str, str]]:
+    if s.max_cost_usd is None or s.spent_usd is None:
+        return []
+    from council.budget import usd
+
+    reached = " (reached: resume with a higher --max-cost)" if s.budget_reached else ""
+    return [("spend cap (all runs)", f"{usd(s.spent_usd)} of {usd(s.max_cost_usd)}{reached}")]

@@ -164,3 +164,23 @@ def _cannot_write(path: str, exc: OSError) -> Exception:
     from council.errors import UsageError
 
     return UsageError(f"cannot write {path}: {exc.strerror or exc}")
+
+
+MAX_COST_HELP = (
+    "Stop before spending more than USD on model calls (each call reserves its worst case first; "
+    "default: [budget] max_cost_usd)."
+)
+
+
+def max_cost_option() -> Any:
+    """``--max-cost USD``: a hard spend cap (checked by ``council.budget.check_cap``)."""
+    return click.option("--max-cost", "max_cost", metavar="USD", help=MAX_COST_HELP)
+
+
+def spend_cap(max_cost: str | None, loaded: Any) -> float | None:
+    """The cap in force: ``--max-cost``, else the config's ``[budget] max_cost_usd``, else none."""
+    from council.budget import check_cap
+
+    if max_cost is not None:
+        return check_cap(max_cost)
+    return loaded.config.budget.max_cost_usd

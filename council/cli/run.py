@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from council.cli.common import max_cost_option
 from council.errors import UsageError
 
 
@@ -35,6 +36,7 @@ from council.errors import UsageError
     type=click.Path(dir_okay=False),
     help="Review these answers instead of asking the members (JSON/JSONL of {id, text}).",
 )
+@max_cost_option()
 def run(
     question: str | None,
     question_file: str | None,
@@ -44,21 +46,30 @@ def run(
     as_json: bool,
     no_synthesis: bool,
     candidates_path: str | None,
+    max_cost: str | None,
 ) -> None:
     """Ask the council QUESTION: answers, shuffled peer review, consensus, synthesis.
 
     QUESTION '-' reads the question from standard input.
     """
     from council.api import Council
-    from council.cli.common import quiet
+    from council.budget import Budget, BudgetReached, check_cap
+    from council.cli.common import quiet, spend_cap
     from council.cli.render import ProgressDisplay, render_result
+    from council.providers.client import cap_spending
     from council.session import load_candidates
     from council.session.runner import check_request
 
     # Everything the user gave is checked before the database is opened or a model called.
     question, _ = check_request(read_question(question, question_file), seed=seed)
     candidates = load_candidates(candidates_path) if candidates_path else None
+    if max_cost is not None:
+        check_cap(max_cost)
     council = Council.from_config(config_path, council=council_name)
+    cap = spend_cap(max_cost, council.loaded)
+    budget = Budget.capped(cap) if cap is not None else None
+    if budget is not None:
+        cap_spending(council.clients.values(), budget)
     progress = ProgressDisplay(council, enabled=not as_json and not quiet())
 
     async def go():  # type: ignore[no-untyped-def]
@@ -70,11 +81,18 @@ def run(
         finally:
             await council.aclose()
 
-    result = asyncio.run(go())
+    try:
+        result = asyncio.run(go())
+    except BudgetReached:
+        if budget is not None:  # the final figure: calls in flight have settled since
+            raise BudgetReached(*budget.totals()) from None
+        raise
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:
         render_result(result)
+    if budget is not None and budget.reached is not None:
+        raise BudgetReached(*budget.totals())
 
 
 def read_question(question: str | None, question_file: str | None) -> str:

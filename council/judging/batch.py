@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from council.budget import Budget
 from council.errors import InputError, UsageError
 from council.judging.agreement import GoldAgreement, LabelAgreement, gold_agreement, label_agreement
 from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade, run_rows
@@ -41,7 +42,7 @@ from council.judging.running import keeps_text
 from council.judging.schemas import Rubric
 from council.judging.strategies import DEFAULT_STRATEGY
 from council.judging.voting import GRADE_VOTES, PAIRWISE_VOTES
-from council.providers.client import ModelClient
+from council.providers.client import ModelClient, cap_spending
 from council.redaction import private_scope
 from council.storage.store import Store
 from council.usage import CallLog, CallRecord
@@ -239,6 +240,11 @@ class BatchSummary(BaseModel):
     wall_time_s: float = 0.0
     output: str | None = None
     errors: dict[str, str] = Field(default_factory=dict)
+    #: The batch's spend cap, what it counted as spent (all runs, every process), and whether
+    #: the cap stopped this run.
+    max_cost_usd: float | None = None
+    spent_usd: float | None = None
+    budget_reached: bool = False
     #: The judge against the items' labels (pairs) and gold scores (grades), when they carry them.
     labels: LabelAgreement | None = None
     gold_scores: GoldAgreement | None = None
@@ -415,6 +421,7 @@ async def run_batch(
     keep_text: bool | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_item: ProgressSink | None = None,
+    max_cost: float | None = None,
 ) -> BatchSummary:
     """Judge every item not finished yet (at most ``concurrency`` at a time), then summarise
     from the database and write ``output`` (JSONL, one result per item, in file order).
@@ -423,6 +430,11 @@ async def run_batch(
     from the database, so it then holds no judge reasoning either).
     ``on_start(to_judge, skipped)`` and ``on_item(item, ok)`` report progress. Without
     ``resume`` a batch id that already has recorded items is refused.
+
+    ``max_cost``: the batch's spend cap, kept with it in the store (replacing an earlier one);
+    a batch with a cap keeps it when resumed without one. Every call of the batch, by any
+    process, reserves against it; once it is reached no new item starts, and the summary
+    says so (``budget_reached``): the batch resumes later with a new cap.
     """
 
     if concurrency < 1:
@@ -435,7 +447,7 @@ async def run_batch(
         with store.batch_lock(batch_id):
             return await _run_batch(
                 items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
-                store, keep_text, on_start, on_item,
+                store, keep_text, on_start, on_item, max_cost,
             )  # fmt: skip
     finally:
         if owned:
@@ -457,6 +469,7 @@ async def _run_batch(
     keep_text: bool,
     on_start: Callable[[int, int], None] | None,
     on_item: ProgressSink | None,
+    max_cost: float | None,
 ) -> BatchSummary:
     from council.storage.judgments import batch_item_status, batch_rows, open_batch, record_run
 
@@ -475,6 +488,7 @@ async def _run_batch(
             "add --resume to continue it, or give another --batch-id"
         )
     todo = [item for item in items if recorded.get(item.id) != "ok"]
+    budget = _batch_budget(store, batch_id, max_cost, judges)
     skipped = len(items) - len(todo)
     if on_start is not None:
         on_start(len(todo), skipped)
@@ -504,6 +518,8 @@ async def _run_batch(
 
     async def worker() -> None:
         for item in pending:  # one shared iterator: each item goes to exactly one worker
+            if budget is not None and budget.reached is not None:
+                return  # the cap is reached: the item stays unjudged, for a resume with a new cap
             await judge_and_record(item)
 
     t0 = time.perf_counter()
@@ -515,7 +531,25 @@ async def _run_batch(
     rows = batch_rows(store, batch_id)
     summary = summarize(rows, batch_id=batch_id, source=source, items=len(items), skipped=skipped, judged=len(todo))
     summary.wall_time_s = wall
+    if budget is not None:
+        summary.spent_usd, summary.max_cost_usd = budget.totals()
+        summary.budget_reached = budget.reached is not None
     if output is not None:
         write_results(rows, output)
         summary.output = str(output)
     return summary
+
+
+def _batch_budget(
+    store: Store, batch_id: str, max_cost: float | None, judges: Sequence[ModelClient]
+) -> Budget | None:
+    """The batch's budget in the store (``max_cost`` replaces its cap), with the judges under it."""
+    from council.storage.budgets import StoreLedger, batch_key, batch_spent, open_budget
+
+    key = batch_key(batch_id)
+    spent = batch_spent(store, batch_id) if max_cost is not None else 0.0
+    if open_budget(store, key, cap_usd=max_cost, spent_usd=spent) is None:
+        return None
+    budget = Budget(StoreLedger(store, key))
+    cap_spending(judges, budget)
+    return budget

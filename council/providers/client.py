@@ -5,6 +5,8 @@ One ``ModelClient`` per configured model, shared by every session of a ``Council
 ``semaphore (max_concurrency) → rate limiter (rpm) → backend, under a per-attempt
 timeout``, retried with exponential backoff and jitter (tenacity) on 429/5xx/timeouts.
 Every attempt, failed, cancelled or not, becomes a ``CallRecord`` for the call log.
+Under a spend cap (``budget``), each attempt reserves its worst case before it is sent
+and settles at its real cost when it ends (``council.budget``; docs/methods.md, "Spend caps").
 
 A backend may have a synchronous ``prepare()`` (one-off setup such as LiteLLM's
 ~2.5 s import); it runs once, before the first attempt's deadline starts.
@@ -15,14 +17,16 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from council.budget import Budget, CallPrice, prompt_tokens_bound
 from council.clock import utc_now
 from council.config import ResolvedModel
-from council.errors import ProviderError
+from council.errors import ProviderError, UsageError
 from council.logs import get_logger
 from council.providers.base import ChatRequest, ChatResponse, ModelAPI
 from council.redaction import redact
@@ -66,6 +70,9 @@ class ModelClient:
         self._semaphore = asyncio.Semaphore(spec.max_concurrency)
         self._limiter: Any = None
         self._prepared = False
+        self.budget: Budget | None = None
+        """The spend cap this client's calls reserve against (None: no cap)."""
+        self._call_price: CallPrice | None = None
         if spec.rpm:
             from aiolimiter import AsyncLimiter
 
@@ -92,6 +99,35 @@ class ModelClient:
             prepare()
         self._prepared = True
 
+    def check_budget(self) -> CallPrice:
+        """What this model's calls may cost, or a ``UsageError`` saying why a cap cannot be
+        kept for it (no known price; no max_tokens and no known output limit)."""
+        if self._call_price is None:
+            from council.providers.prices import call_price
+
+            price = call_price(self.resolved)
+            where = f"[models.{self.id}]"
+            if price is None:
+                raise UsageError(
+                    f"{self.id}: no known price for {self.model}, so a spend cap cannot be kept; "
+                    f"set input_cost_per_token and output_cost_per_token in {where}"
+                )
+            if price.worst_case(0, self.resolved.spec.max_tokens) is None:
+                raise UsageError(
+                    f"{self.id}: no max_tokens and no known output limit for {self.model}, so a spend cap "
+                    f"cannot be kept; set max_tokens in {where}"
+                )
+            self._call_price = price
+        return self._call_price
+
+    def worst_case(self, request: ChatRequest) -> float:
+        """The most this request can cost (docs/methods.md, "Spend caps")."""
+        price = self.check_budget()
+        bound = price.worst_case(prompt_tokens_bound(request.messages, request.json_schema), request.max_tokens)
+        if bound is None:  # a request without max_tokens on a model that has one configured
+            raise UsageError(f"{self.id}: a request without max_tokens cannot be kept within a spend cap")
+        return bound
+
     async def _attempt(self, request: ChatRequest, stage: str, attempt: int, sink: CallSink | None) -> ChatResponse:
         timeout = self.resolved.spec.timeout
         if not self._prepared:
@@ -99,33 +135,53 @@ class ModelClient:
         async with self._semaphore:
             if self._limiter is not None:
                 await self._limiter.acquire()
-            started = utc_now()
-            call_id = uuid.uuid4().hex
-            announce = getattr(sink, "started", None)
-            if announce is not None:  # written before it is sent: a crash mid-call leaves it on record
-                announce(self._call(call_id, stage, started, 0.0, attempt, None, None))
-            t0 = time.perf_counter()
-            response: ChatResponse | None = None
-            error: ProviderError | None = None
+            budget = self.budget
+            if budget is None:
+                return await self._send(request, stage, attempt, sink, timeout)
+            worst = self.worst_case(request)
+            token = budget.reserve(worst)  # BudgetReached: nothing is sent
+            spent = worst  # a call that may have been billed counts at its worst case
             try:
-                async with asyncio.timeout(timeout):
-                    response = await self.api.generate(request)
-            except TimeoutError:
-                error = ProviderError(f"Timeout: no reply within {timeout:g}s", model=self.model, retryable=True)
+                response = await self._send(request, stage, attempt, sink, timeout)
+                spent = worst if response.cost_usd is None else response.cost_usd
+                return response
             except ProviderError as exc:
-                error = _without_secrets(exc, request)
-            except asyncio.CancelledError:
-                # The session's deadline or Ctrl-C: the call was in flight (and may be billed),
-                # so the call log keeps it.
-                self._record(sink, call_id, stage, started, t0, attempt, None, "cancelled")
+                if exc.status_code is not None:  # the provider answered with an error: not billed
+                    spent = 0.0
                 raise
-            self._record(sink, call_id, stage, started, t0, attempt, response, str(error) if error else None)
-            if error is not None:
-                # Not a warning: the failure is retried, or reported in the result and the call log.
-                log.info("model call failed", member=self.id, stage=stage, attempt=attempt, error=str(error))
-                raise error
-            assert response is not None
-            return response
+            finally:
+                budget.settle(token, spent)
+
+    async def _send(
+        self, request: ChatRequest, stage: str, attempt: int, sink: CallSink | None, timeout: float
+    ) -> ChatResponse:
+        started = utc_now()
+        call_id = uuid.uuid4().hex
+        announce = getattr(sink, "started", None)
+        if announce is not None:  # written before it is sent: a crash mid-call leaves it on record
+            announce(self._call(call_id, stage, started, 0.0, attempt, None, None))
+        t0 = time.perf_counter()
+        response: ChatResponse | None = None
+        error: ProviderError | None = None
+        try:
+            async with asyncio.timeout(timeout):
+                response = await self.api.generate(request)
+        except TimeoutError:
+            error = ProviderError(f"Timeout: no reply within {timeout:g}s", model=self.model, retryable=True)
+        except ProviderError as exc:
+            error = _without_secrets(exc, request)
+        except asyncio.CancelledError:
+            # The session's deadline or Ctrl-C: the call was in flight (and may be billed),
+            # so the call log keeps it.
+            self._record(sink, call_id, stage, started, t0, attempt, None, "cancelled")
+            raise
+        self._record(sink, call_id, stage, started, t0, attempt, response, str(error) if error else None)
+        if error is not None:
+            # Not a warning: the failure is retried, or reported in the result and the call log.
+            log.info("model call failed", member=self.id, stage=stage, attempt=attempt, error=str(error))
+            raise error
+        assert response is not None
+        return response
 
     def _record(
         self,
@@ -183,3 +239,13 @@ class ModelClient:
 
     async def aclose(self) -> None:
         await self.api.aclose()
+
+
+def cap_spending(clients: Iterable[ModelClient], budget: Budget) -> None:
+    """Put every client's calls under ``budget``; a model whose calls cannot be bounded (no
+    known price, no output limit) is refused here, before any call (``UsageError``)."""
+    clients = list(clients)
+    for client in clients:
+        client.check_budget()
+    for client in clients:
+        client.budget = budget

@@ -295,3 +295,17 @@ def m005_bias_length_words(db: Database) -> None:
             SELECT id, problem FROM (SELECT id, {_bias_record_problem("")} AS problem FROM bias_records)
             WHERE problem IS NOT NULL"""
     )
+
+
+@migrations()
+def m007_budgets(db: Database) -> None:
+    # A spend cap kept with what it caps (a batch: key "batch:<id>"), shared by every process
+    # using the store: what was spent, and one row per call in flight holding its worst case
+    # (docs/methods.md, "Spend caps"). A reservation whose process died counts as spent.
+    db["budgets"].create({"key": str, "cap_usd": float, "spent_usd": float, "updated_at": str}, pk="key")
+    db["budget_reservations"].create(
+        {"id": int, "key": str, "amount_usd": float, "owner": str, "created_at": str},
+        pk="id",
+        foreign_keys=[("key", "budgets", "key")],
+    )
+    db["budget_reservations"].create_index(["key"])
