@@ -166,3 +166,46 @@ async def test_a_refused_call_is_not_retried_and_not_logged_as_a_call():
         await client.complete(request(), stage="t", sink=log.append)
     assert log == []
     assert client.api.history == []
+
+
+async def test_over_real_http_the_server_sees_only_the_calls_that_fit(tmp_path):
+    """The mock server on loopback: 60 calls at once, a cap fitting 7 worst cases: 7 requests arrive."""
+    from mock_server import start_mock_server
+
+    from council.config.endpoints import native_endpoint
+    from council.providers.openai_compatible import OpenAICompatibleAPI
+
+    log = tmp_path / "requests.jsonl"
+    with start_mock_server(latency=0.05, log_requests=str(log)) as server:
+        spec = ModelSpec(
+            model="openai/mock-model",
+            api_base=server.base_url,
+            max_tokens=64,
+            input_cost_per_token=RATE_IN,
+            output_cost_per_token=RATE_OUT,
+            max_concurrency=100,
+            retries=0,
+        )
+        api = OpenAICompatibleAPI(
+            spec.model,
+            native_endpoint(spec.model, spec.api_base),
+            api_key="unused",
+            input_cost_per_token=RATE_IN,
+            output_cost_per_token=RATE_OUT,
+        )
+        client = ModelClient(ResolvedModel(id="mock", spec=spec), api)
+        worst = client.worst_case(request(max_tokens=64))
+        budget = Budget.capped(worst * 7.5)
+        cap_spending([client], budget)
+        try:
+            results = await asyncio.gather(
+                *(client.complete(request(max_tokens=64), stage="t") for _ in range(60)), return_exceptions=True
+            )
+        finally:
+            await client.aclose()
+        arrived = server.logged_requests()
+    sent = [r for r in results if not isinstance(r, BaseException)]
+    assert len(sent) == 7 == len(arrived)
+    assert all(isinstance(r, BudgetReached) for r in results if isinstance(r, BaseException))
+    spent, cap = budget.totals()
+    assert spent == pytest.approx(sum(r.cost_usd for r in sent)) and spent <= cap
