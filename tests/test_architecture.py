@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
         "council.terminal",
         "council.ratings",
         "council.budget",
+        "council.call_cache",
     ),
     ("council.config",),
     ("council.providers", "council.storage"),
@@ -61,6 +62,7 @@ PURE = (
     "council.ratings",
     "council.judging.agreement",
     "council.budget",
+    "council.call_cache",
 )
 IO = ("council.providers", "council.storage", "council.api", "council.cli", "council.server")
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from council.cli.common import max_cost_option, output_option, quiet
+from council.cli.common import cache_options, max_cost_option, output_option, quiet
 from council.cli.judge import STRATEGIES, adaptive_option, batch_judge_option, config_option, votes_option
 from council.errors import CouncilFailure
 from council.inputs import read_text_file
@@ -87,6 +87,7 @@ class BatchProgress:
 @adaptive_option
 @click.option("--no-swap", is_flag=True, help="Judge each pair once, A shown first.")
 @max_cost_option()
+@cache_options
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (the results go to --output).")
 def batch(
@@ -104,6 +105,8 @@ def batch(
     adaptive: bool,
     no_swap: bool,
     max_cost: str | None,
+    use_cache: bool,
+    refresh: bool,
     config_path: str | None,
     as_json: bool,
 ) -> None:
@@ -156,7 +159,9 @@ def batch(
         finally:
             progress.stop()
 
-    summary = run_with_judges(config_path, judge_refs, work, max_cost=max_cost, cap_each_call=False)
+    summary = run_with_judges(
+        config_path, judge_refs, work, max_cost=max_cost, cap_each_call=False, use_cache=use_cache, refresh=refresh
+    )
     if as_json:
         click.echo(summary.model_dump_json(indent=2))
     else:
@@ -220,6 +225,7 @@ def render_summary(s: BatchSummary) -> None:
         ("calls saved (adaptive)", str(s.calls_saved)),
         ("tokens", f"{s.prompt_tokens} + {s.completion_tokens}"),
         ("cost", cost),
+        *_cache_rows(s),
         *_budget_rows(s),
         ("wall time (this run)", f"{s.wall_time_s:.1f}s"),
     ]
@@ -239,3 +245,10 @@ def _budget_rows(s: BatchSummary) -> list[tuple[str, str]]:
 
     reached = " (reached: resume with a higher --max-cost)" if s.budget_reached else ""
     return [("spend cap (all runs)", f"{usd(s.spent_usd)} of {usd(s.max_cost_usd)}{reached}")]
+
+
+def _cache_rows(s: BatchSummary) -> list[tuple[str, str]]:
+    if not s.cached_calls:
+        return []
+    saved = "unknown" if s.saved_usd is None else f"${s.saved_usd:.4f}"
+    return [("calls from the cache (all runs)", f"{s.cached_calls}, saved {saved}")]

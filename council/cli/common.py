@@ -184,3 +184,43 @@ def spend_cap(max_cost: str | None, loaded: Any) -> float | None:
     if max_cost is not None:
         return check_cap(max_cost)
     return loaded.config.budget.max_cost_usd
+
+
+def cache_options(command: Any) -> Any:
+    """``--cache`` and ``--refresh``: answer identical requests from the store (or ask again)."""
+    command = click.option(
+        "--refresh",
+        is_flag=True,
+        help="With the call cache: ask the models again and replace what is kept (implies --cache).",
+    )(command)
+    return click.option(
+        "--cache",
+        "use_cache",
+        is_flag=True,
+        help="Answer identical requests from the store's call cache (default: [cache] enabled).",
+    )(command)
+
+
+def cache_wanted(use_cache: bool, refresh: bool, loaded: Any) -> bool:
+    """Whether the call cache is on: ``--cache``/``--refresh``, else ``[cache] enabled``. With
+    transcripts off it cannot keep replies: a ``UsageError``."""
+    from council.config import resolve_privacy
+    from council.errors import UsageError
+
+    wanted = use_cache or refresh or loaded.config.cache.enabled
+    if wanted and not resolve_privacy(loaded).store_transcripts:
+        raise UsageError(
+            "the call cache keeps replies, and transcripts are off (store_transcripts = false or "
+            "COUNCIL_STORE_TRANSCRIPTS=0): drop --cache ([cache] enabled) or keep transcripts"
+        )
+    return bool(wanted)
+
+
+def attach_cache(clients: Any, store: Any, *, refresh: bool) -> None:
+    """Put ``clients`` (model clients) on the store's call cache."""
+    from council.call_cache import CallCache
+    from council.storage.call_cache import StoreReplies
+
+    cache = CallCache(StoreReplies(store), refresh=refresh)
+    for client in clients:
+        client.cache = cache

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from council.cli.common import max_cost_option
+from council.cli.common import cache_options, max_cost_option
 from council.errors import CouncilFailure, InputError
 from council.inputs import read_text_file
 
@@ -62,6 +62,8 @@ def run_with_judges(
     *,
     max_cost: str | None = None,
     cap_each_call: bool = True,
+    use_cache: bool = False,
+    refresh: bool = False,
 ) -> T:
     """Resolve the judges, run ``work(judges, keep_text, cap)`` with them, and close their clients
     whatever happens. ``keep_text`` is the config's privacy setting (judge reasoning stored?).
@@ -69,9 +71,10 @@ def run_with_judges(
     ``max_cost`` (else ``[budget] max_cost_usd``) caps this invocation's spending; a cap that
     stopped the work is raised after it (``BudgetReached``, exit 1). ``cap_each_call=False``
     (a batch, whose cap is kept with it in the store) only checks the judges can be capped and
-    hands ``work`` the cap in force."""
+    hands ``work`` the cap in force. ``use_cache``/``refresh`` (else ``[cache] enabled``) put the
+    judges on the store's call cache."""
     from council.budget import Budget, BudgetReached, check_cap
-    from council.cli.common import spend_cap
+    from council.cli.common import attach_cache, cache_wanted, spend_cap
     from council.config import load_config, resolve_privacy
     from council.judging.engine import make_judges
     from council.providers.client import cap_spending
@@ -81,6 +84,7 @@ def run_with_judges(
     loaded = load_config(config_path)
     judges = make_judges(loaded, judge_refs)
     keep_text = resolve_privacy(loaded).store_transcripts
+    cached = cache_wanted(use_cache, refresh, loaded)
     cap = spend_cap(max_cost, loaded)
     budget = Budget.capped(cap) if cap is not None else None
     if budget is not None:
@@ -96,7 +100,17 @@ def run_with_judges(
             for judge in judges:
                 await judge.aclose()
 
-    result = asyncio.run(go())
+    cache_store = None
+    if cached:
+        from council.storage.store import Store
+
+        cache_store = Store.open()
+        attach_cache(judges, cache_store, refresh=refresh)
+    try:
+        result = asyncio.run(go())
+    finally:
+        if cache_store is not None:
+            cache_store.close()
     if cap_each_call and budget is not None and budget.reached is not None:
         raise BudgetReached(*budget.totals())
     return result
@@ -138,6 +152,7 @@ def _finish(outcome: ComparisonOutcome | GradeOutcome, as_json: bool, render: Ca
 @votes_option
 @adaptive_option
 @spend_cap_option
+@cache_options
 @config_option
 @json_option
 def compare(
@@ -153,6 +168,8 @@ def compare(
     votes: int | None,
     adaptive: bool,
     max_cost: str | None,
+    use_cache: bool,
+    refresh: bool,
     config_path: str | None,
     as_json: bool,
 ) -> None:
@@ -184,6 +201,8 @@ def compare(
             keep_text=keep_text,
         ),
         max_cost=max_cost,
+        use_cache=use_cache,
+        refresh=refresh,
     )
     _finish(outcome, as_json, render_comparison)
 
@@ -211,6 +230,7 @@ def compare(
 @votes_option
 @adaptive_option
 @spend_cap_option
+@cache_options
 @config_option
 @json_option
 def grade(
@@ -223,6 +243,8 @@ def grade(
     votes: int | None,
     adaptive: bool,
     max_cost: str | None,
+    use_cache: bool,
+    refresh: bool,
     config_path: str | None,
     as_json: bool,
 ) -> None:
@@ -252,6 +274,8 @@ def grade(
             keep_text=keep_text,
         ),
         max_cost=max_cost,
+        use_cache=use_cache,
+        refresh=refresh,
     )
     _finish(outcome, as_json, render_grade)
 
@@ -265,9 +289,11 @@ def _usage_line(outcome: ComparisonOutcome | GradeOutcome) -> Any:
     saved = f", {outcome.calls_saved} saved by adaptive voting" if outcome.calls_saved else ""
     from rich.text import Text
 
+    from council.cli.render import cache_savings
+
     line = (
-        f"{outcome.calls} calls{saved}, {u.prompt_tokens}+{u.completion_tokens} tokens, cost {cost}, "
-        f"{outcome.elapsed_ms / 1000:.1f}s"
+        f"{outcome.calls} calls{saved}, {u.prompt_tokens}+{u.completion_tokens} tokens, cost {cost}"
+        f"{cache_savings(u)}, {outcome.elapsed_ms / 1000:.1f}s"
     )
     return Text(line, style="dim")
 

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from council.cli.common import max_cost_option
+from council.cli.common import cache_options, max_cost_option
 from council.errors import UsageError
 
 
@@ -37,6 +37,7 @@ from council.errors import UsageError
     help="Review these answers instead of asking the members (JSON/JSONL of {id, text}).",
 )
 @max_cost_option()
+@cache_options
 def run(
     question: str | None,
     question_file: str | None,
@@ -47,6 +48,8 @@ def run(
     no_synthesis: bool,
     candidates_path: str | None,
     max_cost: str | None,
+    use_cache: bool,
+    refresh: bool,
 ) -> None:
     """Ask the council QUESTION: answers, shuffled peer review, consensus, synthesis.
 
@@ -54,7 +57,7 @@ def run(
     """
     from council.api import Council
     from council.budget import Budget, BudgetReached, check_cap
-    from council.cli.common import quiet, spend_cap
+    from council.cli.common import attach_cache, cache_wanted, quiet, spend_cap, status
     from council.cli.render import ProgressDisplay, render_result
     from council.providers.client import cap_spending
     from council.session import load_candidates
@@ -66,6 +69,9 @@ def run(
     if max_cost is not None:
         check_cap(max_cost)
     council = Council.from_config(config_path, council=council_name)
+    if cache_wanted(use_cache, refresh, council.loaded) and council.store is not None:
+        attach_cache(council.clients.values(), council.store, refresh=refresh)
+        status("note: the call cache repeats kept answers; answers sampled at temperature > 0 are meant to vary")
     cap = spend_cap(max_cost, council.loaded)
     budget = Budget.capped(cap) if cap is not None else None
     if budget is not None:

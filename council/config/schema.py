@@ -91,6 +91,12 @@ class BudgetSpec(_Strict):
     max_cost_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 
 
+class CacheSpec(_Strict):
+    """``[cache]``: answer identical requests from the store (``--cache``)."""
+
+    enabled: bool = False
+
+
 class ConfigFile(_Strict):
     """The whole file."""
 
@@ -99,6 +105,7 @@ class ConfigFile(_Strict):
     models: dict[str, ModelSpec] = Field(default_factory=dict)
     privacy: Privacy = Privacy()
     budget: BudgetSpec = BudgetSpec()
+    cache: CacheSpec = CacheSpec()
 
     @model_validator(mode="after")
     def _default_council_exists(self) -> ConfigFile:

@@ -245,6 +245,9 @@ class BatchSummary(BaseModel):
     max_cost_usd: float | None = None
     spent_usd: float | None = None
     budget_reached: bool = False
+    #: Calls of the recorded items answered from the call cache (all runs), and what they saved.
+    cached_calls: int = 0
+    saved_usd: float | None = 0.0
     #: The judge against the items' labels (pairs) and gold scores (grades), when they carry them.
     labels: LabelAgreement | None = None
     gold_scores: GoldAgreement | None = None
@@ -471,6 +474,7 @@ async def _run_batch(
     on_item: ProgressSink | None,
     max_cost: float | None,
 ) -> BatchSummary:
+    from council.storage.call_cache import batch_cache_savings
     from council.storage.judgments import batch_item_status, batch_rows, open_batch, record_run
 
     open_batch(
@@ -531,6 +535,7 @@ async def _run_batch(
     rows = batch_rows(store, batch_id)
     summary = summarize(rows, batch_id=batch_id, source=source, items=len(items), skipped=skipped, judged=len(todo))
     summary.wall_time_s = wall
+    summary.cached_calls, summary.saved_usd = batch_cache_savings(store, batch_id)
     if budget is not None:
         summary.spent_usd, summary.max_cost_usd = budget.totals()
         summary.budget_reached = budget.reached is not None

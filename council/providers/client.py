@@ -7,6 +7,8 @@ timeout``, retried with exponential backoff and jitter (tenacity) on 429/5xx/tim
 Every attempt, failed, cancelled or not, becomes a ``CallRecord`` for the call log.
 Under a spend cap (``budget``), each attempt reserves its worst case before it is sent
 and settles at its real cost when it ends (``council.budget``; docs/methods.md, "Spend caps").
+With a ``cache``, an identical request is answered from it (logged ``cached``, cost 0), and
+a reply the caller accepts is kept (docs/methods.md, "Call cache").
 
 A backend may have a synchronous ``prepare()`` (one-off setup such as LiteLLM's
 ~2.5 s import); it runs once, before the first attempt's deadline starts.
@@ -17,19 +19,20 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from council.budget import Budget, CallPrice, prompt_tokens_bound
+from council.call_cache import CACHE_VERSION, CallCache, request_key
 from council.clock import utc_now
 from council.config import ResolvedModel
 from council.errors import ProviderError, UsageError
 from council.logs import get_logger
 from council.providers.base import ChatRequest, ChatResponse, ModelAPI
-from council.redaction import redact
+from council.redaction import redact, redact_secrets
 from council.usage import CallRecord, CallSink
 
 log = get_logger("council.providers")
@@ -57,6 +60,20 @@ def _without_secrets(exc: ProviderError, request: ChatRequest) -> ProviderError:
     return ProviderError(clean, model=exc.model, status_code=exc.status_code, retryable=exc.retryable)
 
 
+def _has_text(response: ChatResponse) -> bool:
+    return bool(response.text.strip())
+
+
+def _cached_reply(entry: Any) -> ChatResponse | None:
+    """A kept entry as a reply; None for one of another version or that does not read as one."""
+    if not isinstance(entry, dict) or entry.get("v") != CACHE_VERSION:
+        return None
+    try:
+        return ChatResponse.model_validate({k: v for k, v in entry.items() if k not in ("v", "model")})
+    except ValueError:
+        return None
+
+
 def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, ProviderError) and exc.retryable
 
@@ -73,6 +90,9 @@ class ModelClient:
         self.budget: Budget | None = None
         """The spend cap this client's calls reserve against (None: no cap)."""
         self._call_price: CallPrice | None = None
+        self.cache: CallCache | None = None
+        """Where identical requests are answered from (None: every call is made)."""
+        self._target = {"model": spec.model, "api_base": spec.api_base, "transport": resolved.transport}
         if spec.rpm:
             from aiolimiter import AsyncLimiter
 
@@ -222,8 +242,49 @@ class ModelClient:
             error=error,
         )
 
-    async def complete(self, request: ChatRequest, *, stage: str, sink: CallSink | None = None) -> ChatResponse:
-        """One logical call: retried on retryable provider errors, then raised as ProviderError."""
+    async def complete(
+        self,
+        request: ChatRequest,
+        *,
+        stage: str,
+        sink: CallSink | None = None,
+        accept: Callable[[ChatResponse], bool] | None = None,
+    ) -> ChatResponse:
+        """One logical call: retried on retryable provider errors, then raised as ProviderError.
+
+        With a cache: answered from it when an entry the caller would ``accept`` is kept
+        (default: a reply with some text), else made and, if accepted and free of secrets, kept."""
+        accept = accept or _has_text
+        cache = self.cache
+        if cache is None:
+            return await self._complete(request, stage, sink)
+        key = request_key(self._target, request.model_dump(mode="json"))
+        if not cache.refresh:
+            hit = _cached_reply(cache.replies.get(key))
+            if hit is not None and accept(hit):
+                if sink is not None:
+                    sink(self._cached_call(stage, hit))
+                return hit
+        response = await self._complete(request, stage, sink)
+        if accept(response) and redact_secrets(response.text, error_text=False) == response.text:
+            cache.replies.put(key, {"v": CACHE_VERSION, "model": self.model, **response.model_dump(mode="json")})
+        return response
+
+    def _cached_call(self, stage: str, hit: ChatResponse) -> CallRecord:
+        return CallRecord(
+            stage=stage,
+            member=self.id,
+            model=self.model,
+            started_at=utc_now(),
+            latency_ms=0.0,
+            prompt_tokens=hit.prompt_tokens,
+            completion_tokens=hit.completion_tokens,
+            cost_usd=0.0,
+            cached=True,
+            saved_usd=hit.cost_usd,
+        )
+
+    async def _complete(self, request: ChatRequest, stage: str, sink: CallSink | None) -> ChatResponse:
         policy = self.retry
         attempt = 0
         async for state in AsyncRetrying(

@@ -309,3 +309,16 @@ def m007_budgets(db: Database) -> None:
         foreign_keys=[("key", "budgets", "key")],
     )
     db["budget_reservations"].create_index(["key"])
+
+
+@migrations()
+def m008_call_cache(db: Database) -> None:
+    # The call cache (docs/methods.md, "Call cache"): one reply per request key, with the
+    # version that wrote it (another version's entries are ignored and replaced) and what the
+    # reply cost. A call answered from it is logged with cached = 1 and what it saved.
+    db["call_cache"].create(
+        {"key": str, "version": int, "model": str, "reply": str, "cost_usd": float, "created_at": str}, pk="key"
+    )
+    db["call_cache"].create_index(["created_at"])
+    db["calls"].add_column("cached", int, not_null_default=0)
+    db["calls"].add_column("saved_usd", float)
