@@ -17,6 +17,7 @@ A backend may have a synchronous ``prepare()`` (one-off setup such as LiteLLM's
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -132,6 +133,8 @@ class ModelClient:
                     f"{self.id}: no known price for {self.model}, so a spend cap cannot be kept; "
                     f"set input_cost_per_token and output_cost_per_token in {where}"
                 )
+            if not (math.isfinite(price.input) and math.isfinite(price.output)):
+                raise UsageError(f"{self.id}: the price of {self.model} is not a finite number; fix it in {where}")
             if price.worst_case(0, self.resolved.spec.max_tokens) is None:
                 raise UsageError(
                     f"{self.id}: no max_tokens and no known output limit for {self.model}, so a spend cap "
