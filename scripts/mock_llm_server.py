@@ -5,7 +5,13 @@ Replies come from ``council.providers.fake.FakeResponder``, the same responder a
 ``fake/mock-b+garbage`` (see that module for the ``+behaviour`` suffixes).
 
 Endpoints: ``POST /v1/chat/completions`` (plain, ``response_format`` json_schema or json_object,
-``stream: true`` as SSE ending with ``data: [DONE]``), ``GET /v1/models``, ``GET /health``.
+``stream: true`` as SSE ending with ``data: [DONE]``), ``GET /v1/models``, ``GET /health``, and
+OpenAI's batch API: ``POST /v1/files`` (multipart, ``purpose=batch``), ``GET
+/v1/files/{id}/content``, ``POST /v1/batches``, ``GET /v1/batches[/{id}]``. A batch is validated
+(a malformed file fails it, with the reason), waits ``--batch-seconds``, then answers each line as
+``/v1/chat/completions`` would; ``--batch-expire-after N`` expires it after N lines (the rest go
+to its error file as ``batch_expired``), and ``--batch-reject REASON`` fails every file's
+validation with that reason. Batches live in memory for the server's lifetime.
 Errors use OpenAI's shape, ``{"error": {"message", "type", "code"}}``. The hostile behaviours
 (``+echo``: a 400 quoting the Authorization header and the body; ``+markup``; ``+quote``) come
 from the same responder; ``+endless`` (the mock's own) answers 200 with a body that never ends,
@@ -85,6 +91,9 @@ class MockLLM:
         slow_seconds: float = 1.0,
         retry_after: float = 1.0,
         models: Sequence[str] = DEFAULT_MODELS,
+        batch_seconds: float = 0.2,
+        batch_expire_after: int | None = None,
+        batch_reject: str | None = None,
     ) -> None:
         kinds = [k.strip() for k in fault_kinds.split(",")] if isinstance(fault_kinds, str) else list(fault_kinds)
         for kind in kinds:
@@ -108,6 +117,11 @@ class MockLLM:
         self._log: Any = None
         self._closing: asyncio.Event | None = None
         self._released = False
+        self.batch_seconds, self.batch_expire_after = batch_seconds, batch_expire_after
+        self.batch_reject = batch_reject
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
 
     # lifecycle
     def open(self) -> None:
@@ -262,6 +276,94 @@ class MockLLM:
         }
         return Response(json.dumps(completion), media_type="application/json")
 
+    # OpenAI's batch API (Files + Batches)
+    async def upload_file(self, request: Request) -> Response:
+        if not self._authorised(request):
+            return _error(401, "Incorrect API key provided.", "invalid_api_key")
+        form = await request.form()
+        upload = form.get("file")
+        if form.get("purpose") != "batch" or upload is None or isinstance(upload, str):
+            return _error(400, "a 'file' and purpose=batch are required")
+        content = await upload.read()
+        ident = f"file-mock-{next(self._ids)}"
+        self.files[ident] = content
+        body = {"id": ident, "object": "file", "bytes": len(content), "purpose": "batch", "filename": upload.filename}
+        return Response(json.dumps(body), media_type="application/json")
+
+    async def file_content(self, request: Request) -> Response:
+        content = self.files.get(request.path_params["file_id"])
+        if content is None:
+            return _error(404, "No such file.")
+        return Response(content, media_type="application/jsonl")
+
+    async def create_batch(self, request: Request) -> Response:
+        if not self._authorised(request):
+            return _error(401, "Incorrect API key provided.", "invalid_api_key")
+        body = json.loads(await request.body())
+        if body.get("input_file_id") not in self.files:
+            return _error(400, "input_file_id does not name an uploaded file")
+        ident = f"batch_mock_{next(self._ids)}"
+        batch = {
+            "id": ident, "object": "batch", "endpoint": body.get("endpoint"), "status": "validating",
+            "input_file_id": body["input_file_id"], "completion_window": body.get("completion_window", "24h"),
+            "created_at": int(time.time()), "output_file_id": None, "error_file_id": None, "errors": None,
+            "metadata": body.get("metadata") or {}, "request_counts": {"total": 0, "completed": 0, "failed": 0},
+        }  # fmt: skip
+        self.batches[ident] = batch
+        task = asyncio.create_task(self._run_batch(batch, request.headers))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return Response(json.dumps(batch), media_type="application/json")
+
+    async def get_batch(self, request: Request) -> Response:
+        batch = self.batches.get(request.path_params["batch_id"])
+        if batch is None:
+            return _error(404, "No such batch.")
+        return Response(json.dumps(batch), media_type="application/json")
+
+    async def list_batches(self, request: Request) -> Response:
+        data = sorted(self.batches.values(), key=lambda b: b["created_at"], reverse=True)
+        return Response(json.dumps({"object": "list", "data": data, "has_more": False}), media_type="application/json")
+
+    async def _run_batch(self, batch: dict[str, Any], headers: Any) -> None:
+        try:
+            lines = [json.loads(line) for line in self.files[batch["input_file_id"]].splitlines() if line.strip()]
+            ids = [line["custom_id"] for line in lines]
+            if len(set(ids)) != len(ids) or any(not isinstance(line.get("body"), dict) for line in lines):
+                raise ValueError("custom_id values must be unique and every line needs a body")
+            if self.batch_reject:
+                raise ValueError(self.batch_reject)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            batch.update(
+                status="failed", errors={"object": "list", "data": [{"code": "invalid_file", "message": str(exc)}]}
+            )
+            return
+        batch["request_counts"]["total"] = len(lines)
+        await asyncio.sleep(self.batch_seconds)
+        batch["status"] = "in_progress"
+        out, err = [], []
+        for index, line in enumerate(lines):
+            if self.batch_expire_after is not None and index >= self.batch_expire_after:
+                error = {
+                    "code": "batch_expired",
+                    "message": "This request could not be executed before the completion window expired.",
+                }
+                err.append({"id": f"req_{index}", "custom_id": line["custom_id"], "response": None, "error": error})
+                continue
+            reply = await self.chat_completions(_BatchLine(line["body"], headers))
+            record = {"id": f"req_{index}", "custom_id": line["custom_id"],
+                      "response": {"status_code": reply.status_code, "request_id": f"req_{index}",
+                                   "body": json.loads(bytes(reply.body))}, "error": None}  # fmt: skip
+            (out if reply.status_code == 200 else err).append(record)
+            batch["request_counts"]["completed" if reply.status_code == 200 else "failed"] += 1
+        for name, records in (("output_file_id", out), ("error_file_id", err)):
+            if records:
+                ident = f"file-mock-{next(self._ids)}"
+                self.files[ident] = "".join(json.dumps(r) + "\n" for r in records).encode()
+                batch[name] = ident
+        expired = self.batch_expire_after is not None and len(lines) > self.batch_expire_after
+        batch["status"] = "expired" if expired else "completed"
+
     async def _hang(self, seconds: float) -> None:
         if self._released:
             return
@@ -309,6 +411,17 @@ async def _endless(stream: bool) -> AsyncIterator[str]:
         await asyncio.sleep(0)
 
 
+class _BatchLine:
+    """One line of a batch, handed to the chat endpoint as if it were a request."""
+
+    def __init__(self, body: dict[str, Any], headers: Any) -> None:
+        self._raw = json.dumps(body).encode()
+        self.headers = headers
+
+    async def body(self) -> bytes:
+        return self._raw
+
+
 def make_app(**options: Any) -> Starlette:
     """The ASGI app; ``options`` are ``MockLLM``'s keyword arguments (same names as the CLI flags).
 
@@ -330,6 +443,11 @@ def make_app(**options: Any) -> Starlette:
             Route("/v1/chat/completions", mock.chat_completions, methods=["POST"]),
             Route("/chat/completions", mock.chat_completions, methods=["POST"]),
             Route("/v1/models", mock.list_models, methods=["GET"]),
+            Route("/v1/files", mock.upload_file, methods=["POST"]),
+            Route("/v1/files/{file_id}/content", mock.file_content, methods=["GET"]),
+            Route("/v1/batches", mock.create_batch, methods=["POST"]),
+            Route("/v1/batches", mock.list_batches, methods=["GET"]),
+            Route("/v1/batches/{batch_id}", mock.get_batch, methods=["GET"]),
             Route("/health", mock.health, methods=["GET"]),
         ],
         lifespan=lifespan,
@@ -354,6 +472,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--slow-seconds", type=float, default=1.0, help="extra delay for '+slow' models")
     p.add_argument("--retry-after", type=float, default=1.0, help="retry-after header of 429 faults, in seconds")
     p.add_argument("--models", default=",".join(DEFAULT_MODELS), help="comma-separated ids listed by /v1/models")
+    p.add_argument("--batch-seconds", type=float, default=0.2, help="how long a batch waits before it runs")
+    p.add_argument("--batch-expire-after", type=int, default=None, help="expire every batch after this many lines")
+    p.add_argument("--batch-reject", default=None, metavar="REASON", help="fail every batch file's validation")
     return p.parse_args(argv)
 
 
@@ -375,6 +496,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             slow_seconds=args.slow_seconds,
             retry_after=args.retry_after,
             models=[m for m in args.models.split(",") if m],
+            batch_seconds=args.batch_seconds,
+            batch_expire_after=args.batch_expire_after,
+            batch_reject=args.batch_reject,
         )
     except (ValueError, OSError) as exc:
         print(f"mock_llm_server: {exc}", file=sys.stderr)

@@ -88,6 +88,12 @@ class BatchProgress:
 @click.option("--no-swap", is_flag=True, help="Judge each pair once, A shown first.")
 @max_cost_option()
 @cache_options
+@click.option(
+    "--provider-batch",
+    is_flag=True,
+    help="Send the calls through the providers' batch APIs (OpenAI-protocol models: Files + Batches), "
+    "in rounds, at the batch price; slower (up to 24 h), about half the cost.",
+)
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (the results go to --output).")
 def batch(
@@ -107,6 +113,7 @@ def batch(
     max_cost: str | None,
     use_cache: bool,
     refresh: bool,
+    provider_batch: bool,
     config_path: str | None,
     as_json: bool,
 ) -> None:
@@ -155,6 +162,7 @@ def batch(
                 on_start=progress.on_start,
                 on_item=progress.on_item,
                 max_cost=cap,
+                provider_batch=provider_batch,
             )
         finally:
             progress.stop()
@@ -226,6 +234,7 @@ def render_summary(s: BatchSummary) -> None:
         ("tokens", f"{s.prompt_tokens} + {s.completion_tokens}"),
         ("cost", cost),
         *_cache_rows(s),
+        *_provider_rows(s),
         *_budget_rows(s),
         ("wall time (this run)", f"{s.wall_time_s:.1f}s"),
     ]
@@ -252,3 +261,10 @@ def _cache_rows(s: BatchSummary) -> list[tuple[str, str]]:
         return []
     saved = "unknown" if s.saved_usd is None else f"${s.saved_usd:.4f}"
     return [("calls from the cache (all runs)", f"{s.cached_calls}, saved {saved}")]
+
+
+def _provider_rows(s: BatchSummary) -> list[tuple[str, str]]:
+    if not s.provider_batches:
+        return []
+    lines = [f"{b['id'] or '(not submitted)'}: {b['status']}, {b['done']}/{b['requests']}" for b in s.provider_batches]
+    return [(f"provider batches (this run: {s.provider_rounds} rounds)", "\n".join(lines))]

@@ -248,6 +248,9 @@ class BatchSummary(BaseModel):
     #: Calls of the recorded items answered from the call cache (all runs), and what they saved.
     cached_calls: int = 0
     saved_usd: float | None = 0.0
+    #: With --provider-batch: the rounds this run sent, and every provider batch of the batch.
+    provider_rounds: int = 0
+    provider_batches: list[dict[str, Any]] = Field(default_factory=list)
     #: The judge against the items' labels (pairs) and gold scores (grades), when they carry them.
     labels: LabelAgreement | None = None
     gold_scores: GoldAgreement | None = None
@@ -425,6 +428,7 @@ async def run_batch(
     on_start: Callable[[int, int], None] | None = None,
     on_item: ProgressSink | None = None,
     max_cost: float | None = None,
+    provider_batch: bool = False,
 ) -> BatchSummary:
     """Judge every item not finished yet (at most ``concurrency`` at a time), then summarise
     from the database and write ``output`` (JSONL, one result per item, in file order).
@@ -438,6 +442,10 @@ async def run_batch(
     a batch with a cap keeps it when resumed without one. Every call of the batch, by any
     process, reserves against it; once it is reached no new item starts, and the summary
     says so (``budget_reached``): the batch resumes later with a new cap.
+
+    ``provider_batch``: the judges' calls go through their providers' batch APIs, in rounds
+    (``council.providers.provider_batch``), every item in flight at once; a rerun collects a
+    round a killed process had submitted.
     """
 
     if concurrency < 1:
@@ -450,7 +458,7 @@ async def run_batch(
         with store.batch_lock(batch_id):
             return await _run_batch(
                 items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
-                store, keep_text, on_start, on_item, max_cost,
+                store, keep_text, on_start, on_item, max_cost, provider_batch,
             )  # fmt: skip
     finally:
         if owned:
@@ -473,6 +481,7 @@ async def _run_batch(
     on_start: Callable[[int, int], None] | None,
     on_item: ProgressSink | None,
     max_cost: float | None,
+    provider_batch: bool,
 ) -> BatchSummary:
     from council.storage.call_cache import batch_cache_savings
     from council.storage.judgments import batch_item_status, batch_rows, open_batch, record_run
@@ -493,6 +502,14 @@ async def _run_batch(
         )
     todo = [item for item in items if recorded.get(item.id) != "ok"]
     budget = _batch_budget(store, batch_id, max_cost, judges)
+    rounds = None
+    if provider_batch:
+        from council.providers.provider_batch import BatchRounds, send_in_batches
+        from council.storage.provider_batches import StoreBatchJournal
+
+        rounds = BatchRounds(StoreBatchJournal(store, batch_id))
+        send_in_batches(judges, rounds)
+        concurrency = max(concurrency, len(todo))  # every item's calls join the same rounds
     skipped = len(items) - len(todo)
     if on_start is not None:
         on_start(len(todo), skipped)
@@ -536,6 +553,11 @@ async def _run_batch(
     summary = summarize(rows, batch_id=batch_id, source=source, items=len(items), skipped=skipped, judged=len(todo))
     summary.wall_time_s = wall
     summary.cached_calls, summary.saved_usd = batch_cache_savings(store, batch_id)
+    if rounds is not None:
+        from council.storage.provider_batches import provider_batches
+
+        summary.provider_rounds = rounds.rounds
+        summary.provider_batches = provider_batches(store, batch_id)
     if budget is not None:
         summary.spent_usd, summary.max_cost_usd = budget.totals()
         summary.budget_reached = budget.reached is not None

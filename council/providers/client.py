@@ -152,7 +152,8 @@ class ModelClient:
         return bound
 
     async def _attempt(self, request: ChatRequest, stage: str, attempt: int, sink: CallSink | None) -> ChatResponse:
-        timeout = self.resolved.spec.timeout
+        # A provider batch's line may take up to its completion window: no per-attempt deadline.
+        timeout = None if getattr(self.api, "batched", False) else self.resolved.spec.timeout
         if not self._prepared:
             self._prepare()
         async with self._semaphore:
@@ -176,7 +177,7 @@ class ModelClient:
                 budget.settle(token, spent)
 
     async def _send(
-        self, request: ChatRequest, stage: str, attempt: int, sink: CallSink | None, timeout: float
+        self, request: ChatRequest, stage: str, attempt: int, sink: CallSink | None, timeout: float | None
     ) -> ChatResponse:
         started = utc_now()
         call_id = uuid.uuid4().hex
@@ -190,7 +191,7 @@ class ModelClient:
             async with asyncio.timeout(timeout):
                 response = await self.api.generate(request)
         except TimeoutError:
-            error = ProviderError(f"Timeout: no reply within {timeout:g}s", model=self.model, retryable=True)
+            error = ProviderError(f"Timeout: no reply within {timeout or 0:g}s", model=self.model, retryable=True)
         except ProviderError as exc:
             error = _without_secrets(exc, request)
         except asyncio.CancelledError:

@@ -322,3 +322,16 @@ def m008_call_cache(db: Database) -> None:
     db["call_cache"].create_index(["created_at"])
     db["calls"].add_column("cached", int, not_null_default=0)
     db["calls"].add_column("saved_usd", float)
+
+
+@migrations()
+def m009_provider_batches(db: Database) -> None:
+    # The rounds of a batch sent through a provider's batch API: written before the submit
+    # (token, custom ids), then the provider's id, then its progress, so a process killed in
+    # between finds its provider batch again (docs/methods.md, "Provider batches").
+    db["provider_batches"].create(
+        {"token": str, "batch_id": str, "provider": str, "provider_batch_id": str, "status": str,
+         "requests": int, "done": int, "failed": int, "custom_ids": str, "created_at": str, "updated_at": str},
+        pk="token",
+    )  # fmt: skip
+    db["provider_batches"].create_index(["batch_id"])
