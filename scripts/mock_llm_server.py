@@ -11,7 +11,9 @@ OpenAI's batch API: ``POST /v1/files`` (multipart, ``purpose=batch``), ``GET
 (a malformed file fails it, with the reason), waits ``--batch-seconds``, then answers each line as
 ``/v1/chat/completions`` would; ``--batch-expire-after N`` expires it after N lines (the rest go
 to its error file as ``batch_expired``), and ``--batch-reject REASON`` fails every file's
-validation with that reason. Batches live in memory for the server's lifetime.
+validation with that reason. Anthropic's Message Batches too: ``POST /v1/messages/batches``,
+``GET /v1/messages/batches/{id}[/results]`` (the same delay and expiry). Batches live in
+memory for the server's lifetime.
 Errors use OpenAI's shape, ``{"error": {"message", "type", "code"}}``. The hostile behaviours
 (``+echo``: a 400 quoting the Authorization header and the body; ``+markup``; ``+quote``) come
 from the same responder; ``+endless`` (the mock's own) answers 200 with a body that never ends,
@@ -322,7 +324,8 @@ class MockLLM:
         return Response(json.dumps(batch), media_type="application/json")
 
     async def list_batches(self, request: Request) -> Response:
-        data = sorted(self.batches.values(), key=lambda b: b["created_at"], reverse=True)
+        openai = [b for b in self.batches.values() if b.get("object") == "batch"]
+        data = sorted(openai, key=lambda b: b["created_at"], reverse=True)
         return Response(json.dumps({"object": "list", "data": data, "has_more": False}), media_type="application/json")
 
     async def _run_batch(self, batch: dict[str, Any], headers: Any) -> None:
@@ -363,6 +366,74 @@ class MockLLM:
                 batch[name] = ident
         expired = self.batch_expire_after is not None and len(lines) > self.batch_expire_after
         batch["status"] = "expired" if expired else "completed"
+
+    # Anthropic's Message Batches
+    async def create_message_batch(self, request: Request) -> Response:
+        body = json.loads(await request.body())
+        requests = body.get("requests")
+        if not isinstance(requests, list) or not requests:
+            return _error(400, "requests: a non-empty list is required")
+        ident = f"msgbatch_mock_{next(self._ids)}"
+        batch = {
+            "id": ident, "type": "message_batch", "processing_status": "in_progress",
+            "request_counts": {"processing": len(requests), "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0},
+            "created_at": time.time(), "ended_at": None, "results_url": None,
+        }  # fmt: skip
+        self.batches[ident] = batch
+        task = asyncio.create_task(self._run_message_batch(batch, requests, request.headers, str(request.base_url)))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return Response(json.dumps(batch), media_type="application/json")
+
+    async def get_message_batch(self, request: Request) -> Response:
+        batch = self.batches.get(request.path_params["batch_id"])
+        if batch is None or batch.get("type") != "message_batch":
+            return _error(404, "No such batch.")
+        return Response(json.dumps(batch), media_type="application/json")
+
+    async def message_batch_results(self, request: Request) -> Response:
+        content = self.files.get("results-" + request.path_params["batch_id"])
+        if content is None:
+            return _error(404, "No results yet.")
+        return Response(content, media_type="application/x-jsonl")
+
+    async def _run_message_batch(self, batch: dict[str, Any], requests: list[Any], headers: Any, base: str) -> None:
+        await asyncio.sleep(self.batch_seconds)
+        counts, lines = batch["request_counts"], []
+        for index, item in enumerate(requests):
+            params = item.get("params") or {}
+            counts["processing"] -= 1
+            if self.batch_expire_after is not None and index >= self.batch_expire_after:
+                counts["expired"] += 1
+                lines.append({"custom_id": item.get("custom_id"), "result": {"type": "expired"}})
+                continue
+            messages = ([{"role": "system", "content": params["system"]}] if params.get("system") else []) + list(
+                params.get("messages") or []
+            )
+            chat = {"model": params.get("model"), "messages": messages, "max_tokens": params.get("max_tokens")}
+            tools = params.get("tools") or []
+            if tools:  # a forced tool call: its input follows the tool's schema
+                chat["response_format"] = {"type": "json_schema", "json_schema": {"name": tools[0].get("name"),
+                                           "schema": tools[0].get("input_schema") or {}}}  # fmt: skip
+            reply = await self.chat_completions(_BatchLine(chat, headers))
+            data = json.loads(bytes(reply.body))
+            if reply.status_code != 200:
+                counts["errored"] += 1
+                error = {"type": "error", "error": {"type": "api_error", "message": data["error"]["message"]}}
+                lines.append({"custom_id": item.get("custom_id"), "result": {"type": "errored", "error": error}})
+                continue
+            counts["succeeded"] += 1
+            usage = data["usage"]
+            message = {
+                "id": data["id"], "type": "message", "role": "assistant", "model": params.get("model"),
+                "content": [_content(data["choices"][0]["message"]["content"], tools)],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"]},
+            }  # fmt: skip
+            lines.append({"custom_id": item.get("custom_id"), "result": {"type": "succeeded", "message": message}})
+        self.files["results-" + batch["id"]] = "".join(json.dumps(line) + "\n" for line in lines).encode()
+        batch.update(processing_status="ended", ended_at=time.time(),
+                     results_url=f"{base.rstrip('/')}/v1/messages/batches/{batch['id']}/results")  # fmt: skip
 
     async def _hang(self, seconds: float) -> None:
         if self._released:
@@ -411,6 +482,16 @@ async def _endless(stream: bool) -> AsyncIterator[str]:
         await asyncio.sleep(0)
 
 
+def _content(text: str, tools: list[Any]) -> dict[str, Any]:
+    """An Anthropic content block: the forced tool's input, or the text."""
+    if tools:
+        try:
+            return {"type": "tool_use", "id": "toolu_mock", "name": tools[0].get("name"), "input": json.loads(text)}
+        except ValueError:
+            pass
+    return {"type": "text", "text": text}
+
+
 class _BatchLine:
     """One line of a batch, handed to the chat endpoint as if it were a request."""
 
@@ -448,6 +529,9 @@ def make_app(**options: Any) -> Starlette:
             Route("/v1/batches", mock.create_batch, methods=["POST"]),
             Route("/v1/batches", mock.list_batches, methods=["GET"]),
             Route("/v1/batches/{batch_id}", mock.get_batch, methods=["GET"]),
+            Route("/v1/messages/batches", mock.create_message_batch, methods=["POST"]),
+            Route("/v1/messages/batches/{batch_id}", mock.get_message_batch, methods=["GET"]),
+            Route("/v1/messages/batches/{batch_id}/results", mock.message_batch_results, methods=["GET"]),
             Route("/health", mock.health, methods=["GET"]),
         ],
         lifespan=lifespan,

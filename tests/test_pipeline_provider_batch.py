@@ -100,7 +100,7 @@ def test_models_without_a_batch_api_are_refused_in_one_line(tmp_path):
     config = write_config(tmp_path / "c.toml", {"f": {"model": "fake/f"}})
     result = invoke_cli("batch", str(pairs(tmp_path, 2)), "--judge", "f", "--config", str(config), "--provider-batch")
     assert result.exit_code == 2 and len(result.error_lines) == 1
-    assert "not served by an OpenAI-protocol endpoint" in result.stderr
+    assert "has no batch API here" in result.stderr
 
 
 def submitted(home) -> int:
@@ -136,3 +136,23 @@ def test_a_process_killed_between_submit_and_collect_is_resumed_by_collecting(tm
     assert len(remote) == 1  # collected, never submitted twice
     assert summary["provider_batches"][0]["id"] == remote[0]["id"]
     assert summary["provider_rounds"] == 1
+
+
+def test_anthropic_models_go_through_message_batches(tmp_path):
+    with start_mock_server(batch_seconds=0.05, batch_expire_after=5) as server:
+        config = write_config(
+            tmp_path / "c.toml",
+            {"c": {"model": "anthropic/mock-claude", "api_base": server.url, "api_key_env": "MOCK_KEY", **PRICE}},
+        )
+        result = invoke_cli(
+            "batch", str(pairs(tmp_path, 4)), "--judge", "c", "--config", str(config), "--provider-batch", "--json"
+        )
+        remote = provider_batches(server)
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["finished"] == 4
+    assert summary["calls"] == 8 + 3  # 3 of the 8 lines expired in the first round, asked again in the second
+    assert summary["provider_rounds"] == 2
+    assert [b["provider"] for b in summary["provider_batches"]] == ["anthropic", "anthropic"]
+    assert remote == []  # nothing went through OpenAI's endpoints
+    assert summary["cost_usd"] > 0
