@@ -27,6 +27,7 @@ _COMMANDS = {
     "batch": ("council.cli.batch", "batch"),
     "serve": ("council.cli.serve", "serve"),
     "cache": ("council.cli.cache", "cache"),
+    "mcp": ("council.cli.mcp", "mcp"),
 }
 
 

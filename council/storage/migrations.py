@@ -298,7 +298,23 @@ def m005_bias_length_words(db: Database) -> None:
 
 
 @migrations()
-def m007_budgets(db: Database) -> None:
+def m007_settings(db: Database) -> None:
+    # Facts about the installation that belong to the database: the query-hash salt's
+    # fingerprint (an HMAC of a constant under the salt, never the salt itself), so a
+    # replaced salt is noticed instead of silently regrouping hashes.
+    db["settings"].create({"key": str, "value": str}, pk="key")
+
+
+@migrations()
+def m008_batch_item_digests(db: Database) -> None:
+    # Each batch item remembers a digest of its content: resuming an edited batch file judges
+    # again only the items that changed (matched by id) and keeps the others' results.
+    db["batch_items"].add_column("content_sha256", str)
+    db["batches"].create_index(["source", "created_at"])
+
+
+@migrations()
+def m009_budgets(db: Database) -> None:
     # A spend cap kept with what it caps (a batch: key "batch:<id>"), shared by every process
     # using the store: what was spent, and one row per call in flight holding its worst case
     # (docs/methods.md, "Spend caps"). A reservation whose process died counts as spent.
@@ -312,7 +328,7 @@ def m007_budgets(db: Database) -> None:
 
 
 @migrations()
-def m008_call_cache(db: Database) -> None:
+def m010_call_cache(db: Database) -> None:
     # The call cache (docs/methods.md, "Call cache"): one reply per request key, with the
     # version that wrote it (another version's entries are ignored and replaced) and what the
     # reply cost. A call answered from it is logged with cached = 1 and what it saved.
@@ -325,7 +341,7 @@ def m008_call_cache(db: Database) -> None:
 
 
 @migrations()
-def m009_provider_batches(db: Database) -> None:
+def m011_provider_batches(db: Database) -> None:
     # The rounds of a batch sent through a provider's batch API: written before the submit
     # (token, custom ids), then the provider's id, then its progress, so a process killed in
     # between finds its provider batch again (docs/methods.md, "Provider batches").
