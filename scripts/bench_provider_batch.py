@@ -79,8 +79,8 @@ async def main() -> None:
     path = Path(home.name) / "pairs.jsonl"
     path.write_text(
         "".join(
-            json.dumps({"id": f"p{i}", "prompt": f"Question {i}: why is the sky blue?", "a": f"Rayleigh scattering {i}.",
-                        "b": f"The sea reflects onto it {i}."}) + "\n"
+            json.dumps({"id": f"p{i}", "prompt": f"Question {i}: why is the sky blue?",
+                        "a": f"Rayleigh scattering {i}.", "b": f"The sea reflects onto it {i}."}) + "\n"
             for i in range(args.pairs)
         )
     )  # fmt: skip
@@ -97,7 +97,8 @@ async def main() -> None:
     for name, r in (("direct calls", direct), ("--provider-batch", batched)):
         per = 1000 * r["cpu"] / max(r["calls"], 1)
         rounds = "-" if name == "direct calls" else str(r["rounds"])
-        print(f"{name:22} {r['calls']:>7} {rounds:>7} {r['wall']:8.1f} {r['cpu']:13.1f} {per:12.3f} {r['cost']:10.4f}")
+        figures = f"{r['wall']:8.1f} {r['cpu']:13.1f} {per:12.3f} {r['cost']:10.4f}"
+        print(f"{name:22} {r['calls']:>7} {rounds:>7} {figures}")
     print(f"\ncost at list price {list_cost:.4f} USD, at batch price {batched['cost']:.4f} USD "
           f"({batched['cost'] / list_cost:.2f} of it); finished {direct['finished']} / {batched['finished']}")  # fmt: skip
 
