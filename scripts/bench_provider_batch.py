@@ -99,8 +99,9 @@ async def main() -> None:
         rounds = "-" if name == "direct calls" else str(r["rounds"])
         figures = f"{r['wall']:8.1f} {r['cpu']:13.1f} {per:12.3f} {r['cost']:10.4f}"
         print(f"{name:22} {r['calls']:>7} {rounds:>7} {figures}")
-    print(f"\ncost at list price {list_cost:.4f} USD, at batch price {batched['cost']:.4f} USD "
-          f"({batched['cost'] / list_cost:.2f} of it); finished {direct['finished']} / {batched['finished']}")  # fmt: skip
+    share = batched["cost"] / list_cost
+    print(f"\ncost at list price {list_cost:.4f} USD, at batch price {batched['cost']:.4f} USD ({share:.2f} of it);"
+          f" finished {direct['finished']} / {batched['finished']}")  # fmt: skip
 
 
 if __name__ == "__main__":
