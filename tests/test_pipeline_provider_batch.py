@@ -61,6 +61,7 @@ def test_one_round_at_half_the_price_and_the_same_verdicts(tmp_path, council_hom
     assert len(remote) == 1 and remote[0]["request_counts"] == {"total": 40, "completed": 40, "failed": 0}
     assert two["cost_usd"] == pytest.approx(one["cost_usd"] / 2)
     assert [b["status"] for b in two["provider_batches"]] == ["completed"]
+    assert f"provider batch {remote[0]['id']}: completed, 40 done, 0 failed of 40" in batched.stderr
     assert two["provider_batches"][0]["id"] == remote[0]["id"]
     verdicts = [json.loads(line)["result"]["winner"] for line in (tmp_path / "direct.jsonl").read_text().splitlines()]
     assert [

@@ -29,6 +29,7 @@ class BatchProgress:
         self.total = total
         self._progress: Any = None
         self._task: Any = None
+        self._last_line: str | None = None
 
     def on_start(self, plan: BatchPlan) -> None:
         self.batch_id = plan.batch_id  # --resume of an edited file continues the file's earlier batch
@@ -56,6 +57,15 @@ class BatchProgress:
     def on_item(self, item: BatchItem, ok: bool) -> None:
         if self._progress is not None:
             self._progress.advance(self._task)
+
+    def on_provider_batch(self, batch_id: str, status: str, done: int, failed: int, total: int) -> None:
+        """A provider batch polled: one line when its status or counts change."""
+        line = f"provider batch {batch_id}: {status}, {done} done, {failed} failed of {total}"
+        if not self.quiet and line != self._last_line:
+            self._last_line = line
+            from council.terminal import visible
+
+            self.err.print(visible(line), markup=False, highlight=False)
 
     def stop(self) -> None:
         if self._progress is not None:
@@ -174,6 +184,7 @@ def batch(
                 on_item=progress.on_item,
                 max_cost=cap,
                 provider_batch=provider_batch,
+                on_provider_progress=progress.on_provider_batch,
                 source_path=None if batch_id else str(Path(file).resolve()),
             )
         finally:

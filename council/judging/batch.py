@@ -453,6 +453,7 @@ async def run_batch(
     max_cost: float | None = None,
     provider_batch: bool = False,
     source_path: str | None = None,
+    on_provider_progress: Callable[[str, str, int, int, int], None] | None = None,
 ) -> BatchSummary:
     """Judge every item not finished yet (at most ``concurrency`` at a time), then summarise
     from the database and write ``output`` (JSONL, one result per item, in file order).
@@ -473,7 +474,8 @@ async def run_batch(
 
     ``provider_batch``: the judges' calls go through their providers' batch APIs, in rounds
     (``council.providers.provider_batch``), every item in flight at once; a rerun collects a
-    round a killed process had submitted.
+    round a killed process had submitted. ``on_provider_progress(id, status, done, failed,
+    total)`` hears each poll of a provider batch.
     """
 
     if concurrency < 1:
@@ -492,6 +494,7 @@ async def run_batch(
             return await _run_batch(
                 items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
                 store, keep_text, on_start, on_item, source_path or source, max_cost, provider_batch,
+                on_provider_progress,
             )  # fmt: skip
     finally:
         if owned:
@@ -516,6 +519,7 @@ async def _run_batch(
     recorded_source: str,
     max_cost: float | None,
     provider_batch: bool,
+    on_provider_progress: Callable[[str, str, int, int, int], None] | None,
 ) -> BatchSummary:
     from council.storage.call_cache import batch_cache_savings
     from council.storage.judgments import (
@@ -552,7 +556,7 @@ async def _run_batch(
         from council.providers.provider_batch import BatchRounds, send_in_batches
         from council.storage.provider_batches import StoreBatchJournal
 
-        rounds = BatchRounds(StoreBatchJournal(store, batch_id))
+        rounds = BatchRounds(StoreBatchJournal(store, batch_id), on_progress=on_provider_progress)
         send_in_batches(judges, rounds)
         concurrency = max(concurrency, len(todo))  # every item's calls join the same rounds
     skipped = len(items) - len(todo)
