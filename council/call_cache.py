@@ -16,8 +16,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from council.errors import UsageError
+
 #: Entries written under another version are ignored (and replaced by a fresh reply).
 CACHE_VERSION = 1
+
+
+def check_can_keep(store_transcripts: bool) -> None:
+    """The cache keeps replies: with transcripts off it cannot be used (``UsageError``)."""
+    if not store_transcripts:
+        raise UsageError(
+            "the call cache keeps replies, and transcripts are off (store_transcripts = false or "
+            "COUNCIL_STORE_TRANSCRIPTS=0): drop --cache ([cache] enabled) or keep transcripts"
+        )
 
 
 def request_key(target: Mapping[str, Any], request: Mapping[str, Any]) -> str:

@@ -56,7 +56,7 @@ def test_cache_with_transcripts_off_is_refused_in_one_line(config, council_home)
     )
     assert result.exit_code == 2
     assert len(result.error_lines) == 1 and "transcripts are off" in result.stderr
-    assert db_rows(council_home, "select count(*) from sessions") == [(0,)]
+    assert not (council_home / "council.db").exists()  # refused before anything is opened
 
 
 def test_compare_from_the_cache(tmp_path, config):
@@ -100,3 +100,22 @@ def test_cache_stats_and_clear(config):
 def test_clear_refuses_a_bad_age(bad):
     result = invoke_cli("cache", "clear", "--older-than", bad)
     assert result.exit_code == 2 and len(result.error_lines) == 1
+
+
+async def test_the_python_api_takes_a_cap_and_the_cache(config, council_home):
+    from council import Council
+    from council.budget import BudgetReached
+    from council.errors import UsageError
+
+    async with Council.from_config(str(config), cache=True) as council:
+        first = await council.run("What is 2+2?", seed=2)
+    async with Council.from_config(str(config), cache=True) as council:
+        again = await council.run("What is 2+2?", seed=2)
+    assert again.usage.cached_calls == 7 and again.synthesis.text == first.synthesis.text
+    async with Council.from_config(str(config), max_cost=0.004) as council:
+        with pytest.raises(BudgetReached):
+            await council.run("What else?", seed=3)
+        spent, cap = council.budget.totals()
+        assert spent <= cap == 0.004
+    with pytest.raises(UsageError, match="transcripts are off"):
+        Council.from_config(str(config), cache=True, env={"COUNCIL_STORE_TRANSCRIPTS": "0"})

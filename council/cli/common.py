@@ -128,23 +128,17 @@ def cache_options(command: Any) -> Any:
 def cache_wanted(use_cache: bool, refresh: bool, loaded: Any) -> bool:
     """Whether the call cache is on: ``--cache``/``--refresh``, else ``[cache] enabled``. With
     transcripts off it cannot keep replies: a ``UsageError``."""
+    from council.call_cache import check_can_keep
     from council.config import resolve_privacy
-    from council.errors import UsageError
 
     wanted = use_cache or refresh or loaded.config.cache.enabled
-    if wanted and not resolve_privacy(loaded).store_transcripts:
-        raise UsageError(
-            "the call cache keeps replies, and transcripts are off (store_transcripts = false or "
-            "COUNCIL_STORE_TRANSCRIPTS=0): drop --cache ([cache] enabled) or keep transcripts"
-        )
+    if wanted:
+        check_can_keep(resolve_privacy(loaded).store_transcripts)
     return bool(wanted)
 
 
 def attach_cache(clients: Any, store: Any, *, refresh: bool) -> None:
     """Put ``clients`` (model clients) on the store's call cache."""
-    from council.call_cache import CallCache
-    from council.storage.call_cache import StoreReplies
+    from council.api import attach_call_cache
 
-    cache = CallCache(StoreReplies(store), refresh=refresh)
-    for client in clients:
-        client.cache = cache
+    attach_call_cache(clients, store, refresh=refresh)

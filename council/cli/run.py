@@ -64,11 +64,11 @@ def run(
     answered or a synthesis that was asked for is missing (the session is partial).
     """
     from council.api import Council
-    from council.budget import Budget, BudgetReached, check_cap
-    from council.cli.common import attach_cache, cache_wanted, quiet, spend_cap, status
+    from council.budget import BudgetReached, check_cap
+    from council.cli.common import cache_wanted, quiet, spend_cap, status
     from council.cli.render import ProgressDisplay, render_result, report_problems
     from council.cli.views import SessionView, parse_show
-    from council.providers.client import cap_spending
+    from council.config import load_config
     from council.session import load_candidates
     from council.session.runner import check_request
 
@@ -83,14 +83,12 @@ def run(
     candidates = load_candidates(candidates_path) if candidates_path else None
     if max_cost is not None:
         check_cap(max_cost)
-    council = Council.from_config(config_path, council=council_name)
-    if cache_wanted(use_cache, refresh, council.loaded) and council.store is not None:
-        attach_cache(council.clients.values(), council.store, refresh=refresh)
+    loaded = load_config(config_path)
+    cached = cache_wanted(use_cache, refresh, loaded)
+    council = Council(loaded, council=council_name, max_cost=spend_cap(max_cost, loaded), cache=cached, refresh=refresh)
+    budget = council.budget
+    if cached:
         status("note: the call cache repeats kept answers; answers sampled at temperature > 0 are meant to vary")
-    cap = spend_cap(max_cost, council.loaded)
-    budget = Budget.capped(cap) if cap is not None else None
-    if budget is not None:
-        cap_spending(council.clients.values(), budget)
     # The parts shown as they arrive are the progress; a live bar would interleave with them.
     progress = ProgressDisplay(council, enabled=not as_json and not quiet() and not parts)
     view = SessionView(parts)
