@@ -112,7 +112,10 @@ def submitted(home) -> int:
 
 
 @pytest.mark.slow
-def test_a_process_killed_between_submit_and_collect_is_resumed_by_collecting(tmp_path, council_home):
+@pytest.mark.parametrize("id_recorded", [True, False], ids=["id-recorded", "only-the-intent"])
+def test_a_process_killed_between_submit_and_collect_is_resumed_by_collecting(tmp_path, council_home, id_recorded):
+    """Killed after submitting: the round is collected by its recorded id, or, when the process died
+    before recording the id, found by the token it sent in the batch's metadata."""
     with start_mock_server(batch_seconds=4.0) as server:
         config, items = config_for(tmp_path, server), pairs(tmp_path, 5)
         args = ["batch", str(items), "--judge", "j", "--config", str(config), "--provider-batch", "--batch-id", "k"]
@@ -129,6 +132,11 @@ def test_a_process_killed_between_submit_and_collect_is_resumed_by_collecting(tm
         os.kill(proc.pid, signal.SIGKILL)  # submitted, not collected
         proc.wait(10)
         assert db_rows(council_home, "select count(*) from batch_items") == [(0,)]
+        if not id_recorded:
+            db = sqlite3.connect(council_home / "council.db")
+            with db:
+                db.execute("UPDATE provider_batches SET provider_batch_id = NULL, status = 'submitting'")
+            db.close()
         resumed = invoke_cli(*args, "--resume", "--json")
         remote = provider_batches(server)
     assert resumed.exit_code == 0, resumed.stderr
