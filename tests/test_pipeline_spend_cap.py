@@ -50,7 +50,7 @@ def test_money_is_printed_with_cents_and_the_digits_that_matter():
 
 
 def test_the_prompt_bound_is_never_below_what_the_fake_counts():
-    from council.providers.fake import prompt_tokens
+    from council.testing.replies import prompt_tokens
 
     messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "ünïcödé words " * 40}]
     assert prompt_tokens_bound(messages) >= prompt_tokens(messages)
