@@ -5,7 +5,8 @@ Replies come from ``council.testing.replies.FakeResponder``, the same responder 
 ``fake/mock-b+garbage`` (see that module for the ``+behaviour`` suffixes).
 
 Endpoints: ``POST /v1/chat/completions`` (plain, ``response_format`` json_schema or json_object,
-``stream: true`` as SSE ending with ``data: [DONE]``), ``GET /v1/models``, ``GET /health``, and
+``stream: true`` as SSE ending with ``data: [DONE]``, a word a chunk, ``--stream-interval``
+seconds apart; ``+cutoff`` streams half and then an error chunk), ``GET /v1/models``, ``GET /health``, and
 OpenAI's batch API: ``POST /v1/files`` (multipart, ``purpose=batch``), ``GET
 /v1/files/{id}/content``, ``POST /v1/batches``, ``GET /v1/batches[/{id}]``. A batch is validated
 (a malformed file fails it, with the reason), waits ``--batch-seconds``, then answers each line as
@@ -54,12 +55,18 @@ try:
 except ImportError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from council.errors import ConfigError, ProviderError
-from council.testing.replies import FakeResponder, parse_model_name, prompt_tokens, truncate_to_tokens
+from council.testing.replies import (
+    FakeResponder,
+    cutoff_error,
+    parse_model_name,
+    prompt_tokens,
+    stream_pieces,
+    truncate_to_tokens,
+)
 
 DEFAULT_MODELS = ("mock-alpha", "mock-beta", "mock-gamma", "mock-delta")
 _STATUS_TYPE = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
                 429: "rate_limit_error", 504: "timeout"}  # fmt: skip
-_STREAM_PIECE = 40  # characters per streamed delta
 
 
 def _error(status: int, message: str, code: str | None = None, headers: dict[str, str] | None = None) -> Response:
@@ -96,6 +103,7 @@ class MockLLM:
         batch_seconds: float = 0.2,
         batch_expire_after: int | None = None,
         batch_reject: str | None = None,
+        stream_interval: float = 0.0,
     ) -> None:
         kinds = [k.strip() for k in fault_kinds.split(",")] if isinstance(fault_kinds, str) else list(fault_kinds)
         for kind in kinds:
@@ -105,6 +113,7 @@ class MockLLM:
             if not 0.0 <= rate <= 1.0:
                 raise ValueError(f"{name} must be within [0, 1], got {rate}")
         self.latency, self.jitter, self.slow_seconds = latency, jitter, slow_seconds
+        self.stream_interval = stream_interval
         self.fault_rate, self.fault_kinds, self.hang_seconds = fault_rate, kinds or ["500"], hang_seconds
         self.malformed_rate, self.retry_after = malformed_rate, retry_after
         self.require_key = require_key
@@ -256,9 +265,14 @@ class MockLLM:
         usage_out = len(text.split())
         usage = {"prompt_tokens": usage_in, "completion_tokens": usage_out, "total_tokens": usage_in + usage_out}
         ident, created = f"chatcmpl-mock-{os.getpid()}-{next(self._ids)}", int(time.time())
+        if "cutoff" in behaviours and not stream:
+            error = cutoff_error(model)
+            return _error(error.status_code or 500, error.args[0])
         if stream:
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            chunks = self._chunks(ident, created, model, text, finish, usage if include_usage else None)
+            chunks = self._chunks(
+                ident, created, model, text, finish, usage if include_usage else None, "cutoff" in behaviours
+            )
             return StreamingResponse(chunks, media_type="text/event-stream", headers={"cache-control": "no-cache"})
         completion = {
             "id": ident,
@@ -445,9 +459,9 @@ class MockLLM:
         except TimeoutError:
             pass
 
-    @staticmethod
     async def _chunks(
-        ident: str, created: int, model: str, text: str, finish: str, usage: dict[str, int] | None
+        self, ident: str, created: int, model: str, text: str, finish: str, usage: dict[str, int] | None,
+        cutoff: bool = False,
     ) -> AsyncIterator[str]:
         def event(delta: dict[str, Any], reason: str | None = None) -> str:
             choice = {"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}
@@ -456,8 +470,15 @@ class MockLLM:
             return f"data: {json.dumps(chunk)}\n\n"
 
         yield event({"role": "assistant", "content": ""})
-        for i in range(0, len(text), _STREAM_PIECE):
-            yield event({"content": text[i : i + _STREAM_PIECE]})
+        pieces = stream_pieces(text)
+        for i, piece in enumerate(pieces[: len(pieces) // 2] if cutoff else pieces):
+            if self.stream_interval and i:
+                await asyncio.sleep(self.stream_interval)
+            yield event({"content": piece})
+        if cutoff:  # as OpenAI reports an error mid-stream: an error object in a data line
+            error = cutoff_error(model)
+            yield f"data: {json.dumps({'error': {'message': error.args[0], 'type': 'server_error', 'code': 500}})}\n\n"
+            return
         yield event({}, finish)
         if usage is not None:
             chunk = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
@@ -559,6 +580,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--batch-seconds", type=float, default=0.2, help="how long a batch waits before it runs")
     p.add_argument("--batch-expire-after", type=int, default=None, help="expire every batch after this many lines")
     p.add_argument("--batch-reject", default=None, metavar="REASON", help="fail every batch file's validation")
+    p.add_argument("--stream-interval", type=float, default=0.0, help="seconds between streamed chunks")
     return p.parse_args(argv)
 
 
@@ -583,6 +605,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             batch_seconds=args.batch_seconds,
             batch_expire_after=args.batch_expire_after,
             batch_reject=args.batch_reject,
+            stream_interval=args.stream_interval,
         )
     except (ValueError, OSError) as exc:
         print(f"mock_llm_server: {exc}", file=sys.stderr)

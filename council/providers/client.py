@@ -151,7 +151,14 @@ class ModelClient:
             raise UsageError(f"{self.id}: a request without max_tokens cannot be kept within a spend cap")
         return bound
 
-    async def _attempt(self, request: ChatRequest, stage: str, attempt: int, sink: CallSink | None) -> ChatResponse:
+    async def _attempt(
+        self,
+        request: ChatRequest,
+        stage: str,
+        attempt: int,
+        sink: CallSink | None,
+        on_delta: Callable[[str], None] | None = None,
+    ) -> ChatResponse:
         # A provider batch's line may take up to its completion window: no per-attempt deadline.
         timeout = None if getattr(self.api, "batched", False) else self.resolved.spec.timeout
         if not self._prepared:
@@ -161,12 +168,12 @@ class ModelClient:
                 await self._limiter.acquire()
             budget = self.budget
             if budget is None:
-                return await self._send(request, stage, attempt, sink, timeout)
+                return await self._send(request, stage, attempt, sink, timeout, on_delta)
             worst = self.worst_case(request)
             token = budget.reserve(worst)  # BudgetReached: nothing is sent
             spent = worst  # a call that may have been billed counts at its worst case
             try:
-                response = await self._send(request, stage, attempt, sink, timeout)
+                response = await self._send(request, stage, attempt, sink, timeout, on_delta)
                 spent = worst if response.cost_usd is None else response.cost_usd
                 return response
             except ProviderError as exc:
@@ -177,7 +184,13 @@ class ModelClient:
                 budget.settle(token, spent)
 
     async def _send(
-        self, request: ChatRequest, stage: str, attempt: int, sink: CallSink | None, timeout: float | None
+        self,
+        request: ChatRequest,
+        stage: str,
+        attempt: int,
+        sink: CallSink | None,
+        timeout: float | None,
+        on_delta: Callable[[str], None] | None,
     ) -> ChatResponse:
         started = utc_now()
         call_id = uuid.uuid4().hex
@@ -187,9 +200,21 @@ class ModelClient:
         t0 = time.perf_counter()
         response: ChatResponse | None = None
         error: ProviderError | None = None
+        streamed = False
+
+        def relay(piece: str) -> None:
+            nonlocal streamed
+            streamed = True
+            on_delta(piece)  # type: ignore[misc]
+
         try:
             async with asyncio.timeout(timeout):
-                response = await self.api.generate(request)
+                if on_delta is not None and hasattr(self.api, "stream"):
+                    response = await self.api.stream(request, relay)
+                else:
+                    response = await self.api.generate(request)
+                    if on_delta is not None and response.text:
+                        relay(response.text)
         except TimeoutError:
             error = ProviderError(f"Timeout: no reply within {timeout or 0:g}s", model=self.model, retryable=True)
         except ProviderError as exc:
@@ -199,6 +224,14 @@ class ModelClient:
             # so the call log keeps it.
             self._record(sink, call_id, stage, started, t0, attempt, None, "cancelled")
             raise
+        if error is not None and streamed:
+            # Part of the reply is out already: a retry would repeat it. The caller decides.
+            error = ProviderError(
+                f"{error} (after part of the reply had arrived)",
+                model=error.model,
+                status_code=error.status_code,
+                retryable=False,
+            )
         self._record(sink, call_id, stage, started, t0, attempt, response, str(error) if error else None)
         if error is not None:
             # Not a warning: the failure is retried, or reported in the result and the call log.
@@ -252,24 +285,28 @@ class ModelClient:
         *,
         stage: str,
         sink: CallSink | None = None,
+        on_delta: Callable[[str], None] | None = None,
         accept: Callable[[ChatResponse], bool] | None = None,
     ) -> ChatResponse:
         """One logical call: retried on retryable provider errors, then raised as ProviderError.
+        ``on_delta``: stream the reply's text to it as it arrives.
 
         With a cache: answered from it when an entry the caller would ``accept`` is kept
         (default: a reply with some text), else made and, if accepted and free of secrets, kept."""
         accept = accept or _has_text
         cache = self.cache
         if cache is None:
-            return await self._complete(request, stage, sink)
+            return await self._complete(request, stage, sink, on_delta)
         key = request_key(self._target, request.model_dump(mode="json"))
         if not cache.refresh:
             hit = _cached_reply(cache.replies.get(key))
             if hit is not None and accept(hit):
                 if sink is not None:
                     sink(self._cached_call(stage, hit))
+                if on_delta is not None and hit.text:
+                    on_delta(hit.text)
                 return hit
-        response = await self._complete(request, stage, sink)
+        response = await self._complete(request, stage, sink, on_delta)
         if accept(response) and redact_secrets(response.text, error_text=False) == response.text:
             cache.replies.put(key, {"v": CACHE_VERSION, "model": self.model, **response.model_dump(mode="json")})
         return response
@@ -288,7 +325,9 @@ class ModelClient:
             saved_usd=hit.cost_usd,
         )
 
-    async def _complete(self, request: ChatRequest, stage: str, sink: CallSink | None) -> ChatResponse:
+    async def _complete(
+        self, request: ChatRequest, stage: str, sink: CallSink | None, on_delta: Callable[[str], None] | None
+    ) -> ChatResponse:
         policy = self.retry
         attempt = 0
         async for state in AsyncRetrying(
@@ -299,7 +338,7 @@ class ModelClient:
         ):
             with state:
                 attempt += 1
-                return await self._attempt(request, stage, attempt, sink)
+                return await self._attempt(request, stage, attempt, sink, on_delta)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def aclose(self) -> None:

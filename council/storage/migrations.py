@@ -314,7 +314,17 @@ def m008_batch_item_digests(db: Database) -> None:
 
 
 @migrations()
-def m009_budgets(db: Database) -> None:
+def m009_session_events(db: Database) -> None:
+    # What a session told the world as it ran (council.session.events), so any server replica can
+    # stream a session another one runs: one row per event, seq = the SSE event id.
+    db.execute(
+        "CREATE TABLE session_events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, "
+        "at TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID"
+    )
+
+
+@migrations()
+def m010_budgets(db: Database) -> None:
     # A spend cap kept with what it caps (a batch: key "batch:<id>"), shared by every process
     # using the store: what was spent, and one row per call in flight holding its worst case
     # (docs/methods.md, "Spend caps"). A reservation whose process died counts as spent.
@@ -328,7 +338,7 @@ def m009_budgets(db: Database) -> None:
 
 
 @migrations()
-def m010_call_cache(db: Database) -> None:
+def m011_call_cache(db: Database) -> None:
     # The call cache (docs/methods.md, "Call cache"): one reply per request key, with the
     # version that wrote it (another version's entries are ignored and replaced) and what the
     # reply cost. A call answered from it is logged with cached = 1 and what it saved.
@@ -341,7 +351,7 @@ def m010_call_cache(db: Database) -> None:
 
 
 @migrations()
-def m011_provider_batches(db: Database) -> None:
+def m012_provider_batches(db: Database) -> None:
     # The rounds of a batch sent through a provider's batch API: written before the submit
     # (token, custom ids), then the provider's id, then its progress, so a process killed in
     # between finds its provider batch again (docs/methods.md, "Provider batches").
