@@ -193,3 +193,12 @@ async def test_clear_removes_old_entries_or_all(store):
     assert cache_stats(store)["entries"] == 1
     assert clear_cache(store) == 1
     assert cache_stats(store)["entries"] == 0
+
+
+async def test_a_cached_reply_is_streamed_whole_to_a_streaming_caller(store):
+    client = client_for(store)
+    first = await client.complete(req(), stage="synthesis", on_delta=lambda piece: None)
+    pieces: list[str] = []
+    again = await client.complete(req(), stage="synthesis", on_delta=pieces.append)
+    assert "".join(pieces) == again.text == first.text
+    assert len(client.api.history) == 1
