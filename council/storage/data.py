@@ -13,6 +13,8 @@ Pair = tuple[int, int]
 Outcomes = dict[Pair, float]
 #: (n, Σx, Σx²) of one group of scores.
 Sums = tuple[int, float, float]
+#: How many bad rows and reviews are described (the bias report quotes the first).
+MAX_MESSAGES = 20
 
 
 @dataclass
@@ -27,7 +29,7 @@ class ComparisonData:
 
 @dataclass(frozen=True)
 class BiasQuery:
-    """Which bias records the report reads (docs/methods.md, "Bias report").
+    """Which bias records the report reads (docs/methods.md, "Bias audit").
 
     ``since``: stored-form UTC time; ``reviewers`` select whose scores count everywhere
     except the calibration baseline; ``reference_scale``: records without a scale are

@@ -44,15 +44,15 @@ class Store(Protocol):
         session_id: str,
         *,
         council: str,
-        question: str | None,
-        query_hash: str | None,
-        seed: int | None,
-        offline: bool,
-        members: Sequence[str],
-        created_at: str,
+        question: str | None = None,
+        query_hash: str | None = None,
+        seed: int | None = None,
+        offline: bool = False,
+        members: Sequence[str] = (),
+        created_at: str | None = None,
         kind: str = "council",
     ) -> None:
-        """Record a session as ``running`` (its own short transaction)."""
+        """Record a session as ``running`` (its own short transaction; ``created_at``: now)."""
 
     def save_session(
         self, result: Any, records: Sequence[Any], *, keep_text: bool, calls: Sequence[CallRecord]
@@ -97,10 +97,12 @@ class Store(Protocol):
     ) -> None:
         """Fill a temporary store from records files: ``scored`` rows carry an ``id``;
         ``unscored`` rows (id < 0, session_id, reviewer_id, position, timestamp, council)
-        hold a position without a score and enter only the review checks."""
+        hold a position without a score and enter only the review checks. May be called
+        several times (each call adds)."""
 
     def bias_record_rows(self, fields: Sequence[str], *, since: str | None = None) -> Iterator[tuple[Any, ...]]:
-        """Every bias record as a tuple of ``fields``, in insertion order (exports)."""
+        """Every bias record as a tuple of ``fields``, in insertion order (exports); ``since``:
+        stored-form UTC time (``clock.parse_since``)."""
 
     def bias_sums(self, query: BiasQuery) -> BiasSums:
         """Every sum the bias report needs, read in one snapshot (see :class:`BiasSums`)."""
