@@ -299,11 +299,11 @@ def _count(db: Database, f: _Filter) -> int:
     return db.execute(f"SELECT COUNT(*) FROM bias_records WHERE {f.base}", f.base_params).fetchone()[0]
 
 
-def bias_sums(store: SQLiteStore, query: BiasQuery, *, unscored: bool = False) -> BiasSums:
-    """Every sum of the bias report (:class:`BiasSums`), in one read snapshot.
-
-    ``unscored``: the store holds records without a score (loaded from files)."""
+def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
+    """Every sum of the bias report (:class:`BiasSums`), in one read snapshot (with the
+    records without a score, when the store was loaded from files that had some)."""
     db = store.db
+    unscored = store._unscored
     f = _Filter(query.since, query.reviewers, query.council)
     out = BiasSums()
     conn = db.conn

@@ -90,7 +90,7 @@ def _grouped(keyed: Iterable[tuple[Iterable[tuple[Pair, float]], int]]) -> list[
     return [(merged[key], dict(key)) for key in sorted(merged)]
 
 
-def comparisons(
+def count_comparisons(
     store: Store,
     *,
     since: str | None = None,

@@ -25,9 +25,8 @@ from council.errors import NotFoundError, UsageError
 from council.home import ensure_home
 from council.redaction import redact, redact_data
 from council.storage import judgments
-from council.storage.bias_sums import UNSCORED_TABLE, bias_sums
-from council.storage.comparisons import comparisons
-from council.storage.data import BiasQuery, BiasSums, ComparisonData
+from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
+from council.storage.comparisons import count_comparisons
 from council.storage.migrations import migrations
 from council.storage.ownership import batch_lock, dead_owners, lock_dir, process_lease
 from council.storage.sqlite import Database
@@ -412,56 +411,20 @@ class SQLiteStore:
             params.append(since)
         yield from self.db.execute(sql + " ORDER BY id", params)
 
-    def bias_sums(self, query: BiasQuery) -> BiasSums:
-        return bias_sums(self, query, unscored=self._unscored)
-
     def count(self, table: str) -> int:
         return self.db[table].count
 
     # -- judgments, batches, the leaderboard ------------------------------------------
-    def save_judgment(
-        self,
-        kind: str,
-        outcome: Any,
-        calls: Sequence[CallRecord],
-        *,
-        keep_text: bool,
-        batch_id: str | None = None,
-        item: Any = None,
-    ) -> None:
-        judgments.save_judgment(self, kind, outcome, calls, keep_text=keep_text, batch_id=batch_id, item=item)
-
-    def judgment_run(self, run_id: str) -> dict[str, Any] | None:
-        return judgments.get_run(self, run_id)
-
-    def judgment_passes(self, run_id: str) -> list[dict[str, Any]]:
-        return judgments.run_passes(self, run_id)
-
-    def position_audit(self, *, judge_model: str | None = None) -> list[dict[str, Any]]:
-        return judgments.position_audit(self, judge_model=judge_model)
-
-    def open_batch(
-        self, batch_id: str, *, source: str, content_sha256: str, settings: Mapping[str, Any], items: int
-    ) -> bool:
-        return judgments.open_batch(
-            self, batch_id, source=source, content_sha256=content_sha256, settings=settings, items=items
-        )
-
-    def batch_item_status(self, batch_id: str) -> dict[str, str]:
-        return judgments.batch_item_status(self, batch_id)
-
-    def batch_rows(self, batch_id: str) -> list[dict[str, Any]]:
-        return judgments.batch_rows(self, batch_id)
-
-    def comparisons(
-        self,
-        *,
-        since: str | None = None,
-        council: str | None = None,
-        sessions: bool = True,
-        judgments: bool = True,
-    ) -> ComparisonData:
-        return comparisons(self, since=since, council=council, sessions=sessions, judgments=judgments)
+    # Written as functions of the store in their own modules; bound here as its methods.
+    save_judgment = judgments.save_judgment
+    judgment_run = judgments.get_run
+    judgment_passes = judgments.run_passes
+    position_audit = judgments.position_audit
+    open_batch = judgments.open_batch
+    batch_item_status = judgments.batch_item_status
+    batch_rows = judgments.batch_rows
+    comparisons = count_comparisons
+    bias_sums = sum_bias_records
 
 
 def _column(name: str) -> str:
