@@ -210,3 +210,14 @@ def test_a_batch_has_one_runner_at_a_time(store_backend):
         pass  # taken and released
     with store_backend.batch_lock("b-lock"):
         pass  # free again after release
+
+
+def test_every_operation_of_the_protocol_is_exercised_here():
+    from pathlib import Path
+
+    source = Path(__file__).read_text(encoding="utf-8")
+    operations = [name for name in vars(Store) if not name.startswith("_") and callable(getattr(Store, name))]
+    assert len(operations) >= 25
+    through = {"close": "the store_backend fixture", "save_session": "Council.run, in the first session test"}
+    untested = [name for name in operations if f".{name}(" not in source and name not in through]
+    assert untested == [], "add a contract test for each new Store operation"
