@@ -130,7 +130,12 @@ def test_bias_records_are_inserted_exported_and_summed(store_backend):
     assert sorted(sums.positions) == [0, 1, 2] and sum(g[0] for g in sums.positions.values()) == len(rows)
     assert sums.orderings == 12 and len(sums.sessions) == 4  # 4 sessions × 3 reviewers; 4 sessions
     assert all(answered == 3 and records == 9 for answered, records, *_ in sums.sessions)
-    assert sums.points == [] and store_backend.bias_sums(BiasQuery(max_points=5)).points != []
+    assert list(sums.positions) == [0, 1, 2]  # ascending: the report lists them in this order
+    assert sums.points == []
+    points = store_backend.bias_sums(BiasQuery(max_points=4)).points
+    # The first answers in (session, model) order, s0's m0, m1, m2 then s1's m0: (mean length in
+    # words, mean score). Each answer is seen at every position once, so its mean length is 22.
+    assert points == [(22.0, 2.0), (22.0, 4.0), (22.0, 6.0), (22.0, 3.0)]
     only = store_backend.bias_sums(BiasQuery(reviewers=("r1",)))
     assert only.reviewers == sums.reviewers  # the calibration baseline keeps every reviewer
     assert sum(g[0] for g in only.positions.values()) == len(rows) // 3
