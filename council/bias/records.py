@@ -176,6 +176,9 @@ log = get_logger("council.bias")
 
 SALT_FILE = "query_hash_salt"
 SALT_BYTES = 32
+#: The salt's fingerprint is the HMAC of this constant: stored in the database to notice a
+#: replaced salt, it tells nothing about the salt or any query.
+FINGERPRINT_MESSAGE = b"council query-hash salt fingerprint v1"
 
 
 class QueryHasher:
@@ -186,20 +189,49 @@ class QueryHasher:
     be matched against a dictionary of queries elsewhere.
     """
 
-    def __init__(self, home: Path | str, *, had_hashes: Callable[[], bool] | None = None) -> None:
+    def __init__(
+        self,
+        home: Path | str,
+        *,
+        had_hashes: Callable[[], bool] | None = None,
+        swap_fingerprint: Callable[[str], str | None] | None = None,
+    ) -> None:
         """``had_hashes()``: whether hashes made with an earlier salt are on record (asked only
-        when the salt file is missing, to warn that a new salt will not group with them)."""
+        when the salt file is missing, to warn that a new salt will not group with them).
+        ``swap_fingerprint(new)`` stores the salt's fingerprint and returns the one stored
+        before: a different one means the salt file was replaced (a warning)."""
         self.home = Path(home)
         self.salt_path = self.home / SALT_FILE
         self.had_hashes = had_hashes
+        self.swap_fingerprint = swap_fingerprint
         self._salt: bytes | None = None
+        self._told_replaced = False  # the missing-salt warning already said it
+
+    def fingerprint(self) -> str:
+        """HMAC-SHA256 of a constant under the salt: the same salt, the same fingerprint."""
+        return hmac.new(self._salt_bytes(), FINGERPRINT_MESSAGE, hashlib.sha256).hexdigest()
+
+    def _salt_bytes(self) -> bytes:
+        if self._salt is None:
+            self._salt = self._load_or_create()
+            if self.swap_fingerprint is not None:
+                self._check_fingerprint(self.swap_fingerprint)
+        return self._salt
+
+    def _check_fingerprint(self, swap: Callable[[str], str | None]) -> None:
+        current = self.fingerprint()
+        before = swap(current)
+        if before is not None and before != current and not self._told_replaced:
+            log.warning(
+                f"the query-hash salt {self.salt_path} is not the one earlier query hashes were made with: "
+                "they will no longer group with new ones (put the earlier salt file back to keep them together)"
+            )
 
     def hash(self, query: str) -> str:
         """The full 64-hex digest of the NFC-normalised, stripped query."""
-        if self._salt is None:
-            self._salt = self._load_or_create()
+        salt = self._salt_bytes()
         message = unicodedata.normalize("NFC", query).strip().encode("utf-8")
-        return hmac.new(self._salt, message, hashlib.sha256).hexdigest()
+        return hmac.new(salt, message, hashlib.sha256).hexdigest()
 
     def _load_or_create(self) -> bytes:
         try:
@@ -209,6 +241,7 @@ class QueryHasher:
         replacing = self.had_hashes is not None and self.had_hashes()
         self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._create()
+        self._told_replaced = replacing
         if replacing:
             log.warning(
                 f"the query-hash salt {self.salt_path} was missing and a new one was made: earlier query "
