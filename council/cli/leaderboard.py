@@ -93,12 +93,14 @@ def render_text(board: Leaderboard, console: Console) -> None:
         return
     intervals = f"{board.confidence:.0%} CI, {board.bootstrap} bootstrap rounds" if board.bootstrap else "no bootstrap"
     table = Table(title=f"Leaderboard: Bradley–Terry ({units}; {intervals})")
-    for col in ("rank", "model", "rating", "95% CI", "comparisons", "win rate"):
+    several = len(board.groups) > 1  # ranks are within a group: groups never compared have no order
+    for col in ("group", "rank", "model", "rating", "95% CI", "comparisons", "win rate")[0 if several else 1:]:
         table.add_column(col, justify="left" if col == "model" else "right")
-    for rank, m in enumerate(board.models, 1):
+    for m in board.models:
         ci = "-" if m.ci is None else f"{m.ci[0]:.0f} – {m.ci[1]:.0f}"
         rate = "-" if m.win_rate is None else f"{m.win_rate:.1%}"
-        table.add_row(str(rank), Text(m.model), f"{m.rating:.0f}", ci, str(m.comparisons), rate)
+        cells = [m.rank, Text(m.model), f"{m.rating:.0f}", ci, str(m.comparisons), rate]
+        table.add_row(*([str(m.group)] if several else []), *cells)
     console.print(table)
     console.print(
         "Scale: Elo-style, mean rating 1000; a 400-point gap means 10:1 odds of winning a comparison.",
