@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from council.storage.cost import StoreBatchJournal, StoreLedger, StoreReplies, batch_key
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
 from council.storage.protocol import Store
 from council.storage.sqlite_store import SQLiteStore
@@ -20,6 +21,10 @@ __all__ = [
     "ComparisonData",
     "SQLiteStore",
     "Store",
+    "StoreBatchJournal",
+    "StoreLedger",
+    "StoreReplies",
+    "batch_key",
     "memory_store",
     "open_store",
     "using_store",

@@ -24,7 +24,8 @@ from council.clock import parse_since, utc_now
 from council.errors import EnvironmentFailure, NotFoundError, UsageError
 from council.home import ensure_home
 from council.redaction import redact, redact_document
-from council.storage import judgments
+from council.storage import budgets, call_cache, judgments
+from council.storage import provider_batches as rounds
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.comparisons import count_comparisons
 from council.storage.migrations import migrations
@@ -37,8 +38,11 @@ BUSY_TIMEOUT_S = 60.0
 #: The shortest id prefix a session can be found by (the tables show 8 characters).
 MIN_ID_PREFIX = 8
 _CALL_COLUMNS = ("call_id", "session_id", "owner", "stage", "member", "model", "started_at", "latency_ms",
-                 "prompt_tokens", "completion_tokens", "cost_usd", "attempt", "ok", "error")  # fmt: skip
-_CALL_OUTCOME = frozenset({"latency_ms", "prompt_tokens", "completion_tokens", "cost_usd", "ok", "error"})
+                 "prompt_tokens", "completion_tokens", "cost_usd", "attempt", "ok", "error", "cached",
+                 "saved_usd")  # fmt: skip
+_CALL_OUTCOME = frozenset(
+    {"latency_ms", "prompt_tokens", "completion_tokens", "cost_usd", "ok", "error", "cached", "saved_usd"}
+)
 
 
 def _connect(path: Path | str, *, uri: bool = False) -> sqlite3.Connection:
@@ -487,6 +491,23 @@ class SQLiteStore:
     batch_rows = judgments.batch_rows
     comparisons = count_comparisons
     bias_sums = sum_bias_records
+
+    # -- cost: spend caps, the call cache, provider batch rounds -------------------------
+    batch_spent = budgets.batch_spent
+    open_budget = budgets.open_budget
+    reserve_budget = budgets.reserve_budget
+    settle_budget = budgets.settle_budget
+    budget_totals = budgets.budget_totals
+    cached_reply = call_cache.cached_reply
+    cache_reply = call_cache.cache_reply
+    cache_stats = call_cache.cache_stats
+    clear_cache = call_cache.clear_cache
+    batch_cache_savings = call_cache.batch_cache_savings
+    round_intent = rounds.round_intent
+    round_submitted = rounds.round_submitted
+    round_progress = rounds.round_progress
+    rounds_holding = rounds.rounds_holding
+    provider_batches = rounds.provider_batches
 
 
 def _column(name: str) -> str:
