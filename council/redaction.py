@@ -46,6 +46,8 @@ from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 
+import pydantic_core
+
 REDACTED = "[redacted]"
 #: Shorter values are not treated as secrets at all (redacting every "abc" would garble text).
 MIN_SECRET_CHARS = 6
@@ -303,16 +305,50 @@ def redact_data(value: Any, secrets: frozenset[str] | None = None) -> Any:
 def redact_document(value: Any, secrets: frozenset[str] | None = None, *, _kind: str = "reply") -> Any:
     """A stored document or an export row (JSON-like) redacted field by field: :data:`ERROR_KEYS`
     as error text, :data:`USER_KEYS` never, the rest as a provider's reply. A value's nearest
-    named key decides (in ``models: {alias: model}`` both are the user's)."""
+    named key decides (in ``models: {alias: model}`` both are the user's). A document in which
+    nothing could be redacted is returned as it is (see :func:`_nothing_to_redact`)."""
     if secrets is None:
         secrets = frozenset(known_secrets())
+    if _kind == "reply" and isinstance(value, dict | list) and _nothing_to_redact(value, secrets):
+        return value
+    return _redact_fields(value, secrets, _kind)
+
+
+def _redact_fields(value: Any, secrets: frozenset[str], kind: str) -> Any:
     if isinstance(value, str):
-        return value if _kind == "user" else redact(value, secrets=secrets, error_text=_kind == "error")
+        return value if kind == "user" else redact(value, secrets=secrets, error_text=kind == "error")
     if isinstance(value, dict):
-        return {k: redact_document(v, secrets, _kind=_kind_of(k, _kind)) for k, v in value.items()}
+        return {k: _redact_fields(v, secrets, _kind_of(k, kind)) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [redact_document(v, secrets, _kind=_kind) for v in value]
+        return [_redact_fields(v, secrets, kind) for v in value]
     return value
+
+
+def _nothing_to_redact(value: dict[str, Any] | list[Any], secrets: frozenset[str]) -> bool:
+    """True when no field of ``value`` can lose anything: outside a private scope, its JSON text
+    holds no form of a known secret and none of the words every credential shape contains.
+    Letters and ``-`` are never escaped in JSON and a secret's escaped forms are searched, so a
+    field holding either shows in the text; the check can only err towards the full walk."""
+    scope = _scope.get()
+    if scope is not None and not scope.keep_text:
+        return False
+    try:
+        text = pydantic_core.to_json(value).decode()
+    except (TypeError, ValueError, pydantic_core.PydanticSerializationError):
+        return False
+    folded = text.casefold()
+    if any(hint in folded for hint in _CREDENTIAL_HINTS):
+        return False
+    pattern = _any_secret_pattern(secrets)
+    return pattern is None or pattern.search(text) is None
+
+
+@lru_cache(maxsize=64)
+def _any_secret_pattern(secrets: frozenset[str]) -> re.Pattern[str] | None:
+    """Any form of any secret, anywhere (word boundaries ignored: a superset of what is redacted)."""
+    forms = {form for secret in secrets for form in _forms(secret)}
+    forms |= {pydantic_core.to_json(secret).decode()[1:-1] for secret in secrets}
+    return re.compile("|".join(map(re.escape, sorted(forms, key=len, reverse=True)))) if forms else None
 
 
 def _kind_of(key: Any, inherited: str) -> str:
