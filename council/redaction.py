@@ -113,8 +113,14 @@ def is_strong(secret: str) -> bool:
 def known_secrets(env: Mapping[str, str] | None = None) -> set[str]:
     """Registered secrets, and the strong values of environment variables named like keys."""
     env = os.environ if env is None else env
-    found = {v.strip() for k, v in env.items() if _KEY_NAME.search(k) and is_strong(v.strip())}
+    found = {value for name in env if _named_like_a_key(name) and is_strong(value := env[name].strip())}
     return _registered | found
+
+
+@lru_cache(maxsize=1024)
+def _named_like_a_key(name: str) -> bool:
+    # Every stored document asks (see known_secrets): the names are few, the question is the same.
+    return _KEY_NAME.search(name) is not None
 
 
 def _forms(text: str) -> set[str]:
@@ -325,10 +331,12 @@ def _redact_fields(value: Any, secrets: frozenset[str], kind: str) -> Any:
 
 
 def _nothing_to_redact(value: dict[str, Any] | list[Any], secrets: frozenset[str]) -> bool:
-    """True when no field of ``value`` can lose anything: outside a private scope, its JSON text
-    holds no form of a known secret and none of the words every credential shape contains.
-    Letters and ``-`` are never escaped in JSON and a secret's escaped forms are searched, so a
-    field holding either shows in the text; the check can only err towards the full walk."""
+    """True when no field of ``value`` can lose anything, outside a private scope: its JSON text
+    holds no form of a strong secret and, where a field under :data:`ERROR_KEYS` holds text,
+    no form of any secret and none of the words every credential shape contains (those go
+    from error text only). Letters and ``-`` are never escaped in JSON and a secret's escaped
+    forms are searched, so a field holding either shows in the text: the check can only err
+    towards the field-by-field walk."""
     scope = _scope.get()
     if scope is not None and not scope.keep_text:
         return False
@@ -336,16 +344,24 @@ def _nothing_to_redact(value: dict[str, Any] | list[Any], secrets: frozenset[str
         text = pydantic_core.to_json(value).decode()
     except (TypeError, ValueError, pydantic_core.PydanticSerializationError):
         return False
-    folded = text.casefold()
-    if any(hint in folded for hint in _CREDENTIAL_HINTS):
-        return False
-    pattern = _any_secret_pattern(secrets)
+    error_text = _ERROR_FIELD.search(text) is not None
+    if error_text:
+        folded = text.casefold()
+        if any(hint in folded for hint in _CREDENTIAL_HINTS):
+            return False
+    pattern = _any_form(secrets if error_text else frozenset(s for s in secrets if is_strong(s)))
     return pattern is None or pattern.search(text) is None
 
 
+# An error key whose value may hold text: anything but null, a boolean, a number or an empty list or object.
+_ERROR_FIELD = re.compile(
+    '"(?:' + "|".join(map(re.escape, sorted(ERROR_KEYS))) + r')":(?!null|true|false|-?\d|\[\]|\{\})'
+)
+
+
 @lru_cache(maxsize=64)
-def _any_secret_pattern(secrets: frozenset[str]) -> re.Pattern[str] | None:
-    """Any form of any secret, anywhere (word boundaries ignored: a superset of what is redacted)."""
+def _any_form(secrets: frozenset[str]) -> re.Pattern[str] | None:
+    """Any form of any of ``secrets``, anywhere (no word boundaries: a superset of what is cut)."""
     forms = {form for secret in secrets for form in _forms(secret)}
     forms |= {pydantic_core.to_json(secret).decode()[1:-1] for secret in secrets}
     return re.compile("|".join(map(re.escape, sorted(forms, key=len, reverse=True)))) if forms else None

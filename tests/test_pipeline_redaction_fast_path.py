@@ -15,7 +15,7 @@ SECRETS = frozenset({STRONG, "ollama", QUOTED, "naïve-key-42é"})
 PIECES = ["answer", "the", "ollama", "ollamas", STRONG, QUOTED, "naïve-key-42é", "Bearer", "sk-", "KEY", "Token",
           "ſk-", ":", "=", "\n", '"', "\\", "é", "\u2028", "\x7f", "text"]  # fmt: skip
 TEXT = st.lists(st.sampled_from(PIECES), max_size=6).map("".join) | st.text(max_size=12)
-KEYS = st.sampled_from(["question", "model", "text", "error", "reasoning", "problem", "members", "x"])
+KEYS = st.sampled_from(["question", "model", "text", "error", "reasoning", "problem", "members", "flags", "note", "x"])
 DOCS = st.recursive(
     TEXT | st.integers() | st.floats(allow_nan=False) | st.none() | st.booleans(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=4),
@@ -30,6 +30,9 @@ def test_the_shortcut_never_changes_what_is_stored(document):
 
 def test_a_document_with_nothing_to_redact_is_returned_as_it_is():
     document = {"winner": "A", "scores": [1.0, 2.0], "judges": [{"reasoning": "clear and correct", "error": None}]}
+    assert redact_document(document, SECRETS) is document
+    # Credential words and weak secrets matter in error text only: a judge's reasoning may say them.
+    document = {"reasoning": "vague about the key fact, like ollama", "usage": {"prompt_tokens": 9}, "flags": []}
     assert redact_document(document, SECRETS) is document
 
 
