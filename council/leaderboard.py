@@ -42,6 +42,18 @@ class ModelRating(BaseModel):
     group: int = 1
     #: Rank within the group; exact ties share one, as "1=".
     rank: str = ""
+    #: With a baseline (``--baseline``): percent of this model's games against it won, ties
+    #: half, and the same length-controlled (docs/methods.md, "Length-controlled win rate").
+    baseline_win_rate: float | None = None
+    lc_win_rate: float | None = None
+
+
+class StyleCoefficient(BaseModel):
+    """A style covariate's coefficient (log-odds per standard deviation) and its 95 % Wald interval."""
+
+    estimate: float
+    ci: tuple[float, float]
+    standard_error: float
 
 
 class Leaderboard(BaseModel):
@@ -60,6 +72,12 @@ class Leaderboard(BaseModel):
     comparisons: int = 0
     #: Group by group (most comparisons first), best first within each group.
     models: list[ModelRating] = Field(default_factory=list)
+    #: Style covariates held equal (``--control``; docs/methods.md, "Style control") and their coefficients.
+    control: list[str] = Field(default_factory=list)
+    coefficients: dict[str, StyleCoefficient] = Field(default_factory=dict)
+    baseline: str | None = None
+    #: Judgment files rated instead of the database (``--judgments``).
+    files: list[str] = Field(default_factory=list)
     #: Groups of models never compared with any model of another group (only when > 1).
     groups: list[list[str]] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
@@ -72,8 +90,9 @@ def build_leaderboard(
     bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
     filters: dict[str, str | None] | None = None,
+    baseline: str | None = None,
 ) -> Leaderboard:
-    """The leaderboard of ``data`` (pure: no I/O)."""
+    """The leaderboard of ``data`` (pure: no I/O); with ``baseline``, each model's win rate against it."""
     strata = [Stratum("sessions", data.sessions), Stratum("judgments", data.judgments)]
     n = len(data.models)
     board = Leaderboard(
@@ -93,6 +112,14 @@ def build_leaderboard(
         return board
     wins = win_matrix(strata, n)
     board.comparisons = round(wins.sum())
+    against = None
+    if baseline is not None:
+        if baseline not in data.models:
+            raise UsageError(f"--baseline {baseline!r}: no comparison names this model")
+        from council.methods.length_controlled import win_rates_against
+
+        board.baseline = baseline
+        against = win_rates_against(wins, data.models.index(baseline))
     ratings = rate(strata, n, bootstrap=bootstrap, seed=seed)
     parts = sorted(components(wins), key=lambda part: (-wins[np.ix_(part, part)].sum(), min(part)))
     group_of = {i: g for g, part in enumerate(parts, 1) for i in part}
@@ -106,12 +133,13 @@ def build_leaderboard(
                 wins=r.wins,
                 win_rate=r.win_rate,
                 group=group_of[r.index],
+                baseline_win_rate=None if against is None else _percent(against[r.index]),
             )
             for r in ratings
         ),
         key=lambda m: (m.group, -m.rating, m.model),
     )
-    _rank_within_groups(board.models)
+    rank_within_groups(board.models)
     if len(parts) > 1:
         board.groups = [[data.models[i] for i in part] for part in parts]
         board.notes.append(
@@ -125,7 +153,7 @@ TIE_POINTS = 1e-6
 """Ratings closer than this (Elo-style points) are an exact tie: the same data, the same rating."""
 
 
-def _rank_within_groups(models: list[ModelRating]) -> None:
+def rank_within_groups(models: list[ModelRating]) -> None:
     """Competition ranks inside each group (docs/methods.md, "Leaderboard"): 1, 2, 2 is shown 1, 2=, 2=."""
     for i, m in enumerate(models):
         first = i
@@ -138,6 +166,10 @@ def _rank_within_groups(models: list[ModelRating]) -> None:
         m.rank = f"{first - start + 1}{'=' if tied else ''}"
 
 
+def _percent(value: float) -> float | None:
+    return None if value != value else float(value)  # NaN: never met the baseline
+
+
 def leaderboard(
     store: Store | None = None,
     *,
@@ -146,6 +178,7 @@ def leaderboard(
     source: str = "all",
     bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
+    baseline: str | None = None,
 ) -> Leaderboard:
     """Ratings from the database (``store``, or ``$COUNCIL_HOME/council.db``).
 
@@ -181,7 +214,10 @@ def leaderboard(
         bootstrap=bootstrap,
         seed=seed,
         filters={"council": council, "since": stored_since},
+        baseline=baseline,
     )
+    if baseline is not None and board.models:
+        board.notes.append("lc_win_rate needs answer lengths, which stored comparisons do not keep: left out.")
     if council is not None and source == "all":
         board.notes.append("--council keeps that council's sessions only: judged pairs belong to no council.")
     return board

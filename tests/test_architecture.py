@@ -28,10 +28,11 @@ LAYERS: list[tuple[str, ...]] = [
     ),
     ("council.config",),
     ("council.providers", "council.storage"),
-    ("council.asking", "council.bias"),
+    ("council.asking", "council.bias", "council.judgment_files"),
     # council.testing: replies that follow the real prompts of both pipelines
     ("council.session", "council.judging", "council.testing"),
-    ("council.api", "council.exports", "council.export_shapes", "council.export_rows", "council.leaderboard"),
+    ("council.api", "council.exports", "council.export_shapes", "council.export_rows", "council.leaderboard",
+     "council.judged_leaderboard"),
     ("council.cli", "council.server", "council.mcp_server", "council.__main__", "council"),
 ]
 

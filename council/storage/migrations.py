@@ -311,3 +311,13 @@ def m008_batch_item_digests(db: Database) -> None:
     # again only the items that changed (matched by id) and keeps the others' results.
     db["batch_items"].add_column("content_sha256", str)
     db["batches"].create_index(["source", "created_at"])
+
+
+@migrations()
+def m009_session_events(db: Database) -> None:
+    # What a session told the world as it ran (council.session.events), so any server replica can
+    # stream a session another one runs: one row per event, seq = the SSE event id.
+    db.execute(
+        "CREATE TABLE session_events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, "
+        "at TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID"
+    )
