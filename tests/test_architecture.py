@@ -25,6 +25,8 @@ LAYERS: list[tuple[str, ...]] = [
         "council.csv_cells",
         "council.terminal",
         "council.methods",
+        "council.budget",
+        "council.call_cache",
     ),
     ("council.config",),
     ("council.providers", "council.storage"),
@@ -56,6 +58,8 @@ PURE = (
     "council.csv_cells",
     "council.export_shapes",
     "council.export_rows",
+    "council.budget",
+    "council.call_cache",
 )
 IO = ("council.providers", "council.storage", "council.api", "council.cli", "council.server", "council.mcp_server")
 
@@ -193,6 +197,17 @@ def test_session_and_judging_stay_apart():
         if (_within(name, a) and _within(dep, b)) or (_within(name, b) and _within(dep, a))
     ]
     assert wrong == []
+
+
+def test_the_spend_cap_is_kept_in_one_place():
+    """Every call reserves against the cap in ModelClient; no other module reserves or settles."""
+    allowed = {"council.budget", "council.providers.client", "council.storage.budgets"}
+    for name, path in MODULES.items():
+        if name in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                assert node.func.attr not in ("reserve", "settle"), f"{name} reserves spending outside ModelClient"
 
 
 def test_methods_import_only_methods():

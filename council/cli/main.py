@@ -26,6 +26,7 @@ _COMMANDS = {
     "grade": ("council.cli.judge", "grade"),
     "batch": ("council.cli.batch", "batch"),
     "serve": ("council.cli.serve", "serve"),
+    "cache": ("council.cli.cache", "cache"),
     "mcp": ("council.cli.mcp", "mcp"),
 }
 

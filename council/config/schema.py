@@ -115,6 +115,18 @@ class Privacy(_Strict):
     store_transcripts: bool = True
 
 
+class BudgetSpec(_Strict):
+    """``[budget]``: a hard spend cap for run, compare, grade and batch (``--max-cost`` wins)."""
+
+    max_cost_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+
+
+class CacheSpec(_Strict):
+    """``[cache]``: answer identical requests from the store (``--cache``)."""
+
+    enabled: bool = False
+
+
 class ConfigFile(_Strict):
     """The whole file."""
 
@@ -122,6 +134,8 @@ class ConfigFile(_Strict):
     councils: dict[str, CouncilSpec] = Field(default_factory=dict)
     models: dict[str, ModelSpec] = Field(default_factory=dict)
     privacy: Privacy = Privacy()
+    budget: BudgetSpec = BudgetSpec()
+    cache: CacheSpec = CacheSpec()
 
     @model_validator(mode="after")
     def _default_council_exists(self) -> ConfigFile:

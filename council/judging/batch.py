@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from council.budget import Budget
 from council.errors import InputError, UsageError
 from council.inputs import check_json_text, check_visible, parse_json_line
 from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade, run_rows
@@ -41,7 +42,7 @@ from council.judging.schemas import Rubric
 from council.methods.judge_agreement import GoldAgreement, LabelAgreement, gold_agreement, label_agreement
 from council.methods.swap import DEFAULT_STRATEGY
 from council.methods.voting import GRADE_VOTES, PAIRWISE_VOTES
-from council.providers.client import ModelClient
+from council.providers.client import ModelClient, cap_spending
 from council.redaction import private_scope
 from council.storage.store import Store
 from council.usage import CallLog, CallRecord
@@ -263,6 +264,17 @@ class BatchSummary(BaseModel):
     wall_time_s: float = 0.0
     output: str | None = None
     errors: dict[str, str] = Field(default_factory=dict)
+    #: The batch's spend cap, what it counted as spent (all runs, every process), and whether
+    #: the cap stopped this run.
+    max_cost_usd: float | None = None
+    spent_usd: float | None = None
+    budget_reached: bool = False
+    #: Calls of the recorded items answered from the call cache (all runs), and what they saved.
+    cached_calls: int = 0
+    saved_usd: float | None = 0.0
+    #: With --provider-batch: the rounds this run sent, and every provider batch of the batch.
+    provider_rounds: int = 0
+    provider_batches: list[dict[str, Any]] = Field(default_factory=list)
     #: The judge against the items' labels (pairs) and gold scores (grades), when they carry them.
     labels: LabelAgreement | None = None
     gold_scores: GoldAgreement | None = None
@@ -438,7 +450,10 @@ async def run_batch(
     keep_text: bool | None = None,
     on_start: Callable[[BatchPlan], None] | None = None,
     on_item: ProgressSink | None = None,
+    max_cost: float | None = None,
+    provider_batch: bool = False,
     source_path: str | None = None,
+    on_provider_progress: Callable[[str, str, int, int, int], None] | None = None,
 ) -> BatchSummary:
     """Judge every item not finished yet (at most ``concurrency`` at a time), then summarise
     from the database and write ``output`` (JSONL, one result per item, in file order).
@@ -451,6 +466,16 @@ async def run_batch(
     their results. ``source_path`` (the file's absolute path): with ``resume`` and no batch
     recorded under ``batch_id`` (an id derived from the file, which changed), the latest
     batch of that file with the same settings is the one continued.
+
+    ``max_cost``: the batch's spend cap, kept with it in the store (replacing an earlier one);
+    a batch with a cap keeps it when resumed without one. Every call of the batch, by any
+    process, reserves against it; once it is reached no new item starts, and the summary
+    says so (``budget_reached``): the batch resumes later with a new cap.
+
+    ``provider_batch``: the judges' calls go through their providers' batch APIs, in rounds
+    (``council.providers.provider_batch``), every item in flight at once; a rerun collects a
+    round a killed process had submitted. ``on_provider_progress(id, status, done, failed,
+    total)`` hears each poll of a provider batch.
     """
 
     if concurrency < 1:
@@ -468,7 +493,8 @@ async def run_batch(
         with store.batch_lock(batch_id):
             return await _run_batch(
                 items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
-                store, keep_text, on_start, on_item, source_path or source,
+                store, keep_text, on_start, on_item, source_path or source, max_cost, provider_batch,
+                on_provider_progress,
             )  # fmt: skip
     finally:
         if owned:
@@ -491,7 +517,11 @@ async def _run_batch(
     on_start: Callable[[BatchPlan], None] | None,
     on_item: ProgressSink | None,
     recorded_source: str,
+    max_cost: float | None,
+    provider_batch: bool,
+    on_provider_progress: Callable[[str, str, int, int, int], None] | None,
 ) -> BatchSummary:
+    from council.storage.call_cache import batch_cache_savings
     from council.storage.judgments import (
         batch_item_status,
         batch_rows,
@@ -520,6 +550,15 @@ async def _run_batch(
     )
     recorded = batch_item_status(store, batch_id) if changed or removed else recorded
     todo = [item for item in items if recorded.get(item.id) != "ok"]
+    budget = _batch_budget(store, batch_id, max_cost, judges)
+    rounds = None
+    if provider_batch:
+        from council.providers.provider_batch import BatchRounds, send_in_batches
+        from council.storage.provider_batches import StoreBatchJournal
+
+        rounds = BatchRounds(StoreBatchJournal(store, batch_id), on_progress=on_provider_progress)
+        send_in_batches(judges, rounds)
+        concurrency = max(concurrency, len(todo))  # every item's calls join the same rounds
     skipped = len(items) - len(todo)
     if on_start is not None:
         on_start(
@@ -553,6 +592,8 @@ async def _run_batch(
 
     async def worker() -> None:
         for item in pending:  # one shared iterator: each item goes to exactly one worker
+            if budget is not None and budget.reached is not None:
+                return  # the cap is reached: the item stays unjudged, for a resume with a new cap
             await judge_and_record(item)
 
     t0 = time.perf_counter()
@@ -565,6 +606,15 @@ async def _run_batch(
     summary = summarize(rows, batch_id=batch_id, source=source, items=len(items), skipped=skipped, judged=len(todo))
     summary.wall_time_s = wall
     summary.changed, summary.removed = changed, removed
+    summary.cached_calls, summary.saved_usd = batch_cache_savings(store, batch_id)
+    if rounds is not None:
+        from council.storage.provider_batches import provider_batches
+
+        summary.provider_rounds = rounds.rounds
+        summary.provider_batches = provider_batches(store, batch_id)
+    if budget is not None:
+        summary.spent_usd, summary.max_cost_usd = budget.totals()
+        summary.budget_reached = budget.reached is not None
     if output is not None:
         try:
             write_results(rows, output)
@@ -572,3 +622,18 @@ async def _run_batch(
             raise UsageError(f"{exc}; every judged item is stored: rerun with --resume to write them") from None
         summary.output = str(output)
     return summary
+
+
+def _batch_budget(
+    store: Store, batch_id: str, max_cost: float | None, judges: Sequence[ModelClient]
+) -> Budget | None:
+    """The batch's budget in the store (``max_cost`` replaces its cap), with the judges under it."""
+    from council.storage.budgets import StoreLedger, batch_key, batch_spent, open_budget
+
+    key = batch_key(batch_id)
+    spent = batch_spent(store, batch_id) if max_cost is not None else 0.0
+    if open_budget(store, key, cap_usd=max_cost, spent_usd=spent) is None:
+        return None
+    budget = Budget(StoreLedger(store, key))
+    cap_spending(judges, budget)
+    return budget

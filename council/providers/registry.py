@@ -25,8 +25,9 @@ def make_api(resolved: ResolvedModel) -> ModelAPI:
     api_key = resolved.api_key.get_secret_value() if resolved.api_key else None
     if transport == "fake":
         from council.providers.fake import FakeAPI
+        from council.providers.prices import configured_price
 
-        return FakeAPI(model)
+        return FakeAPI(model, price=configured_price(spec.input_cost_per_token, spec.output_cost_per_token))
     if transport == "local":
         from council.providers.local import LocalLlamaAPI
 

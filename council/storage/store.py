@@ -38,8 +38,11 @@ BUSY_TIMEOUT_S = 60.0
 #: The shortest id prefix a session can be found by (the tables show 8 characters).
 MIN_ID_PREFIX = 8
 _CALL_COLUMNS = ("call_id", "session_id", "owner", "stage", "member", "model", "started_at", "latency_ms",
-                 "prompt_tokens", "completion_tokens", "cost_usd", "attempt", "ok", "error")  # fmt: skip
-_CALL_OUTCOME = frozenset({"latency_ms", "prompt_tokens", "completion_tokens", "cost_usd", "ok", "error"})
+                 "prompt_tokens", "completion_tokens", "cost_usd", "attempt", "ok", "error", "cached",
+                 "saved_usd")  # fmt: skip
+_CALL_OUTCOME = frozenset(
+    {"latency_ms", "prompt_tokens", "completion_tokens", "cost_usd", "ok", "error", "cached", "saved_usd"}
+)
 
 
 def _connect(path: Path | str, *, uri: bool = False) -> sqlite3.Connection:
