@@ -56,10 +56,6 @@ def make_api(resolved: ResolvedModel) -> ModelAPI:
     )
 
 
-def is_offline_model(model: str) -> bool:
-    return model.startswith(("fake/", "local/"))
-
-
 def needs_litellm(models: Iterable[ResolvedModel]) -> bool:
     """Whether any of these models is served through LiteLLM (so LiteLLM must be imported)."""
     return any(m.transport == "litellm" for m in models)
