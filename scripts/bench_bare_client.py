@@ -90,7 +90,7 @@ def main() -> int:
         url = server.base_url + "/chat/completions"
         asyncio.run(one_run(server.base_url, pairs(8), 1, False, args.concurrency, "native"))  # warm-up
         bodies = capture_bodies()
-        for i in range(args.repeat):
+        for _ in range(args.repeat):
             del bodies[:]
             s0 = process_cpu(server.process.pid)
             council.append(asyncio.run(one_run(server.base_url, content, 1, False, args.concurrency, "native")))
@@ -116,10 +116,14 @@ def main() -> int:
     ratio = min(r["wall"] for r in bare) / min(r["wall"] for r in council)
     own = 1000 * (min(r["cpu"] for r in council) - min(r["cpu"] for r in bare)) / calls
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"goal council ≥ {GOAL_RATIO} of the bare client's throughput: {'PASS' if ratio >= GOAL_RATIO else 'MISS'}"
-          f" ({ratio:.2f})")
-    print(f"goal council's own CPU ≤ {GOAL_OWN_CPU_MS} ms per call (its CPU minus the bare client's): "
-          f"{'PASS' if own <= GOAL_OWN_CPU_MS else 'MISS'} ({own:.3f} ms)")
+    print(
+        f"goal council ≥ {GOAL_RATIO} of the bare client's throughput: {'PASS' if ratio >= GOAL_RATIO else 'MISS'}"
+        f" ({ratio:.2f})"
+    )
+    print(
+        f"goal council's own CPU ≤ {GOAL_OWN_CPU_MS} ms per call (its CPU minus the bare client's): "
+        f"{'PASS' if own <= GOAL_OWN_CPU_MS else 'MISS'} ({own:.3f} ms)"
+    )
     return 0 if ratio >= GOAL_RATIO and own <= GOAL_OWN_CPU_MS else 1
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_bias_report import sessions  # noqa: E402
+from bench_bias_report import add_record_options, sessions  # noqa: E402
 
 from council.storage import Store  # noqa: E402
 
@@ -101,10 +101,7 @@ def report(db_path: Path) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--batch", type=int, default=50_000)
-    parser.add_argument("--home", type=Path, help="COUNCIL_HOME to use (default: a fresh temp dir)")
-    parser.add_argument("--seed", type=int, default=7)
+    add_record_options(parser)
     parser.add_argument("--repeat", type=int, default=3, help="timings of each (best is compared)")
     parser.add_argument("--reuse", action="store_true", help="--home already holds the records: only time")
     args = parser.parse_args()
@@ -135,8 +132,10 @@ def main() -> int:
     slowest = max(min(times[name]) for name in AGGREGATES)
     ratio = min(times["report"]) / slowest
     print(f"load average after: {loadavg()}")
-    print(f"goal report ≤ {GOAL_RATIO} × the slower aggregate: {'PASS' if ratio <= GOAL_RATIO else 'MISS'}"
-          f" ({ratio:.2f} ×)")
+    print(
+        f"goal report ≤ {GOAL_RATIO} × the slower aggregate: {'PASS' if ratio <= GOAL_RATIO else 'MISS'}"
+        f" ({ratio:.2f} ×)"
+    )
     if tmp is not None:
         tmp.cleanup()
     return 0 if ratio <= GOAL_RATIO else 1
