@@ -7,7 +7,7 @@ take spent + reserved past the cap is refused, so no call starts that could over
 however many are in flight. When the call ends its reservation is settled at its real cost.
 
 Two ledgers: :class:`MemoryLedger` for one invocation (run, compare, grade), and the
-store's (``council.storage.budgets``) for a batch, whose cap and spending are kept with
+store's (``council.storage.StoreLedger``) for a batch, whose cap and spending are kept with
 the batch and shared by every process using the store.
 """
 

@@ -5,7 +5,7 @@ The key is a SHA-256 of the whole request as it is sent — the model and the se
 sent to, every message, every sampling parameter, the response schema and the seed that
 carries a vote's number — never of its redacted text, so two requests share a reply only
 when they are the same request. ``ModelClient`` answers from the cache and fills it; the
-store keeps the entries (``council.storage.call_cache``).
+store keeps the entries (``Store.cached_reply``, ``council.storage.StoreReplies``).
 """
 
 from __future__ import annotations

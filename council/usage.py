@@ -4,6 +4,8 @@ Every attempt at a model call, failed or cancelled ones included, becomes one
 ``CallRecord``; ``Usage`` sums a list of them. A ``CallLog`` collects a run's records and,
 with a journal (the store), writes each attempt when it starts and again when it ends,
 so a call in flight when the process dies is still on record (it may have been billed).
+The store commits these rows by group, at the end of the event loop's turn or with its next
+write, whichever comes first (``Store.journal_calls``).
 """
 
 from __future__ import annotations

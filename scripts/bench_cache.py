@@ -44,10 +44,9 @@ def build() -> tuple[object, object, object, object]:
     from council.providers.base import ChatRequest
     from council.providers.client import ModelClient
     from council.providers.fake import FakeAPI, FakeResponder
-    from council.storage.call_cache import StoreReplies
-    from council.storage.store import Store
+    from council.storage import StoreReplies, open_store
 
-    store = Store.open()
+    store = open_store()
     scale: Scale = (1, 5)
     model = pairwise_pass_model(GENERAL_CRITERIA, scale, True)
     schema = schema_of(model)

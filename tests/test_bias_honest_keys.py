@@ -13,11 +13,11 @@ from council.bias.html import render_html
 from council.bias.records import BiasRecord
 from council.bias.report import bias_report, position_verdict
 from council.bias.wording import findings
-from council.storage import Store
+from council.storage import SQLiteStore
 
 
-def _store(rows: list[dict]) -> Store:
-    store = Store.memory()
+def _store(rows: list[dict]) -> SQLiteStore:
+    store = SQLiteStore.memory()
     store.insert_bias_records(rows)
     return store
 
@@ -48,7 +48,7 @@ def planted_first_slot(
 
 def test_position_bias_verdict_is_the_test_and_the_seed_flag_sits_beside_it():
     rows = planted_first_slot()
-    pb = bias_report(_store(rows).db).position_bias
+    pb = bias_report(_store(rows)).position_bias
     groups: dict[int, list[float]] = {}
     for r in rows:
         groups.setdefault(r["position"], []).append(r["score_value"])
@@ -57,7 +57,7 @@ def test_position_bias_verdict_is_the_test_and_the_seed_flag_sits_beside_it():
     assert pb.variance < pb.threshold  # ... and below the seed's bar
     assert pb.bias_detected is True
     assert pb.seed_variance_flag is False
-    report = bias_report(_store(rows).db)
+    report = bias_report(_store(rows))
     row = next(h for h in report.honesty if h.metric == "position_bias")
     assert row.verdict.startswith("position bias")
     assert position_verdict(report).startswith("bias detected")
@@ -68,7 +68,7 @@ def test_position_bias_verdict_is_the_test_and_the_seed_flag_sits_beside_it():
 
 
 def test_no_planted_effect_no_verdict():
-    pb = bias_report(_store(planted_first_slot(seed=5, bonus=0)).db).position_bias
+    pb = bias_report(_store(planted_first_slot(seed=5, bonus=0))).position_bias
     assert pb.test.p_value > 0.05 and pb.bias_detected is False
 
 
@@ -93,7 +93,7 @@ def _pooled_chars_reference(rows: list[dict]) -> float:
 
 def test_records_with_only_chars_fall_back_to_characters():
     rows = planted_first_slot(words=False)
-    report = bias_report(_store(rows).db)
+    report = bias_report(_store(rows))
     assert report.length_unit == "chars"
     assert report.sample_size == 60 and report.length_missing == 0
     assert report.length_correlation == round(_pooled_chars_reference(rows), 3)
@@ -104,13 +104,13 @@ def test_records_with_only_chars_fall_back_to_characters():
 
 def test_no_length_data_is_null_not_zero():
     rows = planted_first_slot(sessions=8)  # 8 sessions: below the 10 needed to pool
-    report = bias_report(_store(rows).db)
+    report = bias_report(_store(rows))
     assert report.length_correlation is None and report.length_correlation_ci is None
     assert report.length_correlation_ci_seed is None
     dumped = report.model_dump(mode="json")
     assert dumped["length_correlation"] is None and dumped["length_correlation_ci"] is None
     two = planted_first_slot(sessions=30, size=2)  # two answers a session: no r at all
-    report = bias_report(_store(two).db)
+    report = bias_report(_store(two))
     assert report.length_correlation is None
     text = " ".join(f.text for f in findings(report))
     assert "(0;" not in text and "three or more answers" in text

@@ -248,12 +248,12 @@ def test_a_foreign_sqlite_database_is_one_line_and_left_as_it_is(council_home):
 
 
 def test_a_database_from_a_newer_council_is_refused_naming_both_versions(council_home):
-    from council.storage import Store
+    from council.storage import SQLiteStore
     from council.storage.opening import schema_version
 
     ours = schema_version()
 
-    Store.open().close()
+    SQLiteStore.open().close()
     conn = sqlite3.connect(council_home / "council.db")
     assert conn.execute("PRAGMA user_version").fetchone()[0] == ours
     conn.execute(f"PRAGMA user_version = {ours + 3}")
@@ -264,12 +264,12 @@ def test_a_database_from_a_newer_council_is_refused_naming_both_versions(council
 
 
 def test_a_database_from_before_the_version_check_is_upgraded(council_home):
-    from council.storage import Store
+    from council.storage import SQLiteStore
     from council.storage.opening import schema_version
 
     ours = schema_version()
 
-    Store.open().close()
+    SQLiteStore.open().close()
     conn = sqlite3.connect(council_home / "council.db")
     conn.execute("PRAGMA user_version = 0")
     conn.close()

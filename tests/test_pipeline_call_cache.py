@@ -18,8 +18,7 @@ from council.providers.client import ModelClient, cap_spending
 from council.providers.fake import FakeAPI
 from council.providers.prices import configured_price
 from council.redaction import register_secret
-from council.storage.call_cache import StoreReplies, cache_stats, clear_cache
-from council.storage.store import Store
+from council.storage import SQLiteStore, Store, StoreReplies
 from council.usage import CallLog, Usage
 
 
@@ -42,7 +41,7 @@ def req(text: str = "What is 2+2?", **fields) -> ChatRequest:
 
 @pytest.fixture
 def store(tmp_path):
-    s = Store.open(tmp_path / "c.db")
+    s = SQLiteStore.open(tmp_path / "c.db")
     yield s
     s.close()
 
@@ -93,7 +92,7 @@ async def test_three_votes_are_three_calls(store):
 
 async def test_another_process_reads_what_one_kept(tmp_path):
     path = tmp_path / "c.db"
-    one, two = Store.open(path), Store.open(path)
+    one, two = SQLiteStore.open(path), SQLiteStore.open(path)
     try:
         await client_for(one).complete(req(), stage="t")
         other = client_for(two)
@@ -142,7 +141,7 @@ async def test_a_reply_holding_a_configured_secret_is_not_cached(store, monkeypa
     await client.complete(req(), stage="t")
     await client.complete(req(), stage="t")
     assert len(client.api.history) == 2
-    assert cache_stats(store)["entries"] == 0
+    assert store.cache_stats()["entries"] == 0
     assert secret not in "".join(str(r) for r in store.db.execute("SELECT * FROM call_cache"))
 
 
@@ -164,7 +163,7 @@ async def test_a_corrupted_or_old_entry_is_ignored_and_replaced(store, damage):
     assert len(client.api.history) == 2 and again.text == first.text
     third = await client_for(store).complete(req(), stage="t")  # the fresh reply replaced the bad entry
     assert third.text == first.text
-    assert cache_stats(store)["entries"] == 1
+    assert store.cache_stats()["entries"] == 1
 
 
 async def test_refresh_asks_again_and_replaces(store):
@@ -189,10 +188,10 @@ async def test_clear_removes_old_entries_or_all(store):
     await client.complete(req("one"), stage="t")
     await client.complete(req("two"), stage="t")
     store.db.execute("UPDATE call_cache SET created_at = '2020-01-01T00:00:00.000000+00:00' WHERE rowid = 1")
-    assert clear_cache(store, older_than_days=30) == 1
-    assert cache_stats(store)["entries"] == 1
-    assert clear_cache(store) == 1
-    assert cache_stats(store)["entries"] == 0
+    assert store.clear_cache(older_than_days=30) == 1
+    assert store.cache_stats()["entries"] == 1
+    assert store.clear_cache() == 1
+    assert store.cache_stats()["entries"] == 0
 
 
 async def test_a_cached_reply_is_streamed_whole_to_a_streaming_caller(store):

@@ -14,7 +14,7 @@ import pytest
 from council.bias.html import render_html
 from council.bias.records import BiasRecord
 from council.bias.report import bias_report
-from council.storage import Store
+from council.storage import SQLiteStore
 
 REVIEWERS = {"p/harsh": -1, "p/mid": 0, "p/kind": 0.5}
 
@@ -33,9 +33,9 @@ def small_report(sessions: int = 6, positions: int = 3):
                     timestamp=f"2026-01-01T00:0{s % 10}:00.000000+00:00",
                     scale_min=1, scale_max=10, self_review=False,
                 ).row())
-    store = Store.memory()
+    store = SQLiteStore.memory()
     store.insert_bias_records(rows)
-    return bias_report(store.db, max_points=200)
+    return bias_report(store, max_points=200)
 
 
 def test_calibration_is_not_sufficient_when_each_reviewer_is_under_the_minimum():

@@ -17,14 +17,11 @@ def cache() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def stats(as_json: bool) -> None:
     """Entries kept, per model, and the calls the cache answered and what they saved."""
-    from council.storage import Store
-    from council.storage.call_cache import cache_stats
+    from council.storage import using_store
 
-    store = Store.open()
-    try:
-        figures = cache_stats(store)
-    finally:
-        store.close()
+    with using_store(True) as store:
+        assert store is not None
+        figures = store.cache_stats()
     if as_json:
         click.echo(json.dumps(figures, indent=2))
         return
@@ -58,12 +55,9 @@ def _days(ctx: click.Context, param: click.Parameter, value: str | None) -> floa
 def clear(older_than: float | None) -> None:
     """Delete the kept replies (all of them, or the old ones)."""
     from council.cli.common import status
-    from council.storage import Store
-    from council.storage.call_cache import clear_cache
+    from council.storage import using_store
 
-    store = Store.open()
-    try:
-        removed = clear_cache(store, older_than_days=older_than)
-    finally:
-        store.close()
+    with using_store(True) as store:
+        assert store is not None
+        removed = store.clear_cache(older_than_days=older_than)
     status(f"removed {removed} cache entr{'y' if removed == 1 else 'ies'}")

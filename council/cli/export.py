@@ -27,16 +27,16 @@ from council.exports import SHAPES
 def export(fmt: str, shape: str, redact: bool, output: str | None, since: str | None, bias_records: bool) -> None:
     """Export session logs or bias records from the database."""
     from council.clock import parse_since
-    from council.storage import Store
+    from council.storage import open_store
 
     if since:
         parse_since(since)  # bad input is refused before any file is touched
-    store = Store.open()
+    store = open_store()
     if bias_records:
         from council.bias.export import export_bias_records
 
         with open_output(output) as fh:
-            n = export_bias_records(store.db, fh, fmt=fmt, since=since)
+            n = export_bias_records(store, fh, fmt=fmt, since=since)
         status(f"exported {n} bias records")
         return
     from council.exports import export_sessions

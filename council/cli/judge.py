@@ -100,17 +100,12 @@ def run_with_judges(
             for judge in judges:
                 await judge.aclose()
 
-    cache_store = None
-    if cached:
-        from council.storage.store import Store
+    from council.storage import using_store
 
-        cache_store = Store.open()
-        attach_cache(judges, cache_store, refresh=refresh)
-    try:
-        result = asyncio.run(go())
-    finally:
+    with using_store(cached) as cache_store:  # only --cache opens the store here
         if cache_store is not None:
-            cache_store.close()
+            attach_cache(judges, cache_store, refresh=refresh)
+        result = asyncio.run(go())
     if cap_each_call and budget is not None and budget.reached is not None:
         raise BudgetReached(*budget.totals())
     return result

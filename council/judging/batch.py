@@ -12,7 +12,7 @@ name the models that wrote its responses (``"model_a"``, ``"model_b"``): its ver
 counts towards ``council leaderboard``.
 
 Each finished item is written with its passes and calls in one transaction (see
-``council.storage.judgments``), so after a crash ``resume`` judges exactly the items
+``Store.save_judgment``), so after a crash ``resume`` judges exactly the items
 that are missing (and those that failed), never one twice. The results file is
 written from the database in file order, without timing fields or run ids, so a batch
 that was interrupted and resumed writes the same file as one that ran straight through.
@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field
 from council.budget import Budget
 from council.errors import InputError, UsageError
 from council.inputs import check_json_text, check_visible, parse_json_line
-from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade, run_rows
+from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade
 from council.judging.rubrics import load_rubric
 from council.judging.running import keeps_text
 from council.judging.schemas import Rubric
@@ -44,7 +44,7 @@ from council.methods.swap import DEFAULT_STRATEGY
 from council.methods.voting import GRADE_VOTES, PAIRWISE_VOTES
 from council.providers.client import ModelClient, cap_spending
 from council.redaction import private_scope
-from council.storage.store import Store
+from council.storage import Store, using_store
 from council.usage import CallLog, CallRecord
 
 Mode = Literal["pairwise", "grade"]
@@ -293,7 +293,7 @@ def judged_score(report: Mapping[str, Any]) -> float:
 def summarize(
     rows: Sequence[Mapping[str, Any]], *, batch_id: str, source: str, items: int, skipped: int, judged: int
 ) -> BatchSummary:
-    """The batch's numbers from its recorded rows (``storage.judgments.batch_rows``; a
+    """The batch's numbers from its recorded rows (``Store.batch_rows``; a
     labelled pair's row carries its passes)."""
     ok = [r for r in rows if r["status"] == "ok"]
     pairwise = [r for r in ok if r["mode"] == "pairwise"]
@@ -446,7 +446,7 @@ async def run_batch(
     concurrency: int = DEFAULT_CONCURRENCY,
     resume: bool = False,
     output: Path | None = None,
-    store: Store | None = None,
+    store: Store | bool = True,
     keep_text: bool | None = None,
     on_start: Callable[[BatchPlan], None] | None = None,
     on_item: ProgressSink | None = None,
@@ -482,23 +482,16 @@ async def run_batch(
         raise UsageError(f"concurrency must be at least 1, got {concurrency}")
     rubrics = rubrics if rubrics is not None else load_rubrics(items, settings.rubric, source)
     keep_text = keeps_text(keep_text)
-    owned = store is None
-    store = store or Store.open()
-    try:
-        if resume and source_path is not None:
-            from council.storage.judgments import batch_exists, find_batch
-
-            if not batch_exists(store, batch_id):
-                batch_id = find_batch(store, source_path, settings.model_dump(mode="json")) or batch_id
-        with store.batch_lock(batch_id):
+    with using_store(store) as opened:
+        assert opened is not None, "a batch is recorded in a store"
+        if resume and source_path is not None and not opened.batch_exists(batch_id):
+            batch_id = opened.find_batch(source_path, settings.model_dump(mode="json")) or batch_id
+        with opened.batch_lock(batch_id):
             return await _run_batch(
                 items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
-                store, keep_text, on_start, on_item, source_path or source, max_cost, provider_batch,
+                opened, keep_text, on_start, on_item, source_path or source, max_cost, provider_batch,
                 on_provider_progress,
             )  # fmt: skip
-    finally:
-        if owned:
-            store.close()
 
 
 async def _run_batch(
@@ -521,40 +514,30 @@ async def _run_batch(
     provider_batch: bool,
     on_provider_progress: Callable[[str, str, int, int, int], None] | None,
 ) -> BatchSummary:
-    from council.storage.call_cache import batch_cache_savings
-    from council.storage.judgments import (
-        batch_item_status,
-        batch_rows,
-        open_batch,
-        reconcile_batch_items,
-        record_run,
-    )
-
-    open_batch(
-        store,
+    store.open_batch(
         batch_id,
         source=recorded_source,
         content_sha256=content_sha256,
         settings=settings.model_dump(mode="json"),
         items=len(items),
     )
-    recorded = batch_item_status(store, batch_id)
+    recorded = store.batch_item_status(batch_id)
     if recorded and not resume:
         raise UsageError(
             f"batch {batch_id} already has {len(recorded)} recorded item(s); "
             "add --resume to continue it, or give another --batch-id"
         )
     digests = {item.id: item_digest(item) for item in items}
-    changed, removed = reconcile_batch_items(
-        store, batch_id, {item.id: (digests[item.id], item.line) for item in items}, content_sha256=content_sha256
+    changed, removed = store.reconcile_batch_items(
+        batch_id, {item.id: (digests[item.id], item.line) for item in items}, content_sha256=content_sha256
     )
-    recorded = batch_item_status(store, batch_id) if changed or removed else recorded
+    recorded = store.batch_item_status(batch_id) if changed or removed else recorded
     todo = [item for item in items if recorded.get(item.id) != "ok"]
     budget = _batch_budget(store, batch_id, max_cost, judges)
     rounds = None
     if provider_batch:
         from council.providers.provider_batch import BatchRounds, send_in_batches
-        from council.storage.provider_batches import StoreBatchJournal
+        from council.storage import StoreBatchJournal
 
         rounds = BatchRounds(StoreBatchJournal(store, batch_id), on_progress=on_provider_progress)
         send_in_batches(judges, rounds)
@@ -571,20 +554,8 @@ async def _run_batch(
         with private_scope(keep_text=keep_text, texts=texts):
             outcome, calls = await _judge_item(item, settings, judges, rubrics, store=store, keep_text=keep_text)
             kind = "compare" if item.mode == "pairwise" else "grade"
-            run, passes, call_rows = run_rows(kind, outcome, calls, keep_text=keep_text)
-            run = {**run, "model_a": item.model_a, "model_b": item.model_b}
-            batch_item = {
-                "batch_id": batch_id,
-                "item_id": item.id,
-                "position": item.line,
-                "mode": item.mode,
-                "status": run["status"],
-                "metadata": None if item.metadata is None else json.dumps(item.metadata, ensure_ascii=False),
-                "label": item.label,
-                "gold_score": item.gold_score,
-                "content_sha256": digests[item.id],
-            }
-            record_run(store, run, passes, call_rows, batch_item=batch_item)
+            store.save_judgment(kind, outcome, calls, keep_text=keep_text, batch_id=batch_id, item=item,
+                                item_digest=digests[item.id])  # fmt: skip
         if on_item is not None:
             on_item(item, outcome.success)
 
@@ -602,16 +573,14 @@ async def _run_batch(
             group.create_task(worker())
     wall = time.perf_counter() - t0
 
-    rows = batch_rows(store, batch_id)
+    rows = store.batch_rows(batch_id)
     summary = summarize(rows, batch_id=batch_id, source=source, items=len(items), skipped=skipped, judged=len(todo))
     summary.wall_time_s = wall
     summary.changed, summary.removed = changed, removed
-    summary.cached_calls, summary.saved_usd = batch_cache_savings(store, batch_id)
+    summary.cached_calls, summary.saved_usd = store.batch_cache_savings(batch_id)
     if rounds is not None:
-        from council.storage.provider_batches import provider_batches
-
         summary.provider_rounds = rounds.rounds
-        summary.provider_batches = provider_batches(store, batch_id)
+        summary.provider_batches = store.provider_batches(batch_id)
     if budget is not None:
         summary.spent_usd, summary.max_cost_usd = budget.totals()
         summary.budget_reached = budget.reached is not None
@@ -628,11 +597,11 @@ def _batch_budget(
     store: Store, batch_id: str, max_cost: float | None, judges: Sequence[ModelClient]
 ) -> Budget | None:
     """The batch's budget in the store (``max_cost`` replaces its cap), with the judges under it."""
-    from council.storage.budgets import StoreLedger, batch_key, batch_spent, open_budget
+    from council.storage import StoreLedger, batch_key
 
     key = batch_key(batch_id)
-    spent = batch_spent(store, batch_id) if max_cost is not None else 0.0
-    if open_budget(store, key, cap_usd=max_cost, spent_usd=spent) is None:
+    spent = store.batch_spent(batch_id) if max_cost is not None else 0.0
+    if store.open_budget(key, cap_usd=max_cost, spent_usd=spent) is None:
         return None
     budget = Budget(StoreLedger(store, key))
     cap_spending(judges, budget)

@@ -45,7 +45,6 @@ from council.judging.outcomes import (
     Outcome,
     VoteSummary,
     judge_failures,
-    run_rows,
 )
 from council.judging.prompts import pairwise_messages
 from council.judging.rubrics import DEPTH_CRITERIA, load_bias_checklist
@@ -64,7 +63,7 @@ from council.methods.swap import (
 from council.methods.verdicts import PairwiseMetadata, PairwiseResult, Scale, check_scale
 from council.methods.voting import PAIRWISE_VOTES, VoteResult, run_votes
 from council.providers.client import ModelClient
-from council.storage.store import Store
+from council.storage import Store
 from council.usage import CallRecord, CallSink, Usage
 
 __all__ = [
@@ -79,7 +78,6 @@ __all__ = [
     "grade",
     "make_judges",
     "resolve_criteria",
-    "run_rows",
 ]
 
 #: The default comparison criteria (docs/methods.md, "Criteria sets").

@@ -25,7 +25,7 @@ from council.judging.schemas import BiasChecklist, EvaluationReport, Rubric, rub
 from council.methods.verdicts import criterion_items
 from council.methods.voting import DEFAULT_VOTES, min_votes_for_decision
 from council.providers.client import ModelClient
-from council.storage.store import Store
+from council.storage import Store
 from council.usage import CallSink, Usage
 
 GRADE_SCHEMA = "rubric_grade"

@@ -30,7 +30,7 @@ async def get_bias_report(request: Request) -> Response:
     q = request.query_params
     try:
         report = bias_report(
-            server_of(request).store.db,
+            server_of(request).store,
             since=q.get("since"),
             reviewers=q.getlist("reviewer"),
             council=q.get("council"),

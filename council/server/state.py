@@ -17,11 +17,11 @@ class CouncilServer:
     """Holds one ``Council`` per council name, sharing model clients and the store."""
 
     def __init__(self, loaded: LoadedConfig, *, max_body_bytes: int) -> None:
-        from council.storage import Store
+        from council.storage import open_store
 
         self.loaded = loaded
         self.max_body_bytes = max_body_bytes
-        self.store = Store.open()
+        self.store = open_store()
         self.clients: dict[str, Any] = {}  # shared across councils: one limit per model alias
         self.councils: dict[str, Any] = {}
         self.fingerprints: dict[str, str] = {}

@@ -9,15 +9,13 @@ the spent amount when the budget is next opened (the call may have been billed).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from council.clock import utc_now
 from council.storage.ownership import dead_owners
-from council.storage.store import Store
 
-
-def batch_key(batch_id: str) -> str:
-    return f"batch:{batch_id}"
+if TYPE_CHECKING:
+    from council.storage.sqlite_store import SQLiteStore as Store
 
 
 def batch_spent(store: Store, batch_id: str) -> float:
@@ -56,7 +54,7 @@ def open_budget(store: Store, key: str, *, cap_usd: float | None, spent_usd: flo
     return cap_usd
 
 
-def reserve(store: Store, key: str, amount_usd: float) -> tuple[int | None, float, float]:
+def reserve_budget(store: Store, key: str, amount_usd: float) -> tuple[int | None, float, float]:
     """Reserve ``amount_usd`` if spent + reserved + it stays within the cap: (the reservation's
     id, or None when refused; spent; cap)."""
     owner = store._owner().get("owner")
@@ -74,7 +72,7 @@ def reserve(store: Store, key: str, amount_usd: float) -> tuple[int | None, floa
         return int(cursor.lastrowid), float(spent), float(cap)
 
 
-def settle(store: Store, key: str, reservation: int, actual_usd: float) -> None:
+def settle_budget(store: Store, key: str, reservation: int, actual_usd: float) -> None:
     """End a reservation: ``actual_usd`` was spent."""
     with store.immediate() as db:
         db.execute("DELETE FROM budget_reservations WHERE id = ?", [reservation])
@@ -82,24 +80,7 @@ def settle(store: Store, key: str, reservation: int, actual_usd: float) -> None:
                    [actual_usd, utc_now(), key])  # fmt: skip
 
 
-def totals(store: Store, key: str) -> tuple[float, float]:
+def budget_totals(store: Store, key: str) -> tuple[float, float]:
     """(spent, cap) of ``key``."""
     row: Any = store.db.execute("SELECT spent_usd, cap_usd FROM budgets WHERE key = ?", [key]).fetchone()
     return float(row[0]), float(row[1])
-
-
-class StoreLedger:
-    """``council.budget.Ledger`` over the store's budget ``key``."""
-
-    def __init__(self, store: Store, key: str) -> None:
-        self.store = store
-        self.key = key
-
-    def reserve(self, amount: float) -> tuple[Any, float, float]:
-        return reserve(self.store, self.key, amount)
-
-    def settle(self, token: Any, actual: float) -> None:
-        settle(self.store, self.key, token, actual)
-
-    def totals(self) -> tuple[float, float]:
-        return totals(self.store, self.key)

@@ -7,38 +7,36 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from council.call_cache import CACHE_VERSION
 from council.clock import to_utc_iso, utc_now
-from council.storage.store import Store
+
+if TYPE_CHECKING:
+    from council.storage.sqlite_store import SQLiteStore as Store
 
 
-class StoreReplies:
-    """``council.call_cache.ReplyStore`` over the store's ``call_cache`` table."""
+def cached_reply(store: Store, key: str, version: int) -> dict[str, Any] | None:
+    """The entry of ``key`` written under ``version``, or None (absent, another version, unreadable)."""
+    row = store.db.execute("SELECT version, reply FROM call_cache WHERE key = ?", [key]).fetchone()
+    if row is None or row[0] != version:
+        return None
+    try:
+        entry = json.loads(row[1])
+    except (TypeError, ValueError):
+        return None
+    return entry if isinstance(entry, dict) else None
 
-    def __init__(self, store: Store) -> None:
-        self.store = store
 
-    def get(self, key: str) -> Mapping[str, Any] | None:
-        row = self.store.db.execute("SELECT version, reply FROM call_cache WHERE key = ?", [key]).fetchone()
-        if row is None or row[0] != CACHE_VERSION:
-            return None
-        try:
-            entry = json.loads(row[1])
-        except (TypeError, ValueError):
-            return None
-        return entry if isinstance(entry, dict) else None
-
-    def put(self, key: str, entry: Mapping[str, Any]) -> None:
-        cost = entry.get("cost_usd")
-        with self.store.immediate() as db:
-            db.execute(
-                "INSERT OR REPLACE INTO call_cache (key, version, model, reply, cost_usd, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                [key, CACHE_VERSION, entry.get("model"), json.dumps(dict(entry), ensure_ascii=False),
-                 cost if isinstance(cost, int | float) else None, utc_now()],
-            )  # fmt: skip
+def cache_reply(store: Store, key: str, version: int, entry: Mapping[str, Any]) -> None:
+    """Write (or replace) the entry of ``key`` under ``version``."""
+    cost = entry.get("cost_usd")
+    with store.immediate() as db:
+        db.execute(
+            "INSERT OR REPLACE INTO call_cache (key, version, model, reply, cost_usd, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            [key, version, entry.get("model"), json.dumps(dict(entry), ensure_ascii=False),
+             cost if isinstance(cost, int | float) else None, utc_now()],
+        )  # fmt: skip
 
 
 def cache_stats(store: Store) -> dict[str, Any]:

@@ -12,10 +12,12 @@ leaves a session half-recorded:
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,13 +25,19 @@ from typing import Any
 from council.clock import parse_since, utc_now
 from council.errors import EnvironmentFailure, NotFoundError, UsageError
 from council.home import ensure_home
+from council.logs import get_logger
 from council.redaction import redact, redact_document
+from council.storage import budgets, call_cache, judgments
+from council.storage import provider_batches as rounds
+from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
+from council.storage.comparisons import count_comparisons
 from council.storage.migrations import migrations
 from council.storage.opening import connect_checked, set_schema_version, write_refused
 from council.storage.ownership import batch_lock, dead_owners, lock_dir, process_lease
 from council.storage.sqlite import Database
 from council.usage import CallJournal, CallRecord
 
+log = get_logger("council.storage")
 BUSY_TIMEOUT_S = 60.0
 #: The shortest id prefix a session can be found by (the tables show 8 characters).
 MIN_ID_PREFIX = 8
@@ -92,30 +100,8 @@ def _private_database(path: Path) -> None:
             pass
 
 
-def _column_value(value: Any) -> Any:
-    # What sqlite-utils stores for these types (lists and dicts as JSON text).
-    if isinstance(value, dict | list | tuple):
-        return json.dumps(value, default=repr, ensure_ascii=False)
-    return value
-
-
-def insert_rows(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]]) -> None:
-    """Plain INSERTs into an existing table, one statement per set of columns.
-
-    sqlite-utils' ``insert`` re-reads the table's schema on every call (several PRAGMA queries),
-    which made up most of a judged batch item's write; rows written often go through here.
-    """
-    groups: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
-    for row in rows:
-        groups.setdefault(tuple(row), []).append(tuple(_column_value(v) for v in row.values()))
-    for columns, values in groups.items():
-        names = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
-        quoted = '"' + table.replace('"', '""') + '"'
-        conn.executemany(f"INSERT INTO {quoted} ({names}) VALUES ({', '.join('?' * len(columns))})", values)
-
-
-class Store:
-    """All reads and writes of council.db go through here."""
+class SQLiteStore:
+    """The SQLite backend of :class:`council.storage.protocol.Store` (council.db)."""
 
     def __init__(self, db: Database, path: Path | None = None) -> None:
         self.db = db
@@ -123,10 +109,14 @@ class Store:
         self.read_only = False
         self._write_refused: EnvironmentFailure | None = None  # why writes fail on a read-only store
         self._locks = lock_dir(path) if path is not None else None
+        self._unscored = False  # records without a score were loaded (a store made from files)
+        # Call-log rows not yet committed (see ``_Journal``): written by the next transaction.
+        self._pending_calls: list[dict[str, Any]] = []
+        self._flush_scheduled = False
 
     # -- opening -------------------------------------------------------------
     @classmethod
-    def open(cls, path: Path | str | None = None) -> Store:
+    def open(cls, path: Path | str | None = None) -> SQLiteStore:
         """Open (creating and migrating if needed) ``path`` or ``$COUNCIL_HOME/council.db``.
 
         Sessions and calls left ``running`` by a process that has ended are marked
@@ -158,7 +148,7 @@ class Store:
         return store
 
     @classmethod
-    def memory(cls) -> Store:
+    def memory(cls) -> SQLiteStore:
         store = cls(Database(memory=True))
         store.migrate()
         return store
@@ -175,6 +165,7 @@ class Store:
             set_schema_version(self.db.conn)
 
     def close(self) -> None:
+        self.flush_calls()
         self.db.conn.close()
 
     @contextmanager
@@ -184,6 +175,14 @@ class Store:
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
+                # Call-log rows waiting for a group commit go first, in this same transaction:
+                # whatever this transaction records (a result) is never durable before them.
+                pending = len(self._pending_calls)
+                if pending:
+                    try:
+                        self.write_calls(self._pending_calls[:pending])
+                    except sqlite3.Error as exc:  # as a direct write's failure: the final write records them
+                        log.warning("could not write the call log", error=str(exc))
                 yield self.db
             except BaseException:
                 if conn.in_transaction:
@@ -191,6 +190,7 @@ class Store:
                 raise
             else:
                 conn.execute("COMMIT")
+                del self._pending_calls[:pending]
         except sqlite3.OperationalError as exc:
             refused = write_refused(exc, self.path)
             if refused is None:
@@ -256,26 +256,141 @@ class Store:
         """Writes a run's attempts as they start and finish (``calls.session_id`` = ``session_id``)."""
         return _Journal(self, session_id)
 
+    def journal_calls(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Write call-log rows by group commit: inside a running event loop, every row journaled
+        during one turn of the loop is committed together at its end (one transaction instead of
+        two per call); outside one, at once. Any write transaction of this store commits the
+        rows still waiting first, in the same transaction, so nothing recorded after a call
+        (its result, its session) is ever on disk without the call."""
+        self._pending_calls.extend(rows)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None:
+            self.flush_calls()
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            loop.call_soon(self._scheduled_flush)
+
+    def _scheduled_flush(self) -> None:
+        if not self._pending_calls:  # written by another transaction meanwhile (or the store closed)
+            self._flush_scheduled = False
+            return
+        if self.db.conn.in_transaction:  # a transaction held across an await: the next turn
+            asyncio.get_running_loop().call_soon(self._scheduled_flush)
+            return
+        self._flush_scheduled = False
+        try:
+            self.flush_calls()
+        except Exception as exc:  # as a direct write's failure: logged; the final write records the calls
+            log.warning("could not write the call log", error=str(exc))
+
+    def flush_calls(self) -> None:
+        """Commit the call-log rows waiting for a group commit (if any). If that fails they are
+        dropped, as a direct write's failure would drop them, and the error is raised."""
+        if not self._pending_calls or self.db.conn.in_transaction:
+            return
+        try:
+            with self.immediate():
+                pass
+        except BaseException:
+            self._pending_calls.clear()
+            raise
+
     def write_calls(self, rows: Sequence[dict[str, Any]]) -> None:
         """Insert call-log rows, or complete the rows already written for them (by ``call_id``).
         Run inside the caller's transaction."""
+        # One statement per run of rows with the same columns, in order: a call's finished row
+        # must complete its started row, never be overwritten by it.
+        shaped = []
         for row in rows:
             row = {**row, "error": redact(row["error"]) if row.get("error") else row.get("error")}
-            columns = [c for c in _CALL_COLUMNS if c in row]
+            columns = tuple(c for c in _CALL_COLUMNS if c in row)
+            shaped.append((columns, [row[c] for c in columns]))
+        for columns, run in itertools.groupby(shaped, key=lambda item: item[0]):
+            values = [value for _, value in run]
             updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c in _CALL_OUTCOME)
-            self.db.execute(
+            self.db.conn.executemany(
                 f"INSERT INTO calls ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)}) "
                 f"ON CONFLICT (call_id) DO UPDATE SET {updates}",
-                [row[c] for c in columns],
+                values,
             )
 
     # -- sessions ------------------------------------------------------------
-    def begin_session(self, row: dict[str, Any]) -> None:
-        row = {"status": "running", "created_at": utc_now(), **self._owner(), **row}
+    def begin_session(
+        self,
+        session_id: str,
+        *,
+        council: str,
+        question: str | None = None,
+        query_hash: str | None = None,
+        seed: int | None = None,
+        offline: bool = False,
+        members: Sequence[str] = (),
+        created_at: str | None = None,
+        kind: str = "council",
+    ) -> None:
+        row = {
+            "id": session_id,
+            "kind": kind,
+            "council": council,
+            "question": question,
+            "query_hash": query_hash,
+            "seed": seed,
+            "offline": int(offline),
+            "members": json.dumps(list(members)),
+            "created_at": created_at or utc_now(),
+        }
+        row = {"status": "running", **self._owner(), **row}
         with self.immediate():
             self.db["sessions"].insert(row)
 
-    def finish_session(
+    def save_session(
+        self, result: Any, records: Sequence[Any], *, keep_text: bool, calls: Sequence[CallRecord]
+    ) -> None:
+        session_id = result.session_id
+        self._finish_session(
+            session_id,
+            status=result.status,
+            result=result.model_dump(mode="json"),
+            answers=[
+                {
+                    "session_id": session_id,
+                    "member": a.member,
+                    "model": a.model,
+                    "text": a.text if keep_text else None,
+                    "length_chars": a.length_chars,
+                    "status": a.status,
+                    "error": a.error,
+                    "latency_ms": a.latency_ms,
+                }
+                for a in result.answers
+            ],
+            reviews=[
+                {
+                    "session_id": session_id,
+                    "reviewer": r.reviewer,
+                    "model": r.model,
+                    "display_order": json.dumps(r.display_order),
+                    "labels": json.dumps(r.labels),
+                    "scores": json.dumps(r.scores),
+                    "ranking": json.dumps(r.ranking),
+                    "reasoning": json.dumps(r.reasoning) if keep_text else None,
+                    "valid": int(r.valid),
+                    "attempts": r.attempts,
+                    "error": r.error,
+                }
+                for r in result.reviews
+            ],
+            bias_records=[rec.model_dump(mode="json") for rec in records],
+            calls=_call_rows(session_id, calls),
+        )
+
+    def fail_session(self, session_id: str, *, status: str, error: str, calls: Sequence[CallRecord]) -> None:
+        self._finish_session(session_id, status=status, result=None, error=error, calls=_call_rows(session_id, calls))
+
+    def _finish_session(
         self,
         session_id: str,
         *,
@@ -401,14 +516,79 @@ class Store:
             self.db["bias_records"].insert_all(records, batch_size=batch_size)
             return self.db["bias_records"].count - before
 
+    def load_bias_records(
+        self, scored: Iterable[Mapping[str, Any]], unscored: Sequence[Mapping[str, Any]] = ()
+    ) -> None:
+        with self.db.conn:
+            self.db["bias_records"].insert_all(scored, batch_size=10_000)
+        self.db.execute(
+            f"CREATE TABLE IF NOT EXISTS {UNSCORED_TABLE} "
+            "(id INTEGER PRIMARY KEY, session_id, reviewer_id, position, timestamp, council)"
+        )
+        columns = ("id", "session_id", "reviewer_id", "position", "timestamp", "council")
+        self.db.conn.executemany(
+            f"INSERT INTO {UNSCORED_TABLE} VALUES (?, ?, ?, ?, ?, ?)", [tuple(r[c] for c in columns) for r in unscored]
+        )
+        self._unscored = True
+
+    def bias_record_rows(self, fields: Sequence[str], *, since: str | None = None) -> Iterator[tuple[Any, ...]]:
+        sql = f"SELECT {', '.join(_column(f) for f in fields)} FROM bias_records"
+        params: list[Any] = []
+        if since:
+            sql += " WHERE timestamp >= ?"
+            params.append(since)
+        yield from self.db.execute(sql + " ORDER BY id", params)
+
     def count(self, table: str) -> int:
         return self.db[table].count
+
+    # -- judgments, batches, the leaderboard ------------------------------------------
+    # Written as functions of the store in their own modules; bound here as its methods.
+    save_judgment = judgments.save_judgment
+    judgment_run = judgments.get_run
+    judgment_passes = judgments.run_passes
+    position_audit = judgments.position_audit
+    open_batch = judgments.open_batch
+    batch_exists = judgments.batch_exists
+    find_batch = judgments.find_batch
+    reconcile_batch_items = judgments.reconcile_batch_items
+    batch_item_status = judgments.batch_item_status
+    batch_rows = judgments.batch_rows
+    comparisons = count_comparisons
+    bias_sums = sum_bias_records
+
+    # -- cost: spend caps, the call cache, provider batch rounds -------------------------
+    batch_spent = budgets.batch_spent
+    open_budget = budgets.open_budget
+    reserve_budget = budgets.reserve_budget
+    settle_budget = budgets.settle_budget
+    budget_totals = budgets.budget_totals
+    cached_reply = call_cache.cached_reply
+    cache_reply = call_cache.cache_reply
+    cache_stats = call_cache.cache_stats
+    clear_cache = call_cache.clear_cache
+    batch_cache_savings = call_cache.batch_cache_savings
+    round_intent = rounds.round_intent
+    round_submitted = rounds.round_submitted
+    round_progress = rounds.round_progress
+    rounds_holding = rounds.rounds_holding
+    provider_batches = rounds.provider_batches
+
+
+def _column(name: str) -> str:
+    if not name.isidentifier():
+        raise ValueError(f"not a column name: {name!r}")
+    return name
+
+
+def _call_rows(session_id: str, calls: Sequence[CallRecord]) -> list[dict[str, Any]]:
+    return [{"session_id": session_id, **c.model_dump()} for c in calls]
 
 
 class _Journal:
     """A run's attempts, written as they start (``ok`` NULL: in flight) and as they finish."""
 
-    def __init__(self, store: Store, session_id: str) -> None:
+    def __init__(self, store: SQLiteStore, session_id: str) -> None:
         self.store = store
         self.session_id = session_id
 
@@ -416,10 +596,7 @@ class _Journal:
         return {"session_id": self.session_id, **self.store._owner(), **record.model_dump()}
 
     def call_started(self, record: CallRecord) -> None:
-        row = {**self._row(record), "ok": None, "latency_ms": None, "error": None}
-        with self.store.immediate():
-            self.store.write_calls([row])
+        self.store.journal_calls([{**self._row(record), "ok": None, "latency_ms": None, "error": None}])
 
     def call_finished(self, record: CallRecord) -> None:
-        with self.store.immediate():
-            self.store.write_calls([self._row(record)])
+        self.store.journal_calls([self._row(record)])

@@ -1,0 +1,346 @@
+"""Every operation of the Store protocol, against every backend the run has.
+
+``store_backend`` (tests/conftest.py) gives a fresh store per backend registered in
+tests/storage_backends.py. These tests use only the protocol: a new backend passes them
+without any code outside council/storage changing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from council import Council
+from council.bias.records import BiasRecord
+from council.config import ConfigFile, resolve_model
+from council.errors import CouncilFailure, NotFoundError, UsageError
+from council.judging.batch import BatchSettings, content_digest, parse_batch, run_batch
+from council.judging.engine import compare, grade
+from council.providers.client import ModelClient
+from council.providers.fake import FakeAPI
+from council.storage import BiasQuery, Store
+from council.usage import CallRecord
+
+MEMBERS = ["fake/alpha", "fake/beta", "fake/gamma", "fake/delta"]
+
+
+def judge(model: str = "fake/j", **fake: object) -> ModelClient:
+    return ModelClient(resolve_model(model, ConfigFile(), {}, "test"), FakeAPI(model, **fake))  # type: ignore[arg-type]
+
+
+def record(session: str, reviewer: str, model: str, position: int, score: float, **extra: object) -> dict:
+    return BiasRecord(
+        session_id=session, reviewer_id=reviewer, model_id=model, position=position,
+        response_length_chars=100 + 10 * position, response_length_words=20 + 2 * position,
+        score_value=score, scale_min=1, scale_max=10,
+        timestamp="2026-01-01T00:00:00Z", **extra,
+    ).row()  # fmt: skip
+
+
+def call(call_id: str, ok: bool = True) -> CallRecord:
+    return CallRecord(call_id=call_id, stage="answer", member="m", model="fake/alpha",
+                      started_at="2026-01-01T00:00:00Z", latency_ms=1.0, attempt=1, ok=ok)  # fmt: skip
+
+
+def test_the_backend_implements_the_protocol(store_backend):
+    assert isinstance(store_backend, Store)
+    missing = [name for name in dir(Store) if not name.startswith("_") and not callable(getattr(store_backend, name))]
+    assert missing == []
+
+
+async def test_a_council_session_is_saved_whole_and_read_back(store_backend):
+    council = Council.from_config({"councils": {"default": {"members": MEMBERS, "chairman": MEMBERS[0]}}},
+                                  store=store_backend)  # fmt: skip
+    result = await council.run("Why is the sky blue?", seed=3)
+    await council.aclose()  # a store passed in stays open: its opener closes it
+    assert result.status == "complete"
+    row = store_backend.get_session(result.session_id)
+    assert row["status"] == "complete" and row["council"] == "default" and row["question"] == "Why is the sky blue?"
+    assert json.loads(row["members"]) == MEMBERS and json.loads(row["result"])["session_id"] == result.session_id
+    assert sorted(a["member"] for a in row["answers"]) == sorted(MEMBERS)
+    assert {a["text"] for a in row["answers"]} == {a.text for a in result.answers}
+    assert sorted(r["reviewer"] for r in row["reviews"]) == sorted(r.reviewer for r in result.reviews)
+    assert all(json.loads(r["ranking"]) for r in row["reviews"])
+    assert store_backend.get_session(result.session_id[:8])["id"] == result.session_id  # a unique prefix
+    calls = store_backend.session_calls(result.session_id)
+    assert len(calls) == result.usage.calls > 0 and all(c["ok"] == 1 for c in calls)
+    assert store_backend.count("bias_records") == sum(len(r.scores) for r in result.reviews if r.valid) > 0
+    assert store_backend.count("sessions") == 1
+    [listed] = store_backend.list_sessions(council="default")
+    assert listed["id"] == result.session_id and "result" not in listed
+    assert store_backend.list_sessions(council="other") == []
+    assert [s["id"] for s in store_backend.iter_sessions()] == [result.session_id]
+    assert store_backend.has_query_hashes() is False  # hashing is off by default
+
+    # The comparisons the ballots imply: one unit (this session), over the four models.
+    data = store_backend.comparisons(judgments=False)
+    assert data.models == sorted(MEMBERS) and len(data.sessions) == 1 and data.judgments == []
+    [(units, outcomes)] = data.sessions
+    assert units == 1 and sum(outcomes.values()) > 0
+
+
+def test_sessions_begin_fail_and_are_found_by_id_or_prefix_only(store_backend):
+    store_backend.begin_session("aaaaaaaa-1", council="c1", question="q?", query_hash="h" * 64, seed=1, offline=True,
+                                members=["m1"], created_at="2026-01-01T00:00:00.000000+00:00")  # fmt: skip
+    store_backend.begin_session("aaaaaaab-2", council="c2", created_at="2026-02-01T00:00:00.000000+00:00")
+    assert store_backend.get_session("aaaaaaaa-1")["status"] == "running"
+    store_backend.fail_session("aaaaaaaa-1", status="failed", error="boom", calls=[call("c-1", ok=False)])
+    row = store_backend.get_session("aaaaaaaa")
+    assert (row["status"], row["error"], row["result"]) == ("failed", "boom", None) and row["finished_at"]
+    assert [c["call_id"] for c in store_backend.session_calls("aaaaaaaa-1")] == ["c-1"]
+    assert store_backend.has_query_hashes() is True
+    with pytest.raises(NotFoundError):
+        store_backend.get_session("aaaaaaa")  # too short, and matches both
+    with pytest.raises(NotFoundError):
+        store_backend.get_session("aaaaaaa%")  # a prefix is text, never a pattern
+    assert [s["id"] for s in store_backend.list_sessions()] == ["aaaaaaab-2", "aaaaaaaa-1"]  # newest first
+    assert [s["id"] for s in store_backend.list_sessions(limit=1)] == ["aaaaaaab-2"]
+    assert [s["id"] for s in store_backend.list_sessions(since="2026-01-15")] == ["aaaaaaab-2"]
+    assert [s["id"] for s in store_backend.iter_sessions(since="2026-01-15")] == ["aaaaaaab-2"]
+
+
+def test_session_events_are_appended_once_and_read_in_order_after_an_id(store_backend):
+    store_backend.begin_session("ev-1", council="c", question="Why Is The Sky Blue?")
+    events = [{"seq": n, "type": "stage", "detail": f"step {n}"} for n in (1, 2, 3)]
+    store_backend.append_events("ev-1", events[:2])
+    store_backend.append_events("ev-1", events[1:])  # a retried batch: seq 2 is not written twice
+    rows = store_backend.events_after("ev-1")
+    assert [(seq, kind) for seq, kind, _ in rows] == [(1, "stage"), (2, "stage"), (3, "stage")]
+    assert json.loads(rows[2][2])["detail"] == "step 3"
+    assert [seq for seq, _, _ in store_backend.events_after("ev-1", after=1, limit=1)] == [2]
+    assert store_backend.events_after("no-such-session") == []
+    assert [r["id"] for r in store_backend.list_sessions(search="sky BLUE")] == ["ev-1"]
+    assert store_backend.list_sessions(search="%") == []  # literal text, never a pattern
+
+
+def test_the_call_journal_writes_calls_as_they_start_and_finish(store_backend):
+    journal = store_backend.journal("run-1")
+    journal.call_started(call("c-9"))
+    [started] = store_backend.session_calls("run-1")
+    assert started["ok"] is None and started["latency_ms"] is None
+    journal.call_finished(call("c-9"))
+    [finished] = store_backend.session_calls("run-1")
+    assert finished["ok"] == 1 and finished["latency_ms"] == 1.0
+    assert store_backend.recover_interrupted() == []  # this process is alive: nothing to recover
+
+
+def test_bias_records_are_inserted_exported_and_summed(store_backend):
+    rows = [record(f"s{s}", f"r{r}", f"m{m}", (m + r) % 3, 1 + (s + 2 * m + r) % 10) for s in range(4)
+            for r in range(3) for m in range(3)]  # fmt: skip
+    assert store_backend.insert_bias_records(rows) == len(rows) == store_backend.count("bias_records")
+    fields = ("session_id", "reviewer_id", "score_value")
+    exported = list(store_backend.bias_record_rows(fields))
+    assert exported == [tuple(r[f] for f in fields) for r in rows]  # insertion order
+    assert list(store_backend.bias_record_rows(fields, since="2027-01-01T00:00:00.000000+00:00")) == []
+
+    sums = store_backend.bias_sums(BiasQuery())
+    assert not sums.bad and not sums.normalized and sums.scales == [(1, 10)]
+    for reviewer in ("r0", "r1", "r2"):
+        scores = [r["score_value"] for r in rows if r["reviewer_id"] == reviewer]
+        n, total, total_sq = sums.reviewers[reviewer]
+        assert (n, total) == (len(scores), sum(scores)) and math.isclose(total_sq, sum(x * x for x in scores))
+    assert sorted(sums.positions) == [0, 1, 2] and sum(g[0] for g in sums.positions.values()) == len(rows)
+    assert sums.orderings == 12 and len(sums.sessions) == 4  # 4 sessions × 3 reviewers; 4 sessions
+    assert all(answered == 3 and records == 9 for answered, records, *_ in sums.sessions)
+    assert list(sums.positions) == [0, 1, 2]  # ascending: the report lists them in this order
+    assert sums.points == []
+    points = store_backend.bias_sums(BiasQuery(max_points=4)).points
+    # The first answers in (session, model) order, s0's m0, m1, m2 then s1's m0: (mean length in
+    # words, mean score). Each answer is seen at every position once, so its mean length is 22.
+    assert points == [(22.0, 2.0), (22.0, 4.0), (22.0, 6.0), (22.0, 3.0)]
+    only = store_backend.bias_sums(BiasQuery(reviewers=("r1",)))
+    assert only.reviewers == sums.reviewers  # the calibration baseline keeps every reviewer
+    assert sum(g[0] for g in only.positions.values()) == len(rows) // 3
+    assert store_backend.bias_sums(BiasQuery(council="nowhere")).reviewers == {}
+
+
+def test_lengths_fall_back_to_characters_only_when_no_record_has_words(store_backend):
+    rows = [{**record(f"s{s}", "r1", f"m{m}", m, 2 + m + s), "response_length_words": None}
+            for s in range(2) for m in range(3)]  # fmt: skip
+    store_backend.insert_bias_records(rows)
+    assert store_backend.bias_sums(BiasQuery()).length_unit == "chars"
+    assert store_backend.bias_sums(BiasQuery(length_unit="words")).length_unit == "words"  # asked: kept
+    assert all(n == 0 for _, _, n, *_ in store_backend.bias_sums(BiasQuery(length_unit="words")).sessions)
+    assert all(n == 3 for _, _, n, *_ in store_backend.bias_sums(BiasQuery()).sessions)
+
+
+def test_bad_reviews_are_found_and_left_out_only_when_asked(store_backend):
+    good = [record("s1", "r1", f"m{i}", i, 5 + i) for i in range(3)]
+    clash = [record("s2", "r1", f"m{i}", 0, 5) for i in range(2)]  # two answers at one position
+    store_backend.insert_bias_records(good + clash)
+    stopped = store_backend.bias_sums(BiasQuery())
+    assert stopped.bad.reviews == [("s2", "r1")] and stopped.reviewers == {}  # the report stops there
+    assert sorted(p for p, _ in stopped.bad.review_positions[("s2", "r1")]) == [0, 0]
+    skipped = store_backend.bias_sums(BiasQuery(skip_bad=True))
+    assert skipped.skipped_records == 2 and skipped.reviewers["r1"][0] == 3 and skipped.orderings == 1
+
+
+def test_a_temporary_store_loads_records_with_and_without_scores(store_backend):
+    scored = [{"id": i + 1, **record("s1", "r1", f"m{i}", i, 4 + i)} for i in range(2)]
+    unscored = [{"id": -1, "session_id": "s1", "reviewer_id": "r1", "position": 2,
+                 "timestamp": "2026-01-01T00:00:00.000000+00:00", "council": None}]  # fmt: skip
+    store_backend.load_bias_records(scored, [])
+    store_backend.load_bias_records((), unscored)
+    sums = store_backend.bias_sums(BiasQuery())
+    assert sums.unscored == 1 and sums.reviewers["r1"][0] == 2
+    assert sums.orderings == 1 and sums.left_out == 1  # the unscored answer holds position 2: no top test
+
+
+async def test_judgments_are_saved_with_passes_and_calls_and_audited(store_backend):
+    outcome = await compare("Which is better?", "A long, careful answer.", "B.", judges=[judge()], store=store_backend)
+    run = store_backend.judgment_run(outcome.run_id)
+    assert run is not None and run["kind"] == "compare" and run["status"] == "ok" and run["winner"] == outcome.winner
+    assert run["result"]["run_id"] == outcome.run_id
+    passes = store_backend.judgment_passes(outcome.run_id)
+    assert [p["pass"] for p in passes] == [p.pass_number for p in outcome.passes] and passes[0]["output"] is not None
+    assert len(store_backend.session_calls(outcome.run_id)) == outcome.calls
+    [audit] = store_backend.position_audit()
+    assert audit["judge_model"] == "fake/j" and audit["pairs"] >= 1 and 0 <= audit["consistency_rate"] <= 1
+    assert store_backend.position_audit(judge_model="fake/other") == []
+    assert store_backend.judgment_run("no-such-run") is None and store_backend.judgment_passes("no-such-run") == []
+
+    private = await grade("Capital?", "Paris", judges=[judge()], store=store_backend, keep_text=False)
+    stored = store_backend.judgment_run(private.run_id)
+    assert stored["kind"] == "grade" and all(p["output"] is None for p in store_backend.judgment_passes(private.run_id))
+
+
+async def test_a_batch_is_opened_recorded_once_and_read_in_file_order(store_backend, tmp_path):
+    lines = [{"id": f"i{i}", "prompt": f"Q{i}?", "a": f"A {i}, in detail.", "b": f"B{i}.", "model_a": "fake/x",
+              "model_b": "fake/y", "label": "A"} for i in range(3)]  # fmt: skip
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    items = parse_batch(text, "b.jsonl")
+    settings = BatchSettings(judges=["fake/j"])
+    common = {"settings": settings, "batch_id": "b1", "source": "b.jsonl", "content_sha256": content_digest(text)}
+    summary = await run_batch(items, judges=[judge()], store=store_backend, **common)
+    assert summary.finished == 3
+    assert store_backend.batch_item_status("b1") == {"i0": "ok", "i1": "ok", "i2": "ok"}
+    rows = store_backend.batch_rows("b1")
+    assert [r["item_id"] for r in rows] == ["i0", "i1", "i2"] and all(r["passes"] for r in rows)
+    assert [r["position"] for r in rows] == sorted(r["position"] for r in rows)
+    # Opening it again: the same file and settings are accepted, others refused.
+    assert store_backend.open_batch("b1", source="b.jsonl", content_sha256=common["content_sha256"],
+                                    settings=settings.model_dump(mode="json"), items=3) is True  # fmt: skip
+    with pytest.raises(UsageError):
+        store_backend.open_batch("b1", source="b.jsonl", content_sha256="0" * 64, settings={}, items=3)
+    # A finished item is never recorded twice.
+    outcome = await compare("Q0?", "a", "b", judges=[judge()], store=None)
+    with pytest.raises(CouncilFailure):
+        store_backend.save_judgment("compare", outcome, [], keep_text=True, batch_id="b1", item=items[0])
+    # Judged pairs that name their models count on the leaderboard.
+    data = store_backend.comparisons(sessions=False)
+    assert data.models == ["fake/x", "fake/y"] and sum(units for units, _ in data.judgments) == 3
+    assert store_backend.comparisons(since="2999-01-01T00:00:00.000000+00:00").judgments == []
+
+
+def test_an_edited_batch_file_is_reconciled_item_by_item(store_backend):
+    settings = {"judges": ["fake/j"]}
+    assert store_backend.batch_exists("b2") is False
+    store_backend.open_batch("b2", source="/data/b.jsonl", content_sha256="f1", settings=settings, items=0)
+    assert store_backend.batch_exists("b2") is True
+    assert store_backend.find_batch("/data/b.jsonl", settings) == "b2"
+    assert store_backend.find_batch("/data/b.jsonl", {"judges": ["other"]}) is None
+    assert store_backend.find_batch("/elsewhere.jsonl", settings) is None
+    # Nothing recorded yet: nothing changed or removed.
+    assert store_backend.reconcile_batch_items("b2", {"i0": ("d0", 1)}, content_sha256="f2") == (0, 0)
+
+
+async def test_judged_batch_items_keep_their_digest_and_follow_the_file(store_backend):
+    lines = [{"id": f"i{i}", "prompt": f"Q{i}?", "a": f"A {i}.", "b": f"B {i}."} for i in range(3)]
+    items = parse_batch("".join(json.dumps(line) + "\n" for line in lines), "b.jsonl")
+    store_backend.open_batch("b3", source="b.jsonl", content_sha256="f1", settings={}, items=3)
+    for item in items:
+        outcome = await compare(item.prompt, item.a, item.b, judges=[judge()], store=None)
+        store_backend.save_judgment("compare", outcome, [], keep_text=True, batch_id="b3", item=item,
+                                    item_digest=f"d-{item.id}")  # fmt: skip
+    assert store_backend.batch_item_status("b3") == {"i0": "ok", "i1": "ok", "i2": "ok"}
+    # i0 unchanged (moved to line 9), i1 edited, i2 gone from the file.
+    now = {"i0": ("d-i0", 9), "i1": ("d-i1-edited", 2)}
+    assert store_backend.reconcile_batch_items("b3", now, content_sha256="f2") == (1, 1)
+    assert store_backend.batch_item_status("b3") == {"i0": "ok"}
+    [row] = store_backend.batch_rows("b3")
+    assert (row["item_id"], row["position"]) == ("i0", 9)
+
+
+def test_settings_are_swapped_and_the_old_value_returned(store_backend):
+    assert store_backend.swap_setting("salt_fingerprint", "one") is None
+    assert store_backend.swap_setting("salt_fingerprint", "two") == "one"
+    assert store_backend.swap_setting("salt_fingerprint", "two") == "two"
+
+
+def test_a_batch_has_one_runner_at_a_time(store_backend):
+    with store_backend.batch_lock("b-lock"):
+        pass  # taken and released
+    with store_backend.batch_lock("b-lock"):
+        pass  # free again after release
+
+
+async def test_a_budget_is_capped_reserved_settled_and_counts_a_batch_spending(store_backend):
+    assert store_backend.open_budget("batch:x", cap_usd=None) is None  # no budget yet
+    assert store_backend.open_budget("batch:x", cap_usd=1.0, spent_usd=0.25) == 1.0
+    token, spent, cap = store_backend.reserve_budget("batch:x", 0.5)
+    assert token is not None and (spent, cap) == (0.25, 1.0)
+    assert store_backend.reserve_budget("batch:x", 0.5)[0] is None  # 0.25 spent + 0.5 reserved + 0.5 > 1
+    store_backend.settle_budget("batch:x", token, 0.125)
+    assert store_backend.budget_totals("batch:x") == (0.375, 1.0)
+    assert store_backend.open_budget("batch:x", cap_usd=2.0, spent_usd=99) == 2.0  # a new cap, same spending
+    assert store_backend.budget_totals("batch:x") == (0.375, 2.0)
+    assert store_backend.open_budget("batch:x", cap_usd=None) == 2.0
+
+    [item] = parse_batch(json.dumps({"id": "i0", "prompt": "Q?", "a": "A.", "b": "B."}) + "\n", "b.jsonl")
+    store_backend.open_batch("b-cost", source="b.jsonl", content_sha256="f", settings={}, items=1)
+    outcome = await compare(item.prompt, item.a, item.b, judges=[judge()], store=None)
+    calls = [
+        call("p1").model_copy(update={"cost_usd": 0.25}),
+        call("p2", ok=False).model_copy(update={"cost_usd": 1.0}),
+        call("p3").model_copy(update={"cost_usd": 0.0, "cached": True, "saved_usd": 0.5}),
+    ]
+    store_backend.save_judgment("compare", outcome, calls, keep_text=True, batch_id="b-cost", item=item)
+    assert store_backend.batch_spent("b-cost") == 0.25  # the failed attempt is not counted
+    assert store_backend.batch_spent("no-such-batch") == 0.0
+    assert store_backend.batch_cache_savings("b-cost") == (1, 0.5)
+
+
+def test_the_call_cache_keeps_one_entry_per_key_and_version(store_backend):
+    assert store_backend.cached_reply("k1", 1) is None
+    entry = {"model": "fake/m", "text": "four", "cost_usd": 0.01}
+    store_backend.cache_reply("k1", 1, entry)
+    assert store_backend.cached_reply("k1", 1) == entry
+    assert store_backend.cached_reply("k1", 2) is None  # written under another version
+    store_backend.cache_reply("k1", 1, {**entry, "text": "4"})  # replaced, not added
+    store_backend.cache_reply("k2", 1, {"model": "fake/n", "text": "x"})
+    assert store_backend.cached_reply("k1", 1)["text"] == "4"
+    stats = store_backend.cache_stats()
+    assert stats["entries"] == 2 and stats["models"] == {"fake/m": 1, "fake/n": 1} and stats["bytes"] > 0
+    assert stats["cached_calls"] == 0 and stats["saved_usd"] == 0
+    assert store_backend.clear_cache(older_than_days=30) == 0  # both were just written
+    assert store_backend.clear_cache() == 2 and store_backend.cache_stats()["entries"] == 0
+
+
+def test_provider_batch_rounds_are_journalled_before_they_are_sent(store_backend):
+    store_backend.round_intent("b1", "t1", "openai", ["c1", "c2"])
+    store_backend.round_intent("b1", "t2", "openai", ["c3"])
+    [held] = store_backend.rounds_holding("b1", ["c2", "c9"])
+    assert held == {"token": "t1", "provider_batch_id": None, "status": "submitting", "custom_ids": ["c1", "c2"]}
+    store_backend.round_submitted("t1", "batch_abc")
+    store_backend.round_progress("t2", "failed", 0, 1)
+    assert store_backend.rounds_holding("b1", ["c3"]) == []  # a failed round holds nothing
+    assert store_backend.rounds_holding("b2", ["c1"]) == []  # another batch's journal
+    store_backend.round_progress("t1", "in_progress", 1, 0)
+    store_backend.round_submitted("t1", "batch_abc")  # a late acknowledgement keeps the status
+    assert store_backend.provider_batches("b1") == [
+        {"id": "batch_abc", "provider": "openai", "status": "in_progress", "requests": 2, "done": 1, "failed": 0},
+        {"id": None, "provider": "openai", "status": "failed", "requests": 1, "done": 0, "failed": 1},
+    ]
+
+
+def test_every_operation_of_the_protocol_is_exercised_here():
+    from pathlib import Path
+
+    source = Path(__file__).read_text(encoding="utf-8")
+    operations = [name for name in vars(Store) if not name.startswith("_") and callable(getattr(Store, name))]
+    assert len(operations) >= 25
+    through = {"close": "the store_backend fixture", "save_session": "Council.run, in the first session test"}
+    untested = [name for name in operations if f".{name}(" not in source and name not in through]
+    assert untested == [], "add a contract test for each new Store operation"
