@@ -299,13 +299,21 @@ class OpenAICompatibleAPI:
             message = " ".join(str(exc).split())[:_MAX_MESSAGE] or type(exc).__name__
             raise ProviderError(f"APIConnectionError: {message}", model=self.model, retryable=True) from exc
 
+    def _json(self, raw: bytes, what: str) -> Any:
+        """Decoded JSON, or one line saying what is wrong with it (bad bytes are not "not JSON")."""
+        try:
+            return json.loads(raw)
+        except UnicodeDecodeError as exc:
+            bad = exc.object[exc.start]
+            message = f"APIError: {what} is not valid UTF-8 (byte {bad:#04x} at position {exc.start})"
+            raise ProviderError(message, model=self.model) from None
+        except ValueError:
+            snippet = " ".join(raw[:200].decode("utf-8", "replace").split())
+            raise ProviderError(f"APIError: {what} is not JSON: {snippet!r}", model=self.model) from None
+
     def _chunk(self, data: bytes) -> dict[str, Any]:
         """One SSE ``data:`` payload; an error sent mid-stream becomes a ``ProviderError``."""
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            snippet = " ".join(data[:200].decode("utf-8", "replace").split())
-            raise ProviderError(f"APIError: a streamed chunk is not JSON: {snippet!r}", model=self.model) from None
+        chunk = self._json(data, "a streamed chunk")
         if not isinstance(chunk, dict):
             raise ProviderError("APIError: a streamed chunk is not a JSON object", model=self.model)
         if chunk.get("error") is not None:
@@ -317,11 +325,7 @@ class OpenAICompatibleAPI:
 
     # -- reply --------------------------------------------------------------------
     def _response(self, raw: bytes) -> ChatResponse:
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            snippet = " ".join(raw[:200].decode("utf-8", "replace").split())
-            raise ProviderError(f"APIError: the reply is not JSON: {snippet!r}", model=self.model) from None
+        data = self._json(raw, "the reply")
         choices = data.get("choices") if isinstance(data, dict) else None
         if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
             # Some gateways (OpenRouter) report an upstream failure as a 200 with an error body.
