@@ -170,7 +170,7 @@ def test_a_reply_that_is_not_json_is_a_clean_error():
 def test_a_reply_that_is_not_utf8_says_so(stream):
     raw = '{"choices": [{"message": {"content": "caf'.encode() + b"\xe9" + b'"}}]}'
     client = api("openai/mock", "http://127.0.0.1:1/v1")
-    expected = r"APIError: (the reply|a streamed chunk) is not valid UTF-8 \(byte 0xe9 at position 42\)"
+    expected = r"APIError: (the reply|a streamed chunk) is not valid UTF-8 \(byte 0xe9 at position 41\)"
     with pytest.raises(ProviderError, match=expected):
         client._chunk(raw) if stream else client._response(raw)
 
