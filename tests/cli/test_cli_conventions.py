@@ -14,7 +14,7 @@ from council import Council
 from council.cli.main import cli
 from council.errors import CouncilError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 
 #: Commands that write a file: each takes -o/--output FILE, and no other command does.
