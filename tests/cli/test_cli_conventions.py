@@ -177,7 +177,7 @@ async def test_sessions_list_json_uses_session_id_and_a_members_list():
 
 
 def test_bias_report_writes_its_report_with_minus_o(tmp_path):
-    from test_bias_report import make_records
+    from tests.bias.test_bias_report import make_records
 
     from council.storage import SQLiteStore
 
