@@ -20,6 +20,10 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+# Tests live in per-layer folders (tests/methods, tests/storage, ...); the shared helper modules
+# (mock_server, serve_helpers, storage_backends, writer_worker) stay in tests/ and import from any of them.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from storage_backends import BACKENDS
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)

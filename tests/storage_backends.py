@@ -1,4 +1,4 @@
-"""The storage backends a test run has, for the contract tests (tests/test_storage_contract.py).
+"""The storage backends a test run has, for the contract tests (tests/storage/test_storage_contract.py).
 
 A backend is a name and a factory: ``factory(tmp_path)`` returns a fresh, empty store that
 implements ``council.storage.Store`` (or calls ``pytest.skip`` when its server is absent).

@@ -1,4 +1,4 @@
-"""Worker process for tests/test_concurrent_writers.py: imports council once, then runs
+"""Worker process for tests/storage/test_concurrent_writers.py: imports council once, then runs
 JSON commands read from stdin (one per line) and answers each with one JSON line on stdout.
 
     python tests/writer_worker.py      # then: {"cmd": "open", "args": {"path": "x.db"}}

@@ -2,7 +2,7 @@
 the ``-o/--output FILE`` option and the one way its file is written, and the one switch that
 decides whether status lines print.
 
-``tests/test_cli_conventions.py`` walks the command tree and holds every command to these.
+``tests/cli/test_cli_conventions.py`` walks the command tree and holds every command to these.
 """
 
 from __future__ import annotations

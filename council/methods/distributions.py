@@ -2,7 +2,7 @@
 
 The regularised incomplete beta and gamma functions by their continued fractions
 (modified Lentz) and series, as in Numerical Recipes; checked against scipy in
-tests/test_methods_bias_stats.py (docs/methods.md, "Significance tests"). Pure: no I/O.
+tests/methods/test_methods_bias_stats.py (docs/methods.md, "Significance tests"). Pure: no I/O.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ _REFUSED: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 #: Accepted and ignored: each council member's sampling is set in the council's config (README's
-#: parameter table lists them; tests/test_docs.py keeps the two equal).
+#: parameter table lists them; tests/docs/test_docs.py keeps the two equal).
 IGNORED = (
     "temperature",
     "top_p",

@@ -2,7 +2,7 @@
 
 Nothing outside council/storage writes SQL, holds a connection or shapes a row: it
 calls these. A backend (SQLite today: :class:`council.storage.sqlite_store.SQLiteStore`)
-implements every operation and passes tests/test_storage_contract.py.
+implements every operation and passes tests/storage/test_storage_contract.py.
 
 Arguments typed ``Any`` are council's own result objects (a session result, a judging
 outcome, a batch item), read by attribute: storage sits below the packages that define

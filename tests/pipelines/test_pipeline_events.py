@@ -13,7 +13,7 @@ from council.errors import QuorumError
 from council.session import Candidate, parse_event
 from council.session.events import events_json_schema, events_json_schema_text
 
-SCHEMA_FILE = Path(__file__).resolve().parent.parent / "docs" / "schemas" / "session-events.json"
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "schemas" / "session-events.json"
 MEMBERS = ["fake/alpha", "fake/beta", "fake/gamma"]
 QUESTION = "Which of the three sorting algorithms is stable, and why does it matter here?"
 

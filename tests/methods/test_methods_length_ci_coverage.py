@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-_path = Path(__file__).resolve().parent.parent / "scripts" / "bench_length_ci_coverage.py"
+_path = Path(__file__).resolve().parents[2] / "scripts" / "bench_length_ci_coverage.py"
 _spec = importlib.util.spec_from_file_location("bench_length_ci_coverage", _path)
 bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)

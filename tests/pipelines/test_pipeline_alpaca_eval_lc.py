@@ -12,7 +12,7 @@ import pytest
 
 from council.judged_leaderboard import judged_leaderboard
 
-DATA = Path(__file__).parent / "data" / "alpaca_eval"
+DATA = Path(__file__).parent.parent / "data" / "alpaca_eval"
 BASELINE = "gpt4_1106_preview"
 # Deliberately gamed entries, as AlpacaEval sets them apart: a baseline prompted to game the judge
 # and the adversarial constant answer of "Cheating automatic LLM benchmarks" (Zheng et al., 2024).

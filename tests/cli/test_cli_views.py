@@ -180,7 +180,7 @@ def test_run_show_prints_while_the_session_runs_even_into_a_pipe(tmp_path, counc
 
     from mock_server import start_mock_server
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     with start_mock_server(latency=0.01, slow_seconds=30) as mock:
         models = {
             "a": {"model": "openai/mock-a", "api_base": mock.base_url},

@@ -17,7 +17,7 @@ ANSWERS = [("A", "The first answer, quoted in full by a hostile reviewer."), ("B
 
 
 def _script():
-    path = Path(__file__).resolve().parents[1] / "scripts" / "mock_llm_server.py"
+    path = Path(__file__).resolve().parents[2] / "scripts" / "mock_llm_server.py"
     spec = importlib.util.spec_from_file_location("mock_llm_server_hostile", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # type: ignore[union-attr]

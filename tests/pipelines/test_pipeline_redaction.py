@@ -4,7 +4,7 @@ Ollama documents the key ``ollama`` and LM Studio ``lm-studio``; a shell may hol
 ``SOME_TOKEN=answer``. Redacting such words by value everywhere rewrote the stored question and
 model names ("Should I run [redacted] locally?", ``fake/[redacted]-llama3``) and made exports
 stop joining. A real key echoed by a provider is still cut wherever it lands
-(tests/test_secrets.py); a common word is cut only from provider error text and logs, as a whole
+(tests/pipelines/test_secrets.py); a common word is cut only from provider error text and logs, as a whole
 word; council's own messages ("a bearer token") are never touched.
 """
 

@@ -7,7 +7,7 @@ import ast
 import re
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "council"
+PACKAGE = Path(__file__).resolve().parents[2] / "council"
 
 # Lowest first. A module may import its own layer and the ones below, never above.
 LAYERS: list[tuple[str, ...]] = [
@@ -119,7 +119,7 @@ def layer_of(name: str) -> int:
             if name == prefix or (prefix != "council" and name.startswith(prefix + ".")):
                 if best is None or len(prefix) > best[1]:
                     best = (index, len(prefix))
-    assert best is not None, f"{name} is in no layer: place it in tests/test_architecture.py LAYERS"
+    assert best is not None, f"{name} is in no layer: place it in tests/docs/test_architecture.py LAYERS"
     return best[0]
 
 

@@ -25,7 +25,7 @@ from council.redaction import PRIVATE_RUN, REDACTED, private_scope, redact, regi
 
 KEY = "k-7f3a9c2e5b1d4e6f8a0b"  # not shaped like any well-known key: only known by value
 QUESTION = "Which orbital mechanics principle explains why geostationary satellites stay above one spot?"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def copied_runs(text: str, private: str, run: int = PRIVATE_RUN) -> list[str]:

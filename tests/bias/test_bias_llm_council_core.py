@@ -20,7 +20,7 @@ from council.bias.loading import iter_lines
 from council.bias.report import report_from_records_files
 from council.errors import InputError
 
-FIXTURES = Path(__file__).parent / "fixtures" / "llm_council_core"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "llm_council_core"
 CURRENT = FIXTURES / "bias_metrics_1.2.jsonl"
 OLD = FIXTURES / "bias_metrics_pre_1.2.jsonl"
 

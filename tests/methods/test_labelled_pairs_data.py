@@ -9,7 +9,7 @@ from pathlib import Path
 
 from council.judging.batch import parse_batch
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "scripts" / "data"
+DATA_DIR = Path(__file__).resolve().parents[2] / "scripts" / "data"
 PAIRS = DATA_DIR / "labelled_pairs.jsonl"
 
 

@@ -14,7 +14,7 @@ from council import Council
 from council.cli.main import cli
 from council.errors import CouncilError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 
 #: Commands that write a file: each takes -o/--output FILE, and no other command does.
@@ -177,7 +177,7 @@ async def test_sessions_list_json_uses_session_id_and_a_members_list():
 
 
 def test_bias_report_writes_its_report_with_minus_o(tmp_path):
-    from test_bias_report import make_records
+    from tests.bias.test_bias_report import make_records
 
     from council.storage import SQLiteStore
 

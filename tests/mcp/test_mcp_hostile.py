@@ -13,7 +13,7 @@ pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CONTROLS = ("\x1b", "\x07", "\u202e")
 QUESTION = "Why \x1b]52;c;ZXZpbA==\x07 is the sky \x1b[31mblue\u202e?"
 

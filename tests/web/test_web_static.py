@@ -38,7 +38,7 @@ def test_the_page_has_no_inline_script_or_style():
 
 
 def test_the_files_ship_in_the_package_data():
-    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text(encoding="utf-8")
     assert '"council" = ["web/*.html", "web/*.js", "web/*.css"]' in pyproject
 
 

@@ -23,7 +23,7 @@ from sqlite_utils import Database
 from council.storage import SQLiteStore
 from council.storage.migrations import migrations
 
-WORKER = Path(__file__).with_name("writer_worker.py")
+WORKER = Path(__file__).parent.parent / "writer_worker.py"
 PROCESSES = 8
 SESSIONS_EACH = 5
 RACE_ROUNDS = 20  # a fresh database each; without the WAL retry fix 3-15 % of rounds here failed

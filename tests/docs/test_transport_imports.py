@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from mock_server import start_mock_server
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NEVER = {"litellm", "numpy", "pandas", "openai", "httpx", "scipy"}
 WATCHED = sorted(NEVER | {"rich", "aiohttp", "sqlite_utils"})
 PROBE = f"""

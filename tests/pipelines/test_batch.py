@@ -216,7 +216,7 @@ def test_resume_after_kill_9_records_every_item_exactly_once(
     assert db_rows(council_home, "select count(*) from judgments")[0][0] == 2 * before
     in_runs = "select count(*) from calls where session_id in (select id from judgment_runs)"
     assert db_rows(council_home, in_runs)[0][0] == 2 * before
-    # calls in flight at the kill stay on record (they may have been billed): tests/test_crash_recovery.py
+    # calls in flight at the kill stay on record (they may have been billed): tests/storage/test_crash_recovery.py
 
     refused = council_cli(*args, home=council_home)
     assert refused.exit_code == 2 and "--resume" in refused.stderr

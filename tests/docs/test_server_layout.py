@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "council"
+PACKAGE = Path(__file__).resolve().parents[2] / "council"
 SERVER = PACKAGE / "server"
 
 

@@ -46,7 +46,7 @@ def config(tmp_path, mock_url):
     return path
 
 
-SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "docs" / "schemas" / "session-events.json").read_text())
+SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "docs" / "schemas" / "session-events.json").read_text())
 
 
 def sse(text: str) -> list[dict]:

@@ -18,7 +18,7 @@ from mock_server import start_mock_server  # noqa: E402
 
 from council.session.results import SessionResult  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "Why do databases use B-trees rather than binary search trees for indexes?"
 TOOLS = {"council_run", "council_compare", "council_grade", "council_leaderboard", "council_bias_report",
          "council_sessions"}  # fmt: skip

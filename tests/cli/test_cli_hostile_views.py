@@ -13,7 +13,7 @@ import sys
 import termios
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def on_terminal(*args: str, columns: int, home: Path) -> tuple[int, str]:

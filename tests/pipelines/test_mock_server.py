@@ -199,7 +199,7 @@ def _load_script():
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "mock_llm_server.py"
+    path = Path(__file__).resolve().parents[2] / "scripts" / "mock_llm_server.py"
     spec = importlib.util.spec_from_file_location("mock_llm_server", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -22,7 +22,7 @@ from council import Council
 from council.errors import CouncilFailure
 from council.export_shapes import SCHEMA_DIR, column_types, export_schemas
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHAPES = ("sessions", "scores", "answers")
 
 
