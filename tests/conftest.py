@@ -32,6 +32,7 @@ _ENV_TO_CLEAR = (
     "COUNCIL_LOG_LEVEL",
     "COUNCIL_LOG_FILE",
     "COUNCIL_DEBUG",
+    "COUNCIL_DATABASE_URL",
 )
 
 
@@ -119,3 +120,33 @@ def db_dump(home: Path) -> str:
         return "\n".join(db.iterdump())
     finally:
         db.close()
+
+
+# -- a real PostgreSQL server (tests/postgres_server.py) --------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """The session's PostgreSQL server; skips locally (fails in CI) when there is none."""
+    from postgres_server import Server, unavailable
+
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        unavailable("psycopg is not installed (pip install -e '.[postgres]')")
+    server = Server()
+    server.start()
+    try:
+        if server.url is None:
+            unavailable(server.problem or "no server")
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server):
+    """A fresh, migrated database on the real server, dropped after the test."""
+    url = postgres_server.fresh_database()
+    yield url
+    postgres_server.drop_database(url)

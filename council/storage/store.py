@@ -124,7 +124,17 @@ class Store:
         """Open (creating and migrating if needed) ``path`` or ``$COUNCIL_HOME/council.db``.
 
         Sessions and calls left ``running`` by a process that has ended are marked
-        ``interrupted`` here, so every command that opens the database recovers them."""
+        ``interrupted`` here, so every command that opens the database recovers them.
+        Without ``path``, ``COUNCIL_DATABASE_URL`` may name another file or a PostgreSQL store."""
+        if path is None:
+            from council.storage.location import configured
+
+            location = configured()
+            if location.kind == "postgresql":
+                from council.storage.postgres import PostgresStore
+
+                return PostgresStore.open(location.url)  # type: ignore[arg-type, return-value]
+            path = location.path
         path = Path(path) if path is not None else ensure_home() / "council.db"
         _private_database(path)
         db = Database(_connect(path))

@@ -1,0 +1,330 @@
+"""The store's contract, run on both backends: SQLite (a file) and a real PostgreSQL server.
+
+Every test here takes the ``store`` fixture, so it runs once per backend; the PostgreSQL run
+gets a fresh database (tests/postgres_server.py) and skips locally (fails in CI) without a server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from council.clock import utc_now
+from council.errors import NotFoundError
+from council.storage.store import Store
+from council.usage import CallRecord
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend_url(request, tmp_path):
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/council.db"
+    return request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture
+def store(backend_url, monkeypatch):
+    monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
+    opened = Store.open()
+    yield opened
+    opened.close()
+
+
+def _session(sid: str, **extra):
+    return {"id": sid, "kind": "council", "council": "default", "question": "q?", "members": ["a", "b"], **extra}
+
+
+def _call(call_id: str, **extra):
+    return {
+        "call_id": call_id,
+        "stage": "answer",
+        "member": "a",
+        "model": "fake/a",
+        "started_at": utc_now(),
+        "attempt": 1,
+        **extra,
+    }
+
+
+def test_backend_is_the_one_the_url_names(store, backend_url):
+    assert (getattr(store, "kind", "sqlite") == "postgresql") == backend_url.startswith("postgresql")
+
+
+def test_a_session_round_trips_with_answers_reviews_bias_records_and_calls(store):
+    store.begin_session(_session("s-0001-abcdef", offline=True, seed=7))
+    running = store.get_session("s-0001-abcdef")
+    assert running["status"] == "running" and running["owner"] and running["owner_pid"] == os.getpid()
+    store.finish_session(
+        "s-0001-abcdef",
+        status="complete",
+        result={"final": "42", "key": "sk-abcdefghijklmnopqrstuvwx1234"},
+        answers=[
+            {"session_id": "s-0001-abcdef", "member": "b", "model": "fake/b", "text": "B", "length_chars": 1,
+             "status": "ok", "error": None, "latency_ms": 1.5},
+            {"session_id": "s-0001-abcdef", "member": "a", "model": "fake/a", "text": "A", "length_chars": 1,
+             "status": "ok", "error": None, "latency_ms": 2.0},
+        ],
+        reviews=[{"session_id": "s-0001-abcdef", "reviewer": "a", "model": "fake/a", "ranking": ["b", "a"],
+                  "scores": {"a": 3, "b": 9}, "valid": True, "attempts": 1, "error": None}],
+        bias_records=[{"schema_version": "1", "session_id": "s-0001-abcdef", "reviewer_id": "a", "model_id": "fake/b",
+                       "position": 0, "response_length_chars": 1, "score_value": 9.0, "timestamp": utc_now(),
+                       "self_review": 0, "council": "default"}],
+        calls=[_call("c1", session_id="s-0001-abcdef", ok=1, latency_ms=3.0, prompt_tokens=5)],
+    )
+    session = store.get_session("s-0001-abcdef")
+    assert session["status"] == "complete" and session["finished_at"] >= session["created_at"]
+    assert session["seed"] == 7 and session["offline"] == 1
+    assert json.loads(session["members"]) == ["a", "b"]
+    result = json.loads(session["result"])
+    assert result["final"] == "42" and "sk-abcdefghijklmnopqrstuvwx1234" not in session["result"]
+    assert [a["member"] for a in session["answers"]] == ["a", "b"]
+    assert session["answers"][1]["latency_ms"] == 1.5
+    assert json.loads(session["reviews"][0]["ranking"]) == ["b", "a"] and session["reviews"][0]["valid"] == 1
+    assert store.count("bias_records") == 1
+    calls = store.session_calls("s-0001-abcdef")
+    assert [(c["call_id"], c["ok"], c["prompt_tokens"]) for c in calls] == [("c1", 1, 5)]
+
+
+def test_finishing_twice_replaces_answers_instead_of_duplicating_them(store):
+    store.begin_session(_session("s-twice-0001"))
+    answer = {"session_id": "s-twice-0001", "member": "a", "model": "m", "text": "first", "status": "ok"}
+    store.finish_session("s-twice-0001", status="partial", result=None, answers=[answer])
+    store.finish_session("s-twice-0001", status="complete", result=None, answers=[{**answer, "text": "second"}])
+    answers = store.get_session("s-twice-0001")["answers"]
+    assert [a["text"] for a in answers] == ["second"]
+
+
+def test_sessions_are_found_by_a_unique_prefix_of_eight_characters_only(store):
+    store.begin_session(_session("abcdefgh-1111"))
+    store.begin_session(_session("abcdefgh-2222"))
+    store.begin_session(_session("zyxwvuts-3333"))
+    assert store.get_session("zyxwvuts")["id"] == "zyxwvuts-3333"
+    with pytest.raises(NotFoundError, match="no session"):
+        store.get_session("abcdefgh")  # two sessions share it
+    with pytest.raises(NotFoundError, match="at least 8"):
+        store.get_session("zyxw")
+    with pytest.raises(NotFoundError):
+        store.get_session("zyxwvut%")  # a prefix is text, never a pattern
+    with pytest.raises(NotFoundError):
+        store.get_session("zyxw\x00vuts")
+
+
+def test_listing_filters_by_council_and_time_newest_first(store):
+    for n, council in enumerate(["x", "y", "x"]):
+        store.begin_session(_session(f"s-list-{n:04d}", council=council, created_at=f"2026-01-0{n + 1}T00:00:00Z"))
+    assert [r["id"] for r in store.list_sessions(council="x")] == ["s-list-0002", "s-list-0000"]
+    assert [r["id"] for r in store.list_sessions(limit=1)] == ["s-list-0002"]
+    assert [r["id"] for r in store.iter_sessions()] == ["s-list-0000", "s-list-0001", "s-list-0002"]
+    assert not store.has_query_hashes()
+    store.begin_session(_session("s-hash-0001", query_hash="ab" * 32))
+    assert store.has_query_hashes()
+
+
+def test_the_journal_keeps_a_call_in_flight_then_completes_it(store):
+    store.begin_session(_session("s-journal-01"))
+    journal = store.journal("s-journal-01")
+    record = CallRecord(call_id="c-9", stage="answer", member="a", model="fake/a", started_at=utc_now(), attempt=1, latency_ms=0.0)
+    journal.call_started(record)
+    (row,) = store.session_calls("s-journal-01")
+    assert row["ok"] is None and row["owner"]
+    journal.call_finished(record.model_copy(update={"ok": True, "latency_ms": 12.0, "error": None}))
+    (row,) = store.session_calls("s-journal-01")
+    assert row["ok"] == 1 and row["latency_ms"] == 12.0
+
+
+def test_invalid_bias_records_are_refused_by_the_database(store):
+    store.begin_session(_session("s-bias-0001"))
+    bad = {"schema_version": "1", "session_id": "s-bias-0001", "reviewer_id": "a", "model_id": "m", "position": 0,
+           "response_length_chars": 1, "score_value": 99.0, "timestamp": utc_now()}
+    with pytest.raises(Exception):  # noqa: B017 - sqlite3.IntegrityError or psycopg.errors.CheckViolation
+        store.insert_bias_records([bad])
+    assert store.count("bias_records") == 0
+    assert store.insert_bias_records([{**bad, "score_value": 5.0}] * 3) == 3
+
+
+_DIES_WHILE_RUNNING = textwrap.dedent(
+    """
+    import os, sys
+    from council.storage.store import Store
+    from council.usage import CallRecord
+    from council.clock import utc_now
+    store = Store.open()
+    store.begin_session({"id": "s-orphan-01", "kind": "council", "members": []})
+    store.journal("s-orphan-01").call_started(
+        CallRecord(call_id="c-orphan", stage="answer", member="a", model="m", started_at=utc_now(), attempt=1, latency_ms=0.0))
+    print("ready", flush=True)
+    os._exit(0) if sys.argv[1] == "exit" else os.kill(os.getpid(), 9)
+    """
+)
+
+
+def _run_and_die(backend_url: str, how: str) -> None:
+    env = {**os.environ, "COUNCIL_DATABASE_URL": backend_url}
+    proc = subprocess.run(
+        [sys.executable, "-c", _DIES_WHILE_RUNNING, how], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert "ready" in proc.stdout, proc.stderr
+
+
+def test_work_of_a_killed_process_becomes_interrupted_for_the_next_opener(backend_url, monkeypatch):
+    if backend_url.startswith("postgresql"):
+        from council.storage import postgres
+
+        monkeypatch.setattr(postgres, "LEASE_SECONDS", 1.0)
+        # The child's lease lasts the default 30 s; it is expired by hand below, as time would.
+    _run_and_die(backend_url, "kill")
+    monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
+    if backend_url.startswith("postgresql"):
+        store = Store.open()
+        assert store.get_session("s-orphan-01")["status"] == "running"  # its lease has not expired yet
+        with store.transaction() as conn:
+            conn.execute("UPDATE leases SET expires_at = now() - interval '1 second'")
+        assert store.recover_interrupted() == ["s-orphan-01"]
+    else:
+        store = Store.open()
+    session = store.get_session("s-orphan-01")
+    assert session["status"] == "interrupted" and "ended before it finished" in session["error"]
+    (call,) = store.session_calls("s-orphan-01")
+    assert call["ok"] == 0 and "in flight" in call["error"]
+    store.close()
+
+
+def test_a_live_process_work_is_never_taken_for_dead(store):
+    store.begin_session(_session("s-alive-0001"))
+    assert store.recover_interrupted() == []
+    assert store.get_session("s-alive-0001")["status"] == "running"
+
+
+def test_a_batch_has_one_runner_at_a_time(store, backend_url):
+    from council.errors import UsageError
+
+    other = Store.open()  # another process's store would hold its own connection or lock file
+    try:
+        with store.batch_lock("b-1"):
+            with pytest.raises(UsageError, match="another process"):
+                with other.batch_lock("b-1"):
+                    pass
+            with other.batch_lock("b-2"):
+                pass
+        with other.batch_lock("b-1"):
+            pass
+    finally:
+        other.close()
+
+
+# -- PostgreSQL only: migrations, URLs and errors -------------------------------------------
+
+
+_OPEN = "from council.storage.store import Store; s = Store.open(); print(s.count('sessions')); s.close()"
+
+
+def test_ten_processes_opening_a_fresh_database_at_once_migrate_it_once(postgres_server):
+    url = postgres_server.fresh_database(migrated=False)
+    try:
+        env = {**os.environ, "COUNCIL_DATABASE_URL": url}
+        procs = [
+            subprocess.Popen([sys.executable, "-c", _OPEN], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+            for _ in range(10)
+        ]
+        outs = [p.communicate(timeout=120) for p in procs]
+        assert [p.returncode for p in procs] == [0] * 10, [err for _, err in outs]
+        assert [out.strip() for out, _ in outs] == ["0"] * 10
+        import psycopg
+
+        from council.storage.postgres_schema import MIGRATIONS
+
+        with psycopg.connect(url) as conn:
+            names = [r[0] for r in conn.execute("SELECT name FROM _council_migrations ORDER BY name")]
+        assert names == sorted(name for name, _ in MIGRATIONS)
+    finally:
+        postgres_server.drop_database(url)
+
+
+def test_the_postgres_schema_has_every_sqlite_table_and_column(postgres_url, tmp_path):
+    import psycopg
+
+    sqlite_store = Store.open(tmp_path / "council.db")
+    sqlite_columns = {
+        (table, col[1])
+        for (table,) in sqlite_store.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        if not table.startswith(("sqlite_", "_"))
+        for col in sqlite_store.db.execute(f"PRAGMA table_info({table})")
+    }
+    with psycopg.connect(postgres_url) as conn:
+        pg_columns = set(
+            conn.execute(
+                "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public'"
+            ).fetchall()
+        )
+    assert sqlite_columns <= pg_columns
+    assert {t for t, _ in pg_columns} - {t for t, _ in sqlite_columns} == {"_council_migrations", "leases"}
+
+
+def test_importing_the_store_does_not_import_psycopg():
+    code = "import sys, council.storage.store, council.cli.main; print('psycopg' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_reading_sessions_through_the_cli_on_postgres(postgres_url):
+    from conftest import invoke_cli
+
+    env = {"COUNCIL_DATABASE_URL": postgres_url}
+    result = invoke_cli("sessions", "list", env=env)
+    assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    "url, fragment",
+    [
+        ("postgresql://council@localhost:notaport/db", "malformed"),
+        ("postgresql://council:s3cret-pw@localhost:5432/", "names no database"),
+        ("mysql://council:s3cret-pw@localhost/db", "unsupported database"),
+        ("council.db", "not a URL"),
+        ("sqlite://council.db", "sqlite:///PATH"),
+        ("postgresql://council:s3cret-pw@localhost/db?sslmode=bogus", "malformed"),
+        ("postgresql://council:s3cret-pw@localhost/db?nonsense=1", "malformed"),
+    ],
+)
+def test_a_malformed_url_is_one_line_exit_2_without_the_password(url, fragment):
+    pytest.importorskip("psycopg")
+    from conftest import invoke_cli
+
+    result = invoke_cli("sessions", "list", env={"COUNCIL_DATABASE_URL": url})
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert len(result.error_lines) == 1 and fragment in result.stderr
+    assert "s3cret-pw" not in result.stderr + result.stdout
+
+
+def test_an_unreachable_server_or_a_refused_login_is_one_line_exit_1_without_the_password(postgres_server, tmp_path):
+    from urllib.parse import urlsplit
+
+    from conftest import invoke_cli
+
+    host = dict(p.split("=", 1) for p in urlsplit(postgres_server.url).query.split("&") if "=" in p).get("host")
+    urls = [f"postgresql://council:s3cret-pw@/postgres?host={tmp_path}"]  # no server on that socket
+    if host:
+        urls.append(f"postgresql://nobody:s3cret-pw@/postgres?host={host}")  # no such role: login refused
+    for url in urls:
+        started = time.monotonic()
+        result = invoke_cli("sessions", "list", env={"COUNCIL_DATABASE_URL": url})
+        assert result.exit_code == 1, (result.stdout, result.stderr)
+        assert len(result.error_lines) == 1 and "cannot connect to the PostgreSQL store" in result.stderr
+        assert "s3cret-pw" not in result.stderr + result.stdout and "***" in result.stderr
+        assert time.monotonic() - started < 15
+
+
+def test_sqlite_url_names_the_file(tmp_path, monkeypatch):
+    target = tmp_path / "elsewhere.db"
+    monkeypatch.setenv("COUNCIL_DATABASE_URL", f"sqlite:///{target}")
+    store = Store.open()
+    store.begin_session(_session("s-file-0001"))
+    store.close()
+    assert target.exists() and Store.open(target).get_session("s-file-0001")["id"] == "s-file-0001"
