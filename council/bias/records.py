@@ -176,6 +176,43 @@ log = get_logger("council.bias")
 
 SALT_FILE = "query_hash_salt"
 SALT_BYTES = 32
+#: A shared salt file must hold at least this many bytes (e.g. ``openssl rand -hex 32``).
+SHARED_SALT_MIN_BYTES = 16
+FINGERPRINT_MESSAGE = b"council query-hash salt fingerprint v1"
+
+
+def read_shared_salt(path: Path) -> bytes:
+    """The salt in ``COUNCIL_SALT_FILE``, shared by every replica as a secret file.
+
+    Secrets mounts give read-only files owned by root, often behind symbolic links
+    (Kubernetes: ``..data/``), readable by the container's user: all accepted. Refused,
+    with one line: a file that does not exist (it is never created: replicas that made
+    their own salts would silently stop grouping), one writable by group or others, a
+    directory, and one too short to be a secret. A trailing newline is not part of it.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block
+    except FileNotFoundError:
+        raise ConfigError(f"COUNCIL_SALT_FILE {path} does not exist (it is read, never created)") from None
+    except OSError as exc:
+        raise ConfigError(f"COUNCIL_SALT_FILE {path} cannot be read ({exc.strerror})") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise ConfigError(f"COUNCIL_SALT_FILE {path} is not a regular file")
+    with os.fdopen(fd, "rb") as fh:
+        if os.name == "posix" and info.st_mode & 0o022:
+            raise ConfigError(
+                f"COUNCIL_SALT_FILE {path} is writable by others (mode {stat.S_IMODE(info.st_mode):04o}): "
+                "anyone could change the salt"
+            )
+        salt = fh.read(1 << 16).rstrip(b"\r\n")
+    if len(salt) < SHARED_SALT_MIN_BYTES:
+        raise ConfigError(
+            f"COUNCIL_SALT_FILE {path} holds {len(salt)} bytes; a salt needs at least {SHARED_SALT_MIN_BYTES} "
+            "(e.g. openssl rand -hex 32)"
+        )
+    return salt
 
 
 class QueryHasher:
@@ -186,20 +223,37 @@ class QueryHasher:
     be matched against a dictionary of queries elsewhere.
     """
 
-    def __init__(self, home: Path | str, *, had_hashes: Callable[[], bool] | None = None) -> None:
+    def __init__(
+        self,
+        home: Path | str,
+        *,
+        had_hashes: Callable[[], bool] | None = None,
+        salt_file: Path | str | None = None,
+    ) -> None:
         """``had_hashes()``: whether hashes made with an earlier salt are on record (asked only
-        when the salt file is missing, to warn that a new salt will not group with them)."""
+        when the salt file is missing, to warn that a new salt will not group with them).
+        ``salt_file`` (``COUNCIL_SALT_FILE``): a salt shared by replicas as a secret file,
+        read as it is and never created (:func:`read_shared_salt`)."""
         self.home = Path(home)
         self.salt_path = self.home / SALT_FILE
+        self.shared_salt = Path(salt_file) if salt_file else None
         self.had_hashes = had_hashes
         self._salt: bytes | None = None
 
+    def _key(self) -> bytes:
+        if self._salt is None:
+            self._salt = read_shared_salt(self.shared_salt) if self.shared_salt else self._load_or_create()
+        return self._salt
+
     def hash(self, query: str) -> str:
         """The full 64-hex digest of the NFC-normalised, stripped query."""
-        if self._salt is None:
-            self._salt = self._load_or_create()
         message = unicodedata.normalize("NFC", query).strip().encode("utf-8")
-        return hmac.new(self._salt, message, hashlib.sha256).hexdigest()
+        return hmac.new(self._key(), message, hashlib.sha256).hexdigest()
+
+    def fingerprint(self) -> str:
+        """An HMAC of a constant under the salt: may be stored to tell a changed salt, and
+        says nothing about the salt itself."""
+        return hmac.new(self._key(), FINGERPRINT_MESSAGE, hashlib.sha256).hexdigest()
 
     def _load_or_create(self) -> bytes:
         try:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import secrets
 import time
@@ -366,7 +367,9 @@ class SessionRunner:
 
     def _hasher(self) -> QueryHasher:
         if self.hasher is None:
-            self.hasher = QueryHasher(council_home(), had_hashes=self._had_hashes)
+            self.hasher = QueryHasher(
+                council_home(), had_hashes=self._had_hashes, salt_file=os.environ.get("COUNCIL_SALT_FILE") or None
+            )
         return self.hasher
 
     def _had_hashes(self) -> bool:
