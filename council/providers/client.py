@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
@@ -57,16 +57,32 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, ProviderError) and exc.retryable
 
 
+class SharedLimits(Protocol):
+    """A store's rate budgets, shared by every process using it (council.storage.rate_limits)."""
+
+    def reserve_rate(self, key: str, increment: float, tolerance: float = 0.0) -> float: ...
+
+
 class ModelClient:
-    def __init__(self, resolved: ResolvedModel, api: ModelAPI, *, retry: RetryPolicy | None = None) -> None:
+    def __init__(
+        self,
+        resolved: ResolvedModel,
+        api: ModelAPI,
+        *,
+        retry: RetryPolicy | None = None,
+        shared_limits: SharedLimits | None = None,
+    ) -> None:
+        """``shared_limits``: a store; then ``rpm`` holds across every process sharing it
+        (bursts up to ``max_concurrency``), else within this process only."""
         self.resolved = resolved
         self.api = api
         self.retry = retry or DEFAULT_RETRY
         spec = resolved.spec
         self._semaphore = asyncio.Semaphore(spec.max_concurrency)
         self._limiter: Any = None
+        self._shared = shared_limits if spec.rpm and hasattr(shared_limits, "reserve_rate") else None
         self._prepared = False
-        if spec.rpm:
+        if spec.rpm and self._shared is None:
             from aiolimiter import AsyncLimiter
 
             # rpm as a leaky bucket; bursts up to max_concurrency are allowed.
@@ -99,6 +115,8 @@ class ModelClient:
         async with self._semaphore:
             if self._limiter is not None:
                 await self._limiter.acquire()
+            elif self._shared is not None:
+                await self._reserve_shared()
             started = utc_now()
             call_id = uuid.uuid4().hex
             announce = getattr(sink, "started", None)
@@ -126,6 +144,16 @@ class ModelClient:
                 raise error
             assert response is not None
             return response
+
+    async def _reserve_shared(self) -> None:
+        spec = self.resolved.spec
+        assert self._shared is not None and spec.rpm
+        increment = 60.0 / spec.rpm
+        # One budget per configured model ([models.X] rpm), whichever process calls it.
+        key = f"rpm:{self.id}:{self.model}"
+        wait = self._shared.reserve_rate(key, increment, (spec.max_concurrency - 1) * increment)
+        if wait > 0:
+            await asyncio.sleep(wait)
 
     def _record(
         self,

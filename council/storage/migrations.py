@@ -295,3 +295,10 @@ def m005_bias_length_words(db: Database) -> None:
             SELECT id, problem FROM (SELECT id, {_bias_record_problem("")} AS problem FROM bias_records)
             WHERE problem IS NOT NULL"""
     )
+
+
+@migrations()
+def m007_rate_limits(db: Database) -> None:
+    # One row per rate budget (a model's rpm), shared by every process using this database:
+    # tat = the GCRA's theoretical arrival time, epoch seconds (council.storage.rate_limits).
+    db["rate_limits"].create({"key": str, "tat": float}, pk="key")

@@ -30,6 +30,7 @@ from council.errors import CouncilFailure, ConfigError, NotFoundError, Prerequis
 from council.redaction import redact, redact_data
 from council.storage import postgres_schema
 from council.storage.location import display_url
+from council.storage.rate_limits import reserve_postgres
 from council.usage import CallJournal, CallRecord
 
 #: A lease outlives its last heartbeat by this long; heartbeats come every third of it.
@@ -266,6 +267,12 @@ class PostgresStore:
                 yield
             finally:
                 conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [key])
+
+    # -- shared limits ------------------------------------------------------------
+    def reserve_rate(self, key: str, increment: float, tolerance: float = 0.0) -> float:
+        """Seconds to wait before a call under the budget ``key`` (council.storage.rate_limits)."""
+        with self.pool.connection() as conn:
+            return reserve_postgres(conn, key, increment, tolerance)
 
     # -- the call log ---------------------------------------------------------
     def journal(self, session_id: str) -> CallJournal:

@@ -133,6 +133,10 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE INDEX idx_answers_model ON answers (session_id, member, status, model)",
         ],
     ),
+    (
+        "m007_rate_limits",
+        ["CREATE TABLE rate_limits (key TEXT PRIMARY KEY, tat DOUBLE PRECISION NOT NULL)"],
+    ),
 ]
 
 # Primary keys of the tables rows are upserted into (``finish_session`` replaces answers and reviews).

@@ -26,6 +26,7 @@ from council.home import ensure_home
 from council.redaction import redact, redact_data
 from council.storage.migrations import migrations
 from council.storage.ownership import batch_lock, dead_owners, lock_dir, process_lease
+from council.storage.rate_limits import reserve_sqlite
 from council.storage.sqlite import Database
 from council.usage import CallJournal, CallRecord
 
@@ -228,6 +229,11 @@ class Store:
             return
         with batch_lock(self._locks, batch_id):
             yield
+
+    # -- shared limits ------------------------------------------------------------
+    def reserve_rate(self, key: str, increment: float, tolerance: float = 0.0) -> float:
+        """Seconds to wait before a call under the budget ``key`` (council.storage.rate_limits)."""
+        return reserve_sqlite(self.db.conn, key, increment, tolerance)
 
     # -- the call log ---------------------------------------------------------
     def journal(self, session_id: str) -> CallJournal:
