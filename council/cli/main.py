@@ -26,6 +26,7 @@ _COMMANDS = {
     "grade": ("council.cli.judge", "grade"),
     "batch": ("council.cli.batch", "batch"),
     "serve": ("council.cli.serve", "serve"),
+    "store": ("council.cli.store", "store"),
 }
 
 
