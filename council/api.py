@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from council.providers.client import ModelClient, RetryPolicy
 from council.providers.registry import make_api
 from council.session import Candidate, EventSink, SessionEvent, SessionRunner
 from council.session.results import SessionResult
-from council.storage.store import Store
+from council.storage import Store, using_store
 
 
 class Council:
@@ -39,8 +40,8 @@ class Council:
         """``client_pool``: model clients shared with other councils (one limit per model alias)."""
         self.loaded = loaded
         self.resolved: ResolvedCouncil = resolve_council(loaded, council, env)
-        self._store: Store | None = Store.open() if store is True else (store or None)
-        self._owns_store = store is True
+        self._exit = ExitStack()  # closes the store if this council opened it (storage.using_store)
+        self._store: Store | None = self._exit.enter_context(using_store(store))
         self.clients: dict[str, ModelClient] = client_pool if client_pool is not None else {}
         r = self.resolved
         for m in [*r.members, *r.reviewers, *(x for x in (r.chairman, r.fallback_chairman) if x)]:
@@ -125,9 +126,8 @@ class Council:
 
     async def aclose(self) -> None:
         await self.aclose_clients()
-        if self._owns_store and self._store is not None:
-            self._store.close()
-            self._store = None
+        self._exit.close()
+        self._store = None
 
     async def __aenter__(self) -> Council:
         return self

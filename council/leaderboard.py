@@ -16,8 +16,7 @@ from pydantic import BaseModel, Field
 
 from council.errors import UsageError
 from council.ratings import CI_LEVEL, PRIOR_GAMES, Stratum, components, rate, win_matrix
-from council.storage.comparisons import ComparisonData, comparisons
-from council.storage.store import Store
+from council.storage import ComparisonData, Store, using_store
 
 Source = Literal["sessions", "judgments", "all"]
 SOURCES: tuple[str, ...] = ("sessions", "judgments", "all")
@@ -114,7 +113,7 @@ def build_leaderboard(
 
 
 def leaderboard(
-    store: Store | None = None,
+    store: Store | bool = True,
     *,
     council: str | None = None,
     since: str | None = None,
@@ -122,7 +121,7 @@ def leaderboard(
     bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
 ) -> Leaderboard:
-    """Ratings from the database (``store``, or ``$COUNCIL_HOME/council.db``).
+    """Ratings from the database (``store``; True: ``$COUNCIL_HOME/council.db``).
 
     ``since``: a date or ISO date-time as a user gives it; ``council`` keeps that council's
     sessions only (judged pairs belong to no council); ``source`` picks sessions,
@@ -137,19 +136,14 @@ def leaderboard(
     if council is not None and source == "judgments":
         raise UsageError("--council selects sessions; judged pairs belong to no council (use --source sessions or all)")
     stored_since = parse_since(since) if since is not None else None
-    owned = store is None
-    store = store or Store.open()
-    try:
-        data = comparisons(
-            store,
+    with using_store(store) as opened:
+        assert opened is not None, "the leaderboard reads a store"
+        data = opened.comparisons(
             since=stored_since,
             council=council,
             sessions=source in ("sessions", "all"),
             judgments=source in ("judgments", "all") and council is None,
         )
-    finally:
-        if owned:
-            store.close()
     board = build_leaderboard(
         data,
         source=source,  # type: ignore[arg-type]

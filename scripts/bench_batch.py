@@ -51,7 +51,7 @@ async def one_run(
     from council.config import load_config
     from council.judging.batch import BatchSettings, content_digest, default_batch_id, parse_batch, run_batch
     from council.judging.engine import make_judges
-    from council.storage import Store
+    from council.storage import SQLiteStore
 
     config = {
         "councils": {"default": {"members": ["judge"]}},
@@ -71,7 +71,7 @@ async def one_run(
     settings = BatchSettings(judges=["judge=openai/mock-alpha"], votes=votes, adaptive=adaptive)
     batch_id = default_batch_id(content, settings)
     with tempfile.TemporaryDirectory() as home:
-        store = Store.open(Path(home) / "council.db")
+        store = SQLiteStore.open(Path(home) / "council.db")
         cpu0 = time.process_time()
         summary = await run_batch(
             items,

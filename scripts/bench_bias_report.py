@@ -30,8 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from council.bias.report import bias_report  # noqa: E402
-from council.bias.validation import Reviews, find_problems  # noqa: E402
-from council.storage import Store  # noqa: E402
+from council.storage.bias_sums import Reviews  # noqa: E402
+from council.storage import SQLiteStore  # noqa: E402
 
 MODELS = [
     "openai/gpt-4o",
@@ -117,7 +117,7 @@ def main() -> None:
     if args.reuse and not db_path.exists():
         sys.exit(f"--reuse: {db_path} does not exist")
 
-    store = Store.open(db_path)
+    store = SQLiteStore.open(db_path)
     generate = insert = 0.0
     written = 0
     rows = sessions(0 if args.reuse else args.records, args.seed)
@@ -139,13 +139,14 @@ def main() -> None:
     best = float("inf")
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        report = bias_report(store.db)
+        report = bias_report(store)
         best = min(best, time.perf_counter() - t0)
     print(f"library bias_report: {best:.2f} s (best of {args.repeat}) over {report.total_records:,} records")
     t0 = time.perf_counter()
     reviews = Reviews(store.db, "1", [], "score_value", skip_rows=False)
     reviews.scan([])
-    find_problems(store.db, "1", [], reviews, locate=str)
+    if reviews.bad_count:
+        reviews.bad()
     print(f"  of which the per-review pass (record checks + top-position test): {time.perf_counter() - t0:.2f} s")
     pb = report.position_bias
     print(

@@ -30,8 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from council.leaderboard import leaderboard  # noqa: E402
-from council.storage import Store  # noqa: E402
-from council.storage.comparisons import comparisons  # noqa: E402
+from council.storage import SQLiteStore  # noqa: E402
 
 MODELS = [
     "openai/gpt-4o",
@@ -71,7 +70,7 @@ def build(path: Path, n_sessions: int, n_judged: int, seed: int) -> None:
         winner = "TIE" if abs(u - p) < 0.05 else ("A" if u < p else "B")
         created = (start + timedelta(seconds=300 * i)).isoformat(timespec="microseconds")
         runs.append((f"run-{i}", "compare", "ok", winner, a, b, created))
-    store = Store.open(path)
+    store = SQLiteStore.open(path)
     conn = store.db.conn
     conn.execute("BEGIN IMMEDIATE")
     conn.executemany(
@@ -127,9 +126,9 @@ def main() -> None:
         print(f"built {args.sessions:,} sessions ({12 * args.sessions:,} pairwise comparisons) and "
               f"{args.judged:,} judged pairs in {time.perf_counter() - t0:.1f} s")
 
-    store = Store.open(path)
+    store = SQLiteStore.open(path)
     try:
-        wall, cpu, data = best_of(args.repeat, lambda: comparisons(store))
+        wall, cpu, data = best_of(args.repeat, lambda: store.comparisons())
         print(f"SQL counting (comparisons()): {wall:.2f} s wall, {cpu:.2f} s CPU (best of {args.repeat}); "
               f"{len(data.sessions):,} distinct session patterns, {len(data.judgments)} judged-pair patterns")
         wall, cpu, board = best_of(args.repeat, lambda: leaderboard(store, bootstrap=args.bootstrap))

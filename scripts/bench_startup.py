@@ -37,10 +37,10 @@ COMMANDS = {"council --help": ["--help"], "council sessions list": ["sessions", 
 def seed_sessions(home: Path, n: int = 10) -> None:
     """A few finished sessions (in-process fake models), so ``sessions list`` has rows to show."""
     from council import Council
-    from council.storage import Store
+    from council.storage import SQLiteStore
 
     async def go() -> None:
-        store = Store.open(home / "council.db")
+        store = SQLiteStore.open(home / "council.db")
         council = Council.from_config(
             {"councils": {"default": {"members": ["fake/alpha", "fake/beta", "fake/gamma"]}}}, store=store
         )

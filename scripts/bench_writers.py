@@ -60,13 +60,13 @@ def worker_main(db: str, sessions: int, tag: int, out: str, barrier: Any) -> Non
         logger_factory=structlog.PrintLoggerFactory(sys.stderr),
     )
     from council import Council
-    from council.storage import Store
+    from council.storage import SQLiteStore
 
     report: dict = {"pid": os.getpid(), "sessions": [], "errors": [], "waits": [], "holds": []}
-    begin = Store.immediate
+    begin = SQLiteStore.immediate
 
     @contextmanager
-    def timed(self: Store) -> Iterator[Any]:
+    def timed(self: SQLiteStore) -> Iterator[Any]:
         # Entering runs BEGIN IMMEDIATE: the time to get in is the wait for the write lock.
         t0 = time.perf_counter()
         with begin(self) as db:
@@ -75,7 +75,7 @@ def worker_main(db: str, sessions: int, tag: int, out: str, barrier: Any) -> Non
         report["waits"].append(t1 - t0)
         report["holds"].append(time.perf_counter() - t1)
 
-    Store.immediate = timed  # type: ignore[method-assign]
+    SQLiteStore.immediate = timed  # type: ignore[method-assign]
 
     async def warm_up() -> None:
         # One session without a store: first-call costs (schemas, lazy imports) are paid
@@ -108,7 +108,7 @@ def worker_main(db: str, sessions: int, tag: int, out: str, barrier: Any) -> Non
         await council.aclose()
 
     try:
-        store = Store.open(db)
+        store = SQLiteStore.open(db)
         council = Council.from_config(CONFIG, store=store)
         report["opened"] = time.time()
         asyncio.run(run(council))

@@ -26,7 +26,7 @@ from bench_bias_report import sessions  # noqa: E402
 
 from council.bias.html import render_html  # noqa: E402
 from council.bias.report import DEFAULT_MAX_POINTS, bias_report  # noqa: E402
-from council.storage import Store  # noqa: E402
+from council.storage import SQLiteStore  # noqa: E402
 
 CHROMIUM_FLAGS = (
     "--headless",
@@ -43,10 +43,10 @@ CHROMIUM_FLAGS = (
 def synthetic_report_html(records: int, seed: int) -> str:
     """The report page over ``records`` synthetic bias records in a throwaway database."""
     with tempfile.TemporaryDirectory(prefix="council-report-") as home:
-        store = Store.open(Path(home) / "council.db")
+        store = SQLiteStore.open(Path(home) / "council.db")
         try:
             store.insert_bias_records(itertools.islice(sessions(records, seed), records))
-            report = bias_report(store.db, max_points=DEFAULT_MAX_POINTS)
+            report = bias_report(store, max_points=DEFAULT_MAX_POINTS)
         finally:
             store.close()
     return render_html(report, title="council bias report (synthetic data)")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from storage_backends import BACKENDS
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)
@@ -120,6 +121,16 @@ def db_dump(home: Path) -> str:
         return "\n".join(db.iterdump())
     finally:
         db.close()
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def store_backend(request, tmp_path):
+    """A fresh store of each backend the run has (tests/storage_backends.py), closed after the test."""
+    store = BACKENDS[request.param](tmp_path, request)
+    try:
+        yield store
+    finally:
+        store.close()
 
 
 # -- a real PostgreSQL server (tests/postgres_server.py) --------------------------------

@@ -4,6 +4,7 @@ and pure logic never imports I/O. Every module must be placed in a layer below."
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "council"
@@ -177,3 +178,77 @@ def test_session_and_judging_stay_apart():
         if (_within(name, a) and _within(dep, b)) or (_within(name, b) and _within(dep, a))
     ]
     assert wrong == []
+
+
+# -- the storage seam: storage owns every SQL statement, row shape and connection -----------
+
+# What the rest of the package may import from storage: the protocol, its plain data,
+# and the package's own functions (open_store, using_store, ...). Backends stay inside.
+STORAGE_FACES = ("council.storage", "council.storage.protocol", "council.storage.data")
+DATABASE_DRIVERS = ("sqlite3", "sqlite_utils", "apsw", "psycopg", "psycopg_pool", "sqlalchemy")
+CONNECTION_ATTRIBUTES = {"db", "conn", "connection", "cursor", "execute", "executemany", "executescript"}
+# SQL shapes, not words: "select" alone is English, "SELECT ... FROM" is a statement.
+SQL_SHAPES = re.compile(
+    r"\bSELECT\b[\s\S]+\bFROM\b|\bINSERT\s+(OR\s+\w+\s+)?INTO\b|\bDELETE\s+FROM\b|\bUPDATE\s+\w+\s+SET\b"
+    r"|\bCREATE\s+(TEMP\s+|UNIQUE\s+)?(TABLE|INDEX|TRIGGER|VIEW)\b|\bDROP\s+(TABLE|INDEX|TRIGGER)\b"
+    r"|\bPRAGMA\s+\w+|\bBEGIN\s+IMMEDIATE\b|\bON\s+CONFLICT\b"
+)
+
+
+def _outside_storage() -> list[str]:
+    return [name for name in MODULES if not _within(name, "council.storage")]
+
+
+def _tree(name: str) -> ast.AST:
+    return ast.parse(MODULES[name].read_text(encoding="utf-8"))
+
+
+def test_no_module_outside_storage_imports_a_database_driver_or_a_backend():
+    wrong = []
+    for name in _outside_storage():
+        for node in ast.walk(_tree(name)):
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                modules = [node.module]
+            else:
+                continue
+            for module in modules:
+                if module.split(".")[0] in DATABASE_DRIVERS:
+                    wrong.append(f"{name} imports {module}")
+        wrong += [
+            f"{name} imports {dep} (use {', '.join(STORAGE_FACES)})"
+            for dep in GRAPH[name]
+            if _within(dep, "council.storage") and dep not in STORAGE_FACES
+        ]
+    assert wrong == []
+
+
+def test_no_module_outside_storage_touches_a_connection():
+    wrong = [
+        f"{name}:{node.lineno} .{node.attr}"
+        for name in _outside_storage()
+        for node in ast.walk(_tree(name))
+        if isinstance(node, ast.Attribute) and node.attr in CONNECTION_ATTRIBUTES
+    ]
+    assert wrong == []
+
+
+def test_no_module_outside_storage_writes_sql():
+    wrong = [
+        f"{name}:{node.lineno} {node.value[:60]!r}"
+        for name in _outside_storage()
+        for node in ast.walk(_tree(name))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and SQL_SHAPES.search(node.value.upper())
+    ]
+    assert wrong == []
+
+
+def test_the_rules_catch_what_they_forbid():
+    # The checks above pass on an empty world too: show each one firing.
+    assert SQL_SHAPES.search("select id, status from sessions where id = ?".upper())
+    assert SQL_SHAPES.search('INSERT OR IGNORE INTO t VALUES (?, ?)')
+    assert SQL_SHAPES.search("update sessions set status = 'x'".upper())
+    assert not SQL_SHAPES.search("choose one of: words, chars".upper())
+    tree = ast.parse("import sqlite3\nstore.db.execute('SELECT 1 FROM t')\n")
+    assert any(isinstance(n, ast.Attribute) and n.attr in CONNECTION_ATTRIBUTES for n in ast.walk(tree))

@@ -172,11 +172,11 @@ def test_the_stored_duration_is_the_real_one_and_sessions_show_prints_it(tmp_pat
 
 def test_session_lookup_is_by_id_or_a_literal_prefix_of_eight(council_home):
     from council.errors import NotFoundError
-    from council.storage import Store
+    from council.storage import SQLiteStore
 
-    store = Store.open()
+    store = SQLiteStore.open()
     for sid in ("c68a1f00-0000-4000-8000-000000000001", "d2c68b00-0000-4000-8000-000000000002"):
-        store.begin_session({"id": sid, "kind": "council", "council": "default", "members": "[]"})
+        store.begin_session(sid, council="default")
     try:
         assert store.get_session("c68a1f00")["id"].startswith("c68a1f00")
         assert store.get_session("c68a1f00-0000-4000-8000-000000000001")["id"].endswith("1")

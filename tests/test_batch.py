@@ -27,7 +27,7 @@ from council.judging.batch import (
 )
 from council.providers.client import ModelClient
 from council.providers.fake import FakeAPI
-from council.storage import Store
+from council.storage import SQLiteStore
 
 ITEMS = 300
 
@@ -120,7 +120,7 @@ async def test_summary_numbers_add_up_and_a_failed_item_is_retried_on_resume(tmp
     settings = BatchSettings(judges=["fake/j"], votes=3, adaptive=True, max_attempts=1)
     common = {"settings": settings, "batch_id": "b1", "source": "b.jsonl", "content_sha256": content_digest(text)}
     output = tmp_path / "out.jsonl"
-    store = Store.open()
+    store = SQLiteStore.open()
 
     # concurrency 1: the first item's first vote gets the two garbage replies, so that item fails
     flaky = fake_judge("fake/j", script=["no json", "no json"])

@@ -19,7 +19,7 @@ from council.judging.batch import BatchSettings, content_digest, load_rubrics, p
 from council.providers.base import ChatRequest
 from council.providers.client import ModelClient
 from council.providers.fake import FakeAPI, FakeResponder, answer_slots
-from council.storage import Store
+from council.storage import SQLiteStore
 from council.storage.migrations import migrations
 
 
@@ -99,7 +99,7 @@ def test_the_cli_refuses_a_bad_label_with_exit_2_and_writes_nothing(tmp_path, co
 
 def test_the_migration_adds_the_label_columns():
     assert "m006_batch_labels" in [m.name for m in migrations.pending(Database(memory=True))]
-    store = Store.memory()
+    store = SQLiteStore.memory()
     assert {"label", "gold_score"} <= set(store.db["batch_items"].columns_dict)
     assert {"model_a", "model_b"} <= set(store.db["judgment_runs"].columns_dict)
 
@@ -159,7 +159,7 @@ async def test_a_labelled_batch_reproduces_the_hand_computed_table(tmp_path, cou
         source="labelled.jsonl",
         content_sha256=content_digest(text),
         output=tmp_path / "out.jsonl",
-        store=Store.open(),
+        store=SQLiteStore.open(),
     )
     assert summary.finished == 7 and summary.failed == 0
     # Final verdicts: i1 A, i2 B, i3 TIE, i4 TIE, i5 A, i6 TIE (i7 unlabelled).
@@ -239,7 +239,7 @@ async def test_labels_are_stored_with_the_item_and_survive_a_resume(tmp_path, co
     rows = [pair(1, label="A"), pair(2, label="B")]
     text = write_jsonl(tmp_path / "r.jsonl", rows).read_text()
     items = parse_batch(text, "r.jsonl")
-    store = Store.open()
+    store = SQLiteStore.open()
     settings = BatchSettings(judges=["fake/j"])
     common = {"settings": settings, "batch_id": "r", "source": "r.jsonl", "content_sha256": content_digest(text)}
     judge = ModelClient(resolve_model("fake/j", ConfigFile(), {}, "test"), FakeAPI("fake/j"))  # type: ignore[arg-type]

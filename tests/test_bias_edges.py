@@ -22,7 +22,7 @@ from council.bias.records import BiasRecord, count_words, session_bias_metadata
 from council.bias.report import bias_report, report_from_records_files
 from council.bias.stats import GroupSums, holm_adjust, welch_t_test
 from council.errors import InputError
-from council.storage import Store
+from council.storage import SQLiteStore
 from council.storage.migrations import migrations
 
 
@@ -80,7 +80,7 @@ async def test_sessions_record_words_and_characters():
                                synthesis=False, seed=1)
     await council.aclose()
     assert {a.member: a.length_words for a in result.answers} == {k: len(v.split()) for k, v in texts.items()}
-    store = Store.open()
+    store = SQLiteStore.open()
     rows = list(store.db.query("select model_id, response_length_words, response_length_chars from bias_records"))
     store.close()
     assert rows and all(r["response_length_words"] == len(texts[r["model_id"]].split()) for r in rows)
@@ -88,9 +88,9 @@ async def test_sessions_record_words_and_characters():
     assert result.bias.length_correlation.unit == "words"
 
 
-def sessions_db(n_sessions=12, *, words=True, seed=0) -> Store:
+def sessions_db(n_sessions=12, *, words=True, seed=0) -> SQLiteStore:
     rnd = random.Random(seed)
-    store = Store.memory()
+    store = SQLiteStore.memory()
     rows = []
     for s in range(n_sessions):
         models = ["m1", "m2", "m3", "m4"]
@@ -106,7 +106,7 @@ def sessions_db(n_sessions=12, *, words=True, seed=0) -> Store:
 
 
 def test_report_says_which_length_and_chars_are_an_option():
-    db = sessions_db().db
+    db = sessions_db()
     words, chars = bias_report(db), bias_report(db, length_unit="chars")
     assert (words.length_unit, chars.length_unit) == ("words", "chars")
     assert words.length_correlation != chars.length_correlation
@@ -114,7 +114,7 @@ def test_report_says_which_length_and_chars_are_an_option():
 
 
 def test_old_rows_without_words_still_report_and_say_so():
-    db = sessions_db(words=False).db
+    db = sessions_db(words=False)
     report = bias_report(db)
     assert report.total_records == 12 * 12 and report.reviewers  # everything else is reported
     assert report.length_missing == 12 * 4 and report.sample_size == 0
@@ -130,13 +130,13 @@ def test_migration_adds_words_to_an_old_database(tmp_path):
     del row["response_length_words"]
     old["bias_records"].insert(row)
     old.conn.close()
-    store = Store.open(path)
+    store = SQLiteStore.open(path)
     columns = {c.name for c in store.db["bias_records"].columns}
     indexes = {i.name for i in store.db["bias_records"].indexes}
     assert "response_length_words" in columns
     assert "idx_bias_records_answer_words" in indexes and "idx_bias_records_answer" not in indexes
     assert store.db.execute("select response_length_words from bias_records").fetchall() == [(None,)]
-    report = bias_report(store.db)
+    report = bias_report(store)
     assert report.total_records == 1 and report.length_missing == 1
     store.close()
 
@@ -153,12 +153,12 @@ def uniform_scores_db(reviewers=5, per_reviewer=60, seed=3, harsh=None):
             if harsh == r:
                 score = max(1, score - 4)
             rows.append(rec(f"s{r}-{i}", f"rev{r}", "m", 0, score).row())
-    store = Store.memory()
+    store = SQLiteStore.memory()
     store.insert_bias_records(rows)
     groups = {}
     for row in rows:
         groups.setdefault(row["reviewer_id"], []).append(row["score_value"])
-    return store.db, groups
+    return store, groups
 
 
 def holm_reference(p: dict[str, float]) -> dict[str, float]:
@@ -243,8 +243,8 @@ def test_welch_from_sums_matches_scipy():
 
 def test_json_carries_the_contract_fields(council_home):
     db, _ = uniform_scores_db()
-    store = Store.open()
-    store.insert_bias_records([dict(r) for r in db.query("select * from bias_records")])
+    store = SQLiteStore.open()
+    store.insert_bias_records([dict(r) for r in db.db.query("select * from bias_records")])
     store.close()
     result = cli(["bias-report", "--json"])
     assert result.exit_code == 0, result.output
@@ -311,7 +311,7 @@ def test_two_answers_at_one_position(tmp_path):
 
 
 def test_the_database_refuses_invalid_rows_on_write():
-    store = Store.memory()
+    store = SQLiteStore.memory()
     huge = {**good_review()[0].row(), "score_value": 1e200, "scale_min": None, "scale_max": None}
     for bad in (huge, {**huge, "score_value": "abc"}, {**good_review()[0].row(), "position": -1}):
         with pytest.raises(sqlite3.IntegrityError, match="invalid bias record"):
@@ -352,9 +352,9 @@ def test_honesty_counts_only_the_data_an_estimate_uses():
         for reviewer in ("r1", "r2"):
             for pos, (m, words, score) in enumerate([("a", 10, 3), ("b", 20, 5), ("c", 30, 7)]):
                 rows.append(rec(f"s{s}", reviewer, m, pos, score, words=words).row())
-    store = Store.memory()
+    store = SQLiteStore.memory()
     store.insert_bias_records(rows)
-    report = bias_report(store.db)
+    report = bias_report(store)
     row = next(h for h in report.honesty if h.metric == "length_correlation")
     assert report.sample_size == 0
     assert (row.data_points, row.status, row.verdict) == (0, "insufficient", None)

@@ -24,7 +24,7 @@ from council.bias.stats import (
     run_aggregated_bias_audit,
 )
 from council.errors import InputError
-from council.storage import Store
+from council.storage import SQLiteStore
 
 MODELS = [f"prov/model-{i}" for i in range(6)]
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -64,8 +64,8 @@ def as_line(row: dict) -> str:
     return json.dumps({**row, "self_review": bool(row["self_review"])})
 
 
-def load(records: list[dict]) -> Store:
-    store = Store.memory()
+def load(records: list[dict]) -> SQLiteStore:
+    store = SQLiteStore.memory()
     store.insert_bias_records(records)
     return store
 
@@ -207,7 +207,7 @@ def assert_matches_reference(report, ref, *, reviewers=()):
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_sql_report_equals_python_reference(seed):
     records = make_records(seed, sessions=60 + 40 * seed)
-    report = bias_report(load(records).db)
+    report = bias_report(load(records))
     assert_matches_reference(report, reference(records))
     assert report.score_scale == (1.0, 10.0) and not report.scales_normalized
     assert report.position_bias.test.significant  # the planted first-position bonus is found
@@ -215,7 +215,7 @@ def test_sql_report_equals_python_reference(seed):
 
 def test_filters_since_council_and_reviewer():
     records = make_records(7, sessions=120)
-    db = load(records).db
+    db = load(records)
     since = (START + timedelta(hours=50)).isoformat()
     later = [r for r in records if r["timestamp"] >= bias_ts(since)]
     assert_matches_reference(bias_report(db, since=since), reference(later))
@@ -236,7 +236,7 @@ def bias_ts(since: str) -> str:
 
 
 def test_since_accepts_a_date_and_rejects_garbage():
-    db = load(make_records(3, sessions=30)).db
+    db = load(make_records(3, sessions=30))
     by_date = bias_report(db, since="2026-01-02").total_records
     assert by_date == bias_report(db, since="2026-01-02T00:00:00Z").total_records > 0
     assert bias_report(db, since="2030-01-01").total_records == 0
@@ -247,7 +247,7 @@ def test_since_accepts_a_date_and_rejects_garbage():
 def test_mixed_scales_are_rescaled_to_1_10():
     ten = make_records(4, sessions=30)
     five = make_records(5, sessions=30, scale=(1, 5))
-    report = bias_report(load(ten + five).db)
+    report = bias_report(load(ten + five))
     assert report.scales_normalized and report.score_scale is None
     rescaled = [dict(r, score_value=1 + 9 * (r["score_value"] - r["scale_min"]) / (r["scale_max"] - r["scale_min"]))
                 for r in ten + five]
@@ -256,7 +256,7 @@ def test_mixed_scales_are_rescaled_to_1_10():
 
 
 def test_empty_database():
-    report = bias_report(Store.memory().db)
+    report = bias_report(SQLiteStore.memory())
     assert (report.total_records, report.sessions, report.reviewers) == (0, 0, {})
     assert report.confidence_level == "insufficient"
     assert report.position_bias.test.p_value is None
@@ -264,7 +264,7 @@ def test_empty_database():
 
 
 def test_small_data_is_labelled_insufficient():
-    report = bias_report(load(make_records(6, sessions=3)).db)
+    report = bias_report(load(make_records(6, sessions=3)))
     rows = {h.metric: h for h in report.honesty}
     assert rows["length_correlation"].status == "insufficient" and rows["length_correlation"].verdict is None
     assert any("indicators, not evidence" in n for n in report.notes)
@@ -280,7 +280,7 @@ def test_export_then_records_gives_the_same_report(tmp_path):
     assert n == store.count("bias_records")
     lines = out.read_text().splitlines()
     assert len(lines) == n and "id" not in json.loads(lines[0])
-    from_db = bias_report(store.db, max_points=100)
+    from_db = bias_report(store, max_points=100)
     from_file = report_from_records_files([out], max_points=100)
     assert from_file == from_db
     assert len(from_db.length_points) == 100
@@ -290,9 +290,9 @@ def test_records_from_several_files_and_since_on_export(tmp_path):
     store = load(make_records(9, sessions=40))
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     cut = (START + timedelta(hours=20)).isoformat()
-    n_late = export_bias_records(store.db, a, since=cut)
+    n_late = export_bias_records(store, a, since=cut)
     with b.open("w") as fh:
-        n_all = export_bias_records(store.db, fh)
+        n_all = export_bias_records(store, fh)
     assert 0 < n_late < n_all
     # b holds every record, a the later ones: read together, a's records appear twice
     with pytest.raises(InputError, match=r"a\.jsonl:\d+: two answers at position|b\.jsonl:\d+: two answers"):
@@ -352,7 +352,7 @@ def _cli(args):
 
 
 def test_cli_json_from_database(council_home):
-    store = Store.open()
+    store = SQLiteStore.open()
     store.insert_bias_records(make_records(12, sessions=50))
     store.close()
     result = _cli(["bias-report", "--json"])
@@ -392,7 +392,7 @@ def test_text_rendering_of_an_empty_report():
     from council.cli.bias_report import render_text
 
     console = Console(record=True, width=100)
-    render_text(bias_report(Store.memory().db), console)
+    render_text(bias_report(SQLiteStore.memory()), console)
     assert "No bias records yet" in console.export_text()
 
 
@@ -429,7 +429,7 @@ def test_html_is_self_contained_well_formed_and_escaped():
     for r in records:  # one reviewer renamed throughout, so its reviews stay whole
         if r["reviewer_id"] == MODELS[0]:
             r["reviewer_id"] = evil
-    report = bias_report(load(records).db, max_points=100)
+    report = bias_report(load(records), max_points=100)
     page = render_html(report)
     assert page.startswith("<!DOCTYPE html>")
     assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;/model" in page
@@ -443,7 +443,7 @@ def test_html_is_self_contained_well_formed_and_escaped():
 
 
 def test_html_of_an_empty_report():
-    page = render_html(bias_report(Store.memory().db))
+    page = render_html(bias_report(SQLiteStore.memory()))
     assert "No reviewers." in page and "<svg" not in page
     assert "0 records · 0 sessions" in page
 
@@ -456,7 +456,7 @@ def test_reviews_with_tied_tops_or_position_gaps_are_left_out_of_the_top_positio
     records = [rec("s1", "r", p, s) for p, s in [(0, 9), (1, 5), (2, 4)]]  # usable, top at 0
     records += [rec("s2", "r", p, s) for p, s in [(0, 9), (1, 9), (2, 4)]]  # tied top
     records += [rec("s3", "r", p, s) for p, s in [(0, 3), (2, 9), (3, 4)]]  # gap: positions 0, 2, 3
-    db = load(records).db
+    db = load(records)
     # position 3 in a review of 3 answers is invalid: the report stops (or skips the review)
     with pytest.raises(InputError, match="position 3 is beyond the 3 answers"):
         bias_report(db)
@@ -469,8 +469,8 @@ def test_reviews_with_tied_tops_or_position_gaps_are_left_out_of_the_top_positio
 def test_position_verdict_is_only_an_indicator_below_the_minimum():
     from council.bias.report import position_verdict
 
-    small = bias_report(load(make_records(15, sessions=4)).db)
+    small = bias_report(load(make_records(15, sessions=4)))
     assert "indicator only" in position_verdict(small)
-    big = bias_report(load(make_records(15, sessions=80)).db)
+    big = bias_report(load(make_records(15, sessions=80)))
     assert position_verdict(big) == ("bias detected" if big.position_bias.bias_detected else "no bias detected")
     assert position_verdict(big) in render_html(big)

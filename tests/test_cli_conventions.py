@@ -179,9 +179,9 @@ async def test_sessions_list_json_uses_session_id_and_a_members_list():
 def test_bias_report_writes_its_report_with_minus_o(tmp_path):
     from test_bias_report import make_records
 
-    from council.storage import Store
+    from council.storage import SQLiteStore
 
-    store = Store.open()
+    store = SQLiteStore.open()
     store.insert_bias_records(make_records(5, sessions=12))
     store.close()
     as_json = tmp_path / "report.json"

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from sqlite_utils import Database
 
-from council.storage import Store
+from council.storage import SQLiteStore
 from council.storage.migrations import migrations
 
 WORKER = Path(__file__).with_name("writer_worker.py")
@@ -106,7 +106,7 @@ def test_open_waits_while_another_connection_switches_a_new_database(tmp_path):
     other = sqlite3.connect(path, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")
     with ThreadPoolExecutor(1) as executor:
-        opening = executor.submit(Store.open, path)
+        opening = executor.submit(SQLiteStore.open, path)
         time.sleep(0.3)
         assert not opening.done(), opening.exception()  # still waiting, not failed
         other.execute("COMMIT")
@@ -119,7 +119,7 @@ def test_open_waits_while_another_connection_switches_a_new_database(tmp_path):
 
 def test_processes_write_sessions_at_once_without_losing_rows(pool, tmp_path):
     path = tmp_path / "council.db"
-    Store.open(path).close()  # created up front: this test is about session writes
+    SQLiteStore.open(path).close()  # created up front: this test is about session writes
     replies = pool.broadcast(
         [
             {"cmd": "sessions", "args": {"path": str(path), "n": SESSIONS_EACH, "tag": str(i)}}

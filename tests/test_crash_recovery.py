@@ -101,10 +101,10 @@ def test_a_live_session_is_never_taken_for_an_orphan(tmp_path, council_home, slo
 
 
 def test_a_session_row_whose_owner_is_gone_is_recovered_when_the_store_opens(council_home):
-    from council.storage import Store
+    from council.storage import SQLiteStore
 
-    store = Store.open()
-    store.begin_session({"id": "mine", "kind": "council", "council": "default", "members": "[]"})
+    store = SQLiteStore.open()
+    store.begin_session("mine", council="default")
     store.db.execute(  # as a process that died would have left it (no lease file)
         "insert into sessions (id, status, kind, created_at, owner, owner_pid, owner_host) "
         "values ('theirs', 'running', 'council', '2026-01-01', 'f00d', 4242, 'elsewhere')"
@@ -113,7 +113,7 @@ def test_a_session_row_whose_owner_is_gone_is_recovered_when_the_store_opens(cou
         "insert into calls (call_id, session_id, owner, stage, ok) values ('c1', 'theirs', 'f00d', 'answer', null)"
     )
     store.close()
-    reopened = Store.open()
+    reopened = SQLiteStore.open()
     try:
         statuses = dict(reopened.db.execute("select id, status from sessions").fetchall())
         assert statuses == {"mine": "running", "theirs": "interrupted"}  # this process is alive

@@ -16,7 +16,7 @@ from council.judging.engine import grade
 from council.judging.rubrics import load_rubric
 from council.providers.client import ModelClient
 from council.providers.fake import FakeAPI
-from council.storage import Store
+from council.storage import SQLiteStore
 from tests.conftest import db_dump, db_rows, invoke_cli
 
 PROMPT = "What is the capital of France?"
@@ -208,7 +208,7 @@ async def test_no_judge_text_is_stored_with_transcripts_off(council_home):
     leaky = json.loads(reply(4))
     leaky["criteria"]["accuracy"]["score"] = secret  # invalid: the message would quote it
     client = scripted("fake/g", [json.dumps(leaky)] * 3)
-    store = Store.open()
+    store = SQLiteStore.open()
     outcome = await grade(PROMPT, RESPONSE, judges=[client], max_attempts=1, store=store, keep_text=False)
     store.close()
     assert not outcome.success

@@ -15,7 +15,7 @@ from council.bias.records import BiasRecord
 from council.bias.report import bias_report
 from council.bias.stats import SignificanceTest
 from council.bias.wording import describe_test, findings, p_text
-from council.storage import Store
+from council.storage import SQLiteStore
 
 MODELS = ["m/alpha", "m/beta", "m/gamma", "m/delta", "m/eps"]
 
@@ -53,9 +53,9 @@ def records(
 
 
 def report_of(rows, points: int = 500):
-    store = Store.memory()
+    store = SQLiteStore.memory()
     store.insert_bias_records(rows)
-    return bias_report(store.db, max_points=points)
+    return bias_report(store, max_points=points)
 
 
 def svgs(page: str) -> dict[str, ET.Element]:

@@ -18,8 +18,7 @@ from council.judging.rubrics import load_rubric
 from council.providers.base import ChatRequest
 from council.providers.client import ModelClient
 from council.providers.fake import FakeAPI
-from council.storage import Store
-from council.storage.judgments import get_run, position_audit, run_passes
+from council.storage import SQLiteStore
 
 PROMPT = "What is the capital of France?"
 GOOD = "Paris is the capital of France; it has been since the 10th century."
@@ -119,7 +118,7 @@ async def test_seed_000_numbers_through_the_engine(council_home):
         return make_pass(names, [5, 4, 5, 5, 4], [3, 3, 3, 4, 3], "A")  # comparison 2, swapped
 
     client, _ = judge("fake/gpt", script=[seed_judge, seed_judge], strict=True)
-    store = Store.open()
+    store = SQLiteStore.open()
     outcome = await compare(
         "Your research query",
         model_report,
@@ -133,7 +132,7 @@ async def test_seed_000_numbers_through_the_engine(council_home):
     assert outcome.scores["B"].total == 24.0  # Reference: avg(25, 23)
     assert outcome.winner == "B" and outcome.judges[0].result.max_total == 25
     assert outcome.criteria == names
-    passes = run_passes(store, outcome.run_id)
+    passes = store.judgment_passes(outcome.run_id)
     assert [(p["pass"], p["shown_first"], p["a_total"], p["b_total"]) for p in passes] == [
         (1, "A", 18, 25),
         (2, "B", 16, 23),  # stored in the original labels
@@ -169,15 +168,15 @@ async def test_no_majority_is_a_flagged_tie():
 
 async def test_invalid_output_is_re_requested_then_recorded_invalid(council_home):
     client, api = judge("fake/x+garbage")
-    store = Store.open()
+    store = SQLiteStore.open()
     outcome = await compare(PROMPT, GOOD, WEAK, judges=[client], max_attempts=3, store=store)
     assert not outcome.success and "invalid output after 3 attempts" in outcome.error
     assert outcome.calls == len(api.history) == 6  # both passes, three attempts each
     retry = api.history[-1].messages[-1]["content"]
     assert retry.startswith("Your previous reply was invalid: the reply contains no JSON object")
-    run = get_run(store, outcome.run_id)
+    run = store.judgment_run(outcome.run_id)
     assert run["status"] == "failed" and run["winner"] is None
-    assert [(p["valid"], p["attempts"], p["output"]) for p in run_passes(store, outcome.run_id)] == [(0, 3, None)] * 2
+    assert [(p["valid"], p["attempts"], p["output"]) for p in store.judgment_passes(outcome.run_id)] == [(0, 3, None)] * 2
     assert store.db["calls"].count_where("session_id = ?", [outcome.run_id]) == 6
 
 
@@ -278,12 +277,12 @@ async def test_a_grade_with_no_valid_output_fails_cleanly():
 
 
 async def test_every_pass_and_call_is_persisted_for_a_position_audit(council_home):
-    store = Store.open()
+    store = SQLiteStore.open()
     biased, _ = judge("fake/biased+first")
     fair, _ = scripted_judge("fake/fair", lambda v: "A", [c.name for c in resolve_criteria(None)])
     for client in (biased, fair):
         await compare(PROMPT, GOOD, WEAK, judges=[client], votes=3, store=store)
-    audit = {row["judge_model"]: row for row in position_audit(store)}
+    audit = {row["judge_model"]: row for row in store.position_audit()}
     assert audit["fake/biased+first"]["pairs"] == 3 and audit["fake/biased+first"]["consistency_rate"] == 0.0
     assert audit["fake/biased+first"]["first_shown_win_rate"] == 1.0
     assert audit["fake/fair"]["consistency_rate"] == 1.0 and audit["fake/fair"]["first_shown_win_rate"] == 0.5
@@ -337,7 +336,7 @@ def test_cli_compare_and_grade(tmp_path, council_home):
     with_reference = ["--response", str(a), "--reference", str(a), "--judge", "fake/x", "--json"]
     graded = run("grade", "--prompt", PROMPT, *with_reference)
     assert graded.exit_code == 0 and json.loads(graded.stdout)["report"]["reference_used"]
-    assert Store.open().db["judgment_runs"].count == 4  # the failed comparison is recorded too
+    assert SQLiteStore.open().db["judgment_runs"].count == 4  # the failed comparison is recorded too
 
 
 @pytest.mark.parametrize("how", ["env", "config"])
@@ -359,23 +358,23 @@ def test_store_transcripts_off_keeps_verdicts_and_scores_but_no_judge_words(tmp_
     shown_to_user = json.loads(compared.stdout)
     assert shown_to_user["judges"][0]["result"]["overall_reasoning"]  # the user still sees the reasoning
 
-    store = Store.open()
+    store = SQLiteStore.open()
     runs = list(store.db["judgment_runs"].rows)
     assert len(runs) == 2 and all(r["status"] == "ok" for r in runs)
     for run in runs:
-        stored = get_run(store, run["id"])
+        stored = store.judgment_run(run["id"])
         text = json.dumps(stored["result"])
         assert '"reasoning": "' not in text and '"overall_reasoning": "' not in text and "raw_pass_1\": {" not in text
-        passes = run_passes(store, run["id"])
+        passes = store.judgment_passes(run["id"])
         assert passes and all(p["output"] is None and p["valid"] for p in passes)
     compare_run = next(r for r in runs if r["kind"] == "compare")
-    assert get_run(store, compare_run["id"])["result"]["winner"] == shown_to_user["winner"]
-    assert all(p["a_total"] is not None for p in run_passes(store, compare_run["id"]))
+    assert store.judgment_run(compare_run["id"])["result"]["winner"] == shown_to_user["winner"]
+    assert all(p["a_total"] is not None for p in store.judgment_passes(compare_run["id"]))
 
 
 async def test_judge_text_is_stored_by_default(council_home):
-    store = Store.open()
+    store = SQLiteStore.open()
     client, _ = judge("fake/x")
     outcome = await compare(PROMPT, GOOD, WEAK, judges=[client], store=store)
-    passes = run_passes(store, outcome.run_id)
+    passes = store.judgment_passes(outcome.run_id)
     assert len(passes) == 2 and all(p["output"] and p["output"]["overall_reasoning"] for p in passes)

@@ -17,12 +17,11 @@ from council.cli.main import cli
 from council.errors import InputError, UsageError
 from council.leaderboard import leaderboard
 from council.ratings import win_matrix
-from council.storage import Store
-from council.storage.comparisons import comparisons
+from council.storage import SQLiteStore
 
 
 def add_session(
-    store: Store,
+    store: SQLiteStore,
     sid: str,
     answers: dict[str, tuple[str, str]],
     ballots: list[tuple[str, list[str], int]],
@@ -43,7 +42,7 @@ def add_session(
         )
 
 
-def add_judgment(store: Store, run_id: str, model_a: str | None, model_b: str | None, winner: str | None, **row):
+def add_judgment(store: SQLiteStore, run_id: str, model_a: str | None, model_b: str | None, winner: str | None, **row):
     with store.immediate() as db:
         db["judgment_runs"].insert({"id": run_id, "kind": "compare", "status": "ok", "winner": winner,
                                     "model_a": model_a, "model_b": model_b,
@@ -64,7 +63,7 @@ def matrix_by_name(data) -> dict[tuple[str, str], float]:
 
 @pytest.fixture
 def store(council_home):
-    store = Store.open()
+    store = SQLiteStore.open()
     ok = "ok"
     # s1: three members; each ballot leaves out the reviewer's own answer; one invalid ballot
     add_session(
@@ -87,15 +86,15 @@ def store(council_home):
 
 
 def test_rankings_become_pairwise_wins_per_model(store):
-    data = comparisons(store, judgments=False)
+    data = store.comparisons(judgments=False)
     assert data.models == ["w", "x", "y", "z"]
     assert matrix_by_name(data) == {("y", "z"): 1, ("x", "z"): 1, ("y", "x"): 1, ("w", "x"): 2}
     assert sum(n for n, _ in data.sessions) == 2
 
 
 def test_filters_by_council_and_since(store):
-    assert matrix_by_name(comparisons(store, council="default")) == {("y", "z"): 1, ("x", "z"): 1, ("y", "x"): 1}
-    assert matrix_by_name(comparisons(store, since="2026-01-15T00:00:00.000000+00:00")) == {("w", "x"): 2}
+    assert matrix_by_name(store.comparisons(council="default")) == {("y", "z"): 1, ("x", "z"): 1, ("y", "x"): 1}
+    assert matrix_by_name(store.comparisons(since="2026-01-15T00:00:00.000000+00:00")) == {("w", "x"): 2}
 
 
 def test_judged_pairs_count_with_ties_as_half_wins(store):
@@ -105,7 +104,7 @@ def test_judged_pairs_count_with_ties_as_half_wins(store):
     add_judgment(store, "r4", None, "q", "A")  # the item named no models
     add_judgment(store, "r5", "p", "q", None, status="failed")
     add_judgment(store, "r6", "p", "p", "A")  # a model against itself
-    data = comparisons(store, sessions=False)
+    data = store.comparisons(sessions=False)
     assert matrix_by_name(data) == {("p", "q"): 2.5, ("q", "p"): 0.5}
     assert sum(n for n, _ in data.judgments) == 3
     board = leaderboard(store, source="judgments", bootstrap=0)
@@ -141,7 +140,7 @@ def test_usage_errors(store):
 
 
 def test_disconnected_models_are_reported_as_separate_groups(council_home):
-    store = Store.open()
+    store = SQLiteStore.open()
     add_session(store, "s1", {"a": ("x", "ok"), "b": ("y", "ok")}, [("r", ["a", "b"], 1)])
     add_session(store, "s2", {"a": ("u", "ok"), "b": ("v", "ok")}, [("r", ["b", "a"], 1)])
     board = leaderboard(store, bootstrap=50)
@@ -154,7 +153,7 @@ def test_sql_counts_match_a_python_count_of_the_raw_rows(council_home):
     """Random sessions (shared models, failed and candidate answers, invalid ballots, self-review
     included or not), counted by SQL and by a loop over the stored rows."""
     rnd = random.Random(5)
-    store = Store.open()
+    store = SQLiteStore.open()
     models = ["m/a", "m/b", "m/c", "m/d", "m/e"]
     for s in range(120):
         members = [f"k{i}" for i in range(rnd.randint(2, 5))]
@@ -174,7 +173,7 @@ def test_sql_counts_match_a_python_count_of_the_raw_rows(council_home):
             (mw, sw), (ml, sl) = model_of[(review["session_id"], w)], model_of[(review["session_id"], lo)]
             if sw == sl == "ok" and mw != ml:
                 expected[(mw, ml)] += 1
-    assert matrix_by_name(comparisons(store)) == dict(expected)
+    assert matrix_by_name(store.comparisons()) == dict(expected)
 
 
 async def test_real_sessions_follow_the_councils_self_review_setting(council_home):
@@ -191,7 +190,7 @@ async def test_real_sessions_follow_the_councils_self_review_setting(council_hom
             result = await c.run("What is two plus two?", seed=seed, synthesis=False)
             assert result.status == "complete"
         await c.aclose()
-    store = Store.open()
+    store = SQLiteStore.open()
     # exclude: each of 3 ballots ranks the 2 other answers (1 pair); include: all 3 (3 pairs)
     assert leaderboard(store, council="ex", bootstrap=0).comparisons == 2 * 3 * 1
     assert leaderboard(store, council="in", bootstrap=0).comparisons == 2 * 3 * 3
@@ -281,7 +280,7 @@ async def test_a_batch_that_names_its_models_feeds_the_leaderboard(tmp_path, cou
         for i in range(12)
     ] + [{"id": "anon", "prompt": "Q?", "a": "x", "b": "y"}]
     text = "".join(json.dumps(r) + "\n" for r in rows)
-    store = Store.open()
+    store = SQLiteStore.open()
     judge = ModelClient(resolve_model("fake/j", ConfigFile(), {}, "t"), FakeAPI("fake/j"))  # type: ignore[arg-type]
     await run_batch(parse_batch(text, "b.jsonl"), settings=BatchSettings(judges=["fake/j"]), judges=[judge],
                     batch_id="b", source="b.jsonl", content_sha256=content_digest(text), store=store)

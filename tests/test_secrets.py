@@ -203,11 +203,11 @@ def test_a_quorum_failure_from_echoing_providers_prints_and_stores_no_key(tmp_pa
 
 
 def test_export_redacts_keys_left_in_older_rows(council_home, monkeypatch):
-    from council.storage import Store
+    from council.storage import SQLiteStore
 
-    store = Store.open()
-    store.begin_session({"id": "s-old", "kind": "council", "council": "default", "question": None, "members": "[]"})
-    store.finish_session("s-old", status="failed", result=None, error=f"old error with {KEY}")
+    store = SQLiteStore.open()
+    store.begin_session("s-old", council="default")
+    store.fail_session("s-old", status="failed", error=f"old error with {KEY}", calls=[])
     store.close()
     # Rows written by an older version kept the key; the export must not pass it on.
     with store_db_raw(council_home) as db:
@@ -284,14 +284,14 @@ async def test_judgments_with_transcripts_off_store_no_quoted_or_echoed_response
     from council.judging.rubrics import load_rubric
     from council.providers.client import ModelClient
     from council.providers.fake import FakeAPI
-    from council.storage import Store
+    from council.storage import SQLiteStore
 
     def judge(model: str) -> ModelClient:
         return ModelClient(resolve_model(model, ConfigFile(), {}, "test"), FakeAPI(model))
 
     response_a = "Geostationary orbits match the rotation period of the Earth, about 23 hours 56 minutes."
     response_b = "Satellites hover because there is no gravity that far out, which is a common mistake."
-    store = Store.open()
+    store = SQLiteStore.open()
     try:
         for j in ("fake/j+quote", "fake/k+echo"):
             await compare(QUESTION, response_a, response_b, judges=[judge(j)], store=store, keep_text=False,

@@ -11,7 +11,7 @@ from scipy.stats import chisquare
 from council import Council
 from council.errors import InputError, QuorumError
 from council.session import Candidate, reviewer_order
-from council.storage import Store
+from council.storage import SQLiteStore
 
 MEMBERS = ["fake/alpha", "fake/beta", "fake/gamma", "fake/delta"]
 QUESTION = "What is the boiling point of water at sea level, in Celsius?"
@@ -38,7 +38,7 @@ async def test_full_session_complete_and_stored(council_home):
     assert result.synthesis.status == "ok" and result.synthesis.text
     assert len({tuple(r.display_order) for r in result.reviews}) >= 2
 
-    store = Store.open()
+    store = SQLiteStore.open()
     row = store.get_session(result.session_id)
     assert row["status"] == "complete"
     records = list(store.db.query("select * from bias_records where session_id = ?", [result.session_id]))
@@ -99,7 +99,7 @@ async def test_below_quorum_fails_and_is_recorded(council_home):
     with pytest.raises(QuorumError) as e:
         await c.run(QUESTION, seed=1)
     assert "quorum" in str(e.value) and "fake/alpha+fail" in str(e.value)
-    rows = Store.open().list_sessions()
+    rows = SQLiteStore.open().list_sessions()
     assert rows[0]["status"] == "failed" and "quorum" in rows[0]["error"]
 
 
@@ -183,7 +183,7 @@ async def test_transcripts_off_keeps_no_text(council_home, monkeypatch):
     monkeypatch.setenv("COUNCIL_STORE_TRANSCRIPTS", "0")
     c = make_council()
     result = await c.run(QUESTION, seed=2)
-    dump = Store.open().db.conn.iterdump()
+    dump = SQLiteStore.open().db.conn.iterdump()
     text = "\n".join(dump)
     assert QUESTION not in text
     for a in result.answers:
@@ -194,7 +194,7 @@ async def test_hashed_queries_when_opted_in(council_home, monkeypatch):
     monkeypatch.setenv("COUNCIL_HASH_QUERIES", "1")
     c = make_council()
     result = await c.run(QUESTION, seed=2)
-    hashes = {r["query_hash"] for r in Store.open().db.query("select query_hash from bias_records")}
+    hashes = {r["query_hash"] for r in SQLiteStore.open().db.query("select query_hash from bias_records")}
     assert len(hashes) == 1
     (h,) = hashes
     assert h and len(h) == 64 and QUESTION not in h

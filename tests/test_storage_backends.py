@@ -1,7 +1,7 @@
-"""The store's contract, run on both backends: SQLite (a file) and a real PostgreSQL server.
-
-Every test here takes the ``store`` fixture, so it runs once per backend; the PostgreSQL run
-gets a fresh database (tests/postgres_server.py) and skips locally (fails in CI) without a server.
+"""What the store URL selects, and what differs between backends behind the same contract
+(tests/test_storage_contract.py has the operations): ownership after a crash, one batch
+runner, migrations, errors. Tests taking ``backend_url`` run once per backend; the PostgreSQL
+run gets a fresh database (tests/postgres_server.py) and skips locally (fails in CI) without a server.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 
 from council.clock import utc_now
 from council.errors import NotFoundError
-from council.storage.store import Store
+from council.storage import SQLiteStore, open_store
 from council.usage import CallRecord
 
 
@@ -31,115 +31,16 @@ def backend_url(request, tmp_path):
 @pytest.fixture
 def store(backend_url, monkeypatch):
     monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
-    opened = Store.open()
+    opened = open_store()
     yield opened
     opened.close()
-
-
-def _session(sid: str, **extra):
-    return {"id": sid, "kind": "council", "council": "default", "question": "q?", "members": ["a", "b"], **extra}
-
-
-def _call(call_id: str, **extra):
-    return {
-        "call_id": call_id,
-        "stage": "answer",
-        "member": "a",
-        "model": "fake/a",
-        "started_at": utc_now(),
-        "attempt": 1,
-        **extra,
-    }
 
 
 def test_backend_is_the_one_the_url_names(store, backend_url):
     assert (getattr(store, "kind", "sqlite") == "postgresql") == backend_url.startswith("postgresql")
 
 
-def test_a_session_round_trips_with_answers_reviews_bias_records_and_calls(store):
-    store.begin_session(_session("s-0001-abcdef", offline=True, seed=7))
-    running = store.get_session("s-0001-abcdef")
-    assert running["status"] == "running" and running["owner"] and running["owner_pid"] == os.getpid()
-    store.finish_session(
-        "s-0001-abcdef",
-        status="complete",
-        result={"final": "42", "key": "sk-abcdefghijklmnopqrstuvwx1234"},
-        answers=[
-            {"session_id": "s-0001-abcdef", "member": "b", "model": "fake/b", "text": "B", "length_chars": 1,
-             "status": "ok", "error": None, "latency_ms": 1.5},
-            {"session_id": "s-0001-abcdef", "member": "a", "model": "fake/a", "text": "A", "length_chars": 1,
-             "status": "ok", "error": None, "latency_ms": 2.0},
-        ],
-        reviews=[{"session_id": "s-0001-abcdef", "reviewer": "a", "model": "fake/a", "ranking": ["b", "a"],
-                  "scores": {"a": 3, "b": 9}, "valid": True, "attempts": 1, "error": None}],
-        bias_records=[{"schema_version": "1", "session_id": "s-0001-abcdef", "reviewer_id": "a", "model_id": "fake/b",
-                       "position": 0, "response_length_chars": 1, "score_value": 9.0, "timestamp": utc_now(),
-                       "self_review": 0, "council": "default"}],
-        calls=[_call("c1", session_id="s-0001-abcdef", ok=1, latency_ms=3.0, prompt_tokens=5)],
-    )
-    session = store.get_session("s-0001-abcdef")
-    assert session["status"] == "complete" and session["finished_at"] >= session["created_at"]
-    assert session["seed"] == 7 and session["offline"] == 1
-    assert json.loads(session["members"]) == ["a", "b"]
-    result = json.loads(session["result"])
-    assert result["final"] == "42" and "sk-abcdefghijklmnopqrstuvwx1234" not in session["result"]
-    assert [a["member"] for a in session["answers"]] == ["a", "b"]
-    assert session["answers"][1]["latency_ms"] == 1.5
-    assert json.loads(session["reviews"][0]["ranking"]) == ["b", "a"] and session["reviews"][0]["valid"] == 1
-    assert store.count("bias_records") == 1
-    calls = store.session_calls("s-0001-abcdef")
-    assert [(c["call_id"], c["ok"], c["prompt_tokens"]) for c in calls] == [("c1", 1, 5)]
-
-
-def test_finishing_twice_replaces_answers_instead_of_duplicating_them(store):
-    store.begin_session(_session("s-twice-0001"))
-    answer = {"session_id": "s-twice-0001", "member": "a", "model": "m", "text": "first", "status": "ok"}
-    store.finish_session("s-twice-0001", status="partial", result=None, answers=[answer])
-    store.finish_session("s-twice-0001", status="complete", result=None, answers=[{**answer, "text": "second"}])
-    answers = store.get_session("s-twice-0001")["answers"]
-    assert [a["text"] for a in answers] == ["second"]
-
-
-def test_sessions_are_found_by_a_unique_prefix_of_eight_characters_only(store):
-    store.begin_session(_session("abcdefgh-1111"))
-    store.begin_session(_session("abcdefgh-2222"))
-    store.begin_session(_session("zyxwvuts-3333"))
-    assert store.get_session("zyxwvuts")["id"] == "zyxwvuts-3333"
-    with pytest.raises(NotFoundError, match="no session"):
-        store.get_session("abcdefgh")  # two sessions share it
-    with pytest.raises(NotFoundError, match="at least 8"):
-        store.get_session("zyxw")
-    with pytest.raises(NotFoundError):
-        store.get_session("zyxwvut%")  # a prefix is text, never a pattern
-    with pytest.raises(NotFoundError):
-        store.get_session("zyxw\x00vuts")
-
-
-def test_listing_filters_by_council_and_time_newest_first(store):
-    for n, council in enumerate(["x", "y", "x"]):
-        store.begin_session(_session(f"s-list-{n:04d}", council=council, created_at=f"2026-01-0{n + 1}T00:00:00Z"))
-    assert [r["id"] for r in store.list_sessions(council="x")] == ["s-list-0002", "s-list-0000"]
-    assert [r["id"] for r in store.list_sessions(limit=1)] == ["s-list-0002"]
-    assert [r["id"] for r in store.iter_sessions()] == ["s-list-0000", "s-list-0001", "s-list-0002"]
-    assert not store.has_query_hashes()
-    store.begin_session(_session("s-hash-0001", query_hash="ab" * 32))
-    assert store.has_query_hashes()
-
-
-def test_the_journal_keeps_a_call_in_flight_then_completes_it(store):
-    store.begin_session(_session("s-journal-01"))
-    journal = store.journal("s-journal-01")
-    record = CallRecord(call_id="c-9", stage="answer", member="a", model="fake/a", started_at=utc_now(), attempt=1, latency_ms=0.0)
-    journal.call_started(record)
-    (row,) = store.session_calls("s-journal-01")
-    assert row["ok"] is None and row["owner"]
-    journal.call_finished(record.model_copy(update={"ok": True, "latency_ms": 12.0, "error": None}))
-    (row,) = store.session_calls("s-journal-01")
-    assert row["ok"] == 1 and row["latency_ms"] == 12.0
-
-
 def test_invalid_bias_records_are_refused_by_the_database(store):
-    store.begin_session(_session("s-bias-0001"))
     bad = {"schema_version": "1", "session_id": "s-bias-0001", "reviewer_id": "a", "model_id": "m", "position": 0,
            "response_length_chars": 1, "score_value": 99.0, "timestamp": utc_now()}
     with pytest.raises(Exception):  # noqa: B017 - sqlite3.IntegrityError or psycopg.errors.CheckViolation
@@ -151,11 +52,11 @@ def test_invalid_bias_records_are_refused_by_the_database(store):
 _DIES_WHILE_RUNNING = textwrap.dedent(
     """
     import os, sys
-    from council.storage.store import Store
+    from council.storage import open_store
     from council.usage import CallRecord
     from council.clock import utc_now
-    store = Store.open()
-    store.begin_session({"id": "s-orphan-01", "kind": "council", "members": []})
+    store = open_store()
+    store.begin_session("s-orphan-01", council="default")
     store.journal("s-orphan-01").call_started(
         CallRecord(call_id="c-orphan", stage="answer", member="a", model="m", started_at=utc_now(), attempt=1, latency_ms=0.0))
     print("ready", flush=True)
@@ -181,13 +82,13 @@ def test_work_of_a_killed_process_becomes_interrupted_for_the_next_opener(backen
     _run_and_die(backend_url, "kill")
     monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
     if backend_url.startswith("postgresql"):
-        store = Store.open()
+        store = open_store()
         assert store.get_session("s-orphan-01")["status"] == "running"  # its lease has not expired yet
         with store.transaction() as conn:
             conn.execute("UPDATE leases SET expires_at = now() - interval '1 second'")
         assert store.recover_interrupted() == ["s-orphan-01"]
     else:
-        store = Store.open()
+        store = open_store()
     session = store.get_session("s-orphan-01")
     assert session["status"] == "interrupted" and "ended before it finished" in session["error"]
     (call,) = store.session_calls("s-orphan-01")
@@ -196,7 +97,7 @@ def test_work_of_a_killed_process_becomes_interrupted_for_the_next_opener(backen
 
 
 def test_a_live_process_work_is_never_taken_for_dead(store):
-    store.begin_session(_session("s-alive-0001"))
+    store.begin_session("s-alive-0001", council="default")
     assert store.recover_interrupted() == []
     assert store.get_session("s-alive-0001")["status"] == "running"
 
@@ -204,7 +105,7 @@ def test_a_live_process_work_is_never_taken_for_dead(store):
 def test_a_batch_has_one_runner_at_a_time(store, backend_url):
     from council.errors import UsageError
 
-    other = Store.open()  # another process's store would hold its own connection or lock file
+    other = open_store()  # another process's store would hold its own connection or lock file
     try:
         with store.batch_lock("b-1"):
             with pytest.raises(UsageError, match="another process"):
@@ -221,7 +122,7 @@ def test_a_batch_has_one_runner_at_a_time(store, backend_url):
 # -- PostgreSQL only: migrations, URLs and errors -------------------------------------------
 
 
-_OPEN = "from council.storage.store import Store; s = Store.open(); print(s.count('sessions')); s.close()"
+_OPEN = "from council.storage import open_store; s = open_store(); print(s.count('sessions')); s.close()"
 
 
 def test_ten_processes_opening_a_fresh_database_at_once_migrate_it_once(postgres_server):
@@ -250,7 +151,7 @@ def test_ten_processes_opening_a_fresh_database_at_once_migrate_it_once(postgres
 def test_the_postgres_schema_has_every_sqlite_table_and_column(postgres_url, tmp_path):
     import psycopg
 
-    sqlite_store = Store.open(tmp_path / "council.db")
+    sqlite_store = SQLiteStore.open(tmp_path / "council.db")
     sqlite_columns = {
         (table, col[1])
         for (table,) in sqlite_store.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -268,7 +169,7 @@ def test_the_postgres_schema_has_every_sqlite_table_and_column(postgres_url, tmp
 
 
 def test_importing_the_store_does_not_import_psycopg():
-    code = "import sys, council.storage.store, council.cli.main; print('psycopg' in sys.modules)"
+    code = "import sys, council.storage, council.api, council.cli.main; print('psycopg' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.strip() == "False"
 
@@ -324,7 +225,7 @@ def test_an_unreachable_server_or_a_refused_login_is_one_line_exit_1_without_the
 def test_sqlite_url_names_the_file(tmp_path, monkeypatch):
     target = tmp_path / "elsewhere.db"
     monkeypatch.setenv("COUNCIL_DATABASE_URL", f"sqlite:///{target}")
-    store = Store.open()
-    store.begin_session(_session("s-file-0001"))
+    store = open_store()
+    store.begin_session("s-file-0001", council="default")
     store.close()
-    assert target.exists() and Store.open(target).get_session("s-file-0001")["id"] == "s-file-0001"
+    assert target.exists() and SQLiteStore.open(target).get_session("s-file-0001")["id"] == "s-file-0001"

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from council.storage.rate_limits import wait_after
-from council.storage.store import Store
+from council.storage import open_store
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -25,7 +25,7 @@ def backend_url(request, tmp_path):
 @pytest.fixture
 def store(backend_url, monkeypatch):
     monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
-    opened = Store.open()
+    opened = open_store()
     yield opened
     opened.close()
 
@@ -47,8 +47,8 @@ def test_reservations_in_one_process_are_spaced_by_the_interval(store):
 _RESERVER = textwrap.dedent(
     """
     import json, sys, time
-    from council.storage.store import Store
-    store = Store.open()
+    from council.storage import open_store
+    store = open_store()
     print("ready", flush=True)
     sys.stdin.readline()  # start together
     starts = []

@@ -85,9 +85,9 @@ def test_batch_summary_prints_item_ids_literally(tmp_path, council_home):
 
 
 def test_bias_report_prints_reviewer_ids_literally(council_home):
-    from council.storage import Store
+    from council.storage import SQLiteStore
 
-    store = Store.open()
+    store = SQLiteStore.open()
     records = [
         {"session_id": f"s{s}", "reviewer_id": reviewer, "model_id": model, "position": p, "response_length_chars": 10,
          "score_value": 5.0 + p, "scale_min": 1, "scale_max": 10, "self_review": 0}

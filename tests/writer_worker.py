@@ -21,9 +21,9 @@ CONFIG = {
 
 
 def _cmd_open(path: str) -> dict:
-    from council.storage import Store
+    from council.storage import SQLiteStore
 
-    store = Store.open(path)
+    store = SQLiteStore.open(path)
     mode = store.db.journal_mode
     store.close()
     return {"journal_mode": mode}
@@ -31,9 +31,9 @@ def _cmd_open(path: str) -> dict:
 
 def _cmd_sessions(path: str, n: int, tag: str) -> dict:
     from council import Council
-    from council.storage import Store
+    from council.storage import SQLiteStore
 
-    store = Store.open(path)
+    store = SQLiteStore.open(path)
     council = Council.from_config(CONFIG, store=store)
 
     async def go() -> list[dict]:

@@ -10,23 +10,19 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from council.bias.records import BiasRecord
 from council.clock import parse_since
 from council.errors import InputError
-from council.storage.sqlite import Database
+from council.storage import Store
 
 RECORD_FIELDS: tuple[str, ...] = tuple(BiasRecord.model_fields)
 FORMATS = ("jsonl", "csv")
 
 
-def _database(store_or_db: Any) -> Database:
-    return store_or_db if isinstance(store_or_db, Database) else store_or_db.db
-
-
 def export_bias_records(
-    store_or_db: Any,
+    store: Store,
     out: TextIO | Path | str,
     fmt: str = "jsonl",
     since: str | None = None,
@@ -41,18 +37,12 @@ def export_bias_records(
         raise InputError(f"unknown export format {fmt!r} (choose {' or '.join(FORMATS)})")
     if isinstance(out, (str, Path)):
         with open(out, "w", encoding="utf-8", newline="") as fh:
-            return export_bias_records(store_or_db, fh, fmt=fmt, since=since)
-    db = _database(store_or_db)
-    sql = f"SELECT {', '.join(RECORD_FIELDS)} FROM bias_records"
-    params: list[Any] = []
-    if since:
-        sql += " WHERE timestamp >= ?"
-        params.append(parse_since(since))
-    sql += " ORDER BY id"
+            return export_bias_records(store, fh, fmt=fmt, since=since)
+    since = parse_since(since) if since else None
     self_index = RECORD_FIELDS.index("self_review")
     count = 0
     if fmt == "jsonl":
-        for row in db.execute(sql, params):
+        for row in store.bias_record_rows(RECORD_FIELDS, since=since):
             record = dict(zip(RECORD_FIELDS, row, strict=True))
             record["self_review"] = bool(row[self_index])
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
@@ -60,7 +50,7 @@ def export_bias_records(
         return count
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(RECORD_FIELDS)
-    for row in db.execute(sql, params):
+    for row in store.bias_record_rows(RECORD_FIELDS, since=since):
         values = ["" if v is None else v for v in row]
         values[self_index] = "true" if row[self_index] else "false"
         writer.writerow(values)

@@ -1,11 +1,11 @@
-"""Bias records from JSONL files (ours or another tool's) into an in-memory database.
+"""Bias records from JSONL files (ours or another tool's) into a temporary store.
 
 Each line is parsed, mapped from its format (:mod:`council.bias.foreign`) and validated
 as a :class:`BiasRecord`; a bad line stops the load with ``FILE:LINE: reason``, or with
-``skip_bad`` is counted and left out. The records go into a database with the council
-schema, so the report runs the same SQL over files as over ``council.db``; each row
-remembers its file and line, so checks made later in SQL (a review's positions) can
-still point at the line.
+``skip_bad`` is counted and left out. The records go into an in-memory store, so the
+report asks the same questions of files as of ``council.db``; each row remembers its
+file and line, so checks made later by the store (a review's positions) can still
+point at the line.
 """
 
 from __future__ import annotations
@@ -22,9 +22,7 @@ from pydantic import ValidationError
 from council.bias.foreign import RECORD_FORMATS, RecordFormat, detect_format, from_llm_council_core
 from council.bias.records import BiasRecord
 from council.errors import InputError, UsageError
-from council.storage.sqlite import Database
-
-UNSCORED_TABLE = "temp.bias_unscored"
+from council.storage import Store, memory_store
 
 
 def explain(exc: ValidationError) -> str:
@@ -96,7 +94,7 @@ def iter_lines(path: Path | str, records_format: str = "auto") -> Iterator[Line]
 
 @dataclass
 class LoadedRecords:
-    db: Database
+    store: Store
     skipped: list[str] = field(default_factory=list)
     unscored: int = 0
     dropped_hashes: int = 0
@@ -118,16 +116,14 @@ class LoadedRecords:
 def load_records_files(
     paths: Iterable[Path | str], *, skip_bad: bool = False, records_format: str = "auto"
 ) -> LoadedRecords:
-    """An in-memory database with the council schema holding the files' records.
+    """A temporary store holding the files' records.
 
-    Records without a score (llm-council-core's 0.0) go to ``temp.bias_unscored`` with
-    their position only: they are checked with their review and enter no statistic.
+    Records without a score (llm-council-core's 0.0) are kept with their position only:
+    they are checked with their review and enter no statistic.
     """
-    from council.storage import Store
-
-    store = Store.memory()
-    loaded = LoadedRecords(db=store.db)
-    unscored_rows: list[tuple[Any, ...]] = []
+    store = memory_store()
+    loaded = LoadedRecords(store=store)
+    unscored_rows: list[dict[str, Any]] = []
     unscored_at: list[tuple[int, int]] = []
 
     def rows() -> Iterator[dict[str, Any]]:
@@ -146,24 +142,26 @@ def load_records_files(
                 rec = line.record
                 if not line.scored:
                     unscored_rows.append(
-                        (-(len(unscored_rows) + 1), rec.session_id, rec.reviewer_id, rec.position, rec.timestamp,
-                         rec.council)
-                    )
+                        {"id": -(len(unscored_rows) + 1), "session_id": rec.session_id,
+                         "reviewer_id": rec.reviewer_id, "position": rec.position, "timestamp": rec.timestamp,
+                         "council": rec.council}
+                    )  # fmt: skip
                     unscored_at.append((file_index, line.lineno))
                     continue
                 loaded._file_of.append(file_index)
                 loaded._line_of.append(line.lineno)
                 yield {"id": len(loaded._line_of), **rec.row()}
 
-    with store.db.conn:
-        store.db["bias_records"].insert_all(rows(), batch_size=10_000)
+    try:
+        # The scored rows first (their generator fills unscored_rows as it goes), then the unscored.
+        store.load_bias_records(rows(), [])
+        store.load_bias_records((), unscored_rows)
+    except BaseException:
+        store.close()
+        raise
     loaded._scored = len(loaded._line_of)
     for file_index, lineno in unscored_at:
         loaded._file_of.append(file_index)
         loaded._line_of.append(lineno)
-    store.db.execute(
-        f"CREATE TABLE {UNSCORED_TABLE} (id INTEGER PRIMARY KEY, session_id, reviewer_id, position, timestamp, council)"
-    )
-    store.db.conn.executemany(f"INSERT INTO {UNSCORED_TABLE} VALUES (?, ?, ?, ?, ?, ?)", unscored_rows)
     loaded.unscored = len(unscored_rows)
     return loaded

@@ -1,10 +1,9 @@
-"""The cross-session bias report, computed in SQL over the ``bias_records`` table.
+"""The cross-session bias report, from per-group sums the store computes.
 
-Every statistic is reduced to per-group sums (n, Σx, Σx², Σxy) by ``GROUP BY``
-queries that the covering indexes answer without touching the table; Python only
-combines the groups (a handful of reviewers and positions, one row per session for
-the length correlation). Reports from JSONL files load the files into an in-memory
-database with the same schema and run the same queries: one code path.
+Every statistic is reduced to per-group sums (n, Σx, Σx², Σxy) by the store
+(``Store.bias_sums``); this module only combines the groups (a handful of reviewers
+and positions, one row per session for the length correlation). Reports from JSONL
+files load the files into a temporary store and ask it the same: one code path.
 
 The report is diagnostic: it never changes a score.
 """
@@ -12,7 +11,6 @@ The report is diagnostic: it never changes a score.
 from __future__ import annotations
 
 import math
-import secrets
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -20,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from council.bias.loading import UNSCORED_TABLE, load_records_files
+from council.bias.loading import load_records_files
 from council.bias.records import LENGTH_UNITS, LengthUnit
 from council.bias.stats import (
     ALPHA,
@@ -45,10 +43,10 @@ from council.bias.stats import (
     variance_label,
     welch_t_test,
 )
-from council.bias.validation import Reviews, exclusion, find_problems, has_invalid_rows, raise_first
+from council.bias.validation import problems_of, raise_first
 from council.clock import parse_since
 from council.errors import UsageError
-from council.storage.sqlite import Database
+from council.storage import BiasQuery, Store
 
 DEFAULT_MAX_POINTS = 2000
 """Length-vs-score points kept for the scatter chart."""
@@ -149,151 +147,12 @@ class BiasReport(BaseModel):
 
 
 # ---------------------------------------------------------------------------
-# SQL
-# ---------------------------------------------------------------------------
-
-
-class _Filter:
-    """WHERE clauses: ``base`` = since + council; ``full`` adds the reviewer filter."""
-
-    def __init__(self, since: str | None, reviewers: Sequence[str], council: str | None) -> None:
-        self.reviewers = list(reviewers)
-        self.since, self.council = since, council
-        base: list[str] = []
-        self.base_params: list[Any] = []
-        if since:
-            base.append("timestamp >= ?")
-            self.base_params.append(since)
-        if council:
-            base.append("council = ?")
-            self.base_params.append(council)
-        full = list(base)
-        self.full_params = list(self.base_params)
-        if reviewers:
-            full.append(f"reviewer_id IN ({', '.join('?' for _ in reviewers)})")
-            self.full_params.extend(reviewers)
-        self.base = " AND ".join(base) or "1"
-        self.full = " AND ".join(full) or "1"
-
-    def exclude(self, clause: str) -> None:
-        """Leave out records matching nothing in ``clause`` (bad rows and reviews) everywhere."""
-        if clause:
-            self.base = f"{self.base} AND {clause}"
-            self.full = f"{self.full} AND {clause}"
-
-
-def _score_expr(normalize: bool) -> str:
-    """The score as SQL: raw, or rescaled to 1–10 when records use different scales."""
-    if not normalize:
-        return "score_value"
-    lo, hi = REFERENCE_SCALE
-    smin, smax = f"COALESCE(scale_min, {lo})", f"COALESCE(scale_max, {hi})"
-    return f"({lo}.0 + {hi - lo}.0 * (score_value - {smin}) / ({smax} - {smin}))"
-
-
-def _scales(db: Database, f: _Filter) -> list[tuple[int | None, int | None]]:
-    sql = f"SELECT DISTINCT scale_min, scale_max FROM bias_records WHERE {f.base}"
-    return [(r[0], r[1]) for r in db.execute(sql, f.base_params).fetchall()]
-
-
-def _reviewer_sums(db: Database, f: _Filter, s: str) -> dict[str, GroupSums]:
-    sql = f"""SELECT reviewer_id, COUNT(*), TOTAL({s}), TOTAL({s} * {s})
-              FROM bias_records WHERE {f.base} GROUP BY reviewer_id"""
-    return {r[0]: GroupSums(r[1], r[2], r[3]) for r in db.execute(sql, f.base_params)}
-
-
-def _position_sums(db: Database, f: _Filter, s: str) -> dict[int, GroupSums]:
-    sql = f"""SELECT position, COUNT(*), TOTAL({s}), TOTAL({s} * {s})
-              FROM bias_records WHERE {f.full} GROUP BY position ORDER BY position"""
-    return {r[0]: GroupSums(r[1], r[2], r[3]) for r in db.execute(sql, f.full_params)}
-
-
-class _AnswerTable:
-    """A temporary table with one row per answer (session, model), from one index pass.
-
-    Columns: ``n``/``total`` over all reviewers (base filter), ``fn``/``ftotal`` over
-    the selected reviewers, ``x`` the response length, ``self_n``/``self_total`` the
-    self-review scores. It feeds the per-session length correlation, the
-    self-preference and the scatter points.
-    """
-
-    def __init__(self, db: Database, f: _Filter, s: str, length_column: str) -> None:
-        self.db = db
-        self.name = f"temp.bias_answers_{secrets.token_hex(6)}"
-        self.reviewers = f.reviewers
-        params: list[Any] = []
-        selected = ""
-        if f.reviewers:
-            chosen = f"reviewer_id IN ({', '.join('?' for _ in f.reviewers)})"
-            selected = (
-                f"COUNT(CASE WHEN {chosen} THEN 1 END) AS fn, TOTAL(CASE WHEN {chosen} THEN {s} END) AS ftotal,"
-            )
-            params += [*f.reviewers, *f.reviewers]
-            self.fn, self.ftotal = "fn", "ftotal"
-        else:  # every reviewer is selected: the same columns
-            self.fn, self.ftotal = "n", "total"
-        # Keyed by (session, model) without a rowid: the rows arrive in key order from the
-        # covering index, so the per-session pass below reads them in order instead of sorting.
-        db.execute(
-            f"""CREATE TABLE {self.name} (session_id, model_id, n, total, {"fn, ftotal, " if selected else ""}
-                x, self_n, self_total, PRIMARY KEY (session_id, model_id)) WITHOUT ROWID"""
-        )
-        db.execute(
-            f"""INSERT INTO {self.name}
-                SELECT session_id, model_id, COUNT(*) AS n, TOTAL({s}) AS total, {selected}
-                       AVG({length_column}) AS x, TOTAL(self_review) AS self_n,
-                       TOTAL(self_review * {s}) AS self_total
-                FROM bias_records WHERE {f.base} AND session_id IS NOT NULL AND model_id IS NOT NULL
-                GROUP BY session_id, model_id""",
-            [*params, *f.base_params],
-        )
-
-    def drop(self) -> None:
-        self.db.execute(f"DROP TABLE IF EXISTS {self.name}")
-
-    def session_sums(self) -> list[tuple[Any, ...]]:
-        """Per session: answers, records, then over the answers with a length: n, Σx, Σy, Σx², Σy², Σxy;
-        x = length, y = mean score received."""
-        fn, ftotal = self.fn, self.ftotal
-        sql = f"""SELECT COUNT(*), SUM({fn}), COUNT(x), TOTAL(x), TOTAL(CASE WHEN x IS NOT NULL THEN y END),
-                         TOTAL(x * x), TOTAL(CASE WHEN x IS NOT NULL THEN y * y END), TOTAL(x * y)
-                  FROM (SELECT session_id, {fn}, x, {ftotal} / {fn} AS y FROM {self.name} WHERE {fn} > 0)
-                  GROUP BY session_id"""
-        return self.db.execute(sql).fetchall()
-
-    def points(self, limit: int) -> list[tuple[float, float]]:
-        # The first ``limit`` answers in (session id, model) order: session ids are
-        # random UUIDs, so an arbitrary subset.
-        fn, ftotal = self.fn, self.ftotal
-        sql = f"""SELECT x, {ftotal} / {fn} FROM {self.name} WHERE {fn} > 0 AND x IS NOT NULL
-                  ORDER BY session_id, model_id LIMIT ?"""
-        return [(float(x), float(y)) for x, y in self.db.execute(sql, [limit])]
-
-    def self_preference(self) -> dict[str, tuple[int, float, float, float, float]]:
-        """reviewer → (n, Σself, Σothers, Σd, Σd²), d = own score − mean of the others' scores.
-
-        In a self-review the reviewer and the answer are the same model, so the
-        reviewer is the answer's ``model_id``. The reviewer filter selects whose
-        self-scores count; the others' scores are everyone else's."""
-        where, params = "self_n = 1 AND n > 1", []
-        if self.reviewers:
-            where += f" AND model_id IN ({', '.join('?' for _ in self.reviewers)})"
-            params = list(self.reviewers)
-        sql = f"""SELECT model_id, COUNT(*), TOTAL(own), TOTAL(others), TOTAL(own - others),
-                         TOTAL((own - others) * (own - others))
-                  FROM (SELECT model_id, self_total AS own, (total - self_total) / (n - self_n) AS others
-                        FROM {self.name} WHERE {where})
-                  GROUP BY model_id"""
-        return {r[0]: tuple(r[1:]) for r in self.db.execute(sql, params)}  # type: ignore[misc]
-
-
-# ---------------------------------------------------------------------------
 # The report
 # ---------------------------------------------------------------------------
 
 
 def bias_report(
-    db: Database,
+    store: Store,
     *,
     since: str | None = None,
     reviewers: Sequence[str] = (),
@@ -303,9 +162,8 @@ def bias_report(
     length_unit: LengthUnit = "words",
     skip_bad: bool = False,
     locate: Callable[[int], str] | None = None,
-    unscored_table: str | None = None,
 ) -> BiasReport:
-    """The cross-session bias report over ``db``'s ``bias_records`` table.
+    """The cross-session bias report over ``store``'s bias records.
 
     ``since`` keeps records with ``timestamp >= since``; ``reviewers`` keeps those
     reviewers' records for every statistic except the calibration baseline: z-scores
@@ -322,50 +180,28 @@ def bias_report(
         raise UsageError(f"unknown length unit {length_unit!r}; choose words or chars")
     reviewers = list(dict.fromkeys(reviewers))
     since = parse_since(since) if since else None
-    f = _Filter(since, reviewers, council)
     locate = locate or (lambda rid: f"bias record {rid}")
-    conn = db.conn
-    own_transaction = not conn.in_transaction
-    if own_transaction:
-        conn.execute("BEGIN")  # one read snapshot for every query below
-    answers: _AnswerTable | None = None
-    skipped_records = 0
-    try:
-        scales = _scales(db, f)
-        lo_ref, hi_ref = REFERENCE_SCALE  # records without a scale are taken to be on 1–10
-        effective = {(lo if lo is not None else lo_ref, hi if hi is not None else hi_ref) for lo, hi in scales}
-        normalize = len(effective) > 1
-        s = _score_expr(normalize)
-        # One pass per review: the positions check and the top-position test together.
-        reviews = Reviews(db, f.base, f.base_params, s, skip_rows=has_invalid_rows(db), unscored_table=unscored_table)
-        orderings, left_out, top_tables = reviews.scan(f.reviewers)
-        problems = find_problems(db, f.base, f.base_params, reviews, locate=locate)
-        if problems and not skip_bad:
-            raise_first(problems, "use --skip-bad to leave such records out and count them")
-        if problems:
-            before = db.execute(f"SELECT COUNT(*) FROM bias_records WHERE {f.base}", f.base_params).fetchone()[0]
-            clause, excluded_reviews = exclusion(db, problems)
-            f.exclude(clause)
-            after = db.execute(f"SELECT COUNT(*) FROM bias_records WHERE {f.base}", f.base_params).fetchone()[0]
-            skipped_records = before - after
-            if excluded_reviews:
-                orderings, left_out, top_tables = reviews.scan(f.reviewers, excluded_reviews)
-        unscored = 0
-        if unscored_table:
-            unscored = db.execute(
-                f"SELECT COUNT(*) FROM {unscored_table} WHERE {_unscored_where(f)}", f.base_params
-            ).fetchone()[0]
-        reviewer_sums = _reviewer_sums(db, f, s)
-        position_sums = _position_sums(db, f, s)
-        answers = _AnswerTable(db, f, s, f"response_length_{length_unit}")
-        session_rows = answers.session_sums()
-        self_sums = answers.self_preference()
-        points = answers.points(max_points) if max_points > 0 else []
-    finally:
-        if answers is not None:
-            answers.drop()
-        if own_transaction and conn.in_transaction:
-            conn.execute("ROLLBACK")
+    sums = store.bias_sums(
+        BiasQuery(
+            since=since,
+            reviewers=tuple(reviewers),
+            council=council,
+            length_unit=length_unit,
+            max_points=max_points,
+            skip_bad=skip_bad,
+            reference_scale=REFERENCE_SCALE,
+        )
+    )
+    problems = problems_of(sums.bad, locate)
+    if problems and not skip_bad:
+        raise_first(problems, "use --skip-bad to leave such records out and count them")
+    scales, normalize, skipped_records, unscored = sums.scales, sums.normalized, sums.skipped_records, sums.unscored
+    lo_ref, hi_ref = REFERENCE_SCALE  # records without a scale are taken to be on 1–10
+    effective = {(lo if lo is not None else lo_ref, hi if hi is not None else hi_ref) for lo, hi in scales}
+    orderings, left_out, top_tables = sums.orderings, sums.left_out, sums.top_positions
+    reviewer_sums = {r: GroupSums(*g) for r, g in sums.reviewers.items()}
+    position_sums = {p: GroupSums(*g) for p, g in sums.positions.items()}
+    session_rows, self_sums, points = sums.sessions, sums.self_preference, sums.points
 
     notes: list[str] = []
     if problems:
@@ -461,16 +297,6 @@ def bias_report(
         notes=notes,
         length_points=points,
     )
-
-
-def _unscored_where(f: _Filter) -> str:
-    """The base filter without the exclusion clauses (the unscored table has no ``id`` to match)."""
-    parts = []
-    if f.since:
-        parts.append("timestamp >= ?")
-    if f.council:
-        parts.append("council = ?")
-    return " AND ".join(parts) or "1"
 
 
 def _p_text(test: SignificanceTest, name: str) -> str:
@@ -613,7 +439,7 @@ def report_from_records_files(
     loaded = load_records_files(paths, skip_bad=skip_bad, records_format=records_format)
     try:
         report = bias_report(
-            loaded.db,
+            loaded.store,
             since=since,
             reviewers=reviewers,
             council=council,
@@ -621,10 +447,9 @@ def report_from_records_files(
             length_unit=length_unit,
             skip_bad=skip_bad,
             locate=loaded.locate,
-            unscored_table=UNSCORED_TABLE,
         )
     finally:
-        loaded.db.conn.close()
+        loaded.store.close()
     report.skipped_lines = len(loaded.skipped)
     if loaded.skipped:
         report.notes.append(f"{len(loaded.skipped)} bad record lines skipped (first: {loaded.skipped[0]})")

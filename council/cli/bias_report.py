@@ -66,12 +66,12 @@ def bias_report(
             council=council_name, max_points=points, length_unit=unit,
         )
     else:
-        from council.storage import Store
+        from council.storage import open_store
 
-        store = Store.open()
+        store = open_store()
         try:
             report = build(
-                store.db, since=since, reviewers=reviewers, council=council_name, max_points=points,
+                store, since=since, reviewers=reviewers, council=council_name, max_points=points,
                 length_unit=unit, skip_bad=skip_bad,
             )
         finally:

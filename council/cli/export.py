@@ -40,14 +40,14 @@ def open_output(path: str | None) -> Iterator[IO[str]]:
 @click.option("--bias-records", is_flag=True, help="Export bias records (the record schema) instead of sessions.")
 def export(fmt: str, shape: str, redact: bool, output: str | None, since: str | None, bias_records: bool) -> None:
     """Export session logs or bias records from the database."""
-    from council.storage import Store
+    from council.storage import open_store
 
-    store = Store.open()
+    store = open_store()
     if bias_records:
         from council.bias.export import export_bias_records
 
         with open_output(output) as fh:
-            n = export_bias_records(store.db, fh, fmt=fmt, since=since)
+            n = export_bias_records(store, fh, fmt=fmt, since=since)
         status(f"exported {n} bias records")
         return
     from council.exports import export_sessions

@@ -19,9 +19,9 @@ def sessions() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the sessions as a JSON list.")
 def list_sessions(limit: int, since: str | None, council_name: str | None, as_json: bool) -> None:
     """The most recent sessions, newest first."""
-    from council.storage import Store
+    from council.storage import open_store
 
-    rows = Store.open().list_sessions(limit=limit, since=since, council=council_name)
+    rows = open_store().list_sessions(limit=limit, since=since, council=council_name)
     if as_json:
         from council.exports import session_listing
 
@@ -45,9 +45,9 @@ def list_sessions(limit: int, since: str | None, council_name: str | None, as_js
 @click.option("--json", "as_json", is_flag=True, help="Print the whole session as JSON.")
 def show_session(session_id: str, as_json: bool) -> None:
     """One session (an id or an unambiguous prefix of one)."""
-    from council.storage import Store
+    from council.storage import open_store
 
-    row = Store.open().get_session(session_id)
+    row = open_store().get_session(session_id)
     result = json.loads(row["result"]) if row.get("result") else None
     if as_json:
         from council.exports import session_listing

@@ -28,23 +28,11 @@ def copy(to_url: str, from_url: str | None) -> None:
     """Copy every row into another store, resumably: run it again after an interruption and
     rows already copied are skipped (never written twice, never changed)."""
     from council.cli.common import status
-    from council.storage import location
-    from council.storage.copying import copy_store, open_location
+    from council.storage import copy_into
 
-    target_location = location.parse(to_url, source="--to")
-    source_location = location.parse(from_url, source="--from") if from_url else location.configured()
-    source = open_location(source_location)
-    try:
-        target = open_location(target_location)
-        try:
-            results = copy_store(
-                source,
-                target,
-                progress=lambda t: status(f"{t.table}: {t.copied} copied, {t.already_there} already there"),
-            )
-        finally:
-            target.close()
-    finally:
-        source.close()
-    total = sum(t.copied for t in results)
-    status(f"copied {total} rows from {source_location.display} into {target_location.display}")
+    results, source, target = copy_into(
+        to_url,
+        from_url,
+        progress=lambda t: status(f"{t.table}: {t.copied} copied, {t.already_there} already there"),
+    )
+    status(f"copied {sum(t.copied for t in results)} rows from {source} into {target}")

@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field
 
 from council.errors import InputError, UsageError
 from council.judging.agreement import GoldAgreement, LabelAgreement, gold_agreement, label_agreement
-from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade, run_rows
+from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade
 from council.judging.rubrics import load_rubric
 from council.judging.running import keeps_text
 from council.judging.schemas import Rubric
@@ -43,7 +43,7 @@ from council.judging.strategies import DEFAULT_STRATEGY
 from council.judging.voting import GRADE_VOTES, PAIRWISE_VOTES
 from council.providers.client import ModelClient
 from council.redaction import private_scope
-from council.storage.store import Store
+from council.storage import Store, using_store
 from council.usage import CallLog, CallRecord
 
 Mode = Literal["pairwise", "grade"]
@@ -411,7 +411,7 @@ async def run_batch(
     concurrency: int = DEFAULT_CONCURRENCY,
     resume: bool = False,
     output: Path | None = None,
-    store: Store | None = None,
+    store: Store | bool = True,
     keep_text: bool | None = None,
     on_start: Callable[[int, int], None] | None = None,
     on_item: ProgressSink | None = None,
@@ -429,17 +429,13 @@ async def run_batch(
         raise UsageError(f"concurrency must be at least 1, got {concurrency}")
     rubrics = rubrics if rubrics is not None else load_rubrics(items, settings.rubric, source)
     keep_text = keeps_text(keep_text)
-    owned = store is None
-    store = store or Store.open()
-    try:
-        with store.batch_lock(batch_id):
+    with using_store(store) as opened:
+        assert opened is not None, "a batch is recorded in a store"
+        with opened.batch_lock(batch_id):
             return await _run_batch(
                 items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
-                store, keep_text, on_start, on_item,
+                opened, keep_text, on_start, on_item,
             )  # fmt: skip
-    finally:
-        if owned:
-            store.close()
 
 
 async def _run_batch(
@@ -458,17 +454,14 @@ async def _run_batch(
     on_start: Callable[[int, int], None] | None,
     on_item: ProgressSink | None,
 ) -> BatchSummary:
-    from council.storage.judgments import batch_item_status, batch_rows, open_batch, record_run
-
-    open_batch(
-        store,
+    store.open_batch(
         batch_id,
         source=source,
         content_sha256=content_sha256,
         settings=settings.model_dump(mode="json"),
         items=len(items),
     )
-    recorded = batch_item_status(store, batch_id)
+    recorded = store.batch_item_status(batch_id)
     if recorded and not resume:
         raise UsageError(
             f"batch {batch_id} already has {len(recorded)} recorded item(s); "
@@ -484,19 +477,7 @@ async def _run_batch(
         with private_scope(keep_text=keep_text, texts=texts):
             outcome, calls = await _judge_item(item, settings, judges, rubrics, store=store, keep_text=keep_text)
             kind = "compare" if item.mode == "pairwise" else "grade"
-            run, passes, call_rows = run_rows(kind, outcome, calls, keep_text=keep_text)
-            run = {**run, "model_a": item.model_a, "model_b": item.model_b}
-            batch_item = {
-                "batch_id": batch_id,
-                "item_id": item.id,
-                "position": item.line,
-                "mode": item.mode,
-                "status": run["status"],
-                "metadata": None if item.metadata is None else json.dumps(item.metadata, ensure_ascii=False),
-                "label": item.label,
-                "gold_score": item.gold_score,
-            }
-            record_run(store, run, passes, call_rows, batch_item=batch_item)
+            store.save_judgment(kind, outcome, calls, keep_text=keep_text, batch_id=batch_id, item=item)
         if on_item is not None:
             on_item(item, outcome.success)
 
@@ -512,7 +493,7 @@ async def _run_batch(
             group.create_task(worker())
     wall = time.perf_counter() - t0
 
-    rows = batch_rows(store, batch_id)
+    rows = store.batch_rows(batch_id)
     summary = summarize(rows, batch_id=batch_id, source=source, items=len(items), skipped=skipped, judged=len(todo))
     summary.wall_time_s = wall
     if output is not None:

@@ -46,7 +46,6 @@ from council.judging.outcomes import (
     Outcome,
     VoteSummary,
     judge_failures,
-    run_rows,
 )
 from council.judging.prompts import pairwise_messages
 from council.judging.rubrics import DEPTH_CRITERIA, load_bias_checklist
@@ -72,7 +71,7 @@ from council.judging.strategies import (
 )
 from council.judging.voting import PAIRWISE_VOTES, VoteResult, run_votes
 from council.providers.client import ModelClient
-from council.storage.store import Store
+from council.storage import Store
 from council.usage import CallRecord, CallSink, Usage
 
 __all__ = [
@@ -87,7 +86,6 @@ __all__ = [
     "grade",
     "make_judges",
     "resolve_criteria",
-    "run_rows",
 ]
 
 #: The default comparison criteria (docs/methods.md, "Criteria sets").

@@ -24,7 +24,7 @@ from council.judging.running import check_common, judge_pass, judging_run, persi
 from council.judging.schemas import BiasChecklist, EvaluationReport, Rubric, criterion_items, rubric_grade_model
 from council.judging.voting import DEFAULT_VOTES, min_votes_for_decision
 from council.providers.client import ModelClient
-from council.storage.store import Store
+from council.storage import Store
 from council.usage import CallSink, Usage
 
 GRADE_SCHEMA = "rubric_grade"

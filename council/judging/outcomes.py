@@ -1,4 +1,4 @@
-"""What a comparison or a grade returns, and the rows it is stored as (pure data)."""
+"""What a comparison or a grade returns, and what of it is stored (pure data)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from council.judging.averaging import JudgesVerdict, MultiJudgeVerdict
 from council.judging.schemas import ConfidenceLevel, EvaluationReport, PairwiseResult, Scale, Side, SideScores, Verdict
 from council.judging.voting import VoteResult
-from council.usage import CallRecord, Usage
+from council.usage import Usage
 
 
 class JudgmentPass(BaseModel):
@@ -54,7 +54,15 @@ class JudgeComparison(BaseModel):
     calls_saved: int = 0
 
 
-class ComparisonOutcome(BaseModel):
+class _Stored(BaseModel):
+    def stored_result(self, *, keep_text: bool) -> dict[str, Any]:
+        """The outcome as stored: whole, or (``COUNCIL_STORE_TRANSCRIPTS=0``) with verdicts,
+        scores and validity but none of the judge's words."""
+        data = self.model_dump(mode="json")
+        return data if keep_text else without_judge_text(data)
+
+
+class ComparisonOutcome(_Stored):
     run_id: str
     success: bool
     #: Some judge failed but another judged: the verdict stands on fewer judges (and is flagged).
@@ -100,7 +108,7 @@ class JudgeGrade(BaseModel):
     calls_saved: int = 0
 
 
-class GradeOutcome(BaseModel):
+class GradeOutcome(_Stored):
     run_id: str
     success: bool
     #: Some judge failed but another graded: the report stands on fewer judges (and is flagged).
@@ -152,42 +160,3 @@ def without_judge_text(value: Any) -> Any:
     if isinstance(value, list):
         return [without_judge_text(v) for v in value]
     return value
-
-
-def run_rows(
-    kind: str, outcome: Outcome, calls: Sequence[CallRecord], *, keep_text: bool = True
-) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    """The ``judgment_runs`` row, ``judgments`` rows and call-log rows of a finished run.
-
-    ``keep_text=False`` (``COUNCIL_STORE_TRANSCRIPTS=0``) stores verdicts, scores and
-    validity but none of the judge's words: no pass output, no reasoning in the result."""
-    is_compare = isinstance(outcome, ComparisonOutcome)
-    flagged = outcome.flagged_for_review if is_compare else bool(outcome.report and outcome.report.flagged_for_review)
-    run = {
-        "id": outcome.run_id,
-        "kind": kind,
-        "status": "ok" if outcome.success else "failed",
-        "error": outcome.error,
-        "judges": [j.model for j in outcome.judges],
-        "winner": outcome.winner if is_compare and outcome.success else None,
-        "unstable": int(outcome.unstable) if is_compare else 0,
-        "flagged": int(flagged),
-        "calls": outcome.calls,
-        "calls_saved": outcome.calls_saved,
-        "prompt_tokens": outcome.usage.prompt_tokens,
-        "completion_tokens": outcome.usage.completion_tokens,
-        "cost_usd": outcome.usage.cost_usd,
-        "elapsed_ms": outcome.elapsed_ms,
-        "result": outcome.model_dump(mode="json") if keep_text else without_judge_text(outcome.model_dump(mode="json")),
-    }
-    passes = [
-        {
-            "kind": "pairwise" if is_compare else "grade",
-            **p.model_dump(exclude={"pass_number", "output"}),
-            "pass": p.pass_number,
-            "valid": int(p.valid),
-            "output": p.output if keep_text else None,
-        }
-        for p in outcome.passes
-    ]
-    return run, passes, [c.model_dump() for c in calls]

@@ -15,11 +15,11 @@ from pydantic import BaseModel
 from council.asking import ask_valid
 from council.config import resolve_privacy
 from council.errors import InputError, UsageError
-from council.judging.outcomes import JudgmentPass, Outcome, run_rows
+from council.judging.outcomes import JudgmentPass, Outcome
 from council.judging.prompts import retry_message
 from council.providers.client import ModelClient
 from council.redaction import private_scope
-from council.storage.store import Store
+from council.storage import Store, using_store
 from council.usage import CallLog, CallRecord, CallSink
 
 
@@ -82,12 +82,6 @@ def check_common(prompt: str, judges: Sequence[ModelClient], votes: int, max_att
         raise UsageError(f"max_attempts must be at least 1, got {max_attempts}")
 
 
-def open_store(store: Store | bool | None) -> tuple[Store | None, bool]:
-    if store is True:
-        return Store.open(), True
-    return (store or None), False
-
-
 def keeps_text(keep_text: bool | None) -> bool:
     """An explicit choice, else the privacy setting the CLI would use (environment, then
     the default config file; default: keep)."""
@@ -120,19 +114,12 @@ def judging_run(
     stored errors when transcripts are off), its call log (written to the store as each call
     starts and ends, then passed on to ``sink``) and the store (opened here for ``True``)."""
     keep = keeps_text(keep_text)
-    opened, owned = open_store(store)
     run_id = run_id or str(uuid.uuid4())
-    try:
-        with private_scope(keep_text=keep, texts=private):
-            journal = opened.journal(run_id) if opened is not None else None
-            yield JudgingRun(run_id=run_id, keep_text=keep, store=opened, log=CallLog(journal, then=sink))
-    finally:
-        if owned and opened is not None:
-            opened.close()
+    with using_store(store) as opened, private_scope(keep_text=keep, texts=private):
+        journal = opened.journal(run_id) if opened is not None else None
+        yield JudgingRun(run_id=run_id, keep_text=keep, store=opened, log=CallLog(journal, then=sink))
 
 
 def persist(run: JudgingRun, kind: str, outcome: Outcome) -> None:
-    from council.storage.judgments import record_run
-
     if run.store is not None:
-        record_run(run.store, *run_rows(kind, outcome, run.calls, keep_text=run.keep_text))
+        run.store.save_judgment(kind, outcome, run.calls, keep_text=run.keep_text)

@@ -85,13 +85,13 @@ class CouncilServer:
     """Holds one ``Council`` per council name, sharing model clients and the store."""
 
     def __init__(self, loaded: LoadedConfig, *, token: str | None = None, max_body_bytes: int = MAX_BODY_BYTES) -> None:
-        from council.storage import Store
+        from council.storage import open_store
 
         self.loaded = loaded
         self.token = token
         register_secret(token)
         self.max_body_bytes = max_body_bytes
-        self.store = Store.open()
+        self.store = open_store()
         self.clients: dict[str, Any] = {}  # shared across councils: one limit per model alias
         self.councils: dict[str, Any] = {}
         self.fingerprints: dict[str, str] = {}
@@ -329,7 +329,7 @@ def create_app(
         q = request.query_params
         try:
             report = bias_report(
-                server().store.db,
+                server().store,
                 since=q.get("since"),
                 reviewers=q.getlist("reviewer"),
                 council=q.get("council"),

@@ -15,7 +15,6 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -35,7 +34,7 @@ from council.session.candidates import Candidate, check_candidates
 from council.session.consensus import consensus_ranking
 from council.session.results import Failure, MemberAnswer, Review, SessionResult, Synthesis
 from council.session.schemas import PEER_REVIEW_SCHEMA_NAME, answer_labels, peer_review_model, peer_review_schema
-from council.storage.store import Store
+from council.storage import Store
 from council.usage import CallLog, Usage
 
 log = get_logger("council.session")
@@ -334,17 +333,14 @@ class SessionRunner:
         member_ids = [cand.id for cand in candidates] if candidates is not None else [m.id for m in c.members]
         if self.store is not None:
             self.store.begin_session(
-                {
-                    "id": run.session_id,
-                    "kind": "council",
-                    "council": c.name,
-                    "question": question if c.store_transcripts else None,
-                    "query_hash": query_hash,
-                    "seed": seed,
-                    "offline": int(c.offline_default),
-                    "members": _json(member_ids),
-                    "created_at": created,
-                }
+                run.session_id,
+                council=c.name,
+                question=question if c.store_transcripts else None,
+                query_hash=query_hash,
+                seed=seed,
+                offline=c.offline_default,
+                members=member_ids,
+                created_at=created,
             )
         try:
             if c.session_timeout:
@@ -381,7 +377,7 @@ class SessionRunner:
         if self.store is None or run.persisted:
             return
         try:
-            self.store.finish_session(run.session_id, status=status, result=None, error=error, calls=_call_rows(run))
+            self.store.fail_session(run.session_id, status=status, error=error, calls=run.calls)
         except Exception as exc:  # the original error matters more than a failed write of it
             log.error("could not record the failed session", session_id=run.session_id, error=str(exc))
 
@@ -517,42 +513,7 @@ class SessionRunner:
     def _persist(self, run: _Run, result: SessionResult, records: list[BiasRecord]) -> None:
         keep_text = self.council.store_transcripts
         stored = result if keep_text else scrub_transcripts(result)
-        self.store.finish_session(  # type: ignore[union-attr]
-            run.session_id,
-            status=result.status,
-            result=stored.model_dump(mode="json"),
-            answers=[
-                {
-                    "session_id": run.session_id,
-                    "member": a.member,
-                    "model": a.model,
-                    "text": a.text if keep_text else None,
-                    "length_chars": a.length_chars,
-                    "status": a.status,
-                    "error": a.error,
-                    "latency_ms": a.latency_ms,
-                }
-                for a in result.answers
-            ],
-            reviews=[
-                {
-                    "session_id": run.session_id,
-                    "reviewer": r.reviewer,
-                    "model": r.model,
-                    "display_order": _json(r.display_order),
-                    "labels": _json(r.labels),
-                    "scores": _json(r.scores),
-                    "ranking": _json(r.ranking),
-                    "reasoning": _json(r.reasoning) if keep_text else None,
-                    "valid": int(r.valid),
-                    "attempts": r.attempts,
-                    "error": r.error,
-                }
-                for r in result.reviews
-            ],
-            bias_records=[rec.model_dump(mode="json") for rec in records],
-            calls=_call_rows(run),
-        )
+        self.store.save_session(stored, records, keep_text=keep_text, calls=run.calls)  # type: ignore[union-attr]
         run.persisted = True
 
 
@@ -566,11 +527,3 @@ def scrub_transcripts(result: SessionResult) -> SessionResult:
             "synthesis": result.synthesis.model_copy(update={"text": None}),
         }
     )
-
-
-def _call_rows(run: _Run) -> list[dict[str, Any]]:
-    return [{"session_id": run.session_id, **c.model_dump()} for c in run.calls]
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value)

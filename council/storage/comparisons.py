@@ -20,13 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from council.storage.store import Store
+from council.storage.data import ComparisonData, Outcomes, Pair
 
-Pair = tuple[int, int]
-Outcomes = dict[Pair, float]
+if TYPE_CHECKING:
+    from council.storage.sqlite_store import SQLiteStore as Store
 
 # Models get integer ids inside the query, so the per-session pattern text is digits and
 # separators only, whatever a model string contains.
@@ -67,16 +66,6 @@ GROUP BY model_a, model_b, winner
 """
 
 
-@dataclass
-class ComparisonData:
-    """Every unit's outcomes, grouped: ``sessions``/``judgments`` are ``(units, outcomes)``
-    lists over indices into ``models`` (alphabetical, only models with a comparison)."""
-
-    models: list[str] = field(default_factory=list)
-    sessions: list[tuple[int, Outcomes]] = field(default_factory=list)
-    judgments: list[tuple[int, Outcomes]] = field(default_factory=list)
-
-
 @contextmanager
 def _snapshot(store: Store) -> Iterator[None]:
     """One read transaction, so the queries see the same database (WAL readers never block)."""
@@ -101,7 +90,7 @@ def _grouped(keyed: Iterable[tuple[Iterable[tuple[Pair, float]], int]]) -> list[
     return [(merged[key], dict(key)) for key in sorted(merged)]
 
 
-def comparisons(
+def count_comparisons(
     store: Store,
     *,
     since: str | None = None,
@@ -129,7 +118,13 @@ def comparisons(
         if judgments:
             clause, params = ("", []) if since is None else (" AND created_at >= ?", [since])
             judged_rows = store.db.execute(_JUDGED_PAIRS.format(where=clause), params).fetchall()
+    return assemble_comparisons(local, session_rows, judged_rows)
 
+
+def assemble_comparisons(local: list[str], session_rows: list[Any], judged_rows: list[Any]) -> ComparisonData:
+    """The outcomes from the counting queries' rows (every backend's): ``local``, the models
+    in the order of their ids in the patterns; ``session_rows``, ``(pattern, units)``;
+    ``judged_rows``, ``(model_a, model_b, winner, units)``."""
     # pattern "w,l,n;w,l,n;...": wins n of local model w over local model l in one session
     parsed = [(list(map(int, pattern.replace(";", ",").split(","))), units) for pattern, units in session_rows]
     seen: set[int] = set()

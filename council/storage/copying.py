@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from council.errors import UsageError
-from council.storage.location import StoreLocation
 
 # (table, primary key), parents before children.
 TABLES: list[tuple[str, tuple[str, ...]]] = [
@@ -133,16 +132,6 @@ class _Side:
                 f"coalesce((SELECT max(id) FROM {_quote(table)}), 0) + 1, false)",
                 [table],
             )
-
-
-def open_location(location: StoreLocation) -> Any:
-    if location.kind == "postgresql":
-        from council.storage.postgres import PostgresStore
-
-        return PostgresStore.open(location.url or "")
-    from council.storage.store import Store
-
-    return Store.open(location.path)
 
 
 def copy_store(

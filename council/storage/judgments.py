@@ -12,16 +12,101 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from council.clock import utc_now
 from council.errors import CouncilFailure, UsageError
 from council.redaction import redact, redact_data
-from council.storage.store import Store, insert_rows
+
+if TYPE_CHECKING:
+    from council.storage.sqlite_store import SQLiteStore as Store
+    from council.usage import CallRecord
 
 
 def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def _column_value(value: Any) -> Any:
+    # What sqlite-utils stores for these types (lists and dicts as JSON text).
+    if isinstance(value, dict | list | tuple):
+        return json.dumps(value, default=repr, ensure_ascii=False)
+    return value
+
+
+def insert_rows(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]]) -> None:
+    """Plain INSERTs into an existing table, one statement per set of columns.
+
+    sqlite-utils' ``insert`` re-reads the table's schema on every call (several PRAGMA queries),
+    which made up most of a judged batch item's write; rows written often go through here.
+    """
+    groups: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+    for row in rows:
+        groups.setdefault(tuple(row), []).append(tuple(_column_value(v) for v in row.values()))
+    for columns, values in groups.items():
+        names = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
+        quoted = '"' + table.replace('"', '""') + '"'
+        conn.executemany(f"INSERT INTO {quoted} ({names}) VALUES ({', '.join('?' * len(columns))})", values)
+
+
+def save_judgment(
+    store: Store,
+    kind: str,
+    outcome: Any,
+    calls: Sequence[CallRecord],
+    *,
+    keep_text: bool,
+    batch_id: str | None = None,
+    item: Any = None,
+) -> None:
+    """The rows of a finished comparison or grade (and its batch item), written by :func:`record_run`.
+
+    ``keep_text=False`` (``COUNCIL_STORE_TRANSCRIPTS=0``) stores verdicts, scores and
+    validity but none of the judge's words: no pass output, no reasoning in the result
+    (``outcome.stored_result``)."""
+    is_compare = kind == "compare"
+    flagged = outcome.flagged_for_review if is_compare else bool(outcome.report and outcome.report.flagged_for_review)
+    run = {
+        "id": outcome.run_id,
+        "kind": kind,
+        "status": "ok" if outcome.success else "failed",
+        "error": outcome.error,
+        "judges": [j.model for j in outcome.judges],
+        "winner": outcome.winner if is_compare and outcome.success else None,
+        "unstable": int(outcome.unstable) if is_compare else 0,
+        "flagged": int(flagged),
+        "calls": outcome.calls,
+        "calls_saved": outcome.calls_saved,
+        "prompt_tokens": outcome.usage.prompt_tokens,
+        "completion_tokens": outcome.usage.completion_tokens,
+        "cost_usd": outcome.usage.cost_usd,
+        "elapsed_ms": outcome.elapsed_ms,
+        "result": outcome.stored_result(keep_text=keep_text),
+    }
+    passes = [
+        {
+            "kind": "pairwise" if is_compare else "grade",
+            **p.model_dump(exclude={"pass_number", "output"}),
+            "pass": p.pass_number,
+            "valid": int(p.valid),
+            "output": p.output if keep_text else None,
+        }
+        for p in outcome.passes
+    ]
+    batch_item = None
+    if item is not None:
+        run = {**run, "model_a": item.model_a, "model_b": item.model_b}
+        batch_item = {
+            "batch_id": batch_id,
+            "item_id": item.id,
+            "position": item.line,
+            "mode": item.mode,
+            "status": run["status"],
+            "metadata": None if item.metadata is None else json.dumps(item.metadata, ensure_ascii=False),
+            "label": item.label,
+            "gold_score": item.gold_score,
+        }
+    record_run(store, run, passes, [c.model_dump() for c in calls], batch_item=batch_item)
 
 
 def record_run(

@@ -21,16 +21,19 @@ import re
 import socket
 import threading
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from council.clock import parse_since, utc_now
 from council.errors import CouncilFailure, ConfigError, NotFoundError, PrerequisiteError, UsageError
 from council.redaction import redact, redact_data
-from council.storage import postgres_schema
+from council.storage import judgments, postgres_schema
+from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
+from council.storage.data import BiasQuery, BiasSums, ComparisonData
 from council.storage.location import display_url
 from council.storage.rate_limits import reserve_postgres
+from council.storage.sqlite_store import SQLiteStore
 from council.usage import CallJournal, CallRecord
 
 #: A lease outlives its last heartbeat by this long; heartbeats come every third of it.
@@ -128,6 +131,111 @@ def insert_rows(
         with conn.cursor() as cur:
             cur.executemany(sql, values)
 
+_UNTYPED_TEMP = re.compile(r"CREATE TABLE temp\.(\w+) \((.*)\)\s*(WITHOUT ROWID)?\s*$", re.S)
+_AVG = re.compile(r"\bAVG\(([^()]*)\)")
+# Column types of the shared statements' temporary tables (SQLite leaves them untyped).
+_TEMP_TYPES = {"session_id": "TEXT", "model_id": "TEXT", "reviewer_id": "TEXT", "n": "BIGINT", "fn": "BIGINT"}
+
+
+def _temp_table(match: re.Match[str]) -> str:
+    parts, key = [], ""
+    for item in (p.strip() for p in match.group(2).split(",")):
+        if item.startswith("PRIMARY KEY"):
+            key = item + ", " + ", ".join(x.strip() for x in match.group(2).split("PRIMARY KEY", 1)[1].split(",")[1:])
+            break
+        parts.append(f"{item} {_TEMP_TYPES.get(item, 'DOUBLE PRECISION')}")
+    key = key.rstrip(", ")
+    return f"CREATE TEMP TABLE {match.group(1)} ({', '.join(parts)}{', ' + key if key else ''}) ON COMMIT DROP"
+
+
+def _placeholders(sql: str) -> str:
+    """A statement written for SQLite, as PostgreSQL takes it: ``?`` placeholders as ``%s``,
+    untyped temporary tables typed (dropped with their transaction), ``AVG`` as a float (not
+    numeric), ``INSERT OR IGNORE`` as ``ON CONFLICT DO NOTHING``. council's shared statements
+    hold no ``?`` or ``%`` inside string literals."""
+    sql = sql.replace("%", "%%").replace("?", "%s")
+    sql = _UNTYPED_TEMP.sub(_temp_table, sql.strip())
+    sql = sql.replace(UNSCORED_TABLE, "bias_unscored").replace("temp.", "pg_temp.")
+    sql = _AVG.sub(r"AVG((\1)::float8)", sql)
+    if sql.startswith("INSERT OR IGNORE INTO"):
+        sql = "INSERT INTO" + sql[len("INSERT OR IGNORE INTO") :] + " ON CONFLICT DO NOTHING"
+    return sql
+
+
+class _Connection:
+    """A psycopg connection seen through the sqlite3 calls the shared statement modules make
+    (``execute``, ``executemany`` with ``?`` placeholders), so council.storage.judgments
+    writes and reads both backends with one set of statements. A unique violation is raised
+    as ``sqlite3.IntegrityError``, the error those modules handle."""
+
+    def __init__(self, conn: Any) -> None:
+        self.raw = conn
+
+    @property
+    def in_transaction(self) -> bool:
+        from psycopg.pq import TransactionStatus
+
+        return self.raw.info.transaction_status != TransactionStatus.IDLE
+
+    def execute(self, sql: str, params: Sequence[Any] = (), *, dicts: bool = False) -> Any:
+        return self._run(lambda cur: cur.execute(_placeholders(sql), [_value(v) for v in params]), dicts)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
+        return self._run(lambda cur: cur.executemany(_placeholders(sql), [[_value(v) for v in r] for r in rows]))
+
+    def _run(self, action: Any, dicts: bool = False) -> Any:
+        import sqlite3
+
+        from psycopg.rows import dict_row, tuple_row
+
+        psycopg = _psycopg()
+        cur = self.raw.cursor(row_factory=dict_row if dicts else tuple_row)
+        try:
+            action(cur)
+        except psycopg.errors.UniqueViolation as exc:
+            raise sqlite3.IntegrityError(str(exc)) from None
+        return cur
+
+
+class _Table:
+    def __init__(self, conn: _Connection, name: str) -> None:
+        self.conn, self.name = conn, name
+
+    def insert(self, row: dict[str, Any]) -> None:
+        insert_rows(self.conn.raw, self.name, [row])
+
+
+class _Database:
+    """The part of sqlite-utils' ``Database`` the shared statement modules use."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = _Connection(conn)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self.conn.execute(sql, params)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        return self.conn.execute(sql, params, dicts=True).fetchall()
+
+    def __getitem__(self, table: str) -> _Table:
+        return _Table(self.conn, table)
+
+
+class _PooledDatabase:
+    """Reads outside a transaction, each on a connection from the pool."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self.store = store
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        with self.store.pool.connection() as conn:
+            return _Database(conn).query(sql, params)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        with self.store.pool.connection() as conn:
+            cur = _Database(conn).execute(sql, params)
+            return cur.fetchall() if cur.description else []
+
 
 class _Lease:
     """This process's lease row, renewed by a daemon thread until the process ends."""
@@ -179,6 +287,8 @@ class PostgresStore:
         self.pool = pool
         self._lease: _Lease | None = None
         self._lease_lock = threading.Lock()
+        self._local = threading.local()
+        self._unscored = False  # records without a score are only ever loaded into SQLite
 
     # -- opening -------------------------------------------------------------
     @classmethod
@@ -214,11 +324,35 @@ class PostgresStore:
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
-        """One connection in one transaction (committed at the end, rolled back on error)."""
+        """One connection in one transaction (committed at the end, rolled back on error);
+        nested calls in the same thread join it."""
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            yield current
+            return
         with self.pool.connection() as conn, conn.transaction():
-            yield conn
+            self._local.conn = conn
+            try:
+                yield conn
+            finally:
+                self._local.conn = None
+
+    @contextmanager
+    def immediate(self) -> Iterator[_Database]:
+        """A write transaction, seen as the SQLite store's (council.storage.judgments uses it)."""
+        with self.transaction() as conn:
+            yield _Database(conn)
+
+    @property
+    def db(self) -> Any:
+        """Reads for the shared statement modules: the current transaction's, else a pooled one's."""
+        current = getattr(self._local, "conn", None)
+        return _Database(current) if current is not None else _PooledDatabase(self)
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            return current.execute(sql, list(params)).fetchall()
         with self.pool.connection() as conn:
             return conn.execute(sql, list(params)).fetchall()
 
@@ -279,10 +413,11 @@ class PostgresStore:
         return _Journal(self, session_id)
 
     def write_calls(self, rows: Sequence[dict[str, Any]], conn: Any | None = None) -> None:
-        """Insert call-log rows, or complete the rows already written for them (by ``call_id``)."""
+        """Insert call-log rows, or complete the rows already written for them (by ``call_id``),
+        in the caller's transaction if there is one."""
         if conn is None:
-            with self.transaction() as own:
-                self.write_calls(rows, own)
+            with self.transaction() as current:
+                self.write_calls(rows, current)
             return
         for row in rows:
             row = {**row, "error": redact(row["error"]) if row.get("error") else row.get("error")}
@@ -295,12 +430,39 @@ class PostgresStore:
             )
 
     # -- sessions ------------------------------------------------------------
-    def begin_session(self, row: dict[str, Any]) -> None:
-        row = {"status": "running", "created_at": utc_now(), **self._owner(), **row}
+    def begin_session(
+        self,
+        session_id: str,
+        *,
+        council: str,
+        question: str | None = None,
+        query_hash: str | None = None,
+        seed: int | None = None,
+        offline: bool = False,
+        members: Sequence[str] = (),
+        created_at: str | None = None,
+        kind: str = "council",
+    ) -> None:
+        row = {
+            "id": session_id,
+            "kind": kind,
+            "council": council,
+            "question": question,
+            "query_hash": query_hash,
+            "seed": seed,
+            "offline": int(offline),
+            "members": json.dumps(list(members)),
+            "created_at": created_at or utc_now(),
+        }
         with self.transaction() as conn:
-            insert_rows(conn, "sessions", [row])
+            insert_rows(conn, "sessions", [{"status": "running", **self._owner(), **row}])
 
-    def finish_session(
+    # The rows of a session are shaped once, by the SQLite store's methods, which then call
+    # this backend's _finish_session.
+    save_session = SQLiteStore.save_session
+    fail_session = SQLiteStore.fail_session
+
+    def _finish_session(
         self,
         session_id: str,
         *,
@@ -393,6 +555,92 @@ class PostgresStore:
 
     def count(self, table: str) -> int:
         return int(self._query(f"SELECT count(*) AS n FROM {_quote(table)}")[0]["n"])
+
+    def load_bias_records(
+        self, scored: Iterable[Mapping[str, Any]], unscored: Sequence[Mapping[str, Any]] = ()
+    ) -> None:
+        """Records read from files (council normally loads them into ``memory_store``): the
+        scored ones into ``bias_records``, the unscored ones into ``bias_unscored``."""
+        with self.transaction() as conn:
+            insert_rows(conn, "bias_records", [dict(r) for r in scored])
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS bias_unscored (id BIGINT PRIMARY KEY, session_id TEXT, "
+                'reviewer_id TEXT, position BIGINT, "timestamp" TEXT, council TEXT)'
+            )
+            columns = ("id", "session_id", "reviewer_id", "position", "timestamp", "council")
+            insert_rows(conn, "bias_unscored", [{c: r[c] for c in columns} for r in unscored])
+        self._unscored = self._unscored or bool(unscored)
+
+    def bias_record_rows(self, fields: Sequence[str], *, since: str | None = None) -> Iterator[tuple[Any, ...]]:
+        from psycopg.rows import tuple_row
+
+        names = ", ".join(_quote(_column(f)) for f in fields)
+        sql = f"SELECT {names} FROM bias_records"
+        params: list[Any] = []
+        if since:
+            sql += ' WHERE "timestamp" >= %s'
+            params.append(since)
+        with self.pool.connection() as conn:
+            cur = conn.cursor(row_factory=tuple_row)
+            yield from cur.execute(sql + " ORDER BY id", params)
+
+    def bias_sums(self, query: BiasQuery) -> BiasSums:
+        """The shared statements (council.storage.bias_sums): PostgreSQL aggregates, in one
+        REPEATABLE READ snapshot; their temporary tables go with the transaction."""
+        with self.transaction() as conn:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            return sum_bias_records(self, query)  # type: ignore[arg-type]
+
+    # -- judgments and batches: the shared statements (council.storage.judgments) --------
+    save_judgment = judgments.save_judgment
+    judgment_run = judgments.get_run
+    judgment_passes = judgments.run_passes
+    open_batch = judgments.open_batch
+    batch_item_status = judgments.batch_item_status
+    batch_rows = judgments.batch_rows
+
+    def position_audit(self, *, judge_model: str | None = None) -> list[dict[str, Any]]:
+        """As the SQLite store's (council.storage.judgments.position_audit), with PostgreSQL's
+        booleans counted as integers."""
+        sql = """
+            SELECT p1.judge_model AS judge_model,
+                   COUNT(*) AS pairs,
+                   SUM((p1.winner = p2.winner)::int) AS consistent,
+                   SUM((p1.winner_as_seen = 'A')::int) + SUM((p2.winner_as_seen = 'A')::int) AS first_shown_wins,
+                   SUM((p1.winner_as_seen <> 'TIE')::int) + SUM((p2.winner_as_seen <> 'TIE')::int) AS decisive_passes
+            FROM judgments p1
+            JOIN judgments p2
+              ON p2.run_id = p1.run_id AND p2.judge = p1.judge AND p2.vote = p1.vote AND p2.pass = 2
+            WHERE p1.kind = 'pairwise' AND p1.pass = 1 AND p1.valid <> 0 AND p2.valid <> 0
+        """
+        params: list[Any] = []
+        if judge_model is not None:
+            sql += " AND p1.judge_model = %s"
+            params.append(judge_model)
+        rows = self._query(sql + " GROUP BY p1.judge_model ORDER BY p1.judge_model", params)
+        for row in rows:
+            row["consistency_rate"] = row["consistent"] / row["pairs"]
+            decisive = row["decisive_passes"]
+            row["first_shown_win_rate"] = row["first_shown_wins"] / decisive if decisive else None
+        return rows
+
+    def comparisons(
+        self,
+        *,
+        since: str | None = None,
+        council: str | None = None,
+        sessions: bool = True,
+        judgments: bool = True,
+    ) -> ComparisonData:
+        from council.storage.postgres_comparisons import count_comparisons
+
+        return count_comparisons(self, since=since, council=council, sessions=sessions, judgments=judgments)
+
+
+def _column(name: str) -> str:
+    if not name.isidentifier():
+        raise ValueError(f"not a column name: {name!r}")
+    return name
 
 
 def _redacted(rows: Sequence[dict[str, Any]], *fields: str) -> list[dict[str, Any]]:

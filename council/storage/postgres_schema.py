@@ -55,6 +55,9 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             """CREATE INDEX idx_bias_records_review
                ON bias_records (session_id, reviewer_id, score_value, position)""",
             "CREATE INDEX idx_bias_records_scale ON bias_records (scale_min, scale_max)",
+            # SQLite's TOTAL(): a float sum that is 0.0, not NULL, over no rows (the bias
+            # report's shared statements use it).
+            "CREATE AGGREGATE total(double precision) (sfunc = float8pl, stype = float8, initcond = '0')",
         ],
     ),
     (

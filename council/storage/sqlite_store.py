@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,9 @@ from council.clock import parse_since, utc_now
 from council.errors import NotFoundError, UsageError
 from council.home import ensure_home
 from council.redaction import redact, redact_data
+from council.storage import judgments
+from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
+from council.storage.comparisons import count_comparisons
 from council.storage.migrations import migrations
 from council.storage.ownership import batch_lock, dead_owners, lock_dir, process_lease
 from council.storage.rate_limits import reserve_sqlite
@@ -89,53 +92,22 @@ def _private_database(path: Path) -> None:
             pass
 
 
-def _column_value(value: Any) -> Any:
-    # What sqlite-utils stores for these types (lists and dicts as JSON text).
-    if isinstance(value, dict | list | tuple):
-        return json.dumps(value, default=repr, ensure_ascii=False)
-    return value
-
-
-def insert_rows(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, Any]]) -> None:
-    """Plain INSERTs into an existing table, one statement per set of columns.
-
-    sqlite-utils' ``insert`` re-reads the table's schema on every call (several PRAGMA queries),
-    which made up most of a judged batch item's write; rows written often go through here.
-    """
-    groups: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
-    for row in rows:
-        groups.setdefault(tuple(row), []).append(tuple(_column_value(v) for v in row.values()))
-    for columns, values in groups.items():
-        names = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
-        quoted = '"' + table.replace('"', '""') + '"'
-        conn.executemany(f"INSERT INTO {quoted} ({names}) VALUES ({', '.join('?' * len(columns))})", values)
-
-
-class Store:
-    """All reads and writes of council.db go through here."""
+class SQLiteStore:
+    """The SQLite backend of :class:`council.storage.protocol.Store` (council.db)."""
 
     def __init__(self, db: Database, path: Path | None = None) -> None:
         self.db = db
         self.path = path
         self._locks = lock_dir(path) if path is not None else None
+        self._unscored = False  # records without a score were loaded (a store made from files)
 
     # -- opening -------------------------------------------------------------
     @classmethod
-    def open(cls, path: Path | str | None = None) -> Store:
+    def open(cls, path: Path | str | None = None) -> SQLiteStore:
         """Open (creating and migrating if needed) ``path`` or ``$COUNCIL_HOME/council.db``.
 
         Sessions and calls left ``running`` by a process that has ended are marked
-        ``interrupted`` here, so every command that opens the database recovers them.
-        Without ``path``, ``COUNCIL_DATABASE_URL`` may name another file or a PostgreSQL store."""
-        if path is None:
-            from council.storage.location import configured
-
-            location = configured()
-            if location.kind == "postgresql":
-                from council.storage.postgres import PostgresStore
-
-                return PostgresStore.open(location.url)  # type: ignore[arg-type, return-value]
-            path = location.path
+        ``interrupted`` here, so every command that opens the database recovers them."""
         path = Path(path) if path is not None else ensure_home() / "council.db"
         _private_database(path)
         db = Database(_connect(path))
@@ -146,7 +118,7 @@ class Store:
         return store
 
     @classmethod
-    def memory(cls) -> Store:
+    def memory(cls) -> SQLiteStore:
         store = cls(Database(memory=True))
         store.migrate()
         return store
@@ -254,12 +226,79 @@ class Store:
             )
 
     # -- sessions ------------------------------------------------------------
-    def begin_session(self, row: dict[str, Any]) -> None:
-        row = {"status": "running", "created_at": utc_now(), **self._owner(), **row}
+    def begin_session(
+        self,
+        session_id: str,
+        *,
+        council: str,
+        question: str | None = None,
+        query_hash: str | None = None,
+        seed: int | None = None,
+        offline: bool = False,
+        members: Sequence[str] = (),
+        created_at: str | None = None,
+        kind: str = "council",
+    ) -> None:
+        row = {
+            "id": session_id,
+            "kind": kind,
+            "council": council,
+            "question": question,
+            "query_hash": query_hash,
+            "seed": seed,
+            "offline": int(offline),
+            "members": json.dumps(list(members)),
+            "created_at": created_at or utc_now(),
+        }
+        row = {"status": "running", **self._owner(), **row}
         with self.immediate():
             self.db["sessions"].insert(row)
 
-    def finish_session(
+    def save_session(
+        self, result: Any, records: Sequence[Any], *, keep_text: bool, calls: Sequence[CallRecord]
+    ) -> None:
+        session_id = result.session_id
+        self._finish_session(
+            session_id,
+            status=result.status,
+            result=result.model_dump(mode="json"),
+            answers=[
+                {
+                    "session_id": session_id,
+                    "member": a.member,
+                    "model": a.model,
+                    "text": a.text if keep_text else None,
+                    "length_chars": a.length_chars,
+                    "status": a.status,
+                    "error": a.error,
+                    "latency_ms": a.latency_ms,
+                }
+                for a in result.answers
+            ],
+            reviews=[
+                {
+                    "session_id": session_id,
+                    "reviewer": r.reviewer,
+                    "model": r.model,
+                    "display_order": json.dumps(r.display_order),
+                    "labels": json.dumps(r.labels),
+                    "scores": json.dumps(r.scores),
+                    "ranking": json.dumps(r.ranking),
+                    "reasoning": json.dumps(r.reasoning) if keep_text else None,
+                    "valid": int(r.valid),
+                    "attempts": r.attempts,
+                    "error": r.error,
+                }
+                for r in result.reviews
+            ],
+            bias_records=[rec.model_dump(mode="json") for rec in records],
+            calls=_call_rows(session_id, calls),
+        )
+
+    def fail_session(self, session_id: str, *, status: str, error: str, calls: Sequence[CallRecord]) -> None:
+        self._finish_session(session_id, status=status, result=None, error=error, calls=_call_rows(session_id, calls))
+
+    def _finish_session(
         self,
         session_id: str,
         *,
@@ -355,8 +394,53 @@ class Store:
             self.db["bias_records"].insert_all(records, batch_size=batch_size)
             return self.db["bias_records"].count - before
 
+    def load_bias_records(
+        self, scored: Iterable[Mapping[str, Any]], unscored: Sequence[Mapping[str, Any]] = ()
+    ) -> None:
+        with self.db.conn:
+            self.db["bias_records"].insert_all(scored, batch_size=10_000)
+        self.db.execute(
+            f"CREATE TABLE IF NOT EXISTS {UNSCORED_TABLE} "
+            "(id INTEGER PRIMARY KEY, session_id, reviewer_id, position, timestamp, council)"
+        )
+        columns = ("id", "session_id", "reviewer_id", "position", "timestamp", "council")
+        self.db.conn.executemany(
+            f"INSERT INTO {UNSCORED_TABLE} VALUES (?, ?, ?, ?, ?, ?)", [tuple(r[c] for c in columns) for r in unscored]
+        )
+        self._unscored = True
+
+    def bias_record_rows(self, fields: Sequence[str], *, since: str | None = None) -> Iterator[tuple[Any, ...]]:
+        sql = f"SELECT {', '.join(_column(f) for f in fields)} FROM bias_records"
+        params: list[Any] = []
+        if since:
+            sql += " WHERE timestamp >= ?"
+            params.append(since)
+        yield from self.db.execute(sql + " ORDER BY id", params)
+
     def count(self, table: str) -> int:
         return self.db[table].count
+
+    # -- judgments, batches, the leaderboard ------------------------------------------
+    # Written as functions of the store in their own modules; bound here as its methods.
+    save_judgment = judgments.save_judgment
+    judgment_run = judgments.get_run
+    judgment_passes = judgments.run_passes
+    position_audit = judgments.position_audit
+    open_batch = judgments.open_batch
+    batch_item_status = judgments.batch_item_status
+    batch_rows = judgments.batch_rows
+    comparisons = count_comparisons
+    bias_sums = sum_bias_records
+
+
+def _column(name: str) -> str:
+    if not name.isidentifier():
+        raise ValueError(f"not a column name: {name!r}")
+    return name
+
+
+def _call_rows(session_id: str, calls: Sequence[CallRecord]) -> list[dict[str, Any]]:
+    return [{"session_id": session_id, **c.model_dump()} for c in calls]
 
 
 def _redacted(rows: Sequence[dict[str, Any]], *fields: str) -> list[dict[str, Any]]:
@@ -366,7 +450,7 @@ def _redacted(rows: Sequence[dict[str, Any]], *fields: str) -> list[dict[str, An
 class _Journal:
     """A run's attempts, written as they start (``ok`` NULL: in flight) and as they finish."""
 
-    def __init__(self, store: Store, session_id: str) -> None:
+    def __init__(self, store: SQLiteStore, session_id: str) -> None:
         self.store = store
         self.session_id = session_id
 

@@ -1,0 +1,155 @@
+"""What a storage backend provides: the named operations the rest of council uses.
+
+Nothing outside council/storage writes SQL, holds a connection or shapes a row: it
+calls these. A backend (SQLite today: :class:`council.storage.sqlite_store.SQLiteStore`)
+implements every operation and passes tests/test_storage_contract.py.
+
+Arguments typed ``Any`` are council's own result objects (a session result, a judging
+outcome, a batch item), read by attribute: storage sits below the packages that define
+them, so it names them only for type checkers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from council.storage.data import BiasQuery, BiasSums, ComparisonData
+
+if TYPE_CHECKING:
+    from council.usage import CallJournal, CallRecord
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Every read and write of council's data (sessions, bias records, judgments, batches)."""
+
+    # -- lifecycle and ownership ------------------------------------------------
+    def close(self) -> None:
+        """Release the connection; the store is unusable afterwards."""
+
+    def recover_interrupted(self) -> list[str]:
+        """Mark sessions and calls whose owning process has ended ``interrupted``; their ids."""
+
+    def batch_lock(self, batch_id: str) -> AbstractContextManager[None]:
+        """Run the batch as its only runner: another process running it is a ``UsageError``."""
+
+    def journal(self, session_id: str) -> CallJournal:
+        """Writes a run's attempts as they start and finish (the call log of ``session_id``)."""
+
+    # -- sessions ---------------------------------------------------------------
+    def begin_session(
+        self,
+        session_id: str,
+        *,
+        council: str,
+        question: str | None = None,
+        query_hash: str | None = None,
+        seed: int | None = None,
+        offline: bool = False,
+        members: Sequence[str] = (),
+        created_at: str | None = None,
+        kind: str = "council",
+    ) -> None:
+        """Record a session as ``running`` (its own short transaction; ``created_at``: now)."""
+
+    def save_session(
+        self, result: Any, records: Sequence[Any], *, keep_text: bool, calls: Sequence[CallRecord]
+    ) -> None:
+        """Finish a session: its answers, reviews, bias records (``BiasRecord``), call log and
+        final status from ``result`` (a ``SessionResult``, already scrubbed when ``keep_text``
+        is off), all in one transaction. Error texts are redacted."""
+
+    def fail_session(
+        self, session_id: str, *, status: str, error: str, calls: Sequence[CallRecord]
+    ) -> None:
+        """Finish a session that produced no result (failed, interrupted) with its call log."""
+
+    def list_sessions(
+        self, *, limit: int = 20, since: str | None = None, council: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The newest sessions first: id, created_at, finished_at, status, kind, council,
+        question, members, error. ``since`` as ``clock.parse_since`` reads it."""
+
+    def get_session(self, session_id: str) -> dict[str, Any]:
+        """A session row with its ``answers`` and ``reviews``, by id or a unique prefix of at
+        least ``MIN_ID_PREFIX`` characters; ``NotFoundError`` otherwise."""
+
+    def session_calls(self, session_id: str) -> list[dict[str, Any]]:
+        """The call log of one session (or judging run), every attempt, in order."""
+
+    def iter_sessions(self, *, since: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every session row, oldest first (exports)."""
+
+    def has_query_hashes(self) -> bool:
+        """Whether any session on record carries a query hash."""
+
+    def count(self, table: str) -> int:
+        """Rows of one of council's tables (sessions, answers, reviews, bias_records, calls, ...)."""
+
+    # -- bias records -------------------------------------------------------------
+    def insert_bias_records(self, records: Iterable[Mapping[str, Any]], *, batch_size: int = 10_000) -> int:
+        """Bulk insert bias record rows (``BiasRecord.row()``) in one transaction; how many."""
+
+    def load_bias_records(
+        self, scored: Iterable[Mapping[str, Any]], unscored: Sequence[Mapping[str, Any]] = ()
+    ) -> None:
+        """Fill a temporary store from records files: ``scored`` rows carry an ``id``;
+        ``unscored`` rows (id < 0, session_id, reviewer_id, position, timestamp, council)
+        hold a position without a score and enter only the review checks. May be called
+        several times (each call adds)."""
+
+    def bias_record_rows(self, fields: Sequence[str], *, since: str | None = None) -> Iterator[tuple[Any, ...]]:
+        """Every bias record as a tuple of ``fields``, in insertion order (exports); ``since``:
+        stored-form UTC time (``clock.parse_since``)."""
+
+    def bias_sums(self, query: BiasQuery) -> BiasSums:
+        """Every sum the bias report needs, read in one snapshot (see :class:`BiasSums`)."""
+
+    # -- judgments and batches ----------------------------------------------------
+    def save_judgment(
+        self,
+        kind: str,
+        outcome: Any,
+        calls: Sequence[CallRecord],
+        *,
+        keep_text: bool,
+        batch_id: str | None = None,
+        item: Any = None,
+    ) -> None:
+        """Write a finished comparison or grade (``outcome``), its passes and call log, and
+        inside a batch its item (``item``: a ``BatchItem``) in one transaction. A failed item
+        is replaced (a resumed batch); a finished one raises ``CouncilFailure``."""
+
+    def judgment_run(self, run_id: str) -> dict[str, Any] | None:
+        """A judging run's row (``result`` decoded), or None."""
+
+    def judgment_passes(self, run_id: str) -> list[dict[str, Any]]:
+        """The passes of one run, in order (``output`` decoded)."""
+
+    def position_audit(self, *, judge_model: str | None = None) -> list[dict[str, Any]]:
+        """Per judge model: swapped pass pairs, how often they agree, how often the first shown won."""
+
+    def open_batch(
+        self, batch_id: str, *, source: str, content_sha256: str, settings: Mapping[str, Any], items: int
+    ) -> bool:
+        """Register a batch, or check that it was started from the same file and settings
+        (``UsageError`` if not). True when it already existed."""
+
+    def batch_item_status(self, batch_id: str) -> dict[str, str]:
+        """``item_id -> status`` of the items recorded so far."""
+
+    def batch_rows(self, batch_id: str) -> list[dict[str, Any]]:
+        """Every recorded item with its run, in batch-file order (labelled pairs carry ``passes``)."""
+
+    # -- leaderboard ---------------------------------------------------------------
+    def comparisons(
+        self,
+        *,
+        since: str | None = None,
+        council: str | None = None,
+        sessions: bool = True,
+        judgments: bool = True,
+    ) -> ComparisonData:
+        """The pairwise outcomes between models on record (council ballots and judged pairs)."""

@@ -1,0 +1,212 @@
+"""Every operation of the Store protocol, against every backend the run has.
+
+``store_backend`` (tests/conftest.py) gives a fresh store per backend registered in
+tests/storage_backends.py. These tests use only the protocol: a new backend passes them
+without any code outside council/storage changing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from council import Council
+from council.bias.records import BiasRecord
+from council.config import ConfigFile, resolve_model
+from council.errors import CouncilFailure, NotFoundError, UsageError
+from council.judging.batch import BatchSettings, content_digest, parse_batch, run_batch
+from council.judging.engine import compare, grade
+from council.providers.client import ModelClient
+from council.providers.fake import FakeAPI
+from council.storage import BiasQuery, Store
+from council.usage import CallRecord
+
+MEMBERS = ["fake/alpha", "fake/beta", "fake/gamma", "fake/delta"]
+
+
+def judge(model: str = "fake/j", **fake: object) -> ModelClient:
+    return ModelClient(resolve_model(model, ConfigFile(), {}, "test"), FakeAPI(model, **fake))  # type: ignore[arg-type]
+
+
+def record(session: str, reviewer: str, model: str, position: int, score: float, **extra: object) -> dict:
+    return BiasRecord(
+        session_id=session, reviewer_id=reviewer, model_id=model, position=position,
+        response_length_chars=100 + 10 * position, response_length_words=20 + 2 * position,
+        score_value=score, scale_min=1, scale_max=10,
+        timestamp="2026-01-01T00:00:00Z", **extra,
+    ).row()  # fmt: skip
+
+
+def call(call_id: str, ok: bool = True) -> CallRecord:
+    return CallRecord(call_id=call_id, stage="answer", member="m", model="fake/alpha",
+                      started_at="2026-01-01T00:00:00Z", latency_ms=1.0, attempt=1, ok=ok)  # fmt: skip
+
+
+def test_the_backend_implements_the_protocol(store_backend):
+    assert isinstance(store_backend, Store)
+    missing = [name for name in dir(Store) if not name.startswith("_") and not callable(getattr(store_backend, name))]
+    assert missing == []
+
+
+async def test_a_council_session_is_saved_whole_and_read_back(store_backend):
+    council = Council.from_config({"councils": {"default": {"members": MEMBERS, "chairman": MEMBERS[0]}}},
+                                  store=store_backend)  # fmt: skip
+    result = await council.run("Why is the sky blue?", seed=3)
+    await council.aclose()  # a store passed in stays open: its opener closes it
+    assert result.status == "complete"
+    row = store_backend.get_session(result.session_id)
+    assert row["status"] == "complete" and row["council"] == "default" and row["question"] == "Why is the sky blue?"
+    assert json.loads(row["members"]) == MEMBERS and json.loads(row["result"])["session_id"] == result.session_id
+    assert sorted(a["member"] for a in row["answers"]) == sorted(MEMBERS)
+    assert {a["text"] for a in row["answers"]} == {a.text for a in result.answers}
+    assert sorted(r["reviewer"] for r in row["reviews"]) == sorted(r.reviewer for r in result.reviews)
+    assert all(json.loads(r["ranking"]) for r in row["reviews"])
+    assert store_backend.get_session(result.session_id[:8])["id"] == result.session_id  # a unique prefix
+    calls = store_backend.session_calls(result.session_id)
+    assert len(calls) == result.usage.calls > 0 and all(c["ok"] == 1 for c in calls)
+    assert store_backend.count("bias_records") == sum(len(r.scores) for r in result.reviews if r.valid) > 0
+    assert store_backend.count("sessions") == 1
+    [listed] = store_backend.list_sessions(council="default")
+    assert listed["id"] == result.session_id and "result" not in listed
+    assert store_backend.list_sessions(council="other") == []
+    assert [s["id"] for s in store_backend.iter_sessions()] == [result.session_id]
+    assert store_backend.has_query_hashes() is False  # hashing is off by default
+
+    # The comparisons the ballots imply: one unit (this session), over the four models.
+    data = store_backend.comparisons(judgments=False)
+    assert data.models == sorted(MEMBERS) and len(data.sessions) == 1 and data.judgments == []
+    [(units, outcomes)] = data.sessions
+    assert units == 1 and sum(outcomes.values()) > 0
+
+
+def test_sessions_begin_fail_and_are_found_by_id_or_prefix_only(store_backend):
+    store_backend.begin_session("aaaaaaaa-1", council="c1", question="q?", query_hash="h" * 64, seed=1, offline=True,
+                                members=["m1"], created_at="2026-01-01T00:00:00.000000+00:00")  # fmt: skip
+    store_backend.begin_session("aaaaaaab-2", council="c2", created_at="2026-02-01T00:00:00.000000+00:00")
+    assert store_backend.get_session("aaaaaaaa-1")["status"] == "running"
+    store_backend.fail_session("aaaaaaaa-1", status="failed", error="boom", calls=[call("c-1", ok=False)])
+    row = store_backend.get_session("aaaaaaaa")
+    assert (row["status"], row["error"], row["result"]) == ("failed", "boom", None) and row["finished_at"]
+    assert [c["call_id"] for c in store_backend.session_calls("aaaaaaaa-1")] == ["c-1"]
+    assert store_backend.has_query_hashes() is True
+    with pytest.raises(NotFoundError):
+        store_backend.get_session("aaaaaaa")  # too short, and matches both
+    with pytest.raises(NotFoundError):
+        store_backend.get_session("aaaaaaa%")  # a prefix is text, never a pattern
+    assert [s["id"] for s in store_backend.list_sessions()] == ["aaaaaaab-2", "aaaaaaaa-1"]  # newest first
+    assert [s["id"] for s in store_backend.list_sessions(limit=1)] == ["aaaaaaab-2"]
+    assert [s["id"] for s in store_backend.list_sessions(since="2026-01-15")] == ["aaaaaaab-2"]
+    assert [s["id"] for s in store_backend.iter_sessions(since="2026-01-15")] == ["aaaaaaab-2"]
+
+
+def test_the_call_journal_writes_calls_as_they_start_and_finish(store_backend):
+    journal = store_backend.journal("run-1")
+    journal.call_started(call("c-9"))
+    [started] = store_backend.session_calls("run-1")
+    assert started["ok"] is None and started["latency_ms"] is None
+    journal.call_finished(call("c-9"))
+    [finished] = store_backend.session_calls("run-1")
+    assert finished["ok"] == 1 and finished["latency_ms"] == 1.0
+    assert store_backend.recover_interrupted() == []  # this process is alive: nothing to recover
+
+
+def test_bias_records_are_inserted_exported_and_summed(store_backend):
+    rows = [record(f"s{s}", f"r{r}", f"m{m}", (m + r) % 3, 1 + (s + 2 * m + r) % 10) for s in range(4)
+            for r in range(3) for m in range(3)]  # fmt: skip
+    assert store_backend.insert_bias_records(rows) == len(rows) == store_backend.count("bias_records")
+    fields = ("session_id", "reviewer_id", "score_value")
+    exported = list(store_backend.bias_record_rows(fields))
+    assert exported == [tuple(r[f] for f in fields) for r in rows]  # insertion order
+    assert list(store_backend.bias_record_rows(fields, since="2027-01-01T00:00:00.000000+00:00")) == []
+
+    sums = store_backend.bias_sums(BiasQuery())
+    assert not sums.bad and not sums.normalized and sums.scales == [(1, 10)]
+    for reviewer in ("r0", "r1", "r2"):
+        scores = [r["score_value"] for r in rows if r["reviewer_id"] == reviewer]
+        n, total, total_sq = sums.reviewers[reviewer]
+        assert (n, total) == (len(scores), sum(scores)) and math.isclose(total_sq, sum(x * x for x in scores))
+    assert sorted(sums.positions) == [0, 1, 2] and sum(g[0] for g in sums.positions.values()) == len(rows)
+    assert sums.orderings == 12 and len(sums.sessions) == 4  # 4 sessions × 3 reviewers; 4 sessions
+    assert all(answered == 3 and records == 9 for answered, records, *_ in sums.sessions)
+    assert sums.points == [] and store_backend.bias_sums(BiasQuery(max_points=5)).points != []
+    only = store_backend.bias_sums(BiasQuery(reviewers=("r1",)))
+    assert only.reviewers == sums.reviewers  # the calibration baseline keeps every reviewer
+    assert sum(g[0] for g in only.positions.values()) == len(rows) // 3
+    assert store_backend.bias_sums(BiasQuery(council="nowhere")).reviewers == {}
+
+
+def test_bad_reviews_are_found_and_left_out_only_when_asked(store_backend):
+    good = [record("s1", "r1", f"m{i}", i, 5 + i) for i in range(3)]
+    clash = [record("s2", "r1", f"m{i}", 0, 5) for i in range(2)]  # two answers at one position
+    store_backend.insert_bias_records(good + clash)
+    stopped = store_backend.bias_sums(BiasQuery())
+    assert stopped.bad.reviews == [("s2", "r1")] and stopped.reviewers == {}  # the report stops there
+    assert sorted(p for p, _ in stopped.bad.review_positions[("s2", "r1")]) == [0, 0]
+    skipped = store_backend.bias_sums(BiasQuery(skip_bad=True))
+    assert skipped.skipped_records == 2 and skipped.reviewers["r1"][0] == 3 and skipped.orderings == 1
+
+
+def test_a_temporary_store_loads_records_with_and_without_scores(store_backend):
+    scored = [{"id": i + 1, **record("s1", "r1", f"m{i}", i, 4 + i)} for i in range(2)]
+    unscored = [{"id": -1, "session_id": "s1", "reviewer_id": "r1", "position": 2,
+                 "timestamp": "2026-01-01T00:00:00.000000+00:00", "council": None}]  # fmt: skip
+    store_backend.load_bias_records(scored, [])
+    store_backend.load_bias_records((), unscored)
+    sums = store_backend.bias_sums(BiasQuery())
+    assert sums.unscored == 1 and sums.reviewers["r1"][0] == 2
+    assert sums.orderings == 1 and sums.left_out == 1  # the unscored answer holds position 2: no top test
+
+
+async def test_judgments_are_saved_with_passes_and_calls_and_audited(store_backend):
+    outcome = await compare("Which is better?", "A long, careful answer.", "B.", judges=[judge()], store=store_backend)
+    run = store_backend.judgment_run(outcome.run_id)
+    assert run is not None and run["kind"] == "compare" and run["status"] == "ok" and run["winner"] == outcome.winner
+    assert run["result"]["run_id"] == outcome.run_id
+    passes = store_backend.judgment_passes(outcome.run_id)
+    assert [p["pass"] for p in passes] == [p.pass_number for p in outcome.passes] and passes[0]["output"] is not None
+    assert len(store_backend.session_calls(outcome.run_id)) == outcome.calls
+    [audit] = store_backend.position_audit()
+    assert audit["judge_model"] == "fake/j" and audit["pairs"] >= 1 and 0 <= audit["consistency_rate"] <= 1
+    assert store_backend.position_audit(judge_model="fake/other") == []
+    assert store_backend.judgment_run("no-such-run") is None and store_backend.judgment_passes("no-such-run") == []
+
+    private = await grade("Capital?", "Paris", judges=[judge()], store=store_backend, keep_text=False)
+    stored = store_backend.judgment_run(private.run_id)
+    assert stored["kind"] == "grade" and all(p["output"] is None for p in store_backend.judgment_passes(private.run_id))
+
+
+async def test_a_batch_is_opened_recorded_once_and_read_in_file_order(store_backend, tmp_path):
+    lines = [{"id": f"i{i}", "prompt": f"Q{i}?", "a": f"A {i}, in detail.", "b": f"B{i}.", "model_a": "fake/x",
+              "model_b": "fake/y", "label": "A"} for i in range(3)]  # fmt: skip
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    items = parse_batch(text, "b.jsonl")
+    settings = BatchSettings(judges=["fake/j"])
+    common = {"settings": settings, "batch_id": "b1", "source": "b.jsonl", "content_sha256": content_digest(text)}
+    summary = await run_batch(items, judges=[judge()], store=store_backend, **common)
+    assert summary.finished == 3
+    assert store_backend.batch_item_status("b1") == {"i0": "ok", "i1": "ok", "i2": "ok"}
+    rows = store_backend.batch_rows("b1")
+    assert [r["item_id"] for r in rows] == ["i0", "i1", "i2"] and all(r["passes"] for r in rows)
+    assert [r["position"] for r in rows] == sorted(r["position"] for r in rows)
+    # Opening it again: the same file and settings are accepted, others refused.
+    assert store_backend.open_batch("b1", source="b.jsonl", content_sha256=common["content_sha256"],
+                                    settings=settings.model_dump(mode="json"), items=3) is True  # fmt: skip
+    with pytest.raises(UsageError):
+        store_backend.open_batch("b1", source="b.jsonl", content_sha256="0" * 64, settings={}, items=3)
+    # A finished item is never recorded twice.
+    outcome = await compare("Q0?", "a", "b", judges=[judge()], store=None)
+    with pytest.raises(CouncilFailure):
+        store_backend.save_judgment("compare", outcome, [], keep_text=True, batch_id="b1", item=items[0])
+    # Judged pairs that name their models count on the leaderboard.
+    data = store_backend.comparisons(sessions=False)
+    assert data.models == ["fake/x", "fake/y"] and sum(units for units, _ in data.judgments) == 3
+    assert store_backend.comparisons(since="2999-01-01T00:00:00.000000+00:00").judgments == []
+
+
+def test_a_batch_has_one_runner_at_a_time(store_backend):
+    with store_backend.batch_lock("b-lock"):
+        pass  # taken and released
+    with store_backend.batch_lock("b-lock"):
+        pass  # free again after release
