@@ -123,3 +123,16 @@ def test_bad_targets_are_one_line_exit_2(council_home, args, fragment):
     result = invoke_cli("store", "copy", *[a.format(db=db) for a in args])
     assert result.exit_code == 2 and len(result.error_lines) == 1, result.stderr
     assert fragment in result.stderr and "s3cret-pw" not in result.stderr
+
+
+def test_reports_read_from_postgres_are_the_same_as_from_sqlite(tmp_path, council_home, postgres_url, monkeypatch):
+    _fill_sqlite(tmp_path, council_home)
+    commands = [("bias-report", "--json"), ("leaderboard", "--json", "--bootstrap", "20"), ("export",), ("export", "--bias-records")]
+    on_sqlite = [invoke_cli(*c) for c in commands]
+    assert all(r.exit_code == 0 for r in on_sqlite), [r.stderr for r in on_sqlite]
+    assert invoke_cli("store", "copy", "--to", postgres_url).exit_code == 0
+    monkeypatch.setenv("COUNCIL_DATABASE_URL", postgres_url)
+    on_postgres = [invoke_cli(*c) for c in commands]
+    for command, lite, pg in zip(commands, on_sqlite, on_postgres, strict=True):
+        assert pg.exit_code == 0, (command, pg.stderr)
+        assert pg.stdout == lite.stdout, command

@@ -1,4 +1,5 @@
-"""One rate budget shared by every process of a store: GCRA in one row per key.
+"""One rate budget shared by every process of a store: GCRA in one row per key
+(docs/methods.md, "Shared rate budget").
 
 The generic cell rate algorithm keeps, per key, the theoretical arrival time ``tat`` (epoch
 seconds). A reservation of ``increment`` seconds (one call: 60 / rpm) made at ``now`` may
