@@ -161,3 +161,22 @@ def postgres_url(postgres_server):
     url = postgres_server.fresh_database()
     yield url
     postgres_server.drop_database(url)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend_url(request, tmp_path):
+    """The store URL of each backend: a SQLite file, or a fresh database on the real server."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/council.db"
+    return request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture
+def url_store(backend_url, monkeypatch):
+    """The store ``COUNCIL_DATABASE_URL`` names, set to each backend's URL in turn."""
+    from council.storage import open_store
+
+    monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
+    opened = open_store()
+    yield opened
+    opened.close()

@@ -21,32 +21,17 @@ from council.storage import SQLiteStore, open_store
 from council.usage import CallRecord
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def backend_url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/council.db"
-    return request.getfixturevalue("postgres_url")
+def test_backend_is_the_one_the_url_names(url_store, backend_url):
+    assert (getattr(url_store, "kind", "sqlite") == "postgresql") == backend_url.startswith("postgresql")
 
 
-@pytest.fixture
-def store(backend_url, monkeypatch):
-    monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
-    opened = open_store()
-    yield opened
-    opened.close()
-
-
-def test_backend_is_the_one_the_url_names(store, backend_url):
-    assert (getattr(store, "kind", "sqlite") == "postgresql") == backend_url.startswith("postgresql")
-
-
-def test_invalid_bias_records_are_refused_by_the_database(store):
+def test_invalid_bias_records_are_refused_by_the_database(url_store):
     bad = {"schema_version": "1", "session_id": "s-bias-0001", "reviewer_id": "a", "model_id": "m", "position": 0,
            "response_length_chars": 1, "score_value": 99.0, "timestamp": utc_now()}
     with pytest.raises(Exception):  # noqa: B017 - sqlite3.IntegrityError or psycopg.errors.CheckViolation
-        store.insert_bias_records([bad])
-    assert store.count("bias_records") == 0
-    assert store.insert_bias_records([{**bad, "score_value": 5.0}] * 3) == 3
+        url_store.insert_bias_records([bad])
+    assert url_store.count("bias_records") == 0
+    assert url_store.insert_bias_records([{**bad, "score_value": 5.0}] * 3) == 3
 
 
 _DIES_WHILE_RUNNING = textwrap.dedent(
@@ -96,18 +81,18 @@ def test_work_of_a_killed_process_becomes_interrupted_for_the_next_opener(backen
     store.close()
 
 
-def test_a_live_process_work_is_never_taken_for_dead(store):
-    store.begin_session("s-alive-0001", council="default")
-    assert store.recover_interrupted() == []
-    assert store.get_session("s-alive-0001")["status"] == "running"
+def test_a_live_process_work_is_never_taken_for_dead(url_store):
+    url_store.begin_session("s-alive-0001", council="default")
+    assert url_store.recover_interrupted() == []
+    assert url_store.get_session("s-alive-0001")["status"] == "running"
 
 
-def test_a_batch_has_one_runner_at_a_time(store, backend_url):
+def test_a_batch_has_one_runner_at_a_time(url_store, backend_url):
     from council.errors import UsageError
 
     other = open_store()  # another process's store would hold its own connection or lock file
     try:
-        with store.batch_lock("b-1"):
+        with url_store.batch_lock("b-1"):
             with pytest.raises(UsageError, match="another process"):
                 with other.batch_lock("b-1"):
                     pass

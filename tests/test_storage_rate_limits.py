@@ -15,33 +15,18 @@ from council.storage.rate_limits import wait_after
 from council.storage import open_store
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def backend_url(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/council.db"
-    return request.getfixturevalue("postgres_url")
-
-
-@pytest.fixture
-def store(backend_url, monkeypatch):
-    monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
-    opened = open_store()
-    yield opened
-    opened.close()
-
-
 def test_the_gcra_waits_follow_the_theoretical_arrival_time():
     assert wait_after(new_tat=10.5, now=10.0, increment=0.5, tolerance=0.0) == 0.0  # first call: at once
     assert wait_after(new_tat=11.0, now=10.0, increment=0.5, tolerance=0.0) == 0.5
     assert wait_after(new_tat=11.0, now=10.0, increment=0.5, tolerance=0.5) == 0.0  # a burst of two
 
 
-def test_reservations_in_one_process_are_spaced_by_the_interval(store):
-    starts = [time.monotonic() + store.reserve_rate("rpm:x", 0.5) for _ in range(4)]
+def test_reservations_in_one_process_are_spaced_by_the_interval(url_store):
+    starts = [time.monotonic() + url_store.reserve_rate("rpm:x", 0.5) for _ in range(4)]
     assert [round(b - a, 1) for a, b in zip(starts, starts[1:], strict=False)] == [0.5, 0.5, 0.5]
     # Another key has its own budget; a burst tolerance lets that many start at once.
-    assert [store.reserve_rate("rpm:y", 0.5, tolerance=1.0) for _ in range(3)] == [0.0, 0.0, 0.0]
-    assert store.reserve_rate("rpm:y", 0.5, tolerance=1.0) > 0.4
+    assert [url_store.reserve_rate("rpm:y", 0.5, tolerance=1.0) for _ in range(3)] == [0.0, 0.0, 0.0]
+    assert url_store.reserve_rate("rpm:y", 0.5, tolerance=1.0) > 0.4
 
 
 _RESERVER = textwrap.dedent(
@@ -86,7 +71,7 @@ def test_four_processes_share_one_budget_exactly(backend_url):
     assert most <= (window + jitter) / interval + 1, most
 
 
-def test_a_council_model_with_rpm_waits_on_the_shared_budget(store):
+def test_a_council_model_with_rpm_waits_on_the_shared_budget(url_store):
     from council.api import Council
 
     config = {
@@ -96,8 +81,8 @@ def test_a_council_model_with_rpm_waits_on_the_shared_budget(store):
     # Another process has just used the budget for the next 0.5 s.
     key = "rpm:a:fake/a"
     for _ in range(10):
-        store.reserve_rate(key, 60 / 1200)
-    council = Council.from_config(config, store=store)
+        url_store.reserve_rate(key, 60 / 1200)
+    council = Council.from_config(config, store=url_store)
     started = time.monotonic()
     result = council.run_sync("What is 2+2?")
     assert result.status in ("complete", "partial")

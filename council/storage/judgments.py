@@ -183,13 +183,15 @@ def position_audit(store: Store, *, judge_model: str | None = None) -> list[dict
     sql = """
         SELECT p1.judge_model AS judge_model,
                COUNT(*) AS pairs,
-               SUM(p1.winner = p2.winner) AS consistent,
-               SUM(p1.winner_as_seen = 'A') + SUM(p2.winner_as_seen = 'A') AS first_shown_wins,
-               SUM(p1.winner_as_seen != 'TIE') + SUM(p2.winner_as_seen != 'TIE') AS decisive_passes
+               SUM(CASE WHEN p1.winner = p2.winner THEN 1 ELSE 0 END) AS consistent,
+               SUM(CASE WHEN p1.winner_as_seen = 'A' THEN 1 ELSE 0 END)
+                 + SUM(CASE WHEN p2.winner_as_seen = 'A' THEN 1 ELSE 0 END) AS first_shown_wins,
+               SUM(CASE WHEN p1.winner_as_seen <> 'TIE' THEN 1 ELSE 0 END)
+                 + SUM(CASE WHEN p2.winner_as_seen <> 'TIE' THEN 1 ELSE 0 END) AS decisive_passes
         FROM judgments p1
         JOIN judgments p2
           ON p2.run_id = p1.run_id AND p2.judge = p1.judge AND p2.vote = p1.vote AND p2.pass = 2
-        WHERE p1.kind = 'pairwise' AND p1.pass = 1 AND p1.valid AND p2.valid
+        WHERE p1.kind = 'pairwise' AND p1.pass = 1 AND p1.valid <> 0 AND p2.valid <> 0
     """
     params: list[Any] = []
     if judge_model is not None:

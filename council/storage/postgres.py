@@ -198,11 +198,34 @@ class _Connection:
 
 
 class _Table:
+    """The part of sqlite-utils' ``Table`` the SQLite store's shared methods use."""
+
     def __init__(self, conn: _Connection, name: str) -> None:
         self.conn, self.name = conn, name
 
     def insert(self, row: dict[str, Any]) -> None:
         insert_rows(self.conn.raw, self.name, [row])
+
+    def insert_all(self, rows: Iterable[dict[str, Any]], *, replace: bool = False, batch_size: int = 10_000) -> None:
+        key = postgres_schema.PRIMARY_KEYS[self.name] if replace else ()
+        batch: list[dict[str, Any]] = []
+        for row in rows:
+            batch.append(dict(row))
+            if len(batch) >= batch_size:
+                insert_rows(self.conn.raw, self.name, batch, upsert_on=key)
+                batch = []
+        if batch:
+            insert_rows(self.conn.raw, self.name, batch, upsert_on=key)
+
+    def update(self, pk: str, values: dict[str, Any]) -> None:
+        sets = ", ".join(f"{_quote(c)} = %s" for c in values)
+        self.conn.raw.execute(
+            f"UPDATE {_quote(self.name)} SET {sets} WHERE id = %s", [*(_value(v) for v in values.values()), pk]
+        )
+
+    @property
+    def count(self) -> int:
+        return int(self.conn.execute(f"SELECT count(*) FROM {_quote(self.name)}").fetchone()[0])
 
 
 class _Database:
@@ -235,6 +258,19 @@ class _PooledDatabase:
         with self.store.pool.connection() as conn:
             cur = _Database(conn).execute(sql, params)
             return cur.fetchall() if cur.description else []
+
+    def __getitem__(self, table: str) -> Any:
+        return _PooledTable(self.store, table)
+
+
+class _PooledTable:
+    def __init__(self, store: PostgresStore, name: str) -> None:
+        self.store, self.name = store, name
+
+    @property
+    def count(self) -> int:
+        with self.store.pool.connection() as conn:
+            return _Table(_Connection(conn), self.name).count
 
 
 class _Lease:
@@ -409,9 +445,6 @@ class PostgresStore:
             return reserve_postgres(conn, key, increment, tolerance)
 
     # -- the call log ---------------------------------------------------------
-    def journal(self, session_id: str) -> CallJournal:
-        return _Journal(self, session_id)
-
     def write_calls(self, rows: Sequence[dict[str, Any]], conn: Any | None = None) -> None:
         """Insert call-log rows, or complete the rows already written for them (by ``call_id``),
         in the caller's transaction if there is one."""
@@ -430,132 +463,23 @@ class PostgresStore:
             )
 
     # -- sessions ------------------------------------------------------------
-    def begin_session(
-        self,
-        session_id: str,
-        *,
-        council: str,
-        question: str | None = None,
-        query_hash: str | None = None,
-        seed: int | None = None,
-        offline: bool = False,
-        members: Sequence[str] = (),
-        created_at: str | None = None,
-        kind: str = "council",
-    ) -> None:
-        row = {
-            "id": session_id,
-            "kind": kind,
-            "council": council,
-            "question": question,
-            "query_hash": query_hash,
-            "seed": seed,
-            "offline": int(offline),
-            "members": json.dumps(list(members)),
-            "created_at": created_at or utc_now(),
-        }
-        with self.transaction() as conn:
-            insert_rows(conn, "sessions", [{"status": "running", **self._owner(), **row}])
-
-    # The rows of a session are shaped once, by the SQLite store's methods, which then call
-    # this backend's _finish_session.
+    # -- what the SQLite store does with statements both databases take ----------------
+    # (placeholders and sqlite-utils calls go through _Database): the same rows, shaped once.
+    journal = SQLiteStore.journal
+    begin_session = SQLiteStore.begin_session
     save_session = SQLiteStore.save_session
     fail_session = SQLiteStore.fail_session
-
-    def _finish_session(
-        self,
-        session_id: str,
-        *,
-        status: str,
-        result: dict[str, Any] | None,
-        error: str | None = None,
-        answers: Sequence[dict[str, Any]] = (),
-        reviews: Sequence[dict[str, Any]] = (),
-        bias_records: Sequence[dict[str, Any]] = (),
-        calls: Sequence[dict[str, Any]] = (),
-    ) -> None:
-        """The whole session and its final status in one transaction (as the SQLite store)."""
-        with self.transaction() as conn:
-            if answers:
-                insert_rows(conn, "answers", _redacted(answers, "error"), upsert_on=postgres_schema.PRIMARY_KEYS["answers"])
-            if reviews:
-                insert_rows(conn, "reviews", _redacted(reviews, "error"), upsert_on=postgres_schema.PRIMARY_KEYS["reviews"])
-            if bias_records:
-                insert_rows(conn, "bias_records", list(bias_records))
-            if calls:
-                self.write_calls(calls, conn)
-            conn.execute(
-                "UPDATE sessions SET status = %s, finished_at = %s, result = %s, error = %s WHERE id = %s",
-                [
-                    status,
-                    utc_now(),
-                    json.dumps(redact_data(result)) if result is not None else None,
-                    redact(error) if error else error,
-                    session_id,
-                ],
-            )
-
-    def list_sessions(
-        self, *, limit: int = 20, since: str | None = None, council: str | None = None
-    ) -> list[dict[str, Any]]:
-        where, params = [], []
-        if since:
-            where.append("created_at >= %s")
-            params.append(parse_since(since))
-        if council:
-            where.append("council = %s")
-            params.append(council)
-        sql = "SELECT id, created_at, finished_at, status, kind, council, question, members, error FROM sessions"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        return self._query(sql + " ORDER BY created_at DESC LIMIT %s", [*params, limit])
-
-    def get_session(self, session_id: str) -> dict[str, Any]:
-        """By id, or by a literal prefix of at least ``MIN_ID_PREFIX`` characters one session has."""
-        if "\x00" in session_id:
-            raise NotFoundError(f"no session with id {session_id!r}")
-        rows = self._query("SELECT * FROM sessions WHERE id = %s", [session_id])
-        if not rows and len(session_id) >= MIN_ID_PREFIX:
-            # left(): the prefix is text, never a LIKE pattern.
-            rows = self._query(
-                "SELECT * FROM sessions WHERE left(id, %s) = %s LIMIT 2", [len(session_id), session_id]
-            )
-        if len(rows) != 1:
-            hint = f" (give the id or at least {MIN_ID_PREFIX} characters of it)"
-            raise NotFoundError(f"no session with id {session_id!r}{'' if len(session_id) >= MIN_ID_PREFIX else hint}")
-        session = rows[0]
-        sid = session["id"]
-        # The order SQLite returns them in (its primary-key index).
-        session["answers"] = self._query("SELECT * FROM answers WHERE session_id = %s ORDER BY member", [sid])
-        session["reviews"] = self._query("SELECT * FROM reviews WHERE session_id = %s ORDER BY reviewer", [sid])
-        return session
-
-    def session_calls(self, session_id: str) -> list[dict[str, Any]]:
-        return self._query("SELECT * FROM calls WHERE session_id = %s ORDER BY id", [session_id])
-
-    def iter_sessions(self, *, since: str | None = None) -> Iterator[dict[str, Any]]:
-        sql = "SELECT * FROM sessions"
-        params: list[Any] = []
-        if since:
-            sql += " WHERE created_at >= %s"
-            params.append(parse_since(since))
-        yield from self._query(sql + " ORDER BY created_at", params)
-
-    def has_query_hashes(self) -> bool:
-        return bool(self._query("SELECT 1 FROM sessions WHERE query_hash IS NOT NULL LIMIT 1"))
+    _finish_session = SQLiteStore._finish_session
+    list_sessions = SQLiteStore.list_sessions
+    get_session = SQLiteStore.get_session
+    session_calls = SQLiteStore.session_calls
+    iter_sessions = SQLiteStore.iter_sessions
+    has_query_hashes = SQLiteStore.has_query_hashes
+    insert_bias_records = SQLiteStore.insert_bias_records
+    bias_record_rows = SQLiteStore.bias_record_rows
+    count = SQLiteStore.count
 
     # -- bias records --------------------------------------------------------
-    def insert_bias_records(self, records: Iterable[dict[str, Any]], *, batch_size: int = 10_000) -> int:
-        """Bulk insert, one transaction per call."""
-        rows = list(records)
-        with self.transaction() as conn:
-            for start in range(0, len(rows), batch_size):
-                insert_rows(conn, "bias_records", rows[start : start + batch_size])
-        return len(rows)
-
-    def count(self, table: str) -> int:
-        return int(self._query(f"SELECT count(*) AS n FROM {_quote(table)}")[0]["n"])
-
     def load_bias_records(
         self, scored: Iterable[Mapping[str, Any]], unscored: Sequence[Mapping[str, Any]] = ()
     ) -> None:
@@ -571,19 +495,6 @@ class PostgresStore:
             insert_rows(conn, "bias_unscored", [{c: r[c] for c in columns} for r in unscored])
         self._unscored = self._unscored or bool(unscored)
 
-    def bias_record_rows(self, fields: Sequence[str], *, since: str | None = None) -> Iterator[tuple[Any, ...]]:
-        from psycopg.rows import tuple_row
-
-        names = ", ".join(_quote(_column(f)) for f in fields)
-        sql = f"SELECT {names} FROM bias_records"
-        params: list[Any] = []
-        if since:
-            sql += ' WHERE "timestamp" >= %s'
-            params.append(since)
-        with self.pool.connection() as conn:
-            cur = conn.cursor(row_factory=tuple_row)
-            yield from cur.execute(sql + " ORDER BY id", params)
-
     def bias_sums(self, query: BiasQuery) -> BiasSums:
         """The shared statements (council.storage.bias_sums): PostgreSQL aggregates, in one
         REPEATABLE READ snapshot; their temporary tables go with the transaction."""
@@ -598,31 +509,7 @@ class PostgresStore:
     open_batch = judgments.open_batch
     batch_item_status = judgments.batch_item_status
     batch_rows = judgments.batch_rows
-
-    def position_audit(self, *, judge_model: str | None = None) -> list[dict[str, Any]]:
-        """As the SQLite store's (council.storage.judgments.position_audit), with PostgreSQL's
-        booleans counted as integers."""
-        sql = """
-            SELECT p1.judge_model AS judge_model,
-                   COUNT(*) AS pairs,
-                   SUM((p1.winner = p2.winner)::int) AS consistent,
-                   SUM((p1.winner_as_seen = 'A')::int) + SUM((p2.winner_as_seen = 'A')::int) AS first_shown_wins,
-                   SUM((p1.winner_as_seen <> 'TIE')::int) + SUM((p2.winner_as_seen <> 'TIE')::int) AS decisive_passes
-            FROM judgments p1
-            JOIN judgments p2
-              ON p2.run_id = p1.run_id AND p2.judge = p1.judge AND p2.vote = p1.vote AND p2.pass = 2
-            WHERE p1.kind = 'pairwise' AND p1.pass = 1 AND p1.valid <> 0 AND p2.valid <> 0
-        """
-        params: list[Any] = []
-        if judge_model is not None:
-            sql += " AND p1.judge_model = %s"
-            params.append(judge_model)
-        rows = self._query(sql + " GROUP BY p1.judge_model ORDER BY p1.judge_model", params)
-        for row in rows:
-            row["consistency_rate"] = row["consistent"] / row["pairs"]
-            decisive = row["decisive_passes"]
-            row["first_shown_win_rate"] = row["first_shown_wins"] / decisive if decisive else None
-        return rows
+    position_audit = judgments.position_audit
 
     def comparisons(
         self,
@@ -635,31 +522,3 @@ class PostgresStore:
         from council.storage.postgres_comparisons import count_comparisons
 
         return count_comparisons(self, since=since, council=council, sessions=sessions, judgments=judgments)
-
-
-def _column(name: str) -> str:
-    if not name.isidentifier():
-        raise ValueError(f"not a column name: {name!r}")
-    return name
-
-
-def _redacted(rows: Sequence[dict[str, Any]], *fields: str) -> list[dict[str, Any]]:
-    return [{**row, **{f: redact(row[f]) for f in fields if row.get(f)}} for row in rows]
-
-
-class _Journal:
-    """A run's attempts, written as they start (``ok`` NULL: in flight) and as they finish."""
-
-    def __init__(self, store: PostgresStore, session_id: str) -> None:
-        self.store = store
-        self.session_id = session_id
-
-    def _row(self, record: CallRecord) -> dict[str, Any]:
-        owner = self.store._owner()
-        return {"session_id": self.session_id, "owner": owner["owner"], **record.model_dump()}
-
-    def call_started(self, record: CallRecord) -> None:
-        self.store.write_calls([{**self._row(record), "ok": None, "latency_ms": None, "error": None}])
-
-    def call_finished(self, record: CallRecord) -> None:
-        self.store.write_calls([self._row(record)])

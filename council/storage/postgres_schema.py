@@ -21,7 +21,7 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         "m001_core",
         [
             """CREATE TABLE sessions (
-                id TEXT PRIMARY KEY, created_at TEXT, finished_at TEXT, status TEXT, kind TEXT,
+                id TEXT COLLATE "C" PRIMARY KEY, created_at TEXT, finished_at TEXT, status TEXT, kind TEXT,
                 council TEXT, question TEXT, query_hash TEXT, seed BIGINT, "offline" BIGINT,
                 members TEXT, result TEXT, error TEXT)""",
             "CREATE INDEX idx_sessions_created_at ON sessions (created_at)",
