@@ -130,7 +130,12 @@ def test_bias_records_are_inserted_exported_and_summed(store_backend):
     assert sorted(sums.positions) == [0, 1, 2] and sum(g[0] for g in sums.positions.values()) == len(rows)
     assert sums.orderings == 12 and len(sums.sessions) == 4  # 4 sessions × 3 reviewers; 4 sessions
     assert all(answered == 3 and records == 9 for answered, records, *_ in sums.sessions)
-    assert sums.points == [] and store_backend.bias_sums(BiasQuery(max_points=5)).points != []
+    assert list(sums.positions) == [0, 1, 2]  # ascending: the report lists them in this order
+    assert sums.points == []
+    points = store_backend.bias_sums(BiasQuery(max_points=4)).points
+    # The first answers in (session, model) order, s0's m0, m1, m2 then s1's m0: (mean length in
+    # words, mean score). Each answer is seen at every position once, so its mean length is 22.
+    assert points == [(22.0, 2.0), (22.0, 4.0), (22.0, 6.0), (22.0, 3.0)]
     only = store_backend.bias_sums(BiasQuery(reviewers=("r1",)))
     assert only.reviewers == sums.reviewers  # the calibration baseline keeps every reviewer
     assert sum(g[0] for g in only.positions.values()) == len(rows) // 3
@@ -210,3 +215,14 @@ def test_a_batch_has_one_runner_at_a_time(store_backend):
         pass  # taken and released
     with store_backend.batch_lock("b-lock"):
         pass  # free again after release
+
+
+def test_every_operation_of_the_protocol_is_exercised_here():
+    from pathlib import Path
+
+    source = Path(__file__).read_text(encoding="utf-8")
+    operations = [name for name in vars(Store) if not name.startswith("_") and callable(getattr(Store, name))]
+    assert len(operations) >= 25
+    through = {"close": "the store_backend fixture", "save_session": "Council.run, in the first session test"}
+    untested = [name for name in operations if f".{name}(" not in source and name not in through]
+    assert untested == [], "add a contract test for each new Store operation"

@@ -66,10 +66,13 @@ class BiasSums:
     """Every per-group sum the bias report needs, read in one snapshot.
 
     When records are bad and ``skip_bad`` is off, only ``bad`` is filled (the report stops).
-    ``sessions`` rows: answers, records, then over the answers with a length: n, Σx, Σy,
-    Σx², Σy², Σxy (x = length, y = mean score received). ``self_preference``: reviewer →
-    (n, Σown, Σothers, Σd, Σd²). ``top_positions``: review size k → counts of the
-    top-scored position."""
+    ``sessions`` rows, in session id order: answers, records, then over the answers with a
+    length: n, Σx, Σy, Σx², Σy², Σxy (x = length, y = mean score received).
+    ``self_preference``: reviewer → (n, Σown, Σothers, Σd, Σd²). ``positions`` in ascending
+    order (the report lists them so). ``top_positions``: review size k → counts of the
+    top-scored position. ``points``: (length, mean score) of the first ``max_points``
+    answers in (session id, model) order. Sums of floats may differ in the last bits
+    between backends; counts may not."""
 
     scales: list[tuple[int | None, int | None]] = field(default_factory=list)
     normalized: bool = False
