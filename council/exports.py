@@ -1,10 +1,12 @@
 """Session exports, shaped in one place (``council export`` and ``council sessions list`` only write them).
 
-Shapes (``SHAPES``):
+Shapes (``SHAPES``), each line's model and JSON Schema in :mod:`council.export_shapes`
+(the flat rows' in :mod:`council.export_rows`):
 
-- ``sessions``: one row per session. In JSONL, the whole stored result document; in CSV, the
-  flat ``SESSION_COLUMNS`` a user filters on (seed, status, council, members, winner, Kendall's W,
-  tokens, cost, duration...).
+- ``sessions``: one row per session. In JSONL, the whole stored result (``SessionLine``: maps
+  keyed by member, model or position become lists of records; a session without a result has
+  the same keys); in CSV, the flat ``SESSION_COLUMNS`` a user filters on (seed, status, council,
+  members, winner, Kendall's W, tokens, cost, duration...).
 - ``scores``: one row per review score (``SCORE_COLUMNS``), the long table for bias and agreement
   analyses.
 - ``answers``: one row per answer (``ANSWER_COLUMNS``), with its consensus rank and the scores
@@ -14,7 +16,9 @@ Flat rows carry every column, in this order, whatever the data, so a redacted ex
 same columns and types as the full one: a redacted text cell holds ``REDACTED`` (a text column
 empty throughout would load as numbers in pandas), and the redacted JSON document keeps every
 key of the full one, with nulls. Integers stay integers; booleans are ``true``/``false`` in
-JSONL and in CSV alike.
+JSONL and in CSV alike. A redacted export also cuts the session's texts out of every other
+field (errors that echoed the request), and CSV text cells never start a formula
+(:mod:`council.csv_cells`).
 """
 
 from __future__ import annotations
@@ -25,81 +29,23 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import IO, Any
 
+from council.csv_cells import csv_cell
 from council.errors import InputError
+from council.export_rows import AnswerRow, ScoreRow, SessionRow
 
 REDACTED = "[redacted]"
 FORMATS = ("jsonl", "csv")
 
-SESSION_COLUMNS: tuple[str, ...] = (
-    "session_id",
-    "created_at",
-    "status",
-    "kind",
-    "council",
-    "seed",
-    "members",
-    "winner",
-    "winner_tied",
-    "kendall_w",
-    "kendall_w_p_value",
-    "answers",
-    "valid_reviews",
-    "calls",
-    "failed_calls",
-    "prompt_tokens",
-    "completion_tokens",
-    "total_tokens",
-    "cost_usd",
-    "duration_ms",
-    "error",
-    "question",
-    "answer",
-)
+SESSION_COLUMNS: tuple[str, ...] = tuple(SessionRow.model_fields)
 """``members`` is space-separated; ``winner``: the answers sharing first place, tied ones as
 ``a = b`` (``winner_tied`` true); ``kendall_w`` and its p-value are empty where agreement is
 undefined (fewer than two ballots that rank a common pair)."""
 
-SCORE_COLUMNS: tuple[str, ...] = (
-    "session_id",
-    "created_at",
-    "council",
-    "session_status",
-    "seed",
-    "reviewer",
-    "reviewer_model",
-    "member",
-    "model",
-    "label",
-    "position",
-    "score",
-    "scale_min",
-    "scale_max",
-    "rank",
-    "self_review",
-    "reasoning",
-)
+SCORE_COLUMNS: tuple[str, ...] = tuple(ScoreRow.model_fields)
 """``position``: 0-based place in the reviewer's shuffled display order; ``rank``: 1-based place
 in the reviewer's own ranking; ``label``: the anonymous label the reviewer saw."""
 
-ANSWER_COLUMNS: tuple[str, ...] = (
-    "session_id",
-    "created_at",
-    "council",
-    "session_status",
-    "seed",
-    "member",
-    "model",
-    "status",
-    "length_chars",
-    "latency_ms",
-    "truncated",
-    "consensus_rank",
-    "borda",
-    "mean_score",
-    "scores_received",
-    "error",
-    "text",
-)
+ANSWER_COLUMNS: tuple[str, ...] = tuple(AnswerRow.model_fields)
 """``consensus_rank``/``borda`` are empty when the session reached no consensus; ``mean_score``
 and ``scores_received`` count valid reviews only."""
 
@@ -125,31 +71,80 @@ def session_listing(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def session_document(row: dict[str, Any], redact: bool) -> dict[str, Any]:
-    """One session as the JSONL export writes it: its stored result (every text nulled when
-    ``redact``, keys kept), or, for a session without one, its metadata."""
+def session_document(row: dict[str, Any], calls: list[dict[str, Any]], redact: bool) -> dict[str, Any]:
+    """One session as the JSONL export writes it (:class:`~council.export_shapes.SessionLine`):
+    its stored result with every text nulled when ``redact``, or, for a session without one
+    (failed or still running), its metadata with the same keys, ``calls`` (its call log)
+    giving the usage."""
+    from council.export_shapes import SessionLine
+    from council.usage import CallRecord, Usage
+
+    row_meta = {
+        "kind": row.get("kind") or "council",
+        "session_id": row["id"],
+        "council": row.get("council"),
+        "status": row["status"],
+        "error": row.get("error"),
+        "created_at": row["created_at"],
+        "finished_at": row.get("finished_at"),
+    }
+    if not row.get("result"):
+        empty = {"reviewers": [], "models": [], "answers": [], "reviews": [], "flags": [], "failures": [],
+                 "partial_reasons": [], "scale": None, "self_review": None, "consensus": None, "synthesis": None,
+                 "bias": None, "offline_default": False, "notice": None, "config_source": None}  # fmt: skip
+        line = {
+            **row_meta,
+            **empty,
+            "question": None if redact else row.get("question"),
+            "seed": row.get("seed"),
+            "members": _members(row),
+            "usage": Usage.of(CallRecord.model_validate(c) for c in calls),
+            "duration_ms": _duration_ms(row),
+        }
+        return SessionLine.model_validate(line).model_dump(mode="json")
     from council.session import scrub_transcripts
     from council.session.results import SessionResult
 
-    kind = row.get("kind") or "council"
-    if not row.get("result"):  # failed or still running: no result, only metadata
-        return {
-            "kind": kind,
-            "session_id": row["id"],
-            "council": row["council"],
-            "status": row["status"],
-            "created_at": row["created_at"],
-            "question": None if redact else row["question"],
-            "error": row["error"],
-            "members": _members(row),
-        }
     result = SessionResult.model_validate(json.loads(row["result"]))
-    if not redact:
-        return {"kind": kind, **result.model_dump(mode="json")}
-    document = {"kind": kind, **scrub_transcripts(result).model_dump(mode="json")}
-    for review, original in zip(document["reviews"], result.reviews, strict=True):
-        review["reasoning"] = dict.fromkeys(original.reasoning)
-    return document
+    shown = scrub_transcripts(result) if redact else result
+    doc = shown.model_dump(mode="json")
+    reviews = [
+        {
+            **review,
+            "labels": [{"label": label, "member": member} for label, member in original.labels.items()],
+            "scores": [{"member": member, "score": score} for member, score in original.scores.items()],
+            "reasoning": [
+                {"member": member, "text": None if redact else text} for member, text in original.reasoning.items()
+            ],
+        }
+        for review, original in zip(doc["reviews"], result.reviews, strict=True)
+    ]
+    line = {
+        **doc,
+        **row_meta,
+        "created_at": result.created_at or row["created_at"],
+        "models": [{"id": member, "model": model} for member, model in result.models.items()],
+        "reviews": reviews,
+        "bias": _bias_line(doc.get("bias")),
+        "duration_ms": result.duration_ms if result.duration_ms else _duration_ms(row),
+    }
+    return SessionLine.model_validate(line).model_dump(mode="json")
+
+
+def _bias_line(bias: dict[str, Any] | None) -> dict[str, Any] | None:
+    if bias is None:
+        return None
+    position = bias["position_bias"]
+    counts = {int(k): v for k, v in position.get("counts", {}).items()}
+    positions = [
+        {"position": int(p), "mean": mean, "count": counts.get(int(p), 0)}
+        for p, mean in sorted(position.get("means", {}).items(), key=lambda item: int(item[0]))
+    ]
+    return {
+        **bias,
+        "calibration": [{"reviewer": reviewer, **c} for reviewer, c in bias.get("calibration", {}).items()],
+        "position_bias": {**position, "positions": positions},
+    }
 
 
 def _text(value: str | None, redact: bool) -> str | None:
@@ -271,14 +266,6 @@ def answer_rows(doc: dict[str, Any], redact: bool) -> Iterator[dict[str, Any]]:
         }
 
 
-def _csv_cell(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return value
-
-
 def export_sessions(
     store: Any,
     out: IO[str],
@@ -294,7 +281,7 @@ def export_sessions(
         raise InputError(f"unknown export format {fmt!r} (choose {' or '.join(FORMATS)})")
     if shape not in SHAPES:
         raise InputError(f"unknown export shape {shape!r} (choose {', '.join(SHAPES)})")
-    from council.redaction import known_secrets, redact_data
+    from council.redaction import known_secrets, private_scope
 
     # Every key council knows is redacted from every row (rows written by older versions may hold one).
     secrets = frozenset(known_secrets())
@@ -305,20 +292,50 @@ def export_sessions(
     count = 0
     for row in store.iter_sessions(since=since):
         count += 1
-        if shape == "sessions" and writer is None:
-            out.write(json.dumps(redact_data(session_document(row, redact), secrets), ensure_ascii=False) + "\n")
-            continue
-        if shape == "sessions":
-            rows: Any = [session_row(row, [] if row.get("result") else store.session_calls(row["id"]), redact)]
-        else:
-            doc = json.loads(row["result"]) if row.get("result") else None
-            if doc is None:
-                continue
-            rows = score_rows(doc, redact) if shape == "scores" else answer_rows(doc, redact)
-        for flat in rows:
-            flat = redact_data(flat, secrets)
-            if writer is not None:
-                writer.writerow([_csv_cell(flat[c]) for c in columns])
-            else:
-                out.write(json.dumps({c: flat[c] for c in columns}, ensure_ascii=False) + "\n")
+        # Redacted: the session's own texts are also cut from every other field (an error
+        # that echoed the request quotes them), as redaction does with transcripts off.
+        with private_scope(keep_text=not redact, texts=_private_texts(row) if redact else ()):
+            _write_session(store, row, writer, out, columns, shape=shape, redact=redact, secrets=secrets)
     return count
+
+
+def _private_texts(row: dict[str, Any]) -> list[str | None]:
+    """The question, answers, reasoning and synthesis of a stored session."""
+    doc = json.loads(row["result"]) if row.get("result") else {}
+    texts = [row.get("question"), doc.get("question"), (doc.get("synthesis") or {}).get("text")]
+    texts += [a.get("text") for a in doc.get("answers") or []]
+    texts += [t for r in doc.get("reviews") or [] for t in (r.get("reasoning") or {}).values()]
+    return texts
+
+
+def _write_session(
+    store: Any,
+    row: dict[str, Any],
+    writer: Any,
+    out: IO[str],
+    columns: tuple[str, ...],
+    *,
+    shape: str,
+    redact: bool,
+    secrets: frozenset[str],
+) -> None:
+    from council.redaction import redact_document
+
+    if shape == "sessions" and writer is None:
+        calls = [] if row.get("result") else store.session_calls(row["id"])
+        document = redact_document(session_document(row, calls, redact), secrets)
+        out.write(json.dumps(document, ensure_ascii=False) + "\n")
+        return
+    if shape == "sessions":
+        rows: Any = [session_row(row, [] if row.get("result") else store.session_calls(row["id"]), redact)]
+    else:
+        doc = json.loads(row["result"]) if row.get("result") else None
+        if doc is None:
+            return
+        rows = score_rows(doc, redact) if shape == "scores" else answer_rows(doc, redact)
+    for flat in rows:
+        flat = redact_document(flat, secrets)
+        if writer is not None:
+            writer.writerow([csv_cell(flat[c]) for c in columns])
+        else:
+            out.write(json.dumps({c: flat[c] for c in columns}, ensure_ascii=False) + "\n")

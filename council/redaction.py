@@ -12,6 +12,23 @@ row or an export:
   and a validation message may quote the reply, so any run of :data:`PRIVATE_RUN` characters
   or more copied from private text (as written, or JSON-escaped as in a request body) is cut out.
 
+Secrets are cut where they could appear, never by rewriting what the user wrote: local servers
+document keys that are common words (Ollama's ``ollama``, LM Studio's ``lm-studio``), and cutting
+those out of a question or a model name would garble the stored data for good. So:
+
+* **Error text** — what a provider or an exception said, log events, printed errors
+  (:func:`redact`): every secret, credential-shaped text and, in a scope with transcripts off,
+  private text. A *strong* secret (:func:`is_strong`: long, or letters and digits mixed) is cut
+  wherever it appears; a *weak* one (short, or a plain word) only as a whole word, and only if
+  it was registered as a key: an environment variable that merely looks like a key
+  (``SOME_TOKEN=answer``) counts only when its value is strong.
+* **Stored documents and export rows** (:func:`redact_document`): fields named in
+  :data:`ERROR_KEYS` are error text; fields named in :data:`USER_KEYS` (the question, names,
+  model ids) are never rewritten; every other field (what a provider replied) loses strong
+  secrets and, with transcripts off, private text.
+* Council's own words are no credentials: ``bearer token``, ``Bearer TOKEN``,
+  ``api_key=<your key>`` or ``$OPENAI_API_KEY`` name a placeholder, not a value.
+
 A session or judgment declares its privacy and its private text with :func:`private_scope`;
 everything below it (the model client, structured-output validation, the store, the log
 processor) calls :func:`redact`, which knows the current scope. Without a scope only secrets
@@ -30,8 +47,11 @@ from functools import lru_cache
 from typing import Any
 
 REDACTED = "[redacted]"
-#: Shorter values are not treated as secrets (redacting every "abc" would garble text).
+#: Shorter values are not treated as secrets at all (redacting every "abc" would garble text).
 MIN_SECRET_CHARS = 6
+#: A secret this long, or at least MIN_MIXED_CHARS long with letters and digits, is strong.
+MIN_STRONG_CHARS = 20
+MIN_MIXED_CHARS = 10
 #: The shortest run copied from private text that is cut out of error text.
 PRIVATE_RUN = 24
 #: Private texts shorter than this are not searched for (too common to mean anything).
@@ -42,27 +62,56 @@ _ANCHOR = 12
 _MAX_CANDIDATES = 8  # offsets tried per piece (a long run of one character repeats its piece)
 assert 2 * _ANCHOR - 1 <= PRIVATE_RUN
 
+#: Fields of stored documents and export rows holding the user's or the configuration's own
+#: words: never rewritten, so every table and export keeps the same text and still joins.
+USER_KEYS = frozenset(
+    {
+        "question", "council", "session_id", "run_id", "kind", "members", "reviewers", "models", "model",
+        "member", "reviewer", "reviewer_model", "chairman", "labels", "label", "display_order", "ranking",
+        "winner", "judge", "judge_model", "rubric", "criteria", "config_source", "created_at", "status",
+    }
+)  # fmt: skip
+#: Fields that may quote a provider or an exception: redacted as error text.
+ERROR_KEYS = frozenset({"error", "errors", "problem", "failures", "partial_reasons", "flags", "notice", "note"})
+
 _registered: set[str] = set()
 _KEY_NAME = re.compile(r"(API_?KEY|_TOKEN|_SECRET|PASSWORD|PASSWD)$", re.IGNORECASE)
+_VALUE = r"[^\s\"',;}\]]+"
+# Where a credential would go, a placeholder ("bearer token", "Bearer TOKEN", "<your key>",
+# "$OPENAI_API_KEY", "${TOKEN}") is council's own help or error text, never a value; nor is
+# "[redacted]" (already cut).
+_NOT_PLACEHOLDER = r"(?!(?:token|key|secret|password|bearer)\b|[<$({\[]|(?-i:[A-Z][A-Z_]*)(?![\w.\-]))"
 _CREDENTIAL = re.compile(
-    r"(\bbearer\s+)[^\s\"',;}\]]+"
-    r"|\bsk-[A-Za-z0-9_\-]{8,}"
-    r"|((?:api[_-]?key|x-api-key|access[_-]?token|secret|password|authorization)[\"']?\s*[:=]\s*[\"']?)"
-    r"(?!bearer\b)[^\s\"',;}\]]+",
+    r"(\bbearer\s+)" + _NOT_PLACEHOLDER + _VALUE
+    + r"|\bsk-[A-Za-z0-9_\-]{8,}"
+    + r"|((?:api[_-]?key|x-api-key|access[_-]?token|secret|password|authorization)[\"']?\s*[:=]\s*[\"']?)"
+    + _NOT_PLACEHOLDER + _VALUE,
     re.IGNORECASE,
-)
+)  # fmt: skip
+# A weak secret is cut only as a whole word, not inside a longer name: a model id
+# ("ollama-llama3", "openai/ollama", "ollama:latest"), a host ("ollama.local"), a path; but
+# in a URL's credentials ("//user:ollama@host") it is a word.
+_WORD_BEFORE = r"(?<![\w\-./])"
+_WORD_AFTER = r"(?![\w\-/]|[.:]\w)"
 
 
 def register_secret(value: str | None) -> None:
-    """Redact ``value`` wherever it appears from now on (an API key, the server token)."""
+    """Redact ``value`` wherever it could appear from now on (an API key, the server token)."""
     if value and len(value.strip()) >= MIN_SECRET_CHARS:
         _registered.add(value.strip())
 
 
+def is_strong(secret: str) -> bool:
+    """Long, or letters and digits mixed: nothing a user writes by chance."""
+    if len(secret) >= MIN_STRONG_CHARS:
+        return True
+    return len(secret) >= MIN_MIXED_CHARS and any(c.isdigit() for c in secret) and any(c.isalpha() for c in secret)
+
+
 def known_secrets(env: Mapping[str, str] | None = None) -> set[str]:
-    """Registered secrets and the values of environment variables named like keys."""
+    """Registered secrets, and the strong values of environment variables named like keys."""
     env = os.environ if env is None else env
-    found = {v.strip() for k, v in env.items() if _KEY_NAME.search(k) and len(v.strip()) >= MIN_SECRET_CHARS}
+    found = {v.strip() for k, v in env.items() if _KEY_NAME.search(k) and is_strong(v.strip())}
     return _registered | found
 
 
@@ -71,10 +120,20 @@ def _forms(text: str) -> set[str]:
     return {text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1]}
 
 
-@lru_cache(maxsize=64)
-def _secrets_pattern(secrets: frozenset[str]) -> re.Pattern[str] | None:
+def _alternation(secrets: Iterable[str]) -> str:
     forms = sorted({form for secret in secrets for form in _forms(secret)}, key=len, reverse=True)
-    return re.compile("|".join(map(re.escape, forms))) if forms else None
+    return "|".join(map(re.escape, forms))
+
+
+@lru_cache(maxsize=64)
+def _secrets_patterns(secrets: frozenset[str]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """(strong secrets anywhere, weak secrets as whole words)."""
+    strong = [s for s in secrets if is_strong(s)]
+    weak = [s for s in secrets if not is_strong(s)]
+    return (
+        re.compile(_alternation(strong)) if strong else None,
+        re.compile(f"{_WORD_BEFORE}(?:{_alternation(weak)}){_WORD_AFTER}") if weak else None,
+    )
 
 
 _CREDENTIAL_HINTS = ("bearer", "sk-", "key", "token", "secret", "password", "authorization")
@@ -84,11 +143,16 @@ def _credential(match: re.Match[str]) -> str:
     return (match.group(1) or match.group(2) or "") + REDACTED
 
 
-def redact_secrets(text: str, secrets: frozenset[str] | None = None) -> str:
-    """``text`` without any known secret (default: :func:`known_secrets`) or credential-shaped text."""
-    pattern = _secrets_pattern(frozenset(known_secrets()) if secrets is None else secrets)
-    if pattern is not None:
-        text = pattern.sub(REDACTED, text)
+def redact_secrets(text: str, secrets: frozenset[str] | None = None, *, error_text: bool = True) -> str:
+    """``text`` without any known secret (default: :func:`known_secrets`) or credential-shaped
+    text; ``error_text=False`` (a provider's reply): without strong secrets only."""
+    strong, weak = _secrets_patterns(frozenset(known_secrets()) if secrets is None else secrets)
+    if strong is not None:
+        text = strong.sub(REDACTED, text)
+    if not error_text:
+        return text
+    if weak is not None:
+        text = weak.sub(REDACTED, text)
     # Every credential shape contains one of these words; a casefolded substring test is far
     # cheaper than the regular expression, which most stored strings would never match.
     folded = text.casefold()
@@ -204,12 +268,16 @@ def keeps_text() -> bool:
     return scope is None or scope.keep_text
 
 
-def redact(text: str, *, private: Iterable[str | None] = (), secrets: frozenset[str] | None = None) -> str:
-    """``text`` without secrets and, inside a scope with transcripts off, without its private
-    text or the extra ``private`` texts (e.g. the messages of the request that failed)."""
+def redact(
+    text: str, *, private: Iterable[str | None] = (), secrets: frozenset[str] | None = None, error_text: bool = True
+) -> str:
+    """Error text (a provider's or an exception's words, a log line) without secrets and, inside
+    a scope with transcripts off, without its private text or the extra ``private`` texts (e.g.
+    the messages of the request that failed). ``error_text=False``: a provider's reply, which
+    loses strong secrets only (see the module docstring)."""
     if not text:
         return text
-    text = redact_secrets(text, secrets)
+    text = redact_secrets(text, secrets, error_text=error_text)
     scope = _scope.get()
     if scope is not None and not scope.keep_text:
         text = scope.private.strip(text)
@@ -220,7 +288,7 @@ def redact(text: str, *, private: Iterable[str | None] = (), secrets: frozenset[
 
 
 def redact_data(value: Any, secrets: frozenset[str] | None = None) -> Any:
-    """JSON-like ``value`` with :func:`redact` applied to every string in it."""
+    """JSON-like ``value`` with :func:`redact` applied to every string in it (a log event)."""
     if secrets is None:
         secrets = frozenset(known_secrets())
     if isinstance(value, str):
@@ -230,6 +298,29 @@ def redact_data(value: Any, secrets: frozenset[str] | None = None) -> Any:
     if isinstance(value, list | tuple):
         return [redact_data(v, secrets) for v in value]
     return value
+
+
+def redact_document(value: Any, secrets: frozenset[str] | None = None, *, _kind: str = "reply") -> Any:
+    """A stored document or an export row (JSON-like) redacted field by field: :data:`ERROR_KEYS`
+    as error text, :data:`USER_KEYS` never, the rest as a provider's reply. A value's nearest
+    named key decides (in ``models: {alias: model}`` both are the user's)."""
+    if secrets is None:
+        secrets = frozenset(known_secrets())
+    if isinstance(value, str):
+        return value if _kind == "user" else redact(value, secrets=secrets, error_text=_kind == "error")
+    if isinstance(value, dict):
+        return {k: redact_document(v, secrets, _kind=_kind_of(k, _kind)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_document(v, secrets, _kind=_kind) for v in value]
+    return value
+
+
+def _kind_of(key: Any, inherited: str) -> str:
+    if key in USER_KEYS:
+        return "user"
+    if key in ERROR_KEYS:
+        return "error"
+    return inherited
 
 
 def add_private(*texts: str | None) -> None:

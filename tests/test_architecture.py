@@ -22,6 +22,7 @@ LAYERS: list[tuple[str, ...]] = [
         "council.json_schema",
         "council.inputs",
         "council.redaction",
+        "council.csv_cells",
         "council.terminal",
         "council.ratings",
     ),
@@ -29,7 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("council.providers", "council.storage"),
     ("council.asking", "council.bias"),
     ("council.session", "council.judging"),
-    ("council.api", "council.exports", "council.leaderboard"),
+    ("council.api", "council.exports", "council.export_shapes", "council.export_rows", "council.leaderboard"),
     ("council.cli", "council.server", "council.__main__", "council"),
 ]
 
@@ -54,6 +55,9 @@ PURE = (
     "council.slots",
     "council.json_schema",
     "council.clock",
+    "council.csv_cells",
+    "council.export_shapes",
+    "council.export_rows",
     "council.ratings",
     "council.judging.agreement",
 )

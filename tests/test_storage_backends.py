@@ -6,7 +6,6 @@ run gets a fresh database (tests/postgres_server.py) and skips locally (fails in
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,9 +15,7 @@ import time
 import pytest
 
 from council.clock import utc_now
-from council.errors import NotFoundError
 from council.storage import SQLiteStore, open_store
-from council.usage import CallRecord
 
 
 def test_backend_is_the_one_the_url_names(url_store, backend_url):
@@ -26,8 +23,16 @@ def test_backend_is_the_one_the_url_names(url_store, backend_url):
 
 
 def test_invalid_bias_records_are_refused_by_the_database(url_store):
-    bad = {"schema_version": "1", "session_id": "s-bias-0001", "reviewer_id": "a", "model_id": "m", "position": 0,
-           "response_length_chars": 1, "score_value": 99.0, "timestamp": utc_now()}
+    bad = {
+        "schema_version": "1",
+        "session_id": "s-bias-0001",
+        "reviewer_id": "a",
+        "model_id": "m",
+        "position": 0,
+        "response_length_chars": 1,
+        "score_value": 99.0,
+        "timestamp": utc_now(),
+    }
     with pytest.raises(Exception):  # noqa: B017 - sqlite3.IntegrityError or psycopg.errors.CheckViolation
         url_store.insert_bias_records([bad])
     assert url_store.count("bias_records") == 0
@@ -43,7 +48,8 @@ _DIES_WHILE_RUNNING = textwrap.dedent(
     store = open_store()
     store.begin_session("s-orphan-01", council="default")
     store.journal("s-orphan-01").call_started(
-        CallRecord(call_id="c-orphan", stage="answer", member="a", model="m", started_at=utc_now(), attempt=1, latency_ms=0.0))
+        CallRecord(call_id="c-orphan", stage="answer", member="a", model="m", started_at=utc_now(),
+                   attempt=1, latency_ms=0.0))
     print("ready", flush=True)
     os._exit(0) if sys.argv[1] == "exit" else os.kill(os.getpid(), 9)
     """
@@ -115,8 +121,9 @@ def test_ten_processes_opening_a_fresh_database_at_once_migrate_it_once(postgres
     try:
         env = {**os.environ, "COUNCIL_DATABASE_URL": url}
         procs = [
-            subprocess.Popen([sys.executable, "-c", _OPEN], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+            subprocess.Popen(
+                [sys.executable, "-c", _OPEN], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
             for _ in range(10)
         ]
         outs = [p.communicate(timeout=120) for p in procs]

@@ -127,7 +127,12 @@ def test_bad_targets_are_one_line_exit_2(council_home, args, fragment):
 
 def test_reports_read_from_postgres_are_the_same_as_from_sqlite(tmp_path, council_home, postgres_url, monkeypatch):
     _fill_sqlite(tmp_path, council_home)
-    commands = [("bias-report", "--json"), ("leaderboard", "--json", "--bootstrap", "20"), ("export",), ("export", "--bias-records")]
+    commands = [
+        ("bias-report", "--json"),
+        ("leaderboard", "--json", "--bootstrap", "20"),
+        ("export",),
+        ("export", "--bias-records"),
+    ]
     on_sqlite = [invoke_cli(*c) for c in commands]
     assert all(r.exit_code == 0 for r in on_sqlite), [r.stderr for r in on_sqlite]
     assert invoke_cli("store", "copy", "--to", postgres_url).exit_code == 0

@@ -9,10 +9,7 @@ import sys
 import textwrap
 import time
 
-import pytest
-
 from council.storage.rate_limits import wait_after
-from council.storage import open_store
 
 
 def test_the_gcra_waits_follow_the_theoretical_arrival_time():
@@ -51,7 +48,11 @@ def test_four_processes_share_one_budget_exactly(backend_url):
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", _RESERVER, str(per_process), str(interval)],
-            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )  # fmt: skip
         for _ in range(processes)
     ]

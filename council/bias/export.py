@@ -14,6 +14,7 @@ from typing import TextIO
 
 from council.bias.records import BiasRecord
 from council.clock import parse_since
+from council.csv_cells import csv_cell
 from council.errors import InputError
 from council.storage import Store
 
@@ -51,8 +52,8 @@ def export_bias_records(
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(RECORD_FIELDS)
     for row in store.bias_record_rows(RECORD_FIELDS, since=since):
-        values = ["" if v is None else v for v in row]
-        values[self_index] = "true" if row[self_index] else "false"
+        values = [csv_cell(v) for v in row]
+        values[self_index] = csv_cell(bool(row[self_index]))
         writer.writerow(values)
         count += 1
     return count

@@ -21,7 +21,7 @@ import time
 import unicodedata
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -87,8 +87,8 @@ def _utc_iso(value: str) -> str:
     except ValueError as exc:
         raise ValueError(f"timestamp {value!r} is not an ISO-8601 date-time") from exc
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc).isoformat(timespec="microseconds")
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 class BiasRecord(BaseModel):

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from council.cli.common import output_option, status
+from council.cli.common import open_output, output_option, status, write_output
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -84,32 +84,23 @@ def bias_report(
     if extra_page:
         from council.bias.html import render_html
 
-        Path(extra_page).write_text(render_html(report), encoding="utf-8")
-        status(f"wrote {extra_page}")
+        write_output(extra_page, render_html(report))
     if html_format:
         from council.bias.html import render_html
 
-        _write(output, render_html(report))
+        write_output(output, render_html(report))
     elif as_json:
-        _write(output, report.model_dump_json(indent=2, exclude={"length_points"}) + "\n")
+        write_output(output, report.model_dump_json(indent=2, exclude={"length_points"}) + "\n")
     elif output and output != "-":
         from rich.console import Console
 
-        with open(output, "w", encoding="utf-8") as fh:
+        with open_output(output) as fh:
             render_text(report, Console(file=fh, width=120, no_color=True, highlight=False))
         status(f"wrote {output}")
     else:
         from council.cli.render import out
 
         render_text(report, out)
-
-
-def _write(output: str | None, text: str) -> None:
-    if output and output != "-":
-        Path(output).write_text(text, encoding="utf-8")
-        status(f"wrote {output}")
-    else:
-        click.echo(text, nl=False)
 
 
 _VARIANCE_TEXT = {"compressed": "compressed range"}

@@ -3,24 +3,10 @@ full or redacted) and bias records. The rows are shaped in :mod:`council.exports
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import IO
-
 import click
 
-from council.cli.common import output_option, status
+from council.cli.common import open_output, output_option, status
 from council.exports import SHAPES
-
-
-@contextmanager
-def open_output(path: str | None) -> Iterator[IO[str]]:
-    if path is None or path == "-":
-        yield sys.stdout
-        return
-    with open(path, "w", encoding="utf-8", newline="") as fh:
-        yield fh
 
 
 @click.command()
@@ -40,8 +26,11 @@ def open_output(path: str | None) -> Iterator[IO[str]]:
 @click.option("--bias-records", is_flag=True, help="Export bias records (the record schema) instead of sessions.")
 def export(fmt: str, shape: str, redact: bool, output: str | None, since: str | None, bias_records: bool) -> None:
     """Export session logs or bias records from the database."""
+    from council.clock import parse_since
     from council.storage import open_store
 
+    if since:
+        parse_since(since)  # bad input is refused before any file is touched
     store = open_store()
     if bias_records:
         from council.bias.export import export_bias_records

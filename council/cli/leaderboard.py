@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
+
+from council.cli.common import open_output, status, write_output
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -64,29 +65,21 @@ def leaderboard(
 
         page = render_leaderboard_html(board)
         if not html_format:  # --html FILE: the page beside the usual output
-            _write(html, page)
+            write_output(html, page)
     if html_format:
-        _write(output, page)
+        write_output(output, page)
     elif as_json:
-        _write(output, board.model_dump_json(indent=2) + "\n")
+        write_output(output, board.model_dump_json(indent=2) + "\n")
     elif output and output != "-":
         from rich.console import Console
 
-        with open(output, "w", encoding="utf-8") as fh:
+        with open_output(output) as fh:
             render_text(board, Console(file=fh, width=120, no_color=True, highlight=False))
-        click.echo(f"wrote {output}", err=True)
+        status(f"wrote {output}")
     else:
         from council.cli.render import out
 
         render_text(board, out)
-
-
-def _write(output: str | None, text: str) -> None:
-    if output and output != "-":
-        Path(output).write_text(text, encoding="utf-8")
-        click.echo(f"wrote {output}", err=True)
-    else:
-        click.echo(text, nl=False)
 
 
 def render_text(board: Leaderboard, console: Console) -> None:

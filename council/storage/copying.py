@@ -108,9 +108,7 @@ class _Side:
             where = ""
             if after is not None:
                 where = f" WHERE ({keys}) > ({', '.join(self.mark for _ in key)})"
-            rows = self._run(
-                f"SELECT {names} FROM {_quote(table)}{where} ORDER BY {keys} LIMIT {CHUNK}", after or []
-            )
+            rows = self._run(f"SELECT {names} FROM {_quote(table)}{where} ORDER BY {keys} LIMIT {CHUNK}", after or [])
             if not rows:
                 return
             yield [tuple(r) for r in rows]
@@ -134,9 +132,7 @@ class _Side:
             )
 
 
-def copy_store(
-    source: Any, target: Any, *, progress: Callable[[TableCopy], None] | None = None
-) -> list[TableCopy]:
+def copy_store(source: Any, target: Any, *, progress: Callable[[TableCopy], None] | None = None) -> list[TableCopy]:
     """Copy every table of ``source`` into ``target`` (both open stores); per-table counts."""
     src, dst = _Side(source), _Side(target)
     if src.postgres == dst.postgres and src.name == dst.name:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from council.clock import utc_now
 from council.errors import CouncilFailure, UsageError
-from council.redaction import redact, redact_data
+from council.redaction import redact, redact_document
 
 if TYPE_CHECKING:
     from council.storage.sqlite_store import SQLiteStore as Store
@@ -131,7 +131,7 @@ def record_run(
         "created_at": now,
         **run,
         "error": redact(run["error"]) if run.get("error") else run.get("error"),
-        "result": _json(redact_data(run.get("result"))),
+        "result": _json(redact_document(run.get("result"))),
     }
     pass_rows = [
         {

@@ -25,16 +25,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from council.clock import parse_since, utc_now
-from council.errors import CouncilFailure, ConfigError, NotFoundError, PrerequisiteError, UsageError
-from council.redaction import redact, redact_data
+from council.clock import utc_now
+from council.errors import ConfigError, CouncilFailure, PrerequisiteError, UsageError
+from council.redaction import redact
 from council.storage import judgments, postgres_schema
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
 from council.storage.location import display_url
 from council.storage.rate_limits import reserve_postgres
 from council.storage.sqlite_store import SQLiteStore
-from council.usage import CallJournal, CallRecord
 
 #: A lease outlives its last heartbeat by this long; heartbeats come every third of it.
 LEASE_SECONDS = 30.0
@@ -110,9 +109,7 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def insert_rows(
-    conn: Any, table: str, rows: Sequence[dict[str, Any]], *, upsert_on: Sequence[str] = ()
-) -> None:
+def insert_rows(conn: Any, table: str, rows: Sequence[dict[str, Any]], *, upsert_on: Sequence[str] = ()) -> None:
     """INSERTs grouped by column set; ``upsert_on``: replace the row with that key (sqlite-utils'
     ``replace=True``)."""
     groups: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
@@ -130,6 +127,7 @@ def insert_rows(
             )
         with conn.cursor() as cur:
             cur.executemany(sql, values)
+
 
 _UNTYPED_TEMP = re.compile(r"CREATE TABLE temp\.(\w+) \((.*)\)\s*(WITHOUT ROWID)?\s*$", re.S)
 _AVG = re.compile(r"\bAVG\(([^()]*)\)")
@@ -445,27 +443,11 @@ class PostgresStore:
             return reserve_postgres(conn, key, increment, tolerance)
 
     # -- the call log ---------------------------------------------------------
-    def write_calls(self, rows: Sequence[dict[str, Any]], conn: Any | None = None) -> None:
-        """Insert call-log rows, or complete the rows already written for them (by ``call_id``),
-        in the caller's transaction if there is one."""
-        if conn is None:
-            with self.transaction() as current:
-                self.write_calls(rows, current)
-            return
-        for row in rows:
-            row = {**row, "error": redact(row["error"]) if row.get("error") else row.get("error")}
-            columns = [c for c in _CALL_COLUMNS if c in row]
-            updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c in _CALL_OUTCOME)
-            conn.execute(
-                f"INSERT INTO calls ({', '.join(columns)}) VALUES ({', '.join('%s' for _ in columns)}) "
-                f"ON CONFLICT (call_id) DO UPDATE SET {updates}",
-                [_value(row[c]) for c in columns],
-            )
-
     # -- sessions ------------------------------------------------------------
     # -- what the SQLite store does with statements both databases take ----------------
     # (placeholders and sqlite-utils calls go through _Database): the same rows, shaped once.
     journal = SQLiteStore.journal
+    write_calls = SQLiteStore.write_calls
     begin_session = SQLiteStore.begin_session
     save_session = SQLiteStore.save_session
     fail_session = SQLiteStore.fail_session

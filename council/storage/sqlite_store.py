@@ -23,7 +23,7 @@ from typing import Any
 from council.clock import parse_since, utc_now
 from council.errors import NotFoundError, UsageError
 from council.home import ensure_home
-from council.redaction import redact, redact_data
+from council.redaction import redact, redact_document
 from council.storage import judgments
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.comparisons import count_comparisons
@@ -310,13 +310,14 @@ class SQLiteStore:
         bias_records: Sequence[dict[str, Any]] = (),
         calls: Sequence[dict[str, Any]] = (),
     ) -> None:
-        """Write the whole session and its final status in one transaction (error texts and
-        the result redacted: no secrets, and no private text when transcripts are off)."""
+        """Write the whole session and its final status in one transaction, every row and the
+        result redacted field by field (``redaction.redact_document``: no secrets, and no
+        private text when transcripts are off; the user's own words kept)."""
         with self.immediate():
             if answers:
-                self.db["answers"].insert_all(_redacted(answers, "error"), replace=True)
+                self.db["answers"].insert_all(redact_document(list(answers)), replace=True)
             if reviews:
-                self.db["reviews"].insert_all(_redacted(reviews, "error"), replace=True)
+                self.db["reviews"].insert_all(redact_document(list(reviews)), replace=True)
             if bias_records:
                 self.db["bias_records"].insert_all(bias_records)
             if calls:
@@ -326,7 +327,7 @@ class SQLiteStore:
                 {
                     "status": status,
                     "finished_at": utc_now(),
-                    "result": json.dumps(redact_data(result)) if result is not None else None,
+                    "result": json.dumps(redact_document(result)) if result is not None else None,
                     "error": redact(error) if error else error,
                 },
             )
@@ -441,10 +442,6 @@ def _column(name: str) -> str:
 
 def _call_rows(session_id: str, calls: Sequence[CallRecord]) -> list[dict[str, Any]]:
     return [{"session_id": session_id, **c.model_dump()} for c in calls]
-
-
-def _redacted(rows: Sequence[dict[str, Any]], *fields: str) -> list[dict[str, Any]]:
-    return [{**row, **{f: redact(row[f]) for f in fields if row.get(f)}} for row in rows]
 
 
 class _Journal:
