@@ -43,6 +43,10 @@ class CouncilFailure(CouncilError):
     exit_code = 1
 
 
+class ItemAlreadyRecorded(CouncilFailure):
+    """A batch item's result was recorded already (another worker finished it first)."""
+
+
 class QuorumError(CouncilFailure):
     """Too few members or reviewers answered to go on."""
 

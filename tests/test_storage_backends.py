@@ -93,19 +93,16 @@ def test_a_live_process_work_is_never_taken_for_dead(url_store):
     assert url_store.get_session("s-alive-0001")["status"] == "running"
 
 
-def test_a_batch_has_one_runner_at_a_time(url_store, backend_url):
-    from council.errors import UsageError
-
-    other = open_store()  # another process's store would hold its own connection or lock file
+def test_two_stores_on_one_database_never_hold_the_same_queued_item(url_store, backend_url):
+    settings = {"judges": ["fake/j"]}
+    items = [{"item_id": f"i{n}", "position": n, "digest": str(n), "item": {"n": n}} for n in range(6)]
+    url_store.enqueue_batch("b-1", source="b", content_sha256="c", settings=settings, spec={}, items=items)
+    other = open_store()  # another process's store holds its own connection
     try:
-        with url_store.batch_lock("b-1"):
-            with pytest.raises(UsageError, match="another process"):
-                with other.batch_lock("b-1"):
-                    pass
-            with other.batch_lock("b-2"):
-                pass
-        with other.batch_lock("b-1"):
-            pass
+        mine = url_store.claim_items("w1", batch_id="b-1", limit=4, lease_seconds=60)
+        theirs = other.claim_items("w2", batch_id="b-1", limit=4, lease_seconds=60)
+        assert len(mine) == 4 and len(theirs) == 2
+        assert {r["item_id"] for r in mine} | {r["item_id"] for r in theirs} == {f"i{n}" for n in range(6)}
     finally:
         other.close()
 

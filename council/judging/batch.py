@@ -20,7 +20,6 @@ that was interrupted and resumed writes the same file as one that ran straight t
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import math
@@ -42,7 +41,6 @@ from council.judging.schemas import Rubric
 from council.judging.strategies import DEFAULT_STRATEGY
 from council.judging.voting import GRADE_VOTES, PAIRWISE_VOTES
 from council.providers.client import ModelClient
-from council.redaction import private_scope
 from council.storage import Store, using_store
 from council.usage import CallLog, CallRecord
 
@@ -431,11 +429,10 @@ async def run_batch(
     keep_text = keeps_text(keep_text)
     with using_store(store) as opened:
         assert opened is not None, "a batch is recorded in a store"
-        with opened.batch_lock(batch_id):
-            return await _run_batch(
-                items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
-                opened, keep_text, on_start, on_item,
-            )  # fmt: skip
+        return await _run_batch(
+            items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
+            opened, keep_text, on_start, on_item,
+        )  # fmt: skip
 
 
 async def _run_batch(
@@ -454,47 +451,35 @@ async def _run_batch(
     on_start: Callable[[int, int], None] | None,
     on_item: ProgressSink | None,
 ) -> BatchSummary:
-    store.open_batch(
-        batch_id,
-        source=source,
-        content_sha256=content_sha256,
-        settings=settings.model_dump(mode="json"),
-        items=len(items),
-    )
+    # The batch goes through the queue (council.judging.worker) like a distributed one: this
+    # process is one worker of it, and any others started on it (``council worker``, or the
+    # same command again) share its items.
+    from council.judging import worker
+
     recorded = store.batch_item_status(batch_id)
     if recorded and not resume:
         raise UsageError(
             f"batch {batch_id} already has {len(recorded)} recorded item(s); "
             "add --resume to continue it, or give another --batch-id"
         )
-    todo = [item for item in items if recorded.get(item.id) != "ok"]
-    skipped = len(items) - len(todo)
+    worker.enqueue(store, items, batch_id=batch_id, settings=settings, judges=judges, rubrics=rubrics,
+                   source=source, content_sha256=content_sha256)  # fmt: skip
+    status = store.batch_status(batch_id) or {}
+    to_judge = status.get("queued", 0) + status.get("running", 0)
+    skipped = len(items) - to_judge
     if on_start is not None:
-        on_start(len(todo), skipped)
-
-    async def judge_and_record(item: BatchItem) -> None:
-        texts = [item.prompt, item.a, item.b, item.response, item.reference, item.context]
-        with private_scope(keep_text=keep_text, texts=texts):
-            outcome, calls = await _judge_item(item, settings, judges, rubrics, store=store, keep_text=keep_text)
-            kind = "compare" if item.mode == "pairwise" else "grade"
-            store.save_judgment(kind, outcome, calls, keep_text=keep_text, batch_id=batch_id, item=item)
-        if on_item is not None:
-            on_item(item, outcome.success)
-
-    pending = iter(todo)
-
-    async def worker() -> None:
-        for item in pending:  # one shared iterator: each item goes to exactly one worker
-            await judge_and_record(item)
+        on_start(to_judge, skipped)
 
     t0 = time.perf_counter()
-    async with asyncio.TaskGroup() as group:
-        for _ in range(min(concurrency, len(todo))):
-            group.create_task(worker())
+    report = await worker.run_worker(
+        store, judges_for=lambda _id, _spec: list(judges), batch_id=batch_id, concurrency=concurrency,
+        keep_text=keep_text, on_item=on_item, keep_judges=judges,
+    )  # fmt: skip
     wall = time.perf_counter() - t0
 
     rows = store.batch_rows(batch_id)
-    summary = summarize(rows, batch_id=batch_id, source=source, items=len(items), skipped=skipped, judged=len(todo))
+    summary = summarize(rows, batch_id=batch_id, source=source, items=len(items), skipped=skipped,
+                        judged=report.judged)  # fmt: skip
     summary.wall_time_s = wall
     if output is not None:
         write_results(rows, output)

@@ -28,6 +28,7 @@ TABLES: list[tuple[str, tuple[str, ...]]] = [
     ("judgments", ("id",)),
     ("batches", ("id",)),
     ("batch_items", ("batch_id", "item_id")),
+    ("batch_queue", ("batch_id", "item_id")),
 ]
 _IDENTITIES = ("bias_records", "calls", "judgments")
 CHUNK = 1000

@@ -15,8 +15,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from council.clock import utc_now
-from council.errors import CouncilFailure, UsageError
+from council.errors import ItemAlreadyRecorded, UsageError
 from council.redaction import redact, redact_document
+from council.storage import queue
 
 if TYPE_CHECKING:
     from council.storage.sqlite_store import SQLiteStore as Store
@@ -106,7 +107,9 @@ def save_judgment(
             "label": item.label,
             "gold_score": item.gold_score,
         }
-    record_run(store, run, passes, [c.model_dump() for c in calls], batch_item=batch_item)
+    digest = None if item is None else queue.item_digest(item.model_dump(mode="json", exclude={"line"}))
+    record_run(store, run, passes, [c.model_dump() for c in calls], batch_item=batch_item, digest=digest,
+               keep_text=keep_text)  # fmt: skip
 
 
 def record_run(
@@ -116,13 +119,18 @@ def record_run(
     calls: Sequence[Mapping[str, Any]],
     *,
     batch_item: Mapping[str, Any] | None = None,
+    digest: str | None = None,
+    keep_text: bool = True,
 ) -> None:
     """Write a finished run (and its batch item) atomically.
 
     ``run``: a ``judgment_runs`` row (``result`` may be a dict); ``passes``: ``judgments``
     rows without ``run_id``; ``calls``: call-log rows without ``session_id``;
     ``batch_item``: ``batch_id, item_id, position, mode, status``. A failed item of the
-    batch is replaced (a re-run after ``--resume``); a finished one raises.
+    batch is replaced (a re-run after ``--resume``); a finished one raises
+    ``ItemAlreadyRecorded``, and so does an item whose queued content is no longer
+    ``digest`` (the file changed while it was judged). Its queue entry is marked done in
+    the same transaction (council.storage.queue.finish_item).
     """
     now = utc_now()
     run_id = run["id"]
@@ -151,13 +159,17 @@ def record_run(
             store.write_calls(call_rows)
         if batch_item is not None:
             key = [batch_item["batch_id"], batch_item["item_id"]]
+            if not queue.finish_item(db, *key, digest, batch_item["status"], keep_text=keep_text):
+                raise ItemAlreadyRecorded(
+                    f"batch {key[0]}: item {key[1]!r} changed in the queue while it was judged; result dropped"
+                )
             db.execute("DELETE FROM batch_items WHERE batch_id = ? AND item_id = ? AND status = 'failed'", key)
             try:
                 insert_rows(db.conn, "batch_items", [{**batch_item, "run_id": run_id, "finished_at": now}])
             except sqlite3.IntegrityError:
-                raise CouncilFailure(
+                raise ItemAlreadyRecorded(
                     f"batch {batch_item['batch_id']}: item {batch_item['item_id']!r} is already recorded "
-                    "(is another process running the same batch?)"
+                    "(another worker finished it first)"
                 ) from None
 
 

@@ -26,9 +26,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from council.clock import utc_now
-from council.errors import ConfigError, CouncilFailure, PrerequisiteError, UsageError
+from council.errors import ConfigError, CouncilFailure, PrerequisiteError
 from council.redaction import redact
-from council.storage import judgments, postgres_schema
+from council.storage import judgments, postgres_schema, queue
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
 from council.storage.location import display_url
@@ -422,19 +422,9 @@ class PostgresStore:
             conn.execute("DELETE FROM leases WHERE expires_at < now() - interval '1 day'")
         return sorted(row["id"] for row in sessions)
 
-    @contextmanager
-    def batch_lock(self, batch_id: str) -> Iterator[None]:
-        """Run the batch as its only runner, on any machine: a session-level advisory lock,
-        held by one connection for the run (the server frees it when that process dies)."""
-        with self.pool.connection() as conn:
-            key = "batch:" + batch_id
-            got = conn.execute("SELECT pg_try_advisory_lock(hashtextextended(%s, 0)) AS ok", [key]).fetchone()
-            if not got["ok"]:
-                raise UsageError(f"batch {batch_id} is being run by another process; wait for it to finish")
-            try:
-                yield
-            finally:
-                conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [key])
+    def clock(self) -> float:
+        """The database's clock (never the hosts'): leases of workers on many machines compare."""
+        return float(self._query("SELECT extract(epoch from clock_timestamp()) AS now")[0]["now"])
 
     # -- shared limits ------------------------------------------------------------
     def reserve_rate(self, key: str, increment: float, tolerance: float = 0.0) -> float:
@@ -491,6 +481,12 @@ class PostgresStore:
     open_batch = judgments.open_batch
     batch_item_status = judgments.batch_item_status
     batch_rows = judgments.batch_rows
+    enqueue_batch = queue.enqueue_batch
+    claim_items = queue.claim_postgres
+    renew_claims = queue.renew_claims
+    release_claims = queue.release_claims
+    batch_spec = queue.batch_spec
+    batch_status = queue.queue_status
     position_audit = judgments.position_audit
 
     def comparisons(

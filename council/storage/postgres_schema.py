@@ -140,6 +140,18 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         "m007_rate_limits",
         ["CREATE TABLE rate_limits (key TEXT PRIMARY KEY, tat DOUBLE PRECISION NOT NULL)"],
     ),
+    (
+        "m008_batch_queue",
+        [
+            "ALTER TABLE batches ADD COLUMN spec TEXT",
+            """CREATE TABLE batch_queue (
+                batch_id TEXT REFERENCES batches (id), item_id TEXT, position BIGINT,
+                digest TEXT, item TEXT, state TEXT, worker TEXT, lease_until DOUBLE PRECISION, attempts BIGINT,
+                PRIMARY KEY (batch_id, item_id))""",
+            "CREATE INDEX idx_batch_queue_batch_id_state_position ON batch_queue (batch_id, state, position)",
+            "CREATE INDEX idx_batch_queue_worker ON batch_queue (worker)",
+        ],
+    ),
 ]
 
 # Primary keys of the tables rows are upserted into (``finish_session`` replaces answers and reviews).

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,11 +25,11 @@ from council.clock import parse_since, utc_now
 from council.errors import NotFoundError, UsageError
 from council.home import ensure_home
 from council.redaction import redact, redact_document
-from council.storage import judgments
+from council.storage import judgments, queue
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.comparisons import count_comparisons
 from council.storage.migrations import migrations
-from council.storage.ownership import batch_lock, dead_owners, lock_dir, process_lease
+from council.storage.ownership import dead_owners, lock_dir, process_lease
 from council.storage.rate_limits import reserve_sqlite
 from council.storage.sqlite import Database
 from council.usage import CallJournal, CallRecord
@@ -193,14 +194,9 @@ class SQLiteStore:
             )
         return sessions
 
-    @contextmanager
-    def batch_lock(self, batch_id: str) -> Iterator[None]:
-        """Run the batch as its only runner: another process running it is a ``UsageError``."""
-        if self._locks is None:
-            yield
-            return
-        with batch_lock(self._locks, batch_id):
-            yield
+    def clock(self) -> float:
+        """The host's clock: every process sharing a SQLite file runs on this host."""
+        return time.time()
 
     # -- shared limits ------------------------------------------------------------
     def reserve_rate(self, key: str, increment: float, tolerance: float = 0.0) -> float:
@@ -430,6 +426,12 @@ class SQLiteStore:
     open_batch = judgments.open_batch
     batch_item_status = judgments.batch_item_status
     batch_rows = judgments.batch_rows
+    enqueue_batch = queue.enqueue_batch
+    claim_items = queue.claim_sqlite
+    renew_claims = queue.renew_claims
+    release_claims = queue.release_claims
+    batch_spec = queue.batch_spec
+    batch_status = queue.queue_status
     comparisons = count_comparisons
     bias_sums = sum_bias_records
 
