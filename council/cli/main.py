@@ -25,6 +25,7 @@ _COMMANDS = {
     "compare": ("council.cli.judge", "compare"),
     "grade": ("council.cli.judge", "grade"),
     "batch": ("council.cli.batch", "batch"),
+    "worker": ("council.cli.worker", "worker"),
     "serve": ("council.cli.serve", "serve"),
     "store": ("council.cli.store", "store"),
 }

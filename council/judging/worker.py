@@ -200,9 +200,7 @@ async def run_worker(
         # Items held by other workers (their claims may pass and come back to this one);
         # this worker's own are finished by its other loops.
         scope = [batch_id] if batch_id is not None else sorted(report.batches)
-        return any(
-            (store_op(store.batch_status, b) or {}).get("running", 0) > in_flight.get(b, 0) for b in scope
-        )
+        return any((store_op(store.batch_status, b) or {}).get("running", 0) > in_flight.get(b, 0) for b in scope)
 
     async def judge(row: Mapping[str, Any]) -> None:
         spec, clients = judges.get(row["batch_id"])
