@@ -180,6 +180,7 @@ async def run_worker(
     is a ``CouncilFailure``: the items this worker held return to the queue with its leases."""
     report = WorkerReport(worker=worker or worker_name())
     judges = _Judges(store, judges_for)
+    store_down = False
 
     def store_op(op: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
@@ -189,6 +190,8 @@ async def run_worker(
         except Exception as exc:
             if not _store_failed(exc):
                 raise
+            nonlocal store_down
+            store_down = True
             raise CouncilFailure(
                 f"the store stopped answering mid-batch ({' '.join(redact(str(exc)).split())[:300]}); "
                 "the items this worker held return to the queue when their lease passes: run a worker again"
@@ -263,9 +266,7 @@ async def run_worker(
         for task in (work, beat):
             task.cancel()
         await asyncio.gather(work, beat, return_exceptions=True)
-        try:
+        if not store_down:  # else the leases pass instead
             store.release_claims(report.worker)
-        except Exception:  # the store is away: the leases pass instead
-            pass
         await judges.aclose(keep_judges)
     return report

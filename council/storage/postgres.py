@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import logging
 import os
 import re
 import socket
@@ -338,6 +339,10 @@ class PostgresStore:
         from psycopg.rows import dict_row
         from psycopg_pool import ConnectionPool
 
+        # The pool's own reconnection warnings would print bare on stderr (logging's last resort)
+        # when the server goes away; the operation that fails says it once, in one line.
+        logging.getLogger("psycopg").addHandler(logging.NullHandler())
+
         pool = ConnectionPool(
             url,
             min_size=1,
@@ -345,6 +350,8 @@ class PostgresStore:
             kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": CONNECT_TIMEOUT_S},
             open=True,
             name="council",
+            # A stopped server fails a waiting call after this long, not the pool's default 30 s.
+            timeout=CONNECT_TIMEOUT_S,
         )
         store = cls(url, pool)
         store.recover_interrupted()
