@@ -25,26 +25,21 @@ import json
 import math
 import os
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from council.errors import InputError, UsageError
 from council.judging.agreement import GoldAgreement, LabelAgreement, gold_agreement, label_agreement
-from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade
+from council.judging.batch_items import BatchItem, BatchSettings, Mode  # noqa: F401  (imported from here too)
 from council.judging.rubrics import load_rubric
 from council.judging.running import keeps_text
 from council.judging.schemas import Rubric
-from council.judging.strategies import DEFAULT_STRATEGY
-from council.judging.voting import GRADE_VOTES, PAIRWISE_VOTES
 from council.providers.client import ModelClient
 from council.storage import Store, using_store
-from council.usage import CallLog, CallRecord
 
-Mode = Literal["pairwise", "grade"]
 MODE_KEYS: dict[str, set[str]] = {"pairwise": {"a", "b"}, "grade": {"response"}}
 OPTIONAL_KEYS: dict[str, set[str]] = {
     "pairwise": {"context", "label", "model_a", "model_b"},
@@ -56,40 +51,6 @@ COMMON_KEYS = {"id", "prompt", "metadata"}
 # Differ from run to run while the judges' decisions do not; left out of the results file.
 RUN_SPECIFIC_KEYS = frozenset({"elapsed_ms", "evaluation_time_ms", "run_id"})
 DEFAULT_CONCURRENCY = 8
-
-
-class BatchItem(BaseModel):
-    id: str
-    mode: Mode
-    line: int
-    prompt: str
-    a: str | None = None
-    b: str | None = None
-    response: str | None = None
-    reference: str | None = None
-    rubric: str | None = None
-    context: str | None = None
-    metadata: Any = None
-    label: Literal["A", "B", "TIE"] | None = None
-    gold_score: float | None = None
-    model_a: str | None = None
-    model_b: str | None = None
-
-
-class BatchSettings(BaseModel):
-    """Everything that changes the results; part of the default batch id."""
-
-    mode: Mode | None = None
-    judges: list[str]
-    strategy: str = DEFAULT_STRATEGY
-    swap: bool = True
-    allow_tie: bool = True
-    criteria: list[str] | None = None
-    rubric: str = "general"
-    #: None: each mode's default (a comparison: one swap pair; a grade: three votes).
-    votes: int | None = None
-    adaptive: bool = False
-    max_attempts: int = 3
 
 
 # --------------------------------------------------------------------- the file
@@ -343,58 +304,6 @@ def write_results(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
 
 
 ProgressSink = Callable[[BatchItem, bool], None]
-
-
-async def _judge_item(
-    item: BatchItem,
-    settings: BatchSettings,
-    judges: Sequence[ModelClient],
-    rubrics: Mapping[str, Rubric],
-    *,
-    store: Store,
-    keep_text: bool,
-) -> tuple[ComparisonOutcome | GradeOutcome, list[CallRecord]]:
-    # Calls are written to the batch's database as they start and finish (a kill -9 mid-call
-    # leaves them on record); the run itself is recorded, with its item, when it ends.
-    run_id = str(uuid.uuid4())
-    log = CallLog(store.journal(run_id))
-    outcome: ComparisonOutcome | GradeOutcome
-    if item.mode == "pairwise":
-        outcome = await compare(
-            item.prompt,
-            item.a or "",
-            item.b or "",
-            judges=judges,
-            criteria=settings.criteria,
-            context=item.context,
-            allow_tie=settings.allow_tie,
-            swap=settings.swap,
-            strategy=settings.strategy,
-            votes=settings.votes or PAIRWISE_VOTES,
-            adaptive=settings.adaptive,
-            max_attempts=settings.max_attempts,
-            sink=log,
-            store=None,
-            keep_text=keep_text,
-            run_id=run_id,
-        )
-    else:
-        outcome = await grade(
-            item.prompt,
-            item.response or "",
-            rubric=rubrics[item.rubric or settings.rubric],
-            judges=judges,
-            reference=item.reference,
-            context=item.context,
-            votes=settings.votes or GRADE_VOTES,
-            adaptive=settings.adaptive,
-            max_attempts=settings.max_attempts,
-            sink=log,
-            store=None,
-            keep_text=keep_text,
-            run_id=run_id,
-        )
-    return outcome, log.records
 
 
 async def run_batch(

@@ -23,12 +23,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from council.errors import ConfigError, CouncilError, CouncilFailure, ItemAlreadyRecorded
-from council.judging.batch import BatchItem, BatchSettings, _judge_item
+from council.judging.batch_items import BatchItem, BatchSettings, judge_item
 from council.judging.schemas import Rubric
 from council.providers.client import ModelClient
 from council.redaction import private_scope, redact
 from council.storage import Store
-from council.storage.queue import item_digest as content_digest
+from council.storage import item_digest as content_digest
 
 #: A claim outlives the worker's last heartbeat by this long; heartbeats come every third of it.
 DEFAULT_LEASE_SECONDS = 60.0
@@ -210,7 +210,7 @@ async def run_worker(
         item = BatchItem.model_validate(row["item"])
         texts = [item.prompt, item.a, item.b, item.response, item.reference, item.context]
         with private_scope(keep_text=keep_text, texts=texts):
-            outcome, calls = await _judge_item(item, spec.settings, clients, spec.rubrics, store=store,
+            outcome, calls = await judge_item(item, spec.settings, clients, spec.rubrics, store=store,
                                                keep_text=keep_text)  # fmt: skip
             kind = "compare" if item.mode == "pairwise" else "grade"
             try:
