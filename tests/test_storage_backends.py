@@ -221,3 +221,29 @@ def test_sqlite_url_names_the_file(tmp_path, monkeypatch):
     store.begin_session("s-file-0001", council="default")
     store.close()
     assert target.exists() and SQLiteStore.open(target).get_session("s-file-0001")["id"] == "s-file-0001"
+
+
+def test_a_server_that_goes_away_is_one_line_and_nothing_half_written(postgres_server):
+    from conftest import invoke_cli
+    from postgres_server import Server
+
+    from council.errors import CouncilFailure
+    from council.storage.postgres import PostgresStore
+
+    own = Server()
+    own.start(own=True)  # a server this test may stop
+    try:
+        assert own.url is not None, own.problem
+        url = own.fresh_database()
+        store = PostgresStore.open(url)
+        store.begin_session("s-before-stop", council="default")
+        own.stop()
+        with pytest.raises(CouncilFailure, match="the PostgreSQL store .* failed") as failed:
+            store.fail_session("s-before-stop", status="failed", error="boom", calls=[])
+        assert "\n" not in str(failed.value)
+        result = invoke_cli("sessions", "list", env={"COUNCIL_DATABASE_URL": url})
+        assert result.exit_code == 1 and len(result.error_lines) == 1, result.stderr
+        assert "cannot connect to the PostgreSQL store" in result.stderr
+        store.close()
+    finally:
+        own.stop()
