@@ -247,3 +247,28 @@ def test_a_server_that_goes_away_is_one_line_and_nothing_half_written(postgres_s
         store.close()
     finally:
         own.stop()
+
+
+def test_the_council_file_names_the_store_and_the_environment_wins(tmp_path, council_home, monkeypatch):
+    from conftest import invoke_cli
+
+    from council.storage.location import configured
+
+    file_db, env_db = tmp_path / "from-file.db", tmp_path / "from-env.db"
+    (council_home / "council.toml").write_text(f'[storage]\nurl = "sqlite:///{file_db}"\n')
+    assert configured().path == file_db
+    store = open_store()
+    store.close()
+    assert file_db.exists() and not (council_home / "council.db").exists()
+    monkeypatch.setenv("COUNCIL_DATABASE_URL", f"sqlite:///{env_db}")
+    assert configured().path == env_db
+    monkeypatch.delenv("COUNCIL_DATABASE_URL")
+    (council_home / "council.toml").write_text("[storage]\nurl = 5\n")
+    result = invoke_cli("sessions", "list")
+    assert result.exit_code == 2 and "[storage] url must be a string" in result.stderr
+    (council_home / "council.toml").write_text('[storage]\nurl = "mysql://x:s3cret-pw@h/db"\n')
+    result = invoke_cli("sessions", "list")
+    assert result.exit_code == 2 and len(result.error_lines) == 1
+    assert "[storage] url: unsupported database" in result.stderr and "s3cret-pw" not in result.stderr
+    (council_home / "council.toml").write_text('[storage]\nulr = "sqlite:///x.db"\n')
+    assert invoke_cli("run", "Q?").exit_code == 2  # the whole file is checked where it is used: a typo

@@ -85,6 +85,12 @@ class Privacy(_Strict):
     store_transcripts: bool = True
 
 
+class Storage(_Strict):
+    """``[storage]``: where the data lives (``COUNCIL_DATABASE_URL`` wins; council.storage.location)."""
+
+    url: str | None = None
+
+
 class ConfigFile(_Strict):
     """The whole file."""
 
@@ -92,6 +98,7 @@ class ConfigFile(_Strict):
     councils: dict[str, CouncilSpec] = Field(default_factory=dict)
     models: dict[str, ModelSpec] = Field(default_factory=dict)
     privacy: Privacy = Privacy()
+    storage: Storage = Storage()
 
     @model_validator(mode="after")
     def _default_council_exists(self) -> ConfigFile:
