@@ -32,8 +32,8 @@ class ModelSpec(_Strict):
     retries: int = Field(default=3, ge=0, le=10, description="retries on 429/5xx/timeouts, with backoff and jitter")
     max_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0, le=2)
-    input_cost_per_token: float | None = Field(default=None, ge=0)
-    output_cost_per_token: float | None = Field(default=None, ge=0)
+    input_cost_per_token: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    output_cost_per_token: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _transport_can_reach_it(self) -> ModelSpec:
