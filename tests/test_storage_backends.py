@@ -272,3 +272,26 @@ def test_the_council_file_names_the_store_and_the_environment_wins(tmp_path, cou
     assert "[storage] url: unsupported database" in result.stderr and "s3cret-pw" not in result.stderr
     (council_home / "council.toml").write_text('[storage]\nulr = "sqlite:///x.db"\n')
     assert invoke_cli("run", "Q?").exit_code == 2  # the whole file is checked where it is used: a typo
+
+
+def test_the_server_keeps_its_sessions_in_the_store_the_url_names(backend_url, tmp_path, monkeypatch):
+    from conftest import write_config
+    from starlette.testclient import TestClient
+
+    from council.config import load_config
+    from council.server.app import create_app
+
+    monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
+    cfg = write_config(tmp_path / "c.toml", {"a": {"model": "fake/a"}, "b": {"model": "fake/b"}}, chairman="a")
+    body = {"model": "default", "messages": [{"role": "user", "content": "What is 2+2?"}]}
+    with TestClient(create_app(load_config(str(cfg))), base_url="http://127.0.0.1:8000") as client:
+        answer = client.post("/v1/chat/completions", json=body)
+        assert answer.status_code == 200, answer.text
+        session_id = answer.json()["council"]["session_id"]
+        shown = client.get(f"/v1/sessions/{session_id}")
+        report = client.get("/v1/bias-report")
+    assert shown.status_code == 200 and shown.json()["session_id"] == session_id
+    assert report.status_code == 200 and report.json()["reviewers"]
+    store = open_store()
+    assert store.get_session(session_id)["status"] == "complete"
+    store.close()
