@@ -27,6 +27,7 @@ _COMMANDS = {
     "batch": ("council.cli.batch", "batch"),
     "serve": ("council.cli.serve", "serve"),
     "store": ("council.cli.store", "store"),
+    "mcp": ("council.cli.mcp", "mcp"),
 }
 
 

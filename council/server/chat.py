@@ -247,7 +247,7 @@ async def _stream(
             if isinstance(item, SessionResult):
                 result = item
             else:
-                yield f": {item.kind} {item.stage} {item.member or ''}\n\n".encode()
+                yield f": {item.type}\n\n".encode()
     except CouncilError as exc:
         for part in failed(exc):
             yield part
