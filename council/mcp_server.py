@@ -433,21 +433,17 @@ def _outcome_result(outcome: Any, text: str) -> Any:
 
 def _bias_report(since: str | None, reviewers: list[str], council: str | None) -> Any:
     from council.bias.report import bias_report
-    from council.storage import open_store
+    from council.storage import using_store
 
-    store = open_store()
-    try:
+    with using_store(True) as store:
         return bias_report(store, since=since, reviewers=reviewers, council=council)
-    finally:
-        store.close()
 
 
 def _sessions(session_id: str | None, limit: int, council: str | None, since: str | None) -> Any:
     from council.exports import session_listing
-    from council.storage import open_store
+    from council.storage import using_store
 
-    store = open_store()
-    try:
+    with using_store(True) as store:
         if session_id is None:
             rows = [session_listing(r) for r in store.list_sessions(limit=limit, since=since, council=council)]
             text = "\n".join(
@@ -457,8 +453,6 @@ def _sessions(session_id: str | None, limit: int, council: str | None, since: st
             )
             return _result(text or "no sessions", {"sessions": rows})
         row = store.get_session(session_id)
-    finally:
-        store.close()
     if not row.get("result"):
         listing = session_listing(row)
         return _result(f"session {row['id']}: status {row['status']}, error: {row.get('error')}", listing)

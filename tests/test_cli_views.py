@@ -8,7 +8,7 @@ import json
 from conftest import invoke_cli, write_config
 from rich.console import Console
 
-from council.storage import open_store
+from council.storage import SQLiteStore
 
 QUESTION = "Why is a stable sort useful when sorting records by several keys in turn?"
 MEMBERS = ["fake/alpha", "fake/beta", "fake/gamma"]
@@ -20,7 +20,7 @@ def config(tmp_path, members=MEMBERS, **council):
 
 
 def stored_session():
-    store = open_store()
+    store = SQLiteStore.open()
     [row] = store.list_sessions(limit=5)
     result = json.loads(store.get_session(row["id"])["result"])
     store.close()
@@ -139,13 +139,13 @@ def test_bad_show_values_are_one_line_exit_2(tmp_path):
     assert bad.exit_code == 2 and len(bad.error_lines) == 1 and "'votes'" in bad.error_lines[0]
     both = invoke_cli("run", QUESTION, "--config", cfg, "--show", "answers", "--json")
     assert both.exit_code == 2 and len(both.error_lines) == 1
-    assert open_store().list_sessions(limit=5) == []  # nothing was run
+    assert SQLiteStore.open().list_sessions(limit=5) == []  # nothing was run
 
 
 def test_sessions_show_with_transcripts_off_says_the_text_was_not_kept(tmp_path):
     env = {"COUNCIL_STORE_TRANSCRIPTS": "0"}
     assert invoke_cli("run", QUESTION, "--config", config(tmp_path), "--seed", "6", env=env).exit_code == 0
-    [row] = open_store().list_sessions(limit=5)
+    [row] = SQLiteStore.open().list_sessions(limit=5)
     shown = invoke_cli("sessions", "show", row["id"])
     assert shown.exit_code == 0, shown.stderr
     assert QUESTION not in shown.stdout

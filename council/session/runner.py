@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from council.asking import JsonFormat, ask_valid
 from council.bias.records import BiasRecord, QueryHasher, count_words, session_bias_metadata
