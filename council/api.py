@@ -2,7 +2,7 @@
 
     council = Council.from_config("council.toml")      # or a dict, or None for the default
     result = await council.run("question")              # SessionResult
-    async for event in council.stream("question"): ...   # progress events, then the result
+    async for event in council.stream("question"): ...   # events with content, then the result
     await council.aclose()
 
 No global state: each Council owns its model clients (and so its concurrency and
@@ -104,7 +104,9 @@ class Council:
         return asyncio.run(_go())
 
     async def stream(self, question: str, **kwargs: Any) -> AsyncIterator[SessionEvent | SessionResult]:
-        """Yield progress events as they happen, then the SessionResult last."""
+        """Yield the session's events as they happen (answers, reviews, consensus, synthesis:
+        :mod:`council.session.events`), then the SessionResult last. A session that fails
+        yields its ``session_finished`` event (status ``failed``) and then raises."""
         queue: asyncio.Queue[SessionEvent] = asyncio.Queue()
         task = asyncio.create_task(self.run(question, on_event=queue.put_nowait, **kwargs))
         try:

@@ -14,6 +14,7 @@ invalid value is re-requested and, in the end, recorded as invalid.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -162,7 +163,7 @@ class JsonFormat:
             raise InputError("the schema is nested too deeply") from None
         if schema.get("type", "object") != "object":
             raise InputError(f"the schema must describe an object (its type is {schema.get('type')!r})")
-        self._validator = cls(schema)
+        self._validator = cls(schema, registry=_offline_registry())
 
     def instruction(self) -> str:
         """What the prompt tells the model about the format (the schema neutralised as untrusted text)."""
@@ -180,10 +181,14 @@ class JsonFormat:
             return None, Invalid(str(exc))
         if self._validator is None:
             return value, None
+        import referencing.exceptions
+
         try:
             errors = sorted(self._validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
         except RecursionError:
             return None, Invalid("the reply is nested too deeply to check")
+        except referencing.exceptions.Unresolvable as exc:  # checked when made; never a traceback
+            return None, Invalid(f"the schema has a reference that does not resolve: {str(exc)[:80]}")
         if not errors:
             return value, None
 
@@ -202,9 +207,24 @@ class JsonFormat:
 
 
 _UNSAFE_KEYWORDS = ("pattern", "patternProperties")
+_REFERENCES = ("$ref", "$dynamicRef", "$recursiveRef")
 # Keywords whose values are data, and those that map names (which may look like keywords) to schemas.
 _LITERALS = frozenset({"enum", "const", "default", "examples", "required", "description", "title"})
 _SCHEMA_MAPS = frozenset({"properties", "patternProperties", "dependentSchemas", "$defs", "definitions"})
+
+
+@functools.cache
+def _offline_registry() -> Any:
+    """The only registry the validator resolves references in: a schema is never fetched from the
+    network or a file, whatever its $ref, $dynamicRef, $id or $schema say (jsonschema's default
+    still retrieves unknown URLs)."""
+    import referencing
+    import referencing.exceptions
+
+    def refuse(uri: str) -> Any:
+        raise referencing.exceptions.NoSuchResource(ref=uri)
+
+    return referencing.Registry(retrieve=refuse)  # type: ignore[call-arg]
 
 
 def _refuse_unsafe_keywords(node: Any, root: dict[str, Any]) -> None:
@@ -221,14 +241,20 @@ def _refuse_unsafe_keywords(node: Any, root: dict[str, Any]) -> None:
     for keyword in _UNSAFE_KEYWORDS:
         if keyword in node:
             raise InputError(f"the schema uses {keyword!r}: regular-expression keywords are not supported")
-    ref = node.get("$ref")
-    if isinstance(ref, str):
-        if not ref.startswith("#"):
-            raise InputError(f"the schema's $ref {ref[:80]!r} is not local: only '#/...' references are supported")
+    for keyword in _REFERENCES:
+        ref = node.get(keyword)
+        if not isinstance(ref, str):
+            continue
+        if ref != "#" and not ref.startswith("#/"):
+            raise InputError(
+                f"the schema's {keyword} {ref[:80]!r} is not a reference inside the schema: only '#/...' "
+                "references are supported (nothing is ever fetched)"
+            )
         try:
             resolve_pointer(root, ref)
-        except ValueError as exc:
-            raise InputError(f"the schema's $ref does not resolve: {exc}") from None
+        except ValueError:
+            why = f"the schema's {keyword} reference {ref[:80]!r} does not resolve inside the schema"
+            raise InputError(why) from None
     for key, value in node.items():
         if key in _LITERALS:
             continue
@@ -266,9 +292,7 @@ def check_output(model: type[T] | JsonFormat, text: str) -> tuple[Any, Invalid |
         return None, Invalid(describe_validation_error(exc), describe_validation_error(exc, quote_values=False))
 
 
-def validate_output(
-    model: type[T] | JsonFormat, text: str, *, quote_values: bool = True
-) -> tuple[Any, str | None]:
+def validate_output(model: type[T] | JsonFormat, text: str, *, quote_values: bool = True) -> tuple[Any, str | None]:
     """``(instance, None)`` when valid, else ``(None, reason)``."""
     parsed, invalid = check_output(model, text)
     return parsed, None if invalid is None else invalid.describe(quote_values=quote_values)

@@ -8,6 +8,7 @@ so a call in flight when the process dies is still on record (it may have been b
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
@@ -17,6 +18,11 @@ from pydantic import BaseModel, Field
 from council.logs import get_logger
 
 log = get_logger("council.usage")
+
+
+def known_cost(cost: float | None) -> float | None:
+    """A cost that is not a finite number (an inf or nan price, an overflowing sum) is unknown."""
+    return cost if cost is None or math.isfinite(cost) else None
 
 
 class CallRecord(BaseModel):
@@ -97,10 +103,11 @@ class Usage(BaseModel):
         """Totals over every attempt in the call log, failed ones included."""
         calls = list(calls)
         costs = [c.cost_usd for c in calls if c.ok]
+        total = None if any(c is None for c in costs) else round(sum(c for c in costs if c is not None), 8)
         return cls(
             calls=len(calls),
             failed_calls=sum(1 for c in calls if not c.ok),
             prompt_tokens=sum(c.prompt_tokens for c in calls),
             completion_tokens=sum(c.completion_tokens for c in calls),
-            cost_usd=None if any(c is None for c in costs) else round(sum(c for c in costs if c is not None), 8),
+            cost_usd=known_cost(total),
         )

@@ -61,8 +61,8 @@ PHASES = [
     ("stage 2: reviews", "stage:review", "review"),
     ("between stages 2 and 3 (consensus)", "review", "stage:synthesis"),
     ("stage 3: synthesis", "stage:synthesis", "synthesis"),
-    ("after stage 3 (bias records, result, db write)", "synthesis", "done"),
-    ("after the done event (return)", "done", "end"),
+    ("after stage 3 (bias records, result, db write)", "synthesis", "session_finished"),
+    ("after the session_finished event (return)", "session_finished", "end"),
 ]
 STAGES = {"stage 1: answers", "stage 2: reviews", "stage 3: synthesis"}
 
@@ -96,7 +96,7 @@ async def sessions(base_url: str, n: int, repeats: int, transport: str) -> list[
             marks: dict[str, float] = {}
 
             def on_event(event: Any, marks: dict[str, float] = marks) -> None:
-                key = f"stage:{event.stage}" if event.kind == "stage" else event.kind
+                key = f"stage:{event.stage}" if event.type == "stage" else event.type
                 marks[key] = time.perf_counter()  # the last event of a kind wins
 
             marks["start"] = time.perf_counter()

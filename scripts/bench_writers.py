@@ -162,7 +162,7 @@ def main() -> int:
     p.add_argument("--sessions", type=int, default=25, help="sessions per process (run one after another)")
     args = p.parse_args()
     print("$ " + shlex.join(["python", "scripts/bench_writers.py", *sys.argv[1:]]))
-    from council.storage.store import BUSY_TIMEOUT_S
+    from council.storage.sqlite_store import BUSY_TIMEOUT_S
 
     print(
         f"{args.processes} processes × {args.sessions} sessions, one fresh council.db "

@@ -8,7 +8,8 @@ Endpoints: ``POST /v1/chat/completions`` (plain, ``response_format`` json_schema
 ``stream: true`` as SSE ending with ``data: [DONE]``), ``GET /v1/models``, ``GET /health``.
 Errors use OpenAI's shape, ``{"error": {"message", "type", "code"}}``. The hostile behaviours
 (``+echo``: a 400 quoting the Authorization header and the body; ``+markup``; ``+quote``) come
-from the same responder.
+from the same responder; ``+endless`` (the mock's own) answers 200 with a body that never ends,
+JSON or SSE, as fast as the client reads.
 
 Run it as a script and it prints ``READY http://HOST:PORT`` once it is listening::
 
@@ -161,6 +162,9 @@ class MockLLM:
         if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
             return _error(400, "'messages' must be a non-empty array of message objects", "invalid_messages")
         messages = [{"role": str(m.get("role", "user")), "content": _text(m.get("content"))} for m in messages]
+        # +endless (the mock's own behaviour, not the responder's): a 200 whose body never ends.
+        endless = "+endless" in model
+        model = model.replace("+endless", "")
         try:
             _, behaviours = parse_model_name(model)
         except ConfigError as exc:
@@ -178,6 +182,10 @@ class MockLLM:
             json_mode = True
         stream = bool(body.get("stream"))
 
+        if endless:
+            self._record(model, 200, "endless", stream=stream)
+            media = "text/event-stream" if stream else "application/json"
+            return StreamingResponse(_endless(stream), media_type=media)
         fault = None
         if self.fault_rate and self._fault_rng.random() < self.fault_rate:
             fault = self._fault_rng.choice(self.fault_kinds)
@@ -283,6 +291,22 @@ class MockLLM:
                      "choices": [], "usage": usage}  # fmt: skip
             yield f"data: {json.dumps(chunk)}\n\n"
         yield "data: [DONE]\n\n"
+
+
+async def _endless(stream: bool) -> AsyncIterator[str]:
+    """A reply that never ends, as fast as the client reads it (until it hangs up)."""
+    piece = "endless " * 8192
+    if stream:
+        choice = {"index": 0, "delta": {"content": piece}}
+        chunk = {"id": "endless", "object": "chat.completion.chunk", "choices": [choice]}
+        line = f"data: {json.dumps(chunk)}\n\n"
+        while True:
+            yield line
+            await asyncio.sleep(0)
+    yield '{"id": "endless", "object": "chat.completion", "choices": [{"index": 0, "message": {"content": "'
+    while True:
+        yield piece
+        await asyncio.sleep(0)
 
 
 def make_app(**options: Any) -> Starlette:

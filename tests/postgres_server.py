@@ -52,8 +52,9 @@ class Server:
         self._root: str | None = None
         self._template_ready = False
 
-    def start(self) -> None:
-        url = os.environ.get("COUNCIL_TEST_POSTGRES_URL", "").strip()
+    def start(self, *, own: bool = False) -> None:
+        """``own``: start a server of this test's own (one it may stop), whatever the environment says."""
+        url = "" if own else os.environ.get("COUNCIL_TEST_POSTGRES_URL", "").strip()
         if url:
             self.url = url
             return

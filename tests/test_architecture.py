@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("council.asking", "council.bias"),
     ("council.session", "council.judging"),
     ("council.api", "council.exports", "council.export_shapes", "council.export_rows", "council.leaderboard"),
-    ("council.cli", "council.server", "council.__main__", "council"),
+    ("council.cli", "council.server", "council.mcp_server", "council.__main__", "council"),
 ]
 
 # Pure logic: no model calls, no database, no CLI or server.
@@ -41,6 +41,7 @@ PURE = (
     "council.session.schemas",
     "council.session.prompts",
     "council.session.results",
+    "council.session.events",
     "council.judging.strategies",
     "council.judging.voting",
     "council.judging.averaging",
@@ -61,7 +62,7 @@ PURE = (
     "council.ratings",
     "council.judging.agreement",
 )
-IO = ("council.providers", "council.storage", "council.api", "council.cli", "council.server")
+IO = ("council.providers", "council.storage", "council.api", "council.cli", "council.server", "council.mcp_server")
 
 # Siblings that must stay apart.
 APART = [("council.session", "council.judging"), ("council.providers", "council.storage")]
@@ -256,3 +257,20 @@ def test_the_rules_catch_what_they_forbid():
     assert not SQL_SHAPES.search("choose one of: words, chars".upper())
     tree = ast.parse("import sqlite3\nstore.db.execute('SELECT 1 FROM t')\n")
     assert any(isinstance(n, ast.Attribute) and n.attr in CONNECTION_ATTRIBUTES for n in ast.walk(tree))
+
+
+def test_only_the_mcp_server_imports_the_mcp_sdk_and_only_when_serving():
+    # The SDK is an optional extra: every other module (and `council --help`) works without it.
+    def imports_sdk(tree: ast.AST) -> list[ast.AST]:
+        return [
+            node
+            for node in ast.walk(tree)
+            if (isinstance(node, ast.Import) and any(a.name.split(".")[0] in ("mcp", "mcp_types") for a in node.names))
+            or (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("mcp", "mcp_types"))
+        ]
+
+    users = {name for name, path in MODULES.items() if imports_sdk(ast.parse(path.read_text(encoding="utf-8")))}
+    assert users == {"council.mcp_server"}
+    tree = ast.parse(MODULES["council.mcp_server"].read_text(encoding="utf-8"))
+    top_level = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
+    assert not [node for node in top_level if imports_sdk(node)]  # imported lazily, inside functions

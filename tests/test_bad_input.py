@@ -7,18 +7,13 @@ CLI cases run in-process (and one with real argv bytes); server cases against a 
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
-from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import httpx
 import pytest
 from conftest import council_process, db_rows, invoke_cli, write_config
-from mock_server import start_mock_server, wait_for
+from mock_server import start_mock_server
+from serve_helpers import council_serve
 
 QUESTION = "Which gas makes up most of Earth's atmosphere?"
 
@@ -190,38 +185,6 @@ def test_session_lookup_is_by_id_or_a_literal_prefix_of_eight(council_home):
 # -- the server --------------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def council_server(config: Path, home: Path, *extra: str | bytes):
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "council", "serve", "--config", str(config), "--port", str(port), *extra],
-        env={**os.environ, "COUNCIL_HOME": str(home)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        try:
-            return httpx.get(base + "/health", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return proc.poll() is not None
-
-    try:
-        assert wait_for(up, timeout=60) and proc.poll() is None, proc.stderr.read()
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
 def assert_openai_error(response: httpx.Response, status: int, fragment: str = "") -> None:
     assert response.status_code == status, response.text
     error = response.json()["error"]
@@ -237,7 +200,7 @@ def served(tmp_path_factory, mock):
     home = tmp_path_factory.mktemp("served-home")
     models = {m: {"model": f"openai/mock-{m}", "api_base": mock.base_url, "retries": 0} for m in ("a", "b")}
     cfg = write_config(home / "c.toml", models, chairman="a")
-    with council_server(cfg, home) as base:
+    with council_serve(cfg, home) as (base, _):
         yield base, home
 
 
@@ -278,7 +241,7 @@ def test_server_since_goes_through_the_one_date_parser(served):
 def test_non_ascii_bearer_tokens_never_cause_a_500(tmp_path, council_home, mock, server_token, sent):
     models = {m: {"model": f"openai/mock-{m}", "api_base": mock.base_url} for m in ("a", "b")}
     cfg = write_config(tmp_path / "c.toml", models, chairman="a")
-    with council_server(cfg, council_home, "--token", server_token) as base:
+    with council_serve(cfg, council_home, "--token", server_token) as (base, _):
         raw = {"authorization": b"Bearer " + sent.encode("utf-8")}
         response = httpx.get(base + "/v1/models", headers=raw, timeout=10)
         if sent == server_token:

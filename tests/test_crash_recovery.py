@@ -9,17 +9,16 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
 from conftest import db_rows, invoke_cli, write_config
 from mock_server import start_mock_server, wait_for
+from serve_helpers import council_serve
 
 QUESTION = "Why do leaves change colour in autumn?"
 SLOW = 60.0  # seconds a +slow mock call takes: far longer than any test waits
@@ -171,40 +170,10 @@ def test_a_second_runner_of_a_running_batch_shares_its_queue_and_takes_other_ite
 # -- the server ---------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def council_server(config: Path, home: Path):
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "council", "serve", "--config", str(config), "--port", str(port)],
-        env={**os.environ, "COUNCIL_HOME": str(home)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        def up() -> bool:
-            try:
-                return httpx.get(base + "/health", timeout=1).status_code == 200
-            except httpx.HTTPError:
-                return proc.poll() is not None
-        assert wait_for(up, timeout=60) and proc.poll() is None, proc.stderr.read() if proc.poll() is not None else ""
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_client_that_hangs_up_interrupts_its_session(tmp_path, council_home, slow_mock, stream):
     cfg = slow_council(tmp_path, slow_mock.base_url, n=2)
-    with council_server(cfg, council_home) as base:
+    with council_serve(cfg, council_home) as (base, _):
         body = {"model": "default", "messages": [{"role": "user", "content": QUESTION}], "stream": stream}
         with pytest.raises(httpx.ReadTimeout):
             with httpx.Client(timeout=httpx.Timeout(30, read=2.0)) as client:

@@ -180,22 +180,25 @@ def test_ollamas_documented_key_over_http_is_cut_from_the_echo_and_nothing_else(
 def test_every_stored_table_redacts_a_reply_the_same_way(council_home):
     # The answers and reviews tables hold the same texts as the stored result: a strong key a
     # provider echoed in its reply is cut from both, the user's names are kept in both.
-    from council.storage import Store
+    from types import SimpleNamespace
+
+    from council.storage import SQLiteStore
 
     strong = "k-7f3a9c2e5b1d4e6f8a0b"
     register_secret(strong)
     register_secret("ollama")
     answer = {"member": "ollama", "model": "openai/ollama", "text": f"your key {strong}, for ollama", "status": "ok",
               "error": "server said: bad key ollama", "length_chars": 9, "latency_ms": 1.0}  # fmt: skip
-    review = {"reviewer": "ollama", "model": "openai/ollama", "display_order": '["ollama"]',
-              "labels": '{"A": "ollama"}', "scores": '{"ollama": 7}', "ranking": '["ollama"]',
-              "reasoning": json.dumps({"ollama": f"uses {strong}"}),
-              "valid": 1, "attempts": 1, "error": None}  # fmt: skip
-    store = Store.open()
+    review = SimpleNamespace(reviewer="ollama", model="openai/ollama", display_order=["ollama"],
+                             labels={"A": "ollama"}, scores={"ollama": 7}, ranking=["ollama"],
+                             reasoning={"ollama": f"uses {strong}"}, valid=True, attempts=1, error=None)  # fmt: skip
+    # A session result as the runner hands it to the store (only what save_session reads).
+    result = SimpleNamespace(session_id="s1", status="complete", answers=[SimpleNamespace(**answer)], reviews=[review],
+                             model_dump=lambda mode: {"answers": [answer]})  # fmt: skip
+    store = SQLiteStore.open()
     try:
-        store.begin_session({"id": "s1", "kind": "council", "council": "default", "question": "q", "members": "[]"})
-        rows = {"answers": [{"session_id": "s1", **answer}], "reviews": [{"session_id": "s1", **review}]}
-        store.finish_session("s1", status="complete", result={"answers": [answer]}, **rows)
+        store.begin_session("s1", council="default", question="q")
+        store.save_session(result, [], keep_text=True, calls=[])
     finally:
         store.close()
     [(member, model, text, error)] = db_rows(council_home, "select member, model, text, error from answers")

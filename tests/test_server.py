@@ -7,13 +7,11 @@ import os
 import socket
 import subprocess
 import sys
-import time
-from contextlib import contextmanager
-from pathlib import Path
 
 import httpx
 import pytest
 from mock_server import start_mock_server
+from serve_helpers import council_serve
 
 openai = pytest.importorskip("openai")
 
@@ -24,39 +22,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-@contextmanager
-def council_server(config: Path, home: Path, *extra: str):
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "council", "serve", "--config", str(config), "--port", str(port), *extra],
-        env={**os.environ, "COUNCIL_HOME": str(home)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"council serve exited: {proc.stderr.read()}")
-            try:
-                if httpx.get(base + "/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("council serve did not start")
-            time.sleep(0.1)
-        yield base
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +41,7 @@ def config(tmp_path, mock_url):
 
 
 def test_openai_client_lists_completes_and_streams(config, council_home):
-    with council_server(config, council_home) as base:
+    with council_serve(config, council_home) as (base, _):
         client = openai.OpenAI(base_url=base + "/v1", api_key="unused")
         models = {m.id for m in client.models.list()}
         assert models == {"default", "pair"}
@@ -105,7 +70,7 @@ def test_openai_client_lists_completes_and_streams(config, council_home):
 
 
 def test_errors_in_openai_shape(config, council_home):
-    with council_server(config, council_home) as base:
+    with council_serve(config, council_home) as (base, _):
         bad = httpx.post(base + "/v1/chat/completions", content=b"{not json", headers={"content-type": "application/json"})
         assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request_error"
         missing = httpx.post(base + "/v1/chat/completions", json={"model": "default"})
@@ -121,7 +86,7 @@ def test_errors_in_openai_shape(config, council_home):
 
 
 def test_token_required_when_set(config, council_home):
-    with council_server(config, council_home, "--token", "s3cret") as base:
+    with council_serve(config, council_home, "--token", "s3cret") as (base, _):
         assert httpx.get(base + "/v1/models").status_code == 401
         assert httpx.get(base + "/v1/models", headers={"authorization": "Bearer wrong"}).status_code == 401
         unauth = httpx.post(base + "/v1/chat/completions", json={"model": "default", "messages": []})
@@ -143,7 +108,7 @@ def test_non_loopback_without_token_refuses_to_start(config, council_home):
 
 
 def test_twenty_concurrent_requests_are_twenty_sessions(config, council_home):
-    with council_server(config, council_home) as base:
+    with council_serve(config, council_home) as (base, _):
 
         async def go():
             client = openai.AsyncOpenAI(base_url=base + "/v1", api_key="unused", timeout=120)

@@ -12,64 +12,18 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
-from contextlib import contextmanager
-from pathlib import Path
 
 import httpx
 import pytest
 from mock_server import start_mock_server
 from pydantic import BaseModel
+from serve_helpers import council_serve
 
 openai = pytest.importorskip("openai")
 
 CORS_ORIGIN = "http://localhost:3000"
 LISTENING = re.compile(r"council serve: http://(?P<host>[^\s/]+):(?P<port>\d+)/v1")
-
-
-@contextmanager
-def serve(config: Path, home: Path, *extra: str):
-    """``council serve --port 0 ...``; yields (base URL, stderr lines). The port is read from what it prints."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "council", "serve", "--config", str(config), "--port", "0", *extra],
-        env={**os.environ, "COUNCIL_HOME": str(home)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    lines: list[str] = []
-    announced = threading.Event()
-
-    def drain() -> None:
-        for line in iter(proc.stderr.readline, ""):
-            lines.append(line)
-            if LISTENING.search(line):
-                announced.set()
-
-    threading.Thread(target=drain, daemon=True).start()
-    try:
-        if not announced.wait(60):
-            raise RuntimeError(f"council serve did not announce its port: {''.join(lines)}")
-        match = next(m for m in map(LISTENING.search, lines) if m)
-        base = f"http://127.0.0.1:{match['port']}"
-        deadline = time.monotonic() + 30
-        while True:  # the socket listens as soon as the port is printed; wait for the app's start-up
-            try:
-                if httpx.get(base + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError(f"council serve did not answer on {base}: {''.join(lines)}")
-            time.sleep(0.05)
-        yield base, lines
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 @pytest.fixture(scope="module")
@@ -107,8 +61,8 @@ def home(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(config, home):
-    with serve(config, home, "--cors-origin", CORS_ORIGIN, "--cors-origin", "https://chat.example") as (base, lines):
-        yield base, lines
+    with council_serve(config, home, "--cors-origin", CORS_ORIGIN, "--cors-origin", "https://chat.example") as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
@@ -419,21 +373,22 @@ def test_cors_allows_only_the_configured_origins(base):
     assert ok.headers["access-control-allow-origin"] == CORS_ORIGIN
     assert "POST" in ok.headers["access-control-allow-methods"]
     denied = httpx.options(base + "/v1/chat/completions", headers={**preflight, "origin": "http://evil.example"})
-    assert denied.status_code == 400
+    assert denied.status_code == 403 and denied.json()["error"]["code"] == "origin_not_allowed"
     assert "access-control-allow-origin" not in denied.headers
     simple = httpx.get(base + "/v1/models", headers={"origin": "https://chat.example"})
     assert simple.headers["access-control-allow-origin"] == "https://chat.example"
 
 
 def test_no_cors_by_default(config, tmp_path):
-    with serve(config, tmp_path) as (base, _):
+    with council_serve(config, tmp_path) as (base, _):
+        # A page from another origin is refused outright (not only left without CORS headers).
         r = httpx.get(base + "/v1/models", headers={"origin": CORS_ORIGIN})
-        assert r.status_code == 200 and "access-control-allow-origin" not in r.headers
+        assert r.status_code == 403 and "access-control-allow-origin" not in r.headers
         preflight = httpx.options(
             base + "/v1/chat/completions", headers={"origin": CORS_ORIGIN, "access-control-request-method": "POST"}
         )
         assert "access-control-allow-origin" not in preflight.headers
-        assert preflight.status_code == 405 and preflight.json()["error"]
+        assert preflight.status_code == 403 and preflight.json()["error"]["code"] == "origin_not_allowed"
 
 
 @pytest.mark.parametrize("origin", ["localhost:3000", "http://x.example/path", "ftp://x.example", ""])

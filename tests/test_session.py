@@ -206,10 +206,10 @@ async def test_stream_yields_events_then_result():
     kinds = []
     final = None
     async for item in c.stream(QUESTION, seed=5):
-        if hasattr(item, "kind"):
-            kinds.append(item.kind)
+        if hasattr(item, "type"):
+            kinds.append(item.type)
         else:
             final = item
     assert final is not None and final.status == "complete"
-    assert kinds[0] == "stage" and kinds[-1] == "done"
+    assert kinds[0] == "session_started" and kinds[-1] == "session_finished"
     assert kinds.count("answer") == 4 and kinds.count("review") == 4

@@ -218,3 +218,77 @@ def test_sqlite_url_names_the_file(tmp_path, monkeypatch):
     store.begin_session("s-file-0001", council="default")
     store.close()
     assert target.exists() and SQLiteStore.open(target).get_session("s-file-0001")["id"] == "s-file-0001"
+
+
+def test_a_server_that_goes_away_is_one_line_and_nothing_half_written(postgres_server):
+    from conftest import invoke_cli
+    from postgres_server import Server
+
+    from council.errors import CouncilFailure
+    from council.storage.postgres import PostgresStore
+
+    own = Server()
+    own.start(own=True)  # a server this test may stop
+    try:
+        assert own.url is not None, own.problem
+        url = own.fresh_database()
+        store = PostgresStore.open(url)
+        store.begin_session("s-before-stop", council="default")
+        own.stop()
+        with pytest.raises(CouncilFailure, match="the PostgreSQL store .* failed") as failed:
+            store.fail_session("s-before-stop", status="failed", error="boom", calls=[])
+        assert "\n" not in str(failed.value)
+        result = invoke_cli("sessions", "list", env={"COUNCIL_DATABASE_URL": url})
+        assert result.exit_code == 1 and len(result.error_lines) == 1, result.stderr
+        assert "cannot connect to the PostgreSQL store" in result.stderr
+        store.close()
+    finally:
+        own.stop()
+
+
+def test_the_council_file_names_the_store_and_the_environment_wins(tmp_path, council_home, monkeypatch):
+    from conftest import invoke_cli
+
+    from council.storage.location import configured
+
+    file_db, env_db = tmp_path / "from-file.db", tmp_path / "from-env.db"
+    (council_home / "council.toml").write_text(f'[storage]\nurl = "sqlite:///{file_db}"\n')
+    assert configured().path == file_db
+    store = open_store()
+    store.close()
+    assert file_db.exists() and not (council_home / "council.db").exists()
+    monkeypatch.setenv("COUNCIL_DATABASE_URL", f"sqlite:///{env_db}")
+    assert configured().path == env_db
+    monkeypatch.delenv("COUNCIL_DATABASE_URL")
+    (council_home / "council.toml").write_text("[storage]\nurl = 5\n")
+    result = invoke_cli("sessions", "list")
+    assert result.exit_code == 2 and "[storage] url must be a string" in result.stderr
+    (council_home / "council.toml").write_text('[storage]\nurl = "mysql://x:s3cret-pw@h/db"\n')
+    result = invoke_cli("sessions", "list")
+    assert result.exit_code == 2 and len(result.error_lines) == 1
+    assert "[storage] url: unsupported database" in result.stderr and "s3cret-pw" not in result.stderr
+    (council_home / "council.toml").write_text('[storage]\nulr = "sqlite:///x.db"\n')
+    assert invoke_cli("run", "Q?").exit_code == 2  # the whole file is checked where it is used: a typo
+
+
+def test_the_server_keeps_its_sessions_in_the_store_the_url_names(backend_url, tmp_path, monkeypatch):
+    from conftest import write_config
+    from starlette.testclient import TestClient
+
+    from council.config import load_config
+    from council.server.app import create_app
+
+    monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
+    cfg = write_config(tmp_path / "c.toml", {"a": {"model": "fake/a"}, "b": {"model": "fake/b"}}, chairman="a")
+    body = {"model": "default", "messages": [{"role": "user", "content": "What is 2+2?"}]}
+    with TestClient(create_app(load_config(str(cfg))), base_url="http://127.0.0.1:8000") as client:
+        answer = client.post("/v1/chat/completions", json=body)
+        assert answer.status_code == 200, answer.text
+        session_id = answer.json()["council"]["session_id"]
+        shown = client.get(f"/v1/sessions/{session_id}")
+        report = client.get("/v1/bias-report")
+    assert shown.status_code == 200 and shown.json()["session_id"] == session_id
+    assert report.status_code == 200 and report.json()["reviewers"]
+    store = open_store()
+    assert store.get_session(session_id)["status"] == "complete"
+    store.close()

@@ -56,7 +56,9 @@ def test_failures_and_errors_show_markup_and_escapes_literally(tmp_path, council
     cfg = write_config(tmp_path / "c.toml", models, chairman="a")
     run = invoke_cli("run", QUESTION, "--config", str(cfg))
     assert run.exit_code == 0, run.stderr
-    assert "fake/[/]\\x1b[31m+fail" in run.stdout and "\x1b" not in run.stdout
+    assert "fake/[/]\\x1b[31m+fail" in run.stderr and "\x1b" not in run.stdout + run.stderr  # the warning line
+    shown = invoke_cli("run", QUESTION, "--config", str(cfg), "--show", "answers,reviews")
+    assert "fake/[/]\\x1b[31m+fail" in shown.stdout and "\x1b" not in shown.stdout
 
     bad = invoke_cli("run", QUESTION, "--config", str(cfg), "--council", "[red]x\x1b]8;;http://evil.example/\x07")
     assert bad.exit_code == 2

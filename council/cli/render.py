@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -49,9 +50,29 @@ def styled(*parts: object) -> Text:
     return Text.assemble(*(p if isinstance(p, tuple) else visible(str(p)) for p in parts))
 
 
+NOT_STORED = "(text not kept: transcripts are off)"
+
 # Piped output gets a fixed, readable width instead of rich's 80-column fallback.
 out = LiteralConsole(width=None if Console().is_terminal else 120)
 err = LiteralConsole(stderr=True)
+
+
+def text_block(text: str | None, indent: int = 2) -> None:
+    """A long text: folded at the terminal's width, or every line whole in a pipe."""
+    if text is None:
+        out.print(Padding(Text(NOT_STORED, style="dim"), (0, 0, 0, indent)))
+        return
+    if out.is_terminal:
+        out.print(Padding(Text(visible(text)), (0, 0, 0, indent)))
+        return
+    pad = " " * indent
+    for line in text.split("\n"):
+        out.print(Text(pad + visible(line)), soft_wrap=True)
+
+
+def heading(*parts: object) -> None:
+    out.print()
+    out.print(styled(*parts), soft_wrap=not out.is_terminal)
 
 
 class ProgressDisplay:
@@ -90,15 +111,19 @@ class ProgressDisplay:
     def on_event(self, event: SessionEvent) -> None:
         if self._progress is None:
             return
-        if event.kind in self.done:
-            self.done[event.kind] += 1
+        kind = event.type
+        if kind in self.done:
+            self.done[kind] += 1
             self._progress.advance(self._task)
-        stage = event.stage
-        if stage in self.total:
-            desc = f"{stage}: {self.done[stage]}/{self.total[stage]}"
-            if event.kind == "stage" and event.detail:
-                desc = f"{event.detail} ({self.done[stage]}/{self.total[stage]})"
-            self._progress.update(self._task, description=desc)
+            stage = kind
+        elif kind == "stage":
+            stage = event.stage
+        else:
+            return
+        desc = f"{stage}: {self.done[stage]}/{self.total[stage]}"
+        if kind == "stage" and event.detail:
+            desc = f"{event.detail} ({self.done[stage]}/{self.total[stage]})"
+        self._progress.update(self._task, description=desc)
 
 
 def _agreement_text(consensus: Any) -> str:
@@ -110,7 +135,35 @@ def _agreement_text(consensus: Any) -> str:
     return f"Kendall's W = {a.w:.3f}, {a.test} p = {a.p_value:.3g} ({a.p_method}), {verdict}"
 
 
-def render_result(result: SessionResult) -> None:
+def consensus_table(ranking: Any, models: dict[str, str], mean_scores: dict[str, float], *, agreement: str) -> Table:
+    """The consensus ranking: one row per member, best first (docs/methods.md, "Borda count")."""
+    table = Table(title=f"Consensus ranking (Borda, normalised per ballot; {agreement})")
+    for col in ("rank", "member", "model", "score", "Borda", "mean rank", "1st places", "ballots", "mean score"):
+        table.add_column(col, justify="right" if col not in ("member", "model") else "left", overflow="fold")
+    for e in ranking:
+        table.add_row(
+            str(e.rank) + ("=" if e.tied else ""),
+            e.member,
+            models.get(e.member, ""),
+            _fmt(e.score),
+            f"{e.borda:g}",
+            _fmt(e.mean_rank),
+            str(e.first_places),
+            str(e.ballots),
+            _fmt(mean_scores.get(e.member)),
+        )
+    return table
+
+
+def w_text(kendall_w: float | None, p: float | None) -> str:
+    """Kendall's W and its p-value, as short as the consensus event carries them."""
+    if kendall_w is None:
+        return "Kendall's W undefined: too few ballots"
+    verdict = "" if p is None else (", significant" if p < 0.05 else ", not significant: could be chance")
+    return f"Kendall's W = {kendall_w:.3f}" + ("" if p is None else f", p = {p:.3g}") + verdict
+
+
+def render_header(result: SessionResult) -> None:
     if result.notice:
         out.print(Panel(result.notice, title="offline default", style="yellow"))
     status_style = {"complete": "green", "partial": "yellow", "failed": "red", "interrupted": "red"}
@@ -120,44 +173,32 @@ def render_result(result: SessionResult) -> None:
             "  status ", (result.status, status_style.get(result.status, "white")), f"  seed {result.seed}",
         )  # fmt: skip
     )
-    if result.consensus is not None:
+
+
+def render_result(result: SessionResult, *, shown: frozenset[str] = frozenset()) -> None:
+    """The session's summary: header, consensus table, reviews table, bias indicators, the
+    synthesis, flags and usage; ``shown``: parts already printed in full (not repeated).
+    What went wrong is not printed here: :func:`problems` words it once."""
+    if "header" not in shown:
+        render_header(result)
+    if result.consensus is not None and "consensus" not in shown:
         c = result.consensus
-        table = Table(title=f"Consensus ranking (Borda, normalised per ballot; {_agreement_text(c)})")
-        for col in ("rank", "member", "model", "score", "Borda", "mean rank", "1st places", "ballots", "mean score"):
-            table.add_column(col, justify="right" if col not in ("member", "model") else "left")
-        scores = _mean_scores(result)
-        for e in c.ranking:
-            table.add_row(
-                str(e.rank) + ("=" if e.tied else ""),
-                e.member,
-                result.models.get(e.member, ""),
-                _fmt(e.score),
-                f"{e.borda:g}",
-                _fmt(e.mean_rank),
-                str(e.first_places),
-                str(e.ballots),
-                _fmt(scores.get(e.member)),
-            )
-        out.print(table)
-    reviews = Table(title="Reviews (each reviewer's own shuffled order)")
-    for col in ("reviewer", "order seen", "ranking", "valid", "attempts"):
-        reviews.add_column(col)
-    for r in result.reviews:
-        valid = "yes" if r.valid else f"no: {r.error}"
-        reviews.add_row(r.reviewer, " ".join(r.display_order), " > ".join(r.ranking) or "-", valid, str(r.attempts))
-    out.print(reviews)
+        out.print(consensus_table(c.ranking, result.models, _mean_scores(result), agreement=_agreement_text(c)))
+    if "reviews" not in shown:
+        reviews = Table(title="Reviews (each reviewer's own shuffled order)")
+        for col in ("reviewer", "order seen", "ranking", "valid", "attempts"):
+            reviews.add_column(col, overflow="fold")
+        for r in result.reviews:
+            valid = "yes" if r.valid else "no"
+            reviews.add_row(r.reviewer, " ".join(r.display_order), " > ".join(r.ranking) or "-", valid, str(r.attempts))
+        out.print(reviews)
     if result.bias is not None:
         render_session_bias(result.bias)
-    if result.synthesis.status == "ok":
+    if result.synthesis.status == "ok" and "synthesis" not in shown:
         fallback = ", fallback" if result.synthesis.fallback_used else ""
-        title = literal(f"Chairman's answer ({result.synthesis.chairman}{fallback})")
-        out.print(Panel(result.synthesis.text or "", title=title))
-    elif result.synthesis.status == "failed":
-        out.print(styled(("No synthesis:", "red"), f" {result.synthesis.error}"))
-    for f in result.failures:
-        out.print(styled(("failed", "red"), f" {f.stage} {f.member}: {f.error}"))
-    for reason in result.partial_reasons:
-        out.print(styled(("partial:", "yellow"), f" {reason}"))
+        heading(("Chairman's answer", "bold"), f" ({result.synthesis.chairman}{fallback})")
+        text_block(result.synthesis.text)
+        out.print()
     for flag in result.flags:
         out.print(styled(("flag:", "magenta"), f" {flag}"))
     u = result.usage
@@ -167,6 +208,52 @@ def render_result(result: SessionResult) -> None:
         f"cost {cost}, {result.duration_ms / 1000:.1f}s",
         style="dim",
     )
+
+
+def problems(result: SessionResult) -> tuple[list[str], str | None]:
+    """What went wrong, each cause said once: warning lines, and the error that makes the
+    run a failure (a synthesis that was asked for and is missing), or None."""
+    causes: dict[str, list[str]] = {}
+    for f in result.failures:
+        causes.setdefault(f.stage, []).append(f"{f.member}: {without_prefix(f.error, f.member)}")
+    warnings = []
+    if causes.get("answer"):
+        n, total = len(causes["answer"]), len(result.answers)
+        warnings.append(f"{n} of {total} members failed to answer ({'; '.join(causes['answer'])})")
+    if causes.get("review"):
+        n, total = len(causes["review"]), len(result.reviews)
+        warnings.append(f"{n} of {total} reviews invalid or failed ({'; '.join(causes['review'])})")
+    for reason in result.partial_reasons:
+        if reason.startswith("no consensus"):
+            warnings.append(reason)
+    error = None
+    if result.synthesis.status == "failed":
+        error = f"partial session {result.session_id}: no synthesis ({result.synthesis.error})"
+    elif result.synthesis.fallback_used and causes.get("synthesis"):
+        warnings.append(
+            f"the chairman failed ({'; '.join(causes['synthesis'])}); "
+            f"the fallback chairman {result.synthesis.chairman} wrote the answer"
+        )
+    return warnings, error
+
+
+def report_problems(result: SessionResult) -> None:
+    """Warnings on stderr, one line each; a missing synthesis that was asked for is the
+    command's failure (exit 1, one line)."""
+    from council.errors import CouncilFailure
+
+    warnings, error = problems(result)
+    for warning in warnings:
+        err.print(styled(("warning:", "yellow"), f" {warning}"), soft_wrap=True)
+    if error is not None:
+        raise CouncilFailure(error)
+
+
+def without_prefix(error: str | None, name: str) -> str:
+    """A provider's error starts with the model (``fake/x: ...``): where ``name`` is already
+    said beside it, once is enough."""
+    error = error or "unknown error"
+    return error[len(name) + 2 :] if error.startswith(name + ": ") else error
 
 
 def render_session_bias(bias: Any) -> None:

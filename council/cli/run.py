@@ -30,6 +30,12 @@ from council.errors import UsageError
 @click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
 @click.option("--no-synthesis", is_flag=True, help="Skip the chairman's synthesis.")
 @click.option(
+    "--show",
+    metavar="PARTS",
+    help="Print these parts in full as the session runs: answers, reviews, consensus, synthesis "
+    "(comma-separated, or all).",
+)
+@click.option(
     "--candidates",
     "candidates_path",
     type=click.Path(dir_okay=False),
@@ -44,28 +50,43 @@ def run(
     as_json: bool,
     no_synthesis: bool,
     candidates_path: str | None,
+    show: str | None,
 ) -> None:
     """Ask the council QUESTION: answers, shuffled peer review, consensus, synthesis.
 
-    QUESTION '-' reads the question from standard input.
+    QUESTION '-' reads the question from standard input. Exit status 1 when no quorum
+    answered or a synthesis that was asked for is missing (the session is partial).
     """
     from council.api import Council
     from council.cli.common import quiet
-    from council.cli.render import ProgressDisplay, render_result
+    from council.cli.render import ProgressDisplay, render_result, report_problems
+    from council.cli.views import SessionView, parse_show
     from council.session import load_candidates
     from council.session.runner import check_request
 
     # Everything the user gave is checked before the database is opened or a model called.
+    try:
+        parts = parse_show(show)
+    except ValueError as exc:
+        raise UsageError(f"--show: {exc}") from None
+    if parts and as_json:
+        raise UsageError("--show prints for people; --json prints the whole result: choose one")
     question, _ = check_request(read_question(question, question_file), seed=seed)
     candidates = load_candidates(candidates_path) if candidates_path else None
     council = Council.from_config(config_path, council=council_name)
-    progress = ProgressDisplay(council, enabled=not as_json and not quiet())
+    # The parts shown as they arrive are the progress; a live bar would interleave with them.
+    progress = ProgressDisplay(council, enabled=not as_json and not quiet() and not parts)
+    view = SessionView(parts)
+
+    def on_event(event):  # type: ignore[no-untyped-def]
+        progress.on_event(event)
+        view(event)
 
     async def go():  # type: ignore[no-untyped-def]
         try:
             with progress:
                 return await council.run(
-                    question, seed=seed, candidates=candidates, synthesis=not no_synthesis, on_event=progress.on_event
+                    question, seed=seed, candidates=candidates, synthesis=not no_synthesis, on_event=on_event
                 )
         finally:
             await council.aclose()
@@ -74,7 +95,13 @@ def run(
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:
-        render_result(result)
+        if parts:
+            from council.cli.render import out
+
+            out.print()
+        # With transcripts off the events carried no text: the chairman's answer is shown from the result.
+        render_result(result, shown=parts if council.resolved.store_transcripts else parts - {"synthesis"})
+    report_problems(result)
 
 
 def read_question(question: str | None, question_file: str | None) -> str:

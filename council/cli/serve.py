@@ -29,23 +29,39 @@ if TYPE_CHECKING:
 @click.option("--cors-origin", "cors_origins", multiple=True, metavar="URL",
               help="Let browser pages from this origin call the server, e.g. http://localhost:3000 "
               "(repeatable; none by default).")
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
+              help="Also answer requests whose Host header names NAME, e.g. behind a proxy (repeatable; "
+              "localhost and the bound address always).")
 def serve(
-    config_path: str | None, host: str, port: int, token: str | None, max_body_bytes: int, cors_origins: tuple[str, ...]
+    config_path: str | None,
+    host: str,
+    port: int,
+    token: str | None,
+    max_body_bytes: int,
+    cors_origins: tuple[str, ...],
+    allowed_hosts: tuple[str, ...],
 ) -> None:
     """Serve councils as OpenAI-compatible chat models (model = council name)."""
     from council.config import load_config, resolve_council
     from council.server.app import create_app, is_loopback
+    from council.server.guard import check_allowed_host
     from council.server.protocol import check_cors_origin
 
+    if token is not None and (not token.strip() or token != token.strip()):
+        # An empty token would turn authentication off; one with spaces around it can never match.
+        raise UsageError("--token is empty or starts or ends with whitespace: give the exact token")
     if not is_loopback(host) and not token:
         raise UsageError(f"refusing to bind {host} without --token: anything but loopback needs a bearer token")
     origins = [check_cors_origin(origin) for origin in cors_origins]
+    hosts = [check_allowed_host(name) for name in allowed_hosts]
     loaded = load_config(config_path)
     councils = [resolve_council(loaded, name) for name in loaded.config.councils]  # fail now, not on a request
     _warm_up(councils)
     import uvicorn
 
-    app = create_app(loaded, token=token, max_body_bytes=max_body_bytes, cors_origins=origins)
+    app = create_app(
+        loaded, token=token, max_body_bytes=max_body_bytes, cors_origins=origins, host=host, allowed_hosts=hosts
+    )
     sock = _listen(host, port)
     shown = f"[{host}]" if ":" in host else host
     listening = f"http://{shown}:{sock.getsockname()[1]}/v1"

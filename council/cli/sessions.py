@@ -43,10 +43,25 @@ def list_sessions(limit: int, since: str | None, council_name: str | None, as_js
 @sessions.command("show")
 @click.argument("session_id")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole session as JSON.")
-def show_session(session_id: str, as_json: bool) -> None:
-    """One session (an id or an unambiguous prefix of one)."""
+@click.option(
+    "--show",
+    metavar="PARTS",
+    default="all",
+    show_default=True,
+    help="Which parts to print in full: question, answers, reviews, consensus, synthesis (comma-separated, or all).",
+)
+def show_session(session_id: str, as_json: bool, show: str) -> None:
+    """One session (an id or an unambiguous prefix of one): the question, every answer, every
+    review (order seen, each score with its reasoning, the ranking), the consensus and the
+    synthesis, then the summary."""
+    from council.cli.views import parse_show
+    from council.errors import UsageError
     from council.storage import open_store
 
+    try:
+        parts = parse_show(show)
+    except ValueError as exc:
+        raise UsageError(f"--show: {exc}") from None
     row = open_store().get_session(session_id)
     result = json.loads(row["result"]) if row.get("result") else None
     if as_json:
@@ -60,7 +75,18 @@ def show_session(session_id: str, as_json: bool) -> None:
         error = f", error: {row['error']}" if row["error"] else ""
         click.echo(visible(f"session {row['id']}: status {row['status']}{error}"))
         return
-    from council.cli.render import render_result
+    from council.cli.render import out, problems, render_header, render_result, styled
+    from council.cli.views import SessionView
+    from council.session.events import events_from_result
     from council.session.results import SessionResult
 
-    render_result(SessionResult.model_validate(result))
+    session = SessionResult.model_validate(result)
+    render_header(session)
+    view = SessionView(parts)
+    for event in events_from_result(session):
+        view(event)
+    out.print()
+    render_result(session, shown=parts | {"header"})
+    warnings, error = problems(session)
+    for line in [*warnings, *([error] if error else [])]:
+        out.print(styled(("warning:", "yellow"), f" {line}"), soft_wrap=True)

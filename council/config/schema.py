@@ -32,8 +32,8 @@ class ModelSpec(_Strict):
     retries: int = Field(default=3, ge=0, le=10, description="retries on 429/5xx/timeouts, with backoff and jitter")
     max_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0, le=2)
-    input_cost_per_token: float | None = Field(default=None, ge=0)
-    output_cost_per_token: float | None = Field(default=None, ge=0)
+    input_cost_per_token: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    output_cost_per_token: float | None = Field(default=None, ge=0, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _transport_can_reach_it(self) -> ModelSpec:
@@ -85,6 +85,12 @@ class Privacy(_Strict):
     store_transcripts: bool = True
 
 
+class Storage(_Strict):
+    """``[storage]``: where the data lives (``COUNCIL_DATABASE_URL`` wins; council.storage.location)."""
+
+    url: str | None = None
+
+
 class ConfigFile(_Strict):
     """The whole file."""
 
@@ -92,6 +98,7 @@ class ConfigFile(_Strict):
     councils: dict[str, CouncilSpec] = Field(default_factory=dict)
     models: dict[str, ModelSpec] = Field(default_factory=dict)
     privacy: Privacy = Privacy()
+    storage: Storage = Storage()
 
     @model_validator(mode="after")
     def _default_council_exists(self) -> ConfigFile:

@@ -12,7 +12,7 @@ name the models that wrote its responses (``"model_a"``, ``"model_b"``): its ver
 counts towards ``council leaderboard``.
 
 Each finished item is written with its passes and calls in one transaction (see
-``council.storage.judgments``), so after a crash ``resume`` judges exactly the items
+``Store.save_judgment``), so after a crash ``resume`` judges exactly the items
 that are missing (and those that failed), never one twice. The results file is
 written from the database in file order, without timing fields or run ids, so a batch
 that was interrupted and resumed writes the same file as one that ran straight through.
@@ -216,7 +216,7 @@ def judged_score(report: Mapping[str, Any]) -> float:
 def summarize(
     rows: Sequence[Mapping[str, Any]], *, batch_id: str, source: str, items: int, skipped: int, judged: int
 ) -> BatchSummary:
-    """The batch's numbers from its recorded rows (``storage.judgments.batch_rows``; a
+    """The batch's numbers from its recorded rows (``Store.batch_rows``; a
     labelled pair's row carries its passes)."""
     ok = [r for r in rows if r["status"] == "ok"]
     pairwise = [r for r in ok if r["mode"] == "pairwise"]

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from council.usage import known_cost
 
 
 class ChatRequest(BaseModel):
@@ -39,6 +41,11 @@ class ChatResponse(BaseModel):
     cost_usd: float | None = None
     """None when the price of the model is unknown (never guessed)."""
     provider_model: str | None = Field(default=None, description="model name the backend reported")
+
+    @field_validator("cost_usd")
+    @classmethod
+    def _known_cost(cls, cost: float | None) -> float | None:
+        return known_cost(cost)  # every backend's cost passes here
 
 
 # What every backend calls an HTTP error (the OpenAI SDK's names, with LiteLLM's for 408/502-504),

@@ -14,12 +14,17 @@ Errors become ``ProviderError`` as on the LiteLLM path: a name for the status
 (``RateLimitError``, ``InternalServerError``…; ``base.error_name``), the provider's own message
 from the error body, the status, and ``retryable`` for 408/409/425/429/5xx, timeouts and
 connection errors. Retries, deadlines and the call log stay in ``ModelClient``.
+
+Replies are read up to ``COUNCIL_MAX_REPLY_BYTES`` (default 16 MiB, far above any real
+completion): a larger or endless one stops there with an error that is not retried (the same
+server would send the same again), so a broken or hostile server cannot fill the memory.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import weakref
 from typing import Any
 
@@ -27,11 +32,43 @@ import aiohttp
 from pydantic_core import to_json
 
 from council.config.endpoints import NativeEndpoint
-from council.errors import ProviderError
+from council.errors import ConfigError, ProviderError
 from council.providers import prices
 from council.providers.base import ChatRequest, ChatResponse, error_name, retryable_status
 
 _MAX_MESSAGE = 500
+DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024
+_CHUNK = 1 << 16
+
+
+def max_reply_bytes() -> int:
+    """``COUNCIL_MAX_REPLY_BYTES``, else 16 MiB."""
+    raw = os.environ.get("COUNCIL_MAX_REPLY_BYTES", "").strip()
+    if not raw:
+        return DEFAULT_MAX_REPLY_BYTES
+    if not raw.isdigit() or int(raw) < 1 or len(raw) > 18:
+        raise ConfigError(f"COUNCIL_MAX_REPLY_BYTES must be a whole number of bytes above 0, not {raw[:40]!r}")
+    return int(raw)
+
+
+async def read_capped(reply: aiohttp.ClientResponse, limit: int, model: str) -> bytes:
+    """The reply's body, refused once it passes ``limit`` bytes (announced or read)."""
+
+    def too_large() -> ProviderError:
+        return ProviderError(
+            f"APIError: the reply is larger than {limit} bytes (COUNCIL_MAX_REPLY_BYTES); not read further",
+            model=model,
+            retryable=False,
+        )
+
+    if reply.content_length is not None and reply.content_length > limit:
+        raise too_large()
+    body = bytearray()
+    async for chunk in reply.content.iter_chunked(_CHUNK):
+        body += chunk
+        if len(body) > limit:
+            raise too_large()
+    return bytes(body)
 
 
 def provider_message(body: bytes, fallback: str) -> str:
@@ -137,6 +174,7 @@ class OpenAICompatibleAPI:
             self._headers["authorization"] = f"Bearer {api_key}"
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self.timeout = timeout
+        self.max_reply_bytes = max_reply_bytes()
         self._configured_price = prices.configured_price(input_cost_per_token, output_cost_per_token)
         self._price: prices.Price | None = None
         self._price_known = self._configured_price is not None
@@ -195,7 +233,7 @@ class OpenAICompatibleAPI:
         data = to_json(self.body(request))  # pydantic-core's encoder: ~5x json.dumps on judge prompts
         try:
             async with session.post(self.url, data=data, headers=self._headers, timeout=self._timeout) as reply:
-                raw = await reply.read()
+                raw = await read_capped(reply, self.max_reply_bytes, self.model)
                 status, reason = reply.status, reply.reason
         except TimeoutError:
             raise ProviderError(

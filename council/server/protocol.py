@@ -184,9 +184,12 @@ def check_cors_origin(value: str) -> str:
     """An origin as browsers send it (``scheme://host[:port]``); ``*`` is refused: name each origin."""
     origin = value.strip()
     parts = urlsplit(origin)
-    if parts.scheme not in ("http", "https") or not parts.netloc or parts.path not in ("", "/") or parts.query:
+    scheme = parts.scheme.lower()
+    no_origin = not parts.hostname or parts.path not in ("", "/") or parts.query or "@" in parts.netloc
+    if scheme not in ("http", "https") or no_origin:
         raise UsageError(
             f"--cors-origin {value!r} is not an origin like http://localhost:3000 (scheme://host[:port], "
             "no path; '*' is not accepted: name each origin)"
         )
-    return origin.rstrip("/")
+    # Browsers send the origin in lower case; CORS compares it exactly.
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}"

@@ -5,16 +5,17 @@
 - ``schemas``: what a reviewer must return, built per review;
 - ``consensus``: Borda, mean rank and agreement from the reviewers' rankings;
 - ``results``: the result types (``SessionResult`` and its parts);
-- ``candidates``: existing answers to review instead of asking the members.
+- ``candidates``: existing answers to review instead of asking the members;
+- ``events``: what a running session tells the world, with content (``SessionEvent``).
 """
 
 from council.session.candidates import Candidate, load_candidates, parse_candidates
 from council.session.consensus import Consensus, ConsensusEntry, consensus_ranking
+from council.session.events import SessionEvent, parse_event
 from council.session.results import Failure, MemberAnswer, Review, SessionResult, SessionStatus, Synthesis
 from council.session.runner import (
     OFFLINE_NOTICE,
     EventSink,
-    SessionEvent,
     SessionRunner,
     reviewer_order,
     scrub_transcripts,
@@ -36,6 +37,7 @@ __all__ = [
     "Synthesis",
     "consensus_ranking",
     "load_candidates",
+    "parse_event",
     "parse_candidates",
     "reviewer_order",
     "scrub_transcripts",

@@ -15,8 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-
-from pydantic import BaseModel
+from typing import Any
 
 from council.asking import JsonFormat, ask_valid
 from council.bias.records import BiasRecord, QueryHasher, count_words, session_bias_metadata
@@ -32,6 +31,25 @@ from council.redaction import add_private, private_scope
 from council.session import prompts
 from council.session.candidates import Candidate, check_candidates
 from council.session.consensus import consensus_ranking
+from council.session.events import (
+    AnswerEvent,
+    ConsensusEvent,
+    EventBase,
+    Notice,
+    ReviewEvent,
+    SessionEvent,
+    SessionFinished,
+    SessionStarted,
+    StageStarted,
+    SynthesisDelta,
+    SynthesisEvent,
+    answer_fields,
+    consensus_fields,
+    finished_fields,
+    private_view,
+    review_fields,
+    synthesis_fields,
+)
 from council.session.results import Failure, MemberAnswer, Review, SessionResult, Synthesis
 from council.session.schemas import PEER_REVIEW_SCHEMA_NAME, answer_labels, peer_review_model, peer_review_schema
 from council.storage import Store
@@ -46,18 +64,8 @@ OFFLINE_NOTICE = (
 )
 
 
-class SessionEvent(BaseModel):
-    """Progress for UIs: stage boundaries and each finished call."""
-
-    session_id: str
-    kind: str  # stage | answer | review | consensus | synthesis | done
-    stage: str
-    member: str | None = None
-    ok: bool = True
-    detail: str | None = None
-
-
 EventSink = Callable[[SessionEvent], None]
+"""Receives each event of a session as it happens (:mod:`council.session.events`)."""
 
 
 #: Seeds are stored as SQLite integers (signed 64-bit) and sent to providers: 0 to 2**63 - 1.
@@ -117,13 +125,17 @@ class _Run:
     t0: float = 0.0  # perf_counter at the start, for duration_ms
     persisted: bool = False  # the final status and every row are written
 
-    def emit(
-        self, kind: str, stage: str, member: str | None = None, ok: bool = True, detail: str | None = None
-    ) -> None:
-        if self.on_event is not None:
-            self.on_event(
-                SessionEvent(session_id=self.session_id, kind=kind, stage=stage, member=member, ok=ok, detail=detail)
-            )
+    seq: int = 0  # the last event's sequence number
+
+    def emit(self, event_type: type[EventBase], **fields: Any) -> None:
+        """Number, time-stamp and hand one event to the sink, as the session's privacy allows."""
+        if self.on_event is None:
+            return
+        event = private_view(event_type(session_id=self.session_id, **fields))
+        if event is None:
+            return
+        self.seq += 1
+        self.on_event(event.model_copy(update={"seq": self.seq, "at": utc_now()}))
 
 
 class SessionRunner:
@@ -143,17 +155,18 @@ class SessionRunner:
         try:
             response = await client.complete(request, stage="answer", sink=run.calls)
         except ProviderError as exc:
-            run.emit("answer", "answer", member.id, ok=False, detail=str(exc))
-            return MemberAnswer(member=member.id, model=member.model, status="failed", error=str(exc))
+            return _emit_answer(
+                run, MemberAnswer(member=member.id, model=member.model, status="failed", error=str(exc))
+            )
         text = response.text.strip()
         add_private(text)
         latency = (time.perf_counter() - t0) * 1000
         if not text:
-            error = "empty answer"
-            run.emit("answer", "answer", member.id, ok=False, detail=error)
-            return MemberAnswer(member=member.id, model=member.model, status="failed", error=error, latency_ms=latency)
-        run.emit("answer", "answer", member.id)
-        return MemberAnswer(
+            failed = MemberAnswer(
+                member=member.id, model=member.model, status="failed", error="empty answer", latency_ms=latency
+            )
+            return _emit_answer(run, failed)
+        answer = MemberAnswer(
             member=member.id,
             model=member.model,
             status="ok",
@@ -162,6 +175,7 @@ class SessionRunner:
             length_words=count_words(text),
             latency_ms=latency,
         )
+        return _emit_answer(run, answer)
 
     # -- stage 2 -------------------------------------------------------------
     async def _review(self, run: _Run, reviewer: ResolvedModel, answers: dict[str, MemberAnswer]) -> Review | None:
@@ -200,15 +214,13 @@ class SessionRunner:
         review.attempts = reply.attempts
         if reply.parsed is None:
             review.error = str(reply.error) if reply.error is not None else reply.problem
-            run.emit("review", "review", reviewer.id, ok=False, detail=review.error)
-            return review
+            return _emit_review(run, review)
         evaluations = reply.parsed.evaluations
         review.scores = {label_to_member[lab]: getattr(evaluations, lab).score for lab in labels}
         review.reasoning = {label_to_member[lab]: getattr(evaluations, lab).reasoning for lab in labels}
         review.ranking = [label_to_member[lab] for lab in reply.parsed.ranking]
         review.valid = True
-        run.emit("review", "review", reviewer.id, detail=f"attempt {reply.attempts}")
-        return review
+        return _emit_review(run, review)
 
     def _review_text(self, answer: MemberAnswer) -> str:
         assert answer.text is not None
@@ -229,11 +241,15 @@ class SessionRunner:
         for chair, fallback in ((c.chairman, False), (c.fallback_chairman, True)):
             if chair is None:
                 continue
+            if errors:
+                notice = f"the chairman failed ({errors[-1]}); the fallback chairman {chair.id} writes the answer"
+                run.emit(Notice, level="warning", text=notice)
             client = self.clients[chair.id]
             if fmt is not None:
                 synthesis = await self._synthesise_in_format(run, chair, messages, fmt, fallback)
                 if synthesis.status == "ok":
-                    return synthesis
+                    run.emit(SynthesisDelta, chairman=chair.id, text=synthesis.text or "")
+                    return _emit_synthesis(run, synthesis)
                 errors.append(f"{chair.id}: {synthesis.error}")
                 run.failures.append(Failure(stage="synthesis", member=chair.id, error=synthesis.error or "invalid"))
                 continue
@@ -242,18 +258,21 @@ class SessionRunner:
                     ChatRequest(messages=messages, **client.defaults()), stage="synthesis", sink=run.calls
                 )
             except ProviderError as exc:
-                errors.append(f"{chair.id}: {exc}")
+                # The error names the model; where that is the chairman's id, once is enough.
+                errors.append(str(exc) if exc.model == chair.id else f"{chair.id}: {exc}")
                 run.failures.append(Failure(stage="synthesis", member=chair.id, error=str(exc)))
                 continue
             text = prompts.clean_synthesis(response.text)
             add_private(text)
             if text:
-                run.emit("synthesis", "synthesis", chair.id)
-                return Synthesis(status="ok", chairman=chair.id, model=chair.model, text=text, fallback_used=fallback)
+                # One delta for now; a streaming chairman sends many (docs/schemas/session-events.json).
+                run.emit(SynthesisDelta, chairman=chair.id, text=text)
+                return _emit_synthesis(
+                    run, Synthesis(status="ok", chairman=chair.id, model=chair.model, text=text, fallback_used=fallback)
+                )
             errors.append(f"{chair.id}: empty answer")
             run.failures.append(Failure(stage="synthesis", member=chair.id, error="empty answer"))
-        run.emit("synthesis", "synthesis", ok=False, detail="; ".join(errors))
-        return Synthesis(status="failed", error="; ".join(errors) or "no chairman configured")
+        return _emit_synthesis(run, Synthesis(status="failed", error="; ".join(errors) or "no chairman configured"))
 
     async def _synthesise_in_format(
         self, run: _Run, chair: ResolvedModel, messages: list[dict[str, str]], fmt: JsonFormat, fallback: bool
@@ -274,7 +293,6 @@ class SessionRunner:
         if reply.parsed is None:
             error = str(reply.error) if reply.error is not None else reply.problem
             return Synthesis(status="failed", chairman=chair.id, error=error, attempts=reply.attempts)
-        run.emit("synthesis", "synthesis", chair.id, detail=f"attempt {reply.attempts}")
         return Synthesis(
             status="ok",
             chairman=chair.id,
@@ -342,6 +360,21 @@ class SessionRunner:
                 members=member_ids,
                 created_at=created,
             )
+        run.emit(
+            SessionStarted,
+            council=c.name,
+            question=question,
+            members=member_ids,
+            reviewers=[r.id for r in c.reviewers],
+            models=_models_of(c, candidates),
+            seed=seed,
+            scale=c.scale,
+            self_review=c.self_review,
+            synthesis=synthesis,
+            offline_default=c.offline_default,
+        )
+        if c.offline_default:
+            run.emit(Notice, level="info", text=OFFLINE_NOTICE)
         try:
             if c.session_timeout:
                 async with asyncio.timeout(c.session_timeout):
@@ -373,8 +406,18 @@ class SessionRunner:
 
     def _record_failure(self, run: _Run, error: str, status: str = "failed") -> None:
         # An error after the session was written (e.g. raised by the on_event callback at
-        # "done") must not flip it to failed nor write its call log a second time.
-        if self.store is None or run.persisted:
+        # "session_finished") must not flip it to failed nor write its call log a second time.
+        if run.persisted:
+            return
+        try:
+            usage = Usage.of(run.calls)
+            duration = (time.perf_counter() - run.t0) * 1000
+            run.emit(
+                SessionFinished, status=status, usage=usage, cost_usd=usage.cost_usd, duration_ms=duration, error=error
+            )
+        except Exception as exc:  # a failing event sink must not hide why the session failed
+            log.error("could not report the failed session", session_id=run.session_id, error=str(exc))
+        if self.store is None:
             return
         try:
             self.store.fail_session(run.session_id, status=status, error=error, calls=run.calls)
@@ -391,7 +434,12 @@ class SessionRunner:
     ) -> SessionResult:
         c = self.council
         # Stage 1
-        run.emit("stage", "answer", detail="members answer")
+        run.emit(
+            StageStarted,
+            stage="answer",
+            detail="members answer",
+            expected=len(c.members) if candidates is None else len(candidates),
+        )
         if candidates is not None:
             answers = [
                 MemberAnswer(
@@ -404,6 +452,8 @@ class SessionRunner:
                 )
                 for cand in candidates
             ]
+            for a in answers:
+                _emit_answer(run, a)
         else:
             answers = list(await asyncio.gather(*(self._answer(run, m) for m in c.members)))
         for a in answers:
@@ -412,6 +462,7 @@ class SessionRunner:
             elif len(a.text or "") > c.max_answer_chars:
                 a.truncated = True
                 run.flags.append(f"answer of {a.member} truncated to {c.max_answer_chars} characters for review")
+                run.emit(Notice, level="warning", text=run.flags[-1])
         usable = {a.member: a for a in answers if a.usable}
         needed = c.quorum if candidates is None else 1
         if len(usable) < needed:
@@ -421,7 +472,9 @@ class SessionRunner:
             run.partial_reasons.append(f"{len(answers) - len(usable)} of {len(answers)} members failed to answer")
 
         # Stage 2
-        run.emit("stage", "review", detail="reviewers rank the anonymised answers")
+        run.emit(
+            StageStarted, stage="review", detail="reviewers rank the anonymised answers", expected=len(c.reviewers)
+        )
         reviewed = await asyncio.gather(*(self._review(run, r, usable) for r in c.reviewers))
         reviews = [r for r in reviewed if r is not None]
         for r in reviews:
@@ -435,7 +488,7 @@ class SessionRunner:
         consensus = None
         if len(valid) >= c.review_quorum:
             consensus = consensus_ranking([r.ranking for r in valid], usable, seed=run.seed)
-            run.emit("consensus", "consensus", detail=" > ".join(consensus.order))
+            run.emit(ConsensusEvent, **consensus_fields(consensus))
         else:
             run.partial_reasons.append(f"no consensus: {len(valid)} valid reviews, {c.review_quorum} needed")
         if c.self_review == "flag":
@@ -445,7 +498,7 @@ class SessionRunner:
 
         # Stage 3
         if synthesis:
-            run.emit("stage", "synthesis", detail="the chairman writes the consensus answer")
+            run.emit(StageStarted, stage="synthesis", detail="the chairman writes the consensus answer", expected=1)
             ranked = [usable[m] for m in consensus.order] if consensus else list(usable.values())
             synth = await self._synthesise(run, ranked)
             if synth.status != "ok":
@@ -507,7 +560,7 @@ class SessionRunner:
         )
         if self.store is not None:
             self._persist(run, result, records)
-        run.emit("done", "done", detail=status)
+        run.emit(SessionFinished, **finished_fields(result))
         return result
 
     def _persist(self, run: _Run, result: SessionResult, records: list[BiasRecord]) -> None:
@@ -515,6 +568,29 @@ class SessionRunner:
         stored = result if keep_text else scrub_transcripts(result)
         self.store.save_session(stored, records, keep_text=keep_text, calls=run.calls)  # type: ignore[union-attr]
         run.persisted = True
+
+
+def _emit_answer(run: _Run, a: MemberAnswer) -> MemberAnswer:
+    run.emit(AnswerEvent, **answer_fields(a))
+    return a
+
+
+def _emit_review(run: _Run, r: Review) -> Review:
+    run.emit(ReviewEvent, **review_fields(r))
+    return r
+
+
+def _emit_synthesis(run: _Run, s: Synthesis) -> Synthesis:
+    run.emit(SynthesisEvent, **synthesis_fields(s))
+    return s
+
+
+def _models_of(c: ResolvedCouncil, candidates: Sequence[Candidate] | None) -> dict[str, str]:
+    people = [*c.reviewers, *(x for x in (c.chairman, c.fallback_chairman) if x)]
+    members = (
+        {cand.id: cand.id for cand in candidates} if candidates is not None else {m.id: m.model for m in c.members}
+    )
+    return {**members, **{m.id: m.model for m in people}}
 
 
 def scrub_transcripts(result: SessionResult) -> SessionResult:

@@ -65,7 +65,7 @@ class _Side:
         if self.postgres:
             from psycopg.rows import tuple_row
 
-            with self.store.pool.connection() as conn:
+            with self.store.connection() as conn:
                 cur = conn.cursor(row_factory=tuple_row)
                 if many is not None:
                     with conn.transaction():

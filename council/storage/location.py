@@ -99,8 +99,31 @@ def _check_postgres(url: str, source: str) -> None:
 
 
 def configured(env: Mapping[str, str] | None = None, file_url: str | None = None) -> StoreLocation:
-    """The environment's ``COUNCIL_DATABASE_URL``, else the config file's ``[storage] url``."""
+    """The environment's ``COUNCIL_DATABASE_URL``, else ``file_url``, else the ``[storage] url``
+    of the council file every command reads (``$COUNCIL_CONFIG``, else ``$COUNCIL_HOME/council.toml``)."""
     env = os.environ if env is None else env
     if env.get(ENV, "").strip():
         return parse(env[ENV], source=ENV)
+    if file_url is None:
+        file_url = _file_url(env)
     return parse(file_url, source="[storage] url")
+
+
+def _file_url(env: Mapping[str, str]) -> str | None:
+    """Only the ``[storage]`` table is read here (the rest is checked by the commands that use
+    it), so a command that only reads the store is not stopped by an unrelated setting."""
+    import tomllib
+
+    from council.home import council_home
+
+    path = Path(env["COUNCIL_CONFIG"]).expanduser() if env.get("COUNCIL_CONFIG") else council_home(env) / "council.toml"
+    try:
+        with open(path, "rb") as fh:
+            data = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return None  # missing or unreadable: the commands that read the whole file say so
+    storage = data.get("storage")
+    url = storage.get("url") if isinstance(storage, dict) else None
+    if url is not None and not isinstance(url, str):
+        raise ConfigError(f"{path}: [storage] url must be a string (a database URL)")
+    return url

@@ -250,11 +250,11 @@ class _PooledDatabase:
         self.store = store
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        with self.store.pool.connection() as conn:
+        with self.store.connection() as conn:
             return _Database(conn).query(sql, params)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        with self.store.pool.connection() as conn:
+        with self.store.connection() as conn:
             cur = _Database(conn).execute(sql, params)
             return cur.fetchall() if cur.description else []
 
@@ -268,7 +268,7 @@ class _PooledTable:
 
     @property
     def count(self) -> int:
-        with self.store.pool.connection() as conn:
+        with self.store.connection() as conn:
             return _Table(_Connection(conn), self.name).count
 
 
@@ -287,7 +287,7 @@ class _Lease:
         atexit.register(self.release)
 
     def renew(self) -> None:
-        with self._store.pool.connection() as conn:
+        with self._store.connection() as conn:
             conn.execute(
                 "INSERT INTO leases (id, pid, host, expires_at) VALUES (%s, %s, %s, now() + make_interval(secs => %s))"
                 " ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at",
@@ -305,10 +305,21 @@ class _Lease:
         """A clean exit: the lease ends now (its unfinished work is then found at once)."""
         self._stop.set()
         try:
-            with self._store.pool.connection() as conn:
+            with self._store.connection() as conn:
                 conn.execute("DELETE FROM leases WHERE id = %s", [self.id])
         except Exception:
             pass
+
+
+# Stores not closed by their opener are closed at exit, never by the garbage collector
+# (a pool collected in one of its own threads cannot join it).
+_OPEN_STORES: set[PostgresStore] = set()
+
+
+@atexit.register
+def _close_open_stores() -> None:
+    for store in list(_OPEN_STORES):
+        store.close()
 
 
 class PostgresStore:
@@ -354,14 +365,32 @@ class PostgresStore:
             timeout=CONNECT_TIMEOUT_S,
         )
         store = cls(url, pool)
+        _OPEN_STORES.add(store)
         store.recover_interrupted()
         return store
+
+    @contextmanager
+    def connection(self) -> Iterator[Any]:
+        """A pooled connection; the server going away (unreachable, restarted, the pool
+        timing out) is one ``CouncilFailure`` line, and the transaction in progress is rolled
+        back by the server: nothing half-written."""
+        psycopg = _psycopg()
+        from psycopg_pool import PoolTimeout
+
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise CouncilFailure(
+                f"the PostgreSQL store {display_url(self.url)} failed: {_one_line(exc, self.url)}"
+            ) from None
 
     def close(self) -> None:
         if self._lease is not None:
             self._lease.release()
             self._lease = None
         self.pool.close()
+        _OPEN_STORES.discard(self)
 
     @contextmanager
     def transaction(self) -> Iterator[Any]:
@@ -371,7 +400,7 @@ class PostgresStore:
         if current is not None:
             yield current
             return
-        with self.pool.connection() as conn, conn.transaction():
+        with self.connection() as conn, conn.transaction():
             self._local.conn = conn
             try:
                 yield conn
@@ -394,7 +423,7 @@ class PostgresStore:
         current = getattr(self._local, "conn", None)
         if current is not None:
             return current.execute(sql, list(params)).fetchall()
-        with self.pool.connection() as conn:
+        with self.connection() as conn:
             return conn.execute(sql, list(params)).fetchall()
 
     # -- ownership -----------------------------------------------------------
@@ -436,7 +465,7 @@ class PostgresStore:
     # -- shared limits ------------------------------------------------------------
     def reserve_rate(self, key: str, increment: float, tolerance: float = 0.0) -> float:
         """Seconds to wait before a call under the budget ``key`` (council.storage.rate_limits)."""
-        with self.pool.connection() as conn:
+        with self.connection() as conn:
             return reserve_postgres(conn, key, increment, tolerance)
 
     # -- the call log ---------------------------------------------------------

@@ -65,7 +65,7 @@ def count_comparisons(
     local: list[str] = []
     session_rows: list[Any] = []
     judged_rows: list[Any] = []
-    with store.pool.connection() as conn:
+    with store.connection() as conn:
         conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         try:
             cur = conn.cursor(row_factory=tuple_row)

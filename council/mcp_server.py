@@ -1,0 +1,476 @@
+"""``council mcp``: the council as Model Context Protocol tools, over stdio (the official SDK).
+
+A thin layer: each tool validates its input (the SDK, from the annotated signature, which is
+also the tool's published input schema), makes one library call and returns the result as
+text for the model to read plus the whole result as structured content. A tool that fails
+returns one line with ``isError``; nothing is printed on stdout, which carries the protocol.
+Long tools report progress: ``council_run`` from the session's events, ``council_compare``
+and ``council_grade`` per model call, so that clients do not time out.
+
+The SDK is an optional dependency (the ``mcp`` extra), imported only here and only when the
+server is built.
+"""
+
+# No ``from __future__ import annotations``: the SDK reads the tools' annotations at runtime.
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from council.errors import CouncilError, InputError, PrerequisiteError
+from council.session.results import SessionResult
+
+SERVER_NAME = "council"
+INSTALL_HINT = "council mcp needs the MCP SDK: pip install 'council-orchestrator[mcp]'"
+
+Show = Literal["answers", "reviews"]
+
+
+def _sdk() -> Any:
+    try:
+        import mcp.server.mcpserver as sdk
+    except ImportError:
+        raise PrerequisiteError(INSTALL_HINT) from None
+    return sdk
+
+
+def one_line(message: str) -> str:
+    from council.redaction import redact
+
+    return " ".join(redact(message).split())
+
+
+class Tools:
+    """What the tools share: the config, and one ``Council`` per council name (its model
+    clients and limits are reused by every call)."""
+
+    def __init__(self, config: str | None, heartbeat: float = 10.0) -> None:
+        from council.config import load_config, resolve_council
+
+        self.config = config
+        self.heartbeat = heartbeat
+        self.loaded = load_config(config)
+        resolve_council(self.loaded, None)  # a bad config fails now, before serving, in one line
+        self.councils: dict[str | None, Any] = {}
+
+    def council(self, name: str | None) -> Any:
+        from council.api import Council
+
+        if name not in self.councils:
+            self.councils[name] = Council(self.loaded, council=name)
+        return self.councils[name]
+
+    async def aclose(self) -> None:
+        for council in self.councils.values():
+            await council.aclose()
+        self.councils.clear()
+
+
+class _Progress:
+    """Progress notifications from synchronous callbacks (events, call records), in order, and
+    a heartbeat while nothing happens (a chairman writing for a minute): a client that resets
+    its request timeout on progress then never times out while the council works. Every value
+    is larger than the one before, as the protocol requires: a heartbeat adds half of what is
+    left to the next whole step."""
+
+    def __init__(self, ctx: Any, every: float, total: float | None = None) -> None:
+        self.ctx = ctx
+        self.total = total
+        self.done = 0
+        self.doing = "starting"
+        self._last: asyncio.Future[None] | None = None
+        self._beat = asyncio.ensure_future(self._heartbeat(every))
+
+    def tick(self, message: str) -> None:
+        self.done += 1
+        self._send(self.done, message)
+
+    def _send(self, value: float, message: str) -> None:
+        total = max(self.total, value) if self.total is not None else None
+        self._last = asyncio.ensure_future(self._after(self._last, value, total, message))
+
+    async def _after(self, before: Any, value: float, total: float | None, message: str) -> None:
+        if before is not None:
+            await before
+        await self.ctx.report_progress(value, total, message)
+
+    async def _heartbeat(self, every: float) -> None:
+        seen, fraction = -1, 1.0
+        while True:
+            await asyncio.sleep(every)
+            if self.done != seen:
+                seen, fraction = self.done, 1.0
+            fraction /= 2
+            if self.total is None or self.done + 1 <= self.total:
+                self._send(self.done + 1 - fraction, f"still working: {self.doing}")
+
+    async def flush(self) -> None:
+        self._beat.cancel()
+        if self._last is not None:
+            await self._last
+
+
+def _result(text: str, structured: dict[str, Any] | None, *, error: bool = False) -> Any:
+    from mcp_types import CallToolResult, TextContent
+
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured, is_error=error)
+
+
+async def _guard(work: Callable[[], Awaitable[Any]]) -> Any:
+    """A council error as the tool's one-line error result."""
+    try:
+        return await work()
+    except CouncilError as exc:
+        return _result(f"error: {one_line(str(exc))}", None, error=True)
+
+
+# -- text for the model to read ----------------------------------------------------------------
+
+
+def session_text(result: SessionResult, show: frozenset[str] = frozenset()) -> str:
+    from council.cli.render import problems, w_text
+
+    warnings, error = problems(result)
+    lines = []
+    if error:
+        lines.append(error)
+    lines.append(f"council {result.council}: status {result.status}, session {result.session_id}, seed {result.seed}")
+    if result.question is not None:
+        lines += ["", "Question:", result.question]
+    if "answers" in show:
+        for a in result.answers:
+            status = a.status if a.status != "failed" else f"failed: {a.error}"
+            lines += ["", f"Answer of {a.member} ({a.model}, {status}):", a.text or "(no text)"]
+    if "reviews" in show:
+        for r in result.reviews:
+            if not r.valid:
+                lines += ["", f"Review by {r.reviewer}: invalid ({r.error})"]
+                continue
+            seen = ", ".join(f"{label} = {member}" for label, member in r.labels.items())
+            lines += ["", f"Review by {r.reviewer} (order seen: {seen}):"]
+            for member in r.display_order:
+                lines.append(f"- {member}: {r.scores.get(member, '-')} — {r.reasoning.get(member, '(no reasoning)')}")
+            lines.append("ranking: " + " > ".join(r.ranking))
+    c = result.consensus
+    if c is not None:
+        ranked = ", ".join(
+            f"{e.rank}{'=' if e.tied else ''}. {e.member}" + (f" ({e.score:.2f})" if e.score is not None else "")
+            for e in c.ranking
+        )
+        lines += ["", f"Consensus (Borda): {ranked}; {w_text(c.kendall_w, c.kendall_w_p_value)}"]
+    s = result.synthesis
+    if s.status == "ok":
+        by = f"{s.chairman}, the fallback chairman" if s.fallback_used else s.chairman
+        lines += ["", f"Synthesis by {by}:", s.text or "(text not kept)"]
+    lines += [f"warning: {w}" for w in warnings]
+    return "\n".join(lines)
+
+
+def _render(render: Callable[[Any, Any], None], value: Any) -> str:
+    """A CLI text rendering (bias report, leaderboard) as plain text."""
+    import io
+
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    render(value, Console(file=buffer, width=100, no_color=True, highlight=False, markup=False, emoji=False))
+    return buffer.getvalue()
+
+
+def _event_message(event: Any) -> str | None:
+    kind = event.type
+    if kind == "answer":
+        return f"answer from {event.member}: {event.status}"
+    if kind == "review":
+        return f"review by {event.reviewer}: {event.status}"
+    if kind == "consensus":
+        return "consensus: " + " > ".join(event.order)
+    if kind == "synthesis":
+        return f"synthesis: {event.status}"
+    return None
+
+
+# -- the server ---------------------------------------------------------------------------------
+
+
+def build_server(tools: Tools) -> Any:
+    """The MCP server with council's six tools."""
+    sdk = _sdk()
+    Context = sdk.Context  # noqa: N806 - the SDK's class, used as an annotation below
+    from mcp_types import CallToolResult
+
+    from council.judging.outcomes import ComparisonOutcome, GradeOutcome
+    from council.leaderboard import Leaderboard
+
+    # ``Annotated[CallToolResult, Model]``: the tool publishes Model's JSON Schema as its output
+    # schema, and the SDK checks each successful result's structured content against it.
+    server = sdk.MCPServer(
+        SERVER_NAME,
+        instructions=(
+            "A council of language models: several models answer, review each other's anonymised answers "
+            "in shuffled orders, a consensus ranking is formed and a chairman writes the answer."
+        ),
+    )
+
+    @server.tool(title="Ask the council")
+    async def council_run(
+        question: Annotated[str, Field(description="The question for the council.", min_length=1)],
+        ctx: Context,
+        council: Annotated[str | None, Field(description="Which council of the config (default: its default).")] = None,
+        seed: Annotated[int | None, Field(description="Seed for the reviewers' shuffles.", ge=0)] = None,
+        synthesis: Annotated[bool, Field(description="Ask the chairman for a synthesis.")] = True,
+        show: Annotated[
+            list[Show], Field(description="Also put these in the text: each member's answer, each review.")
+        ] = [],  # noqa: B006 - the SDK copies defaults into the schema; never mutated
+    ) -> Annotated[CallToolResult, SessionResult]:
+        """Run a council session: every member answers, every reviewer scores and ranks the others'
+        anonymised answers (each in its own shuffled order), a consensus ranking is formed by Borda
+        count and the chairman writes the answer. Returns the answer, the ranking and the session."""
+
+        async def go() -> Any:
+            c = tools.council(council)
+            progress = _Progress(ctx, tools.heartbeat)
+            result = None
+            try:
+                async for item in c.stream(question, seed=seed, synthesis=synthesis):
+                    if isinstance(item, SessionResult):
+                        result = item
+                        continue
+                    if item.type == "session_started":
+                        progress.total = len(item.members) + len(item.reviewers) + 1 + int(item.synthesis)
+                    elif item.type == "stage":
+                        progress.doing = item.detail
+                    message = _event_message(item)
+                    if message is not None:
+                        progress.tick(message)
+            finally:
+                await progress.flush()
+            assert result is not None
+            missing = result.synthesis.status == "failed"
+            structured = result.model_dump(mode="json")
+            return _result(session_text(result, frozenset(show)), structured, error=missing)
+
+        return await _guard(go)
+
+    @server.tool(title="Compare two responses")
+    async def council_compare(
+        prompt: Annotated[str, Field(description="The prompt both responses answer.", min_length=1)],
+        response_a: Annotated[str, Field(description="Response A.")],
+        response_b: Annotated[str, Field(description="Response B.")],
+        ctx: Context,
+        criteria: Annotated[
+            list[str] | None,
+            Field(description='Criteria (default: accuracy, completeness, specificity, clarity; "depth").'),
+        ] = None,
+        judges: Annotated[
+            list[str] | None, Field(description="Judges: [models] aliases or model strings (default: the chairman).")
+        ] = None,
+        strategy: Annotated[
+            Literal["average", "conservative", "consistency"], Field(description="How the swapped passes combine.")
+        ] = "consistency",
+        swap: Annotated[bool, Field(description="Judge both orders (position swap).")] = True,
+        votes: Annotated[int | None, Field(description="Judgments per judge, by majority.", ge=1, le=25)] = None,
+    ) -> Annotated[CallToolResult, ComparisonOutcome]:
+        """Compare two responses to a prompt with position swap (each judge sees both orders);
+        returns the winner, its confidence, and every pass."""
+        from council.judging import engine
+        from council.judging.voting import PAIRWISE_VOTES
+
+        async def go() -> Any:
+            chosen = engine.resolve_criteria(criteria or None)
+            outcome = await _judging(
+                tools,
+                judges,
+                ctx,
+                lambda clients, keep_text, sink: engine.compare(
+                    prompt,
+                    response_a,
+                    response_b,
+                    judges=clients,
+                    criteria=chosen,
+                    swap=swap,
+                    strategy=strategy,
+                    votes=votes or PAIRWISE_VOTES,
+                    keep_text=keep_text,
+                    sink=sink,
+                ),
+            )
+            text = f"winner: {outcome.winner} (confidence {outcome.confidence:.2f}, {outcome.confidence_level})"
+            if outcome.unstable:
+                text += "\nunstable: a swap pair changed its winner when the order was swapped"
+            return _outcome_result(outcome, text)
+
+        return await _guard(go)
+
+    @server.tool(title="Grade a response")
+    async def council_grade(
+        prompt: Annotated[str, Field(description="The prompt the response answers.", min_length=1)],
+        response: Annotated[str, Field(description="The response to grade.")],
+        ctx: Context,
+        rubric: Annotated[str, Field(description="A built-in rubric's name.")] = "general",
+        reference: Annotated[str | None, Field(description="A reference answer to grade against.")] = None,
+        judges: Annotated[
+            list[str] | None, Field(description="Judges: [models] aliases or model strings (default: the chairman).")
+        ] = None,
+        votes: Annotated[int | None, Field(description="Judgments per judge, by majority.", ge=1, le=25)] = None,
+    ) -> Annotated[CallToolResult, GradeOutcome]:
+        """Grade one response against a rubric: reasoning before integer scores per criterion,
+        several votes per judge; returns the scores and the evaluation report."""
+        from council.judging import engine
+        from council.judging.rubrics import builtin_rubrics, load_rubric
+        from council.judging.voting import GRADE_VOTES
+
+        async def go() -> Any:
+            # Names only: a path chosen by the model could make the tool read any local file.
+            if rubric not in builtin_rubrics():
+                raise InputError(f"rubric {rubric!r} is not a built-in rubric ({', '.join(builtin_rubrics())})")
+            loaded_rubric = load_rubric(rubric)
+            outcome = await _judging(
+                tools,
+                judges,
+                ctx,
+                lambda clients, keep_text, sink: engine.grade(
+                    prompt,
+                    response,
+                    rubric=loaded_rubric,
+                    judges=clients,
+                    reference=reference,
+                    votes=votes or GRADE_VOTES,
+                    keep_text=keep_text,
+                    sink=sink,
+                ),
+            )
+            report = outcome.report
+            text = "no report" if report is None else json.dumps(report.model_dump(mode="json"), ensure_ascii=False)
+            return _outcome_result(outcome, text)
+
+        return await _guard(go)
+
+    @server.tool(title="Leaderboard")
+    async def council_leaderboard(
+        council: Annotated[str | None, Field(description="Only this council's sessions.")] = None,
+        since: Annotated[str | None, Field(description="Only data on or after this ISO date.")] = None,
+        source: Annotated[Literal["sessions", "judgments", "all"], Field(description="Which data rates.")] = "all",
+        bootstrap: Annotated[int, Field(description="Bootstrap rounds for the intervals.", ge=0, le=10000)] = 200,
+    ) -> Annotated[CallToolResult, Leaderboard]:
+        """Bradley–Terry ratings per model, with bootstrap intervals, from the stored sessions and judged pairs."""
+        from council.cli.leaderboard import render_text
+        from council.leaderboard import leaderboard
+
+        async def go() -> Any:
+            board = await asyncio.to_thread(
+                leaderboard, council=council, since=since, source=source, bootstrap=bootstrap
+            )
+            return _result(_render(render_text, board), board.model_dump(mode="json"))
+
+        return await _guard(go)
+
+    @server.tool(title="Bias report")
+    async def council_bias_report(
+        since: Annotated[str | None, Field(description="Only records on or after this ISO date.")] = None,
+        reviewers: Annotated[list[str] | None, Field(description="Only these reviewers.")] = None,
+        council: Annotated[str | None, Field(description="Only this council's records.")] = None,
+    ) -> Any:
+        """The cross-session bias audit of the stored reviews: reviewer calibration, length–score
+        correlation, position bias, self-preference (reported, never corrected)."""
+        from council.cli.bias_report import render_text
+
+        async def go() -> Any:
+            report = await asyncio.to_thread(_bias_report, since, reviewers or [], council)
+            structured = report.model_dump(mode="json", exclude={"length_points"})
+            return _result(_render(render_text, report), structured)
+
+        return await _guard(go)
+
+    @server.tool(title="Stored sessions")
+    async def council_sessions(
+        session_id: Annotated[
+            str | None, Field(description="Show this session (an id or a unique prefix); without it, list sessions.")
+        ] = None,
+        limit: Annotated[int, Field(description="How many sessions to list, newest first.", ge=1, le=500)] = 20,
+        council: Annotated[str | None, Field(description="Only this council's sessions.")] = None,
+        since: Annotated[str | None, Field(description="Only sessions on or after this ISO date.")] = None,
+    ) -> Any:
+        """List the stored sessions, or show one: its question, every answer, every review (order
+        seen, scores with reasoning, ranking), the consensus and the synthesis."""
+
+        async def go() -> Any:
+            return await asyncio.to_thread(_sessions, session_id, limit, council, since)
+
+        return await _guard(go)
+
+    return server
+
+
+async def _judging(tools: Tools, refs: list[str] | None, ctx: Any, work: Callable[..., Awaitable[Any]]) -> Any:
+    from council.config import resolve_privacy
+    from council.judging.engine import make_judges
+
+    clients = make_judges(tools.loaded, refs or ())
+    progress = _Progress(ctx, tools.heartbeat)
+    progress.doing = "judging"
+
+    def on_call(record: Any) -> None:
+        progress.tick(f"{record.stage} by {record.member}: {'ok' if record.ok else 'failed'}")
+
+    try:
+        return await work(clients, resolve_privacy(tools.loaded).store_transcripts, on_call)
+    finally:
+        await progress.flush()
+        for client in clients:
+            await client.aclose()
+
+
+def _outcome_result(outcome: Any, text: str) -> Any:
+    """A comparison's or grade's result; a failed or partly failed one says so first."""
+    if not outcome.success or outcome.partial:
+        text = f"judging {'failed' if not outcome.success else 'partly failed'}: {outcome.error}\n{text}"
+    return _result(text, outcome.model_dump(mode="json"), error=not outcome.success)
+
+
+def _bias_report(since: str | None, reviewers: list[str], council: str | None) -> Any:
+    from council.bias.report import bias_report
+    from council.storage import using_store
+
+    with using_store(True) as store:
+        return bias_report(store, since=since, reviewers=reviewers, council=council)
+
+
+def _sessions(session_id: str | None, limit: int, council: str | None, since: str | None) -> Any:
+    from council.exports import session_listing
+    from council.storage import using_store
+
+    with using_store(True) as store:
+        if session_id is None:
+            rows = [session_listing(r) for r in store.list_sessions(limit=limit, since=since, council=council)]
+            text = "\n".join(
+                f"{r['session_id']}  {r['created_at'][:19]}  {r['status']}  {r['council'] or ''}  "
+                + (r["question"] or "(not stored)")
+                for r in rows
+            )
+            return _result(text or "no sessions", {"sessions": rows})
+        row = store.get_session(session_id)
+    if not row.get("result"):
+        listing = session_listing(row)
+        return _result(f"session {row['id']}: status {row['status']}, error: {row.get('error')}", listing)
+    result = SessionResult.model_validate(json.loads(row["result"]))
+    return _result(session_text(result, frozenset({"answers", "reviews"})), result.model_dump(mode="json"))
+
+
+def serve(config: str | None, heartbeat: float = 10.0) -> None:
+    """Serve the tools over stdio until the client closes the connection; a long tool reports
+    progress at least every ``heartbeat`` seconds."""
+    _sdk()  # missing SDK: one line, before anything else
+    tools = Tools(config, heartbeat)
+    server = build_server(tools)
+
+    async def go() -> None:
+        try:
+            await server.run_stdio_async()
+        finally:
+            await tools.aclose()
+
+    asyncio.run(go())

@@ -1,0 +1,55 @@
+"""Reading a request's JSON body: size-capped, and every malformed body a 4xx."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from starlette.requests import Request
+
+from council.server.errors import RequestError, openai_error
+
+MAX_INT_DIGITS = 100
+"""Longer integers mean nothing to any parameter; Python would refuse above 4300 digits anyway."""
+
+
+class _BadNumber(ValueError):
+    pass
+
+
+def _int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _BadNumber(f"an integer of {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _BadNumber(f"the number {text[:40]} is out of range")
+    return value
+
+
+def _constant(name: str) -> float:
+    raise _BadNumber(f"{name} is not a JSON number")
+
+
+async def read_json(request: Request, max_bytes: int) -> Any:
+    too_large = f"request body larger than {max_bytes} bytes"
+    length = request.headers.get("content-length")
+    if length is not None and length.isdigit() and (len(length) > 18 or int(length) > max_bytes):
+        raise RequestError(openai_error(413, too_large))
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > max_bytes:
+            raise RequestError(openai_error(413, too_large))
+    try:
+        return json.loads(body, parse_int=_int, parse_float=_float, parse_constant=_constant)
+    except _BadNumber as exc:
+        raise RequestError(openai_error(400, f"the request body holds a number out of range: {exc}")) from None
+    except (ValueError, UnicodeDecodeError):  # JSONDecodeError is a ValueError
+        raise RequestError(openai_error(400, "the request body is not valid JSON")) from None
+    except RecursionError:
+        raise RequestError(openai_error(400, "the request body is nested too deeply")) from None

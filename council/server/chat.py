@@ -1,0 +1,278 @@
+"""``POST /v1/chat/completions``: a council answers as one chat model.
+
+The chairman's answer comes back as an ordinary completion; the council's details
+(session id, status, ranking, flags) ride in an extra ``council`` field that OpenAI
+clients ignore. With ``stream: true`` the answer arrives as OpenAI SSE chunks, preceded
+by SSE comment lines (``: stage review``) that report progress and that clients skip.
+Which request parameters are honoured, ignored or refused: :mod:`council.server.protocol`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from council.asking import JsonFormat
+from council.errors import CouncilError, CouncilFailure
+from council.server import protocol
+from council.server.body import read_json
+from council.server.errors import RequestError, error_for, openai_error
+from council.server.state import server_of
+from council.session.results import SessionResult
+from council.session.runner import check_request
+
+
+class ChatMessageIn(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: str
+    content: str | list[dict[str, Any]] | None = None
+
+    def text(self) -> str:
+        if isinstance(self.content, list):  # OpenAI content parts: keep the text ones
+            return "".join(p.get("text", "") for p in self.content if p.get("type") == "text")
+        return self.content or ""
+
+
+class ChatCompletionRequest(BaseModel):
+    model_config = ConfigDict(extra="allow")  # temperature etc. are accepted and ignored
+    model: str
+    messages: list[ChatMessageIn] = Field(min_length=1)
+    stream: bool = False
+    seed: int | None = None
+
+
+@dataclass(frozen=True)
+class _Reply:
+    """What every part of one completion shares."""
+
+    id: str
+    created: int
+    """Unix time the request arrived."""
+    model: str
+    system_fingerprint: str
+    include_usage: bool = False
+
+
+def _usage(result: SessionResult) -> dict[str, int]:
+    """The council's totals: every member, review and synthesis call of the session."""
+    return {
+        "prompt_tokens": result.usage.prompt_tokens,
+        "completion_tokens": result.usage.completion_tokens,
+        "total_tokens": result.usage.prompt_tokens + result.usage.completion_tokens,
+    }
+
+
+def _completion_payload(result: SessionResult, reply: _Reply) -> dict[str, Any]:
+    return {
+        "id": reply.id,
+        "object": "chat.completion",
+        "created": reply.created,
+        "model": reply.model,
+        "system_fingerprint": reply.system_fingerprint,
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": answer_text(result)}, "finish_reason": "stop"}
+        ],
+        "usage": _usage(result),
+        "council": council_details(result),
+    }
+
+
+def _format_failure(result: SessionResult) -> CouncilFailure | None:
+    """A session that cannot answer in the requested format: the fallback prose is no answer."""
+    if result.synthesis.status == "ok":
+        return None
+    why = result.synthesis.error or "no synthesis"
+    return CouncilFailure(f"the council's answer did not match response_format: {why} (session {result.session_id})")
+
+
+def answer_text(result: SessionResult) -> str:
+    """The chairman's answer; without one, the top-ranked member answer after a one-line notice
+    (a client shows only the text: it must say the answer is partial)."""
+    if result.synthesis.text:
+        return result.synthesis.text
+    by_member = {a.member: a.text for a in result.answers if a.text}
+    order = result.consensus.order if result.consensus else list(by_member)
+    best = next((m for m in order if m in by_member), None)
+    if best is None:
+        return ""
+    return f"{partial_notice(result, best)}\n\n{by_member[best]}"
+
+
+def partial_notice(result: SessionResult, member: str) -> str:
+    why = " ".join((result.synthesis.error or "no synthesis was written").split())[:200]
+    return (
+        f"[Partial answer: the chairman's synthesis failed ({why}); below is the top-ranked member's "
+        f"answer ({member}). Session {result.session_id}.]"
+    )
+
+
+def council_details(result: SessionResult) -> dict[str, Any]:
+    return {
+        "session_id": result.session_id,
+        "status": result.status,
+        "ranking": [e.model_dump() for e in result.consensus.ranking] if result.consensus else [],
+        "kendall_w": result.consensus.kendall_w if result.consensus else None,
+        "kendall_w_p_value": result.consensus.kendall_w_p_value if result.consensus else None,
+        "chairman": result.synthesis.chairman,
+        "flags": result.flags,
+        "failures": [f.model_dump() for f in result.failures],
+        "partial_reasons": result.partial_reasons,
+        "cost_usd": result.usage.cost_usd,
+        "offline_default": result.offline_default,
+    }
+
+
+async def chat_completions(request: Request) -> Response:
+    server = server_of(request)
+    try:
+        body = await read_json(request, server.max_body_bytes)
+        try:
+            req = ChatCompletionRequest.model_validate(body)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            return openai_error(400, f"invalid request: {where}: {first['msg']}", "invalid_request_error")
+        protocol.check_parameters(body)
+        protocol.check_messages(req.messages)
+        fmt = protocol.response_format(body.get("response_format"))
+        council = server.council(req.model)
+    except RequestError as exc:
+        return exc.response
+    except protocol.ProtocolError as exc:
+        return openai_error(400, str(exc), "invalid_request_error", exc.code, param=exc.param)
+    except CouncilError as exc:
+        return error_for(exc)
+    *earlier, last = req.messages
+    if last.role != "user" or not last.text().strip():
+        return openai_error(400, "the last message must be a non-empty user message", "invalid_request_error")
+    history = protocol.history_messages(earlier)
+    try:  # checked before a stream starts: a bad request is a 400, not an error inside a 200
+        check_request(last.text(), seed=req.seed, history=history)
+    except CouncilError as exc:
+        return error_for(exc)
+    reply = _Reply(
+        id=f"chatcmpl-{uuid.uuid4().hex}",
+        created=int(time.time()),
+        model=council.name,
+        system_fingerprint=server.fingerprint(req.model),
+        include_usage=protocol.include_usage(body),
+    )
+    if req.stream:
+        return StreamingResponse(
+            _stream(council, last.text(), history, req.seed, fmt, reply),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
+        )
+    try:
+        result = await _unless_disconnected(
+            request, council.run(last.text(), history=history, seed=req.seed, synthesis_format=fmt)
+        )
+        if result is not None and fmt is not None and (failure := _format_failure(result)) is not None:
+            raise failure
+    except CouncilError as exc:
+        return error_for(exc)
+    if result is None:  # the client hung up: the session was cancelled and recorded interrupted
+        return Response(status_code=499)
+    return JSONResponse(_completion_payload(result, reply))
+
+
+async def _unless_disconnected(request: Request, work: Any) -> Any:
+    """``await work``, unless the client disconnects first: then the work is cancelled (a
+    session records itself interrupted) and None is returned. Streaming responses get the
+    same from Starlette, which cancels the stream when the client goes."""
+    task = asyncio.ensure_future(work)
+
+    async def disconnected() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    watcher = asyncio.ensure_future(disconnected())
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+    if task.cancelled() or not task.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return None
+    return task.result()
+
+
+async def _stream(
+    council: Any,
+    question: str,
+    history: list[dict[str, str]],
+    seed: int | None,
+    fmt: JsonFormat | None,
+    reply: _Reply,
+) -> AsyncIterator[bytes]:
+    def event(payload: dict[str, Any]) -> bytes:
+        return f"data: {json.dumps(payload)}\n\n".encode()
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, extra: dict[str, Any] | None = None) -> bytes:
+        payload: dict[str, Any] = {
+            "id": reply.id,
+            "object": "chat.completion.chunk",
+            "created": reply.created,
+            "model": reply.model,
+            "system_fingerprint": reply.system_fingerprint,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        if reply.include_usage:
+            payload["usage"] = None  # as OpenAI: null on every chunk but the last
+        if extra:
+            payload.update(extra)
+        return event(payload)
+
+    def failed(exc: CouncilError) -> list[bytes]:
+        error = {"error": {"message": str(exc), "type": "council_error", "param": None, "code": "council_failed"}}
+        return [event(error), b"data: [DONE]\n\n"]
+
+    yield chunk({"role": "assistant", "content": ""})
+    try:
+        result = None
+        async for item in council.stream(question, history=history, seed=seed, synthesis_format=fmt):
+            if isinstance(item, SessionResult):
+                result = item
+            else:
+                yield f": {item.type}\n\n".encode()
+    except CouncilError as exc:
+        for part in failed(exc):
+            yield part
+        return
+    assert result is not None
+    if fmt is not None and (failure := _format_failure(result)) is not None:
+        for part in failed(failure):
+            yield part
+        return
+    text = answer_text(result)
+    step = 400  # a few chunks, so clients render progressively
+    for i in range(0, len(text), step):
+        yield chunk({"content": text[i : i + step]})
+    yield chunk({}, finish="stop", extra={"council": council_details(result)})
+    if reply.include_usage:
+        # OpenAI's usage chunk: no choices, the totals; here the whole council's.
+        yield event(
+            {
+                "id": reply.id,
+                "object": "chat.completion.chunk",
+                "created": reply.created,
+                "model": reply.model,
+                "system_fingerprint": reply.system_fingerprint,
+                "choices": [],
+                "usage": _usage(result),
+            }
+        )
+    yield b"data: [DONE]\n\n"

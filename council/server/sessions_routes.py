@@ -1,0 +1,40 @@
+"""Stored sessions and the bias report over them."""
+
+from __future__ import annotations
+
+import json
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from council.errors import CouncilError, NotFoundError
+from council.server.errors import error_for, openai_error
+from council.server.state import server_of
+
+
+async def get_session(request: Request) -> Response:
+    try:
+        row = server_of(request).store.get_session(request.path_params["session_id"])
+    except NotFoundError as exc:
+        return openai_error(404, str(exc), "invalid_request_error", "not_found")
+    if row.get("result"):
+        # Older versions could store a cost of Infinity or NaN, which JSON cannot carry: null.
+        return JSONResponse(json.loads(row["result"], parse_constant=lambda _: None))
+    keys = {"session_id": "id", "status": "status", "error": "error", "created_at": "created_at"}
+    return JSONResponse({key: row[column] for key, column in keys.items()})
+
+
+async def get_bias_report(request: Request) -> Response:
+    from council.bias.report import bias_report
+
+    q = request.query_params
+    try:
+        report = bias_report(
+            server_of(request).store,
+            since=q.get("since"),
+            reviewers=q.getlist("reviewer"),
+            council=q.get("council"),
+        )
+    except CouncilError as exc:
+        return error_for(exc)
+    return JSONResponse(json.loads(report.model_dump_json()))

@@ -1,0 +1,52 @@
+"""What one running server holds: a ``Council`` per council name, the model clients they share, the store."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from starlette.requests import Request
+
+from council.config import LoadedConfig
+from council.errors import NotFoundError
+from council.server import protocol
+
+
+class CouncilServer:
+    """Holds one ``Council`` per council name, sharing model clients and the store."""
+
+    def __init__(self, loaded: LoadedConfig, *, max_body_bytes: int) -> None:
+        from council.storage import open_store
+
+        self.loaded = loaded
+        self.max_body_bytes = max_body_bytes
+        self.store = open_store()
+        self.clients: dict[str, Any] = {}  # shared across councils: one limit per model alias
+        self.councils: dict[str, Any] = {}
+        self.fingerprints: dict[str, str] = {}
+        self.started = int(time.time())  # the models' ``created``: when this server loaded them
+
+    def council(self, name: str) -> Any:
+        if name not in self.loaded.config.councils:
+            known = ", ".join(sorted(self.loaded.config.councils))
+            raise NotFoundError(f"the model {name!r} does not exist; councils served: {known}")
+        if name not in self.councils:
+            from council.api import Council
+
+            self.councils[name] = Council(self.loaded, council=name, store=self.store, client_pool=self.clients)
+        return self.councils[name]
+
+    def fingerprint(self, name: str) -> str:
+        if name not in self.fingerprints:
+            self.fingerprints[name] = protocol.system_fingerprint(self.council(name))
+        return self.fingerprints[name]
+
+    async def aclose(self) -> None:
+        for client in self.clients.values():
+            await client.aclose()
+        self.store.close()
+
+
+def server_of(request: Request) -> CouncilServer:
+    """The running server (set by the app's lifespan)."""
+    return request.app.state.council_server  # type: ignore[no-any-return]

@@ -1,0 +1,319 @@
+"""What a running session tells the world, with content, as it happens.
+
+Every event has a ``type`` (the discriminator), a sequence number ``seq`` (1, 2, 3, … within
+one session, no gaps: an SSE event id, a resume point), the ``session_id`` and the time ``at``.
+The runner emits them through one callback in this order::
+
+    session_started    notice?                             (the offline default)
+    stage(answer)      answer × members          notice*   (answers cut for review)
+    stage(review)      review × reviewers
+    consensus                                              (when there are enough valid reviews)
+    stage(synthesis)   synthesis_delta+  synthesis         (when a synthesis was asked for)
+    session_finished                                       (also when the session fails)
+
+``synthesis_delta`` carries the chairman's text as it is written; the concatenated deltas of
+one chairman equal the ``text`` of the ``synthesis`` event that follows them. A ``notice``
+(e.g. "the chairman failed; the fallback writes") may come between the deltas of a failed
+chairman and those of its fallback.
+
+Privacy: with transcripts off, no event carries the question, an answer, a reviewer's
+reasoning or the synthesis (:func:`private_view`, the one place that decides, follows the
+session's :mod:`council.redaction` scope). The published JSON Schema is
+docs/schemas/session-events.json (:func:`events_json_schema`; a test keeps it equal).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from council.redaction import keeps_text
+from council.session.consensus import Consensus, ConsensusEntry
+from council.session.results import MemberAnswer, Review, SessionResult, Synthesis
+from council.usage import Usage
+
+SCHEMA_ID = "https://council.invalid/schemas/session-events.json"
+
+
+class EventBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    seq: int = Field(0, ge=0, description="1, 2, 3, … within a session (0: not yet numbered)")
+    session_id: str
+    at: str = Field("", description="When it happened: UTC ISO-8601")
+
+
+class SessionStarted(EventBase):
+    type: Literal["session_started"] = "session_started"
+    council: str
+    question: str | None = Field(description="None when transcripts are off")
+    members: list[str]
+    reviewers: list[str]
+    models: dict[str, str] = Field(description="member / reviewer / chairman id → model string")
+    seed: int
+    scale: tuple[int, int]
+    self_review: str
+    synthesis: bool = Field(description="A synthesis was asked for")
+    offline_default: bool = False
+
+
+class StageStarted(EventBase):
+    type: Literal["stage"] = "stage"
+    stage: Literal["answer", "review", "synthesis"]
+    detail: str = ""
+    expected: int = Field(0, description="How many answers / reviews / syntheses this stage waits for")
+
+
+class AnswerEvent(EventBase):
+    type: Literal["answer"] = "answer"
+    member: str
+    model: str
+    status: Literal["ok", "failed", "candidate"]
+    text: str | None = None
+    error: str | None = None
+    length_chars: int = 0
+    latency_ms: float | None = None
+
+
+class ReviewEvent(EventBase):
+    type: Literal["review"] = "review"
+    reviewer: str
+    model: str
+    status: Literal["ok", "invalid"]
+    order: list[str] = Field(description="Member ids in the order this reviewer saw them")
+    labels: dict[str, str] = Field(description="Anonymous label shown to the reviewer → member id")
+    scores: dict[str, int] = Field(default_factory=dict, description="member id → score")
+    reasoning: dict[str, str] = Field(default_factory=dict, description="member id → the reviewer's reasoning")
+    ranking: list[str] = Field(default_factory=list, description="Member ids, best first")
+    attempts: int = 0
+    error: str | None = None
+
+
+class ConsensusEvent(EventBase):
+    type: Literal["consensus"] = "consensus"
+    method: str = "borda"
+    order: list[str] = Field(description="Member ids, best first (ties in seeded order)")
+    table: list[ConsensusEntry]
+    kendall_w: float | None
+    p: float | None = Field(description="P-value of the agreement test")
+    ballots: int
+
+
+class SynthesisDelta(EventBase):
+    type: Literal["synthesis_delta"] = "synthesis_delta"
+    chairman: str
+    text: str
+
+
+class SynthesisEvent(EventBase):
+    type: Literal["synthesis"] = "synthesis"
+    status: Literal["ok", "failed"]
+    chairman: str | None = None
+    model: str | None = None
+    text: str | None = None
+    fallback_used: bool = False
+    error: str | None = None
+
+
+class Notice(EventBase):
+    type: Literal["notice"] = "notice"
+    level: Literal["info", "warning", "error"] = "info"
+    text: str
+
+
+class SessionFinished(EventBase):
+    type: Literal["session_finished"] = "session_finished"
+    status: Literal["complete", "partial", "failed", "interrupted"]
+    usage: Usage = Usage()
+    cost_usd: float | None = None
+    duration_ms: float = 0.0
+    partial_reasons: list[str] = Field(default_factory=list)
+    error: str | None = None
+
+
+SessionEvent = Annotated[
+    SessionStarted
+    | StageStarted
+    | AnswerEvent
+    | ReviewEvent
+    | ConsensusEvent
+    | SynthesisDelta
+    | SynthesisEvent
+    | Notice
+    | SessionFinished,
+    Field(discriminator="type"),
+]
+"""Any session event (a pydantic discriminated union on ``type``)."""
+
+EVENT_TYPES: tuple[type[EventBase], ...] = (
+    SessionStarted,
+    StageStarted,
+    AnswerEvent,
+    ReviewEvent,
+    ConsensusEvent,
+    SynthesisDelta,
+    SynthesisEvent,
+    Notice,
+    SessionFinished,
+)
+
+_ADAPTER: TypeAdapter[Any] = TypeAdapter(SessionEvent)
+
+
+def parse_event(data: dict[str, Any] | str | bytes) -> Any:
+    """An event from its JSON form (a dict or JSON text); a ``pydantic.ValidationError`` if it is not one."""
+    if isinstance(data, str | bytes):
+        return _ADAPTER.validate_json(data)
+    return _ADAPTER.validate_python(data)
+
+
+def private_view(event: Any) -> Any | None:
+    """``event`` as it may leave the session: without question, answer, reasoning or synthesis
+    text when the current scope keeps no text (synthesis deltas are then dropped: None)."""
+    if keeps_text():
+        return event
+    if isinstance(event, SynthesisDelta):
+        return None
+    if isinstance(event, SessionStarted):
+        return event.model_copy(update={"question": None})
+    if isinstance(event, AnswerEvent | SynthesisEvent):
+        return event.model_copy(update={"text": None})
+    if isinstance(event, ReviewEvent):
+        return event.model_copy(update={"reasoning": {}})
+    return event
+
+
+def answer_fields(a: MemberAnswer) -> dict[str, Any]:
+    return {
+        "member": a.member,
+        "model": a.model,
+        "status": a.status,
+        "text": a.text,
+        "error": a.error,
+        "length_chars": a.length_chars,
+        "latency_ms": a.latency_ms,
+    }
+
+
+def review_fields(r: Review) -> dict[str, Any]:
+    return {
+        "reviewer": r.reviewer,
+        "model": r.model,
+        "status": "ok" if r.valid else "invalid",
+        "order": r.display_order,
+        "labels": r.labels,
+        "scores": r.scores,
+        "reasoning": r.reasoning,
+        "ranking": r.ranking,
+        "attempts": r.attempts,
+        "error": r.error,
+    }
+
+
+def consensus_fields(c: Consensus) -> dict[str, Any]:
+    return {
+        "method": c.method,
+        "order": c.order,
+        "table": c.ranking,
+        "kendall_w": c.kendall_w,
+        "p": c.kendall_w_p_value,
+        "ballots": c.ballots,
+    }
+
+
+def synthesis_fields(s: Synthesis) -> dict[str, Any]:
+    return {
+        "status": "ok" if s.status == "ok" else "failed",
+        "chairman": s.chairman,
+        "model": s.model,
+        "text": s.text,
+        "fallback_used": s.fallback_used,
+        "error": s.error,
+    }
+
+
+def finished_fields(result: SessionResult) -> dict[str, Any]:
+    return {
+        "status": result.status if result.status != "running" else "interrupted",
+        "usage": result.usage,
+        "cost_usd": result.usage.cost_usd,
+        "duration_ms": result.duration_ms,
+        "partial_reasons": result.partial_reasons,
+    }
+
+
+def events_from_result(result: SessionResult) -> list[Any]:
+    """A finished session's events, rebuilt from its result (a session stored before its events
+    were, or a view that prints both alike). Numbered from 1; no stage, notice or delta events."""
+    sid = result.session_id
+    events: list[Any] = [
+        SessionStarted(
+            session_id=sid,
+            at=result.created_at,
+            council=result.council,
+            question=result.question,
+            members=result.members,
+            reviewers=result.reviewers,
+            models=result.models,
+            seed=result.seed,
+            scale=result.scale,
+            self_review=result.self_review,
+            synthesis=result.synthesis.status != "skipped",
+            offline_default=result.offline_default,
+        ),
+        *(AnswerEvent(session_id=sid, **answer_fields(a)) for a in result.answers),
+        *(ReviewEvent(session_id=sid, **review_fields(r)) for r in result.reviews),
+    ]
+    if result.consensus is not None:
+        events.append(ConsensusEvent(session_id=sid, **consensus_fields(result.consensus)))
+    if result.synthesis.status != "skipped":
+        events.append(SynthesisEvent(session_id=sid, **synthesis_fields(result.synthesis)))
+    events.append(SessionFinished(session_id=sid, **finished_fields(result)))
+    return [e.model_copy(update={"seq": i}) for i, e in enumerate(events, 1)]
+
+
+def events_json_schema() -> dict[str, Any]:
+    """The JSON Schema of one event (docs/schemas/session-events.json)."""
+    schema = _ADAPTER.json_schema(mode="serialization")
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": "council session event",
+        "description": (
+            "One event of a council session, as the Python API yields it and the server streams it "
+            "(type is the discriminator; seq numbers the events of a session from 1)."
+        ),
+        **schema,
+    }
+
+
+def events_json_schema_text() -> str:
+    return json.dumps(events_json_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+__all__ = [
+    "EVENT_TYPES",
+    "AnswerEvent",
+    "ConsensusEvent",
+    "EventBase",
+    "Notice",
+    "ReviewEvent",
+    "SessionEvent",
+    "SessionFinished",
+    "SessionStarted",
+    "StageStarted",
+    "SynthesisDelta",
+    "SynthesisEvent",
+    "answer_fields",
+    "consensus_fields",
+    "events_from_result",
+    "finished_fields",
+    "events_json_schema",
+    "events_json_schema_text",
+    "parse_event",
+    "private_view",
+    "review_fields",
+    "synthesis_fields",
+]
