@@ -47,6 +47,10 @@ class ItemAlreadyRecorded(CouncilFailure):
     """A batch item's result was recorded already (another worker finished it first)."""
 
 
+class EnvironmentFailure(CouncilFailure):
+    """The machine refused: a full disk, a read-only file system, an unusable database file."""
+
+
 class QuorumError(CouncilFailure):
     """Too few members or reviewers answered to go on."""
 

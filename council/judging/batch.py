@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -32,8 +31,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from council.errors import InputError, UsageError
+from council.inputs import check_json_text, check_visible, parse_json_line
 from council.judging.agreement import GoldAgreement, LabelAgreement, gold_agreement, label_agreement
-from council.judging.batch_items import BatchItem, BatchSettings, Mode  # noqa: F401  (imported from here too)
+from council.judging.batch_items import BatchItem, BatchSettings, Mode, item_digest  # noqa: F401  (found here too)
 from council.judging.rubrics import load_rubric
 from council.judging.running import keeps_text
 from council.judging.schemas import Rubric
@@ -74,10 +74,7 @@ def _item_mode(keys: set[str], wanted: Mode | None, where: str) -> Mode:
 
 
 def _parse_line(raw: str, where: str, line: int, wanted: Mode | None) -> BatchItem:
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    data = parse_json_line(raw, where)
     if not isinstance(data, dict):
         raise InputError(f"{where}: expected a JSON object, got {type(data).__name__}")
     mode = _item_mode(set(data), wanted, where)
@@ -90,6 +87,7 @@ def _parse_line(raw: str, where: str, line: int, wanted: Mode | None) -> BatchIt
     prompt = data.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         raise InputError(f'{where}: "prompt" must be a non-empty string')
+    check_visible(prompt, f'{where}: "prompt"')
     for key in (MODE_KEYS[mode] | OPTIONAL_KEYS[mode]) - NON_TEXT_KEYS:
         value = data.get(key)
         required = key in MODE_KEYS[mode]
@@ -104,9 +102,11 @@ def _parse_line(raw: str, where: str, line: int, wanted: Mode | None) -> BatchIt
         raise InputError(f'{where}: "label" must be "A", "B" or "TIE", got {json.dumps(data["label"])[:40]}')
     gold = data.get("gold_score")
     if "gold_score" in data and (
-        isinstance(gold, bool) or not isinstance(gold, int | float) or not math.isfinite(gold)
+        isinstance(gold, bool) or not isinstance(gold, int | float) or abs(gold) > 1e9 or not math.isfinite(gold)
     ):
         raise InputError(f'{where}: "gold_score" must be a number, got {json.dumps(gold)[:40]}')
+    for key, value in data.items():
+        check_json_text(value, f'{where}: "{key}"')
     fields = {k: v for k, v in data.items() if k != "id"}
     return BatchItem(id=str(item_id), mode=mode, line=line, **fields)
 
@@ -161,6 +161,20 @@ def content_digest(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
+class BatchPlan(BaseModel):
+    """What a run of a batch will do, told before it starts (``on_start``)."""
+
+    batch_id: str
+    items: int
+    to_judge: int
+    #: Finished before this run and unchanged: their results are kept.
+    unchanged: int
+    #: Finished before, but their content changed in the file since: judged again.
+    changed: int = 0
+    #: Recorded before, but no longer in the file: left out of this batch's results.
+    removed: int = 0
+
+
 # ------------------------------------------------------------------ the summary
 
 
@@ -175,6 +189,10 @@ class BatchSummary(BaseModel):
     #: Items already finished before this run (``--resume``), not judged again.
     skipped: int
     judged_this_run: int
+    #: ``--resume`` of an edited file: finished items whose content changed (judged again),
+    #: and recorded items no longer in the file.
+    changed: int = 0
+    removed: int = 0
     pairwise: int = 0
     a_wins: int = 0
     b_wins: int = 0
@@ -292,12 +310,11 @@ def result_line(row: Mapping[str, Any]) -> str:
 
 def write_results(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
     """The results file, replaced atomically (a crash never leaves half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    from council.outputs import open_output
+
+    with open_output(str(path), make_parents=True) as fh:
         for row in rows:
             fh.write(result_line(row) + "\n")
-    os.replace(tmp, path)
 
 
 # ------------------------------------------------------------------------ running
@@ -320,16 +337,21 @@ async def run_batch(
     output: Path | None = None,
     store: Store | bool = True,
     keep_text: bool | None = None,
-    on_start: Callable[[int, int], None] | None = None,
+    on_start: Callable[[BatchPlan], None] | None = None,
     on_item: ProgressSink | None = None,
+    source_path: str | None = None,
 ) -> BatchSummary:
     """Judge every item not finished yet (at most ``concurrency`` at a time), then summarise
     from the database and write ``output`` (JSONL, one result per item, in file order).
 
     ``keep_text`` as in :func:`council.judging.engine.compare` (the results file is written
     from the database, so it then holds no judge reasoning either).
-    ``on_start(to_judge, skipped)`` and ``on_item(item, ok)`` report progress. Without
-    ``resume`` a batch id that already has recorded items is refused.
+    ``on_start(plan)`` and ``on_item(item, ok)`` report progress. Without ``resume`` a batch
+    id that already has recorded items is refused. With ``resume``, items are matched with
+    the recorded ones by id and content: changed items are judged again, unchanged ones keep
+    their results. ``source_path`` (the file's absolute path): with ``resume`` and no batch
+    recorded under ``batch_id`` (an id derived from the file, which changed), the latest
+    batch of that file with the same settings is the one continued.
     """
 
     if concurrency < 1:
@@ -338,9 +360,11 @@ async def run_batch(
     keep_text = keeps_text(keep_text)
     with using_store(store) as opened:
         assert opened is not None, "a batch is recorded in a store"
+        if resume and source_path is not None and not opened.batch_exists(batch_id):
+            batch_id = opened.find_batch(source_path, settings.model_dump(mode="json")) or batch_id
         return await _run_batch(
             items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
-            opened, keep_text, on_start, on_item,
+            opened, keep_text, on_start, on_item, source_path or source,
         )  # fmt: skip
 
 
@@ -357,8 +381,9 @@ async def _run_batch(
     output: Path | None,
     store: Store,
     keep_text: bool,
-    on_start: Callable[[int, int], None] | None,
+    on_start: Callable[[BatchPlan], None] | None,
     on_item: ProgressSink | None,
+    recorded_source: str,
 ) -> BatchSummary:
     # The batch goes through the queue (council.judging.worker) like a distributed one: this
     # process is one worker of it, and any others started on it (``council worker``, or the
@@ -371,13 +396,17 @@ async def _run_batch(
             f"batch {batch_id} already has {len(recorded)} recorded item(s); "
             "add --resume to continue it, or give another --batch-id"
         )
-    worker.enqueue(store, items, batch_id=batch_id, settings=settings, judges=judges, rubrics=rubrics,
-                   source=source, content_sha256=content_sha256)  # fmt: skip
+    counts = worker.enqueue(store, items, batch_id=batch_id, settings=settings, judges=judges, rubrics=rubrics,
+                            source=recorded_source, content_sha256=content_sha256)  # fmt: skip
     status = store.batch_status(batch_id) or {}
     to_judge = status.get("queued", 0) + status.get("running", 0)
     skipped = len(items) - to_judge
+    changed, removed = counts["changed"], counts["removed"]
     if on_start is not None:
-        on_start(to_judge, skipped)
+        on_start(
+            BatchPlan(batch_id=batch_id, items=len(items), to_judge=to_judge, unchanged=skipped, changed=changed,
+                      removed=removed)  # fmt: skip
+        )
 
     t0 = time.perf_counter()
     report = await worker.run_worker(
@@ -390,7 +419,11 @@ async def _run_batch(
     summary = summarize(rows, batch_id=batch_id, source=source, items=len(items), skipped=skipped,
                         judged=report.judged)  # fmt: skip
     summary.wall_time_s = wall
+    summary.changed, summary.removed = changed, removed
     if output is not None:
-        write_results(rows, output)
+        try:
+            write_results(rows, output)
+        except UsageError as exc:
+            raise UsageError(f"{exc}; every judged item is stored: rerun with --resume to write them") from None
         summary.output = str(output)
     return summary

@@ -3,6 +3,8 @@ run (council.judging.batch) and its workers (council.judging.worker)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
@@ -36,6 +38,12 @@ class BatchItem(BaseModel):
     gold_score: float | None = None
     model_a: str | None = None
     model_b: str | None = None
+
+
+def item_digest(item: BatchItem) -> str:
+    """What identifies an item's content (everything but its line): an edited item differs."""
+    data = item.model_dump(mode="json", exclude={"line"})
+    return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 class BatchSettings(BaseModel):

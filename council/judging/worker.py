@@ -23,12 +23,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from council.errors import ConfigError, CouncilError, CouncilFailure, ItemAlreadyRecorded
-from council.judging.batch_items import BatchItem, BatchSettings, judge_item
+from council.judging.batch_items import BatchItem, BatchSettings, item_digest, judge_item
 from council.judging.schemas import Rubric
 from council.providers.client import ModelClient
 from council.redaction import private_scope, redact
 from council.storage import Store
-from council.storage import item_digest as content_digest
 
 #: A claim outlives the worker's last heartbeat by this long; heartbeats come every third of it.
 DEFAULT_LEASE_SECONDS = 60.0
@@ -51,11 +50,6 @@ class BatchSpec(BaseModel):
     settings: BatchSettings
     judges: list[JudgeSpec]
     rubrics: dict[str, Rubric]
-
-
-def item_digest(item: BatchItem) -> str:
-    """What identifies an item's content (everything but its line): an edited item differs."""
-    return content_digest(item.model_dump(mode="json", exclude={"line"}))
 
 
 def batch_spec(settings: BatchSettings, judges: Sequence[ModelClient], rubrics: Mapping[str, Rubric]) -> BatchSpec:
@@ -215,7 +209,7 @@ async def run_worker(
             kind = "compare" if item.mode == "pairwise" else "grade"
             try:
                 store_op(store.save_judgment, kind, outcome, calls, keep_text=keep_text, batch_id=row["batch_id"],
-                         item=item)  # fmt: skip
+                         item=item, item_digest=row["digest"])  # fmt: skip
             except ItemAlreadyRecorded:
                 report.dropped += 1
                 return

@@ -14,7 +14,6 @@ from council.storage.copying import TableCopy
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
 from council.storage.location import StoreLocation
 from council.storage.protocol import Store
-from council.storage.queue import item_digest
 from council.storage.sqlite_store import SQLiteStore
 
 __all__ = [
@@ -25,7 +24,6 @@ __all__ = [
     "Store",
     "memory_store",
     "copy_into",
-    "item_digest",
     "open_location",
     "open_store",
     "using_store",

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 from council.clock import utc_now
 from council.errors import ItemAlreadyRecorded, UsageError
 from council.redaction import redact, redact_document
-from council.storage import queue
 
 if TYPE_CHECKING:
     from council.storage.sqlite_store import SQLiteStore as Store
@@ -59,6 +58,7 @@ def save_judgment(
     keep_text: bool,
     batch_id: str | None = None,
     item: Any = None,
+    item_digest: str | None = None,
 ) -> None:
     """The rows of a finished comparison or grade (and its batch item), written by :func:`record_run`.
 
@@ -106,10 +106,9 @@ def save_judgment(
             "metadata": None if item.metadata is None else json.dumps(item.metadata, ensure_ascii=False),
             "label": item.label,
             "gold_score": item.gold_score,
+            "content_sha256": item_digest,
         }
-    digest = None if item is None else queue.item_digest(item.model_dump(mode="json", exclude={"line"}))
-    record_run(store, run, passes, [c.model_dump() for c in calls], batch_item=batch_item, digest=digest,
-               keep_text=keep_text)  # fmt: skip
+    record_run(store, run, passes, [c.model_dump() for c in calls], batch_item=batch_item, keep_text=keep_text)
 
 
 def record_run(
@@ -119,7 +118,6 @@ def record_run(
     calls: Sequence[Mapping[str, Any]],
     *,
     batch_item: Mapping[str, Any] | None = None,
-    digest: str | None = None,
     keep_text: bool = True,
 ) -> None:
     """Write a finished run (and its batch item) atomically.
@@ -128,9 +126,9 @@ def record_run(
     rows without ``run_id``; ``calls``: call-log rows without ``session_id``;
     ``batch_item``: ``batch_id, item_id, position, mode, status``. A failed item of the
     batch is replaced (a re-run after ``--resume``); a finished one raises
-    ``ItemAlreadyRecorded``, and so does an item whose queued content is no longer
-    ``digest`` (the file changed while it was judged). Its queue entry is marked done in
-    the same transaction (council.storage.queue.finish_item).
+    ``ItemAlreadyRecorded``, and so does an item whose queued content is no longer its
+    ``content_sha256`` (the file changed while it was judged). Its queue entry is marked done in
+    the same transaction (:func:`finish_item`).
     """
     now = utc_now()
     run_id = run["id"]
@@ -159,7 +157,8 @@ def record_run(
             store.write_calls(call_rows)
         if batch_item is not None:
             key = [batch_item["batch_id"], batch_item["item_id"]]
-            if not queue.finish_item(db, *key, digest, batch_item["status"], keep_text=keep_text):
+            digest = batch_item.get("content_sha256")
+            if not finish_item(db, *key, digest, batch_item["status"], keep_text=keep_text):
                 raise ItemAlreadyRecorded(
                     f"batch {key[0]}: item {key[1]!r} changed in the queue while it was judged; result dropped"
                 )
@@ -171,6 +170,24 @@ def record_run(
                     f"batch {batch_item['batch_id']}: item {batch_item['item_id']!r} is already recorded "
                     "(another worker finished it first)"
                 ) from None
+
+
+def finish_item(db: Any, batch_id: str, item_id: str, digest: str | None, status: str, *, keep_text: bool) -> bool:
+    """Inside the transaction that records the item's result: mark it done or failed (its
+    texts dropped when transcripts are off). False when the queue holds another content
+    for it (the file changed while it was judged): that result must not be recorded."""
+    rows = list(db.query("SELECT digest FROM batch_queue WHERE batch_id = ? AND item_id = ?", [batch_id, item_id]))
+    if not rows:
+        return True  # a batch recorded without the queue (a store written by an older council)
+    if digest is not None and rows[0]["digest"] != digest:
+        return False
+    db.execute(
+        "UPDATE batch_queue SET state = ?, worker = NULL, lease_until = NULL"
+        + ("" if keep_text else ", item = NULL")
+        + " WHERE batch_id = ? AND item_id = ?",
+        ["done" if status == "ok" else "failed", batch_id, item_id],
+    )
+    return True
 
 
 def get_run(store: Store, run_id: str) -> dict[str, Any] | None:
@@ -223,8 +240,9 @@ def position_audit(store: Store, *, judge_model: str | None = None) -> list[dict
 def open_batch(
     store: Store, batch_id: str, *, source: str, content_sha256: str, settings: Mapping[str, Any], items: int
 ) -> bool:
-    """Register the batch, or check that a batch of this id was started from the same file
-    and settings. Returns True when the batch already existed."""
+    """Register the batch, or check that a batch of this id was started with the same
+    settings (its file may have changed since: :func:`reconcile_batch_items`). Returns True
+    when the batch already existed."""
     with store.immediate() as db:
         existing = list(db.query("SELECT content_sha256, settings FROM batches WHERE id = ?", [batch_id]))
         if not existing:
@@ -240,14 +258,57 @@ def open_batch(
             )
             return False
     row = existing[0]
-    if row["content_sha256"] != content_sha256 or json.loads(row["settings"]) != json.loads(
-        json.dumps(settings, sort_keys=True)
-    ):
+    if json.loads(row["settings"]) != json.loads(json.dumps(settings, sort_keys=True)):
         raise UsageError(
-            f"batch {batch_id} was started from a different file or with different settings; "
-            "use another --batch-id (or the default one)"
+            f"batch {batch_id} was started with different settings (judges, strategy, rubric, votes...); "
+            "use the same settings to continue it, or another --batch-id"
         )
     return True
+
+
+def batch_exists(store: Store, batch_id: str) -> bool:
+    return bool(list(store.db.query("SELECT id FROM batches WHERE id = ?", [batch_id])))
+
+
+def find_batch(store: Store, source: str, settings: Mapping[str, Any]) -> str | None:
+    """The latest batch started from the file ``source`` with these settings, if any."""
+    wanted = json.loads(json.dumps(settings, sort_keys=True))
+    rows = store.db.query("SELECT id, settings FROM batches WHERE source = ? ORDER BY created_at DESC", [source])
+    return next((r["id"] for r in rows if json.loads(r["settings"]) == wanted), None)
+
+
+def reconcile_batch_items(
+    store: Store, batch_id: str, items: Mapping[str, tuple[str, int]], *, content_sha256: str
+) -> tuple[int, int]:
+    """Match the recorded items of a batch with its file as it is now (``item_id -> (content
+    digest, line)``): an item whose content changed, or that is gone from the file, leaves the
+    batch (its judgment run stays on record) so a changed one is judged again; the others
+    keep their results and move to their new line. Returns ``(changed, removed)``."""
+    changed = removed = 0
+    with store.immediate() as db:
+        (old_content,) = db.execute("SELECT content_sha256 FROM batches WHERE id = ?", [batch_id]).fetchone()
+        rows = db.execute(
+            "SELECT item_id, content_sha256 FROM batch_items WHERE batch_id = ?", [batch_id]
+        ).fetchall()
+        for item_id, digest in rows:
+            current = items.get(item_id)
+            # Items recorded before digests were kept: unchanged only if the whole file is.
+            same = current is not None and (digest == current[0] if digest else old_content == content_sha256)
+            if same:
+                db.execute(
+                    "UPDATE batch_items SET position = ?, content_sha256 = ? WHERE batch_id = ? AND item_id = ?",
+                    [current[1], current[0], batch_id, item_id],
+                )
+                continue
+            db.execute("DELETE FROM batch_items WHERE batch_id = ? AND item_id = ?", [batch_id, item_id])
+            if current is None:
+                removed += 1
+            else:
+                changed += 1
+        db.execute(
+            "UPDATE batches SET content_sha256 = ?, items = ? WHERE id = ?", [content_sha256, len(items), batch_id]
+        )
+    return changed, removed
 
 
 def batch_item_status(store: Store, batch_id: str) -> dict[str, str]:

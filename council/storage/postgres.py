@@ -483,6 +483,7 @@ class PostgresStore:
     session_calls = SQLiteStore.session_calls
     iter_sessions = SQLiteStore.iter_sessions
     has_query_hashes = SQLiteStore.has_query_hashes
+    swap_setting = SQLiteStore.swap_setting
     insert_bias_records = SQLiteStore.insert_bias_records
     bias_record_rows = SQLiteStore.bias_record_rows
     count = SQLiteStore.count
@@ -515,6 +516,9 @@ class PostgresStore:
     judgment_run = judgments.get_run
     judgment_passes = judgments.run_passes
     open_batch = judgments.open_batch
+    batch_exists = judgments.batch_exists
+    find_batch = judgments.find_batch
+    reconcile_batch_items = judgments.reconcile_batch_items
     batch_item_status = judgments.batch_item_status
     batch_rows = judgments.batch_rows
     enqueue_batch = queue.enqueue_batch

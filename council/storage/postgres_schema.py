@@ -137,11 +137,22 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         ],
     ),
     (
-        "m007_rate_limits",
+        "m007_settings",
+        ["CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT)"],
+    ),
+    (
+        "m008_batch_item_digests",
+        [
+            "ALTER TABLE batch_items ADD COLUMN content_sha256 TEXT",
+            "CREATE INDEX idx_batches_source_created_at ON batches (source, created_at)",
+        ],
+    ),
+    (
+        "m009_rate_limits",
         ["CREATE TABLE rate_limits (key TEXT PRIMARY KEY, tat DOUBLE PRECISION NOT NULL)"],
     ),
     (
-        "m008_batch_queue",
+        "m010_batch_queue",
         [
             "ALTER TABLE batches ADD COLUMN spec TEXT",
             """CREATE TABLE batch_queue (

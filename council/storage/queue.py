@@ -8,7 +8,7 @@ pushes its leases forward (:func:`renew_claims`); a worker that dies (``kill -9`
 renewing, and once its leases have passed its items are claimed again by any worker. So
 an item's calls may be made twice after a crash, but it is recorded once: its
 ``batch_items`` row (primary key ``(batch_id, item_id)``) is written in the same
-transaction that marks it done (council.storage.judgments.record_run), and a second
+transaction that marks it done (council.storage.judgments.record_run and finish_item), and a second
 result for it is refused.
 
 Claims take the rows in one statement: PostgreSQL ``FOR UPDATE SKIP LOCKED`` (workers
@@ -18,26 +18,15 @@ never wait on each other's rows), SQLite ``BEGIN IMMEDIATE`` + ``UPDATE ... RETU
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from council.clock import utc_now
-from council.errors import UsageError
+from council.storage import judgments
 
 #: Item states: queued -> running (claimed) -> done | failed; a running item whose lease has
 #: passed is claimable again.
 STATES = ("queued", "running", "done", "failed")
-
-
-def item_digest(data: Mapping[str, Any]) -> str:
-    """What identifies an item's content (everything but its line): an edited item differs."""
-    return hashlib.sha256(json.dumps(dict(data), sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
-
-
-def _settings_text(settings: Mapping[str, Any]) -> str:
-    return json.dumps(settings, sort_keys=True)
 
 
 def enqueue_batch(
@@ -50,85 +39,73 @@ def enqueue_batch(
     spec: Mapping[str, Any],
     items: Sequence[Mapping[str, Any]],
 ) -> dict[str, int]:
-    """Put a batch's items in the queue, matching those already there by id and content.
+    """Put a batch's items in the queue, matched with what the batch holds by id and content.
 
-    ``items``: ``item_id, position, digest, item`` (the item as JSON-ready data). A batch of
+    ``items``: ``item_id, position, digest, item`` (``digest``: the item's content, as
+    ``batch_items.content_sha256`` keeps it; ``item``: the item as JSON-ready data). A batch of
     this id with other ``settings`` is refused (``UsageError``); its file may have changed:
-    a new item is queued, a changed one (another digest) queued again with its old result
-    dropped, a failed one queued again, an unchanged one kept, one no longer in the file
-    removed with its result. Returns how many of each: ``new, changed, unchanged, retried,
-    removed``.
+    the recorded results are matched by :func:`council.storage.judgments.reconcile_batch_items`
+    (a changed item's result leaves the batch, an unchanged one's stays), then every item
+    without a finished result is queued (a failed one again), unless a worker holds it with
+    the same content. Returns how many items are ``new, changed, unchanged, retried, removed``.
     """
-    counts = dict.fromkeys(("new", "changed", "unchanged", "retried", "removed"), 0)
+    judgments.open_batch(store, batch_id, source=source, content_sha256=content_sha256, settings=settings,
+                         items=len(items))  # fmt: skip
+    digests = {item["item_id"]: (item["digest"], item["position"]) for item in items}
+    had_result = set(judgments.batch_item_status(store, batch_id))  # counted by reconcile_batch_items
+    changed, removed = judgments.reconcile_batch_items(store, batch_id, digests, content_sha256=content_sha256)
+    counts = {"new": 0, "changed": changed, "unchanged": 0, "retried": 0, "removed": removed}
+    recorded = judgments.batch_item_status(store, batch_id)
     spec_text = json.dumps(spec, sort_keys=True, ensure_ascii=False)
     with store.immediate() as db:
-        rows = list(db.query("SELECT content_sha256, settings FROM batches WHERE id = ?", [batch_id]))
-        if rows and json.loads(rows[0]["settings"]) != json.loads(_settings_text(settings)):
-            raise UsageError(
-                f"batch {batch_id} was started with different settings; use another --batch-id (or the default one)"
-            )
-        if not rows:
-            db.execute(
-                "INSERT INTO batches (id, source, content_sha256, settings, items, created_at, spec)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [batch_id, source, content_sha256, _settings_text(settings), len(items), utc_now(), spec_text],
-            )
-            old_content = None
-        else:
-            old_content = rows[0]["content_sha256"]
-            db.execute(
-                "UPDATE batches SET source = ?, content_sha256 = ?, items = ?, spec = ? WHERE id = ?",
-                [source, content_sha256, len(items), spec_text, batch_id],
-            )
+        db.execute("UPDATE batches SET source = ?, spec = ? WHERE id = ?", [source, spec_text, batch_id])
         queued = {
             r["item_id"]: (r["digest"], r["state"])
             for r in db.query("SELECT item_id, digest, state FROM batch_queue WHERE batch_id = ?", [batch_id])
         }
-        # Items recorded before the queue existed: unchanged only if the whole file is.
-        recorded = {
-            r["item_id"]: r["status"]
-            for r in db.query("SELECT item_id, status FROM batch_items WHERE batch_id = ?", [batch_id])
-        }
-        wanted = {item["item_id"] for item in items}
         for item in items:
             key = [batch_id, item["item_id"]]
             text = json.dumps(item["item"], ensure_ascii=False)
-            if item["item_id"] in queued:
-                digest, state = queued[item["item_id"]]
-                same = digest == item["digest"]
-            elif item["item_id"] in recorded:
-                state = "done" if recorded[item["item_id"]] == "ok" else "failed"
-                same = old_content == content_sha256
+            status = recorded.get(item["item_id"])
+            before = queued.get(item["item_id"])
+            if status == "ok":
+                state = "done"
+                counts["unchanged"] += 1
+            elif before is not None and before[0] == item["digest"] and before[1] in ("queued", "running"):
+                # Waiting or held by a worker, with this content: left as it is.
+                counts["unchanged"] += 1
+                db.execute("UPDATE batch_queue SET position = ? WHERE batch_id = ? AND item_id = ?",
+                           [item["position"], *key])  # fmt: skip
+                continue
+            else:
+                state = "queued"
+                if status == "failed":
+                    counts["retried"] += 1
+                elif item["item_id"] in had_result:
+                    pass  # its result was dropped: counted as changed
+                elif before is not None and before[0] != item["digest"]:
+                    counts["changed"] += 1  # queued, not judged yet, and edited since
+                elif before is None:
+                    counts["new"] += 1
+            if before is None:
                 db.execute(
                     "INSERT INTO batch_queue (batch_id, item_id, position, digest, item, state, attempts)"
                     " VALUES (?, ?, ?, ?, ?, ?, 0)",
                     [*key, item["position"], item["digest"], text, state],
                 )
-            else:
+            elif state == "queued" or before[1] != "done":
                 db.execute(
-                    "INSERT INTO batch_queue (batch_id, item_id, position, digest, item, state, attempts)"
-                    " VALUES (?, ?, ?, ?, ?, 'queued', 0)",
-                    [*key, item["position"], item["digest"], text],
+                    "UPDATE batch_queue SET position = ?, digest = ?, item = ?, state = ?, worker = NULL,"
+                    " lease_until = NULL WHERE batch_id = ? AND item_id = ?",
+                    [item["position"], item["digest"], text, state, *key],
                 )
-                counts["new"] += 1
-                continue
-            if same and state != "failed":
+            else:  # done, and still done: its texts may have left the queue already
                 db.execute("UPDATE batch_queue SET position = ? WHERE batch_id = ? AND item_id = ?",
                            [item["position"], *key])  # fmt: skip
-                counts["unchanged"] += 1
-                continue
-            counts["changed" if not same else "retried"] += 1
-            if not same:
-                db.execute("DELETE FROM batch_items WHERE batch_id = ? AND item_id = ?", key)
-            db.execute(
-                "UPDATE batch_queue SET position = ?, digest = ?, item = ?, state = 'queued', worker = NULL,"
-                " lease_until = NULL WHERE batch_id = ? AND item_id = ?",
-                [item["position"], item["digest"], text, *key],
-            )
-        for item_id in sorted((set(queued) | set(recorded)) - wanted):
+        for item_id in sorted(set(queued) - set(digests)):
             db.execute("DELETE FROM batch_queue WHERE batch_id = ? AND item_id = ?", [batch_id, item_id])
-            db.execute("DELETE FROM batch_items WHERE batch_id = ? AND item_id = ?", [batch_id, item_id])
-            counts["removed"] += 1
+            if item_id not in had_result:
+                counts["removed"] += 1
     return counts
 
 
@@ -195,24 +172,6 @@ def release_claims(store: Any, worker: str) -> int:
             [worker],
         )
         return int(cur.rowcount)
-
-
-def finish_item(db: Any, batch_id: str, item_id: str, digest: str | None, status: str, *, keep_text: bool) -> bool:
-    """Inside the transaction that records the item's result: mark it done or failed (its
-    texts dropped when transcripts are off). False when the queue holds another content
-    for it (the file changed while it was judged): that result must not be recorded."""
-    rows = list(db.query("SELECT digest FROM batch_queue WHERE batch_id = ? AND item_id = ?", [batch_id, item_id]))
-    if not rows:
-        return True  # a batch recorded without the queue (a store written by an older council)
-    if digest is not None and rows[0]["digest"] != digest:
-        return False
-    db.execute(
-        "UPDATE batch_queue SET state = ?, worker = NULL, lease_until = NULL"
-        + ("" if keep_text else ", item = NULL")
-        + " WHERE batch_id = ? AND item_id = ?",
-        ["done" if status == "ok" else "failed", batch_id, item_id],
-    )
-    return True
 
 
 def batch_spec(store: Any, batch_id: str) -> dict[str, Any] | None:
