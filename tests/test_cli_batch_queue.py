@@ -102,3 +102,37 @@ def test_unknown_batches_and_unreachable_judges_are_one_line(tmp_path):
     assert "api_base" in result.stderr and "--config" in result.stderr and "[models.j]" in result.stderr
     stored = db_rows(tmp_path / "council-home", "select spec from batches")[0][0]
     assert "127.0.0.1:9" not in stored  # the server's address stays on the machines that use it
+
+
+async def test_a_worker_waits_for_items_a_stopped_worker_held_and_judges_them(tmp_path):
+    import logging
+
+    from council.config import ConfigFile, resolve_model
+    from council.judging.batch import BatchSettings, content_digest, parse_batch
+    from council.judging.worker import enqueue, run_worker
+    from council.providers.client import ModelClient
+    from council.providers.fake import FakeAPI
+    from council.storage import SQLiteStore
+
+    judge = ModelClient(resolve_model("fake/j", ConfigFile(), {}, "test"), FakeAPI("fake/j"))
+    text = "".join(json.dumps(pair(i)) + "\n" for i in range(3))
+    items = parse_batch(text, "b.jsonl")
+    store = SQLiteStore.open(tmp_path / "w.db")
+    try:
+        enqueue(store, items, batch_id="w", settings=BatchSettings(judges=["fake/j"]), judges=[judge], rubrics={},
+                source="b.jsonl", content_sha256=content_digest(text))  # fmt: skip
+        [held] = store.claim_items("gone", batch_id="w", lease_seconds=3)  # a worker that then died
+        seen: list[str] = []
+        catch = logging.Handler(logging.WARNING)
+        catch.emit = lambda record: seen.append(str(record.msg))  # type: ignore[method-assign]
+        logger = logging.getLogger("council.judging")
+        logger.addHandler(catch)
+        try:
+            report = await run_worker(store, judges_for=lambda _id, _spec: [judge], batch_id="w", lease_seconds=5,
+                                      keep_judges=[judge])  # fmt: skip
+        finally:
+            logger.removeHandler(catch)
+        assert report.judged == 3 and store.batch_status("w")["done"] == 3 and held["item_id"] == "p0"
+        assert len(seen) == 1 and "waiting for 1 item(s) held by another worker" in seen[0], seen
+    finally:
+        store.close()

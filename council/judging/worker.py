@@ -25,9 +25,12 @@ from pydantic import BaseModel
 from council.errors import ConfigError, CouncilError, CouncilFailure, ItemAlreadyRecorded
 from council.judging.batch_items import BatchItem, BatchSettings, item_digest, judge_item
 from council.judging.schemas import Rubric
+from council.logs import get_logger
 from council.providers.client import ModelClient
 from council.redaction import private_scope, redact
 from council.storage import Store
+
+log = get_logger("council.judging")
 
 #: A claim outlives the worker's last heartbeat by this long; heartbeats come every third of it.
 DEFAULT_LEASE_SECONDS = 60.0
@@ -193,11 +196,22 @@ async def run_worker(
 
     in_flight: dict[str, int] = {}
 
+    told: list[bool] = []
+
     def others_running() -> bool:
         # Items held by other workers (their claims may pass and come back to this one);
         # this worker's own are finished by its other loops.
         scope = [batch_id] if batch_id is not None else sorted(report.batches)
-        return any((store_op(store.batch_status, b) or {}).get("running", 0) > in_flight.get(b, 0) for b in scope)
+        held = sum(
+            max(0, (store_op(store.batch_status, b) or {}).get("running", 0) - in_flight.get(b, 0)) for b in scope
+        )
+        if held and not told and not follow:
+            told.append(True)
+            log.warning(
+                f"waiting for {held} item(s) held by another worker: they are recorded when it finishes them, "
+                f"or return to the queue within {lease_seconds:g} s if it has stopped"
+            )
+        return held > 0
 
     async def judge(row: Mapping[str, Any]) -> None:
         spec, clients = judges.get(row["batch_id"])
@@ -223,6 +237,11 @@ async def run_worker(
             claimed = store_op(store.claim_items, report.worker, batch_id=batch_id, lease_seconds=lease_seconds)
             if claimed:
                 held = claimed[0]["batch_id"]
+                try:
+                    judges.get(held)
+                except CouncilError:
+                    told.append(True)  # the worker stops: nothing to wait for
+                    raise
                 report.batches.add(held)
                 in_flight[held] = in_flight.get(held, 0) + 1
                 try:
@@ -247,6 +266,8 @@ async def run_worker(
         except ExceptionGroup as failed:  # the first error, as a single worker would raise it
             raise failed.exceptions[0] from None
 
+    if batch_id is not None:  # a judge this machine cannot reach fails here, before any claim
+        store_op(judges.get, batch_id)
     work = asyncio.create_task(loops())
     beat = asyncio.create_task(heartbeat())
     try:
