@@ -13,8 +13,8 @@ from pydantic import BaseModel
 
 from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade
 from council.judging.schemas import Rubric
-from council.judging.strategies import DEFAULT_STRATEGY
-from council.judging.voting import GRADE_VOTES, PAIRWISE_VOTES
+from council.methods.swap import DEFAULT_STRATEGY
+from council.methods.voting import GRADE_VOTES, PAIRWISE_VOTES
 from council.providers.client import ModelClient
 from council.storage import Store
 from council.usage import CallLog, CallRecord
