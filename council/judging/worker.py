@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from council.errors import ConfigError, CouncilError, CouncilFailure, ItemAlreadyRecorded
+from council.errors import ConfigError, CouncilError, CouncilFailure, ItemAlreadyRecorded, UsageError
 from council.judging.batch_items import BatchItem, BatchSettings, item_digest, judge_item
 from council.judging.schemas import Rubric
 from council.logs import get_logger
@@ -182,10 +182,12 @@ async def run_worker(
     def store_op(op: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
             return op(*args, **kwargs)
-        except CouncilError:
+        except (ItemAlreadyRecorded, UsageError):
             raise
         except Exception as exc:
-            if not _store_failed(exc):
+            # A store operation fails with CouncilFailure only when its database does (a backend
+            # may say so itself); anything else that is not the driver's is a bug.
+            if not isinstance(exc, CouncilFailure) and not _store_failed(exc):
                 raise
             nonlocal store_down
             store_down = True
