@@ -43,6 +43,10 @@ class CouncilFailure(CouncilError):
     exit_code = 1
 
 
+class EnvironmentFailure(CouncilFailure):
+    """The machine refused: a full disk, a read-only file system, an unusable database file."""
+
+
 class QuorumError(CouncilFailure):
     """Too few members or reviewers answered to go on."""
 

@@ -1,24 +1,42 @@
 """Reading what users hand council: text files, checked and decoded in one place.
 
 Every file a command or the library reads as text (responses to judge, references,
-candidates, questions) goes through :func:`read_text_file`, and standard input through
-:func:`read_text_stream`: UTF-8 or a one-line ``InputError`` naming the source, never a
-traceback. Text that arrives as a string (a question on the command line, a chat message)
-goes through :func:`check_text`: bytes that were not UTF-8 reach Python as unpaired
-surrogates, which nothing downstream can store or send.
+candidates, questions, batch files) goes through :func:`read_text_file`, and standard input
+through :func:`read_text_stream`: UTF-8 of at most ``MAX_INPUT_BYTES`` or a one-line
+``InputError`` naming the source, never a traceback (``/dev/zero`` is a file too). Text that
+arrives as a string (a question on the command line, a chat message) goes through
+:func:`check_text`: bytes that were not UTF-8 reach Python as unpaired surrogates, which
+nothing downstream can store or send. A line of a JSONL file goes through
+:func:`parse_json_line` (numbers of thousands of digits and nesting thousands deep are
+refused, not crashed on) and its values through :func:`check_json_text`.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from council.errors import InputError
 
+#: The largest text file or standard input council reads (a question, a response, a reference).
+MAX_INPUT_BYTES = 10 * 1024 * 1024
+#: A batch file holds many items: as large as a provider's batch file may be (OpenAI: 200 MB).
+MAX_BATCH_BYTES = 256 * 1024 * 1024
 
-def read_text_file(path: str | Path, what: str) -> str:
+
+def _read_capped(stream: BinaryIO, what: str, max_bytes: int = MAX_INPUT_BYTES) -> bytes:
+    data = stream.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise InputError(f"{what} is larger than {max_bytes // (1024 * 1024)} MB")
+    return data
+
+
+def read_text_file(path: str | Path, what: str, *, max_bytes: int = MAX_INPUT_BYTES) -> str:
     try:
-        return Path(path).read_bytes().decode("utf-8")
+        with Path(path).open("rb") as fh:
+            return _read_capped(fh, f"{what} {path}", max_bytes).decode("utf-8")
     except FileNotFoundError:
         raise InputError(f"{what} not found: {path}") from None
     except IsADirectoryError:
@@ -32,7 +50,7 @@ def read_text_file(path: str | Path, what: str) -> str:
 def read_text_stream(stream: BinaryIO, what: str) -> str:
     """All of a byte stream (standard input) as UTF-8 text, or a one-line ``InputError``."""
     try:
-        return stream.read().decode("utf-8")
+        return _read_capped(stream, what).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{what} is not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
@@ -48,3 +66,52 @@ def check_text(value: str, what: str) -> str:
             f"{what} is not valid UTF-8 text (an undecodable byte or unpaired surrogate at character {exc.start + 1})"
         ) from None
     return value
+
+
+def check_visible(value: str, what: str) -> str:
+    """``value`` if it has something a reader can see: not only whitespace and invisible
+    characters (zero-width spaces, joiners, bidi controls: :data:`council.slots.INVISIBLE`)."""
+    from council.slots import INVISIBLE
+
+    if not re.sub(f"[\\s{INVISIBLE}]+", "", value):
+        raise InputError(f"{what} has no visible text")
+    return value
+
+
+def parse_json_line(raw: str, where: str) -> Any:
+    """One line of a JSONL file as a value, or a one-line ``InputError`` at ``where``."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise InputError(f"{where}: not valid JSON (nested too deeply)") from None
+    except ValueError as exc:  # an integer of more digits than int() converts
+        raise InputError(f"{where}: not valid JSON ({str(exc).split(';')[0]})") from None
+
+
+def parse_toml(text: str, where: str) -> dict[str, Any]:
+    """A TOML document (a config file, a rubric), or a one-line ``InputError`` at ``where``."""
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{where}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{where}: invalid TOML: nested too deeply") from None
+
+
+def check_json_text(value: Any, what: str) -> None:
+    """Every string in ``value`` (keys too) is valid Unicode text: JSON's ``\\ud800`` escapes
+    decode to unpaired surrogates, which nothing downstream can store or send."""
+    stack = [value]
+    while stack:  # iterative: a deeply nested value cannot exhaust the stack here
+        item = stack.pop()
+        if isinstance(item, str):
+            check_text(item, what)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)

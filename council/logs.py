@@ -8,7 +8,7 @@ council's events like any other library's). Every event is redacted
 
 The CLI and the server call :func:`configure_logging`: human-readable lines on stderr, or JSON
 lines appended to ``$COUNCIL_LOG_FILE`` (created 0600), at ``COUNCIL_LOG_LEVEL`` (default
-WARNING; ``--debug``: DEBUG).
+WARNING; ``--debug``: DEBUG; a name that is not a level is a ``ConfigError``).
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ structlog = _import_structlog_without_rich()
 from council.redaction import REDACTED, redact, redact_data
 
 ROOT = "council"
+#: The levels ``COUNCIL_LOG_LEVEL`` accepts (any case); anything else is refused, not ignored.
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|authorization|password)", re.IGNORECASE)
 
 logging.getLogger(ROOT).addHandler(logging.NullHandler())
@@ -111,10 +113,13 @@ def _open_private(path: str) -> Any:
 def configure_logging(level: str | None = None, debug: bool = False, *, file: bool = True) -> None:
     """Send council's events to stderr (or ``$COUNCIL_LOG_FILE`` as JSON lines). Idempotent:
     a second call replaces what the first installed. ``file=False`` ignores the log file."""
-    level_name = (level or os.environ.get("COUNCIL_LOG_LEVEL") or ("DEBUG" if debug else "WARNING")).upper()
+    level_name = (level or os.environ.get("COUNCIL_LOG_LEVEL") or ("DEBUG" if debug else "WARNING")).strip().upper()
+    if level_name not in LEVELS:
+        from council.errors import ConfigError
+
+        source = "log level" if level else "COUNCIL_LOG_LEVEL"
+        raise ConfigError(f"{source} {level_name!r} is not a level: use one of {', '.join(LEVELS)}")
     numeric = logging.getLevelName(level_name)
-    if not isinstance(numeric, int):
-        numeric = logging.WARNING
     unconfigure_logging()
     log_file = os.environ.get("COUNCIL_LOG_FILE") if file else None
     stamp = [structlog.stdlib.add_log_level, structlog.processors.TimeStamper(fmt="iso", utc=True)]

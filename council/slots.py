@@ -14,15 +14,20 @@ XML parser would: any case (``</ANSWER>``), whitespace or a slash in any number
 (``< / answer>``), and characters nobody sees (zero-width spaces and joiners, the soft
 hyphen, word joiner and invisible separators, bidi controls, variation selectors, tag
 characters: every Unicode "format" character and a few fillers) anywhere between the
-``<`` and the end of the name, even inside it (``<ans\u200bwer>``). The fullwidth and
-small less-than signs open a tag too. Neutralising replaces the opening sign with
-``‹`` (U+2039) and keeps everything else, so a reviewer still sees what the text said.
+``<`` and the end of the name, even inside it (``<ans\u200bwer>``). Lookalikes count as
+what they look like: each character is folded first (NFKC, case folding, then Unicode's
+confusables table, from the ``confusable-homoglyphs`` package, for ``<``, ``/`` and the
+letters of the slot names), so ``<\u0430nswer>`` with a Cyrillic ``а``, ``˂/answer>``,
+``＜／ａｎｓｗｅｒ＞`` and ``<𝐚nswer>`` are tags too. Neutralising replaces the opening sign
+with ``‹`` (U+2039) and keeps everything else, so a reviewer still sees what the text said.
 """
 
 from __future__ import annotations
 
 import html
 import re
+import unicodedata
+from functools import cache, lru_cache
 
 #: Every slot name any council or judge prompt uses.
 SLOT_NAMES: tuple[str, ...] = ("question", "answer", "response", "prompt", "context", "reference")
@@ -51,9 +56,52 @@ _TAG = re.compile(
 )
 
 
+@cache
+def _confusables() -> dict[str, str]:
+    """Every single character Unicode lists as confusable with ``<``, ``/`` or a letter of a
+    slot name, mapped to it (loaded on first use: the table is large)."""
+    from confusable_homoglyphs.confusables import confusables_data
+
+    targets = {ch for name in SLOT_NAMES for ch in name} | {"<", "/"}
+    table: dict[str, str] = {}
+    for target in sorted(targets):
+        for key in {target, target.upper()}:
+            for homoglyph in confusables_data.get(key, ()):
+                lookalike = homoglyph["c"]
+                for form in {lookalike, lookalike.casefold()}:
+                    if len(form) == 1 and not form.isascii():  # ASCII is read as itself ("0" stays "0")
+                        table.setdefault(form, target)
+    table.pop(NEUTRAL_OPENER, None)  # already neutral: left as it is
+    return table
+
+
+@lru_cache(maxsize=65_536)  # bounded: text may hold any of Unicode's million code points
+def _fold(ch: str) -> str:
+    """The character ``ch`` reads as: one character, so positions in the folded text match."""
+    table = _confusables()
+    if ch in table:
+        return table[ch]
+    folded = unicodedata.normalize("NFKC", ch).casefold()
+    if len(folded) != 1:
+        folded = ch.casefold() if len(ch.casefold()) == 1 else ch
+    small_capital = unicodedata.name(folded, "").removeprefix("LATIN LETTER SMALL CAPITAL ")
+    if len(small_capital) == 1:  # ᴀ, ɴ, ʀ...: not all are in the confusables table
+        return small_capital.lower()
+    return table.get(folded, folded)
+
+
 def neutralise(text: str) -> str:
     """``text`` with every tag-like slot name made inert (``</answer>`` -> ``‹/answer>``)."""
-    return _TAG.sub(NEUTRAL_OPENER, text)
+    if text.isascii():
+        return _TAG.sub(NEUTRAL_OPENER, text)
+    folded = "".join(ch if ch < "\x80" else _fold(ch) for ch in text)
+    starts = [m.start() for m in _TAG.finditer(folded)]
+    if not starts:
+        return text
+    chars = list(text)
+    for i in starts:
+        chars[i] = NEUTRAL_OPENER
+    return "".join(chars)
 
 
 def slot(name: str, text: str, **attrs: str) -> str:

@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
         "council.slots",
         "council.json_schema",
         "council.inputs",
+        "council.outputs",
         "council.redaction",
         "council.csv_cells",
         "council.terminal",

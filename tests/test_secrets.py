@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import stat
 from pathlib import Path
@@ -336,6 +337,29 @@ def test_a_deleted_salt_is_recreated_with_a_warning(tmp_path, council_home):
     assert "earlier query hashes will no longer group" in second.stderr
     hashes = {h for (h,) in db_rows(council_home, "select distinct query_hash from bias_records")}
     assert len(hashes) == 2 and (council_home / "query_hash_salt").exists()
+
+
+def test_a_replaced_salt_is_noticed_by_its_fingerprint_once(tmp_path, council_home):
+    import hashlib
+    import hmac
+
+    from council.bias.records import FINGERPRINT_MESSAGE
+
+    cfg = write_config(tmp_path / "c.toml", {"a": {"model": "fake/a"}, "b": {"model": "fake/b"}})
+    env = {"COUNCIL_HASH_QUERIES": "1"}
+    assert invoke_cli("run", "Why is the sky blue?", "--config", str(cfg), env=env).exit_code == 0
+    salt_file = council_home / "query_hash_salt"
+    old_salt = salt_file.read_bytes()
+    stored = db_rows(council_home, "select value from settings where key = 'query_hash_salt_fingerprint'")
+    assert stored == [(hmac.new(old_salt, FINGERPRINT_MESSAGE, hashlib.sha256).hexdigest(),)]
+    assert old_salt.hex() not in db_dump(council_home)  # a fingerprint, never the salt
+    salt_file.write_bytes(os.urandom(32))  # another installation's salt, copied over ours
+    second = invoke_cli("run", "Why is the sky blue?", "--config", str(cfg), env=env)
+    assert second.exit_code == 0, second.stderr
+    warnings = [line for line in second.stderr.splitlines() if "query-hash salt" in line]
+    assert len(warnings) == 1 and "is not the one earlier query hashes were made with" in warnings[0]
+    third = invoke_cli("run", "Why is the sky blue?", "--config", str(cfg), env=env)
+    assert third.exit_code == 0 and "salt" not in third.stderr  # said once; the new salt is the one now
 
 
 def test_the_readme_names_the_salt_file_by_its_real_name():

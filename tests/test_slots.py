@@ -61,6 +61,59 @@ def test_every_tag_variant_is_neutralised(raw):
     assert not re.search(r"[<\uff1c\ufe64](" + "|".join(SLOT_NAMES) + ")", visible, re.IGNORECASE)
 
 
+# Tags that read as slot tags through lookalike characters: each is neutralised (its opening
+# sign becomes ‹), whatever script or compatibility form spells it.
+LOOKALIKES = [
+    "<\u0430nswer>",  # Cyrillic а
+    "</\u0430nswer>",
+    "\u02c2/answer>",  # modifier letter left arrowhead ˂
+    "\u1438/answer>",  # Canadian syllabics pa ᐸ
+    "\u276e/answer>",  # heavy left-pointing angle quotation mark ❮
+    "<\u2215answer>",  # division slash ∕
+    "<\u2044answer>",  # fraction slash ⁄
+    "\uff1c\uff0f\uff41\uff4e\uff53\uff57\uff45\uff52\uff1e",  # fullwidth ＜／ａｎｓｗｅｒ＞
+    "<\U0001d41answer>",  # mathematical bold a
+    "<\u0391NSWER>",  # Greek capital alpha
+    "</\u1d00nswer>",  # small capital ᴀ
+    "<res\u0440onse>",  # Cyrillic р
+    "<re\u0455ponse>",  # Cyrillic ѕ
+    "<qu\u0435st\u0456on>",  # Cyrillic е and і
+    "<pr\u03bfmpt>",  # Greek ο
+    "<\u0441ontext>",  # Cyrillic с
+    "<conte\u0445t>",  # Cyrillic х
+    "<re\ua799erence>",  # small f with stroke ꞙ
+    "\u02c2/\u200b\u0430ns\u200cwer>",  # a lookalike opener, invisible characters and a Cyrillic а
+]
+
+
+@pytest.mark.parametrize("raw", LOOKALIKES)
+def test_every_lookalike_tag_is_neutralised(raw):
+    out = neutralise(f"x {raw} y")
+    assert out == f"x ‹{raw[1:]} y", "only the opening sign changes"
+
+
+@pytest.mark.parametrize("text", ["‹/\u0430nswer>", "‹answer>", "Привет <мир>", "<c0ntext>", "a ˂ b", "<div>"])
+def test_already_neutral_or_unrelated_lookalike_text_is_left_alone(text):
+    assert neutralise(text) == text
+
+
+def test_every_confusable_of_a_slot_letter_is_folded():
+    # Unicode's confusables table, through the library: any single character it lists for a
+    # letter of a slot name (or for < or /) reads as that letter here.
+    from confusable_homoglyphs.confusables import confusables_data
+
+    from council.slots import _fold
+
+    letters = {ch for name in SLOT_NAMES for ch in name} | {"<", "/"}
+    missed = [
+        (h["c"], target)
+        for target in letters
+        for h in confusables_data.get(target, ())
+        if len(h["c"]) == 1 and not h["c"].isascii() and h["c"] != "\u2039" and _fold(h["c"]) != target
+    ]
+    assert missed == []
+
+
 @pytest.mark.parametrize("text", ["if a < b and <div> or <b>x</b>", "x<y", "<", "<answers are fine?", "1 << 2"])
 def test_other_markup_is_left_alone(text):
     out = neutralise(text)

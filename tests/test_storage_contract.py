@@ -210,6 +210,41 @@ async def test_a_batch_is_opened_recorded_once_and_read_in_file_order(store_back
     assert store_backend.comparisons(since="2999-01-01T00:00:00.000000+00:00").judgments == []
 
 
+def test_an_edited_batch_file_is_reconciled_item_by_item(store_backend):
+    settings = {"judges": ["fake/j"]}
+    assert store_backend.batch_exists("b2") is False
+    store_backend.open_batch("b2", source="/data/b.jsonl", content_sha256="f1", settings=settings, items=0)
+    assert store_backend.batch_exists("b2") is True
+    assert store_backend.find_batch("/data/b.jsonl", settings) == "b2"
+    assert store_backend.find_batch("/data/b.jsonl", {"judges": ["other"]}) is None
+    assert store_backend.find_batch("/elsewhere.jsonl", settings) is None
+    # Nothing recorded yet: nothing changed or removed.
+    assert store_backend.reconcile_batch_items("b2", {"i0": ("d0", 1)}, content_sha256="f2") == (0, 0)
+
+
+async def test_judged_batch_items_keep_their_digest_and_follow_the_file(store_backend):
+    lines = [{"id": f"i{i}", "prompt": f"Q{i}?", "a": f"A {i}.", "b": f"B {i}."} for i in range(3)]
+    items = parse_batch("".join(json.dumps(line) + "\n" for line in lines), "b.jsonl")
+    store_backend.open_batch("b3", source="b.jsonl", content_sha256="f1", settings={}, items=3)
+    for item in items:
+        outcome = await compare(item.prompt, item.a, item.b, judges=[judge()], store=None)
+        store_backend.save_judgment("compare", outcome, [], keep_text=True, batch_id="b3", item=item,
+                                    item_digest=f"d-{item.id}")  # fmt: skip
+    assert store_backend.batch_item_status("b3") == {"i0": "ok", "i1": "ok", "i2": "ok"}
+    # i0 unchanged (moved to line 9), i1 edited, i2 gone from the file.
+    now = {"i0": ("d-i0", 9), "i1": ("d-i1-edited", 2)}
+    assert store_backend.reconcile_batch_items("b3", now, content_sha256="f2") == (1, 1)
+    assert store_backend.batch_item_status("b3") == {"i0": "ok"}
+    [row] = store_backend.batch_rows("b3")
+    assert (row["item_id"], row["position"]) == ("i0", 9)
+
+
+def test_settings_are_swapped_and_the_old_value_returned(store_backend):
+    assert store_backend.swap_setting("salt_fingerprint", "one") is None
+    assert store_backend.swap_setting("salt_fingerprint", "two") == "one"
+    assert store_backend.swap_setting("salt_fingerprint", "two") == "two"
+
+
 def test_a_batch_has_one_runner_at_a_time(store_backend):
     with store_backend.batch_lock("b-lock"):
         pass  # taken and released

@@ -103,3 +103,30 @@ def test_bias_report_prints_reviewer_ids_literally(council_home):
     assert proc.exit_code == 0, proc.stderr
     assert "[/]rev\\x1b[31m" in proc.stdout and "[bold]other" in proc.stdout and "\x1b" not in proc.stdout
 
+
+
+# -- bidirectional controls ----------------------------------------------------------------
+
+BIDI = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\u200e",
+        "\u200f", "\u061c"]  # fmt: skip
+
+
+@pytest.mark.parametrize("char", BIDI)
+def test_every_bidi_control_is_shown_as_an_escape(char):
+    from council.terminal import visible
+
+    shown = visible(f"gpt-4o{char}1-inim")
+    assert char not in shown and f"\\u{ord(char):04x}" in shown
+
+
+def test_a_bidi_override_in_a_model_name_cannot_reorder_what_the_terminal_shows(tmp_path, council_home):
+    spoofed = "fake/gpt-4o\u202e1-inim\u202c"
+    cfg = write_config(tmp_path / "c.toml", {"a": {"model": spoofed}, "b": {"model": "fake/b"}}, chairman="b",
+                       self_review="flag")  # fmt: skip
+    run = invoke_cli("run", "Is \u2067this\u2069 reordered?", "--config", str(cfg))
+    assert run.exit_code == 0, run.stderr
+    listed = invoke_cli("sessions", "list")
+    shown = invoke_cli("sessions", "show", json.loads(invoke_cli("sessions", "list", "--json").stdout)[0]["session_id"])
+    for out in (run.stdout + run.stderr, listed.stdout, shown.stdout):
+        assert not any(c in out for c in BIDI), out
+    assert "gpt-4o\\u202e1-inim\\u202c" in run.stdout + shown.stdout

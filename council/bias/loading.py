@@ -10,7 +10,6 @@ point at the line.
 
 from __future__ import annotations
 
-import json
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from pydantic import ValidationError
 from council.bias.foreign import RECORD_FORMATS, RecordFormat, detect_format, from_llm_council_core
 from council.bias.records import BiasRecord
 from council.errors import InputError, UsageError
+from council.inputs import check_json_text, parse_json_line
 from council.storage import Store, memory_store
 
 
@@ -32,6 +32,14 @@ def explain(exc: ValidationError) -> str:
         loc = ".".join(str(x) for x in err.get("loc", ()))
         parts.append(f"{loc}: {msg}" if loc else msg)
     return "; ".join(parts)
+
+
+def _out_of_range(row: dict[str, Any]) -> str | None:
+    """The first integer a database column cannot hold (SQLite and PostgreSQL: 64 bits)."""
+    for key, value in row.items():
+        if isinstance(value, int) and not -(2**63) <= value < 2**63:
+            return f"{key}: {value if len(str(value)) < 30 else str(value)[:12] + '…'} is out of range"
+    return None
 
 
 @dataclass
@@ -53,23 +61,26 @@ def iter_lines(path: Path | str, records_format: str = "auto") -> Iterator[Line]
         raise UsageError(f"unknown records format {records_format!r}; choose one of: {', '.join(RECORD_FORMATS)}")
     path = Path(path)
     try:
-        fh = path.open(encoding="utf-8")
+        fh = path.open("rb")
     except OSError as exc:
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     fmt: RecordFormat | None = None if records_format == "auto" else records_format  # type: ignore[assignment]
     with fh:
-        for lineno, text in enumerate(fh, 1):
-            if not text.strip():
-                continue
+        for lineno, raw in enumerate(fh, 1):
             line = Line(path, lineno)
             try:
-                data: Any = json.loads(text)
-            except json.JSONDecodeError as exc:
-                line.problem = f"not valid JSON ({exc.msg})"
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                line.problem = f"not UTF-8 text (byte {exc.start})"
                 yield line
                 continue
-            except RecursionError:
-                line.problem = "not valid JSON (nested too deeply)"
+            if not text.strip():
+                continue
+            try:
+                data: Any = parse_json_line(text, "")
+                check_json_text(data, "a string in it")
+            except InputError as exc:
+                line.problem = str(exc).removeprefix(": ")
                 yield line
                 continue
             if not isinstance(data, dict):
@@ -85,6 +96,9 @@ def iter_lines(path: Path | str, records_format: str = "auto") -> Iterator[Line]
                     line.scored, line.dropped_hash = mapped.scored, mapped.dropped_hash
                     data = mapped.data
                 line.record = BiasRecord.model_validate(data)
+                line.problem = _out_of_range(line.record.row())
+                if line.problem:
+                    line.record = None
             except ValidationError as exc:
                 line.problem = explain(exc)
             except ValueError as exc:

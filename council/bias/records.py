@@ -178,6 +178,8 @@ SALT_FILE = "query_hash_salt"
 SALT_BYTES = 32
 #: A shared salt file must hold at least this many bytes (e.g. ``openssl rand -hex 32``).
 SHARED_SALT_MIN_BYTES = 16
+#: The salt's fingerprint is the HMAC of this constant: stored in the database to notice a
+#: replaced salt, it tells nothing about the salt or any query.
 FINGERPRINT_MESSAGE = b"council query-hash salt fingerprint v1"
 
 
@@ -228,32 +230,48 @@ class QueryHasher:
         home: Path | str,
         *,
         had_hashes: Callable[[], bool] | None = None,
+        swap_fingerprint: Callable[[str], str | None] | None = None,
         salt_file: Path | str | None = None,
     ) -> None:
         """``had_hashes()``: whether hashes made with an earlier salt are on record (asked only
         when the salt file is missing, to warn that a new salt will not group with them).
+        ``swap_fingerprint(new)`` stores the salt's fingerprint and returns the one stored
+        before: a different one means the salt file was replaced (a warning).
         ``salt_file`` (``COUNCIL_SALT_FILE``): a salt shared by replicas as a secret file,
         read as it is and never created (:func:`read_shared_salt`)."""
         self.home = Path(home)
         self.salt_path = self.home / SALT_FILE
         self.shared_salt = Path(salt_file) if salt_file else None
         self.had_hashes = had_hashes
+        self.swap_fingerprint = swap_fingerprint
         self._salt: bytes | None = None
+        self._told_replaced = False  # the missing-salt warning already said it
 
-    def _key(self) -> bytes:
+    def fingerprint(self) -> str:
+        """HMAC-SHA256 of a constant under the salt: the same salt, the same fingerprint."""
+        return hmac.new(self._salt_bytes(), FINGERPRINT_MESSAGE, hashlib.sha256).hexdigest()
+
+    def _salt_bytes(self) -> bytes:
         if self._salt is None:
             self._salt = read_shared_salt(self.shared_salt) if self.shared_salt else self._load_or_create()
+            if self.swap_fingerprint is not None:
+                self._check_fingerprint(self.swap_fingerprint)
         return self._salt
+
+    def _check_fingerprint(self, swap: Callable[[str], str | None]) -> None:
+        current = self.fingerprint()
+        before = swap(current)
+        if before is not None and before != current and not self._told_replaced:
+            log.warning(
+                f"the query-hash salt {self.shared_salt or self.salt_path} is not the one earlier query hashes were made with: "
+                "they will no longer group with new ones (put the earlier salt file back to keep them together)"
+            )
 
     def hash(self, query: str) -> str:
         """The full 64-hex digest of the NFC-normalised, stripped query."""
+        salt = self._salt_bytes()
         message = unicodedata.normalize("NFC", query).strip().encode("utf-8")
-        return hmac.new(self._key(), message, hashlib.sha256).hexdigest()
-
-    def fingerprint(self) -> str:
-        """An HMAC of a constant under the salt: may be stored to tell a changed salt, and
-        says nothing about the salt itself."""
-        return hmac.new(self._key(), FINGERPRINT_MESSAGE, hashlib.sha256).hexdigest()
+        return hmac.new(salt, message, hashlib.sha256).hexdigest()
 
     def _load_or_create(self) -> bytes:
         try:
@@ -263,6 +281,7 @@ class QueryHasher:
         replacing = self.had_hashes is not None and self.had_hashes()
         self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._create()
+        self._told_replaced = replacing
         if replacing:
             log.warning(
                 f"the query-hash salt {self.salt_path} was missing and a new one was made: earlier query "

@@ -9,11 +9,11 @@ import click
 
 from council.cli.common import output_option, quiet
 from council.cli.judge import STRATEGIES, adaptive_option, batch_judge_option, config_option, votes_option
-from council.errors import CouncilFailure
-from council.inputs import read_text_file
+from council.errors import CouncilFailure, UsageError
+from council.inputs import MAX_BATCH_BYTES, read_text_file
 
 if TYPE_CHECKING:
-    from council.judging.batch import BatchItem, BatchSummary
+    from council.judging.batch import BatchItem, BatchPlan, BatchSummary
     from council.providers.client import ModelClient
 
 
@@ -30,11 +30,15 @@ class BatchProgress:
         self._progress: Any = None
         self._task: Any = None
 
-    def on_start(self, to_judge: int, skipped: int) -> None:
+    def on_start(self, plan: BatchPlan) -> None:
+        self.batch_id = plan.batch_id  # --resume of an edited file continues the file's earlier batch
         if self.quiet:
             return
-        resumed = f", {skipped} already finished" if skipped else ""
-        self.err.print(f"batch {self.batch_id}: {self.total} items{resumed}; judging {to_judge}")
+        resumed = f", {plan.unchanged} already finished" if plan.unchanged else ""
+        if plan.changed or plan.removed:
+            resumed += f" and kept, {plan.changed} changed since (judged again), {plan.removed} no longer in the file"
+        self.err.print(f"batch {plan.batch_id}: {self.total} items{resumed}; judging {plan.to_judge}")
+        to_judge = plan.to_judge
         if self.err.is_terminal and to_judge:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -66,7 +70,11 @@ class BatchProgress:
     help='What every item is; default: from each line\'s keys ("a"/"b" or "response").',
 )
 @click.option("--concurrency", type=click.IntRange(1, 1000), default=8, show_default=True, help="Items in flight.")
-@click.option("--resume", is_flag=True, help="Continue this batch: skip finished items, judge the rest.")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue this batch: keep finished items, judge the rest and any item edited since (matched by id).",
+)
 @click.option("--batch-id", help="Name the batch (default: a hash of the file and the settings).")
 @output_option(
     "Results JSONL, one line per item in file order (default: FILE with .results.jsonl).", allow_dash=False
@@ -110,12 +118,15 @@ def batch(
     from council.judging import batch as batching
     from council.judging.engine import resolve_criteria
 
-    content = read_text_file(file, "batch file")
+    content = read_text_file(file, "batch file", max_bytes=MAX_BATCH_BYTES)
     items = batching.parse_batch(content, file, mode)  # type: ignore[arg-type]
     rubrics = batching.load_rubrics(items, rubric, file)
     if criteria:
         resolve_criteria(list(criteria))  # a bad list fails here, before any call
     output_path = Path(output) if output else Path(file).with_suffix(".results.jsonl")
+    blocked = next((p for p in output_path.parents if p.exists() and not p.is_dir()), None)
+    if blocked is not None:  # found before any call, not after the judging
+        raise UsageError(f"cannot write the results to {output_path}: {blocked} is a file")
     silent = quiet()
 
     async def work(judges: list[ModelClient], keep_text: bool) -> BatchSummary:
@@ -146,6 +157,7 @@ def batch(
                 keep_text=keep_text,
                 on_start=progress.on_start,
                 on_item=progress.on_item,
+                source_path=None if batch_id else str(Path(file).resolve()),
             )
         finally:
             progress.stop()
@@ -176,6 +188,8 @@ def render_summary(s: BatchSummary) -> None:
         ("judged this run", str(s.judged_this_run)),
         ("already finished (resumed)", str(s.skipped)),
     ]
+    if s.changed or s.removed:
+        rows += [("changed since (judged again)", str(s.changed)), ("no longer in the file", str(s.removed))]
     if s.pairwise:
         rows += [
             ("A wins / B wins / ties", f"{_pct(s.a_win_rate)} / {_pct(s.b_win_rate)} / {_pct(s.tie_rate)}"),

@@ -7,17 +7,11 @@ decides whether status lines print.
 
 from __future__ import annotations
 
-import errno
-import os
-import stat
-import sys
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import click
+
+from council.outputs import open_output
 
 DEBUG_HELP = "Show full tracebacks and debug logs."
 QUIET_HELP = "No progress or status lines on stderr (results, warnings and errors still print)."
@@ -88,79 +82,9 @@ def status(message: str) -> None:
         click.echo(visible(message), err=True)
 
 
-@contextmanager
-def open_output(path: str | None) -> Iterator[IO[str]]:
-    """The text file ``-o FILE`` names (stdout for none or '-'), written whole or not at all.
-
-    A regular file is written beside itself under a temporary name and renamed over the
-    target only when the command succeeded, so a failed command leaves the old file as it
-    was (it keeps its mode; a new file gets the usual one). Devices and pipes are written
-    in place. A file that cannot be written is a ``UsageError`` naming it (one line, exit 2).
-    """
-    if path is None or path == "-":
-        yield sys.stdout
-        return
-    target = Path(path)
-    try:
-        mode = target.stat().st_mode if target.exists() else None
-    except OSError as exc:
-        raise _cannot_write(path, exc) from None
-    if mode is not None and _is_the_database(target):
-        from council.errors import UsageError
-
-        raise UsageError(f"refusing to write {path}: it is council's database")
-    if mode is not None and not stat.S_ISREG(mode):
-        try:
-            with open(target, "w", encoding="utf-8", newline="") as fh:
-                yield fh
-        except OSError as exc:
-            raise _cannot_write(path, exc) if _writing_failed(exc) else exc from None
-        return
-    try:
-        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise _cannot_write(path, exc) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            yield fh
-        os.chmod(temporary, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
-        os.replace(temporary, target)
-    except BaseException as exc:
-        with suppress(OSError):
-            os.unlink(temporary)
-        if isinstance(exc, OSError) and _writing_failed(exc):
-            raise _cannot_write(path, exc) from None
-        raise
-
-
 def write_output(path: str | None, text: str) -> None:
     """Write ``text`` to ``-o FILE`` (see :func:`open_output`) and say so, or print it."""
     with open_output(path) as fh:
         fh.write(text)
     if path and path != "-":
         status(f"wrote {path}")
-
-
-def _is_the_database(target: Path) -> bool:
-    from council.home import council_home
-
-    database = council_home() / "council.db"
-    names = [database, *(database.with_name(database.name + suffix) for suffix in ("-wal", "-shm"))]
-    return any(name.exists() and os.path.samefile(target, name) for name in names)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _writing_failed(exc: OSError) -> bool:
-    # Failures of the file being written (a full or read-only disk), not of what the command reads.
-    return exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO)
-
-
-def _cannot_write(path: str, exc: OSError) -> Exception:
-    from council.errors import UsageError
-
-    return UsageError(f"cannot write {path}: {exc.strerror or exc}")

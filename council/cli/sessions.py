@@ -13,7 +13,9 @@ def sessions() -> None:
 
 
 @sessions.command("list")
-@click.option("--limit", default=20, show_default=True, type=click.IntRange(1), help="How many sessions to show.")
+@click.option(
+    "--limit", default=20, show_default=True, type=click.IntRange(1, 10**9), help="How many sessions to show."
+)
 @click.option("--since", help="Only sessions created on or after this ISO date.")
 @click.option("--council", "council_name", help="Only this council.")
 @click.option("--json", "as_json", is_flag=True, help="Print the sessions as a JSON list.")

@@ -9,7 +9,6 @@ environment (``COUNCIL_HASH_QUERIES``, ``COUNCIL_STORE_TRANSCRIPTS``), then CLI 
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,9 @@ from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
 from council.config.endpoints import Transport, default_api_key, transport_of
 from council.config.schema import ConfigFile, CouncilSpec, ModelSpec, SelfReview
-from council.errors import ConfigError, NotFoundError
+from council.errors import ConfigError, InputError, NotFoundError
 from council.home import council_home
+from council.inputs import parse_toml, read_text_file
 from council.redaction import register_secret
 
 # The embedded offline default: two different small local models (llama.cpp),
@@ -132,17 +132,9 @@ def parse_config(data: Mapping[str, Any], where: str) -> ConfigFile:
 
 def read_config_file(path: Path) -> ConfigFile:
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"config file not found: {path}") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+        data = parse_toml(read_text_file(path, "config file"), str(path))
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
     return parse_config(data, str(path))
 
 

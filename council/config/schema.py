@@ -12,8 +12,14 @@ SelfReview = Literal["include", "exclude", "flag"]
 
 
 class _Strict(BaseModel):
-    # Unknown keys are typos more often than not: reject them with the key's name.
-    model_config = ConfigDict(extra="forbid")
+    # Unknown keys are typos more often than not: reject them with the key's name. TOML has
+    # inf and nan; no setting means them (`timeout = inf` would never time out).
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+#: Scale ends further out than this are refused: scores are stored as 64-bit integers and
+#: summed, so ends near 2^63 would overflow after the calls were paid for.
+MAX_SCALE_END = 1_000_000
 
 
 class ModelSpec(_Strict):
@@ -34,6 +40,17 @@ class ModelSpec(_Strict):
     temperature: float | None = Field(default=None, ge=0, le=2)
     input_cost_per_token: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     output_cost_per_token: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+
+    @field_validator("api_base")
+    @classmethod
+    def _api_base_is_an_http_url(cls, v: str | None) -> str | None:
+        if v is not None:
+            from urllib.parse import urlsplit
+
+            parts = urlsplit(v)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise ValueError(f"{v!r} is not an http:// or https:// URL (e.g. http://{v.split('://')[-1]})")
+        return v
 
     @model_validator(mode="after")
     def _transport_can_reach_it(self) -> ModelSpec:
@@ -62,6 +79,8 @@ class CouncilSpec(_Strict):
         lo, hi = v
         if lo >= hi:
             raise ValueError(f"scale must be [low, high] with low < high, got [{lo}, {hi}]")
+        if max(abs(lo), abs(hi)) > MAX_SCALE_END:
+            raise ValueError(f"scale [{lo}, {hi}] is out of range (ends from -{MAX_SCALE_END} to {MAX_SCALE_END})")
         if hi - lo > 100:
             raise ValueError(f"scale [{lo}, {hi}] is too wide (at most 100 steps)")
         return v

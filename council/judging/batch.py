@@ -24,7 +24,6 @@ import asyncio
 import hashlib
 import json
 import math
-import os
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -34,6 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from council.errors import InputError, UsageError
+from council.inputs import check_json_text, check_visible, parse_json_line
 from council.judging.agreement import GoldAgreement, LabelAgreement, gold_agreement, label_agreement
 from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade
 from council.judging.rubrics import load_rubric
@@ -115,10 +115,7 @@ def _item_mode(keys: set[str], wanted: Mode | None, where: str) -> Mode:
 
 
 def _parse_line(raw: str, where: str, line: int, wanted: Mode | None) -> BatchItem:
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    data = parse_json_line(raw, where)
     if not isinstance(data, dict):
         raise InputError(f"{where}: expected a JSON object, got {type(data).__name__}")
     mode = _item_mode(set(data), wanted, where)
@@ -131,6 +128,7 @@ def _parse_line(raw: str, where: str, line: int, wanted: Mode | None) -> BatchIt
     prompt = data.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         raise InputError(f'{where}: "prompt" must be a non-empty string')
+    check_visible(prompt, f'{where}: "prompt"')
     for key in (MODE_KEYS[mode] | OPTIONAL_KEYS[mode]) - NON_TEXT_KEYS:
         value = data.get(key)
         required = key in MODE_KEYS[mode]
@@ -145,9 +143,11 @@ def _parse_line(raw: str, where: str, line: int, wanted: Mode | None) -> BatchIt
         raise InputError(f'{where}: "label" must be "A", "B" or "TIE", got {json.dumps(data["label"])[:40]}')
     gold = data.get("gold_score")
     if "gold_score" in data and (
-        isinstance(gold, bool) or not isinstance(gold, int | float) or not math.isfinite(gold)
+        isinstance(gold, bool) or not isinstance(gold, int | float) or abs(gold) > 1e9 or not math.isfinite(gold)
     ):
         raise InputError(f'{where}: "gold_score" must be a number, got {json.dumps(gold)[:40]}')
+    for key, value in data.items():
+        check_json_text(value, f'{where}: "{key}"')
     fields = {k: v for k, v in data.items() if k != "id"}
     return BatchItem(id=str(item_id), mode=mode, line=line, **fields)
 
@@ -202,6 +202,26 @@ def content_digest(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
 
 
+def item_digest(item: BatchItem) -> str:
+    """What identifies an item's content (everything but its line): an edited item differs."""
+    data = item.model_dump(mode="json", exclude={"line"})
+    return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+class BatchPlan(BaseModel):
+    """What a run of a batch will do, told before it starts (``on_start``)."""
+
+    batch_id: str
+    items: int
+    to_judge: int
+    #: Finished before this run and unchanged: their results are kept.
+    unchanged: int
+    #: Finished before, but their content changed in the file since: judged again.
+    changed: int = 0
+    #: Recorded before, but no longer in the file: left out of this batch's results.
+    removed: int = 0
+
+
 # ------------------------------------------------------------------ the summary
 
 
@@ -216,6 +236,10 @@ class BatchSummary(BaseModel):
     #: Items already finished before this run (``--resume``), not judged again.
     skipped: int
     judged_this_run: int
+    #: ``--resume`` of an edited file: finished items whose content changed (judged again),
+    #: and recorded items no longer in the file.
+    changed: int = 0
+    removed: int = 0
     pairwise: int = 0
     a_wins: int = 0
     b_wins: int = 0
@@ -333,12 +357,11 @@ def result_line(row: Mapping[str, Any]) -> str:
 
 def write_results(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
     """The results file, replaced atomically (a crash never leaves half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    from council.outputs import open_output
+
+    with open_output(str(path), make_parents=True) as fh:
         for row in rows:
             fh.write(result_line(row) + "\n")
-    os.replace(tmp, path)
 
 
 # ------------------------------------------------------------------------ running
@@ -413,16 +436,21 @@ async def run_batch(
     output: Path | None = None,
     store: Store | bool = True,
     keep_text: bool | None = None,
-    on_start: Callable[[int, int], None] | None = None,
+    on_start: Callable[[BatchPlan], None] | None = None,
     on_item: ProgressSink | None = None,
+    source_path: str | None = None,
 ) -> BatchSummary:
     """Judge every item not finished yet (at most ``concurrency`` at a time), then summarise
     from the database and write ``output`` (JSONL, one result per item, in file order).
 
     ``keep_text`` as in :func:`council.judging.engine.compare` (the results file is written
     from the database, so it then holds no judge reasoning either).
-    ``on_start(to_judge, skipped)`` and ``on_item(item, ok)`` report progress. Without
-    ``resume`` a batch id that already has recorded items is refused.
+    ``on_start(plan)`` and ``on_item(item, ok)`` report progress. Without ``resume`` a batch
+    id that already has recorded items is refused. With ``resume``, items are matched with
+    the recorded ones by id and content: changed items are judged again, unchanged ones keep
+    their results. ``source_path`` (the file's absolute path): with ``resume`` and no batch
+    recorded under ``batch_id`` (an id derived from the file, which changed), the latest
+    batch of that file with the same settings is the one continued.
     """
 
     if concurrency < 1:
@@ -431,10 +459,12 @@ async def run_batch(
     keep_text = keeps_text(keep_text)
     with using_store(store) as opened:
         assert opened is not None, "a batch is recorded in a store"
+        if resume and source_path is not None and not opened.batch_exists(batch_id):
+            batch_id = opened.find_batch(source_path, settings.model_dump(mode="json")) or batch_id
         with opened.batch_lock(batch_id):
             return await _run_batch(
                 items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
-                opened, keep_text, on_start, on_item,
+                opened, keep_text, on_start, on_item, source_path or source,
             )  # fmt: skip
 
 
@@ -451,12 +481,13 @@ async def _run_batch(
     output: Path | None,
     store: Store,
     keep_text: bool,
-    on_start: Callable[[int, int], None] | None,
+    on_start: Callable[[BatchPlan], None] | None,
     on_item: ProgressSink | None,
+    recorded_source: str,
 ) -> BatchSummary:
     store.open_batch(
         batch_id,
-        source=source,
+        source=recorded_source,
         content_sha256=content_sha256,
         settings=settings.model_dump(mode="json"),
         items=len(items),
@@ -467,17 +498,26 @@ async def _run_batch(
             f"batch {batch_id} already has {len(recorded)} recorded item(s); "
             "add --resume to continue it, or give another --batch-id"
         )
+    digests = {item.id: item_digest(item) for item in items}
+    changed, removed = store.reconcile_batch_items(
+        batch_id, {item.id: (digests[item.id], item.line) for item in items}, content_sha256=content_sha256
+    )
+    recorded = store.batch_item_status(batch_id) if changed or removed else recorded
     todo = [item for item in items if recorded.get(item.id) != "ok"]
     skipped = len(items) - len(todo)
     if on_start is not None:
-        on_start(len(todo), skipped)
+        on_start(
+            BatchPlan(batch_id=batch_id, items=len(items), to_judge=len(todo), unchanged=skipped, changed=changed,
+                      removed=removed)  # fmt: skip
+        )
 
     async def judge_and_record(item: BatchItem) -> None:
         texts = [item.prompt, item.a, item.b, item.response, item.reference, item.context]
         with private_scope(keep_text=keep_text, texts=texts):
             outcome, calls = await _judge_item(item, settings, judges, rubrics, store=store, keep_text=keep_text)
             kind = "compare" if item.mode == "pairwise" else "grade"
-            store.save_judgment(kind, outcome, calls, keep_text=keep_text, batch_id=batch_id, item=item)
+            store.save_judgment(kind, outcome, calls, keep_text=keep_text, batch_id=batch_id, item=item,
+                                item_digest=digests[item.id])  # fmt: skip
         if on_item is not None:
             on_item(item, outcome.success)
 
@@ -496,7 +536,11 @@ async def _run_batch(
     rows = store.batch_rows(batch_id)
     summary = summarize(rows, batch_id=batch_id, source=source, items=len(items), skipped=skipped, judged=len(todo))
     summary.wall_time_s = wall
+    summary.changed, summary.removed = changed, removed
     if output is not None:
-        write_results(rows, output)
+        try:
+            write_results(rows, output)
+        except UsageError as exc:
+            raise UsageError(f"{exc}; every judged item is stored: rerun with --resume to write them") from None
         summary.output = str(output)
     return summary

@@ -19,7 +19,6 @@ Errors are one line (``InputError``, or ``NotFoundError`` for a missing file).
 
 from __future__ import annotations
 
-import tomllib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from pydantic import ValidationError
 
 from council.asking import describe_validation_error
 from council.errors import InputError, NotFoundError
+from council.inputs import parse_toml, read_text_file
 from council.judging.schemas import BiasChecklist, Criterion, Rubric
 
 BUILTIN_RUBRICS_DIR = Path(__file__).resolve().parents[1] / "config" / "rubrics"
@@ -78,14 +78,7 @@ def _resolve(path_or_name: str | Path, kind: str) -> Path:
 
 
 def _read_toml(path: Path, kind: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{kind} {path}: invalid TOML: {exc}") from None
-    except UnicodeDecodeError:
-        raise InputError(f"{kind} {path}: not UTF-8 text") from None
-    except OSError as exc:
-        raise InputError(f"{kind} {path}: cannot read: {exc.strerror or exc}") from None
+    return parse_toml(read_text_file(path, kind), f"{kind} {path}")
 
 
 MAX_ERROR_CHARS = 400

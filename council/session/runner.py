@@ -23,7 +23,7 @@ from council.clock import utc_now
 from council.config import ResolvedCouncil, ResolvedModel
 from council.errors import InputError, ProviderError, QuorumError
 from council.home import council_home
-from council.inputs import check_text
+from council.inputs import check_text, check_visible
 from council.logs import get_logger
 from council.providers.base import ChatRequest
 from council.providers.client import ModelClient
@@ -85,6 +85,7 @@ def check_request(
     question = check_text(question, "the question").strip()
     if not question:
         raise InputError("the question is empty")
+    check_visible(question, "the question")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED):
         raise InputError(f"the seed must be an integer from 0 to {MAX_SEED}, got {seed!r}")
     for i, message in enumerate(history, 1):
@@ -95,6 +96,13 @@ def check_request(
             check_text(cand.text, f"candidate {cand.id!r}")
         candidates = check_candidates(candidates)
     return question, candidates
+
+
+#: Said when no reviewer saw two answers (two members, ``self_review = "exclude"``).
+NOTHING_COMPARED = (
+    'nothing compared: with self_review = "exclude" each reviewer ranked one answer, so the ranking is a tie '
+    'by construction (use self_review = "flag" or "include", or more members or reviewers)'
+)
 
 
 def reviewer_order(seed: int, reviewer_id: str, members: Sequence[str]) -> list[str]:
@@ -396,8 +404,12 @@ class SessionRunner:
 
     def _hasher(self) -> QueryHasher:
         if self.hasher is None:
+            swap = (lambda fp: self.store.swap_setting("query_hash_salt_fingerprint", fp)) if self.store else None
             self.hasher = QueryHasher(
-                council_home(), had_hashes=self._had_hashes, salt_file=os.environ.get("COUNCIL_SALT_FILE") or None
+                council_home(),
+                had_hashes=self._had_hashes,
+                swap_fingerprint=swap,
+                salt_file=os.environ.get("COUNCIL_SALT_FILE") or None,
             )
         return self.hasher
 
@@ -491,6 +503,8 @@ class SessionRunner:
             run.emit(ConsensusEvent, **consensus_fields(consensus))
         else:
             run.partial_reasons.append(f"no consensus: {len(valid)} valid reviews, {c.review_quorum} needed")
+        if consensus and len(usable) >= 2 and all(len(r.ranking) < 2 for r in valid):
+            run.flags.append(NOTHING_COMPARED)
         if c.self_review == "flag":
             for r in valid:
                 if r.reviewer in r.scores and r.ranking and r.ranking[0] == r.reviewer:

@@ -58,6 +58,7 @@ def save_judgment(
     keep_text: bool,
     batch_id: str | None = None,
     item: Any = None,
+    item_digest: str | None = None,
 ) -> None:
     """The rows of a finished comparison or grade (and its batch item), written by :func:`record_run`.
 
@@ -105,6 +106,7 @@ def save_judgment(
             "metadata": None if item.metadata is None else json.dumps(item.metadata, ensure_ascii=False),
             "label": item.label,
             "gold_score": item.gold_score,
+            "content_sha256": item_digest,
         }
     record_run(store, run, passes, [c.model_dump() for c in calls], batch_item=batch_item)
 
@@ -211,8 +213,9 @@ def position_audit(store: Store, *, judge_model: str | None = None) -> list[dict
 def open_batch(
     store: Store, batch_id: str, *, source: str, content_sha256: str, settings: Mapping[str, Any], items: int
 ) -> bool:
-    """Register the batch, or check that a batch of this id was started from the same file
-    and settings. Returns True when the batch already existed."""
+    """Register the batch, or check that a batch of this id was started with the same
+    settings (its file may have changed since: :func:`reconcile_batch_items`). Returns True
+    when the batch already existed."""
     with store.immediate() as db:
         existing = list(db.query("SELECT content_sha256, settings FROM batches WHERE id = ?", [batch_id]))
         if not existing:
@@ -228,14 +231,59 @@ def open_batch(
             )
             return False
     row = existing[0]
-    if row["content_sha256"] != content_sha256 or json.loads(row["settings"]) != json.loads(
-        json.dumps(settings, sort_keys=True)
-    ):
+    if json.loads(row["settings"]) != json.loads(json.dumps(settings, sort_keys=True)):
         raise UsageError(
-            f"batch {batch_id} was started from a different file or with different settings; "
-            "use another --batch-id (or the default one)"
+            f"batch {batch_id} was started with different settings (judges, strategy, rubric, votes...); "
+            "use the same settings to continue it, or another --batch-id"
         )
     return True
+
+
+def batch_exists(store: Store, batch_id: str) -> bool:
+    return store.db.execute("SELECT 1 FROM batches WHERE id = ?", [batch_id]).fetchone() is not None
+
+
+def find_batch(store: Store, source: str, settings: Mapping[str, Any]) -> str | None:
+    """The latest batch started from the file ``source`` with these settings, if any."""
+    wanted = json.loads(json.dumps(settings, sort_keys=True))
+    rows = store.db.execute(
+        "SELECT id, settings FROM batches WHERE source = ? ORDER BY created_at DESC", [source]
+    ).fetchall()
+    return next((batch_id for batch_id, text in rows if json.loads(text) == wanted), None)
+
+
+def reconcile_batch_items(
+    store: Store, batch_id: str, items: Mapping[str, tuple[str, int]], *, content_sha256: str
+) -> tuple[int, int]:
+    """Match the recorded items of a batch with its file as it is now (``item_id -> (content
+    digest, line)``): an item whose content changed, or that is gone from the file, leaves the
+    batch (its judgment run stays on record) so a changed one is judged again; the others
+    keep their results and move to their new line. Returns ``(changed, removed)``."""
+    changed = removed = 0
+    with store.immediate() as db:
+        (old_content,) = db.execute("SELECT content_sha256 FROM batches WHERE id = ?", [batch_id]).fetchone()
+        rows = db.execute(
+            "SELECT item_id, content_sha256 FROM batch_items WHERE batch_id = ?", [batch_id]
+        ).fetchall()
+        for item_id, digest in rows:
+            current = items.get(item_id)
+            # Items recorded before digests were kept: unchanged only if the whole file is.
+            same = current is not None and (digest == current[0] if digest else old_content == content_sha256)
+            if same:
+                db.execute(
+                    "UPDATE batch_items SET position = ?, content_sha256 = ? WHERE batch_id = ? AND item_id = ?",
+                    [current[1], current[0], batch_id, item_id],
+                )
+                continue
+            db.execute("DELETE FROM batch_items WHERE batch_id = ? AND item_id = ?", [batch_id, item_id])
+            if current is None:
+                removed += 1
+            else:
+                changed += 1
+        db.execute(
+            "UPDATE batches SET content_sha256 = ?, items = ? WHERE id = ?", [content_sha256, len(items), batch_id]
+        )
+    return changed, removed
 
 
 def batch_item_status(store: Store, batch_id: str) -> dict[str, str]:

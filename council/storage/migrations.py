@@ -298,7 +298,23 @@ def m005_bias_length_words(db: Database) -> None:
 
 
 @migrations()
-def m007_rate_limits(db: Database) -> None:
+def m007_settings(db: Database) -> None:
+    # Facts about the installation that belong to the database: the query-hash salt's
+    # fingerprint (an HMAC of a constant under the salt, never the salt itself), so a
+    # replaced salt is noticed instead of silently regrouping hashes.
+    db["settings"].create({"key": str, "value": str}, pk="key")
+
+
+@migrations()
+def m008_batch_item_digests(db: Database) -> None:
+    # Each batch item remembers a digest of its content: resuming an edited batch file judges
+    # again only the items that changed (matched by id) and keeps the others' results.
+    db["batch_items"].add_column("content_sha256", str)
+    db["batches"].create_index(["source", "created_at"])
+
+
+@migrations()
+def m009_rate_limits(db: Database) -> None:
     # One row per rate budget (a model's rpm), shared by every process using this database:
     # tat = the GCRA's theoretical arrival time, epoch seconds (council.storage.rate_limits).
     db["rate_limits"].create({"key": str, "tat": float}, pk="key")

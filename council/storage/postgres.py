@@ -242,6 +242,16 @@ class _Database:
         return _Table(self.conn, table)
 
 
+class _Rows(list):  # type: ignore[type-arg]
+    """Rows already fetched (the connection went back to the pool), read as a cursor is."""
+
+    def fetchall(self) -> list[Any]:
+        return list(self)
+
+    def fetchone(self) -> Any:
+        return self[0] if self else None
+
+
 class _PooledDatabase:
     """Reads outside a transaction, each on a connection from the pool."""
 
@@ -252,10 +262,10 @@ class _PooledDatabase:
         with self.store.connection() as conn:
             return _Database(conn).query(sql, params)
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> _Rows:
         with self.store.connection() as conn:
             cur = _Database(conn).execute(sql, params)
-            return cur.fetchall() if cur.description else []
+            return _Rows(cur.fetchall() if cur.description else [])
 
     def __getitem__(self, table: str) -> Any:
         return _PooledTable(self.store, table)
@@ -487,6 +497,7 @@ class PostgresStore:
     session_calls = SQLiteStore.session_calls
     iter_sessions = SQLiteStore.iter_sessions
     has_query_hashes = SQLiteStore.has_query_hashes
+    swap_setting = SQLiteStore.swap_setting
     insert_bias_records = SQLiteStore.insert_bias_records
     bias_record_rows = SQLiteStore.bias_record_rows
     count = SQLiteStore.count
@@ -519,6 +530,9 @@ class PostgresStore:
     judgment_run = judgments.get_run
     judgment_passes = judgments.run_passes
     open_batch = judgments.open_batch
+    batch_exists = judgments.batch_exists
+    find_batch = judgments.find_batch
+    reconcile_batch_items = judgments.reconcile_batch_items
     batch_item_status = judgments.batch_item_status
     batch_rows = judgments.batch_rows
     position_audit = judgments.position_audit

@@ -136,8 +136,16 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE INDEX idx_answers_model ON answers (session_id, member, status, model)",
         ],
     ),
+    ("m007_settings", ["CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT)"]),
     (
-        "m007_rate_limits",
+        "m008_batch_item_digests",
+        [
+            "ALTER TABLE batch_items ADD COLUMN content_sha256 TEXT",
+            "CREATE INDEX idx_batches_source_created_at ON batches (source, created_at)",
+        ],
+    ),
+    (
+        "m009_rate_limits",
         ["CREATE TABLE rate_limits (key TEXT PRIMARY KEY, tat DOUBLE PRECISION NOT NULL)"],
     ),
 ]

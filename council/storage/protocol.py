@@ -85,6 +85,10 @@ class Store(Protocol):
     def has_query_hashes(self) -> bool:
         """Whether any session on record carries a query hash."""
 
+    def swap_setting(self, key: str, value: str) -> str | None:
+        """Store ``value`` under ``key`` (an installation setting) and return what was stored
+        before (None: nothing)."""
+
     def count(self, table: str) -> int:
         """Rows of one of council's tables (sessions, answers, reviews, bias_records, calls, ...)."""
 
@@ -117,10 +121,12 @@ class Store(Protocol):
         keep_text: bool,
         batch_id: str | None = None,
         item: Any = None,
+        item_digest: str | None = None,
     ) -> None:
         """Write a finished comparison or grade (``outcome``), its passes and call log, and
-        inside a batch its item (``item``: a ``BatchItem``) in one transaction. A failed item
-        is replaced (a resumed batch); a finished one raises ``CouncilFailure``."""
+        inside a batch its item (``item``: a ``BatchItem``; ``item_digest``: a digest of its
+        content) in one transaction. A failed item is replaced (a resumed batch); a finished
+        one raises ``CouncilFailure``."""
 
     def judgment_run(self, run_id: str) -> dict[str, Any] | None:
         """A judging run's row (``result`` decoded), or None."""
@@ -136,6 +142,19 @@ class Store(Protocol):
     ) -> bool:
         """Register a batch, or check that it was started from the same file and settings
         (``UsageError`` if not). True when it already existed."""
+
+    def batch_exists(self, batch_id: str) -> bool:
+        """Whether a batch of this id was opened."""
+
+    def find_batch(self, source: str, settings: Mapping[str, Any]) -> str | None:
+        """The latest batch started from the file ``source`` with these settings, if any."""
+
+    def reconcile_batch_items(
+        self, batch_id: str, items: Mapping[str, tuple[str, int]], *, content_sha256: str
+    ) -> tuple[int, int]:
+        """Match a batch's recorded items with its file as it is now (``item_id -> (content
+        digest, line)``): changed or removed items leave the batch, the others move to their
+        new line. Returns ``(changed, removed)``."""
 
     def batch_item_status(self, batch_id: str) -> dict[str, str]:
         """``item_id -> status`` of the items recorded so far."""

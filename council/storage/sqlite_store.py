@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from council.clock import parse_since, utc_now
-from council.errors import NotFoundError, UsageError
+from council.errors import EnvironmentFailure, NotFoundError, UsageError
 from council.home import ensure_home
 from council.redaction import redact, redact_document
 from council.storage import judgments
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.comparisons import count_comparisons
 from council.storage.migrations import migrations
+from council.storage.opening import connect_checked, set_schema_version, write_refused
 from council.storage.ownership import batch_lock, dead_owners, lock_dir, process_lease
 from council.storage.rate_limits import reserve_sqlite
 from council.storage.sqlite import Database
@@ -41,10 +42,10 @@ _CALL_COLUMNS = ("call_id", "session_id", "owner", "stage", "member", "model", "
 _CALL_OUTCOME = frozenset({"latency_ms", "prompt_tokens", "completion_tokens", "cost_usd", "ok", "error"})
 
 
-def _connect(path: Path | str) -> sqlite3.Connection:
+def _connect(path: Path | str, *, uri: bool = False) -> sqlite3.Connection:
     # isolation_level=None: we issue BEGIN ourselves (sqlite-utils' atomic()
     # nests as savepoints inside our BEGIN IMMEDIATE).
-    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False, uri=uri)
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     conn.execute("PRAGMA synchronous = NORMAL")  # safe with WAL: durable at checkpoint, never corrupt
     return conn
@@ -98,6 +99,8 @@ class SQLiteStore:
     def __init__(self, db: Database, path: Path | None = None) -> None:
         self.db = db
         self.path = path
+        self.read_only = False
+        self._write_refused: EnvironmentFailure | None = None  # why writes fail on a read-only store
         self._locks = lock_dir(path) if path is not None else None
         self._unscored = False  # records without a score were loaded (a store made from files)
 
@@ -109,10 +112,27 @@ class SQLiteStore:
         Sessions and calls left ``running`` by a process that has ended are marked
         ``interrupted`` here, so every command that opens the database recovers them."""
         path = Path(path) if path is not None else ensure_home() / "council.db"
-        _private_database(path)
-        db = Database(_connect(path))
-        _enable_wal(db)
+        read_only = False
+        try:
+            _private_database(path)
+        except OSError as exc:
+            if not path.is_file():
+                raise EnvironmentFailure(f"cannot create the database {path}: {exc.strerror}") from None
+            read_only = True  # a read-only file system, or a file we may only read
+        conn, refused = connect_checked(path, _connect, read_only=read_only)
+        read_only = refused is not None
+        db = Database(conn)
+        if not read_only:
+            _enable_wal(db)
         store = cls(db, path)
+        store.read_only = read_only
+        store._write_refused = refused
+        if read_only:
+            store._locks = None  # no leases to take or recover: nothing is written
+            if migrations.pending(db):
+                store.close()
+                raise EnvironmentFailure(f"the database {path} needs an upgrade, but it is read-only")
+            return store
         store.migrate()
         store.recover_interrupted()
         return store
@@ -125,11 +145,14 @@ class SQLiteStore:
 
     def migrate(self) -> None:
         if not migrations.pending(self.db):
+            if self.path is not None:  # a database from before the version was stored
+                set_schema_version(self.db.conn)
             return
         # Several processes may open a fresh database at once: take the write
         # lock first, then re-check what is pending inside it.
         with self.immediate():
             migrations.apply(self.db)
+            set_schema_version(self.db.conn)
 
     def close(self) -> None:
         self.db.conn.close()
@@ -138,15 +161,21 @@ class SQLiteStore:
     def immediate(self) -> Iterator[Database]:
         """A write transaction that takes the lock up front (no deferred-upgrade failures)."""
         conn = self.db.conn
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            yield self.db
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
-        else:
-            conn.execute("COMMIT")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.db
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            else:
+                conn.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            refused = write_refused(exc, self.path)
+            if refused is None:
+                raise
+            raise (self._write_refused or refused) from None
 
     # -- ownership -----------------------------------------------------------
     def _owner(self) -> dict[str, Any]:
@@ -383,6 +412,17 @@ class SQLiteStore:
             params.append(parse_since(since))
         yield from self.db.query(sql + " order by created_at", params)
 
+    def swap_setting(self, key: str, value: str) -> str | None:
+        """Store ``value`` under ``key`` and return what was stored before (None: nothing)."""
+        with self.immediate():
+            row = self.db.execute("SELECT value FROM settings WHERE key = ?", [key]).fetchone()
+            self.db.execute(
+                "INSERT INTO settings (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                [key, value],
+            )
+        return row[0] if row else None
+
     def has_query_hashes(self) -> bool:
         """Whether any session on record carries a query hash (made with the salt of the time)."""
         return bool(list(self.db.execute("SELECT 1 FROM sessions WHERE query_hash IS NOT NULL LIMIT 1")))
@@ -428,6 +468,9 @@ class SQLiteStore:
     judgment_passes = judgments.run_passes
     position_audit = judgments.position_audit
     open_batch = judgments.open_batch
+    batch_exists = judgments.batch_exists
+    find_batch = judgments.find_batch
+    reconcile_batch_items = judgments.reconcile_batch_items
     batch_item_status = judgments.batch_item_status
     batch_rows = judgments.batch_rows
     comparisons = count_comparisons

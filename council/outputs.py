@@ -1,0 +1,87 @@
+"""Writing the files users name (``-o FILE``): whole or not at all, and one line when it fails.
+
+Every command's ``-o`` (through ``council.cli.common``) and the batch results file go
+through :func:`open_output`. A regular file is written beside itself under a temporary name
+and renamed over the target only when the writing succeeded, so a failure (a full disk, an
+interrupted command) leaves the old file as it was (it keeps its mode; a new file gets the
+usual one). Devices and pipes (``/dev/stdout``, ``/dev/full``) are written in place: renaming
+over them would replace the device. A file that cannot be written is a ``UsageError`` naming
+it (one line, exit 2); council's own database is never a target.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import IO
+
+from council.errors import UsageError
+
+
+@contextmanager
+def open_output(path: str | None, *, make_parents: bool = False) -> Iterator[IO[str]]:
+    """The text file ``path`` names (stdout for none or '-'), written whole or not at all.
+    ``make_parents``: create its directory first (the batch results file)."""
+    if path is None or path == "-":
+        yield sys.stdout
+        return
+    target = Path(path)
+    try:
+        if make_parents:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        mode = target.stat().st_mode if target.exists() else None
+    except OSError as exc:
+        raise _cannot_write(path, exc) from None
+    if mode is not None and _is_the_database(target):
+        raise UsageError(f"refusing to write {path}: it is council's database")
+    if mode is not None and not stat.S_ISREG(mode):
+        try:
+            with open(target, "w", encoding="utf-8", newline="") as fh:
+                yield fh
+        except OSError as exc:
+            raise _cannot_write(path, exc) if _writing_failed(exc) else exc from None
+        return
+    try:
+        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise _cannot_write(path, exc) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            yield fh
+        os.chmod(temporary, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
+        os.replace(temporary, target)
+    except BaseException as exc:
+        with suppress(OSError):
+            os.unlink(temporary)
+        if isinstance(exc, OSError) and _writing_failed(exc):
+            raise _cannot_write(path, exc) from None
+        raise
+
+
+def _is_the_database(target: Path) -> bool:
+    from council.home import council_home
+
+    database = council_home() / "council.db"
+    names = [database, *(database.with_name(database.name + suffix) for suffix in ("-wal", "-shm"))]
+    return any(name.exists() and os.path.samefile(target, name) for name in names)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _writing_failed(exc: OSError) -> bool:
+    # Failures of the file being written (a full or read-only disk), not of what the command reads.
+    return exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO)
+
+
+def _cannot_write(path: str, exc: OSError) -> Exception:
+    return UsageError(f"cannot write {path}: {exc.strerror or exc}")
