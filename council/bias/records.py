@@ -263,8 +263,9 @@ class QueryHasher:
         before = swap(current)
         if before is not None and before != current and not self._told_replaced:
             log.warning(
-                f"the query-hash salt {self.shared_salt or self.salt_path} is not the one earlier query hashes were made with: "
-                "they will no longer group with new ones (put the earlier salt file back to keep them together)"
+                f"the query-hash salt {self.shared_salt or self.salt_path} is not the one earlier query hashes "
+                "were made with: they will no longer group with new ones "
+                "(put the earlier salt file back to keep them together)"
             )
 
     def hash(self, query: str) -> str:
