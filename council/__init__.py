@@ -42,8 +42,8 @@ if TYPE_CHECKING:  # pragma: no cover  # the lazy exports above, for type checke
         QuorumError,
         UsageError,
     )
+    from council.methods.ranking import Consensus  # noqa: F401
     from council.session import Candidate, SessionEvent  # noqa: F401
-    from council.session.consensus import Consensus  # noqa: F401
     from council.session.results import SessionResult  # noqa: F401
 
 

@@ -15,9 +15,10 @@ from typing import Any
 from pydantic import BaseModel
 
 from council.bias.records import BiasRecord, LengthCorrelation, SelfPreference
-from council.bias.stats import HonestyRow, SignificanceTest
 from council.export_rows import AnswerRow, ScoreRow, SessionRow
-from council.session.consensus import Consensus
+from council.methods.bias_indicators import HonestyRow
+from council.methods.ranking import Consensus
+from council.methods.significance import SignificanceTest
 from council.session.results import Failure, MemberAnswer, Synthesis
 from council.usage import Usage
 

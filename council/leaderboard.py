@@ -3,7 +3,7 @@ bootstrap intervals (``council leaderboard``).
 
 A model is its model string, so one model pools across councils and members. The data
 come from :mod:`council.storage.comparisons`, the fit and intervals from
-:mod:`council.ratings`; this module joins them and says what the numbers can and cannot
+:mod:`council.methods.bradley_terry`; this module joins them and says what the numbers can and cannot
 tell (no data, groups never compared with each other). The method is described in
 docs/methods.md, "Leaderboard".
 """
@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel, Field
 
 from council.errors import UsageError
-from council.ratings import CI_LEVEL, PRIOR_GAMES, Stratum, components, rate, win_matrix
+from council.methods.bradley_terry import CI_LEVEL, PRIOR_GAMES, Stratum, components, rate, win_matrix
 from council.storage import ComparisonData, Store, using_store
 
 Source = Literal["sessions", "judgments", "all"]
@@ -36,6 +37,22 @@ class ModelRating(BaseModel):
     #: Comparisons won, a tie as half.
     wins: float
     win_rate: float | None
+    #: The connected group (1-based, as in ``Leaderboard.groups``; 1 when every model was compared).
+    group: int = 1
+    #: Rank within the group; exact ties share one, as "1=".
+    rank: str = ""
+    #: With a baseline (``--baseline``): percent of this model's games against it won, ties
+    #: half, and the same length-controlled (docs/methods.md, "Length-controlled win rate").
+    baseline_win_rate: float | None = None
+    lc_win_rate: float | None = None
+
+
+class StyleCoefficient(BaseModel):
+    """A style covariate's coefficient (log-odds per standard deviation) and its 95 % Wald interval."""
+
+    estimate: float
+    ci: tuple[float, float]
+    standard_error: float
 
 
 class Leaderboard(BaseModel):
@@ -52,8 +69,14 @@ class Leaderboard(BaseModel):
     sessions: int = 0
     judgments: int = 0
     comparisons: int = 0
-    #: Best first.
+    #: Group by group (most comparisons first), best first within each group.
     models: list[ModelRating] = Field(default_factory=list)
+    #: Style covariates held equal (``--control``; docs/methods.md, "Style control") and their coefficients.
+    control: list[str] = Field(default_factory=list)
+    coefficients: dict[str, StyleCoefficient] = Field(default_factory=dict)
+    baseline: str | None = None
+    #: Judgment files rated instead of the database (``--judgments``).
+    files: list[str] = Field(default_factory=list)
     #: Groups of models never compared with any model of another group (only when > 1).
     groups: list[list[str]] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
@@ -66,8 +89,9 @@ def build_leaderboard(
     bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
     filters: dict[str, str | None] | None = None,
+    baseline: str | None = None,
 ) -> Leaderboard:
-    """The leaderboard of ``data`` (pure: no I/O)."""
+    """The leaderboard of ``data`` (pure: no I/O); with ``baseline``, each model's win rate against it."""
     strata = [Stratum("sessions", data.sessions), Stratum("judgments", data.judgments)]
     n = len(data.models)
     board = Leaderboard(
@@ -87,7 +111,17 @@ def build_leaderboard(
         return board
     wins = win_matrix(strata, n)
     board.comparisons = round(wins.sum())
+    against = None
+    if baseline is not None:
+        if baseline not in data.models:
+            raise UsageError(f"--baseline {baseline!r}: no comparison names this model")
+        from council.methods.length_controlled import win_rates_against
+
+        board.baseline = baseline
+        against = win_rates_against(wins, data.models.index(baseline))
     ratings = rate(strata, n, bootstrap=bootstrap, seed=seed)
+    parts = sorted(components(wins), key=lambda part: (-wins[np.ix_(part, part)].sum(), min(part)))
+    group_of = {i: g for g, part in enumerate(parts, 1) for i in part}
     board.models = sorted(
         (
             ModelRating(
@@ -97,19 +131,42 @@ def build_leaderboard(
                 comparisons=round(r.comparisons),
                 wins=r.wins,
                 win_rate=r.win_rate,
+                group=group_of[r.index],
+                baseline_win_rate=None if against is None else _percent(against[r.index]),
             )
             for r in ratings
         ),
-        key=lambda m: (-m.rating, m.model),
+        key=lambda m: (m.group, -m.rating, m.model),
     )
-    parts = components(wins)
+    rank_within_groups(board.models)
     if len(parts) > 1:
         board.groups = [[data.models[i] for i in part] for part in parts]
         board.notes.append(
-            f"The models fall into {len(parts)} groups never compared with each other: ratings compare "
+            f"The models fall into {len(parts)} groups never compared with each other: ratings and ranks compare "
             "within a group only (across groups they rest on the prior alone)."
         )
     return board
+
+
+TIE_POINTS = 1e-6
+"""Ratings closer than this (Elo-style points) are an exact tie: the same data, the same rating."""
+
+
+def rank_within_groups(models: list[ModelRating]) -> None:
+    """Competition ranks inside each group (docs/methods.md, "Leaderboard"): 1, 2, 2 is shown 1, 2=, 2=."""
+    for i, m in enumerate(models):
+        first = i
+        while first > 0 and models[first - 1].group == m.group and \
+                abs(models[first - 1].rating - m.rating) < TIE_POINTS:
+            first -= 1
+        start = next(j for j in range(len(models)) if models[j].group == m.group)
+        tied = (first < i) or (i + 1 < len(models) and models[i + 1].group == m.group
+                               and abs(models[i + 1].rating - m.rating) < TIE_POINTS)
+        m.rank = f"{first - start + 1}{'=' if tied else ''}"
+
+
+def _percent(value: float) -> float | None:
+    return None if value != value else float(value)  # NaN: never met the baseline
 
 
 def leaderboard(
@@ -120,6 +177,7 @@ def leaderboard(
     source: str = "all",
     bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
+    baseline: str | None = None,
 ) -> Leaderboard:
     """Ratings from the database (``store``; True: ``$COUNCIL_HOME/council.db``).
 
@@ -150,7 +208,10 @@ def leaderboard(
         bootstrap=bootstrap,
         seed=seed,
         filters={"council": council, "since": stored_since},
+        baseline=baseline,
     )
+    if baseline is not None and board.models:
+        board.notes.append("lc_win_rate needs answer lengths, which stored comparisons do not keep: left out.")
     if council is not None and source == "all":
         board.notes.append("--council keeps that council's sessions only: judged pairs belong to no council.")
     return board

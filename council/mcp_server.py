@@ -277,7 +277,7 @@ def build_server(tools: Tools) -> Any:
         """Compare two responses to a prompt with position swap (each judge sees both orders);
         returns the winner, its confidence, and every pass."""
         from council.judging import engine
-        from council.judging.voting import PAIRWISE_VOTES
+        from council.methods.voting import PAIRWISE_VOTES
 
         async def go() -> Any:
             chosen = engine.resolve_criteria(criteria or None)
@@ -321,7 +321,7 @@ def build_server(tools: Tools) -> Any:
         several votes per judge; returns the scores and the evaluation report."""
         from council.judging import engine
         from council.judging.rubrics import builtin_rubrics, load_rubric
-        from council.judging.voting import GRADE_VOTES
+        from council.methods.voting import GRADE_VOTES
 
         async def go() -> Any:
             # Names only: a path chosen by the model could make the tool read any local file.

@@ -30,8 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from council.bias.report import bias_report  # noqa: E402
-from council.storage.bias_sums import Reviews  # noqa: E402
 from council.storage import SQLiteStore  # noqa: E402
+from council.storage.bias_sums import Reviews  # noqa: E402
 
 MODELS = [
     "openai/gpt-4o",

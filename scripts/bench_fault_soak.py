@@ -53,8 +53,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+from council.session.schemas import PEER_REVIEW_SCHEMA_NAME as REVIEW_SCHEMA  # noqa: E402  (as the server logs it)
+
 NAMES = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
-REVIEW_SCHEMA = "peer_review"  # council.session.schemas.PEER_REVIEW_SCHEMA_NAME, as the server logs it
 
 
 def question(i: int) -> str:

@@ -1,6 +1,6 @@
 """An OpenAI-compatible mock LLM server on 127.0.0.1, for end-to-end tests and benchmarks.
 
-Replies come from ``council.providers.fake.FakeResponder``, the same responder as the in-process
+Replies come from ``council.testing.replies.FakeResponder``, the same responder as the in-process
 ``fake/`` provider, so a model name like ``mock-b+garbage`` behaves exactly like
 ``fake/mock-b+garbage`` (see that module for the ``+behaviour`` suffixes).
 
@@ -46,7 +46,7 @@ try:
 except ImportError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from council.errors import ConfigError, ProviderError
-from council.providers.fake import FakeResponder, parse_model_name, prompt_tokens, truncate_to_tokens
+from council.testing.replies import FakeResponder, parse_model_name, prompt_tokens, truncate_to_tokens
 
 DEFAULT_MODELS = ("mock-alpha", "mock-beta", "mock-gamma", "mock-delta")
 _STATUS_TYPE = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",

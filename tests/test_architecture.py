@@ -25,33 +25,30 @@ LAYERS: list[tuple[str, ...]] = [
         "council.redaction",
         "council.csv_cells",
         "council.terminal",
-        "council.ratings",
+        "council.methods",
     ),
     ("council.config",),
     ("council.providers", "council.storage"),
-    ("council.asking", "council.bias"),
-    ("council.session", "council.judging"),
-    ("council.api", "council.exports", "council.export_shapes", "council.export_rows", "council.leaderboard"),
+    ("council.asking", "council.bias", "council.judgment_files"),
+    # council.testing: replies that follow the real prompts of both pipelines
+    ("council.session", "council.judging", "council.testing"),
+    ("council.api", "council.exports", "council.export_shapes", "council.export_rows", "council.leaderboard",
+     "council.judged_leaderboard"),
     ("council.cli", "council.server", "council.mcp_server", "council.__main__", "council"),
 ]
 
-# Pure logic: no model calls, no database, no CLI or server.
+# Pure logic: no model calls, no database, no CLI or server. Every module of council.methods is
+# pure (listed by METHODS below), and imports nothing else of council but council.errors.
 PURE = (
-    "council.session.consensus",
-    "council.session.agreement",
     "council.session.schemas",
     "council.session.prompts",
     "council.session.results",
     "council.session.events",
-    "council.judging.strategies",
-    "council.judging.voting",
-    "council.judging.averaging",
     "council.judging.schemas",
     "council.judging.prompts",
-    "council.judging.report",
+    "council.judging.grade_report",
     "council.judging.safety",
     "council.judging.outcomes",
-    "council.bias.stats",
     "council.bias.records",
     "council.bias.foreign",
     "council.slots",
@@ -60,8 +57,6 @@ PURE = (
     "council.csv_cells",
     "council.export_shapes",
     "council.export_rows",
-    "council.ratings",
-    "council.judging.agreement",
 )
 IO = ("council.providers", "council.storage", "council.api", "council.cli", "council.server", "council.mcp_server")
 
@@ -75,6 +70,8 @@ def module_name(path: Path) -> str:
 
 
 MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+METHODS = tuple(sorted(m for m in MODULES if m == "council.methods" or m.startswith("council.methods.")))
+PURE = (*PURE, *METHODS)
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -131,14 +128,27 @@ def test_every_module_has_a_layer():
         layer_of(name)
 
 
+# The one import that goes up, on purpose: the shipped fake/ provider answers with the council's
+# test replies, which must sit above the prompts they follow. Nothing else may import council.testing.
+UPWARD = {("council.providers.fake", "council.testing.replies")}
+
+
 def test_no_module_imports_one_above_its_layer():
     wrong = [
         f"{name} (layer {layer_of(name)}) imports {dep} (layer {layer_of(dep)})"
         for name, deps in GRAPH.items()
         for dep in deps
-        if layer_of(dep) > layer_of(name)
+        if layer_of(dep) > layer_of(name) and (name, dep) not in UPWARD
     ]
     assert wrong == []
+
+
+def test_only_the_fake_provider_uses_the_testing_replies():
+    users = sorted(
+        name for name, deps in GRAPH.items() if not _within(name, "council.testing") and any(
+            _within(d, "council.testing") for d in deps)
+    )
+    assert users == ["council.providers.fake"]
 
 
 def test_no_import_cycles():
@@ -258,6 +268,36 @@ def test_the_rules_catch_what_they_forbid():
     assert not SQL_SHAPES.search("choose one of: words, chars".upper())
     tree = ast.parse("import sqlite3\nstore.db.execute('SELECT 1 FROM t')\n")
     assert any(isinstance(n, ast.Attribute) and n.attr in CONNECTION_ATTRIBUTES for n in ast.walk(tree))
+
+
+def test_methods_import_only_methods():
+    wrong = [
+        f"{name} imports {dep}"
+        for name in METHODS
+        for dep in GRAPH[name]
+        if not (_within(dep, "council.methods") or dep == "council.errors")
+    ]
+    assert METHODS and wrong == []
+
+
+# Standard-library and third-party modules that do I/O or talk to the world.
+IO_LIBRARIES = {"os", "io", "pathlib", "shutil", "socket", "subprocess", "sqlite3", "sqlite_utils", "aiohttp",
+                "httpx", "urllib", "tempfile", "logging", "litellm", "openai", "click", "rich"}
+
+
+def test_methods_do_no_io():
+    wrong = []
+    for name in METHODS:
+        for node in ast.walk(ast.parse(MODULES[name].read_text(encoding="utf-8"))):
+            roots = []
+            if isinstance(node, ast.Import):
+                roots = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                roots = [node.module.split(".")[0]]
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("open", "print"):
+                roots = [node.func.id + "()"]
+            wrong += [f"{name}: {r}" for r in roots if r in IO_LIBRARIES or r.endswith("()")]
+    assert wrong == []
 
 
 def test_only_the_mcp_server_imports_the_mcp_sdk_and_only_when_serving():

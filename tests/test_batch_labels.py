@@ -18,9 +18,10 @@ from council.errors import InputError
 from council.judging.batch import BatchSettings, content_digest, load_rubrics, parse_batch, run_batch
 from council.providers.base import ChatRequest
 from council.providers.client import ModelClient
-from council.providers.fake import FakeAPI, FakeResponder, answer_slots
+from council.providers.fake import FakeAPI
 from council.storage import SQLiteStore
 from council.storage.migrations import migrations
+from council.testing.replies import FakeResponder, answer_slots
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:

@@ -20,8 +20,8 @@ from council import Council
 from council.bias.html import render_html
 from council.bias.records import BiasRecord, count_words, session_bias_metadata
 from council.bias.report import bias_report, report_from_records_files
-from council.bias.stats import GroupSums, holm_adjust, welch_t_test
 from council.errors import InputError
+from council.methods.significance import GroupSums, holm_adjust, welch_t_test
 from council.storage import SQLiteStore
 from council.storage.migrations import migrations
 
@@ -115,11 +115,14 @@ def test_report_says_which_length_and_chars_are_an_option():
 
 def test_old_rows_without_words_still_report_and_say_so():
     db = sessions_db(words=False)
-    report = bias_report(db)
+    report = bias_report(db, length_unit="words")  # asked for words: none, and the report says so
     assert report.total_records == 12 * 12 and report.reviewers  # everything else is reported
     assert report.length_missing == 12 * 4 and report.sample_size == 0
+    assert report.length_correlation is None and report.length_correlation_ci is None
     assert any("no length in words" in n and "--length-unit chars" in n for n in report.notes)
     assert bias_report(db, length_unit="chars").sample_size == 12
+    fallback = bias_report(db)  # by default: characters, said so
+    assert fallback.length_unit == "chars" and fallback.sample_size == 12 and fallback.length_missing == 0
 
 
 def test_migration_adds_words_to_an_old_database(tmp_path):
@@ -136,7 +139,7 @@ def test_migration_adds_words_to_an_old_database(tmp_path):
     assert "response_length_words" in columns
     assert "idx_bias_records_answer_words" in indexes and "idx_bias_records_answer" not in indexes
     assert store.db.execute("select response_length_words from bias_records").fetchall() == [(None,)]
-    report = bias_report(store)
+    report = bias_report(store, length_unit="words")
     assert report.total_records == 1 and report.length_missing == 1
     store.close()
 
@@ -251,7 +254,9 @@ def test_json_carries_the_contract_fields(council_home):
     data = json.loads(result.stdout)
     assert {"statistic", "p_value", "significant"} <= set(data["reviewer_calibration_test"])
     assert all("significant" in p for p in data["reviewers"].values())
-    assert data["length_unit"] == "words"
+    assert data["length_unit"] in {"words", "chars"}
+    assert data["length_unit"] == ("words" if any(r["response_length_words"] is not None for r in
+                                                  db.db.query("select * from bias_records")) else "chars")
 
 
 # ---------------------------------------------------------------------- record validation

@@ -86,8 +86,10 @@ def test_report_from_their_records():
     assert set(report.self_preference) <= self_reviewers
     notes = " ".join(report.notes)
     assert "llm-council-core" in notes and "without a score" in notes and "query hashes dropped" in notes
-    # their records carry characters only: words leave them out and say so; chars include them
-    assert report.length_missing > 0 and "no length in words" in notes
+    # their records carry characters only: by default the report counts characters and says so
+    assert report.length_unit == "chars" and report.length_missing == 0 and "counts characters" in notes
+    words = report_from_records_files([CURRENT], length_unit="words")  # asked for words: left out, said so
+    assert words.length_missing > 0 and "no length in words" in " ".join(words.notes)
     assert report_from_records_files([CURRENT], length_unit="chars").length_missing == 0
 
 

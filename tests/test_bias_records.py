@@ -14,10 +14,14 @@ from pydantic import ValidationError
 
 from council.bias import records as rec_mod
 from council.bias.records import BiasRecord, QueryHasher, session_bias_metadata
-from council.bias.stats import audit_reviewer_calibration, calculate_length_correlation, calculate_position_bias
 from council.config import ConfigFile
 from council.config.loader import resolve_privacy
 from council.errors import ConfigError
+from council.methods.bias_indicators import (
+    audit_reviewer_calibration,
+    calculate_length_correlation,
+    calculate_position_bias,
+)
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import json
+import math
 import random
 import statistics
 from collections import defaultdict
@@ -18,12 +20,12 @@ from council.bias.export import export_bias_records
 from council.bias.html import render_html
 from council.bias.records import BiasRecord
 from council.bias.report import bias_report, report_from_records_files
-from council.bias.stats import (
+from council.errors import InputError
+from council.methods.bias_indicators import (
     audit_reviewer_calibration,
     pearson_correlation,
     run_aggregated_bias_audit,
 )
-from council.errors import InputError
 from council.storage import SQLiteStore
 
 MODELS = [f"prov/model-{i}" for i in range(6)]
@@ -98,6 +100,7 @@ def reference(records, *, reviewers=(), unit="words"):
             if -1 < rs[-1] < 1:  # the pooled estimate uses only these sessions
                 pairs += len(ms)
     out["pooled"] = run_aggregated_bias_audit(rs)
+    out["rs"] = rs
     out["pairs"] = pairs
     out["sessions"] = len(sessions)
     out["total"] = len(full)
@@ -165,8 +168,12 @@ def assert_matches_reference(report, ref, *, reviewers=()):
     assert report.sample_size == pooled.sample_size
     assert report.confidence_level == pooled.confidence_level
     assert report.length_correlation == pytest.approx(pooled.length_correlation, abs=1.01e-3)
-    for got, want in zip(report.length_correlation_ci, pooled.length_correlation_ci):
+    for got, want in zip(report.length_correlation_ci_seed, pooled.length_correlation_ci, strict=True):
         assert got == pytest.approx(want, abs=1.01e-3)
+    # the honest interval: a t interval on the sessions' z = atanh(r), by scipy
+    z = [math.atanh(r) for r in ref["rs"] if -1 < r < 1]
+    lo, hi = sps.t.interval(0.95, len(z) - 1, loc=statistics.mean(z), scale=sps.sem(z))
+    assert report.length_correlation_ci == pytest.approx((math.tanh(lo), math.tanh(hi)), abs=1.01e-3)
     assert report.length_pairs == ref["pairs"]
     assert (report.total_records, report.sessions) == (ref["total"], ref["sessions"])
 
@@ -472,5 +479,6 @@ def test_position_verdict_is_only_an_indicator_below_the_minimum():
     small = bias_report(load(make_records(15, sessions=4)))
     assert "indicator only" in position_verdict(small)
     big = bias_report(load(make_records(15, sessions=80)))
-    assert position_verdict(big) == ("bias detected" if big.position_bias.bias_detected else "no bias detected")
-    assert position_verdict(big) in render_html(big)
+    want = "bias detected" if big.position_bias.test.significant else "no bias detected"
+    assert position_verdict(big).startswith(f"{want} (ANOVA ")
+    assert html.escape(position_verdict(big)) in render_html(big)

@@ -150,3 +150,22 @@ def test_offline_default_is_two_local_models():
     c = resolve_council(loaded, env={})
     assert loaded.offline_default and c.offline_default
     assert {m.model for m in c.members} == {"local/smollm2", "local/gemma3"}
+
+
+def test_consensus_method_from_the_council_file_and_its_default(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('[councils.default]\nmembers = ["fake/a", "fake/b"]\nconsensus = "copeland"\n', encoding="utf-8")
+    assert resolve_council(load_config(path), env={}).consensus == "copeland"
+    path.write_text('[councils.default]\nmembers = ["fake/a", "fake/b"]\n', encoding="utf-8")
+    assert resolve_council(load_config(path), env={}).consensus == "borda"
+
+
+def test_an_unknown_consensus_method_is_one_clear_line(tmp_path, council_home):
+    from conftest import invoke_cli
+
+    path = tmp_path / "c.toml"
+    path.write_text('[councils.default]\nmembers = ["fake/a", "fake/b"]\nconsensus = "plurality"\n', encoding="utf-8")
+    result = invoke_cli("run", "--config", str(path), "What is 2+2?")
+    assert result.exit_code == 2
+    assert len(result.error_lines) == 1
+    assert "plurality" in result.stderr and "borda, mean_rank, copeland" in result.stderr

@@ -19,10 +19,11 @@ from council.asking import validate_output
 from council.config import ModelSpec, ResolvedModel
 from council.errors import ConfigError, ProviderError
 from council.providers.base import ChatRequest, ModelAPI
-from council.providers.fake import FakeAPI, FakeResponder, FakeScriptExhausted, answer_slots, parse_model_name
+from council.providers.fake import FakeAPI, FakeScriptExhausted
 from council.providers.registry import make_api
 from council.session import prompts
 from council.session.schemas import PEER_REVIEW_SCHEMA_NAME, answer_labels, peer_review_model
+from council.testing.replies import FakeResponder, answer_slots, parse_model_name
 
 QUESTION = "Why is the sky blue during the day?"
 
@@ -424,7 +425,8 @@ async def test_schema_requests_through_the_api_validate():
 def test_pairwise_passes_are_valid_and_follow_content_across_a_swap():
     from council.judging import prompts as judging_prompts
     from council.judging.rubrics import load_bias_checklist
-    from council.judging.schemas import criterion_items, pairwise_pass_model
+    from council.judging.schemas import pairwise_pass_model
+    from council.methods.verdicts import criterion_items
 
     criteria = ["accuracy", "clarity", "completeness"]
     model = pairwise_pass_model(criteria)
@@ -456,7 +458,8 @@ def test_pairwise_passes_are_valid_and_follow_content_across_a_swap():
 def test_rubric_grades_are_valid_without_invented_safety_concerns():
     from council.judging import prompts as judging_prompts
     from council.judging.rubrics import builtin_rubrics, load_bias_checklist, load_rubric
-    from council.judging.schemas import criterion_items, rubric_grade_model
+    from council.judging.schemas import rubric_grade_model
+    from council.methods.verdicts import criterion_items
 
     rubric = load_rubric(builtin_rubrics()[0])
     model = rubric_grade_model(rubric, load_bias_checklist())

@@ -13,8 +13,8 @@ import pytest
 from council.bias.html import render_html
 from council.bias.records import BiasRecord
 from council.bias.report import bias_report
-from council.bias.stats import SignificanceTest
 from council.bias.wording import describe_test, findings, p_text
+from council.methods.significance import SignificanceTest
 from council.storage import SQLiteStore
 
 MODELS = ["m/alpha", "m/beta", "m/gamma", "m/delta", "m/eps"]

@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from council.config import ConfigFile, resolve_model
-from council.judging.averaging import combine_judges
 from council.judging.engine import compare
-from council.judging.schemas import PairwiseMetadata, PairwiseResult, SideScores
+from council.methods.averaging import combine_judges
+from council.methods.verdicts import PairwiseMetadata, PairwiseResult, SideScores
 from council.providers.base import ChatRequest
 from council.providers.client import ModelClient
 from council.providers.fake import FakeAPI

@@ -21,7 +21,8 @@ from council.judging import (
     pairwise_pass_model,
     rubric_grade_model,
 )
-from council.judging.schemas import Rubric, criterion_items
+from council.judging.schemas import Rubric
+from council.methods.verdicts import criterion_items
 
 CRITERIA = ["accuracy", "clarity"]
 

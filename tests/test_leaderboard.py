@@ -16,7 +16,7 @@ from council import Council
 from council.cli.main import cli
 from council.errors import InputError, UsageError
 from council.leaderboard import leaderboard
-from council.ratings import win_matrix
+from council.methods.bradley_terry import win_matrix
 from council.storage import SQLiteStore
 
 
@@ -50,7 +50,7 @@ def add_judgment(store: SQLiteStore, run_id: str, model_a: str | None, model_b: 
 
 
 def matrix_by_name(data) -> dict[tuple[str, str], float]:
-    from council.ratings import Stratum
+    from council.methods.bradley_terry import Stratum
 
     wins = win_matrix([Stratum("s", data.sessions), Stratum("j", data.judgments)], len(data.models))
     return {

@@ -71,3 +71,35 @@ def test_code_points_at_the_methods_not_the_design_documents():
         for m in re.finditer(r"(?i)\bseed[ -]00\d", text)
     ]
     assert not cited, "cite docs/methods.md sections instead:\n" + "\n".join(cited)
+
+
+def code_references() -> list[tuple[str, str, list[str]]]:
+    """(section, path, names) for each place named in the "Code references" table."""
+    text = METHODS.read_text(encoding="utf-8")
+    table = text[text.index("## Code references") :]
+    out = []
+    for row in re.finditer(r"^\| \[#([\w\-]+)\]\(#[\w\-]+\) \| (.+) \|$", table, re.MULTILINE):
+        for part in row.group(2).split(";"):
+            m = re.match(r"\s*`([^`]+)`(.*)", part)
+            assert m, f"#{row.group(1)}: {part!r} does not start with a path"
+            names_text = re.sub(r"\([^)]*\)", "", m.group(2))  # parenthesised: fields, options
+            out.append((row.group(1), m.group(1), re.findall(r"`([^`]+)`", names_text)))
+    return out
+
+
+def test_code_references_name_files_and_names_that_exist():
+    refs = code_references()
+    assert len(refs) > 50
+    missing = []
+    for section, path, names in refs:
+        target = ROOT / path
+        if not target.exists():
+            missing.append(f"#{section}: {path} does not exist")
+            continue
+        if target.is_dir():
+            continue
+        source = target.read_text(encoding="utf-8")
+        for name in names:
+            if not all(re.search(rf"\b{re.escape(piece)}\b", source) for piece in name.split(".")):
+                missing.append(f"#{section}: {path} has no {name}")
+    assert not missing, "docs/methods.md's code references are out of date:\n" + "\n".join(missing)

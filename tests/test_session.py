@@ -213,3 +213,24 @@ async def test_stream_yields_events_then_result():
     assert final is not None and final.status == "complete"
     assert kinds[0] == "session_started" and kinds[-1] == "session_finished"
     assert kinds.count("answer") == 4 and kinds.count("review") == 4
+
+
+async def test_the_councils_consensus_method_orders_the_session():
+    borda = await make_council(store=False).run(QUESTION, seed=7)
+    copeland = await make_council(store=False, consensus="copeland").run(QUESTION, seed=7)
+    assert borda.consensus.method == "borda" and copeland.consensus.method == "copeland"
+    assert "Copeland" in copeland.consensus.tie_break
+    # Same seed, same ballots: only the rule differs. 4 members, self excluded: each pair meets on 2 ballots.
+    assert [r.ranking for r in borda.reviews] == [r.ranking for r in copeland.reviews]
+    assert all(0 <= e.score <= 3 for e in copeland.consensus.ranking)
+
+
+def test_the_text_output_names_the_consensus_method(tmp_path, council_home):
+    from conftest import invoke_cli, write_config
+
+    path = write_config(tmp_path / "c.toml", {}, members=MEMBERS, chairman=MEMBERS[0], consensus="copeland")
+    result = invoke_cli("run", "--config", str(path), QUESTION, "--seed", "3")
+    assert result.exit_code == 0, result.stderr
+    assert "Consensus ranking (Copeland, pairwise majorities" in result.stdout
+    plain = invoke_cli("run", "--config", str(write_config(tmp_path / "d.toml", {}, members=MEMBERS)), QUESTION)
+    assert "Consensus ranking (Borda, normalised per ballot" in plain.stdout

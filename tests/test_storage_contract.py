@@ -142,6 +142,16 @@ def test_bias_records_are_inserted_exported_and_summed(store_backend):
     assert store_backend.bias_sums(BiasQuery(council="nowhere")).reviewers == {}
 
 
+def test_lengths_fall_back_to_characters_only_when_no_record_has_words(store_backend):
+    rows = [{**record(f"s{s}", "r1", f"m{m}", m, 2 + m + s), "response_length_words": None}
+            for s in range(2) for m in range(3)]  # fmt: skip
+    store_backend.insert_bias_records(rows)
+    assert store_backend.bias_sums(BiasQuery()).length_unit == "chars"
+    assert store_backend.bias_sums(BiasQuery(length_unit="words")).length_unit == "words"  # asked: kept
+    assert all(n == 0 for _, _, n, *_ in store_backend.bias_sums(BiasQuery(length_unit="words")).sessions)
+    assert all(n == 3 for _, _, n, *_ in store_backend.bias_sums(BiasQuery()).sessions)
+
+
 def test_bad_reviews_are_found_and_left_out_only_when_asked(store_backend):
     good = [record("s1", "r1", f"m{i}", i, 5 + i) for i in range(3)]
     clash = [record("s2", "r1", f"m{i}", 0, 5) for i in range(2)]  # two answers at one position

@@ -13,7 +13,7 @@ import pytest
 from conftest import invoke_cli, write_config
 from mock_server import start_mock_server
 
-from council.providers.fake import MARKUP
+from council.testing.replies import MARKUP
 
 QUESTION = "What does [/] mean, and is [link=http://evil.example/q]this[/link] a link? :warning:"
 

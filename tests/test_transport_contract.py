@@ -24,8 +24,8 @@ from council.config import ModelSpec, ResolvedModel
 from council.errors import ProviderError
 from council.providers.base import ChatRequest
 from council.providers.client import ModelClient
-from council.providers.fake import FakeResponder, count_tokens, prompt_tokens
 from council.providers.registry import make_api
+from council.testing.replies import FakeResponder, count_tokens, prompt_tokens
 
 TRANSPORTS = ["native", "litellm"]
 BACKEND = {"native": "OpenAICompatibleAPI", "litellm": "LiteLLMAPI"}

@@ -16,8 +16,8 @@ from html import escape
 from typing import TYPE_CHECKING
 
 from council.bias.report import BiasReport, position_verdict
-from council.bias.stats import SignificanceTest
 from council.bias.wording import findings, p_text
+from council.methods.significance import SignificanceTest
 
 if TYPE_CHECKING:
     from council.leaderboard import Leaderboard
@@ -30,13 +30,14 @@ h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #dde2ea;padding-bot
 .muted{color:#5b6576}.note{background:#fff7e0;border-left:4px solid #e0a800;padding:.5rem .8rem;margin:.5rem 0}
 table{border-collapse:collapse;margin:.6rem 0;font-variant-numeric:tabular-nums}
 th,td{border-bottom:1px solid #e6e9ef;padding:.25rem .7rem;text-align:left}th{background:#f4f6f9}
-td.num{text-align:right;white-space:nowrap}svg{display:block;margin:.6rem 0;max-width:100%;height:auto}
+td.num{text-align:right;white-space:nowrap}svg{display:block;margin:.6rem 0;max-width:none}
+.scroll{overflow-x:auto;max-width:100%}table{display:block;overflow-x:auto;max-width:100%}
 svg text{font:12px system-ui,sans-serif;fill:#1d2430}svg .axis{stroke:#8a94a6;stroke-width:1}
 svg text.axis-title{font-weight:600;fill:#5b6576}svg text.muted{fill:#5b6576}
 ul.findings{padding-left:1.2rem}ul.findings li{margin:.35rem 0}
 .verdict{display:inline-block;min-width:8.5rem;font-size:12px;font-weight:600;border-radius:3px;padding:0 .4rem;
 margin-right:.4rem;text-align:center}.v-significant{background:#fde2e1;color:#8a1f17}
-.v-not-significant{background:#e3f1e6;color:#1e5b2c}.v-not-tested,.v-too-little-data{background:#eef0f4;color:#4a5466}
+.v-not-significant,.v-not-tested,.v-too-little-data{background:#eef0f4;color:#4a5466}
 svg .grid{stroke:#e6e9ef;stroke-width:1}.harsh{fill:#d9534f}.generous{fill:#2f80ed}.neutral{fill:#8a94a6}
 .bar{fill:#4f7cac}.pt{fill:#4f7cac;fill-opacity:.35}.median{stroke:#1d2430;stroke-dasharray:4 3}
 .insufficient{color:#a15c00;font-weight:600}.sufficient{color:#1e7b34;font-weight:600}
@@ -78,6 +79,8 @@ def _score_range(report: BiasReport) -> tuple[float, float]:
         lo, top = min([0.0, *means]), max(means, default=10.0) * 1.05 or 1.0
     if not means or top <= lo:
         return lo, top if top > lo else lo + 1.0
+    if report.score_scale or report.scales_normalized:
+        return lo, top  # the whole scale: a mean of 7 on 1–10 must not fill the chart
     step = _tick_step(lo, max(means))
     # The first tick above the tallest bar with room for its value label, on the ticks from
     # the baseline (so the axis ends on a labelled tick), within the scale.
@@ -105,6 +108,12 @@ def _fitted_range(values: list[float], clamp: tuple[float, float] | None = None)
     if clamp is not None:
         lo, hi = max(lo, clamp[0]), min(hi, clamp[1])
     return lo, hi
+
+
+def _scroll(chart: str) -> str:
+    """A chart drawn at 1:1 in a box that scrolls sideways on a narrow screen (a phone), rather than
+    shrunk until its text is unreadable."""
+    return f'<div class="scroll">{chart}</div>'
 
 
 def _svg_open(kind: str, width: float, height: float, label: str) -> str:
@@ -136,13 +145,18 @@ def _reviewer_chart(report: BiasReport) -> str:
         )
     for i, (rid, p) in enumerate(rows):
         y = top + i * row_h
-        cls = escape(p.classification)
+        # Colour only a label the test backs: a harsh/generous reviewer that is not significant is grey.
+        label = p.classification if p.significant or p.classification == "neutral" else \
+            f"{p.classification} (not significant)"
+        cls = p.classification if p.significant else "neutral"
         parts.append(
             f'<text x="{left - 8}" y="{y + 15}" text-anchor="end">{escape(rid)}</text>'
             f'<rect class="{cls}" x="{left}" y="{y + 3}" width="{max(x(p.mean) - left, 0):.1f}" height="{row_h - 8}">'
-            f"<title>{escape(rid)}: mean {p.mean}, z {p.z_score:+.2f} ({cls}), {p.samples} scores</title></rect>"
+            f"<title>{escape(rid)}: mean {p.mean}, z {p.z_score:+.2f} ({escape(label)}), {p.samples} scores"
+            "</title></rect>"
             # Values sit in their own column right of the plot, clear of the bars and the median line.
-            f'<text class="value" x="{left + width + 12}" y="{y + 15}">{p.mean:.2f}  z = {p.z_score:+.2f}  {cls}</text>'
+            f'<text class="value" x="{left + width + 12}" y="{y + 15}">{p.mean:.2f}  z = {p.z_score:+.2f}  '
+            f"{escape(label)}</text>"
         )
     if report.median_of_means is not None:
         mx = x(report.median_of_means)
@@ -164,7 +178,8 @@ def _position_chart(report: BiasReport) -> str:
         return '<p class="muted">No positions.</p>'
     lo, hi = _score_range(report)
     top, plot_h, bar_w, gap, left = 20, 200, 48, 28, 70
-    width = left + len(pb.means) * (bar_w + gap) + gap
+    # At least as wide as the axis title (≈ 230 px at 12 px), however few positions there are.
+    width = max(left + len(pb.means) * (bar_w + gap) + gap, left + 250)
     bottom = top + plot_h
     height = bottom + 66
 
@@ -270,7 +285,7 @@ def _table(headers: list[str], rows: list[list[object]], numeric: frozenset[int]
         ) + "</tr>"
         for row in rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"  # scrolls on a phone (CSS)
 
 
 def _significance(significant: bool, p: float | None) -> str:
@@ -311,13 +326,14 @@ def render_html(report: BiasReport, title: str = "council bias report") -> str:
         {1, 2, 3, 5, 7},
     )
     calibration_test = _calibration_test(report)
-    ci = report.length_correlation_ci
-    pooled = report.confidence_level != "insufficient"
+    r, ci, seed = report.length_correlation, report.length_correlation_ci, report.length_correlation_ci_seed
     length = _table(
-        ["pooled r", "95% CI", "significant (CI excludes 0)", "sessions", "confidence", "strength", "pairs"],
-        [[f"{report.length_correlation:+.3f}", f"[{ci[0]:+.3f}, {ci[1]:+.3f}]",
-          ("yes" if ci[0] > 0 or ci[1] < 0 else "no") if pooled else "not computed", report.sample_size,
-          report.confidence_level, (report.length_interpretation or "—").replace("_", " "), report.length_pairs]],
+        ["pooled r", "95% CI", "significant (CI excludes 0)", "sessions", "confidence", "strength", "pairs",
+         "seed's CI (too narrow)"],
+        [["—" if r is None else f"{r:+.3f}", "—" if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]",
+          "not computed" if ci is None else ("yes" if ci[0] > 0 or ci[1] < 0 else "no"), report.sample_size,
+          report.confidence_level, (report.length_interpretation or "—").replace("_", " "), report.length_pairs,
+          "—" if seed is None else f"[{seed[0]:+.3f}, {seed[1]:+.3f}]"]],
         {0, 3, 6},
     )
     tests = _table(
@@ -369,17 +385,17 @@ means the data are consistent with no effect, not that there is none.</p>
 <p class="muted">Mean score per reviewer; z against the median of reviewer means
 (std of means {_fmt(report.std_of_means)}). Harsh below z = −1, generous above +1.</p>
 {calibration_test}
-{_reviewer_chart(report)}
+{_scroll(_reviewer_chart(report))}
 {reviewers}
 <h2>Position bias</h2>
 <p class="muted">Mean score by 0-based display position. Variance of the means {pb.variance}
 (threshold {pb.threshold}): {escape(position_verdict(report))}.</p>
-{_position_chart(report)}
+{_scroll(_position_chart(report))}
 {tests}
 <h2>Length vs score</h2>
 <p class="muted">Each point is one answer in one session: its length in {escape(report.length_unit)} and the mean score it
 received ({len(report.length_points)} points shown). The pooled r combines each session's own correlation.</p>
-{_scatter(report)}
+{_scroll(_scatter(report))}
 {length}
 <h2>Self-preference</h2>
 {self_pref}
@@ -393,9 +409,10 @@ received ({len(report.length_points)} points shown). The pooled r combines each 
 # ``council leaderboard --html``: its own page, in the same styles.
 
 
-def leaderboard_chart(board: Leaderboard) -> str:
-    """Each model's rating as a dot on its 95 % interval, best at the top (an SVG forest plot)."""
-    rows = board.models
+def leaderboard_chart(board: Leaderboard, group: int | None = None) -> str:
+    """Each model's rating as a dot on its 95 % interval, best at the top (an SVG forest plot);
+    ``group``: that connected group's models only (groups never compared get an axis each)."""
+    rows = [m for m in board.models if group is None or m.group == group]
     if not rows:
         return '<p class="muted">No pairwise comparisons on record.</p>'
     lows = [m.ci[0] if m.ci else m.rating for m in rows]
@@ -438,11 +455,17 @@ def leaderboard_chart(board: Leaderboard) -> str:
 
 def leaderboard_section(board: Leaderboard) -> str:
     """The leaderboard as an HTML section: chart, table and notes."""
+    several = len(board.groups) > 1
     table = _table(
-        ["rank", "model", "rating", "95% CI", "comparisons", "wins", "win rate"],
-        [[i, m.model, f"{m.rating:.1f}", f"{m.ci[0]:.1f} – {m.ci[1]:.1f}" if m.ci else "—", m.comparisons,
-          f"{m.wins:g}", "—" if m.win_rate is None else f"{m.win_rate:.1%}"] for i, m in enumerate(board.models, 1)],
-        {0, 2, 4, 5, 6},
+        [*(["group"] if several else []), "rank", "model", "rating", "95% CI", "comparisons", "wins", "win rate"],
+        [[*([m.group] if several else []), m.rank, m.model, f"{m.rating:.1f}",
+          f"{m.ci[0]:.1f} – {m.ci[1]:.1f}" if m.ci else "—", m.comparisons,
+          f"{m.wins:g}", "—" if m.win_rate is None else f"{m.win_rate:.1%}"] for m in board.models],
+        {0, 2, 4, 5, 6} if not several else {0, 1, 3, 5, 6, 7},
+    )
+    charts = (
+        "".join(f'<h3>Group {g}</h3>{_scroll(leaderboard_chart(board, g))}' for g in range(1, len(board.groups) + 1))
+        if several else _scroll(leaderboard_chart(board))
     )
     notes = "".join(f'<p class="note">{escape(n)}</p>' for n in board.notes)
     groups = "".join(
@@ -454,7 +477,7 @@ def leaderboard_section(board: Leaderboard) -> str:
 <p class="muted">Bradley–Terry ratings from {board.sessions} sessions and {board.judgments} judged pairs
 ({board.comparisons} pairwise comparisons; a tie is half a win); {escape(intervals)}.
 Elo-style scale: the mean rating is 1000, a 400-point gap means 10:1 odds of winning.</p>
-{notes}{leaderboard_chart(board)}{table}{groups}"""
+{notes}{charts}{table}{groups}"""
 
 
 def render_leaderboard_html(board: Leaderboard, title: str = "council leaderboard") -> str:

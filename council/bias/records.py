@@ -28,21 +28,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from council.bias.stats import (
+from council.errors import ConfigError
+from council.logs import get_logger
+from council.methods.bias_indicators import (
     INDICATORS_NOTE,
     REFERENCE_SCALE,
-    GroupSums,
     HonestyRow,
-    SignificanceTest,
     audit_reviewer_calibration,
     calculate_length_correlation,
     calculate_position_bias,
     honesty_row,
-    one_way_anova,
     position_scores,
 )
-from council.errors import ConfigError
-from council.logs import get_logger
+from council.methods.significance import GroupSums, SignificanceTest, one_way_anova
 
 SCHEMA_VERSION = "1.2.0"
 """1.2.0 added ``response_length_words``; 1.1.0 records (without it) are still read."""

@@ -20,32 +20,34 @@ from pydantic import BaseModel, Field
 
 from council.bias.loading import load_records_files
 from council.bias.records import LENGTH_UNITS, LengthUnit
-from council.bias.stats import (
-    ALPHA,
-    INDICATORS_NOTE,
-    REFERENCE_SCALE,
-    GroupSums,
-    HonestyRow,
-    SignificanceTest,
-    calibration_zscores,
-    chi_square_uniform,
-    holm_adjust,
-    honesty_row,
-    length_correlation_interpretation,
-    one_way_anova,
-    p_text,
-    paired_t_test,
-    pearson_from_sums,
-    position_variance_threshold,
-    reliability,
-    run_aggregated_bias_audit,
-    variance_from_sums,
-    variance_label,
-    welch_t_test,
-)
 from council.bias.validation import problems_of, raise_first
 from council.clock import parse_since
 from council.errors import UsageError
+from council.methods.bias_indicators import (
+    INDICATORS_NOTE,
+    REFERENCE_SCALE,
+    HonestyRow,
+    calibration_zscores,
+    honesty_row,
+    length_correlation_interpretation,
+    pearson_from_sums,
+    pooled_length_correlation,
+    position_variance_threshold,
+    reliability,
+    variance_label,
+)
+from council.methods.significance import (
+    ALPHA,
+    GroupSums,
+    SignificanceTest,
+    chi_square_uniform,
+    holm_adjust,
+    one_way_anova,
+    p_text,
+    paired_t_test,
+    variance_from_sums,
+    welch_t_test,
+)
 from council.storage import BiasQuery, Store
 
 DEFAULT_MAX_POINTS = 2000
@@ -75,7 +77,9 @@ class PositionBiasReport(BaseModel):
     """Sample variance of the per-position means (docs/methods.md, "Position bias")."""
     threshold: float
     bias_detected: bool
-    """variance > threshold (0.5 on a 1–10 scale; docs/methods.md, "Position bias")."""
+    """The verdict: the ANOVA across positions is significant at 0.05 (docs/methods.md, "Position bias")."""
+    seed_variance_flag: bool = False
+    """The seed's rule, shown as the seed's: variance > threshold (0.5 on a 1–10 scale)."""
     orderings: int
     """Reviews (one shuffled display order each)."""
     test: SignificanceTest
@@ -112,8 +116,12 @@ class BiasReport(BaseModel):
     std_of_means: float | None = None
     reviewer_calibration_test: SignificanceTest | None = None
     """One-way ANOVA of scores across all reviewers: do their mean scores differ beyond chance?"""
-    length_correlation: float
-    length_correlation_ci: tuple[float, float]
+    length_correlation: float | None = None
+    """Fisher-z pooled r; None when there is no estimate (never 0 for "no data")."""
+    length_correlation_ci: tuple[float, float] | None = None
+    """95 % interval that keeps its level (docs/methods.md, "Fisher-z pooling")."""
+    length_correlation_ci_seed: tuple[float, float] | None = None
+    """The seed's interval, se = 1/√(sessions − 3): too narrow when sessions have few answers."""
     sample_size: int
     """Sessions whose length correlation was pooled."""
     confidence_level: str
@@ -159,7 +167,7 @@ def bias_report(
     council: str | None = None,
     max_points: int = 0,
     min_sessions: int = 10,
-    length_unit: LengthUnit = "words",
+    length_unit: LengthUnit | None = None,
     skip_bad: bool = False,
     locate: Callable[[int], str] | None = None,
 ) -> BiasReport:
@@ -174,9 +182,10 @@ def bias_report(
     Records are checked first (:mod:`council.bias.validation`): a bad one stops the
     report with its location (``locate(id)``, default "bias record ID"), or with
     ``skip_bad`` its review is left out of every statistic and counted.
-    ``length_unit`` picks what the length correlation counts (words by default).
+    ``length_unit`` picks what the length correlation counts; by default words, or characters
+    when no answer in the selection has a word count (older and llm-council-core records).
     """
-    if length_unit not in LENGTH_UNITS:
+    if length_unit is not None and length_unit not in LENGTH_UNITS:
         raise UsageError(f"unknown length unit {length_unit!r}; choose words or chars")
     reviewers = list(dict.fromkeys(reviewers))
     since = parse_since(since) if since else None
@@ -202,8 +211,11 @@ def bias_report(
     reviewer_sums = {r: GroupSums(*g) for r, g in sums.reviewers.items()}
     position_sums = {p: GroupSums(*g) for p, g in sums.positions.items()}
     session_rows, self_sums, points = sums.sessions, sums.self_preference, sums.points
+    unit: LengthUnit = sums.length_unit  # type: ignore[assignment]
+    fell_back = length_unit is None and unit == "chars"  # no word count anywhere: characters
+    notes_unit = ["no record has a word count: the length correlation counts characters"] if fell_back else []
 
-    notes: list[str] = []
+    notes: list[str] = list(notes_unit)
     if problems:
         notes.append(
             f"{len(problems.bad_reviews)} reviews and {len(problems.bad_rows)} invalid records left out "
@@ -233,13 +245,13 @@ def bias_report(
             correlations.append(r)
             if -1 < r < 1:
                 pairs += n
-    pooled = run_aggregated_bias_audit(correlations, min_sessions=min_sessions)
-    estimated = pooled.confidence_level != "insufficient"
+    pooled = pooled_length_correlation(correlations, min_sessions=min_sessions)
+    estimated = pooled.length_correlation is not None
     interpretation = length_correlation_interpretation(pooled.length_correlation) if estimated else None
     if missing:
-        other = "chars" if length_unit == "words" else "words"
+        other = "chars" if unit == "words" else "words"
         notes.append(
-            f"{missing} answers in {missing_sessions} sessions have no length in {length_unit} "
+            f"{missing} answers in {missing_sessions} sessions have no length in {unit} "
             f"(records written before word counts existed, or by another tool) and are left out of the "
             f"length correlation; --length-unit {other} may include them"
         )
@@ -252,7 +264,7 @@ def bias_report(
         honesty_row(
             "length_correlation",
             pairs,
-            None if interpretation is None else f"{interpretation} (length in {length_unit})",
+            None if interpretation is None else f"{interpretation} (length in {unit})",
             estimated=estimated,
         ),
         honesty_row(
@@ -260,9 +272,9 @@ def bias_report(
             orderings,
             ("position bias" if position.bias_detected else "no position bias") + _p_text(position.test, "ANOVA"),
         ),
-        honesty_row(
+        honesty_row(  # the minimum is per reviewer: the smallest reviewer's scores decide
             "reviewer_calibration",
-            sum(g.n for g in reviewer_sums.values()),
+            min((p.samples for p in profiles.values()), default=0),
             _calibration_verdict(profiles, calibration_test),
             estimated=len(reviewer_sums) >= 2,
         ),
@@ -277,11 +289,12 @@ def bias_report(
         reviewer_calibration_test=calibration_test,
         length_correlation=pooled.length_correlation,
         length_correlation_ci=pooled.length_correlation_ci,
+        length_correlation_ci_seed=pooled.length_correlation_ci_seed,
         sample_size=pooled.sample_size,
         confidence_level=pooled.confidence_level,
         length_interpretation=interpretation,
         length_pairs=pairs,
-        length_unit=length_unit,
+        length_unit=unit,
         length_missing=missing,
         position_bias=position,
         self_preference=self_pref,
@@ -387,6 +400,7 @@ def _position_report(
 ) -> PositionBiasReport:
     """Variance of per-position means plus ANOVA and the top-position test (docs/methods.md, "Position bias")."""
     means = {p: g.total / g.n for p, g in sums.items()}
+    anova = one_way_anova(list(sums.values()))
     variance = statistics.variance(means.values()) if len(means) > 1 else 0.0
     threshold = position_variance_threshold(scale)
     top_test = chi_square_uniform(
@@ -401,21 +415,25 @@ def _position_report(
         counts={p: g.n for p, g in sums.items()},
         variance=round(variance, 3),
         threshold=round(threshold, 3),
-        bias_detected=len(means) >= 2 and variance > threshold,
+        bias_detected=anova.significant,
+        seed_variance_flag=len(means) >= 2 and variance > threshold,
         orderings=orderings,
-        test=one_way_anova(list(sums.values())),
+        test=anova,
         top_position_test=top_test,
     )
 
 
 def position_verdict(report: BiasReport) -> str:
-    """The variance rule in words; only an indicator below the minimum orderings (docs/methods.md, "Position bias")."""
+    """The ANOVA's verdict in words, then the seed's variance rule as the seed's; only an indicator
+    below the minimum orderings (docs/methods.md, "Position bias")."""
     pb = report.position_bias
     row = next(h for h in report.honesty if h.metric == "position_bias")
+    seed = f"the seed's variance rule: {'above' if pb.seed_variance_flag else 'below'} the threshold"
     if row.status == "sufficient":
-        return "bias detected" if pb.bias_detected else "no bias detected"
-    side = "above" if pb.bias_detected else "below"
-    return f"{side} the threshold, an indicator only ({row.data_points} of {row.minimum} orderings)"
+        verdict = "bias detected" if pb.bias_detected else "no bias detected"
+        tested = f" (ANOVA {p_text(pb.test.p_value)})" if pb.test.p_value is not None else ""
+        return f"{verdict}{tested}; {seed}"
+    return f"{seed}, an indicator only ({row.data_points} of {row.minimum} orderings)"
 
 
 # ---------------------------------------------------------------------------
@@ -432,7 +450,7 @@ def report_from_records_files(
     reviewers: Sequence[str] = (),
     council: str | None = None,
     max_points: int = 0,
-    length_unit: LengthUnit = "words",
+    length_unit: LengthUnit | None = None,
 ) -> BiasReport:
     """The same report as :func:`bias_report`, over records read from JSONL files (ours, or
     llm-council-core's ``bias_metrics.jsonl``: ``records_format`` auto | council | llm-council-core)."""

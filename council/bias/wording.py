@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from council.bias.report import BiasReport
-from council.bias.stats import SignificanceTest, p_text
+from council.methods.significance import SignificanceTest, p_text
 
 Verdict = Literal["significant", "not significant", "not tested", "too little data"]
 
@@ -115,14 +115,14 @@ def position_findings(report: BiasReport) -> list[Finding]:
 def length_findings(report: BiasReport) -> list[Finding]:
     if report.total_records == 0:
         return []
-    if report.confidence_level == "insufficient":
+    r, ci = report.length_correlation, report.length_correlation_ci
+    if r is None or ci is None:
         text = (
-            f"Length vs score: too few sessions with three or more answers ({report.sample_size}; at least 10 "
-            "needed) to pool a correlation."
+            f"Length vs score: too few sessions with three or more answers with a length in {_unit(report)} "
+            f"({report.sample_size} such sessions; at least 10 needed) to pool a correlation."
         )
         return [Finding("length", "too little data", text)]
-    r = report.length_correlation
-    lo, hi = report.length_correlation_ci
+    lo, hi = ci
     strength = (report.length_interpretation or "weak").split("_")[0]
     interval = f"pooled r = {r:+.2f}, 95% CI {lo:+.2f} to {hi:+.2f}, over {report.sample_size} sessions"
     if lo > 0 or hi < 0:

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
               show_default=True, help="With --records: the files' record format (auto: detected per file).")
 @click.option("--skip-bad", is_flag=True,
               help="Leave out and count invalid records (and the reviews they belong to) instead of stopping.")
-@click.option("--length-unit", type=click.Choice(["words", "chars"]), default="words", show_default=True,
-              help="What the length–score correlation counts.")
+@click.option("--length-unit", type=click.Choice(["words", "chars"]), default=None,
+              help="What the length–score correlation counts [default: words, or chars when no record has words].")
 def bias_report(
     since: str | None,
     reviewers: tuple[str, ...],
@@ -42,7 +42,7 @@ def bias_report(
     records: tuple[Path, ...],
     records_format: str,
     skip_bad: bool,
-    length_unit: str,
+    length_unit: str | None,
 ) -> None:
     """Reviewer calibration, length bias, position bias and self-preference across sessions.
 
@@ -59,7 +59,7 @@ def bias_report(
     if html_format and as_json:
         raise UsageError("--json and --html are two formats of the report: choose one")
     points = DEFAULT_MAX_POINTS if html is not None else 0
-    unit = "words" if length_unit == "words" else "chars"
+    unit = {"words": "words", "chars": "chars"}.get(length_unit or "")
     if records:
         report = report_from_records_files(
             records, skip_bad=skip_bad, records_format=records_format, since=since, reviewers=reviewers,
@@ -112,8 +112,8 @@ def render_text(report: BiasReport, console: Console) -> None:
     from rich.text import Text
 
     from council.bias.report import position_verdict
-    from council.bias.stats import p_text
     from council.cli.render import literal
+    from council.methods.significance import p_text
 
     if report.total_records == 0:
         console.print("No bias records" + (" match these filters." if any(report.filters.values()) else " yet."))
@@ -158,10 +158,12 @@ def render_text(report: BiasReport, console: Console) -> None:
     length = Table(title=f"Length–score correlation, length in {report.length_unit} (Fisher-z pooled across sessions)")
     for col in ("pooled r", "95% CI", "sessions", "confidence", "interpretation"):
         length.add_column(col)
-    lo, hi = report.length_correlation_ci
+    r, ci, seed = report.length_correlation, report.length_correlation_ci, report.length_correlation_ci_seed
+    length.add_column("seed's CI")
     length.add_row(
-        f"{report.length_correlation:+.3f}", f"[{lo:+.3f}, {hi:+.3f}]", str(report.sample_size),
-        report.confidence_level, report.length_interpretation or "—",
+        "—" if r is None else f"{r:+.3f}", "—" if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]",
+        str(report.sample_size), report.confidence_level, report.length_interpretation or "—",
+        "—" if seed is None else f"[{seed[0]:+.3f}, {seed[1]:+.3f}]",
     )
     console.print(length)
 

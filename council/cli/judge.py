@@ -129,7 +129,7 @@ def compare(
 ) -> None:
     """Compare two responses to PROMPT, judging them in both orders (position swap)."""
     from council.judging import engine
-    from council.judging.voting import PAIRWISE_VOTES
+    from council.methods.voting import PAIRWISE_VOTES
 
     if not prompt.strip():
         raise InputError("the prompt is empty")
@@ -197,7 +197,7 @@ def grade(
     """Grade one response against a rubric: reasoning before integer scores, votes per criterion."""
     from council.judging import engine
     from council.judging.rubrics import load_rubric
-    from council.judging.voting import GRADE_VOTES
+    from council.methods.voting import GRADE_VOTES
 
     if not prompt.strip():
         raise InputError("the prompt is empty")

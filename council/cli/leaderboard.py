@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -35,6 +36,15 @@ if TYPE_CHECKING:
     help="Bootstrap rounds for the 95% intervals (0: none; more: steadier interval ends, slower).",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap draws.")
+@click.option("--judgments", "judgments", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              metavar="FILE", help="Rate the pairwise judgments in FILE (JSON Lines; repeatable) instead of the "
+              "database.")
+@click.option("--judgments-format", type=click.Choice(["council", "alpaca_eval"]), default="council",
+              show_default=True, help="With --judgments: council's JSON Lines, or AlpacaEval's annotations.json.")
+@click.option("--control", metavar="length[,markdown]",
+              help="With --judgments: hold these answer styles equal (Bradley–Terry with style covariates).")
+@click.option("--baseline", metavar="MODEL",
+              help="Add each model's win rate against MODEL (and, with --judgments, length-controlled).")
 @click.option("--json", "as_json", is_flag=True, help="Print the leaderboard as JSON.")
 @click.option("--html", "html", is_flag=False, flag_value="-", default=None, metavar="[FILE]",
               help="The leaderboard as a self-contained HTML page with its chart (to -o FILE or stdout); "
@@ -47,6 +57,10 @@ def leaderboard(
     source: str,
     bootstrap: int,
     seed: int,
+    judgments: tuple[Path, ...],
+    judgments_format: str,
+    control: str | None,
+    baseline: str | None,
     as_json: bool,
     html: str | None,
     output: str | None,
@@ -59,7 +73,22 @@ def leaderboard(
     html_format = html == "-"
     if html_format and as_json:
         raise UsageError("--json and --html are two formats of the leaderboard: choose one")
-    board = build(council=council_name, since=since, source=source, bootstrap=bootstrap, seed=seed)
+    if judgments:
+        clash = [f"--{name.removesuffix('_name')}" for name in ("council_name", "since", "source")
+                 if _given(name)]
+        if clash:
+            raise UsageError(f"{', '.join(clash)} select(s) stored data; --judgments rates the files instead")
+        from council.judged_leaderboard import judged_leaderboard, parse_control
+
+        board = judged_leaderboard(judgments, judgments_format=judgments_format, control=parse_control(control),
+                                   baseline=baseline, bootstrap=bootstrap, seed=seed)
+    else:
+        unused = [flag for flag, value in (("--control", control),) if value is not None]
+        if unused or _given("judgments_format"):
+            raise UsageError(f"{', '.join(unused or ['--judgments-format'])} need(s) --judgments files "
+                             "(the database's comparisons carry no answer lengths)")
+        board = build(council=council_name, since=since, source=source, bootstrap=bootstrap, seed=seed,
+                      baseline=baseline)
     if html is not None:
         from council.bias.html import render_leaderboard_html
 
@@ -82,30 +111,57 @@ def leaderboard(
         render_text(board, out)
 
 
+def _given(name: str) -> bool:
+    """The option was typed on the command line (not its default)."""
+    from click.core import ParameterSource
+
+    return click.get_current_context().get_parameter_source(name) is ParameterSource.COMMANDLINE
+
+
 def render_text(board: Leaderboard, console: Console) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from council.terminal import visible
+
     units = f"{board.sessions} sessions, {board.judgments} judged pairs, {board.comparisons} comparisons"
     if not board.models:
         for note in board.notes:
-            console.print(note, markup=False, highlight=False)
+            console.print(visible(note), markup=False, highlight=False)
         return
     intervals = f"{board.confidence:.0%} CI, {board.bootstrap} bootstrap rounds" if board.bootstrap else "no bootstrap"
     table = Table(title=f"Leaderboard: Bradley–Terry ({units}; {intervals})")
-    for col in ("rank", "model", "rating", "95% CI", "comparisons", "win rate"):
+    several = len(board.groups) > 1  # ranks are within a group: groups never compared have no order
+    columns = ["group"] if several else []
+    columns += ["rank", "model", "rating", "95% CI", "comparisons", "win rate"]
+    if board.baseline is not None:
+        columns += ["vs baseline", "LC vs baseline"]
+    for col in columns:
         table.add_column(col, justify="left" if col == "model" else "right")
-    for rank, m in enumerate(board.models, 1):
+    for m in board.models:
         ci = "-" if m.ci is None else f"{m.ci[0]:.0f} – {m.ci[1]:.0f}"
         rate = "-" if m.win_rate is None else f"{m.win_rate:.1%}"
-        table.add_row(str(rank), Text(m.model), f"{m.rating:.0f}", ci, str(m.comparisons), rate)
+        row = [str(m.group)] if several else []
+        row += [m.rank, Text(visible(m.model)), f"{m.rating:.0f}", ci, str(m.comparisons), rate]
+        if board.baseline is not None:
+            row += ["-" if v is None else f"{v:.1f}%" for v in (m.baseline_win_rate, m.lc_win_rate)]
+        table.add_row(*row)
     console.print(table)
+    if board.control:
+        console.print(f"Style held equal: {', '.join(board.control)}. Coefficients (log-odds per sd, 95% CI):",
+                      markup=False, highlight=False)
+        for name, c in board.coefficients.items():
+            console.print(f"  {name}: {c.estimate:+.3f} ({c.ci[0]:+.3f} to {c.ci[1]:+.3f})", markup=False,
+                          highlight=False)
+    if board.baseline is not None:
+        console.print(f"Baseline: {visible(board.baseline)} (win rates in percent of games against it, ties half).",
+                      markup=False, highlight=False)
     console.print(
         "Scale: Elo-style, mean rating 1000; a 400-point gap means 10:1 odds of winning a comparison.",
         markup=False,
         highlight=False,
     )
     for note in board.notes:
-        console.print(f"note: {note}", markup=False, highlight=False)
+        console.print(f"note: {visible(note)}", markup=False, highlight=False)
     for i, group in enumerate(board.groups, 1):
-        console.print(f"group {i}: {', '.join(group)}", markup=False, highlight=False)
+        console.print(f"group {i}: {visible(', '.join(group))}", markup=False, highlight=False)

@@ -16,7 +16,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from council.bias.stats import p_text
+from council.methods.ranking import method_title
+from council.methods.significance import p_text
 from council.terminal import visible
 
 if TYPE_CHECKING:
@@ -135,9 +136,11 @@ def _agreement_text(consensus: Any) -> str:
     return f"Kendall's W = {a.w:.3f}, {a.test} p = {a.p_value:.3g} ({a.p_method}), {verdict}"
 
 
-def consensus_table(ranking: Any, models: dict[str, str], mean_scores: dict[str, float], *, agreement: str) -> Table:
-    """The consensus ranking: one row per member, best first (docs/methods.md, "Borda count")."""
-    table = Table(title=f"Consensus ranking (Borda, normalised per ballot; {agreement})")
+def consensus_table(
+    ranking: Any, models: dict[str, str], mean_scores: dict[str, float], *, agreement: str, method: str = "borda"
+) -> Table:
+    """The consensus ranking: one row per member, best first (docs/methods.md, "Borda count", "Copeland")."""
+    table = Table(title=f"Consensus ranking ({method_title(method)}; {agreement})")
     for col in ("rank", "member", "model", "score", "Borda", "mean rank", "1st places", "ballots", "mean score"):
         table.add_column(col, justify="right" if col not in ("member", "model") else "left", overflow="fold")
     for e in ranking:
@@ -183,7 +186,10 @@ def render_result(result: SessionResult, *, shown: frozenset[str] = frozenset())
         render_header(result)
     if result.consensus is not None and "consensus" not in shown:
         c = result.consensus
-        out.print(consensus_table(c.ranking, result.models, _mean_scores(result), agreement=_agreement_text(c)))
+        ranked = consensus_table(
+            c.ranking, result.models, _mean_scores(result), agreement=_agreement_text(c), method=c.method
+        )
+        out.print(ranked)
     if "reviews" not in shown:
         reviews = Table(title="Reviews (each reviewer's own shuffled order)")
         for col in ("reviewer", "order seen", "ranking", "valid", "attempts"):

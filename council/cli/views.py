@@ -102,7 +102,7 @@ class SessionView:
             return
         out.print()
         means = {m: sum(v) / len(v) for m, v in self.scores.items() if v}
-        out.print(consensus_table(e.table, self.models, means, agreement=w_text(e.kendall_w, e.p)))
+        out.print(consensus_table(e.table, self.models, means, agreement=w_text(e.kendall_w, e.p), method=e.method))
 
     def _on_synthesis(self, e: Any) -> None:
         if "synthesis" not in self.show:

@@ -95,6 +95,7 @@ class ResolvedCouncil(BaseModel):
     self_review: SelfReview
     quorum: int
     review_quorum: int
+    consensus: str
     max_review_attempts: int
     max_answer_chars: int
     session_timeout: float | None
@@ -265,6 +266,7 @@ def resolve_council(
         self_review=spec.self_review,
         quorum=quorum,
         review_quorum=spec.review_quorum,
+        consensus=spec.consensus,
         max_review_attempts=spec.max_review_attempts,
         max_answer_chars=spec.max_answer_chars,
         session_timeout=spec.session_timeout,

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from council.config.endpoints import transport_of
+from council.methods.ranking import CONSENSUS_METHODS, DEFAULT_CONSENSUS
 
 SelfReview = Literal["include", "exclude", "flag"]
 
@@ -69,6 +70,9 @@ class CouncilSpec(_Strict):
     self_review: SelfReview = "exclude"
     quorum: int | None = Field(default=None, ge=1, description="min members that must answer (default: half, rounded up)")
     review_quorum: int = Field(default=1, ge=1, description="min valid reviews to build a consensus")
+    consensus: str = Field(
+        default=DEFAULT_CONSENSUS, description=f"how the rankings become one order: {' | '.join(CONSENSUS_METHODS)}"
+    )
     max_review_attempts: int = Field(default=3, ge=1, le=10, description="1 request + re-requests for invalid output")
     max_answer_chars: int = Field(default=20_000, ge=100, description="longer answers are truncated, with notice")
     session_timeout: float | None = Field(default=None, gt=0, description="seconds for the whole session")
@@ -83,6 +87,13 @@ class CouncilSpec(_Strict):
             raise ValueError(f"scale [{lo}, {hi}] is out of range (ends from -{MAX_SCALE_END} to {MAX_SCALE_END})")
         if hi - lo > 100:
             raise ValueError(f"scale [{lo}, {hi}] is too wide (at most 100 steps)")
+        return v
+
+    @field_validator("consensus")
+    @classmethod
+    def _known_consensus(cls, v: str) -> str:
+        if v not in CONSENSUS_METHODS:
+            raise ValueError(f"unknown consensus method {v!r}; choose one of: {', '.join(CONSENSUS_METHODS)}")
         return v
 
     @field_validator("members", "reviewers")

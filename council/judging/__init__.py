@@ -1,6 +1,9 @@
-"""The judging engine's pure logic: schemas, swap strategies, voting, averaging, prompts.
+"""The judging API's pure parts: schemas, prompts, rubrics, and the judging methods.
 
-Nothing re-exported here calls a model or does I/O beyond reading rubric files; the
+The swap strategies, voting, several judges' averaging and the verdict types live in
+:mod:`council.methods` (``swap``, ``voting``, ``averaging``, ``verdicts``) and are re-exported
+here as the judging API. Nothing re-exported here calls a model or does I/O beyond reading
+rubric files; the
 async engine (:func:`council.judging.engine.compare` and
 :func:`council.judging.engine.grade`) builds on these functions:
 
@@ -14,7 +17,7 @@ async engine (:func:`council.judging.engine.compare` and
    then ``compile_evaluation_report``.
 """
 
-from council.judging.averaging import MultiJudgeVerdict, average_across_judges, average_side_scores
+from council.judging.grade_report import compile_evaluation_report
 from council.judging.prompts import (
     bias_checklist_prompt,
     evaluation_mode,
@@ -23,26 +26,18 @@ from council.judging.prompts import (
     pairwise_messages,
     retry_message,
 )
-from council.judging.report import compile_evaluation_report
 from council.judging.rubrics import DEPTH_CRITERIA, builtin_rubrics, load_bias_checklist, load_rubric
 from council.judging.safety import safety_flagged
 from council.judging.schemas import (
-    DEFAULT_PAIRWISE_SCALE,
     BiasChecklist,
     Criterion,
-    CriterionVerdict,
     EvaluationReport,
-    PairwiseMetadata,
-    PairwiseResult,
-    PositionConsistency,
     Rubric,
-    SideScores,
-    SwapVerdict,
-    Verdict,
     pairwise_pass_model,
     rubric_grade_model,
 )
-from council.judging.strategies import (
+from council.methods.averaging import MultiJudgeVerdict, average_across_judges, average_side_scores
+from council.methods.swap import (
     DEFAULT_STRATEGY,
     DEFAULT_TIE_MARGIN,
     SWAP_STRATEGIES,
@@ -54,7 +49,17 @@ from council.judging.strategies import (
     swap_conservative,
     swap_consistency,
 )
-from council.judging.voting import (
+from council.methods.verdicts import (
+    DEFAULT_PAIRWISE_SCALE,
+    CriterionVerdict,
+    PairwiseMetadata,
+    PairwiseResult,
+    PositionConsistency,
+    SideScores,
+    SwapVerdict,
+    Verdict,
+)
+from council.methods.voting import (
     DEFAULT_VOTES,
     VoteResult,
     decided_winner,

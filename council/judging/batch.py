@@ -7,7 +7,7 @@ before anything runs.
 
 An item may carry a person's verdict to measure the judge against: ``"label"`` ("A", "B"
 or "TIE") on a pair, ``"gold_score"`` (on the rubric's scale) on a graded response; the
-summary then reports the judge's agreement (:mod:`council.judging.agreement`). A pair may
+summary then reports the judge's agreement (:mod:`council.methods.judge_agreement`). A pair may
 name the models that wrote its responses (``"model_a"``, ``"model_b"``): its verdict then
 counts towards ``council leaderboard``.
 
@@ -34,13 +34,13 @@ from pydantic import BaseModel, Field
 
 from council.errors import InputError, UsageError
 from council.inputs import check_json_text, check_visible, parse_json_line
-from council.judging.agreement import GoldAgreement, LabelAgreement, gold_agreement, label_agreement
 from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade
 from council.judging.rubrics import load_rubric
 from council.judging.running import keeps_text
 from council.judging.schemas import Rubric
-from council.judging.strategies import DEFAULT_STRATEGY
-from council.judging.voting import GRADE_VOTES, PAIRWISE_VOTES
+from council.methods.judge_agreement import GoldAgreement, LabelAgreement, gold_agreement, label_agreement
+from council.methods.swap import DEFAULT_STRATEGY
+from council.methods.voting import GRADE_VOTES, PAIRWISE_VOTES
 from council.providers.client import ModelClient
 from council.redaction import private_scope
 from council.storage import Store, using_store

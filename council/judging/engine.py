@@ -35,7 +35,6 @@ from typing import Any
 
 from council.config import LoadedConfig, resolve_council, resolve_model
 from council.errors import InputError, UsageError
-from council.judging.averaging import average_side_scores, combine_judges
 from council.judging.grading import grade
 from council.judging.outcomes import (
     ComparisonOutcome,
@@ -50,17 +49,9 @@ from council.judging.outcomes import (
 from council.judging.prompts import pairwise_messages
 from council.judging.rubrics import DEPTH_CRITERIA, load_bias_checklist
 from council.judging.running import check_common, judge_pass, judging_run, persist, schema_of
-from council.judging.schemas import (
-    BiasChecklist,
-    Criterion,
-    PairwiseMetadata,
-    PairwiseResult,
-    Scale,
-    check_scale,
-    criterion_names,
-    pairwise_pass_model,
-)
-from council.judging.strategies import (
+from council.judging.schemas import BiasChecklist, Criterion, criterion_names, pairwise_pass_model
+from council.methods.averaging import average_side_scores, combine_judges
+from council.methods.swap import (
     DEFAULT_STRATEGY,
     DEFAULT_TIE_MARGIN,
     INCONSISTENT_CONFIDENCE,
@@ -69,7 +60,8 @@ from council.judging.strategies import (
     get_strategy,
     read_pass,
 )
-from council.judging.voting import PAIRWISE_VOTES, VoteResult, run_votes
+from council.methods.verdicts import PairwiseMetadata, PairwiseResult, Scale, check_scale
+from council.methods.voting import PAIRWISE_VOTES, VoteResult, run_votes
 from council.providers.client import ModelClient
 from council.storage import Store
 from council.usage import CallRecord, CallSink, Usage

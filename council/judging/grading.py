@@ -16,13 +16,14 @@ from typing import Any
 from pydantic import BaseModel
 
 from council.errors import InputError, InvalidOutputError
+from council.judging.grade_report import combine_judge_reports, compile_evaluation_report
 from council.judging.outcomes import GradeOutcome, JudgeGrade, JudgmentPass, judge_failures
 from council.judging.prompts import evaluation_mode, grade_messages
-from council.judging.report import combine_judge_reports, compile_evaluation_report
 from council.judging.rubrics import load_bias_checklist, load_rubric
 from council.judging.running import check_common, judge_pass, judging_run, persist, schema_of
-from council.judging.schemas import BiasChecklist, EvaluationReport, Rubric, criterion_items, rubric_grade_model
-from council.judging.voting import DEFAULT_VOTES, min_votes_for_decision
+from council.judging.schemas import BiasChecklist, EvaluationReport, Rubric, rubric_grade_model
+from council.methods.verdicts import criterion_items
+from council.methods.voting import DEFAULT_VOTES, min_votes_for_decision
 from council.providers.client import ModelClient
 from council.storage import Store
 from council.usage import CallSink, Usage

@@ -7,9 +7,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from council.judging.averaging import JudgesVerdict, MultiJudgeVerdict
-from council.judging.schemas import ConfidenceLevel, EvaluationReport, PairwiseResult, Scale, Side, SideScores, Verdict
-from council.judging.voting import VoteResult
+from council.judging.schemas import EvaluationReport
+from council.methods.averaging import JudgesVerdict, MultiJudgeVerdict
+from council.methods.verdicts import ConfidenceLevel, PairwiseResult, Scale, Side, SideScores, Verdict
+from council.methods.voting import VoteResult
 from council.usage import Usage
 
 

@@ -17,20 +17,15 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from council.judging.schemas import (
-    DEFAULT_PAIRWISE_SCALE,
-    BiasChecklist,
-    Criterion,
-    Rubric,
-    check_scale,
-    pairwise_pass_model,
-    rubric_grade_model,
-)
+from council.judging.schemas import BiasChecklist, Criterion, Rubric, pairwise_pass_model, rubric_grade_model
+from council.methods.verdicts import DEFAULT_PAIRWISE_SCALE, check_scale
 from council.slots import data_not_instructions, neutralise, slot
 
 Message = dict[str, str]
 
-JUDGE_SLOTS = ("prompt", "context", "response", "reference")
+#: The slot each judged text travels in (``<response id="A">``).
+RESPONSE_SLOT = "response"
+JUDGE_SLOTS = ("prompt", "context", RESPONSE_SLOT, "reference")
 
 
 # ------------------------------------------------------------------------ system
@@ -149,8 +144,8 @@ def pairwise_messages(
             "Compare two responses to the same prompt and decide which better satisfies the criteria.",
             _prompt_and_context(prompt, context),
             "Criteria (judge each one separately):\n" + describe_criteria(criteria),
-            "Response A:\n" + slot("response", response_a, id="A"),
-            "Response B:\n" + slot("response", response_b, id="B"),
+            "Response A:\n" + slot(RESPONSE_SLOT, response_a, id="A"),
+            "Response B:\n" + slot(RESPONSE_SLOT, response_b, id="B"),
             (
                 '"comparison" has one entry per criterion, keyed by its name. In each, in this order: write '
                 'your "reasoning" first (a sentence or two citing evidence from both responses), then '
@@ -214,7 +209,7 @@ def grade_messages(
             "equally correct answer is fine.\nReference answer:\n" + slot("reference", reference)
         )
     parts += [
-        "The response to grade:\n" + slot("response", response, id="R"),
+        "The response to grade:\n" + slot(RESPONSE_SLOT, response, id="R"),
         "Criteria:\n" + describe_criteria(rubric.criteria),
         (
             '"criteria" has one entry per criterion, keyed by its name. In each, write your "reasoning" first '

@@ -29,8 +29,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from council.methods.ranking import Consensus, ConsensusEntry
 from council.redaction import keeps_text
-from council.session.consensus import Consensus, ConsensusEntry
 from council.session.results import MemberAnswer, Review, SessionResult, Synthesis
 from council.usage import Usage
 

@@ -15,9 +15,13 @@ from typing import Any
 
 from council.slots import data_not_instructions, neutralise, slot
 
+#: The slots the question and each answer travel in (``<question>``, ``<answer label="X">``).
+QUESTION_SLOT = "question"
+ANSWER_SLOT = "answer"
+
 
 def wrap_answer(label: str, text: str) -> str:
-    return slot("answer", text, label=label)
+    return slot(ANSWER_SLOT, text, label=label)
 
 
 MEMBER_SYSTEM = (
@@ -38,7 +42,7 @@ def review_system(scale: tuple[int, int]) -> str:
         "to a question. Judge each answer solely on merit: correctness, completeness, clarity and "
         "usefulness. The order in which answers appear must have NO influence on your judgement. "
         "Penalise unnecessary wordiness; length is not quality. "
-        f"{data_not_instructions(('question', 'answer'))}\n"
+        f"{data_not_instructions((QUESTION_SLOT, ANSWER_SLOT))}\n"
         f"For every answer, write your reasoning first, then give an integer score from {lo} to {hi} "
         f"(whole numbers only; {lo} = worst, {hi} = best). Then rank all answers, best first, "
         "using every label exactly once.\n"
@@ -59,7 +63,7 @@ def review_messages(
         "ranking": labels,
     }
     user = (
-        f"Question:\n{slot('question', question)}\n\n"
+        f"Question:\n{slot(QUESTION_SLOT, question)}\n\n"
         f"Answers ({len(labels)}: {', '.join(labels)}):\n\n{slots}\n\n"
         f'Return JSON with "evaluations" (one entry per label: "reasoning" then "score") and '
         f'"ranking" (all labels, best first). Shape, abbreviated: {json.dumps(example)}\n'
@@ -85,7 +89,7 @@ CHAIRMAN_SYSTEM = (
     "question, drawing on the strongest answers (the consensus ranking tells you which the "
     "council preferred) and correcting their mistakes. Answer the user directly; do not "
     "mention the council, the reviews or the ranking. "
-    + data_not_instructions(("answer",))
+    + data_not_instructions((ANSWER_SLOT,))
 )
 
 
@@ -109,7 +113,7 @@ def synthesis_messages(
         f"Consensus rank {i}:\n{wrap_answer(label, text)}" for i, (label, text) in enumerate(ranked_answers, 1)
     )
     user = (
-        f"Question:\n{slot('question', question)}\n\n"
+        f"Question:\n{slot(QUESTION_SLOT, question)}\n\n"
         f"The council's answers, in consensus order (best first):\n\n{slots}\n\n"
         "Write the final answer now."
     )

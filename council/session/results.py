@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from council.bias.records import SessionBiasMetadata
-from council.session.consensus import Consensus
+from council.methods.ranking import Consensus
 from council.usage import Usage
 
 SessionStatus = Literal["running", "complete", "partial", "failed", "interrupted"]

@@ -25,12 +25,12 @@ from council.errors import InputError, ProviderError, QuorumError
 from council.home import council_home
 from council.inputs import check_text, check_visible
 from council.logs import get_logger
+from council.methods.ranking import consensus_ranking
 from council.providers.base import ChatRequest
 from council.providers.client import ModelClient
 from council.redaction import add_private, private_scope
 from council.session import prompts
 from council.session.candidates import Candidate, check_candidates
-from council.session.consensus import consensus_ranking
 from council.session.events import (
     AnswerEvent,
     ConsensusEvent,
@@ -499,7 +499,7 @@ class SessionRunner:
         # Consensus
         consensus = None
         if len(valid) >= c.review_quorum:
-            consensus = consensus_ranking([r.ranking for r in valid], usable, seed=run.seed)
+            consensus = consensus_ranking([r.ranking for r in valid], usable, seed=run.seed, method=c.consensus)
             run.emit(ConsensusEvent, **consensus_fields(consensus))
         else:
             run.partial_reasons.append(f"no consensus: {len(valid)} valid reviews, {c.review_quorum} needed")

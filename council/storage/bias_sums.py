@@ -339,8 +339,14 @@ def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
             ).fetchone()[0]
         out.reviewers = _reviewer_sums(db, f, s)
         out.positions = _position_sums(db, f, s)
-        answers = _AnswerTable(db, f, s, f"response_length_{query.length_unit}")
+        out.length_unit = query.length_unit or "words"
+        answers = _AnswerTable(db, f, s, f"response_length_{out.length_unit}")
         out.sessions = answers.session_sums()
+        if query.length_unit is None and out.sessions and not any(row[2] for row in out.sessions):
+            answers.drop()  # no word count anywhere: characters, which every record has
+            out.length_unit = "chars"
+            answers = _AnswerTable(db, f, s, "response_length_chars")
+            out.sessions = answers.session_sums()
         out.self_preference = answers.self_preference()
         out.points = answers.points(query.max_points) if query.max_points > 0 else []
     finally:

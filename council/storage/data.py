@@ -38,7 +38,8 @@ class BiasQuery:
     since: str | None = None
     reviewers: tuple[str, ...] = ()
     council: str | None = None
-    length_unit: Literal["words", "chars"] = "words"
+    length_unit: Literal["words", "chars"] | None = None
+    """None: words, or characters when no answer selected has a word count."""
     max_points: int = 0
     skip_bad: bool = False
     reference_scale: tuple[int, int] = (1, 10)
@@ -76,6 +77,8 @@ class BiasSums:
 
     scales: list[tuple[int | None, int | None]] = field(default_factory=list)
     normalized: bool = False
+    length_unit: Literal["words", "chars"] = "words"
+    """What ``sessions`` and ``points`` measure lengths in (the query's, or the fallback)."""
     bad: BadRecords = field(default_factory=BadRecords)
     skipped_records: int = 0
     unscored: int = 0

@@ -17,19 +17,25 @@ without a prior, Hunter's MM algorithm (2004) gives the plain maximum-likelihood
 
 Ratings are read on an Elo-style scale: rating = 1000 + 400 · log10(p_i / g), g the
 geometric mean of the strengths, so the mean rating is 1000 and a 400-point gap means 10:1
-odds of winning. Intervals: percentile bootstrap over units (sessions, judged items),
-resampled with replacement within each source, refitted each round. The method write-up is
-in docs/methods.md, "Leaderboard".
+odds of winning. Intervals: the hull of a percentile bootstrap over units (sessions, judged
+items; resampled with replacement within each source, refitted each round) and the normal
+interval of the posterior mode (its curvature): the bootstrap alone undercovers with few
+sessions and collapses to zero width when every session agrees. The method write-up is in
+docs/methods.md, "Leaderboard".
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
+
+from council.methods import graphs
 
 ELO_ANCHOR = 1000.0
 ELO_FACTOR = 400.0 / math.log(10.0)  # rating points per unit of θ (natural log of strength)
@@ -39,6 +45,10 @@ MAX_ITERATIONS = 20_000
 TOLERANCE = 1e-10
 
 Pair = tuple[int, int]  # (winner, loser) model indices
+
+
+class SeparationWarning(UserWarning):
+    """The plain maximum-likelihood estimate does not exist: some models never beat some others."""
 
 
 # ----------------------------------------------------------------------------- the fit
@@ -156,29 +166,6 @@ def win_probability(rating_i: float, rating_j: float) -> float:
     return 1.0 / (1.0 + 10.0 ** ((rating_j - rating_i) / 400.0))
 
 
-def bradley_terry(outcomes: Iterable[tuple[str, str]], *, prior_games: float = 0.0) -> dict[str, float]:
-    """Bradley–Terry strengths from (winner, loser) pairs, normalised to sum to 1.
-
-    Without a prior (the default here) this is the maximum-likelihood estimate, and a
-    player with no wins gets strength 0 (the limit of the diverging estimate).
-    """
-    wins: dict[Pair, float] = defaultdict(float)
-    names: dict[str, int] = {}
-    for winner, loser in outcomes:
-        if winner == loser:
-            continue
-        i, j = names.setdefault(winner, len(names)), names.setdefault(loser, len(names))
-        wins[(i, j)] += 1
-    if not names:
-        return {}
-    matrix = np.zeros((len(names), len(names)))
-    for (i, j), n in wins.items():
-        matrix[i, j] = n
-    p = np.exp(fit_log_strengths(matrix, prior_games=prior_games))
-    p = p / p.sum()
-    return {name: float(p[i]) for name, i in names.items()}
-
-
 # ----------------------------------------------------------------------- the data
 
 
@@ -210,25 +197,53 @@ def win_matrix(strata: Sequence[Stratum], n_models: int) -> np.ndarray:
     return wins
 
 
+def bradley_terry(outcomes: Iterable[tuple[str, str]], *, prior_games: float = 0.0) -> dict[str, float]:
+    """Bradley–Terry strengths from named (winner, loser) pairs, normalised to sum to 1.
+
+    A front end to the one fitter, :func:`fit_log_strengths`: the pairs become its win
+    matrix. Without a prior (the default here) this is the maximum-likelihood estimate, and
+    a player with no wins gets strength 0 (the limit of the diverging estimate).
+    """
+    wins: dict[Pair, float] = defaultdict(float)
+    names: dict[str, int] = {}
+    for winner, loser in outcomes:
+        if winner == loser:
+            continue
+        i, j = names.setdefault(winner, len(names)), names.setdefault(loser, len(names))
+        wins[(i, j)] += 1
+    if not names:
+        return {}
+    matrix = win_matrix([Stratum("pairs", [(1, wins)])], len(names))
+    if prior_games == 0 and separated(matrix):
+        warnings.warn(
+            "the maximum-likelihood Bradley–Terry estimate does not exist: some models never beat models they "
+            "were compared with, so their strengths diverge; the numbers are a limit (0 for a model that never won) "
+            "set by the iteration cap. Use prior_games > 0 for finite estimates.",
+            SeparationWarning,
+            stacklevel=2,
+        )
+    p = np.exp(fit_log_strengths(matrix, prior_games=prior_games))
+    p = p / p.sum()
+    return {name: float(p[i]) for name, i in names.items()}
+
+
+def separated(wins: np.ndarray) -> bool:
+    """True when, inside a connected group, some model cannot be reached from another by a chain
+    of wins: the plain maximum-likelihood estimate then does not exist (Hunter 2004, Assumption 1)."""
+    m = len(wins)
+    reach = (wins > 0) | np.eye(m, dtype=bool)
+    for k in range(m):  # transitive closure (Warshall)
+        reach = reach | (reach[:, [k]] & reach[[k], :])
+    compared = np.zeros((m, m), dtype=bool)
+    for part in components(wins):
+        compared[np.ix_(part, part)] = True
+    return bool((compared & ~(reach & reach.T)).any())
+
+
 def components(wins: np.ndarray) -> list[list[int]]:
     """The connected components of the comparison graph (models compared at least once)."""
     compared = (wins + wins.T) > 0
-    seen: set[int] = set()
-    out = []
-    for start in range(len(wins)):
-        if start in seen:
-            continue
-        stack, part = [start], []
-        seen.add(start)
-        while stack:
-            i = stack.pop()
-            part.append(i)
-            for j in np.flatnonzero(compared[i]):
-                if int(j) not in seen:
-                    seen.add(int(j))
-                    stack.append(int(j))
-        out.append(sorted(part))
-    return out
+    return graphs.components(len(wins), zip(*(a.tolist() for a in np.nonzero(compared)), strict=True))
 
 
 def bootstrap_wins(
@@ -287,6 +302,23 @@ def bootstrap_wins(
 # ----------------------------------------------------------------------- ratings
 
 
+def posterior_sd(wins: np.ndarray, prior_games: float = PRIOR_GAMES) -> np.ndarray:
+    """Each rating's standard deviation on the Elo-style scale from the curvature of the log-posterior
+    at its mode (Laplace): the inverse negative Hessian, for θ_i − mean θ. Finite and positive
+    whatever the data, because the virtual games make the Hessian negative definite."""
+    theta = fit_log_strengths(wins, prior_games=prior_games)
+    m = len(theta)
+    games = wins + wins.T
+    s = _sigmoid(theta[:, None] - theta[None, :])
+    curvature = games * s * (1 - s)
+    neg_hessian = -curvature
+    s_ref = _sigmoid(theta)
+    neg_hessian[np.arange(m), np.arange(m)] = curvature.sum(axis=1) + prior_games * s_ref * (1 - s_ref)
+    centre = np.eye(m) - 1.0 / m
+    cov = centre @ np.linalg.inv(neg_hessian) @ centre.T
+    return ELO_FACTOR * np.sqrt(np.clip(np.diag(cov), 0.0, None))
+
+
 @dataclass(frozen=True)
 class Rating:
     index: int
@@ -321,6 +353,10 @@ def rate(
         rounds = elo_scale(fit_log_strengths(bootstrap_wins(strata, n_models, bootstrap, rng), prior_games=prior_games))
         tail = (1 - level) / 2 * 100
         intervals = np.percentile(rounds, [tail, 100 - tail], axis=0).T
+        if prior_games > 0:  # the hull with the curvature interval (docs/methods.md, "Leaderboard")
+            half = NormalDist().inv_cdf(1 - (1 - level) / 2) * posterior_sd(wins, prior_games)
+            intervals = np.column_stack([np.minimum(intervals[:, 0], point - half),
+                                         np.maximum(intervals[:, 1], point + half)])
     games = (wins + wins.T).sum(axis=1)
     won = wins.sum(axis=1)
     out = [

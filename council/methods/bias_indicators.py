@@ -1,12 +1,9 @@
-"""Bias statistics: pure functions over plain data, hand-written (docs/methods.md, "Bias audit").
+"""Bias indicators: pure formulas over plain data, hand-written (docs/methods.md, "Bias audit").
 
-The first half follows the evaluator-bias write-up formula for formula (reviewer
-calibration, length–score correlation, position bias, cross-session Fisher-z pooling).
-The second half adds what the cross-session report needs and the write-up leaves out
-(docs/methods.md, "Significance tests"): significance tests (one-way ANOVA, chi-square
-goodness of fit, paired and Welch t, Holm's adjustment) whose p-values come from
-hand-written regularised incomplete beta and gamma functions, the statistical-honesty
-minimums, and the reviewer-profile labels.
+Reviewer calibration, length–score correlation, position bias and cross-session Fisher-z
+pooling follow the evaluator-bias write-up formula for formula; the statistical-honesty
+minimums and the reviewer-profile labels are what the cross-session report adds. The tests
+they are read with are in :mod:`council.methods.significance`.
 
 Every statistic here is computable from a few sums (n, Σx, Σx²...), so the report
 can feed it straight from SQL aggregates. Nothing here ever changes a score: the
@@ -20,9 +17,11 @@ import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from pydantic import BaseModel
+
+from council.methods.distributions import CANCELLATION, t_quantile_two_sided
 
 # ---------------------------------------------------------------------------
 # Reviewer calibration (docs/methods.md, "Reviewer calibration")
@@ -102,11 +101,6 @@ def pearson_correlation(x: Sequence[float], y: Sequence[float]) -> float:
     return numerator / denominator
 
 
-# Relative size below which a sum of squared deviations computed from raw sums
-# is cancellation noise, i.e. the values were all equal.
-_CANCELLATION = 1e-12
-
-
 def pearson_from_sums(n: int, sx: float, sy: float, sxx: float, syy: float, sxy: float) -> float:
     """Pearson's r from the sums SQL can compute (n, Σx, Σy, Σx², Σy², Σxy).
 
@@ -120,7 +114,7 @@ def pearson_from_sums(n: int, sx: float, sy: float, sxx: float, syy: float, sxy:
         return 0.0
     vx = n * sxx - sx * sx
     vy = n * syy - sy * sy
-    if vx <= _CANCELLATION * n * abs(sxx) or vy <= _CANCELLATION * n * abs(syy):
+    if vx <= CANCELLATION * n * abs(sxx) or vy <= CANCELLATION * n * abs(syy):
         return 0.0
     r = (n * sxy - sx * sy) / math.sqrt(vx * vy)
     if abs(r) > 1 - 1e-12:
@@ -238,275 +232,44 @@ def run_aggregated_bias_audit(
     return AggregatedBiasResult(round(pooled_r, 3), (round(ci_lower, 3), round(ci_upper, 3)), n, confidence)
 
 
-# ---------------------------------------------------------------------------
-# Special functions (for p-values; docs/methods.md, "Significance tests")
-# ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PooledLengthCorrelation:
+    """The cross-session length correlation as the report gives it: ``None`` where there is no estimate."""
 
-_TINY = 1e-300
-_EPS = 1e-15
-
-
-def _max_iterations(*shape: float) -> int:
-    # Both continued fractions converge in O(sqrt(max(a, b))) steps.
-    return 200 + int(20 * math.sqrt(max(shape)))
-
-
-def _beta_continued_fraction(a: float, b: float, x: float) -> float:
-    """The continued fraction of I_x(a, b), modified Lentz's method."""
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c = 1.0
-    d = 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > _TINY else _TINY)
-    h = d
-    for m in range(1, _max_iterations(a, b) + 1):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > _TINY else _TINY)
-        c = 1.0 + aa / c
-        c = c if abs(c) > _TINY else _TINY
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > _TINY else _TINY)
-        c = 1.0 + aa / c
-        c = c if abs(c) > _TINY else _TINY
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < _EPS:
-            return h
-    raise ArithmeticError(f"incomplete beta did not converge (a={a}, b={b}, x={x})")
+    length_correlation: float | None
+    length_correlation_ci: tuple[float, float] | None
+    """95 % interval that keeps its level: empirical standard error of the session z's, t quantile."""
+    length_correlation_ci_seed: tuple[float, float] | None
+    """The seed's interval, se = 1/√(sessions − 3): too narrow for small sessions."""
+    sample_size: int
+    confidence_level: str
 
 
-def regularized_beta(a: float, b: float, x: float) -> float:
-    """The regularised incomplete beta function I_x(a, b), for a, b > 0 and 0 ≤ x ≤ 1."""
-    if a <= 0 or b <= 0:
-        raise ValueError("a and b must be positive")
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    # The fraction converges fast for x below the mean; above it use I_x(a,b) = 1 − I_{1−x}(b,a).
-    if x < (a + 1.0) / (a + b + 2.0):
-        return math.exp(log_front) * _beta_continued_fraction(a, b, x) / a
-    return 1.0 - math.exp(log_front) * _beta_continued_fraction(b, a, 1.0 - x) / b
+def pooled_length_correlation(
+    correlations: Sequence[float | None], min_sessions: int = 10
+) -> PooledLengthCorrelation:
+    """Fisher-z pooled r with an interval that holds its level (docs/methods.md, "Fisher-z pooling").
 
-
-def regularized_gamma_q(a: float, x: float) -> float:
-    """The regularised upper incomplete gamma function Q(a, x) = 1 − P(a, x)."""
-    if a <= 0:
-        raise ValueError("a must be positive")
-    if x <= 0.0:
-        return 1.0
-    log_front = a * math.log(x) - x - math.lgamma(a)
-    limit = _max_iterations(a, x)
-    if x < a + 1.0:
-        # Series for P(a, x).
-        ap, term = a, 1.0 / a
-        total = term
-        for _ in range(limit):
-            ap += 1.0
-            term *= x / ap
-            total += term
-            if abs(term) < abs(total) * _EPS:
-                return 1.0 - total * math.exp(log_front)
-        raise ArithmeticError(f"incomplete gamma series did not converge (a={a}, x={x})")
-    # Continued fraction for Q(a, x), modified Lentz's method.
-    b = x + 1.0 - a
-    c = 1.0 / _TINY
-    d = 1.0 / b
-    h = d
-    for i in range(1, limit + 1):
-        an = -i * (i - a)
-        b += 2.0
-        d = an * d + b
-        d = 1.0 / (d if abs(d) > _TINY else _TINY)
-        c = b + an / c
-        c = c if abs(c) > _TINY else _TINY
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < _EPS:
-            return math.exp(log_front) * h
-    raise ArithmeticError(f"incomplete gamma fraction did not converge (a={a}, x={x})")
-
-
-def f_sf(f: float, df1: float, df2: float) -> float:
-    """P(F ≥ f) for the F distribution with (df1, df2) degrees of freedom."""
-    if f <= 0:
-        return 1.0
-    if math.isinf(f):
-        return 0.0
-    return regularized_beta(df2 / 2.0, df1 / 2.0, df2 / (df2 + df1 * f))
-
-
-def chi2_sf(x: float, df: float) -> float:
-    """P(X ≥ x) for the chi-square distribution with ``df`` degrees of freedom."""
-    return regularized_gamma_q(df / 2.0, x / 2.0)
-
-
-def t_two_sided_p(t: float, df: float) -> float:
-    """P(|T| ≥ |t|) for Student's t with ``df`` degrees of freedom."""
-    if math.isinf(t):
-        return 0.0
-    return regularized_beta(df / 2.0, 0.5, df / (df + t * t))
-
-
-# ---------------------------------------------------------------------------
-# Significance tests from sums
-# ---------------------------------------------------------------------------
-
-ALPHA = 0.05
-
-
-class SignificanceTest(BaseModel):
-    name: str
-    statistic: float | None
-    df: list[int]
-    p_value: float | None
-    significant: bool
-    """p < alpha; False whenever the test could not be computed."""
-    alpha: float = ALPHA
-    note: str | None = None
-
-
-def p_text(p: float) -> str:
-    """A p-value as people read it: never "p = 0", two significant digits otherwise."""
-    if p < 0.001:
-        return "p < 0.001"
-    return f"p = {p:.2g}"
-
-
-class GroupSums(NamedTuple):
-    """One group's n, Σx and Σx² (one SQL GROUP BY row)."""
-
-    n: int
-    total: float
-    total_sq: float
-
-
-def variance_from_sums(n: int, total: float, total_sq: float) -> float:
-    """Sample variance (n − 1 denominator) from n, Σx, Σx²; 0 for n < 2."""
-    if n < 2:
-        return 0.0
-    return max(0.0, (total_sq - total * total / n) / (n - 1))
-
-
-def one_way_anova(groups: Sequence[GroupSums], *, name: str = "one-way ANOVA") -> SignificanceTest:
-    """F-test that all group means are equal, from each group's (n, Σx, Σx²).
-
-    Treats every score as an independent observation; scores of one review share
-    a reviewer, whose harshness adds within-group spread (so the test errs on the
-    conservative side rather than inventing significance).
+    Each session's z = atanh(r) is one independent observation whose variance depends on the
+    session's size (and is infinite in theory, finite here, for 3 answers), so the standard error
+    is the empirical one of the z's: sd(z)/√m, with the t quantile on m − 1 degrees of freedom.
+    The seed's interval (se = 1/√(m − 3)) is returned beside it. Fewer than ``min_sessions`` usable
+    sessions (or 3 or fewer) → no estimate: ``None``, never 0.
     """
-    groups = [g for g in groups if g.n > 0]
-    k = len(groups)
-    n_total = sum(g.n for g in groups)
-    df1, df2 = k - 1, n_total - k
-    if k < 2 or df2 < 1:
-        return SignificanceTest(name=name, statistic=None, df=[max(df1, 0), max(df2, 0)], p_value=None,
-                                significant=False, note="needs at least 2 groups and more observations than groups")
-    grand = sum(g.total for g in groups)
-    between_raw = sum(g.total * g.total / g.n for g in groups)
-    ss_between = max(0.0, between_raw - grand * grand / n_total)
-    ss_within = max(0.0, sum(g.total_sq for g in groups) - between_raw)
-    scale = max(abs(sum(g.total_sq for g in groups)), 1.0)
-    if ss_within <= _CANCELLATION * scale:
-        if ss_between <= _CANCELLATION * scale:
-            return SignificanceTest(name=name, statistic=0.0, df=[df1, df2], p_value=1.0, significant=False,
-                                    note="every score is identical")
-        return SignificanceTest(name=name, statistic=None, df=[df1, df2], p_value=0.0, significant=True,
-                                note="no spread within positions: the F statistic is infinite")
-    f = (ss_between / df1) / (ss_within / df2)
-    p = f_sf(f, df1, df2)
-    return SignificanceTest(name=name, statistic=f, df=[df1, df2], p_value=p, significant=p < ALPHA)
-
-
-def chi_square_statistic(counts: Sequence[float]) -> float:
-    """Pearson's chi-square of observed counts against a uniform expectation."""
-    total = sum(counts)
-    expected = total / len(counts)
-    return sum((c - expected) ** 2 for c in counts) / expected
-
-
-MIN_EXPECTED_COUNT = 5
-"""The usual validity rule for a chi-square test: every expected count ≥ 5."""
-
-
-def chi_square_uniform(
-    tables: Sequence[Sequence[int]], *, name: str = "chi-square goodness of fit"
-) -> SignificanceTest:
-    """Goodness of fit to uniform for one or more independent count vectors.
-
-    Each vector (e.g. top-scored position counts for reviews of one size) gives a
-    statistic with len − 1 degrees of freedom; independent statistics add, and so
-    do their degrees of freedom. Vectors whose expected count is below 5 per cell
-    are left out (the approximation would not hold).
-    """
-    used = [list(t) for t in tables if len(t) >= 2 and sum(t) >= MIN_EXPECTED_COUNT * len(t)]
-    if not used:
-        return SignificanceTest(name=name, statistic=None, df=[0], p_value=None, significant=False,
-                                note=f"too few observations (expected count per cell < {MIN_EXPECTED_COUNT})")
-    stat = sum(chi_square_statistic(t) for t in used)
-    df = sum(len(t) - 1 for t in used)
-    p = chi2_sf(stat, df)
-    return SignificanceTest(name=name, statistic=stat, df=[df], p_value=p, significant=p < ALPHA)
-
-
-def paired_t_test(n: int, sum_d: float, sum_d2: float, *, name: str = "paired t-test") -> SignificanceTest:
-    """Two-sided test that the mean of paired differences d is zero, from n, Σd, Σd²."""
-    if n < 2:
-        return SignificanceTest(name=name, statistic=None, df=[max(n - 1, 0)], p_value=None, significant=False,
-                                note="needs at least 2 pairs")
-    mean = sum_d / n
-    var = variance_from_sums(n, sum_d, sum_d2)
-    if var <= _CANCELLATION * max(abs(sum_d2), 1.0):
-        if mean == 0:
-            return SignificanceTest(name=name, statistic=0.0, df=[n - 1], p_value=1.0, significant=False,
-                                    note="every difference is zero")
-        return SignificanceTest(name=name, statistic=None, df=[n - 1], p_value=0.0, significant=True,
-                                note="every difference is the same: the t statistic is infinite")
-    t = mean / math.sqrt(var / n)
-    p = t_two_sided_p(t, n - 1)
-    return SignificanceTest(name=name, statistic=t, df=[n - 1], p_value=p, significant=p < ALPHA)
-
-
-def welch_t_test(a: GroupSums, b: GroupSums, *, name: str = "Welch's t-test") -> SignificanceTest:
-    """Two-sided test that two groups have equal means, unequal variances allowed (Welch 1947).
-
-    From each group's (n, Σx, Σx²); the degrees of freedom are Welch–Satterthwaite's
-    (not an integer in general; ``df`` reports them rounded down)."""
-    if a.n < 2 or b.n < 2:
-        return SignificanceTest(name=name, statistic=None, df=[0], p_value=None, significant=False,
-                                note="needs at least 2 scores in each group")
-    va, vb = variance_from_sums(*a) / a.n, variance_from_sums(*b) / b.n
-    diff = a.total / a.n - b.total / b.n
-    se2 = va + vb
-    if se2 <= _CANCELLATION * max(abs(a.total_sq) + abs(b.total_sq), 1.0) / (a.n + b.n):
-        if abs(diff) <= _CANCELLATION * max(abs(a.total / a.n), 1.0):
-            return SignificanceTest(name=name, statistic=0.0, df=[a.n + b.n - 2], p_value=1.0, significant=False,
-                                    note="every score is identical")
-        return SignificanceTest(name=name, statistic=None, df=[a.n + b.n - 2], p_value=0.0, significant=True,
-                                note="no spread within either group: the t statistic is infinite")
-    t = diff / math.sqrt(se2)
-    df = se2 * se2 / (va * va / (a.n - 1) + vb * vb / (b.n - 1))
-    p = t_two_sided_p(t, df)
-    return SignificanceTest(name=name, statistic=t, df=[int(df)], p_value=p, significant=p < ALPHA)
-
-
-def holm_adjust(p_values: Mapping[str, float | None]) -> dict[str, float | None]:
-    """Holm's (1979) step-down adjustment: family-wise error ≤ alpha over the whole family.
-
-    Sorted ascending, p₍ᵢ₎ becomes max over j ≤ i of min(1, (m − j + 1) p₍ⱼ₎), with m the
-    number of tests that have a p-value (None stays None)."""
-    known = sorted((p, key) for key, p in p_values.items() if p is not None)
-    m = len(known)
-    out: dict[str, float | None] = {key: None for key in p_values}
-    running = 0.0
-    for i, (p, key) in enumerate(known):
-        running = max(running, min(1.0, (m - i) * p))
-        out[key] = running
-    return out
+    seed = run_aggregated_bias_audit(correlations, min_sessions=min_sessions)
+    if seed.confidence_level == "insufficient":
+        return PooledLengthCorrelation(None, None, None, seed.sample_size, "insufficient")
+    z = [math.atanh(r) for r in correlations if r is not None and -1 < r < 1]
+    m = len(z)
+    mean = math.fsum(z) / m
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in z) / (m - 1))
+    # Every z equal (e.g. all r = 0 from constant scores): no spread to estimate; the seed's se then.
+    se = sd / math.sqrt(m) if sd > 0 else 1 / math.sqrt(m - 3)
+    half = t_quantile_two_sided(0.05, m - 1) * se
+    ci = (round(math.tanh(mean - half), 3), round(math.tanh(mean + half), 3))
+    return PooledLengthCorrelation(
+        seed.length_correlation, ci, seed.length_correlation_ci, seed.sample_size, seed.confidence_level
+    )
 
 
 # ---------------------------------------------------------------------------

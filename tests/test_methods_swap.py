@@ -19,9 +19,9 @@ from council.judging import (
     swap_conservative,
     swap_consistency,
 )
-from council.judging.averaging import average_across_judges
-from council.judging.schemas import PairwiseMetadata, PairwiseResult
-from council.judging.strategies import margin_confidence, read_pass
+from council.methods.averaging import average_across_judges
+from council.methods.swap import margin_confidence, read_pass
+from council.methods.verdicts import PairwiseMetadata, PairwiseResult
 
 DEPTH = [c.name for c in DEPTH_CRITERIA]
 VERDICTS = ("A", "B", "TIE")

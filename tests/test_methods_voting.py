@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from council.judging import decided_winner, majority_decided, majority_vote, run_votes
-from council.judging.voting import min_votes_for_decision
+from council.methods.voting import min_votes_for_decision
 
 VERDICTS = ("A", "B", "TIE")
 

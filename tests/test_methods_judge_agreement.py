@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import rankdata, spearmanr
 
-from council.judging.agreement import (
+from council.methods.judge_agreement import (
     CATEGORIES,
     average_ranks,
     cohen_kappa,

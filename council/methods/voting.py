@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, computed_field
 
-from council.judging.schemas import ConfidenceLevel
+from council.methods.verdicts import ConfidenceLevel
 
 DEFAULT_VOTES = 3
 #: Votes per judge by default: a grade votes three times (docs/methods.md, "Ensemble voting");

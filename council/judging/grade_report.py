@@ -11,16 +11,9 @@ from pydantic import BaseModel
 
 from council.errors import InvalidOutputError
 from council.judging.safety import real_concerns
-from council.judging.schemas import (
-    BiasChecklist,
-    BiasCheckResult,
-    ConfidenceLevel,
-    CriterionScore,
-    EvaluationReport,
-    Rubric,
-    criterion_items,
-)
-from council.judging.voting import tally
+from council.judging.schemas import BiasChecklist, BiasCheckResult, CriterionScore, EvaluationReport, Rubric
+from council.methods.verdicts import ConfidenceLevel, criterion_items
+from council.methods.voting import tally
 
 _LEVEL_ORDER: dict[ConfidenceLevel, int] = {"low": 0, "moderate": 1, "high": 2}
 

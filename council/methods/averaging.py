@@ -29,14 +29,22 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from council.judging.schemas import ConfidenceLevel, PairwiseResult, Scale, Side, SideScores, Verdict, check_scale
-from council.judging.strategies import (
+from council.methods.swap import (
     DEFAULT_TIE_MARGIN,
     INCONSISTENT_CONFIDENCE,
     TIE_CONFIDENCE,
     get_strategy,
     margin_confidence,
     winner_by_margin,
+)
+from council.methods.verdicts import (
+    ConfidenceLevel,
+    PairwiseResult,
+    Scale,
+    Side,
+    SideScores,
+    Verdict,
+    check_scale,
 )
 
 

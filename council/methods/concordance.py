@@ -1,4 +1,4 @@
-"""Agreement between reviewers' rankings: Kendall's W and its test, for any ballot design.
+"""Concordance of reviewers' rankings: Kendall's W and its test, for any ballot design.
 
 A *ballot* ranks a subset of the answers, best first (with ``self_review = "exclude"``
 each reviewer ranks every answer but its own). The ballots form a block design:
@@ -22,7 +22,9 @@ docs/methods.md, "Kendall's W").
 The p-value is P(SM ≥ observed) under that null: exact, by enumerating the
 distribution of A, when the ballots allow at most ``EXACT_LIMIT`` arrangements (small
 councils, where the chi-square approximation is poor), else from χ² with
-rank(L) = answers − connected components degrees of freedom.
+rank(L) = answers − connected components degrees of freedom. On complete ballots SM does
+not change when the answers are relabelled, so the first ballot is held fixed: the
+arrangements to enumerate are divided by k! (docs/methods.md, "Kendall's W").
 """
 
 from __future__ import annotations
@@ -37,10 +39,12 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from council.bias.stats import chi2_sf
+from council.methods.distributions import chi2_sf
+from council.methods.graphs import component_roots
 
-EXACT_LIMIT = 10_000
-"""Largest number of ballot arrangements (Π kᵢ!) enumerated for an exact p-value."""
+EXACT_LIMIT = 20_000
+"""Largest number of ballot arrangements enumerated for an exact p-value (Π kᵢ!, ÷ k₁! on complete
+ballots); arrangements with the same A are merged as they are enumerated, so this stays fast."""
 
 _REL_TOL = 1e-9
 
@@ -71,17 +75,7 @@ def _grounded_inverse(items: list[str], co: dict[tuple[int, int], int]) -> tuple
     zero within each component.
     """
     n = len(items)
-    parent = list(range(n))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for i, j in co:
-        parent[find(i)] = find(j)
-    grounded = {find(i) for i in range(n)}
+    grounded = set(component_roots(n, co))
     free = [i for i in range(n) if i not in grounded]
     pos = {i: p for p, i in enumerate(free)}
     size = len(free)
@@ -93,6 +87,7 @@ def _grounded_inverse(items: list[str], co: dict[tuple[int, int], int]) -> tuple
                 if b in pos:
                     m[pos[a]][pos[b]] -= c
     # Gauss–Jordan on [M | I]; M is symmetric positive definite, so no pivoting is needed.
+    # (Not numpy: a session never loads it, and M has one row per answer.)
     aug = [row + [1.0 if r == c else 0.0 for c in range(size)] for r, row in enumerate(m)]
     for col in range(size):
         piv = aug[col][col]
@@ -191,24 +186,39 @@ def consistent_order(ballots: Sequence[Sequence[str]]) -> list[str] | None:
     return order if len(order) == len(items) else None
 
 
+def _symmetric(ballots: Sequence[Sequence[str]]) -> bool:
+    """Complete ballots: relabelling the answers leaves SM unchanged, so the first ballot can be fixed."""
+    return len({frozenset(b) for b in ballots}) == 1
+
+
+def _enumerated(ballots: Sequence[Sequence[str]]) -> int:
+    """Arrangements the exact p enumerates: Π kᵢ!, divided by k₁! when the first ballot is fixed."""
+    total = arrangements(ballots)
+    return total // math.factorial(len(ballots[0])) if _symmetric(ballots) else total
+
+
 @lru_cache(maxsize=64)
-def _null_distribution(blocks: tuple[tuple[str, ...], ...]) -> tuple[list[float], list[float]]:
+def _null_distribution(
+    blocks: tuple[tuple[str, ...], ...], fix_first: bool = True
+) -> tuple[list[float], list[float]]:
     """The statistic's exact null distribution for one design: (sorted values, upper-tail shares).
 
     Enumerates the distribution of A ballot by ballot (arrangements giving the same A
     are merged). Keys are integers: per ballot size k, the sums of 2·rank − (k+1).
-    Cached: a design (which answers each ballot ranks) recurs from session to session."""
+    On complete ballots (and ``fix_first``) the first ballot keeps one order: every
+    arrangement is a relabelling of one with that first ballot, with the same SM, so
+    the shares are unchanged. Cached: a design recurs from session to session."""
     design = _Design(blocks)
+    fixed = fix_first and _symmetric(blocks)
     sizes = sorted({len(b) for b in blocks})
     slot = {k: s for s, k in enumerate(sizes)}
     n = len(design.items)
     dist: dict[tuple[int, ...], int] = {tuple([0] * (n * len(sizes))): 1}
-    for b in blocks:
+    for i, b in enumerate(blocks):
         k = len(b)
         offset = slot[k] * n
-        moves = [
-            [(offset + design.index[x], 2 * r - (k + 1)) for r, x in enumerate(perm, 1)] for perm in permutations(b)
-        ]
+        orders = [tuple(b)] if fixed and i == 0 else permutations(b)
+        moves = [[(offset + design.index[x], 2 * r - (k + 1)) for r, x in enumerate(perm, 1)] for perm in orders]
         new: dict[tuple[int, ...], int] = defaultdict(int)
         for key, count in dist.items():
             for move in moves:
@@ -265,7 +275,7 @@ def agreement(ballots: Sequence[Sequence[str]], *, exact_limit: int = EXACT_LIMI
     w = min(1.0, observed / best)
     kind = design.kind
     test = {"complete": "Friedman", "balanced incomplete": "Durbin", "incomplete": "Skillings-Mack"}[kind]
-    if arrangements(used) <= exact_limit:
+    if _enumerated(used) <= exact_limit:
         p, method = _exact_p(design, observed), "exact"
     else:
         p, method = chi2_sf(observed, design.df), "chi-square"

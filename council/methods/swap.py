@@ -47,7 +47,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from council.errors import UsageError
-from council.judging.schemas import (
+from council.methods.verdicts import (
     DEFAULT_PAIRWISE_SCALE,
     CriterionVerdict,
     Differentiators,

@@ -22,8 +22,9 @@ from hypothesis import strategies as st
 from scipy.stats import chi2, friedmanchisquare
 
 from council import Council
-from council.session.agreement import agreement, arrangements, consistent_order, kendalls_w
-from council.session.consensus import consensus_ranking
+from council.methods import concordance
+from council.methods.concordance import agreement, arrangements, consistent_order, kendalls_w
+from council.methods.ranking import consensus_ranking
 
 # ---------------------------------------------------------------- ballot designs
 
@@ -259,3 +260,45 @@ async def test_three_member_session_reports_w_and_p_value():
     assert c.seed == 5
     dumped = result.model_dump(mode="json")["consensus"]
     assert math.isfinite(dumped["kendall_w_p_value"])
+
+
+# ------------------------------------------ just above the old enumeration limit (issue 28, finding 5)
+
+
+def _friedman(ranks: list[list[int]]) -> float:
+    """Friedman's χ² from rank sums (no ties): 12/(n k (k+1)) Σ R_j² − 3 n (k+1)."""
+    n, k = len(ranks), len(ranks[0])
+    sums = [sum(r[j] for r in ranks) for j in range(k)]
+    return 12 / (n * k * (k + 1)) * sum(s * s for s in sums) - 3 * n * (k + 1)
+
+
+def test_three_by_four_complete_p_is_exact_by_brute_force():
+    from itertools import permutations, product
+
+    from scipy import stats as sps
+
+    ballots = [list("abcd"), list("bacd"), list("abdc")]  # rank sums 4, 5, 10, 11: χ² = 7.4
+    ranks = [[b.index(x) + 1 for x in "abcd"] for b in ballots]
+    observed = _friedman(ranks)
+    assert observed == pytest.approx(sps.friedmanchisquare(*zip(*ranks, strict=True)).statistic)
+    perms = list(permutations(range(1, 5)))
+    every = [_friedman([list(p) for p in arr]) for arr in product(perms, repeat=3)]  # 24³ = 13,824 arrangements
+    brute = sum(s >= observed - 1e-9 for s in every) / len(every)
+    assert brute == pytest.approx(0.0331, abs=5e-4)  # the chi-square approximation says 0.060
+    a = agreement(ballots)
+    assert a.p_method == "exact"
+    assert a.p_value == pytest.approx(brute, abs=1e-12)
+    assert sps.chi2.sf(observed, 3) > 0.05 > a.p_value  # the decision the approximation got wrong
+
+
+def test_fixing_the_first_ballot_gives_the_same_exact_distribution():
+    blocks = [list("abcd")] * 3
+    fixed = concordance._null_distribution(tuple(tuple(b) for b in blocks))
+    full = concordance._null_distribution(tuple(tuple(b) for b in blocks), fix_first=False)
+
+    def tail(dist, v):  # P(SM ≥ v), with the tolerance the exact p uses
+        return next((u for x, u in zip(*dist, strict=True) if x >= v - 1e-9), 0.0)
+
+    assert len(full[0]) > 10
+    for v in full[0] + fixed[0]:
+        assert tail(fixed, v) == pytest.approx(tail(full, v), abs=1e-12)

@@ -1,0 +1,179 @@
+"""The leaderboard of judgment files (``council leaderboard --judgments``), optionally with the
+answers' style held equal (``--control``) and win rates against a baseline (``--baseline``).
+
+Loading is :mod:`council.judgment_files`; the plain ratings are the leaderboard's own
+(:func:`council.leaderboard.build_leaderboard`, every judgment one unit); style control is
+:mod:`council.methods.style_control` and the baseline's raw and length-controlled win rates
+are :mod:`council.methods.length_controlled`. docs/methods.md, "Style control" and
+"Length-controlled win rate".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from council.errors import InputError, UsageError
+from council.judgment_files import MARKDOWN_KEYS, Judgment, load_judgments
+from council.leaderboard import (
+    DEFAULT_BOOTSTRAP,
+    MAX_BOOTSTRAP,
+    Leaderboard,
+    StyleCoefficient,
+    build_leaderboard,
+    rank_within_groups,
+)
+from council.storage.data import ComparisonData
+
+CONTROLS = ("length", "markdown")
+
+
+def parse_control(text: str | None) -> list[str]:
+    """``length,markdown`` → ``["length", "markdown"]``; an unknown or empty name is a usage error."""
+    if text is None:
+        return []
+    names = [part.strip() for part in text.split(",")]
+    bad = [n for n in names if n not in CONTROLS]
+    if bad or not names:
+        raise UsageError(f"--control takes {' and/or '.join(CONTROLS)}, comma-separated; got {text!r}")
+    return sorted(set(names), key=CONTROLS.index)
+
+
+def _grouped(a: np.ndarray, b: np.ndarray, y: np.ndarray) -> list[tuple[int, dict[tuple[int, int], float]]]:
+    """Every judgment one unit; identical ones merged (same data, same bootstrap draws)."""
+    merged: dict[tuple[int, int, float], int] = {}
+    for key in zip(a.tolist(), b.tolist(), y.tolist(), strict=True):
+        merged[key] = merged.get(key, 0) + 1
+    out = []
+    for (i, j, p), units in sorted(merged.items()):
+        outcomes = {(j, i): p, (i, j): 1 - p}
+        out.append((units, {pair: w for pair, w in outcomes.items() if w > 0}))
+    return out
+
+
+def _needs(judgments: Sequence[Judgment], keys: tuple[str, str], what: str) -> None:
+    missing = sum(1 for j in judgments if getattr(j, keys[0]) is None or getattr(j, keys[1]) is None)
+    if missing:
+        raise InputError(
+            f"{what} needs {keys[0]} and {keys[1]} on every judgment; {missing} of {len(judgments)} lack them"
+        )
+
+
+def _covariates(judgments: Sequence[Judgment], control: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    from council.methods.style_control import style_difference
+
+    names: list[str] = []
+    columns: list[np.ndarray] = []
+    if "length" in control:
+        _needs(judgments, ("length_a", "length_b"), "--control length")
+        names.append("length")
+        columns.append(
+            style_difference(np.array([j.length_a for j in judgments]), np.array([j.length_b for j in judgments]))
+        )
+    if "markdown" in control:
+        _needs(judgments, ("markdown_a", "markdown_b"), "--control markdown")
+        for key in MARKDOWN_KEYS:
+            a = np.array([getattr(j.markdown_a, key) for j in judgments])
+            b = np.array([getattr(j.markdown_b, key) for j in judgments])
+            names.append(key)
+            columns.append(style_difference(a, b))
+    return names, np.column_stack(columns)
+
+
+def _length_controlled(board: Leaderboard, judgments: Sequence[Judgment], index: dict[str, int], baseline: str) -> None:
+    """Each model's ``lc_win_rate`` against ``baseline`` (its raw one is the leaderboard's own)."""
+    from council.methods.length_controlled import BaselineGames, instruction_difficulty, lc_win_rates
+
+    games = [j for j in judgments if baseline in (j.model_a, j.model_b)]
+    n = len(index)
+    model = np.array([index[j.model_b if j.model_a == baseline else j.model_a] for j in games], dtype=np.int64)
+    pref = np.array([j.b_better if j.model_a == baseline else 1 - j.b_better for j in games])
+    sign = np.array([1.0 if j.model_a == baseline else -1.0 for j in games])
+    with_lengths = all(j.length_a is not None and j.length_b is not None for j in games)
+    with_prompts = all(j.prompt_id is not None for j in games)
+    delta = None
+    if with_lengths:
+        delta = sign * np.array([float(j.length_b - j.length_a) for j in games])  # type: ignore[operator]
+    prompt = None
+    n_prompts = 0
+    if with_prompts:
+        ids: dict[str, int] = {}
+        prompt = np.array([ids.setdefault(str(j.prompt_id), len(ids)) for j in games], dtype=np.int64)
+        n_prompts = len(ids)
+    data = BaselineGames(model=model, preference=pref, length_delta=delta, prompt=prompt)
+    lc = np.full(n, np.nan)
+    if with_lengths and len(games):
+        difficulty = instruction_difficulty(data, n, n_prompts) if with_prompts else None
+        lc = lc_win_rates(data, n, difficulty)
+    if not with_lengths:
+        board.notes.append("lc_win_rate needs length_a and length_b on every judgment against the baseline: left out.")
+    elif not with_prompts:
+        board.notes.append(
+            "lc_win_rate without instruction difficulty: the judgments against the baseline carry no prompt_id "
+            "(AlpacaEval's length_controlled_minimal)."
+        )
+    for m in board.models:
+        i = index[m.model]
+        if m.model == baseline:
+            m.lc_win_rate = 50.0  # by definition, as AlpacaEval lists its baseline
+        else:
+            m.lc_win_rate = None if np.isnan(lc[i]) else float(lc[i])
+
+
+def judged_leaderboard(
+    paths: Iterable[Path | str],
+    *,
+    judgments_format: str = "council",
+    control: Sequence[str] = (),
+    baseline: str | None = None,
+    bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int = 0,
+) -> Leaderboard:
+    """Ratings from judgment files (pure but for reading them)."""
+    if not 0 <= bootstrap <= MAX_BOOTSTRAP:
+        raise UsageError(f"--bootstrap must be between 0 and {MAX_BOOTSTRAP}, got {bootstrap}")
+    loaded = load_judgments(paths, judgments_format)
+    judgments = loaded.judgments
+    names = sorted({j.model_a for j in judgments} | {j.model_b for j in judgments})
+    index = {name: i for i, name in enumerate(names)}
+    if baseline is not None and baseline not in index:
+        raise UsageError(f"--baseline {baseline!r}: no judgment names this model")
+    a = np.array([index[j.model_a] for j in judgments], dtype=np.int64)
+    b = np.array([index[j.model_b] for j in judgments], dtype=np.int64)
+    y = np.array([j.b_better for j in judgments], dtype=float)
+    data = ComparisonData(models=names, judgments=_grouped(a, b, y))
+    covariates = _covariates(judgments, control) if control and len(names) >= 2 else None
+    board = build_leaderboard(
+        data, source="judgments", bootstrap=0 if covariates else bootstrap, seed=seed, baseline=baseline
+    )
+    board.files = list(loaded.files)
+    if not board.models:  # the store's "nothing on record" note does not fit files
+        board.notes = [f"No pairwise comparisons between two models in {', '.join(loaded.files)}."]
+    board.control = list(control)
+    if loaded.unjudged:
+        board.notes.append(f"AlpacaEval items without a preference (not judged), left out: {loaded.unjudged}.")
+    if covariates is not None:
+        from council.methods.style_control import style_controlled_ratings
+
+        cov_names, matrix = covariates
+        fit = style_controlled_ratings(a, b, y, matrix, cov_names, len(names), bootstrap=bootstrap, seed=seed)
+        board.bootstrap = bootstrap
+        board.coefficients = {
+            k: StyleCoefficient(estimate=c.estimate, ci=c.ci, standard_error=c.standard_error)
+            for k, c in fit.coefficients.items()
+        }
+        for m in board.models:
+            i = index[m.model]
+            m.rating = float(fit.ratings[i])
+            m.ci = None if fit.intervals is None else (float(fit.intervals[i, 0]), float(fit.intervals[i, 1]))
+        board.models.sort(key=lambda m: (m.group, -m.rating, m.model))
+        rank_within_groups(board.models)
+        board.notes.append(
+            f"Ratings with {' and '.join(control)} held equal (style control): the coefficients are the judge's "
+            "pull toward the longer / more formatted answer, in log-odds per standard deviation."
+        )
+    if baseline is not None and board.models:
+        _length_controlled(board, judgments, index, baseline)
+    return board

@@ -1,0 +1,139 @@
+"""Bradley–Terry with style covariates: Chatbot Arena's style control (pure, numpy).
+
+Each judgment compares answer A (model a) with answer B (model b); y = P(B judged better)
+(1, 0, or ½ for a tie; a judge's probability when it gives one). The model is
+
+    P(B better) = σ(θ_b − θ_a + Σ_k γ_k · z_k),
+
+z_k the standardised style difference of the pair: for a style count s (characters, markdown
+headers, lists, bold spans), the normalised difference (s_B − s_A) / (s_B + s_A) (0 when both
+are 0), then centred and divided by its standard deviation over the judgments, as Chatbot
+Arena does ("Does style matter?", LMSYS, August 2024). γ_k is the judge's taste for that style
+(γ_length > 0: longer answers win more often at equal strength); θ are the ratings with the
+style held equal, read on the leaderboard's Elo-style scale. As in the plain leaderboard every
+model also plays ``prior_games`` virtual tied games against a fixed reference (θ = 0), which
+keeps a model that never won finite (:mod:`council.methods.bradley_terry`).
+
+Coefficients get Wald intervals (the fit's observed information); ratings get percentile
+intervals from refits on judgments resampled with replacement. docs/methods.md, "Style control".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from council.methods.bradley_terry import CI_LEVEL, PRIOR_GAMES, elo_scale
+from council.methods.logistic import Term, fit_logistic
+
+Z_95 = 1.959963984540054  # the standard normal's 97.5 % quantile
+
+MARKDOWN_KEYS = ("headers", "lists", "bold")
+CONTROLS = ("length", "markdown")
+
+_HEADER = re.compile(r"^#{1,6}\s+\S", re.MULTILINE)
+_LIST = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\S", re.MULTILINE)
+_BOLD = re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__")
+
+
+def markdown_counts(text: str) -> dict[str, int]:
+    """Markdown headers, list items and bold spans in ``text`` (Chatbot Arena's style counts)."""
+    return {
+        "headers": len(_HEADER.findall(text)),
+        "lists": len(_LIST.findall(text)),
+        "bold": len(_BOLD.findall(text)),
+    }
+
+
+def style_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(b − a) / (b + a), 0 where both are 0, standardised over the judgments (mean 0, sd 1)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    total = a + b
+    z = np.divide(b - a, total, out=np.zeros_like(total), where=total > 0)
+    sd = z.std()
+    return (z - z.mean()) / sd if sd > 0 else z - z.mean()
+
+
+@dataclass(frozen=True)
+class Coefficient:
+    estimate: float
+    ci: tuple[float, float]
+    standard_error: float
+
+
+@dataclass(frozen=True)
+class StyleControlled:
+    #: Elo-style ratings with the style held equal, per model index.
+    ratings: np.ndarray
+    #: Percentile bootstrap intervals per model (rows), or None without bootstrap.
+    intervals: np.ndarray | None
+    coefficients: dict[str, Coefficient]
+
+
+def _fit(
+    a: np.ndarray,
+    b: np.ndarray,
+    y: np.ndarray,
+    covariates: np.ndarray,
+    n_models: int,
+    weight: np.ndarray,
+    prior_games: float,
+    start: np.ndarray | None = None,
+):
+    rows, k = covariates.shape
+    models = np.arange(n_models)
+    # real judgments, then one virtual row per model: a tie against the reference, weight prior_games
+    terms = [
+        Term(np.r_[b, models], 1.0),
+        Term(np.r_[a, models], np.r_[np.full(rows, -1.0), np.zeros(n_models)]),
+        *(Term(n_models + j, np.r_[covariates[:, j], np.zeros(n_models)]) for j in range(k)),
+    ]
+    target = np.r_[y, np.full(n_models, 0.5)]
+    w = np.r_[weight, np.full(n_models, prior_games)]
+    return fit_logistic(terms, target, n_models + k, weight=w, start=start)
+
+
+def style_controlled_ratings(
+    a: np.ndarray,
+    b: np.ndarray,
+    y: np.ndarray,
+    covariates: np.ndarray,
+    names: Sequence[str],
+    n_models: int,
+    *,
+    bootstrap: int = 0,
+    seed: int = 0,
+    prior_games: float = PRIOR_GAMES,
+    level: float = CI_LEVEL,
+) -> StyleControlled:
+    """Ratings of models ``0..n_models−1`` from judgments (a, b, y) with style ``covariates``
+    (rows × len(names), already standardised), and each covariate's coefficient."""
+    a, b, y = np.asarray(a), np.asarray(b), np.asarray(y, dtype=float)
+    covariates = np.asarray(covariates, dtype=float).reshape(len(y), len(names))
+    fit = _fit(a, b, y, covariates, n_models, np.ones(len(y)), prior_games)
+    se = fit.standard_errors()
+    z = Z_95  # coefficients: 95 % Wald intervals (``level`` is the ratings' bootstrap level)
+    coefficients = {
+        name: Coefficient(
+            estimate=float(fit.coef[n_models + j]),
+            ci=(
+                float(fit.coef[n_models + j] - z * se[n_models + j]),
+                float(fit.coef[n_models + j] + z * se[n_models + j]),
+            ),
+            standard_error=float(se[n_models + j]),
+        )
+        for j, name in enumerate(names)
+    }
+    intervals = None
+    if bootstrap > 0 and len(y):
+        rng = np.random.default_rng(seed)
+        rounds = np.empty((bootstrap, n_models))
+        for r in range(bootstrap):
+            draw = rng.multinomial(len(y), np.full(len(y), 1.0 / len(y))).astype(float)
+            rounds[r] = elo_scale(_fit(a, b, y, covariates, n_models, draw, prior_games, fit.coef).coef[:n_models])
+        tail = (1 - level) / 2 * 100
+        intervals = np.percentile(rounds, [tail, 100 - tail], axis=0).T
+    return StyleControlled(ratings=elo_scale(fit.coef[:n_models]), intervals=intervals, coefficients=coefficients)
