@@ -25,7 +25,7 @@ from council.leaderboard import (
     build_leaderboard,
     rank_within_groups,
 )
-from council.storage.data import ComparisonData
+from council.storage import ComparisonData
 
 CONTROLS = ("length", "markdown")
 
