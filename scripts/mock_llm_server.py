@@ -5,7 +5,8 @@ Replies come from ``council.testing.replies.FakeResponder``, the same responder 
 ``fake/mock-b+garbage`` (see that module for the ``+behaviour`` suffixes).
 
 Endpoints: ``POST /v1/chat/completions`` (plain, ``response_format`` json_schema or json_object,
-``stream: true`` as SSE ending with ``data: [DONE]``), ``GET /v1/models``, ``GET /health``.
+``stream: true`` as SSE ending with ``data: [DONE]``, a word a chunk, ``--stream-interval``
+seconds apart; ``+cutoff`` streams half and then an error chunk), ``GET /v1/models``, ``GET /health``.
 Errors use OpenAI's shape, ``{"error": {"message", "type", "code"}}``. The hostile behaviours
 (``+echo``: a 400 quoting the Authorization header and the body; ``+markup``; ``+quote``) come
 from the same responder; ``+endless`` (the mock's own) answers 200 with a body that never ends,
@@ -46,12 +47,18 @@ try:
 except ImportError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from council.errors import ConfigError, ProviderError
-from council.testing.replies import FakeResponder, parse_model_name, prompt_tokens, truncate_to_tokens
+from council.testing.replies import (
+    FakeResponder,
+    cutoff_error,
+    parse_model_name,
+    prompt_tokens,
+    stream_pieces,
+    truncate_to_tokens,
+)
 
 DEFAULT_MODELS = ("mock-alpha", "mock-beta", "mock-gamma", "mock-delta")
 _STATUS_TYPE = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
                 429: "rate_limit_error", 504: "timeout"}  # fmt: skip
-_STREAM_PIECE = 40  # characters per streamed delta
 
 
 def _error(status: int, message: str, code: str | None = None, headers: dict[str, str] | None = None) -> Response:
@@ -85,6 +92,7 @@ class MockLLM:
         slow_seconds: float = 1.0,
         retry_after: float = 1.0,
         models: Sequence[str] = DEFAULT_MODELS,
+        stream_interval: float = 0.0,
     ) -> None:
         kinds = [k.strip() for k in fault_kinds.split(",")] if isinstance(fault_kinds, str) else list(fault_kinds)
         for kind in kinds:
@@ -94,6 +102,7 @@ class MockLLM:
             if not 0.0 <= rate <= 1.0:
                 raise ValueError(f"{name} must be within [0, 1], got {rate}")
         self.latency, self.jitter, self.slow_seconds = latency, jitter, slow_seconds
+        self.stream_interval = stream_interval
         self.fault_rate, self.fault_kinds, self.hang_seconds = fault_rate, kinds or ["500"], hang_seconds
         self.malformed_rate, self.retry_after = malformed_rate, retry_after
         self.require_key = require_key
@@ -240,9 +249,14 @@ class MockLLM:
         usage_out = len(text.split())
         usage = {"prompt_tokens": usage_in, "completion_tokens": usage_out, "total_tokens": usage_in + usage_out}
         ident, created = f"chatcmpl-mock-{os.getpid()}-{next(self._ids)}", int(time.time())
+        if "cutoff" in behaviours and not stream:
+            error = cutoff_error(model)
+            return _error(error.status_code or 500, error.args[0])
         if stream:
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            chunks = self._chunks(ident, created, model, text, finish, usage if include_usage else None)
+            chunks = self._chunks(
+                ident, created, model, text, finish, usage if include_usage else None, "cutoff" in behaviours
+            )
             return StreamingResponse(chunks, media_type="text/event-stream", headers={"cache-control": "no-cache"})
         completion = {
             "id": ident,
@@ -272,9 +286,9 @@ class MockLLM:
         except TimeoutError:
             pass
 
-    @staticmethod
     async def _chunks(
-        ident: str, created: int, model: str, text: str, finish: str, usage: dict[str, int] | None
+        self, ident: str, created: int, model: str, text: str, finish: str, usage: dict[str, int] | None,
+        cutoff: bool = False,
     ) -> AsyncIterator[str]:
         def event(delta: dict[str, Any], reason: str | None = None) -> str:
             choice = {"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}
@@ -283,8 +297,15 @@ class MockLLM:
             return f"data: {json.dumps(chunk)}\n\n"
 
         yield event({"role": "assistant", "content": ""})
-        for i in range(0, len(text), _STREAM_PIECE):
-            yield event({"content": text[i : i + _STREAM_PIECE]})
+        pieces = stream_pieces(text)
+        for i, piece in enumerate(pieces[: len(pieces) // 2] if cutoff else pieces):
+            if self.stream_interval and i:
+                await asyncio.sleep(self.stream_interval)
+            yield event({"content": piece})
+        if cutoff:  # as OpenAI reports an error mid-stream: an error object in a data line
+            error = cutoff_error(model)
+            yield f"data: {json.dumps({'error': {'message': error.args[0], 'type': 'server_error', 'code': 500}})}\n\n"
+            return
         yield event({}, finish)
         if usage is not None:
             chunk = {"id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
@@ -354,6 +375,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--slow-seconds", type=float, default=1.0, help="extra delay for '+slow' models")
     p.add_argument("--retry-after", type=float, default=1.0, help="retry-after header of 429 faults, in seconds")
     p.add_argument("--models", default=",".join(DEFAULT_MODELS), help="comma-separated ids listed by /v1/models")
+    p.add_argument("--stream-interval", type=float, default=0.0, help="seconds between streamed chunks")
     return p.parse_args(argv)
 
 
@@ -375,6 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             slow_seconds=args.slow_seconds,
             retry_after=args.retry_after,
             models=[m for m in args.models.split(",") if m],
+            stream_interval=args.stream_interval,
         )
     except (ValueError, OSError) as exc:
         print(f"mock_llm_server: {exc}", file=sys.stderr)

@@ -41,7 +41,7 @@ def serve(
     cors_origins: tuple[str, ...],
     allowed_hosts: tuple[str, ...],
 ) -> None:
-    """Serve councils as OpenAI-compatible chat models (model = council name)."""
+    """Serve councils as OpenAI-compatible chat models (model = council name), and the web app at /."""
     from council.config import load_config, resolve_council
     from council.server.app import create_app, is_loopback
     from council.server.guard import check_allowed_host
@@ -68,7 +68,8 @@ def serve(
     from council.terminal import visible
 
     councils_served = ", ".join(sorted(loaded.config.councils))
-    click.echo(visible(f"council serve: {listening}  councils: {councils_served}"), err=True)
+    web = listening.removesuffix("v1")
+    click.echo(visible(f"council serve: {listening}  councils: {councils_served}  web app: {web}"), err=True)
     config = uvicorn.Config(app, log_level="warning", access_log=False)
     uvicorn.Server(config).run(sockets=[sock])
 

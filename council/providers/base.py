@@ -1,12 +1,15 @@
 """The provider contract: one request type, one response type, one async method.
 
 Every backend (LiteLLM, the in-process fake, the local llama.cpp models) implements
-``ModelAPI.generate``. Retries, pacing, deadlines and the call log live in
+``ModelAPI.generate``. A backend that can stream also has ``stream(request, on_delta)``
+(``StreamingAPI``): the same call, handing each piece of text to ``on_delta`` as it arrives.
+Retries, pacing, deadlines and the call log live in
 ``council.providers.client.ModelClient``, never in a backend.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -85,3 +88,11 @@ class ModelAPI(Protocol):
     async def generate(self, request: ChatRequest) -> ChatResponse: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class StreamingAPI(Protocol):
+    """A backend that can also stream: ``on_delta`` gets each piece of the reply's text as it
+    arrives; the whole reply (text and usage) is returned as from ``generate``."""
+
+    async def stream(self, request: ChatRequest, on_delta: Callable[[str], None]) -> ChatResponse: ...

@@ -6,6 +6,10 @@ One ``ModelClient`` per configured model, shared by every session of a ``Council
 timeout``, retried with exponential backoff and jitter (tenacity) on 429/5xx/timeouts.
 Every attempt, failed, cancelled or not, becomes a ``CallRecord`` for the call log.
 
+A call given ``on_delta`` streams when the backend can (``StreamingAPI``): each piece of text
+goes to ``on_delta`` as it arrives (a backend that cannot stream hands over the whole text once).
+Once a piece has been handed over, a failure is not retried: the caller has shown it already.
+
 A backend may have a synchronous ``prepare()`` (one-off setup such as LiteLLM's
 ~2.5 s import); it runs once, before the first attempt's deadline starts.
 """
@@ -15,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from pydantic import BaseModel
@@ -108,7 +113,14 @@ class ModelClient:
             prepare()
         self._prepared = True
 
-    async def _attempt(self, request: ChatRequest, stage: str, attempt: int, sink: CallSink | None) -> ChatResponse:
+    async def _attempt(
+        self,
+        request: ChatRequest,
+        stage: str,
+        attempt: int,
+        sink: CallSink | None,
+        on_delta: Callable[[str], None] | None = None,
+    ) -> ChatResponse:
         timeout = self.resolved.spec.timeout
         if not self._prepared:
             self._prepare()
@@ -125,9 +137,21 @@ class ModelClient:
             t0 = time.perf_counter()
             response: ChatResponse | None = None
             error: ProviderError | None = None
+            streamed = False
+
+            def relay(piece: str) -> None:
+                nonlocal streamed
+                streamed = True
+                on_delta(piece)  # type: ignore[misc]
+
             try:
                 async with asyncio.timeout(timeout):
-                    response = await self.api.generate(request)
+                    if on_delta is not None and hasattr(self.api, "stream"):
+                        response = await self.api.stream(request, relay)
+                    else:
+                        response = await self.api.generate(request)
+                        if on_delta is not None and response.text:
+                            relay(response.text)
             except TimeoutError:
                 error = ProviderError(f"Timeout: no reply within {timeout:g}s", model=self.model, retryable=True)
             except ProviderError as exc:
@@ -137,6 +161,14 @@ class ModelClient:
                 # so the call log keeps it.
                 self._record(sink, call_id, stage, started, t0, attempt, None, "cancelled")
                 raise
+            if error is not None and streamed:
+                # Part of the reply is out already: a retry would repeat it. The caller decides.
+                error = ProviderError(
+                    f"{error} (after part of the reply had arrived)",
+                    model=error.model,
+                    status_code=error.status_code,
+                    retryable=False,
+                )
             self._record(sink, call_id, stage, started, t0, attempt, response, str(error) if error else None)
             if error is not None:
                 # Not a warning: the failure is retried, or reported in the result and the call log.
@@ -194,8 +226,16 @@ class ModelClient:
             error=error,
         )
 
-    async def complete(self, request: ChatRequest, *, stage: str, sink: CallSink | None = None) -> ChatResponse:
-        """One logical call: retried on retryable provider errors, then raised as ProviderError."""
+    async def complete(
+        self,
+        request: ChatRequest,
+        *,
+        stage: str,
+        sink: CallSink | None = None,
+        on_delta: Callable[[str], None] | None = None,
+    ) -> ChatResponse:
+        """One logical call: retried on retryable provider errors, then raised as ProviderError.
+        ``on_delta``: stream the reply's text to it as it arrives."""
         policy = self.retry
         attempt = 0
         async for state in AsyncRetrying(
@@ -206,7 +246,7 @@ class ModelClient:
         ):
             with state:
                 attempt += 1
-                return await self._attempt(request, stage, attempt, sink)
+                return await self._attempt(request, stage, attempt, sink, on_delta)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def aclose(self) -> None:

@@ -3,7 +3,8 @@
 :class:`FakeAPI` answers from a script when it is given one (a reply, an exception to raise, or
 a function of the request), like inspect_ai's ``mockllm``, and otherwise from the council's
 deterministic replies (:class:`council.testing.replies.FakeResponder`; the ``+behaviour``
-suffixes are listed there). ``scripts/mock_llm_server.py`` serves the same replies over HTTP.
+suffixes are listed there); ``stream`` hands a reply over a word at a time.
+``scripts/mock_llm_server.py`` serves the same replies over HTTP.
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ from collections import deque
 from collections.abc import Callable, Iterable
 
 from council.providers.base import ChatRequest, ChatResponse
-from council.testing.replies import FakeResponder, count_tokens, parse_model_name, prompt_tokens, truncate_to_tokens
+from council.testing.replies import (
+    FakeResponder,
+    count_tokens,
+    cutoff_error,
+    parse_model_name,
+    prompt_tokens,
+    stream_pieces,
+    truncate_to_tokens,
+)
 
 ScriptItem = str | BaseException | type[BaseException] | Callable[[ChatRequest], str]
 
@@ -55,8 +64,28 @@ class FakeAPI:
         self._script.extend(outputs)
 
     async def generate(self, request: ChatRequest) -> ChatResponse:
+        response = await self._reply(request)
+        if "cutoff" in self.behaviours:
+            raise cutoff_error(self.model)
+        return response
+
+    async def stream(self, request: ChatRequest, on_delta: Callable[[str], None]) -> ChatResponse:
+        """The reply in word-sized pieces (``+slow`` spreads ``slow_seconds`` over them)."""
+        slow = "slow" in self.behaviours
+        response = await self._reply(request, slow=False)  # the wait goes between the pieces
+        pieces = stream_pieces(response.text)
+        if "cutoff" in self.behaviours:
+            pieces = pieces[: len(pieces) // 2]
+        for piece in pieces:
+            await asyncio.sleep(self.slow_seconds / max(len(pieces), 1) if slow else 0)
+            on_delta(piece)
+        if "cutoff" in self.behaviours:
+            raise cutoff_error(self.model)
+        return response
+
+    async def _reply(self, request: ChatRequest, *, slow: bool = True) -> ChatResponse:
         self.history.append(request)
-        delay = self.latency + (self.slow_seconds if "slow" in self.behaviours else 0.0)
+        delay = self.latency + (self.slow_seconds if slow and "slow" in self.behaviours else 0.0)
         if delay > 0:
             await asyncio.sleep(delay)
         text = self._next_scripted(request)

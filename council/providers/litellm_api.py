@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from council.errors import ProviderError
@@ -135,6 +136,68 @@ class LiteLLMAPI:
 
     async def generate(self, request: ChatRequest) -> ChatResponse:
         litellm = import_litellm()
+        try:
+            response = await litellm.acompletion(**self._kwargs(request, litellm))
+        except Exception as exc:
+            raise provider_error(exc, self.model) from exc
+        if not getattr(response, "choices", None):
+            # LiteLLM 1.106.2 returns None for an HTTP 422 reply instead of raising.
+            raise ProviderError("APIError: LiteLLM returned no reply", model=self.model)
+        choice = response.choices[0]
+        text = choice.message.content or ""
+        usage = getattr(response, "usage", None)
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        return ChatResponse(
+            text=text,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost_usd=self._cost(response, prompt_tokens, completion_tokens),
+            provider_model=getattr(response, "model", None),
+        )
+
+    async def stream(self, request: ChatRequest, on_delta: Callable[[str], None]) -> ChatResponse:
+        """``acompletion(stream=True)``: each chunk's text to ``on_delta``, usage from the last chunk."""
+        litellm = import_litellm()
+        kwargs = {**self._kwargs(request, litellm), "stream": True, "stream_options": {"include_usage": True}}
+        pieces: list[str] = []
+        usage: Any = None
+        reported: str | None = None
+        try:
+            response = await litellm.acompletion(**kwargs)
+            async for chunk in response:
+                usage = getattr(chunk, "usage", None) or usage
+                reported = getattr(chunk, "model", None) or reported
+                choices = getattr(chunk, "choices", None)
+                text = getattr(getattr(choices[0], "delta", None), "content", None) if choices else None
+                if isinstance(text, str) and text:
+                    pieces.append(text)
+                    on_delta(text)
+        except Exception as exc:
+            raise provider_error(exc, self.model) from exc
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        return ChatResponse(
+            text="".join(pieces),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            cost_usd=self._stream_cost(litellm, prompt_tokens, completion_tokens),
+            provider_model=reported if isinstance(reported, str) else None,
+        )
+
+    def _stream_cost(self, litellm: Any, prompt_tokens: int, completion_tokens: int) -> float | None:
+        # A stream has no response_cost: configured prices, else LiteLLM's price map; None if unknown.
+        if self.input_cost_per_token is not None or self.output_cost_per_token is not None:
+            return self._cost(None, prompt_tokens, completion_tokens)
+        try:
+            prompt_cost, completion_cost = litellm.cost_per_token(
+                model=self.model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+            )
+        except Exception:  # an unknown model has no price, never a guess
+            return None
+        return float(prompt_cost) + float(completion_cost)
+
+    def _kwargs(self, request: ChatRequest, litellm: Any) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": request.messages,
@@ -155,25 +218,7 @@ class LiteLLMAPI:
         response_format = self._response_format(request, litellm)
         if response_format is not None:
             kwargs["response_format"] = response_format
-        try:
-            response = await litellm.acompletion(**kwargs)
-        except Exception as exc:
-            raise provider_error(exc, self.model) from exc
-        if not getattr(response, "choices", None):
-            # LiteLLM 1.106.2 returns None for an HTTP 422 reply instead of raising.
-            raise ProviderError("APIError: LiteLLM returned no reply", model=self.model)
-        choice = response.choices[0]
-        text = choice.message.content or ""
-        usage = getattr(response, "usage", None)
-        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-        return ChatResponse(
-            text=text,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            cost_usd=self._cost(response, prompt_tokens, completion_tokens),
-            provider_model=getattr(response, "model", None),
-        )
+        return kwargs
 
     def _cost(self, response: Any, prompt_tokens: int, completion_tokens: int) -> float | None:
         if self.input_cost_per_token is not None or self.output_cost_per_token is not None:

@@ -1,7 +1,8 @@
 """The native backend: OpenAI-compatible chat completions over aiohttp.
 
 For models that speak the OpenAI protocol (``openai/…``, OpenRouter, Groq, vLLM, Ollama's
-``/v1``, llama.cpp, LM Studio…; see ``council.config.endpoints``). One POST per call, no SDK:
+``/v1``, llama.cpp, LM Studio…; see ``council.config.endpoints``). One POST per call, no SDK
+(``stream`` sends the same POST with ``stream: true`` and reads OpenAI's SSE chunks):
 a call costs a fraction of a millisecond of CPU where LiteLLM costs several (measured in
 ``scripts/bench_http_clients.py`` and ``scripts/bench_overhead.py``).
 
@@ -26,6 +27,8 @@ import asyncio
 import json
 import os
 import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import aiohttp
@@ -51,23 +54,23 @@ def max_reply_bytes() -> int:
     return int(raw)
 
 
+def too_large(limit: int, model: str) -> ProviderError:
+    return ProviderError(
+        f"APIError: the reply is larger than {limit} bytes (COUNCIL_MAX_REPLY_BYTES); not read further",
+        model=model,
+        retryable=False,
+    )
+
+
 async def read_capped(reply: aiohttp.ClientResponse, limit: int, model: str) -> bytes:
     """The reply's body, refused once it passes ``limit`` bytes (announced or read)."""
-
-    def too_large() -> ProviderError:
-        return ProviderError(
-            f"APIError: the reply is larger than {limit} bytes (COUNCIL_MAX_REPLY_BYTES); not read further",
-            model=model,
-            retryable=False,
-        )
-
     if reply.content_length is not None and reply.content_length > limit:
-        raise too_large()
+        raise too_large(limit, model)
     body = bytearray()
     async for chunk in reply.content.iter_chunked(_CHUNK):
         body += chunk
         if len(body) > limit:
-            raise too_large()
+            raise too_large(limit, model)
     return bytes(body)
 
 
@@ -231,10 +234,63 @@ class OpenAICompatibleAPI:
         if not self._price_known:
             prices.load_in_background()
         data = to_json(self.body(request))  # pydantic-core's encoder: ~5x json.dumps on judge prompts
-        try:
+        with self._transport_errors():
             async with session.post(self.url, data=data, headers=self._headers, timeout=self._timeout) as reply:
                 raw = await read_capped(reply, self.max_reply_bytes, self.model)
                 status, reason = reply.status, reply.reason
+        if status >= 400:
+            raise status_error(status, raw, reason, self.model)
+        return self._response(raw)
+
+    async def stream(self, request: ChatRequest, on_delta: Callable[[str], None]) -> ChatResponse:
+        """The same call with ``stream: true``: ``on_delta`` gets each piece of text as the server
+        sends it (OpenAI's SSE chunks); the whole reply comes back as from ``generate``. Usage is
+        asked for (``stream_options.include_usage``); a server that sends none costs 0 tokens. The
+        reply is capped as ``generate``'s is (``COUNCIL_MAX_REPLY_BYTES``), counted as it streams."""
+        session = self._session_for_loop()
+        if not self._price_known:
+            prices.load_in_background()
+        body = {**self.body(request), "stream": True, "stream_options": {"include_usage": True}}
+        headers = {**self._headers, "accept": "text/event-stream"}
+        pieces: list[str] = []
+        last: dict[str, Any] = {}  # the usage and the model name, from whichever chunk has them
+        received = 0
+        with self._transport_errors():
+            async with session.post(self.url, data=to_json(body), headers=headers, timeout=self._timeout) as reply:
+                if reply.status >= 400:
+                    raw = await read_capped(reply, self.max_reply_bytes, self.model)
+                    raise status_error(reply.status, raw, reply.reason, self.model)
+                if not reply.content_type.startswith("text/event-stream"):
+                    # A server that ignores ``stream`` answers in one JSON body: one piece.
+                    whole = self._response(await read_capped(reply, self.max_reply_bytes, self.model))
+                    if whole.text:
+                        on_delta(whole.text)
+                    return whole
+                async for line in reply.content:
+                    received += len(line)
+                    if received > self.max_reply_bytes:
+                        raise too_large(self.max_reply_bytes, self.model)
+                    data = line.strip()
+                    if not data.startswith(b"data:"):
+                        continue  # blank lines, SSE comments, event names
+                    data = data[5:].strip()
+                    if data == b"[DONE]":
+                        break
+                    chunk = self._chunk(data)
+                    last.update((k, chunk[k]) for k in ("usage", "model") if chunk.get(k))
+                    choices = chunk.get("choices")
+                    delta = choices[0].get("delta") if choices and isinstance(choices[0], dict) else None
+                    text = delta.get("content") if isinstance(delta, dict) else None
+                    if isinstance(text, str) and text:
+                        pieces.append(text)
+                        on_delta(text)
+        return self._reply("".join(pieces), last)
+
+    @contextmanager
+    def _transport_errors(self) -> Iterator[None]:
+        """Timeouts and connection failures as retryable ``ProviderError``s."""
+        try:
+            yield
         except TimeoutError:
             raise ProviderError(
                 f"Timeout: no reply within {self.timeout:g}s", model=self.model, retryable=True
@@ -242,9 +298,22 @@ class OpenAICompatibleAPI:
         except aiohttp.ClientError as exc:
             message = " ".join(str(exc).split())[:_MAX_MESSAGE] or type(exc).__name__
             raise ProviderError(f"APIConnectionError: {message}", model=self.model, retryable=True) from exc
-        if status >= 400:
-            raise status_error(status, raw, reason, self.model)
-        return self._response(raw)
+
+    def _chunk(self, data: bytes) -> dict[str, Any]:
+        """One SSE ``data:`` payload; an error sent mid-stream becomes a ``ProviderError``."""
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            snippet = " ".join(data[:200].decode("utf-8", "replace").split())
+            raise ProviderError(f"APIError: a streamed chunk is not JSON: {snippet!r}", model=self.model) from None
+        if not isinstance(chunk, dict):
+            raise ProviderError("APIError: a streamed chunk is not a JSON object", model=self.model)
+        if chunk.get("error") is not None:
+            error = chunk["error"]
+            code = error.get("code") if isinstance(error, dict) else None
+            status = code if isinstance(code, int) and 400 <= code <= 599 else 500
+            raise status_error(status, data, None, self.model)
+        return chunk
 
     # -- reply --------------------------------------------------------------------
     def _response(self, raw: bytes) -> ChatResponse:
@@ -264,6 +333,10 @@ class OpenAICompatibleAPI:
             raise ProviderError(f"APIError: {words}", model=self.model, retryable=error is not None)
         message = choices[0].get("message")
         text = message.get("content") if isinstance(message, dict) else None
+        return self._reply(text if isinstance(text, str) else "", data)
+
+    def _reply(self, text: str, data: dict[str, Any]) -> ChatResponse:
+        """The response from its text and the reply's (or the last chunks') ``usage`` and ``model``."""
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         prompt_tokens = _int(usage.get("prompt_tokens"))
         completion_tokens = _int(usage.get("completion_tokens"))
@@ -271,7 +344,7 @@ class OpenAICompatibleAPI:
         cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
         reported = data.get("model")
         return ChatResponse(
-            text=text if isinstance(text, str) else "",
+            text=text,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             cost_usd=self.cost(prompt_tokens, completion_tokens, cached),

@@ -2,9 +2,9 @@
 (``model`` = a council name).
 
 This module assembles the app: the routes (chat completions in :mod:`.chat`, models in
-:mod:`.models_routes`, stored sessions in :mod:`.sessions_routes`) behind the middleware
-every request goes through (:mod:`.guard`: what browsers may send; :mod:`.auth`: the
-bearer token).
+:mod:`.models_routes`, stored sessions in :mod:`.sessions_routes`, sessions started over HTTP
+and their events in :mod:`.live`, the web app in :mod:`.web`) behind the middleware every
+request goes through (:mod:`.guard`: what browsers may send; :mod:`.auth`: the bearer token).
 """
 
 from __future__ import annotations
@@ -27,9 +27,11 @@ from council.server.auth import BearerTokenMiddleware
 from council.server.chat import chat_completions
 from council.server.errors import http_error, server_error
 from council.server.guard import RequestGuardMiddleware
+from council.server.live import list_sessions, session_events, start_session
 from council.server.models_routes import get_model, list_models
-from council.server.sessions_routes import get_bias_report, get_session
+from council.server.sessions_routes import get_bias_report, get_leaderboard, get_session
 from council.server.state import CouncilServer
+from council.server.web import web_routes
 
 MAX_BODY_BYTES = 1_000_000
 
@@ -80,8 +82,13 @@ def create_app(
             Route("/v1/models", list_models),
             Route("/v1/models/{model_id:path}", get_model),
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+            Route("/v1/sessions", list_sessions, methods=["GET"]),
+            Route("/v1/sessions", start_session, methods=["POST"]),
+            Route("/v1/sessions/{session_id}/events", session_events),
             Route("/v1/sessions/{session_id}", get_session),
             Route("/v1/bias-report", get_bias_report),
+            Route("/v1/leaderboard", get_leaderboard),
+            *web_routes(),
         ],
         middleware=middleware,
         exception_handlers={HTTPException: http_error, Exception: server_error},

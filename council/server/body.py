@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
 from council.server.errors import RequestError, openai_error
@@ -53,3 +54,18 @@ async def read_json(request: Request, max_bytes: int) -> Any:
         raise RequestError(openai_error(400, "the request body is not valid JSON")) from None
     except RecursionError:
         raise RequestError(openai_error(400, "the request body is nested too deeply")) from None
+
+
+Parsed = TypeVar("Parsed", bound=BaseModel)
+
+
+def parse_as(model: type[Parsed], body: Any) -> Parsed:
+    """``body`` as ``model``, or a ``RequestError`` (400) naming the first problem and where."""
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "body"
+        raise RequestError(
+            openai_error(400, f"invalid request: {where}: {first['msg']}", "invalid_request_error")
+        ) from None

@@ -2,8 +2,9 @@
 
 The chairman's answer comes back as an ordinary completion; the council's details
 (session id, status, ranking, flags) ride in an extra ``council`` field that OpenAI
-clients ignore. With ``stream: true`` the answer arrives as OpenAI SSE chunks, preceded
-by SSE comment lines (``: stage review``) that report progress and that clients skip.
+clients ignore. With ``stream: true`` the chairman's answer arrives as OpenAI SSE chunks as it
+is written, preceded by the council's progress as ``reasoning_content`` deltas
+(:mod:`council.server.progress`).
 Which request parameters are honoured, ignored or refused: :mod:`council.server.protocol`.
 """
 
@@ -18,15 +19,17 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from council.asking import JsonFormat
 from council.errors import CouncilError, CouncilFailure
 from council.server import protocol
-from council.server.body import read_json
+from council.server.background import EventLog
+from council.server.body import parse_as, read_json
 from council.server.errors import RequestError, error_for, openai_error
+from council.server.progress import progress_line
 from council.server.state import server_of
 from council.session.results import SessionResult
 from council.session.runner import check_request
@@ -136,15 +139,11 @@ async def chat_completions(request: Request) -> Response:
     server = server_of(request)
     try:
         body = await read_json(request, server.max_body_bytes)
-        try:
-            req = ChatCompletionRequest.model_validate(body)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            return openai_error(400, f"invalid request: {where}: {first['msg']}", "invalid_request_error")
+        req = parse_as(ChatCompletionRequest, body)
         protocol.check_parameters(body)
         protocol.check_messages(req.messages)
         fmt = protocol.response_format(body.get("response_format"))
+        progress = protocol.include_progress(body)
         council = server.council(req.model)
     except RequestError as exc:
         return exc.response
@@ -167,20 +166,24 @@ async def chat_completions(request: Request) -> Response:
         system_fingerprint=server.fingerprint(req.model),
         include_usage=protocol.include_usage(body),
     )
+    events = EventLog(server.store)  # so the web app, on any replica, can watch this session too
     if req.stream:
         return StreamingResponse(
-            _stream(council, last.text(), history, req.seed, fmt, reply),
+            _stream(council, last.text(), history, req.seed, fmt, reply, progress, events),
             media_type="text/event-stream",
             headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
         )
     try:
         result = await _unless_disconnected(
-            request, council.run(last.text(), history=history, seed=req.seed, synthesis_format=fmt)
+            request,
+            council.run(last.text(), history=history, seed=req.seed, synthesis_format=fmt, on_event=events.add),
         )
         if result is not None and fmt is not None and (failure := _format_failure(result)) is not None:
             raise failure
     except CouncilError as exc:
         return error_for(exc)
+    finally:
+        events.close()
     if result is None:  # the client hung up: the session was cancelled and recorded interrupted
         return Response(status_code=499)
     return JSONResponse(_completion_payload(result, reply))
@@ -217,7 +220,14 @@ async def _stream(
     seed: int | None,
     fmt: JsonFormat | None,
     reply: _Reply,
+    progress: bool = True,
+    events: EventLog | None = None,
 ) -> AsyncIterator[bytes]:
+    """The answer as the chairman writes it (with ``response_format``: once validated, which is
+    when the runner hands it over); stage progress before it as ``reasoning_content``
+    (:mod:`council.server.progress`). A notice that comes once the answer has started (the
+    chairman broke off; the fallback writes) is one line of the answer's text."""
+
     def event(payload: dict[str, Any]) -> bytes:
         return f"data: {json.dumps(payload)}\n\n".encode()
 
@@ -241,26 +251,40 @@ async def _stream(
         return [event(error), b"data: [DONE]\n\n"]
 
     yield chunk({"role": "assistant", "content": ""})
+    answering = False  # the answer's text has started
     try:
         result = None
         async for item in council.stream(question, history=history, seed=seed, synthesis_format=fmt):
+            if not isinstance(item, SessionResult) and events is not None:
+                events.add(item)
             if isinstance(item, SessionResult):
                 result = item
+            elif item.type == "synthesis_delta":
+                answering = True
+                yield chunk({"content": item.text})
+            elif item.type == "notice" and answering:
+                yield chunk({"content": f"\n\n[{' '.join(item.text.split())}]\n\n"})
+            elif answering:
+                continue  # no "thinking" after the answer has started: clients would misplace it
+            elif progress and (line := progress_line(item)) is not None:
+                yield chunk({"reasoning_content": line + "\n"})
             else:
                 yield f": {item.type}\n\n".encode()
     except CouncilError as exc:
         for part in failed(exc):
             yield part
         return
+    finally:
+        if events is not None:
+            events.close()
     assert result is not None
     if fmt is not None and (failure := _format_failure(result)) is not None:
         for part in failed(failure):
             yield part
         return
-    text = answer_text(result)
-    step = 400  # a few chunks, so clients render progressively
-    for i in range(0, len(text), step):
-        yield chunk({"content": text[i : i + step]})
+    if not answering or result.synthesis.status != "ok":
+        # No synthesis: the top-ranked member's answer, after answer_text's one-line notice.
+        yield chunk({"content": ("\n\n" if answering else "") + answer_text(result)})
     yield chunk({}, finish="stop", extra={"council": council_details(result)})
     if reply.include_usage:
         # OpenAI's usage chunk: no choices, the totals; here the whole council's.

@@ -101,6 +101,15 @@ def include_usage(body: Mapping[str, Any]) -> bool:
     return bool((body.get("stream_options") or {}).get("include_usage"))
 
 
+def include_progress(body: Mapping[str, Any]) -> bool:
+    """``stream_options.include_progress`` (default true): stage progress as ``reasoning_content``
+    deltas (:mod:`council.server.progress`); false: as SSE comment lines clients skip."""
+    value = (body.get("stream_options") or {}).get("include_progress", True)
+    if not isinstance(value, bool):
+        raise ProtocolError("stream_options.include_progress", "stream_options.include_progress must be true or false")
+    return value
+
+
 def check_messages(messages: Sequence[Any]) -> None:
     """Roles and content parts a council can read; tool turns and non-text parts are refused."""
     for i, message in enumerate(messages):

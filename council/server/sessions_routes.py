@@ -1,4 +1,4 @@
-"""Stored sessions and the bias report over them."""
+"""Stored sessions, and the bias report and leaderboard over them."""
 
 from __future__ import annotations
 
@@ -37,4 +37,29 @@ async def get_bias_report(request: Request) -> Response:
         )
     except CouncilError as exc:
         return error_for(exc)
-    return JSONResponse(json.loads(report.model_dump_json()))
+    # As ``council bias-report --json`` writes it: the scatter points belong to the HTML page only.
+    return JSONResponse(json.loads(report.model_dump_json(exclude={"length_points"})))
+
+
+async def get_leaderboard(request: Request) -> Response:
+    """The same JSON as ``council leaderboard --json`` (same query names as its options)."""
+    from council.leaderboard import leaderboard
+
+    q = request.query_params
+    numbers = {}
+    for name, default in (("bootstrap", "200"), ("seed", "0")):
+        raw = q.get(name, default)
+        if not raw.isdigit() or len(raw) > 9:
+            return openai_error(400, f"{name} must be a whole number", "invalid_request_error")
+        numbers[name] = int(raw)
+    try:
+        board = leaderboard(
+            server_of(request).store,
+            council=q.get("council"),
+            since=q.get("since"),
+            source=q.get("source", "all"),
+            **numbers,
+        )
+    except CouncilError as exc:
+        return error_for(exc)
+    return JSONResponse(json.loads(board.model_dump_json()))

@@ -10,6 +10,7 @@ from starlette.requests import Request
 from council.config import LoadedConfig
 from council.errors import NotFoundError
 from council.server import protocol
+from council.server.background import LiveSessions
 
 
 class CouncilServer:
@@ -25,6 +26,7 @@ class CouncilServer:
         self.councils: dict[str, Any] = {}
         self.fingerprints: dict[str, str] = {}
         self.started = int(time.time())  # the models' ``created``: when this server loaded them
+        self.live = LiveSessions(self.store)  # sessions started with POST /v1/sessions
 
     def council(self, name: str) -> Any:
         if name not in self.loaded.config.councils:
@@ -42,6 +44,7 @@ class CouncilServer:
         return self.fingerprints[name]
 
     async def aclose(self) -> None:
+        await self.live.aclose()
         for client in self.clients.values():
             await client.aclose()
         self.store.close()

@@ -101,6 +101,51 @@ def clean_synthesis(text: str) -> str:
     return _STRAY_SLOT.sub("", text).strip()
 
 
+# What may still turn into the stray closing tag (and the whitespace around it) at the end.
+_TAIL = re.compile(r"\s*(?:<(?:/(?:a(?:n(?:s(?:w(?:e(?:r(?:>\s*)?)?)?)?)?)?)?)?)?\Z", re.IGNORECASE)
+_OPEN = "<answer"
+
+
+class SynthesisStream:
+    """``clean_synthesis`` applied while the chairman's text streams in: ``feed`` returns what can
+    be shown now, ``end`` the rest; joined, they equal ``clean_synthesis`` of the whole text.
+    Only what could still be a stray tag or edge whitespace is held back (a few characters)."""
+
+    def __init__(self) -> None:
+        self._head = ""  # before the first shown character: may be an opening tag
+        self._head_done = False
+        self._pending = ""  # held back: may become the closing tag
+        self._started = False
+
+    def feed(self, piece: str) -> str:
+        if not self._head_done:
+            self._head += piece
+            head = self._head.lstrip()
+            if len(head) < len(_OPEN) and _OPEN.startswith(head.lower()):
+                return ""  # still possibly the opening tag (or only whitespace)
+            if head.lower().startswith(_OPEN):
+                end = head.find(">")
+                if end < 0:
+                    return ""
+                head = head[end + 1 :]
+            self._head_done = True
+            piece, self._head = head, ""
+        self._pending += piece
+        if not self._started:
+            self._pending = self._pending.lstrip()
+        held = _TAIL.search(self._pending)
+        cut = held.start() if held else len(self._pending)
+        shown, self._pending = self._pending[:cut], self._pending[cut:]
+        self._started = self._started or bool(shown)
+        return shown
+
+    def end(self) -> str:
+        if not self._head_done:  # never resolved: the whole text is the head
+            return clean_synthesis(self._head)
+        rest = re.sub(r"\s*</answer>\s*\Z", "", self._pending, flags=re.IGNORECASE).rstrip()
+        return rest if self._started else rest.lstrip()
+
+
 def synthesis_messages(
     question: str,
     ranked_answers: Sequence[tuple[str, str]],

@@ -261,9 +261,19 @@ class SessionRunner:
                 errors.append(f"{chair.id}: {synthesis.error}")
                 run.failures.append(Failure(stage="synthesis", member=chair.id, error=synthesis.error or "invalid"))
                 continue
+            # The chairman's text streams to the listener as it is written (cleaned on the way).
+            shown = prompts.SynthesisStream()
+
+            def delta(piece: str, chair_id: str = chair.id, shown: prompts.SynthesisStream = shown) -> None:
+                if text := shown.feed(piece):
+                    run.emit(SynthesisDelta, chairman=chair_id, text=text)
+
             try:
                 response = await client.complete(
-                    ChatRequest(messages=messages, **client.defaults()), stage="synthesis", sink=run.calls
+                    ChatRequest(messages=messages, **client.defaults()),
+                    stage="synthesis",
+                    sink=run.calls,
+                    on_delta=delta if run.on_event is not None else None,
                 )
             except ProviderError as exc:
                 # The error names the model; where that is the chairman's id, once is enough.
@@ -273,8 +283,8 @@ class SessionRunner:
             text = prompts.clean_synthesis(response.text)
             add_private(text)
             if text:
-                # One delta for now; a streaming chairman sends many (docs/schemas/session-events.json).
-                run.emit(SynthesisDelta, chairman=chair.id, text=text)
+                if rest := shown.end():
+                    run.emit(SynthesisDelta, chairman=chair.id, text=rest)
                 return _emit_synthesis(
                     run, Synthesis(status="ok", chairman=chair.id, model=chair.model, text=text, fallback_used=fallback)
                 )

@@ -314,7 +314,17 @@ def m008_batch_item_digests(db: Database) -> None:
 
 
 @migrations()
-def m009_rate_limits(db: Database) -> None:
+def m009_session_events(db: Database) -> None:
+    # What a session told the world as it ran (council.session.events), so any server replica can
+    # stream a session another one runs: one row per event, seq = the SSE event id.
+    db.execute(
+        "CREATE TABLE session_events (session_id TEXT NOT NULL, seq INTEGER NOT NULL, type TEXT NOT NULL, "
+        "at TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID"
+    )
+
+
+@migrations()
+def m010_rate_limits(db: Database) -> None:
     # One row per rate budget (a model's rpm), shared by every process using this database:
     # tat = the GCRA's theoretical arrival time, epoch seconds (council.storage.rate_limits).
     db["rate_limits"].create({"key": str, "tat": float}, pk="key")

@@ -154,7 +154,7 @@ def _placeholders(sql: str) -> str:
     sql = sql.replace("%", "%%").replace("?", "%s")
     sql = _UNTYPED_TEMP.sub(_temp_table, sql.strip())
     sql = sql.replace(UNSCORED_TABLE, "bias_unscored").replace("temp.", "pg_temp.")
-    sql = _AVG.sub(r"AVG((\1)::float8)", sql)
+    sql = _AVG.sub(r"AVG((\1)::float8)", sql).replace("instr(", "strpos(")
     if sql.startswith("INSERT OR IGNORE INTO"):
         sql = "INSERT INTO" + sql[len("INSERT OR IGNORE INTO") :] + " ON CONFLICT DO NOTHING"
     return sql
@@ -269,6 +269,10 @@ class _PooledDatabase:
 
     def __getitem__(self, table: str) -> Any:
         return _PooledTable(self.store, table)
+
+    @property
+    def conn(self) -> _PooledDatabase:
+        return self  # reads through ``db.conn.execute`` too, each on a pooled connection
 
 
 class _PooledTable:
@@ -498,6 +502,8 @@ class PostgresStore:
     iter_sessions = SQLiteStore.iter_sessions
     has_query_hashes = SQLiteStore.has_query_hashes
     swap_setting = SQLiteStore.swap_setting
+    append_events = SQLiteStore.append_events
+    events_after = SQLiteStore.events_after
     insert_bias_records = SQLiteStore.insert_bias_records
     bias_record_rows = SQLiteStore.bias_record_rows
     count = SQLiteStore.count

@@ -145,7 +145,14 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         ],
     ),
     (
-        "m009_rate_limits",
+        "m009_session_events",
+        [
+            """CREATE TABLE session_events (session_id TEXT NOT NULL, seq BIGINT NOT NULL, type TEXT NOT NULL,
+               at TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (session_id, seq))"""
+        ],
+    ),
+    (
+        "m010_rate_limits",
         ["CREATE TABLE rate_limits (key TEXT PRIMARY KEY, tat DOUBLE PRECISION NOT NULL)"],
     ),
 ]

@@ -362,9 +362,13 @@ class SQLiteStore:
             )
 
     def list_sessions(
-        self, *, limit: int = 20, since: str | None = None, council: str | None = None
+        self, *, limit: int = 20, since: str | None = None, council: str | None = None, search: str | None = None
     ) -> list[dict[str, Any]]:
+        """Newest first. ``search``: text the question contains (any case; literal, never a pattern)."""
         where, params = [], []
+        if search:
+            where.append("instr(lower(question), lower(?)) > 0")
+            params.append(search)
         if since:
             where.append("created_at >= ?")
             params.append(parse_since(since))
@@ -426,6 +430,20 @@ class SQLiteStore:
     def has_query_hashes(self) -> bool:
         """Whether any session on record carries a query hash (made with the salt of the time)."""
         return bool(list(self.db.execute("SELECT 1 FROM sessions WHERE query_hash IS NOT NULL LIMIT 1")))
+
+    # -- session events ------------------------------------------------------
+    def append_events(self, session_id: str, events: Sequence[dict[str, Any]]) -> None:
+        """Store a batch of a session's events (council.storage.events), in one transaction."""
+        from council.storage.events import append_events
+
+        with self.immediate():
+            append_events(self.db, session_id, events)
+
+    def events_after(self, session_id: str, after: int = 0, limit: int = 1000) -> list[tuple[int, str, str]]:
+        """(seq, type, JSON) of the session's events numbered above ``after``."""
+        from council.storage.events import events_after
+
+        return events_after(self.db, session_id, after, limit)
 
     # -- bias records --------------------------------------------------------
     def insert_bias_records(self, records: Iterable[dict[str, Any]], *, batch_size: int = 10_000) -> int:

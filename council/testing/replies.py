@@ -47,6 +47,8 @@ Behaviours, as ``+suffix`` on the model name (combine them: ``fake/x+first+slow`
 - ``fail``: every request raises ``ProviderError`` (HTTP 500, retryable).
 - ``slow``: same output; ``FakeAPI`` waits ``slow_seconds`` first, the mock server its
   ``--slow-seconds``.
+- ``cutoff``: the reply breaks off halfway: streamed, the first half arrives and then an error
+  (HTTP 500); not streamed, the call fails with that error.
 
 Hostile behaviours, for testing what council promises about untrusted text:
 
@@ -79,7 +81,8 @@ from council.session.prompts import ANSWER_SLOT, QUESTION_SLOT
 from council.session.schemas import PEER_REVIEW_SCHEMA_NAME
 
 BEHAVIOURS = frozenset(
-    {"default", "first", "harsh", "generous", "garbage", "badscore", "flaky", "fail", "slow", "echo", "markup", "quote"}
+    {"default", "first", "harsh", "generous", "garbage", "badscore", "flaky", "fail", "slow", "echo", "markup", "quote",
+     "cutoff"}
 )
 #: What ``+markup`` puts in front of its replies: rich markup (an unmatched closing tag, a
 #: hidden link, styles), an ANSI colour and an OSC 8 terminal hyperlink.
@@ -147,6 +150,16 @@ _FORMATS = {
 
 
 # -- names, hashes, tokens ------------------------------------------------------
+def stream_pieces(text: str) -> list[str]:
+    """How the fake transports stream a reply: a word (with the space before it) a piece."""
+    return re.findall(r"\s*\S+|\s+$", text)
+
+
+def cutoff_error(model: str) -> ProviderError:
+    """What ``+cutoff`` raises once half the reply is out."""
+    return ProviderError("fake failure: the reply broke off (+cutoff)", model=model, status_code=500, retryable=True)
+
+
 def parse_model_name(model: str) -> tuple[str, frozenset[str]]:
     """``fake/alpha+first+slow`` → ``("alpha", {"first", "slow"})``; unknown suffixes are errors."""
     base, *suffixes = model.removeprefix("fake/").split("+")

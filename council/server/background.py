@@ -1,0 +1,120 @@
+"""Sessions the server runs in its background (``POST /v1/sessions``), and every session's events
+on their way to the store (:mod:`council.storage.events`): in batches, since the chairman's
+tokens arrive many a second and one transaction per token would cost more than the token."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from council.errors import CouncilError, CouncilFailure
+from council.logs import get_logger
+
+log = get_logger("council.server")
+
+
+class EventBatcher:
+    """Collects one session's events and writes them ``interval`` seconds apart at most, or at
+    once for any event but a synthesis delta (a stage, an answer, a review show up at once)."""
+
+    def __init__(self, write: Callable[[list[dict[str, Any]]], None], *, interval: float = 0.05) -> None:
+        self._write = write
+        self.interval = interval
+        self._pending: list[dict[str, Any]] = []
+        self._oldest = 0.0
+
+    def add(self, event: dict[str, Any]) -> None:
+        if not self._pending:
+            self._oldest = time.monotonic()
+        self._pending.append(event)
+        if event.get("type") != "synthesis_delta" or time.monotonic() - self._oldest >= self.interval:
+            self.flush()
+
+    def due(self) -> bool:
+        """Whether buffered deltas have waited ``interval`` (a timer calls ``flush`` then)."""
+        return bool(self._pending) and time.monotonic() - self._oldest >= self.interval
+
+    def flush(self) -> None:
+        if self._pending:
+            batch, self._pending = self._pending, []
+            self._write(batch)
+
+
+class EventLog:
+    """One session's events into the store: in batches (:class:`EventBatcher`), flushed at least
+    every ``interval`` by a timer, and the rest at ``close``. Every session the server runs writes
+    one, so any replica sharing the store can stream it (``GET /v1/sessions/{id}/events``)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.batcher = EventBatcher(self._write)
+        self._timer: asyncio.Task[None] | None = None
+
+    def add(self, event: Any) -> None:
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().create_task(_flush_when_due(self.batcher))
+        self.batcher.add(event.model_dump(mode="json"))
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self.batcher.flush()
+
+    def _write(self, batch: list[dict[str, Any]]) -> None:
+        # A failed write loses these events, never the session: its result is stored apart.
+        try:
+            self.store.append_events(batch[0]["session_id"], batch)
+        except Exception as exc:
+            log.error("could not store session events", session_id=batch[0]["session_id"], error=str(exc))
+
+
+class LiveSessions:
+    """The sessions this server runs in its background; cancelled (recorded interrupted) at shutdown."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self, council: Any, question: str, seed: int | None) -> str:
+        """Start the session; its id once it exists (its first event), or the error that stopped
+        it before (a ``CouncilError`` the caller turns into a 4xx/502)."""
+        started: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        events = EventLog(self.store)
+
+        def on_event(event: Any) -> None:
+            events.add(event)
+            if not started.done():
+                started.set_result(event.session_id)
+
+        async def run() -> None:
+            failure: BaseException | None = None
+            try:
+                await council.run(question, seed=seed, on_event=on_event)
+            except CouncilError as exc:
+                failure = exc  # once the session exists, its session_finished event says why
+            except Exception as exc:  # a bug must not vanish in a background task
+                failure = exc
+                log.error("background session failed", error=f"{type(exc).__name__}: {exc}")
+            finally:
+                events.close()
+                if not started.done():  # ended before it began: the request gets the reason
+                    started.set_exception(failure or CouncilFailure("the session ended before it started"))
+
+        task = asyncio.create_task(run())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return await started
+
+    async def aclose(self) -> None:
+        for task in list(self.tasks):
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+
+
+async def _flush_when_due(batcher: EventBatcher) -> None:
+    while True:
+        await asyncio.sleep(batcher.interval)
+        if batcher.due():
+            batcher.flush()

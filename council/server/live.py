@@ -1,0 +1,139 @@
+"""Sessions started over HTTP, and every session's events served from the store.
+
+``POST /v1/sessions {"council", "question", "seed"?}`` starts a session in the server's
+background and answers ``{"session_id"}`` as soon as the session exists (202). Its events
+(:mod:`council.session.events`), like those of every session the server runs (chat completions
+too), are written to the store in batches (:mod:`council.server.background`), and
+``GET /v1/sessions/{id}/events`` streams them as SSE from the store, polling it, so any replica
+sharing the store can serve a session another one runs. Each event's SSE ``id`` is its
+``seq``; a client resumes with ``Last-Event-ID`` (or ``?after=N``). The stream ends after
+``session_finished``; a stored session with no events (run by the CLI) gets one
+``session_finished`` built from its row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+
+from council.errors import CouncilError, NotFoundError
+from council.exports import session_listing
+from council.server.body import parse_as, read_json
+from council.server.errors import RequestError, error_for, openai_error
+from council.server.state import server_of
+from council.session.runner import MAX_SEED, check_request
+
+POLL_SECONDS = 0.05  # how often a stream looks for new events in the store
+STATUS_EVERY = 20  # polls between looks at the session's status (has it ended elsewhere?)
+KEEPALIVE_SECONDS = 15.0
+MAX_LIST = 500
+FINAL_TYPES = frozenset({"session_finished"})  # after it, a session sends nothing more
+
+
+class StartSession(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    council: str = Field(min_length=1)
+    question: str
+    seed: int | None = Field(None, ge=0, le=MAX_SEED)
+
+
+async def start_session(request: Request) -> Response:
+    server = server_of(request)
+    try:
+        req = parse_as(StartSession, await read_json(request, server.max_body_bytes))
+        council = server.council(req.council)
+        question, _ = check_request(req.question, seed=req.seed)
+        session_id = await server.live.start(council, question, req.seed)
+    except RequestError as exc:
+        return exc.response
+    except CouncilError as exc:  # refused before it began (the session's reason, as a 4xx/502)
+        return error_for(exc)
+    location = f"/v1/sessions/{session_id}"
+    return JSONResponse({"session_id": session_id}, status_code=202, headers={"location": location})
+
+
+def _resume_point(request: Request) -> int:
+    raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
+    if not raw.isdigit() or len(raw) > 18:
+        raise RequestError(
+            openai_error(400, "Last-Event-ID (or after) must be a whole number", "invalid_request_error")
+        )
+    return int(raw)
+
+
+async def session_events(request: Request) -> Response:
+    store = server_of(request).store
+    try:
+        after = _resume_point(request)
+        row = store.get_session(request.path_params["session_id"])
+    except RequestError as exc:
+        return exc.response
+    except NotFoundError as exc:
+        return openai_error(404, str(exc), "invalid_request_error", "not_found")
+    return StreamingResponse(
+        _events(store, row["id"], after),
+        media_type="text/event-stream",
+        headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
+    )
+
+
+async def _events(store: Any, session_id: str, after: int) -> AsyncIterator[bytes]:
+    cursor, polls, quiet = after, 0, 0.0
+    yield b"retry: 1000\n\n"  # an EventSource reconnects after 1 s (with Last-Event-ID)
+    while True:
+        rows = store.events_after(session_id, cursor)
+        for seq, kind, data in rows:
+            yield f"id: {seq}\nevent: {kind}\ndata: {data}\n\n".encode()
+            cursor = seq
+            if kind in FINAL_TYPES:
+                return
+        if rows:
+            quiet = 0.0
+            continue
+        polls += 1
+        if polls % STATUS_EVERY == 0:
+            row = store.get_session(session_id)
+            if row["status"] != "running" and not store.events_after(session_id, cursor, 1):
+                yield _finished_from_row(row)  # run without events (the CLI), or ended unrecorded
+                return
+        await asyncio.sleep(POLL_SECONDS)
+        quiet += POLL_SECONDS
+        if quiet >= KEEPALIVE_SECONDS:
+            quiet = 0.0
+            yield b": keep-alive\n\n"
+
+
+def _finished_from_row(row: dict[str, Any]) -> bytes:
+    result = json.loads(row["result"]) if row.get("result") else {}
+    status = row["status"] if row["status"] in ("complete", "partial", "failed", "interrupted") else "failed"
+    event = {
+        "type": "session_finished",
+        "seq": 0,
+        "session_id": row["id"],
+        "at": row.get("finished_at") or "",
+        "status": status,
+        "duration_ms": result.get("duration_ms") or 0.0,
+        "partial_reasons": result.get("partial_reasons") or [],
+        "error": row.get("error"),
+    }
+    return f"event: session_finished\ndata: {json.dumps(event)}\n\n".encode()
+
+
+async def list_sessions(request: Request) -> Response:
+    q = request.query_params
+    raw = q.get("limit", "20")
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIST:
+        return openai_error(400, f"limit must be a whole number from 1 to {MAX_LIST}", "invalid_request_error")
+    try:
+        rows = server_of(request).store.list_sessions(
+            limit=int(raw), since=q.get("since"), council=q.get("council"), search=q.get("q") or None
+        )
+    except CouncilError as exc:
+        return error_for(exc)
+    return JSONResponse([session_listing(r) for r in rows])

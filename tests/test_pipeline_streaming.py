@@ -1,0 +1,59 @@
+"""The chairman's synthesis streams as it is written: many deltas, cleaned on the way, equal to
+the stored synthesis; a chairman that breaks off midway is followed by a notice and the fallback."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_pipeline_events import collect
+
+from council import Council
+from council.session.prompts import SynthesisStream, clean_synthesis
+
+MEMBERS = ["fake/alpha", "fake/beta", "fake/gamma"]
+QUESTION = "Why is the sky blue?"
+
+
+async def test_the_synthesis_arrives_in_many_deltas_that_join_to_the_synthesis():
+    council = Council.from_config(
+        {"councils": {"default": {"members": MEMBERS, "chairman": "fake/alpha"}}}, store=False
+    )
+    events, result = await collect(council, QUESTION, seed=5)
+    deltas = [e for e in events if e.type == "synthesis_delta"]
+    assert len(deltas) > 5  # streamed word by word, not one piece at the end
+    assert "".join(d.text for d in deltas) == result.synthesis.text
+    types = [e.type for e in events]
+    assert types.index("stage", types.index("consensus")) < types.index("synthesis_delta") < types.index("synthesis")
+
+
+async def test_a_chairman_breaking_off_midway_is_followed_by_a_notice_and_the_fallbacks_answer():
+    config = {
+        "councils": {"default": {"members": MEMBERS, "chairman": "fake/chair+cutoff", "fallback_chairman": "fake/beta"}}
+    }
+    council = Council.from_config(config, store=False)
+    events, result = await collect(council, QUESTION, seed=5)
+    assert result.synthesis.status == "ok" and result.synthesis.fallback_used
+    types = [e.type for e in events]
+    first = [e for e in events if e.type == "synthesis_delta" and e.chairman == "fake/chair+cutoff"]
+    fallback = [e for e in events if e.type == "synthesis_delta" and e.chairman == "fake/beta"]
+    assert first and fallback  # half of the first answer was shown before it broke off
+    notice = next(e for e in events if e.type == "notice" and "fallback" in e.text)
+    assert events.index(first[-1]) < events.index(notice) < events.index(fallback[0])
+    assert "\n" not in notice.text  # one line
+    assert "".join(d.text for d in fallback) == result.synthesis.text
+    assert types.count("synthesis") == 1
+    # Not retried: one call of the broken chairman in the call log, not three.
+    assert len(council.clients["fake/chair+cutoff"].api.history) == 1
+
+
+_FRAGMENTS = ['<answer label="A">', "</answer>", " ", "\n", "text", "<", ">", "</ans", "<ANSWER>", "wer>", "a b"]
+
+
+@settings(max_examples=500)
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=10), st.data())
+def test_streamed_cleaning_equals_cleaning_the_whole_text(fragments, data):
+    text = "".join(fragments)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=8)))
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    stream = SynthesisStream()
+    assert "".join(stream.feed(p) for p in pieces) + stream.end() == clean_synthesis(text)

@@ -1,0 +1,82 @@
+"""Sessions run in the server's background: the id once the session exists, the reason when it
+never does, and a store that fails to take events never takes the session down with it."""
+
+from __future__ import annotations
+
+import pytest
+
+from council import Council
+from council.errors import CouncilFailure, QuorumError
+from council.server.background import LiveSessions
+from council.storage import Store
+
+CONFIG = {"councils": {"default": {"members": ["fake/alpha", "fake/beta", "fake/gamma"], "chairman": "fake/alpha"}}}
+
+
+async def test_the_id_comes_back_and_every_event_is_stored_in_order():
+    store = Store.memory()
+    council = Council.from_config(CONFIG, store=store)
+    live = LiveSessions(store)
+    session_id = await live.start(council, "Why is the sky blue?", 3)
+    for task in list(live.tasks):
+        await task
+    rows = store.events_after(session_id)
+    assert [seq for seq, _, _ in rows] == list(range(1, len(rows) + 1))
+    assert rows[0][1] == "session_started" and rows[-1][1] == "session_finished"
+    await council.aclose()
+
+
+class _Refuses:
+    async def run(self, question, **kwargs):
+        raise QuorumError("refused before it began")
+
+
+async def test_a_session_that_never_began_gives_its_reason_to_the_request():
+    live = LiveSessions(Store.memory())
+    with pytest.raises(QuorumError, match="before it began"):
+        await live.start(_Refuses(), "q", None)
+
+
+class _Silent:
+    async def run(self, question, **kwargs):
+        return None
+
+
+async def test_a_session_that_ended_without_a_word_is_a_failure_not_a_hang():
+    live = LiveSessions(Store.memory())
+    with pytest.raises(CouncilFailure, match="ended before it started"):
+        await live.start(_Silent(), "q", None)
+
+
+async def test_a_store_refusing_events_does_not_stop_the_session():
+    store = Store.memory()
+
+    def broken(session_id, events):
+        raise OSError("disk full")
+
+    store.append_events = broken
+    council = Council.from_config(CONFIG, store=store)
+    live = LiveSessions(store)
+    session_id = await live.start(council, "Why is the sky blue?", 3)
+    for task in list(live.tasks):
+        await task
+    assert store.get_session(session_id)["status"] == "complete"
+    await council.aclose()
+
+
+def test_post_sessions_answers_a_refusal_before_the_start_with_its_error_not_a_500():
+    from starlette.testclient import TestClient
+
+    from council.config import load_config
+    from council.server.app import create_app
+
+    app = create_app(load_config(CONFIG))
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+
+        async def refuse(council, question, seed):
+            raise QuorumError("only 0 of 3 members answered")
+
+        app.state.council_server.live.start = refuse
+        reply = client.post("/v1/sessions", json={"council": "default", "question": "q"})
+        assert reply.status_code == 502 and "only 0 of 3" in reply.json()["error"]["message"]
+        assert reply.headers["x-should-retry"] == "false"

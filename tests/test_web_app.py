@@ -1,0 +1,187 @@
+"""The web app in a real headless Chromium (Debian's, driven by Playwright): ask → the three stages
+arrive live → open the stored session; hostile model text stays text; the layout holds at a
+laptop's and a phone's width (checked by element boxes, not pixels); the reports render."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import httpx
+import pytest
+from mock_server import start_mock_server
+from serve_helpers import council_serve
+
+playwright = pytest.importorskip("playwright.sync_api")
+CHROMIUM = os.environ.get("COUNCIL_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+if not os.path.exists(CHROMIUM):
+    pytest.skip("Debian's chromium is not installed (apt-get install chromium)", allow_module_level=True)
+
+TOKEN = "web-t0ken"
+AUTH = {"authorization": f"Bearer {TOKEN}"}
+HOSTILE = 'Is <img src=x onerror="window.__pwned=1"> safe? </script><script>window.__pwned=2</script>'
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    root = tmp_path_factory.mktemp("web")
+    home = root / "home"
+    home.mkdir()
+    with start_mock_server(latency=0.01, stream_interval=0.02) as mock:
+        config = root / "council.toml"
+        lines = ["[councils.default]", 'members = ["alpha", "beta", "gamma"]', 'chairman = "alpha"']
+        for alias in ("alpha", "beta", "gamma"):
+            lines += [f"[models.{alias}]", f'model = "openai/mock-{alias}"', f'api_base = "{mock.base_url}"']
+        config.write_text("\n".join(lines) + "\n")
+        with council_serve(config, home, "--token", TOKEN) as (base, _):
+            yield base
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+def open_app(browser, base: str, width: int = 1280, height: int = 900):
+    """A fresh tab on the app, the token typed once into its form (the API answered 401)."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    problems: list[str] = []
+    page.on("pageerror", lambda exc: problems.append(str(exc)))
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" and "401" not in m.text else None)
+    page.goto(base + "/")
+    page.wait_for_selector("#token-form:not([hidden])")
+    page.fill("#token-input", TOKEN)
+    page.click("#token-form button[type=submit]")
+    page.wait_for_selector("#ask-council option", state="attached")
+    page.problems = problems
+    return page
+
+
+def ask(page, question: str) -> None:
+    page.fill("#ask-question", question)
+    page.click("#ask-submit")
+    page.wait_for_selector("#session")
+
+
+def test_ask_watch_the_three_stages_arrive_then_open_the_stored_session(served, browser):
+    page = open_app(browser, served)
+    ask(page, "Why is the sky blue?")
+    page.wait_for_selector("#answer-panel .answer-text")
+    assert page.locator(".tab").count() == 3
+    # The synthesis grows while the chairman writes (the mock sends a word every 20 ms).
+    lengths, stages = set(), set()
+    while page.locator("#status.running").count():
+        lengths.add(len(page.text_content("#synthesis-text") or ""))
+        if page.locator("#stage").count():
+            stages.add(page.text_content("#stage"))
+        page.wait_for_timeout(30)
+    page.wait_for_selector("#status.complete")
+    assert len({n for n in lengths if n > 0}) >= 2, lengths  # seen part-written, more than once
+    assert " · now: the chairman writes" in stages  # the stage in progress is named
+    assert page.locator("#stage").count() == 0  # and no longer once the session is done
+    assert page.locator(".review").count() == 3
+    assert page.locator(".review tbody tr").count() == 6  # each reviewer scored the two others
+    assert page.locator("#consensus tbody tr").count() == 3
+    assert page.text_content("#kendall-w") not in ("", "—")
+    session_id = page.url.rsplit("/", 1)[1]
+    stored = httpx.get(f"{served}/v1/sessions/{session_id}", headers=AUTH).json()
+    assert page.text_content("#synthesis-text") == stored["synthesis"]["text"]
+    # Each member's answer in its own tab; labels de-anonymised in the reviews.
+    answers = {a["member"]: a["text"] for a in stored["answers"]}
+    page.click(".tab[data-member=gamma]")
+    assert page.text_content("#answer-panel .answer-text") == answers["gamma"]
+    review = stored["reviews"][0]
+    ranking = page.locator(".ranking").first.text_content()
+    assert all(member in ranking for member in review["ranking"])
+
+    # Home lists it; opening it shows the stored session.
+    page.click("a.brand")
+    page.wait_for_selector("#sessions ul.sessions")
+    page.fill("#search", "sky is")  # no match
+    page.wait_for_selector("#sessions p.muted")
+    page.fill("#search", "SKY")
+    page.wait_for_selector(f'#sessions a[href="#/session/{session_id}"]')
+    page.click(f'#sessions a[href="#/session/{session_id}"]')
+    page.wait_for_selector("#status.complete")
+    assert page.text_content("#question") == "Why is the sky blue?"
+    assert page.text_content("#synthesis-text") == stored["synthesis"]["text"]
+    assert page.locator(".review").count() == 3
+    assert page.problems == []
+    page.close()
+
+
+def test_hostile_model_text_is_shown_as_text_and_never_runs(served, browser):
+    page = open_app(browser, served)
+    ask(page, HOSTILE)
+    page.wait_for_selector("#status.complete")
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("#main img, #main script").count() == 0
+    assert page.text_content("#question") == HOSTILE
+    # The members and the chairman quote the question: their text shows the markup, inert.
+    assert "<img src=x" in page.text_content("#answer-panel .answer-text")
+    assert "</script><script>" in page.text_content("#synthesis-text")
+    csp = httpx.get(served + "/").headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp and "connect-src 'self'" in csp
+    page.close()
+
+
+LAYOUT = """() => {
+  const width = document.documentElement.clientWidth;
+  const boxes = (selector) => [...document.querySelectorAll(selector)]
+    .filter((e) => e.offsetParent !== null)
+    .map((e) => e.getBoundingClientRect());
+  const problems = [];
+  const scroll = document.documentElement.scrollWidth;
+  if (scroll > width) problems.push("page scrolls sideways: " + scroll + " > " + width);
+  const groups = [".top > *", "main > *", "#session > *", ".tab", "#ask .row > *", ".meta", ".review", ".sessions a"];
+  for (const group of groups) {
+    const list = boxes(group);
+    for (const b of list) {
+      if (b.left < -0.5 || b.right > width + 0.5) problems.push(group + " outside the page: " + JSON.stringify(b));
+    }
+    for (let i = 0; i < list.length; i++) {
+      for (let j = i + 1; j < list.length; j++) {
+        const a = list[i], b = list[j];
+        const across = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        const down = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        if (across > 0.5 && down > 0.5) problems.push(group + " overlap: " + JSON.stringify([a, b]));
+      }
+    }
+  }
+  return problems;
+}"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_layout_holds_at_a_laptops_and_a_phones_width(served, browser, width):
+    page = open_app(browser, served, width=width, height=800)
+    httpx.post(f"{served}/v1/sessions", json={"council": "default", "question": "Layout?"}, headers=AUTH)
+    page.reload()
+    page.wait_for_selector("#sessions ul.sessions a")
+    assert page.evaluate(LAYOUT) == []  # the home page: ask form and sessions
+    ask(page, "A long question " + "with_a_very_long_unbroken_word_" * 6 + " to wrap?")
+    page.wait_for_selector("#status.complete")
+    assert page.evaluate(LAYOUT) == []
+    page.goto(served + "/#/leaderboard")
+    page.wait_for_selector("main table")
+    assert page.evaluate(LAYOUT) == []
+    page.close()
+
+
+def test_the_leaderboard_and_bias_report_views_show_the_apis_data(served, browser):
+    httpx.post(f"{served}/v1/sessions", json={"council": "default", "question": "Name a prime."}, headers=AUTH)
+    page = open_app(browser, served)
+    board = httpx.get(f"{served}/v1/leaderboard", headers=AUTH).json()
+    page.goto(served + "/#/leaderboard")
+    page.wait_for_selector("main table")
+    shown = page.text_content("main")
+    assert all(m["model"] in shown for m in board["models"]) and board["models"]
+    page.goto(served + "/#/bias")
+    page.wait_for_selector("main dl.kv")
+    report = httpx.get(f"{served}/v1/bias-report", headers=AUTH).json()
+    assert all(key in page.text_content("main") for key in list(report)[:3])
+    assert page.is_hidden("#error")
+    page.close()
