@@ -277,10 +277,10 @@ def test_any_line_loads_or_is_one_clear_error(tmp_path_factory, changes):
 
 
 def test_baseline_win_rates_from_the_database(council_home):
-    from council.storage import open_store
+    from council.storage import SQLiteStore
     from tests.test_leaderboard import add_judgment
 
-    store = open_store()
+    store = SQLiteStore.open()
     for i, (a, b, winner) in enumerate([("x", "base", "A"), ("x", "base", "TIE"), ("base", "x", "A"), ("y", "x", "B")]):
         add_judgment(store, f"r{i}", a, b, winner)
     store.close()

@@ -12,7 +12,7 @@ from scipy import stats as sps
 
 from council.leaderboard import build_leaderboard
 from council.methods.bradley_terry import SeparationWarning, Stratum, bradley_terry, elo_scale, rate
-from council.storage.comparisons import ComparisonData
+from council.storage import ComparisonData
 
 RANKING = {(0, 1): 1.0, (0, 2): 1.0, (1, 2): 1.0}  # one unanimous ranking a > b > c
 

@@ -176,6 +176,8 @@ SALT_FILE = "query_hash_salt"
 SALT_BYTES = 32
 #: A shared salt file must hold at least this many bytes (e.g. ``openssl rand -hex 32``).
 SHARED_SALT_MIN_BYTES = 16
+#: The salt's fingerprint is the HMAC of this constant: stored in the database to notice a
+#: replaced salt, it tells nothing about the salt or any query.
 FINGERPRINT_MESSAGE = b"council query-hash salt fingerprint v1"
 
 
@@ -226,15 +228,15 @@ class QueryHasher:
         home: Path | str,
         *,
         had_hashes: Callable[[], bool] | None = None,
-        salt_file: Path | str | None = None,
         swap_fingerprint: Callable[[str], str | None] | None = None,
+        salt_file: Path | str | None = None,
     ) -> None:
         """``had_hashes()``: whether hashes made with an earlier salt are on record (asked only
         when the salt file is missing, to warn that a new salt will not group with them).
+        ``swap_fingerprint(new)`` stores the salt's fingerprint and returns the one stored
+        before: a different one means the salt file was replaced (a warning).
         ``salt_file`` (``COUNCIL_SALT_FILE``): a salt shared by replicas as a secret file,
-        read as it is and never created (:func:`read_shared_salt`). ``swap_fingerprint(new)``
-        stores the salt's fingerprint and returns the one stored before: a different one
-        means the salt was replaced (a warning)."""
+        read as it is and never created (:func:`read_shared_salt`)."""
         self.home = Path(home)
         self.salt_path = self.home / SALT_FILE
         self.shared_salt = Path(salt_file) if salt_file else None
@@ -259,8 +261,9 @@ class QueryHasher:
         before = swap(current)
         if before is not None and before != current and not self._told_replaced:
             log.warning(
-                f"the query-hash salt {self.salt_path} is not the one earlier query hashes were made with: "
-                "they will no longer group with new ones (put the earlier salt file back to keep them together)"
+                f"the query-hash salt {self.shared_salt or self.salt_path} is not the one earlier query hashes "
+                "were made with: they will no longer group with new ones "
+                "(put the earlier salt file back to keep them together)"
             )
 
     def hash(self, query: str) -> str:

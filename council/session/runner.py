@@ -418,8 +418,8 @@ class SessionRunner:
             self.hasher = QueryHasher(
                 council_home(),
                 had_hashes=self._had_hashes,
-                salt_file=os.environ.get("COUNCIL_SALT_FILE") or None,
                 swap_fingerprint=swap,
+                salt_file=os.environ.get("COUNCIL_SALT_FILE") or None,
             )
         return self.hasher
 

@@ -155,7 +155,7 @@ def _placeholders(sql: str) -> str:
     sql = sql.replace("%", "%%").replace("?", "%s")
     sql = _UNTYPED_TEMP.sub(_temp_table, sql.strip())
     sql = sql.replace(UNSCORED_TABLE, "bias_unscored").replace("temp.", "pg_temp.")
-    sql = _AVG.sub(r"AVG((\1)::float8)", sql)
+    sql = _AVG.sub(r"AVG((\1)::float8)", sql).replace("instr(", "strpos(")
     if sql.startswith("INSERT OR IGNORE INTO"):
         sql = "INSERT INTO" + sql[len("INSERT OR IGNORE INTO") :] + " ON CONFLICT DO NOTHING"
     return sql
@@ -243,6 +243,16 @@ class _Database:
         return _Table(self.conn, table)
 
 
+class _Rows(list):  # type: ignore[type-arg]
+    """Rows already fetched (the connection went back to the pool), read as a cursor is."""
+
+    def fetchall(self) -> list[Any]:
+        return list(self)
+
+    def fetchone(self) -> Any:
+        return self[0] if self else None
+
+
 class _PooledDatabase:
     """Reads outside a transaction, each on a connection from the pool."""
 
@@ -253,13 +263,17 @@ class _PooledDatabase:
         with self.store.connection() as conn:
             return _Database(conn).query(sql, params)
 
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> _Rows:
         with self.store.connection() as conn:
             cur = _Database(conn).execute(sql, params)
-            return cur.fetchall() if cur.description else []
+            return _Rows(cur.fetchall() if cur.description else [])
 
     def __getitem__(self, table: str) -> Any:
         return _PooledTable(self.store, table)
+
+    @property
+    def conn(self) -> _PooledDatabase:
+        return self  # reads through ``db.conn.execute`` too, each on a pooled connection
 
 
 class _PooledTable:
@@ -484,6 +498,8 @@ class PostgresStore:
     iter_sessions = SQLiteStore.iter_sessions
     has_query_hashes = SQLiteStore.has_query_hashes
     swap_setting = SQLiteStore.swap_setting
+    append_events = SQLiteStore.append_events
+    events_after = SQLiteStore.events_after
     insert_bias_records = SQLiteStore.insert_bias_records
     bias_record_rows = SQLiteStore.bias_record_rows
     count = SQLiteStore.count

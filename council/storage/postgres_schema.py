@@ -136,10 +136,7 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE INDEX idx_answers_model ON answers (session_id, member, status, model)",
         ],
     ),
-    (
-        "m007_settings",
-        ["CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT)"],
-    ),
+    ("m007_settings", ["CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT)"]),
     (
         "m008_batch_item_digests",
         [
@@ -150,9 +147,8 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     (
         "m009_session_events",
         [
-            """CREATE TABLE session_events (
-                session_id TEXT NOT NULL, seq BIGINT NOT NULL, type TEXT NOT NULL, at TEXT NOT NULL,
-                data TEXT NOT NULL, PRIMARY KEY (session_id, seq))""",
+            """CREATE TABLE session_events (session_id TEXT NOT NULL, seq BIGINT NOT NULL, type TEXT NOT NULL,
+               at TEXT NOT NULL, data TEXT NOT NULL, PRIMARY KEY (session_id, seq))"""
         ],
     ),
     (
