@@ -101,6 +101,20 @@ def test_sessions_begin_fail_and_are_found_by_id_or_prefix_only(store_backend):
     assert [s["id"] for s in store_backend.iter_sessions(since="2026-01-15")] == ["aaaaaaab-2"]
 
 
+def test_session_events_are_appended_once_and_read_in_order_after_an_id(store_backend):
+    store_backend.begin_session("ev-1", council="c", question="Why Is The Sky Blue?")
+    events = [{"seq": n, "type": "stage", "detail": f"step {n}"} for n in (1, 2, 3)]
+    store_backend.append_events("ev-1", events[:2])
+    store_backend.append_events("ev-1", events[1:])  # a retried batch: seq 2 is not written twice
+    rows = store_backend.events_after("ev-1")
+    assert [(seq, kind) for seq, kind, _ in rows] == [(1, "stage"), (2, "stage"), (3, "stage")]
+    assert json.loads(rows[2][2])["detail"] == "step 3"
+    assert [seq for seq, _, _ in store_backend.events_after("ev-1", after=1, limit=1)] == [2]
+    assert store_backend.events_after("no-such-session") == []
+    assert [r["id"] for r in store_backend.list_sessions(search="sky BLUE")] == ["ev-1"]
+    assert store_backend.list_sessions(search="%") == []  # literal text, never a pattern
+
+
 def test_the_call_journal_writes_calls_as_they_start_and_finish(store_backend):
     journal = store_backend.journal("run-1")
     journal.call_started(call("c-9"))

@@ -66,10 +66,11 @@ class Store(Protocol):
         """Finish a session that produced no result (failed, interrupted) with its call log."""
 
     def list_sessions(
-        self, *, limit: int = 20, since: str | None = None, council: str | None = None
+        self, *, limit: int = 20, since: str | None = None, council: str | None = None, search: str | None = None
     ) -> list[dict[str, Any]]:
         """The newest sessions first: id, created_at, finished_at, status, kind, council,
-        question, members, error. ``since`` as ``clock.parse_since`` reads it."""
+        question, members, error. ``since`` as ``clock.parse_since`` reads it; ``search``: text
+        the question contains (any case; literal, never a pattern)."""
 
     def get_session(self, session_id: str) -> dict[str, Any]:
         """A session row with its ``answers`` and ``reviews``, by id or a unique prefix of at
@@ -87,6 +88,13 @@ class Store(Protocol):
     def swap_setting(self, key: str, value: str) -> str | None:
         """Store ``value`` under ``key`` (an installation setting) and return what was stored
         before (None: nothing)."""
+
+    def append_events(self, session_id: str, events: Sequence[dict[str, Any]]) -> None:
+        """Store a batch of a session's events (dicts with ``seq`` and ``type``) in one
+        transaction; an event already stored (same seq) is kept."""
+
+    def events_after(self, session_id: str, after: int = 0, limit: int = 1000) -> list[tuple[int, str, str]]:
+        """(seq, type, JSON text) of the session's events numbered above ``after``, in order."""
 
     def count(self, table: str) -> int:
         """Rows of one of council's tables (sessions, answers, reviews, bias_records, calls, ...)."""
