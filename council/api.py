@@ -12,18 +12,31 @@ rate limits, shared by all of its sessions) and its store.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from council.asking import JsonFormat
+from council.budget import Budget
+from council.call_cache import check_can_keep
 from council.config import LoadedConfig, ResolvedCouncil, load_config, resolve_council
-from council.providers.client import ModelClient, RetryPolicy
+from council.errors import UsageError
+from council.providers.client import ModelClient, RetryPolicy, cap_spending
 from council.providers.registry import make_api
 from council.session import Candidate, EventSink, SessionEvent, SessionRunner
 from council.session.results import SessionResult
 from council.storage import Store, using_store
+
+
+def attach_call_cache(clients: Iterable[ModelClient], store: Store, *, refresh: bool = False) -> None:
+    """Put model clients on the store's call cache (docs/methods.md, "Call cache")."""
+    from council.call_cache import CallCache
+    from council.storage import StoreReplies
+
+    cache = CallCache(StoreReplies(store), refresh=refresh)
+    for client in clients:
+        client.cache = cache
 
 
 class Council:
@@ -36,10 +49,20 @@ class Council:
         env: Mapping[str, str] | None = None,
         retry: RetryPolicy | None = None,
         client_pool: dict[str, ModelClient] | None = None,
+        max_cost: float | None = None,
+        cache: bool = False,
+        refresh: bool = False,
     ) -> None:
-        """``client_pool``: model clients shared with other councils (one limit per model alias)."""
+        """``client_pool``: model clients shared with other councils (one limit per model alias).
+
+        ``max_cost``: a hard spend cap in US dollars over every session of this council
+        (``self.budget``; a reached cap makes sessions ``partial``, then raises ``BudgetReached``).
+        ``cache``/``refresh``: answer identical requests from the store's call cache (refused
+        with transcripts off). Both are opt-in here; the CLI reads ``[budget]`` and ``[cache]``."""
         self.loaded = loaded
         self.resolved: ResolvedCouncil = resolve_council(loaded, council, env)
+        if cache or refresh:  # before anything is opened
+            check_can_keep(self.resolved.store_transcripts)
         self._exit = ExitStack()  # closes the store if this council opened it (storage.using_store)
         self._store: Store | None = self._exit.enter_context(using_store(store))
         self.clients: dict[str, ModelClient] = client_pool if client_pool is not None else {}
@@ -47,6 +70,13 @@ class Council:
         for m in [*r.members, *r.reviewers, *(x for x in (r.chairman, r.fallback_chairman) if x)]:
             if m.id not in self.clients:
                 self.clients[m.id] = ModelClient(m, make_api(m), retry=retry, shared_limits=self._store)
+        self.budget = Budget.capped(max_cost) if max_cost is not None else None
+        if self.budget is not None:
+            cap_spending(self.clients.values(), self.budget)
+        if cache or refresh:
+            if self._store is None:
+                raise UsageError("the call cache lives in the store: give the council a store")
+            attach_call_cache(self.clients.values(), self._store, refresh=refresh)
         self.runner = SessionRunner(self.resolved, self.clients, self._store)
 
     @classmethod
@@ -58,9 +88,15 @@ class Council:
         store: Store | None | bool = True,
         env: Mapping[str, str] | None = None,
         retry: RetryPolicy | None = None,
+        max_cost: float | None = None,
+        cache: bool = False,
+        refresh: bool = False,
     ) -> Council:
         """``config``: a TOML path, a dict in the same shape, or None (env / home / offline default)."""
-        return cls(load_config(config, env), council=council, store=store, env=env, retry=retry)
+        return cls(
+            load_config(config, env), council=council, store=store, env=env, retry=retry,
+            max_cost=max_cost, cache=cache, refresh=refresh,
+        )  # fmt: skip
 
     @property
     def name(self) -> str:

@@ -340,7 +340,10 @@ async def ask_valid(
             **client.defaults(),
         )
         try:
-            response = await client.complete(request, stage=stage, sink=sink)
+            # Only a reply that validates is kept in (or taken from) the call cache.
+            response = await client.complete(
+                request, stage=stage, sink=sink, accept=lambda r: check_output(model, r.text)[0] is not None
+            )
         except ProviderError as exc:
             return Reply(attempts=attempt, error=exc)
         parsed, invalid = check_output(model, response.text)

@@ -46,6 +46,8 @@ from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 
+import pydantic_core
+
 REDACTED = "[redacted]"
 #: Shorter values are not treated as secrets at all (redacting every "abc" would garble text).
 MIN_SECRET_CHARS = 6
@@ -111,8 +113,14 @@ def is_strong(secret: str) -> bool:
 def known_secrets(env: Mapping[str, str] | None = None) -> set[str]:
     """Registered secrets, and the strong values of environment variables named like keys."""
     env = os.environ if env is None else env
-    found = {v.strip() for k, v in env.items() if _KEY_NAME.search(k) and is_strong(v.strip())}
+    found = {value for name in env if _named_like_a_key(name) and is_strong(value := env[name].strip())}
     return _registered | found
+
+
+@lru_cache(maxsize=1024)
+def _named_like_a_key(name: str) -> bool:
+    # Every stored document asks (see known_secrets): the names are few, the question is the same.
+    return _KEY_NAME.search(name) is not None
 
 
 def _forms(text: str) -> set[str]:
@@ -303,16 +311,60 @@ def redact_data(value: Any, secrets: frozenset[str] | None = None) -> Any:
 def redact_document(value: Any, secrets: frozenset[str] | None = None, *, _kind: str = "reply") -> Any:
     """A stored document or an export row (JSON-like) redacted field by field: :data:`ERROR_KEYS`
     as error text, :data:`USER_KEYS` never, the rest as a provider's reply. A value's nearest
-    named key decides (in ``models: {alias: model}`` both are the user's)."""
+    named key decides (in ``models: {alias: model}`` both are the user's). A document in which
+    nothing could be redacted is returned as it is (see :func:`_nothing_to_redact`)."""
     if secrets is None:
         secrets = frozenset(known_secrets())
+    if _kind == "reply" and isinstance(value, dict | list) and _nothing_to_redact(value, secrets):
+        return value
+    return _redact_fields(value, secrets, _kind)
+
+
+def _redact_fields(value: Any, secrets: frozenset[str], kind: str) -> Any:
     if isinstance(value, str):
-        return value if _kind == "user" else redact(value, secrets=secrets, error_text=_kind == "error")
+        return value if kind == "user" else redact(value, secrets=secrets, error_text=kind == "error")
     if isinstance(value, dict):
-        return {k: redact_document(v, secrets, _kind=_kind_of(k, _kind)) for k, v in value.items()}
+        return {k: _redact_fields(v, secrets, _kind_of(k, kind)) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [redact_document(v, secrets, _kind=_kind) for v in value]
+        return [_redact_fields(v, secrets, kind) for v in value]
     return value
+
+
+def _nothing_to_redact(value: dict[str, Any] | list[Any], secrets: frozenset[str]) -> bool:
+    """True when no field of ``value`` can lose anything, outside a private scope: its JSON text
+    holds no form of a strong secret and, where a field under :data:`ERROR_KEYS` holds text,
+    no form of any secret and none of the words every credential shape contains (those go
+    from error text only). Letters and ``-`` are never escaped in JSON and a secret's escaped
+    forms are searched, so a field holding either shows in the text: the check can only err
+    towards the field-by-field walk."""
+    scope = _scope.get()
+    if scope is not None and not scope.keep_text:
+        return False
+    try:
+        text = pydantic_core.to_json(value).decode()
+    except (TypeError, ValueError, pydantic_core.PydanticSerializationError):
+        return False
+    error_text = _ERROR_FIELD.search(text) is not None
+    if error_text:
+        folded = text.casefold()
+        if any(hint in folded for hint in _CREDENTIAL_HINTS):
+            return False
+    pattern = _any_form(secrets if error_text else frozenset(s for s in secrets if is_strong(s)))
+    return pattern is None or pattern.search(text) is None
+
+
+# An error key whose value may hold text: anything but null, a boolean, a number or an empty list or object.
+_ERROR_FIELD = re.compile(
+    '"(?:' + "|".join(map(re.escape, sorted(ERROR_KEYS))) + r')":(?!null|true|false|-?\d|\[\]|\{\})'
+)
+
+
+@lru_cache(maxsize=64)
+def _any_form(secrets: frozenset[str]) -> re.Pattern[str] | None:
+    """Any form of any of ``secrets``, anywhere (no word boundaries: a superset of what is cut)."""
+    forms = {form for secret in secrets for form in _forms(secret)}
+    forms |= {pydantic_core.to_json(secret).decode()[1:-1] for secret in secrets}
+    return re.compile("|".join(map(re.escape, sorted(forms, key=len, reverse=True)))) if forms else None
 
 
 def _kind_of(key: Any, inherited: str) -> str:

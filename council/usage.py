@@ -4,6 +4,8 @@ Every attempt at a model call, failed or cancelled ones included, becomes one
 ``CallRecord``; ``Usage`` sums a list of them. A ``CallLog`` collects a run's records and,
 with a journal (the store), writes each attempt when it starts and again when it ends,
 so a call in flight when the process dies is still on record (it may have been billed).
+The store commits these rows by group, at the end of the event loop's turn or with its next
+write, whichever comes first (``Store.journal_calls``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ class CallRecord(BaseModel):
     attempt: int = 1
     ok: bool = True
     error: str | None = None
+    cached: bool = False
+    """Answered from the call cache: nothing was sent, nothing paid (``cost_usd`` 0)."""
+    saved_usd: float | None = None
+    """For a cached call: what the reply cost when it was made (None: unknown)."""
 
 
 CallSink = Callable[[CallRecord], None]
@@ -97,6 +103,10 @@ class Usage(BaseModel):
     completion_tokens: int = 0
     cost_usd: float | None = 0.0
     """None when any call's price was unknown (the sum would be a guess)."""
+    cached_calls: int = 0
+    """Calls answered from the call cache (counted in ``calls``, at cost 0)."""
+    saved_usd: float | None = 0.0
+    """What the cached calls cost when they were made (None: some price unknown)."""
 
     @classmethod
     def of(cls, calls: Iterable[CallRecord]) -> Usage:
@@ -110,4 +120,6 @@ class Usage(BaseModel):
             prompt_tokens=sum(c.prompt_tokens for c in calls),
             completion_tokens=sum(c.completion_tokens for c in calls),
             cost_usd=known_cost(total),
+            cached_calls=len(saved := [c.saved_usd for c in calls if c.cached]),
+            saved_usd=None if any(c is None for c in saved) else known_cost(round(sum(c for c in saved if c), 8)),
         )

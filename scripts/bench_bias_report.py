@@ -94,12 +94,17 @@ def sessions(n_records: int, seed: int):
                 }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_record_options(parser: argparse.ArgumentParser) -> None:
+    """How many synthetic records, written in what batches, where, from which seed."""
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--batch", type=int, default=50_000)
     parser.add_argument("--home", type=Path, help="COUNCIL_HOME to use (default: a fresh temp dir)")
     parser.add_argument("--seed", type=int, default=7)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_record_options(parser)
     parser.add_argument("--repeat", type=int, default=3, help="report timings to take (best is shown)")
     parser.add_argument("--reuse", action="store_true", help="--home already holds the records: only time reports")
     args = parser.parse_args()

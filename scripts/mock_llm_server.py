@@ -6,7 +6,15 @@ Replies come from ``council.testing.replies.FakeResponder``, the same responder 
 
 Endpoints: ``POST /v1/chat/completions`` (plain, ``response_format`` json_schema or json_object,
 ``stream: true`` as SSE ending with ``data: [DONE]``, a word a chunk, ``--stream-interval``
-seconds apart; ``+cutoff`` streams half and then an error chunk), ``GET /v1/models``, ``GET /health``.
+seconds apart; ``+cutoff`` streams half and then an error chunk), ``GET /v1/models``, ``GET /health``, and
+OpenAI's batch API: ``POST /v1/files`` (multipart, ``purpose=batch``), ``GET
+/v1/files/{id}/content``, ``POST /v1/batches``, ``GET /v1/batches[/{id}]``. A batch is validated
+(a malformed file fails it, with the reason), waits ``--batch-seconds``, then answers each line as
+``/v1/chat/completions`` would; ``--batch-expire-after N`` expires it after N lines (the rest go
+to its error file as ``batch_expired``), and ``--batch-reject REASON`` fails every file's
+validation with that reason. Anthropic's Message Batches too: ``POST /v1/messages/batches``,
+``GET /v1/messages/batches/{id}[/results]`` (the same delay and expiry). Batches live in
+memory for the server's lifetime.
 Errors use OpenAI's shape, ``{"error": {"message", "type", "code"}}``. The hostile behaviours
 (``+echo``: a 400 quoting the Authorization header and the body; ``+markup``; ``+quote``) come
 from the same responder; ``+endless`` (the mock's own) answers 200 with a body that never ends,
@@ -92,6 +100,9 @@ class MockLLM:
         slow_seconds: float = 1.0,
         retry_after: float = 1.0,
         models: Sequence[str] = DEFAULT_MODELS,
+        batch_seconds: float = 0.2,
+        batch_expire_after: int | None = None,
+        batch_reject: str | None = None,
         stream_interval: float = 0.0,
     ) -> None:
         kinds = [k.strip() for k in fault_kinds.split(",")] if isinstance(fault_kinds, str) else list(fault_kinds)
@@ -117,6 +128,11 @@ class MockLLM:
         self._log: Any = None
         self._closing: asyncio.Event | None = None
         self._released = False
+        self.batch_seconds, self.batch_expire_after = batch_seconds, batch_expire_after
+        self.batch_reject = batch_reject
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
 
     # lifecycle
     def open(self) -> None:
@@ -276,6 +292,163 @@ class MockLLM:
         }
         return Response(json.dumps(completion), media_type="application/json")
 
+    # OpenAI's batch API (Files + Batches)
+    async def upload_file(self, request: Request) -> Response:
+        if not self._authorised(request):
+            return _error(401, "Incorrect API key provided.", "invalid_api_key")
+        form = await request.form()
+        upload = form.get("file")
+        if form.get("purpose") != "batch" or upload is None or isinstance(upload, str):
+            return _error(400, "a 'file' and purpose=batch are required")
+        content = await upload.read()
+        ident = f"file-mock-{next(self._ids)}"
+        self.files[ident] = content
+        body = {"id": ident, "object": "file", "bytes": len(content), "purpose": "batch", "filename": upload.filename}
+        return Response(json.dumps(body), media_type="application/json")
+
+    async def file_content(self, request: Request) -> Response:
+        content = self.files.get(request.path_params["file_id"])
+        if content is None:
+            return _error(404, "No such file.")
+        return Response(content, media_type="application/jsonl")
+
+    async def create_batch(self, request: Request) -> Response:
+        if not self._authorised(request):
+            return _error(401, "Incorrect API key provided.", "invalid_api_key")
+        body = json.loads(await request.body())
+        if body.get("input_file_id") not in self.files:
+            return _error(400, "input_file_id does not name an uploaded file")
+        ident = f"batch_mock_{next(self._ids)}"
+        batch = {
+            "id": ident, "object": "batch", "endpoint": body.get("endpoint"), "status": "validating",
+            "input_file_id": body["input_file_id"], "completion_window": body.get("completion_window", "24h"),
+            "created_at": int(time.time()), "output_file_id": None, "error_file_id": None, "errors": None,
+            "metadata": body.get("metadata") or {}, "request_counts": {"total": 0, "completed": 0, "failed": 0},
+        }  # fmt: skip
+        self.batches[ident] = batch
+        task = asyncio.create_task(self._run_batch(batch, request.headers))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return Response(json.dumps(batch), media_type="application/json")
+
+    async def get_batch(self, request: Request) -> Response:
+        batch = self.batches.get(request.path_params["batch_id"])
+        if batch is None:
+            return _error(404, "No such batch.")
+        return Response(json.dumps(batch), media_type="application/json")
+
+    async def list_batches(self, request: Request) -> Response:
+        openai = [b for b in self.batches.values() if b.get("object") == "batch"]
+        data = sorted(openai, key=lambda b: b["created_at"], reverse=True)
+        return Response(json.dumps({"object": "list", "data": data, "has_more": False}), media_type="application/json")
+
+    async def _run_batch(self, batch: dict[str, Any], headers: Any) -> None:
+        try:
+            lines = [json.loads(line) for line in self.files[batch["input_file_id"]].splitlines() if line.strip()]
+            ids = [line["custom_id"] for line in lines]
+            if len(set(ids)) != len(ids) or any(not isinstance(line.get("body"), dict) for line in lines):
+                raise ValueError("custom_id values must be unique and every line needs a body")
+            if self.batch_reject:
+                raise ValueError(self.batch_reject)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            batch.update(
+                status="failed", errors={"object": "list", "data": [{"code": "invalid_file", "message": str(exc)}]}
+            )
+            return
+        batch["request_counts"]["total"] = len(lines)
+        await asyncio.sleep(self.batch_seconds)
+        batch["status"] = "in_progress"
+        out, err = [], []
+        for index, line in enumerate(lines):
+            if self.batch_expire_after is not None and index >= self.batch_expire_after:
+                error = {
+                    "code": "batch_expired",
+                    "message": "This request could not be executed before the completion window expired.",
+                }
+                err.append({"id": f"req_{index}", "custom_id": line["custom_id"], "response": None, "error": error})
+                continue
+            reply = await self.chat_completions(_BatchLine(line["body"], headers))
+            record = {"id": f"req_{index}", "custom_id": line["custom_id"],
+                      "response": {"status_code": reply.status_code, "request_id": f"req_{index}",
+                                   "body": json.loads(bytes(reply.body))}, "error": None}  # fmt: skip
+            (out if reply.status_code == 200 else err).append(record)
+            batch["request_counts"]["completed" if reply.status_code == 200 else "failed"] += 1
+        for name, records in (("output_file_id", out), ("error_file_id", err)):
+            if records:
+                ident = f"file-mock-{next(self._ids)}"
+                self.files[ident] = "".join(json.dumps(r) + "\n" for r in records).encode()
+                batch[name] = ident
+        expired = self.batch_expire_after is not None and len(lines) > self.batch_expire_after
+        batch["status"] = "expired" if expired else "completed"
+
+    # Anthropic's Message Batches
+    async def create_message_batch(self, request: Request) -> Response:
+        body = json.loads(await request.body())
+        requests = body.get("requests")
+        if not isinstance(requests, list) or not requests:
+            return _error(400, "requests: a non-empty list is required")
+        ident = f"msgbatch_mock_{next(self._ids)}"
+        batch = {
+            "id": ident, "type": "message_batch", "processing_status": "in_progress",
+            "request_counts": {"processing": len(requests), "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0},
+            "created_at": time.time(), "ended_at": None, "results_url": None,
+        }  # fmt: skip
+        self.batches[ident] = batch
+        task = asyncio.create_task(self._run_message_batch(batch, requests, request.headers, str(request.base_url)))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return Response(json.dumps(batch), media_type="application/json")
+
+    async def get_message_batch(self, request: Request) -> Response:
+        batch = self.batches.get(request.path_params["batch_id"])
+        if batch is None or batch.get("type") != "message_batch":
+            return _error(404, "No such batch.")
+        return Response(json.dumps(batch), media_type="application/json")
+
+    async def message_batch_results(self, request: Request) -> Response:
+        content = self.files.get("results-" + request.path_params["batch_id"])
+        if content is None:
+            return _error(404, "No results yet.")
+        return Response(content, media_type="application/x-jsonl")
+
+    async def _run_message_batch(self, batch: dict[str, Any], requests: list[Any], headers: Any, base: str) -> None:
+        await asyncio.sleep(self.batch_seconds)
+        counts, lines = batch["request_counts"], []
+        for index, item in enumerate(requests):
+            params = item.get("params") or {}
+            counts["processing"] -= 1
+            if self.batch_expire_after is not None and index >= self.batch_expire_after:
+                counts["expired"] += 1
+                lines.append({"custom_id": item.get("custom_id"), "result": {"type": "expired"}})
+                continue
+            messages = ([{"role": "system", "content": params["system"]}] if params.get("system") else []) + list(
+                params.get("messages") or []
+            )
+            chat = {"model": params.get("model"), "messages": messages, "max_tokens": params.get("max_tokens")}
+            tools = params.get("tools") or []
+            if tools:  # a forced tool call: its input follows the tool's schema
+                chat["response_format"] = {"type": "json_schema", "json_schema": {"name": tools[0].get("name"),
+                                           "schema": tools[0].get("input_schema") or {}}}  # fmt: skip
+            reply = await self.chat_completions(_BatchLine(chat, headers))
+            data = json.loads(bytes(reply.body))
+            if reply.status_code != 200:
+                counts["errored"] += 1
+                error = {"type": "error", "error": {"type": "api_error", "message": data["error"]["message"]}}
+                lines.append({"custom_id": item.get("custom_id"), "result": {"type": "errored", "error": error}})
+                continue
+            counts["succeeded"] += 1
+            usage = data["usage"]
+            message = {
+                "id": data["id"], "type": "message", "role": "assistant", "model": params.get("model"),
+                "content": [_content(data["choices"][0]["message"]["content"], tools)],
+                "stop_reason": "end_turn",
+                "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"]},
+            }  # fmt: skip
+            lines.append({"custom_id": item.get("custom_id"), "result": {"type": "succeeded", "message": message}})
+        self.files["results-" + batch["id"]] = "".join(json.dumps(line) + "\n" for line in lines).encode()
+        batch.update(processing_status="ended", ended_at=time.time(),
+                     results_url=f"{base.rstrip('/')}/v1/messages/batches/{batch['id']}/results")  # fmt: skip
+
     async def _hang(self, seconds: float) -> None:
         if self._released:
             return
@@ -330,6 +503,27 @@ async def _endless(stream: bool) -> AsyncIterator[str]:
         await asyncio.sleep(0)
 
 
+def _content(text: str, tools: list[Any]) -> dict[str, Any]:
+    """An Anthropic content block: the forced tool's input, or the text."""
+    if tools:
+        try:
+            return {"type": "tool_use", "id": "toolu_mock", "name": tools[0].get("name"), "input": json.loads(text)}
+        except ValueError:
+            pass
+    return {"type": "text", "text": text}
+
+
+class _BatchLine:
+    """One line of a batch, handed to the chat endpoint as if it were a request."""
+
+    def __init__(self, body: dict[str, Any], headers: Any) -> None:
+        self._raw = json.dumps(body).encode()
+        self.headers = headers
+
+    async def body(self) -> bytes:
+        return self._raw
+
+
 def make_app(**options: Any) -> Starlette:
     """The ASGI app; ``options`` are ``MockLLM``'s keyword arguments (same names as the CLI flags).
 
@@ -351,6 +545,14 @@ def make_app(**options: Any) -> Starlette:
             Route("/v1/chat/completions", mock.chat_completions, methods=["POST"]),
             Route("/chat/completions", mock.chat_completions, methods=["POST"]),
             Route("/v1/models", mock.list_models, methods=["GET"]),
+            Route("/v1/files", mock.upload_file, methods=["POST"]),
+            Route("/v1/files/{file_id}/content", mock.file_content, methods=["GET"]),
+            Route("/v1/batches", mock.create_batch, methods=["POST"]),
+            Route("/v1/batches", mock.list_batches, methods=["GET"]),
+            Route("/v1/batches/{batch_id}", mock.get_batch, methods=["GET"]),
+            Route("/v1/messages/batches", mock.create_message_batch, methods=["POST"]),
+            Route("/v1/messages/batches/{batch_id}", mock.get_message_batch, methods=["GET"]),
+            Route("/v1/messages/batches/{batch_id}/results", mock.message_batch_results, methods=["GET"]),
             Route("/health", mock.health, methods=["GET"]),
         ],
         lifespan=lifespan,
@@ -375,6 +577,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--slow-seconds", type=float, default=1.0, help="extra delay for '+slow' models")
     p.add_argument("--retry-after", type=float, default=1.0, help="retry-after header of 429 faults, in seconds")
     p.add_argument("--models", default=",".join(DEFAULT_MODELS), help="comma-separated ids listed by /v1/models")
+    p.add_argument("--batch-seconds", type=float, default=0.2, help="how long a batch waits before it runs")
+    p.add_argument("--batch-expire-after", type=int, default=None, help="expire every batch after this many lines")
+    p.add_argument("--batch-reject", default=None, metavar="REASON", help="fail every batch file's validation")
     p.add_argument("--stream-interval", type=float, default=0.0, help="seconds between streamed chunks")
     return p.parse_args(argv)
 
@@ -397,6 +602,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             slow_seconds=args.slow_seconds,
             retry_after=args.retry_after,
             models=[m for m in args.models.split(",") if m],
+            batch_seconds=args.batch_seconds,
+            batch_expire_after=args.batch_expire_after,
+            batch_reject=args.batch_reject,
             stream_interval=args.stream_interval,
         )
     except (ValueError, OSError) as exc:

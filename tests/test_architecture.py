@@ -26,6 +26,8 @@ LAYERS: list[tuple[str, ...]] = [
         "council.csv_cells",
         "council.terminal",
         "council.methods",
+        "council.budget",
+        "council.call_cache",
     ),
     ("council.config",),
     ("council.providers", "council.storage"),
@@ -57,6 +59,8 @@ PURE = (
     "council.csv_cells",
     "council.export_shapes",
     "council.export_rows",
+    "council.budget",
+    "council.call_cache",
 )
 IO = ("council.providers", "council.storage", "council.api", "council.cli", "council.server", "council.mcp_server")
 
@@ -268,6 +272,20 @@ def test_the_rules_catch_what_they_forbid():
     assert not SQL_SHAPES.search("choose one of: words, chars".upper())
     tree = ast.parse("import sqlite3\nstore.db.execute('SELECT 1 FROM t')\n")
     assert any(isinstance(n, ast.Attribute) and n.attr in CONNECTION_ATTRIBUTES for n in ast.walk(tree))
+
+
+def test_the_spend_cap_is_kept_in_one_place():
+    """Every call reserves against the cap in ModelClient; no other module reserves or settles
+    (the store's ledger, council.storage.cost, is the one caller of the store's budget operations)."""
+    allowed = {"council.budget", "council.providers.client", "council.storage.cost"}
+    for name, path in MODULES.items():
+        if name in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                assert node.func.attr not in ("reserve", "settle", "reserve_budget", "settle_budget"), (
+                    f"{name} reserves spending outside ModelClient"
+                )
 
 
 def test_methods_import_only_methods():

@@ -69,3 +69,11 @@ def test_readme_layout_names_every_module():
             assert f"`{name}`" in layout, f"README's layout section does not name council/{rel}"
     for folder in ("session", "judging", "bias", "providers", "storage", "config", "cli", "server"):
         assert f"`{folder}/`" in layout
+
+
+def test_readme_lists_the_parameters_the_server_ignores():
+    from council.server.protocol import IGNORED
+
+    row = next(line for line in README.splitlines() if "accepted and ignored" in line)
+    listed = set(re.findall(r"`([a-z_]+)`", row.split("|")[1]))
+    assert listed == set(IGNORED)

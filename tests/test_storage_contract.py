@@ -330,6 +330,65 @@ def test_settings_are_swapped_and_the_old_value_returned(store_backend):
 
 
 
+async def test_a_budget_is_capped_reserved_settled_and_counts_a_batch_spending(store_backend):
+    assert store_backend.open_budget("batch:x", cap_usd=None) is None  # no budget yet
+    assert store_backend.open_budget("batch:x", cap_usd=1.0, spent_usd=0.25) == 1.0
+    token, spent, cap = store_backend.reserve_budget("batch:x", 0.5)
+    assert token is not None and (spent, cap) == (0.25, 1.0)
+    assert store_backend.reserve_budget("batch:x", 0.5)[0] is None  # 0.25 spent + 0.5 reserved + 0.5 > 1
+    store_backend.settle_budget("batch:x", token, 0.125)
+    assert store_backend.budget_totals("batch:x") == (0.375, 1.0)
+    assert store_backend.open_budget("batch:x", cap_usd=2.0, spent_usd=99) == 2.0  # a new cap, same spending
+    assert store_backend.budget_totals("batch:x") == (0.375, 2.0)
+    assert store_backend.open_budget("batch:x", cap_usd=None) == 2.0
+
+    [item] = parse_batch(json.dumps({"id": "i0", "prompt": "Q?", "a": "A.", "b": "B."}) + "\n", "b.jsonl")
+    store_backend.open_batch("b-cost", source="b.jsonl", content_sha256="f", settings={}, items=1)
+    outcome = await compare(item.prompt, item.a, item.b, judges=[judge()], store=None)
+    calls = [
+        call("p1").model_copy(update={"cost_usd": 0.25}),
+        call("p2", ok=False).model_copy(update={"cost_usd": 1.0}),
+        call("p3").model_copy(update={"cost_usd": 0.0, "cached": True, "saved_usd": 0.5}),
+    ]
+    store_backend.save_judgment("compare", outcome, calls, keep_text=True, batch_id="b-cost", item=item)
+    assert store_backend.batch_spent("b-cost") == 0.25  # the failed attempt is not counted
+    assert store_backend.batch_spent("no-such-batch") == 0.0
+    assert store_backend.batch_cache_savings("b-cost") == (1, 0.5)
+
+
+def test_the_call_cache_keeps_one_entry_per_key_and_version(store_backend):
+    assert store_backend.cached_reply("k1", 1) is None
+    entry = {"model": "fake/m", "text": "four", "cost_usd": 0.01}
+    store_backend.cache_reply("k1", 1, entry)
+    assert store_backend.cached_reply("k1", 1) == entry
+    assert store_backend.cached_reply("k1", 2) is None  # written under another version
+    store_backend.cache_reply("k1", 1, {**entry, "text": "4"})  # replaced, not added
+    store_backend.cache_reply("k2", 1, {"model": "fake/n", "text": "x"})
+    assert store_backend.cached_reply("k1", 1)["text"] == "4"
+    stats = store_backend.cache_stats()
+    assert stats["entries"] == 2 and stats["models"] == {"fake/m": 1, "fake/n": 1} and stats["bytes"] > 0
+    assert stats["cached_calls"] == 0 and stats["saved_usd"] == 0
+    assert store_backend.clear_cache(older_than_days=30) == 0  # both were just written
+    assert store_backend.clear_cache() == 2 and store_backend.cache_stats()["entries"] == 0
+
+
+def test_provider_batch_rounds_are_journalled_before_they_are_sent(store_backend):
+    store_backend.round_intent("b1", "t1", "openai", ["c1", "c2"])
+    store_backend.round_intent("b1", "t2", "openai", ["c3"])
+    [held] = store_backend.rounds_holding("b1", ["c2", "c9"])
+    assert held == {"token": "t1", "provider_batch_id": None, "status": "submitting", "custom_ids": ["c1", "c2"]}
+    store_backend.round_submitted("t1", "batch_abc")
+    store_backend.round_progress("t2", "failed", 0, 1)
+    assert store_backend.rounds_holding("b1", ["c3"]) == []  # a failed round holds nothing
+    assert store_backend.rounds_holding("b2", ["c1"]) == []  # another batch's journal
+    store_backend.round_progress("t1", "in_progress", 1, 0)
+    store_backend.round_submitted("t1", "batch_abc")  # a late acknowledgement keeps the status
+    assert store_backend.provider_batches("b1") == [
+        {"id": "batch_abc", "provider": "openai", "status": "in_progress", "requests": 2, "done": 1, "failed": 0},
+        {"id": None, "provider": "openai", "status": "failed", "requests": 1, "done": 0, "failed": 1},
+    ]
+
+
 def test_every_operation_of_the_protocol_is_exercised_here():
     from pathlib import Path
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from council.cli.common import output_option, quiet
+from council.cli.common import cache_options, max_cost_option, output_option, quiet
 from council.cli.judge import STRATEGIES, adaptive_option, batch_judge_option, config_option, votes_option
 from council.errors import CouncilFailure, UsageError
 from council.inputs import MAX_BATCH_BYTES, read_text_file
@@ -31,6 +31,7 @@ class BatchProgress:
         self.total = total
         self._progress: Any = None
         self._task: Any = None
+        self._last_line: str | None = None
 
     def on_start(self, plan: BatchPlan) -> None:
         self.batch_id = plan.batch_id  # --resume of an edited file continues the file's earlier batch
@@ -58,6 +59,15 @@ class BatchProgress:
     def on_item(self, item: BatchItem, ok: bool) -> None:
         if self._progress is not None:
             self._progress.advance(self._task)
+
+    def on_provider_batch(self, batch_id: str, status: str, done: int, failed: int, total: int) -> None:
+        """A provider batch polled: one line when its status or counts change."""
+        line = f"provider batch {batch_id}: {status}, {done} done, {failed} failed of {total}"
+        if not self.quiet and line != self._last_line:
+            self._last_line = line
+            from council.terminal import visible
+
+            self.err.print(visible(line), markup=False, highlight=False)
 
     def stop(self) -> None:
         if self._progress is not None:
@@ -125,6 +135,14 @@ def batch() -> None:
 @votes_option
 @adaptive_option
 @click.option("--no-swap", is_flag=True, help="Judge each pair once, A shown first.")
+@max_cost_option()
+@cache_options
+@click.option(
+    "--provider-batch",
+    is_flag=True,
+    help="Send the calls through the providers' batch APIs (OpenAI-protocol models: Files + Batches), "
+    "in rounds, at the batch price; slower (up to 24 h), about half the cost.",
+)
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (the results go to --output).")
 @click.option(
@@ -147,13 +165,19 @@ def judge_file(
     votes: int,
     adaptive: bool,
     no_swap: bool,
+    max_cost: str | None,
+    use_cache: bool,
+    refresh: bool,
+    provider_batch: bool,
     config_path: str | None,
     as_json: bool,
     enqueue: bool,
 ) -> None:
     """Judge every item of FILE.jsonl (pairwise or rubric grading), resumably.
 
-    Also: `council batch status ID`, `council batch results ID`, and `council worker`."""
+    Also: `council batch status ID`, `council batch results ID`, and `council worker`.
+    --max-cost is kept with the batch: it counts every run of it, and a later --max-cost
+    replaces it (a batch stopped by its cap resumes with --resume and a higher one)."""
     from council.cli.judge import run_with_judges
     from council.judging import batch as batching
     from council.judging.engine import resolve_criteria
@@ -181,7 +205,7 @@ def judge_file(
             adaptive=adaptive,
         )
 
-    async def enqueue_file(judges: list[ModelClient]) -> None:
+    async def enqueue_file(judges: list[ModelClient], cap: float | None) -> None:
         from council.cli.common import status
         from council.judging.worker import enqueue
         from council.storage import using_store
@@ -192,10 +216,12 @@ def judge_file(
             assert store is not None
             counts = enqueue(store, items, batch_id=the_id, settings=settings, judges=judges, rubrics=rubrics,
                              source=file, content_sha256=batching.content_digest(content))  # fmt: skip
+            if cap is not None:  # kept with the batch: every worker's calls reserve against it
+                batching.store_batch_cap(store, the_id, cap)
         click.echo(the_id)
         status(f"batch {the_id}: {len(items)} items queued: " + enqueued_text(counts))
 
-    async def work(judges: list[ModelClient], keep_text: bool) -> BatchSummary:
+    async def work(judges: list[ModelClient], keep_text: bool, cap: float | None) -> BatchSummary:
         settings = settings_for(judges)
         the_id = batch_id or batching.default_batch_id(content, settings)
         progress = BatchProgress(the_id, len(items), quiet=silent)
@@ -214,19 +240,30 @@ def judge_file(
                 keep_text=keep_text,
                 on_start=progress.on_start,
                 on_item=progress.on_item,
+                max_cost=cap,
+                provider_batch=provider_batch,
+                on_provider_progress=progress.on_provider_batch,
                 source_path=None if batch_id else str(Path(file).resolve()),
             )
         finally:
             progress.stop()
 
     if enqueue:
-        run_with_judges(config_path, judge_refs, lambda judges, _keep: enqueue_file(judges))
+        run_with_judges(config_path, judge_refs, lambda judges, _keep, cap: enqueue_file(judges, cap),
+                        max_cost=max_cost, cap_each_call=False)  # fmt: skip
         return
-    summary = run_with_judges(config_path, judge_refs, work)
+    summary = run_with_judges(
+        config_path, judge_refs, work, max_cost=max_cost, cap_each_call=False, use_cache=use_cache, refresh=refresh
+    )
     if as_json:
         click.echo(summary.model_dump_json(indent=2))
     else:
         render_summary(summary)
+    if summary.budget_reached:
+        from council.budget import BudgetReached
+
+        assert summary.spent_usd is not None and summary.max_cost_usd is not None
+        raise BudgetReached(summary.spent_usd, summary.max_cost_usd)
     if summary.failed:
         raise CouncilFailure(f"{summary.failed} of {summary.items} items failed; see {summary.output}")
 
@@ -338,6 +375,9 @@ def render_summary(s: BatchSummary) -> None:
         ("calls saved (adaptive)", str(s.calls_saved)),
         ("tokens", f"{s.prompt_tokens} + {s.completion_tokens}"),
         ("cost", cost),
+        *_cache_rows(s),
+        *_provider_rows(s),
+        *_budget_rows(s),
         ("wall time (this run)", f"{s.wall_time_s:.1f}s"),
     ]
     for name, value in rows:
@@ -347,3 +387,26 @@ def render_summary(s: BatchSummary) -> None:
         out.print(styled(("failed", "red"), f" {item_id}: {error}"))
     if s.output:
         out.print(f"results: {s.output}")
+
+
+def _budget_rows(s: BatchSummary) -> list[tuple[str, str]]:
+    if s.max_cost_usd is None or s.spent_usd is None:
+        return []
+    from council.budget import usd
+
+    reached = " (reached: resume with a higher --max-cost)" if s.budget_reached else ""
+    return [("spend cap (all runs)", f"{usd(s.spent_usd)} of {usd(s.max_cost_usd)}{reached}")]
+
+
+def _cache_rows(s: BatchSummary) -> list[tuple[str, str]]:
+    if not s.cached_calls:
+        return []
+    saved = "unknown" if s.saved_usd is None else f"${s.saved_usd:.4f}"
+    return [("calls from the cache (all runs)", f"{s.cached_calls}, saved {saved}")]
+
+
+def _provider_rows(s: BatchSummary) -> list[tuple[str, str]]:
+    if not s.provider_batches:
+        return []
+    lines = [f"{b['id'] or '(not submitted)'}: {b['status']}, {b['done']}/{b['requests']}" for b in s.provider_batches]
+    return [(f"provider batches (this run: {s.provider_rounds} rounds)", "\n".join(lines))]

@@ -88,3 +88,57 @@ def write_output(path: str | None, text: str) -> None:
         fh.write(text)
     if path and path != "-":
         status(f"wrote {path}")
+
+
+MAX_COST_HELP = (
+    "Stop before spending more than USD on model calls (each call reserves its worst case first; "
+    "default: [budget] max_cost_usd)."
+)
+
+
+def max_cost_option() -> Any:
+    """``--max-cost USD``: a hard spend cap (checked by ``council.budget.check_cap``)."""
+    return click.option("--max-cost", "max_cost", metavar="USD", help=MAX_COST_HELP)
+
+
+def spend_cap(max_cost: str | None, loaded: Any) -> float | None:
+    """The cap in force: ``--max-cost``, else the config's ``[budget] max_cost_usd``, else none."""
+    from council.budget import check_cap
+
+    if max_cost is not None:
+        return check_cap(max_cost)
+    return loaded.config.budget.max_cost_usd
+
+
+def cache_options(command: Any) -> Any:
+    """``--cache`` and ``--refresh``: answer identical requests from the store (or ask again)."""
+    command = click.option(
+        "--refresh",
+        is_flag=True,
+        help="With the call cache: ask the models again and replace what is kept (implies --cache).",
+    )(command)
+    return click.option(
+        "--cache",
+        "use_cache",
+        is_flag=True,
+        help="Answer identical requests from the store's call cache (default: [cache] enabled).",
+    )(command)
+
+
+def cache_wanted(use_cache: bool, refresh: bool, loaded: Any) -> bool:
+    """Whether the call cache is on: ``--cache``/``--refresh``, else ``[cache] enabled``. With
+    transcripts off it cannot keep replies: a ``UsageError``."""
+    from council.call_cache import check_can_keep
+    from council.config import resolve_privacy
+
+    wanted = use_cache or refresh or loaded.config.cache.enabled
+    if wanted:
+        check_can_keep(resolve_privacy(loaded).store_transcripts)
+    return bool(wanted)
+
+
+def attach_cache(clients: Any, store: Any, *, refresh: bool) -> None:
+    """Put ``clients`` (model clients) on the store's call cache."""
+    from council.api import attach_call_cache
+
+    attach_call_cache(clients, store, refresh=refresh)

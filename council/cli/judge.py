@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from council.cli.common import cache_options, max_cost_option
 from council.errors import CouncilFailure, InputError
 from council.inputs import read_text_file
 
@@ -51,28 +52,63 @@ adaptive_option = click.option(
     "--adaptive", is_flag=True, help="Stop voting as soon as the majority is decided (fewer calls, same winner)."
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
+spend_cap_option = max_cost_option()
 
 
 def run_with_judges(
-    config_path: str | None, judge_refs: Sequence[str], work: Callable[[list[ModelClient], bool], Awaitable[T]]
+    config_path: str | None,
+    judge_refs: Sequence[str],
+    work: Callable[[list[ModelClient], bool, float | None], Awaitable[T]],
+    *,
+    max_cost: str | None = None,
+    cap_each_call: bool = True,
+    use_cache: bool = False,
+    refresh: bool = False,
 ) -> T:
-    """Resolve the judges, run ``work(judges, keep_text)`` with them, and close their clients
-    whatever happens. ``keep_text`` is the config's privacy setting (judge reasoning stored?)."""
+    """Resolve the judges, run ``work(judges, keep_text, cap)`` with them, and close their clients
+    whatever happens. ``keep_text`` is the config's privacy setting (judge reasoning stored?).
+
+    ``max_cost`` (else ``[budget] max_cost_usd``) caps this invocation's spending; a cap that
+    stopped the work is raised after it (``BudgetReached``, exit 1). ``cap_each_call=False``
+    (a batch, whose cap is kept with it in the store) only checks the judges can be capped and
+    hands ``work`` the cap in force. ``use_cache``/``refresh`` (else ``[cache] enabled``) put the
+    judges on the store's call cache."""
+    from council.budget import Budget, BudgetReached, check_cap
+    from council.cli.common import attach_cache, cache_wanted, spend_cap
     from council.config import load_config, resolve_privacy
     from council.judging.engine import make_judges
+    from council.providers.client import cap_spending
 
+    if max_cost is not None:
+        check_cap(max_cost)
     loaded = load_config(config_path)
     judges = make_judges(loaded, judge_refs)
     keep_text = resolve_privacy(loaded).store_transcripts
+    cached = cache_wanted(use_cache, refresh, loaded)
+    cap = spend_cap(max_cost, loaded)
+    budget = Budget.capped(cap) if cap is not None else None
+    if budget is not None:
+        for judge in judges:
+            judge.check_budget()
+        if cap_each_call:
+            cap_spending(judges, budget)
 
     async def go() -> T:
         try:
-            return await work(judges, keep_text)
+            return await work(judges, keep_text, cap)
         finally:
             for judge in judges:
                 await judge.aclose()
 
-    return asyncio.run(go())
+    from council.storage import using_store
+
+    with using_store(cached) as cache_store:  # only --cache opens the store here
+        if cache_store is not None:
+            attach_cache(judges, cache_store, refresh=refresh)
+        result = asyncio.run(go())
+    if cap_each_call and budget is not None and budget.reached is not None:
+        raise BudgetReached(*budget.totals())
+    return result
 
 
 def _finish(outcome: ComparisonOutcome | GradeOutcome, as_json: bool, render: Callable[[Any], None]) -> None:
@@ -110,6 +146,8 @@ def _finish(outcome: ComparisonOutcome | GradeOutcome, as_json: bool, render: Ca
 @click.option("--no-tie", is_flag=True, help="The judge must pick A or B in each pass.")
 @votes_option
 @adaptive_option
+@spend_cap_option
+@cache_options
 @config_option
 @json_option
 def compare(
@@ -124,6 +162,9 @@ def compare(
     no_tie: bool,
     votes: int | None,
     adaptive: bool,
+    max_cost: str | None,
+    use_cache: bool,
+    refresh: bool,
     config_path: str | None,
     as_json: bool,
 ) -> None:
@@ -140,7 +181,7 @@ def compare(
     outcome = run_with_judges(
         config_path,
         judge_refs,
-        lambda judges, keep_text: engine.compare(
+        lambda judges, keep_text, _cap: engine.compare(
             prompt,
             response_a,
             response_b,
@@ -154,6 +195,9 @@ def compare(
             adaptive=adaptive,
             keep_text=keep_text,
         ),
+        max_cost=max_cost,
+        use_cache=use_cache,
+        refresh=refresh,
     )
     _finish(outcome, as_json, render_comparison)
 
@@ -180,6 +224,8 @@ def compare(
 @grade_judge_option
 @votes_option
 @adaptive_option
+@spend_cap_option
+@cache_options
 @config_option
 @json_option
 def grade(
@@ -191,6 +237,9 @@ def grade(
     judge_refs: tuple[str, ...],
     votes: int | None,
     adaptive: bool,
+    max_cost: str | None,
+    use_cache: bool,
+    refresh: bool,
     config_path: str | None,
     as_json: bool,
 ) -> None:
@@ -208,7 +257,7 @@ def grade(
     outcome = run_with_judges(
         config_path,
         judge_refs,
-        lambda judges, keep_text: engine.grade(
+        lambda judges, keep_text, _cap: engine.grade(
             prompt,
             response,
             rubric=loaded_rubric,
@@ -219,6 +268,9 @@ def grade(
             adaptive=adaptive,
             keep_text=keep_text,
         ),
+        max_cost=max_cost,
+        use_cache=use_cache,
+        refresh=refresh,
     )
     _finish(outcome, as_json, render_grade)
 
@@ -232,9 +284,11 @@ def _usage_line(outcome: ComparisonOutcome | GradeOutcome) -> Any:
     saved = f", {outcome.calls_saved} saved by adaptive voting" if outcome.calls_saved else ""
     from rich.text import Text
 
+    from council.cli.render import cache_savings
+
     line = (
-        f"{outcome.calls} calls{saved}, {u.prompt_tokens}+{u.completion_tokens} tokens, cost {cost}, "
-        f"{outcome.elapsed_ms / 1000:.1f}s"
+        f"{outcome.calls} calls{saved}, {u.prompt_tokens}+{u.completion_tokens} tokens, cost {cost}"
+        f"{cache_savings(u)}, {outcome.elapsed_ms / 1000:.1f}s"
     )
     return Text(line, style="dim")
 

@@ -28,6 +28,7 @@ _COMMANDS = {
     "worker": ("council.cli.worker", "worker"),
     "serve": ("council.cli.serve", "serve"),
     "store": ("council.cli.store", "store"),
+    "cache": ("council.cli.cache", "cache"),
     "mcp": ("council.cli.mcp", "mcp"),
 }
 

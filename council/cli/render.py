@@ -211,9 +211,17 @@ def render_result(result: SessionResult, *, shown: frozenset[str] = frozenset())
     cost = "unknown" if u.cost_usd is None else f"${u.cost_usd:.4f}"
     out.print(
         f"{u.calls} calls ({u.failed_calls} failed), {u.prompt_tokens}+{u.completion_tokens} tokens, "
-        f"cost {cost}, {result.duration_ms / 1000:.1f}s",
+        f"cost {cost}{cache_savings(u)}, {result.duration_ms / 1000:.1f}s",
         style="dim",
     )
+
+
+def cache_savings(usage: Any) -> str:
+    """The suffix ', N from the cache (saved $X)' when the call cache answered some calls."""
+    if not usage.cached_calls:
+        return ""
+    saved = "an unknown amount" if usage.saved_usd is None else f"${usage.saved_usd:.4f}"
+    return f", {usage.cached_calls} from the cache (saved {saved})"
 
 
 def problems(result: SessionResult) -> tuple[list[str], str | None]:

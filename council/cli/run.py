@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from council.cli.common import cache_options, max_cost_option
 from council.errors import UsageError
 
 
@@ -41,6 +42,8 @@ from council.errors import UsageError
     type=click.Path(dir_okay=False),
     help="Review these answers instead of asking the members (JSON/JSONL of {id, text}).",
 )
+@max_cost_option()
+@cache_options
 def run(
     question: str | None,
     question_file: str | None,
@@ -50,6 +53,9 @@ def run(
     as_json: bool,
     no_synthesis: bool,
     candidates_path: str | None,
+    max_cost: str | None,
+    use_cache: bool,
+    refresh: bool,
     show: str | None,
 ) -> None:
     """Ask the council QUESTION: answers, shuffled peer review, consensus, synthesis.
@@ -58,9 +64,11 @@ def run(
     answered or a synthesis that was asked for is missing (the session is partial).
     """
     from council.api import Council
-    from council.cli.common import quiet
+    from council.budget import BudgetReached, check_cap
+    from council.cli.common import cache_wanted, quiet, spend_cap, status
     from council.cli.render import ProgressDisplay, render_result, report_problems
     from council.cli.views import SessionView, parse_show
+    from council.config import load_config
     from council.session import load_candidates
     from council.session.runner import check_request
 
@@ -73,7 +81,14 @@ def run(
         raise UsageError("--show prints for people; --json prints the whole result: choose one")
     question, _ = check_request(read_question(question, question_file), seed=seed)
     candidates = load_candidates(candidates_path) if candidates_path else None
-    council = Council.from_config(config_path, council=council_name)
+    if max_cost is not None:
+        check_cap(max_cost)
+    loaded = load_config(config_path)
+    cached = cache_wanted(use_cache, refresh, loaded)
+    council = Council(loaded, council=council_name, max_cost=spend_cap(max_cost, loaded), cache=cached, refresh=refresh)
+    budget = council.budget
+    if cached:
+        status("note: the call cache repeats kept answers; answers sampled at temperature > 0 are meant to vary")
     # The parts shown as they arrive are the progress; a live bar would interleave with them.
     progress = ProgressDisplay(council, enabled=not as_json and not quiet() and not parts)
     view = SessionView(parts)
@@ -91,7 +106,12 @@ def run(
         finally:
             await council.aclose()
 
-    result = asyncio.run(go())
+    try:
+        result = asyncio.run(go())
+    except BudgetReached:
+        if budget is not None:  # the final figure: calls in flight have settled since
+            raise BudgetReached(*budget.totals()) from None
+        raise
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:
@@ -101,6 +121,8 @@ def run(
             out.print()
         # With transcripts off the events carried no text: the chairman's answer is shown from the result.
         render_result(result, shown=parts if council.resolved.store_transcripts else parts - {"synthesis"})
+    if budget is not None and budget.reached is not None:
+        raise BudgetReached(*budget.totals())
     report_problems(result)
 
 

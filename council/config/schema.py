@@ -121,6 +121,18 @@ class Storage(_Strict):
     url: str | None = None
 
 
+class BudgetSpec(_Strict):
+    """``[budget]``: a hard spend cap for run, compare, grade and batch (``--max-cost`` wins)."""
+
+    max_cost_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+
+
+class CacheSpec(_Strict):
+    """``[cache]``: answer identical requests from the store (``--cache``)."""
+
+    enabled: bool = False
+
+
 class ConfigFile(_Strict):
     """The whole file."""
 
@@ -129,6 +141,8 @@ class ConfigFile(_Strict):
     models: dict[str, ModelSpec] = Field(default_factory=dict)
     privacy: Privacy = Privacy()
     storage: Storage = Storage()
+    budget: BudgetSpec = BudgetSpec()
+    cache: CacheSpec = CacheSpec()
 
     @model_validator(mode="after")
     def _default_council_exists(self) -> ConfigFile:

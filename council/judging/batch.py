@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from council.budget import Budget
 from council.errors import InputError, UsageError
 from council.inputs import check_json_text, check_visible, parse_json_line
 from council.judging.batch_items import BatchItem, BatchSettings, Mode, item_digest  # noqa: F401  (found here too)
@@ -37,7 +38,7 @@ from council.judging.rubrics import load_rubric
 from council.judging.running import keeps_text
 from council.judging.schemas import Rubric
 from council.methods.judge_agreement import GoldAgreement, LabelAgreement, gold_agreement, label_agreement
-from council.providers.client import ModelClient
+from council.providers.client import ModelClient, cap_spending
 from council.storage import Store, using_store
 
 MODE_KEYS: dict[str, set[str]] = {"pairwise": {"a", "b"}, "grade": {"response"}}
@@ -216,6 +217,17 @@ class BatchSummary(BaseModel):
     wall_time_s: float = 0.0
     output: str | None = None
     errors: dict[str, str] = Field(default_factory=dict)
+    #: The batch's spend cap, what it counted as spent (all runs, every process), and whether
+    #: the cap stopped this run.
+    max_cost_usd: float | None = None
+    spent_usd: float | None = None
+    budget_reached: bool = False
+    #: Calls of the recorded items answered from the call cache (all runs), and what they saved.
+    cached_calls: int = 0
+    saved_usd: float | None = 0.0
+    #: With --provider-batch: the rounds this run sent, and every provider batch of the batch.
+    provider_rounds: int = 0
+    provider_batches: list[dict[str, Any]] = Field(default_factory=list)
     #: The judge against the items' labels (pairs) and gold scores (grades), when they carry them.
     labels: LabelAgreement | None = None
     gold_scores: GoldAgreement | None = None
@@ -339,7 +351,10 @@ async def run_batch(
     keep_text: bool | None = None,
     on_start: Callable[[BatchPlan], None] | None = None,
     on_item: ProgressSink | None = None,
+    max_cost: float | None = None,
+    provider_batch: bool = False,
     source_path: str | None = None,
+    on_provider_progress: Callable[[str, str, int, int, int], None] | None = None,
 ) -> BatchSummary:
     """Judge every item not finished yet (at most ``concurrency`` at a time), then summarise
     from the database and write ``output`` (JSONL, one result per item, in file order).
@@ -352,6 +367,16 @@ async def run_batch(
     their results. ``source_path`` (the file's absolute path): with ``resume`` and no batch
     recorded under ``batch_id`` (an id derived from the file, which changed), the latest
     batch of that file with the same settings is the one continued.
+
+    ``max_cost``: the batch's spend cap, kept with it in the store (replacing an earlier one);
+    a batch with a cap keeps it when resumed without one. Every call of the batch, by any
+    process, reserves against it; once it is reached no new item starts, and the summary
+    says so (``budget_reached``): the batch resumes later with a new cap.
+
+    ``provider_batch``: the judges' calls go through their providers' batch APIs, in rounds
+    (``council.providers.provider_batch``), every item in flight at once; a rerun collects a
+    round a killed process had submitted. ``on_provider_progress(id, status, done, failed,
+    total)`` hears each poll of a provider batch.
     """
 
     if concurrency < 1:
@@ -364,7 +389,8 @@ async def run_batch(
             batch_id = opened.find_batch(source_path, settings.model_dump(mode="json")) or batch_id
         return await _run_batch(
             items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
-            opened, keep_text, on_start, on_item, source_path or source,
+            opened, keep_text, on_start, on_item, source_path or source, max_cost, provider_batch,
+            on_provider_progress,
         )  # fmt: skip
 
 
@@ -384,6 +410,9 @@ async def _run_batch(
     on_start: Callable[[BatchPlan], None] | None,
     on_item: ProgressSink | None,
     recorded_source: str,
+    max_cost: float | None,
+    provider_batch: bool,
+    on_provider_progress: Callable[[str, str, int, int, int], None] | None,
 ) -> BatchSummary:
     # The batch goes through the queue (council.judging.worker) like a distributed one: this
     # process is one worker of it, and any others started on it (``council worker``, or the
@@ -402,6 +431,15 @@ async def _run_batch(
     to_judge = status.get("queued", 0) + status.get("running", 0)
     skipped = len(items) - to_judge
     changed, removed = counts["changed"], counts["removed"]
+    budget = _batch_budget(store, batch_id, max_cost, judges)
+    rounds = None
+    if provider_batch:
+        from council.providers.provider_batch import BatchRounds, send_in_batches
+        from council.storage import StoreBatchJournal
+
+        rounds = BatchRounds(StoreBatchJournal(store, batch_id), on_progress=on_provider_progress)
+        send_in_batches(judges, rounds)
+        concurrency = max(concurrency, to_judge)  # every item's calls join the same rounds
     if on_start is not None:
         on_start(
             BatchPlan(batch_id=batch_id, items=len(items), to_judge=to_judge, unchanged=skipped, changed=changed,
@@ -412,6 +450,7 @@ async def _run_batch(
     report = await worker.run_worker(
         store, judges_for=lambda _id, _spec: list(judges), batch_id=batch_id, concurrency=concurrency,
         keep_text=keep_text, on_item=on_item, keep_judges=judges,
+        stop=None if budget is None else lambda: budget.reached is not None,
     )  # fmt: skip
     wall = time.perf_counter() - t0
 
@@ -420,6 +459,13 @@ async def _run_batch(
                         judged=report.judged)  # fmt: skip
     summary.wall_time_s = wall
     summary.changed, summary.removed = changed, removed
+    summary.cached_calls, summary.saved_usd = store.batch_cache_savings(batch_id)
+    if rounds is not None:
+        summary.provider_rounds = rounds.rounds
+        summary.provider_batches = store.provider_batches(batch_id)
+    if budget is not None:
+        summary.spent_usd, summary.max_cost_usd = budget.totals()
+        summary.budget_reached = budget.reached is not None
     if output is not None:
         try:
             write_results(rows, output)
@@ -427,3 +473,26 @@ async def _run_batch(
             raise UsageError(f"{exc}; every judged item is stored: rerun with --resume to write them") from None
         summary.output = str(output)
     return summary
+
+
+def store_batch_cap(store: Store, batch_id: str, max_cost: float | None) -> float | None:
+    """Keep ``max_cost`` as the batch's cap in the store (replacing an earlier one; None keeps
+    it); the cap in force, None when the batch has none."""
+    from council.storage import batch_key
+
+    spent = store.batch_spent(batch_id) if max_cost is not None else 0.0
+    return store.open_budget(batch_key(batch_id), cap_usd=max_cost, spent_usd=spent)
+
+
+def _batch_budget(
+    store: Store, batch_id: str, max_cost: float | None, judges: Sequence[ModelClient]
+) -> Budget | None:
+    """The batch's budget in the store (``max_cost`` replaces its cap), with the judges under it."""
+    from council.storage import StoreLedger, batch_key
+
+    key = batch_key(batch_id)
+    if store_batch_cap(store, batch_id, max_cost) is None:
+        return None
+    budget = Budget(StoreLedger(store, key))
+    cap_spending(judges, budget)
+    return budget

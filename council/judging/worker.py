@@ -170,10 +170,12 @@ async def run_worker(
     worker: str | None = None,
     on_item: Callable[[BatchItem, bool], None] | None = None,
     keep_judges: Sequence[ModelClient] = (),
+    stop: Callable[[], bool] | None = None,
 ) -> WorkerReport:
     """Claim and judge items (of ``batch_id``, else of any batch) ``concurrency`` at a time,
     until none is queued and none is running elsewhere (a dead worker's items come back when
-    their lease passes); with ``follow``, keep waiting for new ones. The database going away
+    their lease passes); with ``follow``, keep waiting for new ones. Once ``stop()`` is true
+    (a spend cap reached) no new item is claimed: the rest stay queued for a later worker. The database going away
     is a ``CouncilFailure``: the items this worker held return to the queue with its leases."""
     report = WorkerReport(worker=worker or worker_name())
     judges = _Judges(store, judges_for)
@@ -236,6 +238,8 @@ async def run_worker(
 
     async def loop() -> None:
         while True:
+            if stop is not None and stop():
+                return
             claimed = store_op(store.claim_items, report.worker, batch_id=batch_id, lease_seconds=lease_seconds)
             if claimed:
                 held = claimed[0]["batch_id"]

@@ -5,10 +5,10 @@ One ``ModelClient`` per configured model, shared by every session of a ``Council
 ``semaphore (max_concurrency) → rate limiter (rpm) → backend, under a per-attempt
 timeout``, retried with exponential backoff and jitter (tenacity) on 429/5xx/timeouts.
 Every attempt, failed, cancelled or not, becomes a ``CallRecord`` for the call log.
-
-A call given ``on_delta`` streams when the backend can (``StreamingAPI``): each piece of text
-goes to ``on_delta`` as it arrives (a backend that cannot stream hands over the whole text once).
-Once a piece has been handed over, a failure is not retried: the caller has shown it already.
+Under a spend cap (``budget``), each attempt reserves its worst case before it is sent
+and settles at its real cost when it ends (``council.budget``; docs/methods.md, "Spend caps").
+With a ``cache``, an identical request is answered from it (logged ``cached``, cost 0), and
+a reply the caller accepts is kept (docs/methods.md, "Call cache").
 
 A backend may have a synchronous ``prepare()`` (one-off setup such as LiteLLM's
 ~2.5 s import); it runs once, before the first attempt's deadline starts.
@@ -17,20 +17,23 @@ A backend may have a synchronous ``prepare()`` (one-off setup such as LiteLLM's
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
+from council.budget import Budget, CallPrice, prompt_tokens_bound
+from council.call_cache import CACHE_VERSION, CallCache, request_key
 from council.clock import utc_now
 from council.config import ResolvedModel
-from council.errors import ProviderError
+from council.errors import ProviderError, UsageError
 from council.logs import get_logger
 from council.providers.base import ChatRequest, ChatResponse, ModelAPI
-from council.redaction import redact
+from council.redaction import redact, redact_secrets
 from council.usage import CallRecord, CallSink
 
 log = get_logger("council.providers")
@@ -56,6 +59,20 @@ def _without_secrets(exc: ProviderError, request: ChatRequest) -> ProviderError:
     if clean == message:
         return exc
     return ProviderError(clean, model=exc.model, status_code=exc.status_code, retryable=exc.retryable)
+
+
+def _has_text(response: ChatResponse) -> bool:
+    return bool(response.text.strip())
+
+
+def _cached_reply(entry: Any) -> ChatResponse | None:
+    """A kept entry as a reply; None for one of another version or that does not read as one."""
+    if not isinstance(entry, dict) or entry.get("v") != CACHE_VERSION:
+        return None
+    try:
+        return ChatResponse.model_validate({k: v for k, v in entry.items() if k not in ("v", "model")})
+    except ValueError:
+        return None
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -87,6 +104,12 @@ class ModelClient:
         self._limiter: Any = None
         self._shared = shared_limits if spec.rpm and hasattr(shared_limits, "reserve_rate") else None
         self._prepared = False
+        self.budget: Budget | None = None
+        """The spend cap this client's calls reserve against (None: no cap)."""
+        self._call_price: CallPrice | None = None
+        self.cache: CallCache | None = None
+        """Where identical requests are answered from (None: every call is made)."""
+        self._target = {"model": spec.model, "api_base": spec.api_base, "transport": resolved.transport}
         if spec.rpm and self._shared is None:
             from aiolimiter import AsyncLimiter
 
@@ -113,6 +136,37 @@ class ModelClient:
             prepare()
         self._prepared = True
 
+    def check_budget(self) -> CallPrice:
+        """What this model's calls may cost, or a ``UsageError`` saying why a cap cannot be
+        kept for it (no known price; no max_tokens and no known output limit)."""
+        if self._call_price is None:
+            from council.providers.prices import call_price
+
+            price = call_price(self.resolved)
+            where = f"[models.{self.id}]"
+            if price is None:
+                raise UsageError(
+                    f"{self.id}: no known price for {self.model}, so a spend cap cannot be kept; "
+                    f"set input_cost_per_token and output_cost_per_token in {where}"
+                )
+            if not (math.isfinite(price.input) and math.isfinite(price.output)):
+                raise UsageError(f"{self.id}: the price of {self.model} is not a finite number; fix it in {where}")
+            if price.worst_case(0, self.resolved.spec.max_tokens) is None:
+                raise UsageError(
+                    f"{self.id}: no max_tokens and no known output limit for {self.model}, so a spend cap "
+                    f"cannot be kept; set max_tokens in {where}"
+                )
+            self._call_price = price
+        return self._call_price
+
+    def worst_case(self, request: ChatRequest) -> float:
+        """The most this request can cost (docs/methods.md, "Spend caps")."""
+        price = self.check_budget()
+        bound = price.worst_case(prompt_tokens_bound(request.messages, request.json_schema), request.max_tokens)
+        if bound is None:  # a request without max_tokens on a model that has one configured
+            raise UsageError(f"{self.id}: a request without max_tokens cannot be kept within a spend cap")
+        return bound
+
     async def _attempt(
         self,
         request: ChatRequest,
@@ -121,7 +175,8 @@ class ModelClient:
         sink: CallSink | None,
         on_delta: Callable[[str], None] | None = None,
     ) -> ChatResponse:
-        timeout = self.resolved.spec.timeout
+        # A provider batch's line may take up to its completion window: no per-attempt deadline.
+        timeout = None if getattr(self.api, "batched", False) else self.resolved.spec.timeout
         if not self._prepared:
             self._prepare()
         async with self._semaphore:
@@ -129,53 +184,79 @@ class ModelClient:
                 await self._limiter.acquire()
             elif self._shared is not None:
                 await self._reserve_shared()
-            started = utc_now()
-            call_id = uuid.uuid4().hex
-            announce = getattr(sink, "started", None)
-            if announce is not None:  # written before it is sent: a crash mid-call leaves it on record
-                announce(self._call(call_id, stage, started, 0.0, attempt, None, None))
-            t0 = time.perf_counter()
-            response: ChatResponse | None = None
-            error: ProviderError | None = None
-            streamed = False
-
-            def relay(piece: str) -> None:
-                nonlocal streamed
-                streamed = True
-                on_delta(piece)  # type: ignore[misc]
-
+            budget = self.budget
+            if budget is None:
+                return await self._send(request, stage, attempt, sink, timeout, on_delta)
+            worst = self.worst_case(request)
+            token = budget.reserve(worst)  # BudgetReached: nothing is sent
+            spent = worst  # a call that may have been billed counts at its worst case
             try:
-                async with asyncio.timeout(timeout):
-                    if on_delta is not None and hasattr(self.api, "stream"):
-                        response = await self.api.stream(request, relay)
-                    else:
-                        response = await self.api.generate(request)
-                        if on_delta is not None and response.text:
-                            relay(response.text)
-            except TimeoutError:
-                error = ProviderError(f"Timeout: no reply within {timeout:g}s", model=self.model, retryable=True)
+                response = await self._send(request, stage, attempt, sink, timeout, on_delta)
+                spent = worst if response.cost_usd is None else response.cost_usd
+                return response
             except ProviderError as exc:
-                error = _without_secrets(exc, request)
-            except asyncio.CancelledError:
-                # The session's deadline or Ctrl-C: the call was in flight (and may be billed),
-                # so the call log keeps it.
-                self._record(sink, call_id, stage, started, t0, attempt, None, "cancelled")
+                if exc.status_code is not None:  # the provider answered with an error: not billed
+                    spent = 0.0
                 raise
-            if error is not None and streamed:
-                # Part of the reply is out already: a retry would repeat it. The caller decides.
-                error = ProviderError(
-                    f"{error} (after part of the reply had arrived)",
-                    model=error.model,
-                    status_code=error.status_code,
-                    retryable=False,
-                )
-            self._record(sink, call_id, stage, started, t0, attempt, response, str(error) if error else None)
-            if error is not None:
-                # Not a warning: the failure is retried, or reported in the result and the call log.
-                log.info("model call failed", member=self.id, stage=stage, attempt=attempt, error=str(error))
-                raise error
-            assert response is not None
-            return response
+            finally:
+                budget.settle(token, spent)
+
+    async def _send(
+        self,
+        request: ChatRequest,
+        stage: str,
+        attempt: int,
+        sink: CallSink | None,
+        timeout: float | None,
+        on_delta: Callable[[str], None] | None,
+    ) -> ChatResponse:
+        started = utc_now()
+        call_id = uuid.uuid4().hex
+        announce = getattr(sink, "started", None)
+        if announce is not None:  # written before it is sent: a crash mid-call leaves it on record
+            announce(self._call(call_id, stage, started, 0.0, attempt, None, None))
+        t0 = time.perf_counter()
+        response: ChatResponse | None = None
+        error: ProviderError | None = None
+        streamed = False
+
+        def relay(piece: str) -> None:
+            nonlocal streamed
+            streamed = True
+            on_delta(piece)  # type: ignore[misc]
+
+        try:
+            async with asyncio.timeout(timeout):
+                if on_delta is not None and hasattr(self.api, "stream"):
+                    response = await self.api.stream(request, relay)
+                else:
+                    response = await self.api.generate(request)
+                    if on_delta is not None and response.text:
+                        relay(response.text)
+        except TimeoutError:
+            error = ProviderError(f"Timeout: no reply within {timeout or 0:g}s", model=self.model, retryable=True)
+        except ProviderError as exc:
+            error = _without_secrets(exc, request)
+        except asyncio.CancelledError:
+            # The session's deadline or Ctrl-C: the call was in flight (and may be billed),
+            # so the call log keeps it.
+            self._record(sink, call_id, stage, started, t0, attempt, None, "cancelled")
+            raise
+        if error is not None and streamed:
+            # Part of the reply is out already: a retry would repeat it. The caller decides.
+            error = ProviderError(
+                f"{error} (after part of the reply had arrived)",
+                model=error.model,
+                status_code=error.status_code,
+                retryable=False,
+            )
+        self._record(sink, call_id, stage, started, t0, attempt, response, str(error) if error else None)
+        if error is not None:
+            # Not a warning: the failure is retried, or reported in the result and the call log.
+            log.info("model call failed", member=self.id, stage=stage, attempt=attempt, error=str(error))
+            raise error
+        assert response is not None
+        return response
 
     async def _reserve_shared(self) -> None:
         spec = self.resolved.spec
@@ -233,9 +314,48 @@ class ModelClient:
         stage: str,
         sink: CallSink | None = None,
         on_delta: Callable[[str], None] | None = None,
+        accept: Callable[[ChatResponse], bool] | None = None,
     ) -> ChatResponse:
         """One logical call: retried on retryable provider errors, then raised as ProviderError.
-        ``on_delta``: stream the reply's text to it as it arrives."""
+        ``on_delta``: stream the reply's text to it as it arrives.
+
+        With a cache: answered from it when an entry the caller would ``accept`` is kept
+        (default: a reply with some text), else made and, if accepted and free of secrets, kept."""
+        accept = accept or _has_text
+        cache = self.cache
+        if cache is None:
+            return await self._complete(request, stage, sink, on_delta)
+        key = request_key(self._target, request.model_dump(mode="json"))
+        if not cache.refresh:
+            hit = _cached_reply(cache.replies.get(key))
+            if hit is not None and accept(hit):
+                if sink is not None:
+                    sink(self._cached_call(stage, hit))
+                if on_delta is not None and hit.text:
+                    on_delta(hit.text)
+                return hit
+        response = await self._complete(request, stage, sink, on_delta)
+        if accept(response) and redact_secrets(response.text, error_text=False) == response.text:
+            cache.replies.put(key, {"v": CACHE_VERSION, "model": self.model, **response.model_dump(mode="json")})
+        return response
+
+    def _cached_call(self, stage: str, hit: ChatResponse) -> CallRecord:
+        return CallRecord(
+            stage=stage,
+            member=self.id,
+            model=self.model,
+            started_at=utc_now(),
+            latency_ms=0.0,
+            prompt_tokens=hit.prompt_tokens,
+            completion_tokens=hit.completion_tokens,
+            cost_usd=0.0,
+            cached=True,
+            saved_usd=hit.cost_usd,
+        )
+
+    async def _complete(
+        self, request: ChatRequest, stage: str, sink: CallSink | None, on_delta: Callable[[str], None] | None
+    ) -> ChatResponse:
         policy = self.retry
         attempt = 0
         async for state in AsyncRetrying(
@@ -251,3 +371,13 @@ class ModelClient:
 
     async def aclose(self) -> None:
         await self.api.aclose()
+
+
+def cap_spending(clients: Iterable[ModelClient], budget: Budget) -> None:
+    """Put every client's calls under ``budget``; a model whose calls cannot be bounded (no
+    known price, no output limit) is refused here, before any call (``UsageError``)."""
+    clients = list(clients)
+    for client in clients:
+        client.check_budget()
+    for client in clients:
+        client.budget = budget

@@ -14,6 +14,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 
 from council.providers.base import ChatRequest, ChatResponse
+from council.providers.prices import Price
 from council.testing.replies import (
     FakeResponder,
     count_tokens,
@@ -49,8 +50,11 @@ class FakeAPI:
         responder: FakeResponder | None = None,
         latency: float = 0.0,
         slow_seconds: float = 0.5,
+        price: Price | None = None,
     ) -> None:
+        """``price``: configured per-token prices to bill at (a fake model is free otherwise)."""
         self.model = model_name
+        self.price = price
         self.name, self.behaviours = parse_model_name(model_name)
         self.strict = strict
         self.responder = responder or FakeResponder()
@@ -99,11 +103,12 @@ class FakeAPI:
                 json_mode=request.json_mode,
             )
         text, _ = truncate_to_tokens(text, request.max_tokens)
+        used_in, used_out = prompt_tokens(request.messages), count_tokens(text)
         return ChatResponse(
             text=text,
-            prompt_tokens=prompt_tokens(request.messages),
-            completion_tokens=count_tokens(text),
-            cost_usd=0.0,
+            prompt_tokens=used_in,
+            completion_tokens=used_out,
+            cost_usd=0.0 if self.price is None else self.price.cost(used_in, used_out),
             provider_model=self.model,
         )
 

@@ -159,3 +159,47 @@ def mapped_price(provider: str, model: str) -> Price | None:
             )
         )
     return Price(base, tuple(sorted(tiers, key=lambda t: t[0])))
+
+
+def worst_rates(price: Price) -> tuple[float, float]:
+    """The highest input and output rates of any tier: a bound whatever the prompt's size."""
+    tiers = [price.base, *(rates for _, rates in price.tiers)]
+    return max(r.input for r in tiers), max(r.output for r in tiers)
+
+
+def output_limit(provider: str, model: str) -> int | None:
+    """The most tokens the price map says one reply of ``model`` can hold, or None."""
+    entry = model_entry(provider, model) or {}
+    for key in ("max_output_tokens", "max_tokens"):
+        value = entry.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def call_price(resolved: Any) -> Any:
+    """A configured model's ``council.budget.CallPrice`` (``resolved``: a ``ResolvedModel``):
+    configured prices, else the price map's; offline models (fake/, local/) cost nothing unless
+    priced. None when the price is unknown."""
+    from council.budget import CallPrice
+    from council.config.endpoints import native_endpoint, provider_of
+
+    spec = resolved.spec
+    configured = configured_price(spec.input_cost_per_token, spec.output_cost_per_token)
+    transport = resolved.transport
+    if transport in ("fake", "local"):
+        if configured is None:  # free: no bound on the output is needed
+            return CallPrice(0.0, 0.0, 0)
+        provider, wire, price = "", resolved.model, configured
+    elif transport == "native":
+        endpoint = native_endpoint(resolved.model, spec.api_base)
+        provider, wire = endpoint.provider, endpoint.wire_model
+        price = configured or mapped_price(provider, wire)
+    else:
+        provider = provider_of(resolved.model) or ""
+        wire = resolved.model.removeprefix(provider + "/") if provider else resolved.model
+        price = configured or mapped_price(provider, wire)
+    if price is None:
+        return None
+    rate_in, rate_out = worst_rates(price)
+    return CallPrice(rate_in, rate_out, output_limit(provider, wire) if provider else None)

@@ -25,8 +25,9 @@ def make_api(resolved: ResolvedModel) -> ModelAPI:
     api_key = resolved.api_key.get_secret_value() if resolved.api_key else None
     if transport == "fake":
         from council.providers.fake import FakeAPI
+        from council.providers.prices import configured_price
 
-        return FakeAPI(model)
+        return FakeAPI(model, price=configured_price(spec.input_cost_per_token, spec.output_cost_per_token))
     if transport == "local":
         from council.providers.local import LocalLlamaAPI
 
@@ -53,10 +54,6 @@ def make_api(resolved: ResolvedModel) -> ModelAPI:
         input_cost_per_token=spec.input_cost_per_token,
         output_cost_per_token=spec.output_cost_per_token,
     )
-
-
-def is_offline_model(model: str) -> bool:
-    return model.startswith(("fake/", "local/"))
 
 
 def needs_litellm(models: Iterable[ResolvedModel]) -> bool:

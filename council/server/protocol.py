@@ -56,7 +56,8 @@ _REFUSED: dict[str, tuple[Callable[[Any], bool], str]] = {
     "web_search_options": (lambda v: v is not None, "web search is not supported"),
 }
 
-#: Accepted and ignored: each council member's sampling is set in the council's config.
+#: Accepted and ignored: each council member's sampling is set in the council's config (README's
+#: parameter table lists them; tests/test_docs.py keeps the two equal).
 IGNORED = (
     "temperature",
     "top_p",
@@ -76,8 +77,6 @@ IGNORED = (
     "prompt_cache_key",
     "safety_identifier",
 )
-
-REFUSED = tuple(_REFUSED)
 
 _ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 _SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

@@ -19,6 +19,7 @@ from typing import Any
 
 from council.asking import JsonFormat, ask_valid
 from council.bias.records import BiasRecord, QueryHasher, count_words, session_bias_metadata
+from council.budget import BudgetReached
 from council.clock import utc_now
 from council.config import ResolvedCouncil, ResolvedModel
 from council.errors import InputError, ProviderError, QuorumError
@@ -403,6 +404,10 @@ class SessionRunner:
             self._record_failure(run, error)
             raise QuorumError(error) from None
         except QuorumError as exc:
+            reached = self._budget_reached()
+            if reached is not None:  # stopped by the spend cap: what was done is kept, and says why
+                self._record_failure(run, str(reached), status="partial")
+                raise reached from None
             self._record_failure(run, str(exc))
             raise
         except BaseException as exc:  # Ctrl-C / cancellation / bugs: never leave the row "running"
@@ -411,6 +416,13 @@ class SessionRunner:
             else:
                 self._record_failure(run, f"{type(exc).__name__}: {exc}")
             raise
+
+    def _budget_reached(self) -> BudgetReached | None:
+        """The spend cap's stop, when a call of this council was refused by it."""
+        for client in self.clients.values():
+            if client.budget is not None and client.budget.reached is not None:
+                return BudgetReached(*client.budget.totals())
+        return None
 
     def _hasher(self) -> QueryHasher:
         if self.hasher is None:
@@ -555,6 +567,9 @@ class SessionRunner:
         ]
         bias = session_bias_metadata(records)
 
+        reached = self._budget_reached()
+        if reached is not None:
+            run.partial_reasons.append(str(reached))
         status = "partial" if run.partial_reasons else "complete"
         result = SessionResult(
             session_id=run.session_id,

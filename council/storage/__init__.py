@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from council.storage.copying import TableCopy
+from council.storage.cost import StoreBatchJournal, StoreLedger, StoreReplies, batch_key
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
 from council.storage.location import StoreLocation
 from council.storage.protocol import Store
@@ -22,6 +23,10 @@ __all__ = [
     "ComparisonData",
     "SQLiteStore",
     "Store",
+    "StoreBatchJournal",
+    "StoreLedger",
+    "StoreReplies",
+    "batch_key",
     "memory_store",
     "copy_into",
     "open_location",

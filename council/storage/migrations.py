@@ -324,14 +324,54 @@ def m009_session_events(db: Database) -> None:
 
 
 @migrations()
-def m010_rate_limits(db: Database) -> None:
+def m010_budgets(db: Database) -> None:
+    # A spend cap kept with what it caps (a batch: key "batch:<id>"), shared by every process
+    # using the store: what was spent, and one row per call in flight holding its worst case
+    # (docs/methods.md, "Spend caps"). A reservation whose process died counts as spent.
+    db["budgets"].create({"key": str, "cap_usd": float, "spent_usd": float, "updated_at": str}, pk="key")
+    db["budget_reservations"].create(
+        {"id": int, "key": str, "amount_usd": float, "owner": str, "created_at": str},
+        pk="id",
+        foreign_keys=[("key", "budgets", "key")],
+    )
+    db["budget_reservations"].create_index(["key"])
+
+
+@migrations()
+def m011_call_cache(db: Database) -> None:
+    # The call cache (docs/methods.md, "Call cache"): one reply per request key, with the
+    # version that wrote it (another version's entries are ignored and replaced) and what the
+    # reply cost. A call answered from it is logged with cached = 1 and what it saved.
+    db["call_cache"].create(
+        {"key": str, "version": int, "model": str, "reply": str, "cost_usd": float, "created_at": str}, pk="key"
+    )
+    db["call_cache"].create_index(["created_at"])
+    db["calls"].add_column("cached", int, not_null_default=0)
+    db["calls"].add_column("saved_usd", float)
+
+
+@migrations()
+def m012_provider_batches(db: Database) -> None:
+    # The rounds of a batch sent through a provider's batch API: written before the submit
+    # (token, custom ids), then the provider's id, then its progress, so a process killed in
+    # between finds its provider batch again (docs/methods.md, "Provider batches").
+    db["provider_batches"].create(
+        {"token": str, "batch_id": str, "provider": str, "provider_batch_id": str, "status": str,
+         "requests": int, "done": int, "failed": int, "custom_ids": str, "created_at": str, "updated_at": str},
+        pk="token",
+    )  # fmt: skip
+    db["provider_batches"].create_index(["batch_id"])
+
+
+@migrations()
+def m013_rate_limits(db: Database) -> None:
     # One row per rate budget (a model's rpm), shared by every process using this database:
     # tat = the GCRA's theoretical arrival time, epoch seconds (council.storage.rate_limits).
     db["rate_limits"].create({"key": str, "tat": float}, pk="key")
 
 
 @migrations()
-def m011_batch_queue(db: Database) -> None:
+def m014_batch_queue(db: Database) -> None:
     # The distributed batch (council.storage.queue): a batch keeps what a worker on another
     # machine needs to judge it (spec: judging settings, model specs without secrets, rubric
     # contents), and each of its items waits in batch_queue until a worker has recorded it.

@@ -29,7 +29,8 @@ from typing import Any
 from council.clock import utc_now
 from council.errors import ConfigError, CouncilFailure, PrerequisiteError
 from council.redaction import redact
-from council.storage import judgments, postgres_schema, queue
+from council.storage import budgets, call_cache, judgments, postgres_schema, queue
+from council.storage import provider_batches as rounds
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
 from council.storage.location import display_url
@@ -483,6 +484,86 @@ class PostgresStore:
             return reserve_postgres(conn, key, increment, tolerance)
 
     # -- the call log ---------------------------------------------------------
+    def journal_calls(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Write call-log rows at once, in one transaction (or the caller's)."""
+        with self.transaction():
+            self.write_calls(rows)
+
+    def flush_calls(self) -> None:
+        """Nothing waits: ``journal_calls`` writes at once."""
+
+    # -- spend caps (docs/methods.md, "Spend caps") ------------------------------
+    # The budget row is locked (FOR UPDATE) for the sum and the reservation: processes on
+    # any machine can never together reserve past the cap. A reservation whose owner's lease
+    # has expired is moved into the spent amount when the budget is next opened.
+    def open_budget(self, key: str, *, cap_usd: float | None, spent_usd: float = 0.0) -> float | None:
+        """As ``council.storage.budgets.open_budget``."""
+        now = utc_now()
+        with self.transaction() as conn:
+            row = conn.execute("SELECT cap_usd FROM budgets WHERE key = %s FOR UPDATE", [key]).fetchone()
+            lost = conn.execute(
+                "DELETE FROM budget_reservations r WHERE key = %s AND owner IS NOT NULL AND NOT EXISTS"
+                " (SELECT 1 FROM leases l WHERE l.id = r.owner AND l.expires_at > now()) RETURNING amount_usd",
+                [key],
+            ).fetchall()
+            if lost:
+                conn.execute(
+                    "UPDATE budgets SET spent_usd = spent_usd + %s WHERE key = %s",
+                    [sum(r["amount_usd"] for r in lost), key],
+                )
+            if cap_usd is None:
+                return None if row is None else float(row["cap_usd"])
+            conn.execute(
+                "INSERT INTO budgets (key, cap_usd, spent_usd, updated_at) VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT (key) DO UPDATE SET cap_usd = excluded.cap_usd, updated_at = excluded.updated_at",
+                [key, cap_usd, spent_usd, now],
+            )
+        return cap_usd
+
+    def reserve_budget(self, key: str, amount_usd: float) -> tuple[int | None, float, float]:
+        """As ``council.storage.budgets.reserve_budget``."""
+        owner = self._owner()["owner"]
+        with self.transaction() as conn:
+            row = conn.execute("SELECT cap_usd, spent_usd FROM budgets WHERE key = %s FOR UPDATE", [key]).fetchone()
+            cap, spent = float(row["cap_usd"]), float(row["spent_usd"])
+            reserved = conn.execute(
+                "SELECT coalesce(sum(amount_usd), 0) AS s FROM budget_reservations WHERE key = %s", [key]
+            ).fetchone()["s"]
+            if spent + float(reserved) + amount_usd > cap:
+                return None, spent, cap
+            made = conn.execute(
+                "INSERT INTO budget_reservations (key, amount_usd, owner, created_at) VALUES (%s, %s, %s, %s)"
+                " RETURNING id",
+                [key, amount_usd, owner, utc_now()],
+            ).fetchone()
+            return int(made["id"]), spent, cap
+
+    def cache_reply(self, key: str, version: int, entry: Mapping[str, Any]) -> None:
+        """As ``council.storage.call_cache.cache_reply``."""
+        cost = entry.get("cost_usd")
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO call_cache (key, version, model, reply, cost_usd, created_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO UPDATE SET version = excluded.version,"
+                " model = excluded.model, reply = excluded.reply, cost_usd = excluded.cost_usd,"
+                " created_at = excluded.created_at",
+                [key, version, entry.get("model"), json.dumps(dict(entry), ensure_ascii=False),
+                 cost if isinstance(cost, int | float) else None, utc_now()],
+            )  # fmt: skip
+
+    batch_spent = budgets.batch_spent
+    settle_budget = budgets.settle_budget
+    budget_totals = budgets.budget_totals
+    cached_reply = call_cache.cached_reply
+    cache_stats = call_cache.cache_stats
+    clear_cache = call_cache.clear_cache
+    batch_cache_savings = call_cache.batch_cache_savings
+    round_intent = rounds.round_intent
+    round_submitted = rounds.round_submitted
+    round_progress = rounds.round_progress
+    rounds_holding = rounds.rounds_holding
+    provider_batches = rounds.provider_batches
+
     # -- sessions ------------------------------------------------------------
     # -- what the SQLite store does with statements both databases take ----------------
     # (placeholders and sqlite-utils calls go through _Database): the same rows, shaped once.

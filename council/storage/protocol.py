@@ -213,3 +213,56 @@ class Store(Protocol):
         judgments: bool = True,
     ) -> ComparisonData:
         """The pairwise outcomes between models on record (council ballots and judged pairs)."""
+
+    # -- cost: spend caps, the call cache, provider batches (docs/methods.md) -----------
+    def batch_spent(self, batch_id: str) -> float:
+        """What the successful calls of a batch's recorded items cost."""
+
+    def open_budget(self, key: str, *, cap_usd: float | None, spent_usd: float = 0.0) -> float | None:
+        """Set the cap of budget ``key`` (a new cap replaces the old one; a new budget starts at
+        ``spent_usd``) or, with ``cap_usd`` None, read it. Reservations of processes that have
+        ended count as spent. The cap in force (None: no budget)."""
+
+    def reserve_budget(self, key: str, amount_usd: float) -> tuple[Any, float, float]:
+        """Reserve ``amount_usd`` if spent + reserved + it stays within the cap, atomically
+        across every process using the store: (a reservation token, or None when refused;
+        spent; cap)."""
+
+    def settle_budget(self, key: str, reservation: Any, actual_usd: float) -> None:
+        """End a reservation: ``actual_usd`` was spent."""
+
+    def budget_totals(self, key: str) -> tuple[float, float]:
+        """(spent, cap) of budget ``key``."""
+
+    def cached_reply(self, key: str, version: int) -> dict[str, Any] | None:
+        """The call cache's entry of ``key`` written under ``version``, or None (absent,
+        another version, unreadable)."""
+
+    def cache_reply(self, key: str, version: int, entry: Mapping[str, Any]) -> None:
+        """Write (or replace) the call cache's entry of ``key``."""
+
+    def cache_stats(self) -> dict[str, Any]:
+        """The call cache: entries, bytes, oldest, newest, models (entries per model),
+        cached_calls (calls answered from it) and saved_usd (None when a saving is unknown)."""
+
+    def clear_cache(self, *, older_than_days: float | None = None) -> int:
+        """Delete every cache entry, or those written more than ``older_than_days`` ago; how many."""
+
+    def batch_cache_savings(self, batch_id: str) -> tuple[int, float | None]:
+        """Calls of a batch's recorded items answered from the cache, and what they saved."""
+
+    def round_intent(self, batch_id: str, token: str, provider: str, custom_ids: Sequence[str]) -> None:
+        """Journal a provider batch round of ``batch_id`` (``submitting``) before it is sent."""
+
+    def round_submitted(self, token: str, provider_batch_id: str) -> None:
+        """The provider accepted the round ``token`` as ``provider_batch_id``."""
+
+    def round_progress(self, token: str, status: str, done: int, failed: int) -> None:
+        """A poll of the round ``token``: its status and counts."""
+
+    def rounds_holding(self, batch_id: str, custom_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """Rounds of ``batch_id`` (``token``, ``provider_batch_id``, ``status``, ``custom_ids``),
+        neither failed nor cancelled, holding any of ``custom_ids``; newest first."""
+
+    def provider_batches(self, batch_id: str) -> list[dict[str, Any]]:
+        """The rounds of a batch: ``id, provider, status, requests, done, failed`` (oldest first)."""

@@ -12,6 +12,8 @@ leaves a session half-recorded:
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
 import os
 import sqlite3
@@ -24,8 +26,10 @@ from typing import Any
 from council.clock import parse_since, utc_now
 from council.errors import EnvironmentFailure, NotFoundError, UsageError
 from council.home import ensure_home
+from council.logs import get_logger
 from council.redaction import redact, redact_document
-from council.storage import judgments, queue
+from council.storage import budgets, call_cache, judgments, queue
+from council.storage import provider_batches as rounds
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.comparisons import count_comparisons
 from council.storage.migrations import migrations
@@ -35,12 +39,16 @@ from council.storage.rate_limits import reserve_sqlite
 from council.storage.sqlite import Database
 from council.usage import CallJournal, CallRecord
 
+log = get_logger("council.storage")
 BUSY_TIMEOUT_S = 60.0
 #: The shortest id prefix a session can be found by (the tables show 8 characters).
 MIN_ID_PREFIX = 8
 _CALL_COLUMNS = ("call_id", "session_id", "owner", "stage", "member", "model", "started_at", "latency_ms",
-                 "prompt_tokens", "completion_tokens", "cost_usd", "attempt", "ok", "error")  # fmt: skip
-_CALL_OUTCOME = frozenset({"latency_ms", "prompt_tokens", "completion_tokens", "cost_usd", "ok", "error"})
+                 "prompt_tokens", "completion_tokens", "cost_usd", "attempt", "ok", "error", "cached",
+                 "saved_usd")  # fmt: skip
+_CALL_OUTCOME = frozenset(
+    {"latency_ms", "prompt_tokens", "completion_tokens", "cost_usd", "ok", "error", "cached", "saved_usd"}
+)
 
 
 def _connect(path: Path | str, *, uri: bool = False) -> sqlite3.Connection:
@@ -104,6 +112,9 @@ class SQLiteStore:
         self._write_refused: EnvironmentFailure | None = None  # why writes fail on a read-only store
         self._locks = lock_dir(path) if path is not None else None
         self._unscored = False  # records without a score were loaded (a store made from files)
+        # Call-log rows not yet committed (see ``_Journal``): written by the next transaction.
+        self._pending_calls: list[dict[str, Any]] = []
+        self._flush_scheduled = False
 
     # -- opening -------------------------------------------------------------
     @classmethod
@@ -156,6 +167,7 @@ class SQLiteStore:
             set_schema_version(self.db.conn)
 
     def close(self) -> None:
+        self.flush_calls()
         self.db.conn.close()
 
     @contextmanager
@@ -165,6 +177,14 @@ class SQLiteStore:
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
+                # Call-log rows waiting for a group commit go first, in this same transaction:
+                # whatever this transaction records (a result) is never durable before them.
+                pending = len(self._pending_calls)
+                if pending:
+                    try:
+                        self.write_calls(self._pending_calls[:pending])
+                    except sqlite3.Error as exc:  # as a direct write's failure: the final write records them
+                        log.warning("could not write the call log", error=str(exc))
                 yield self.db
             except BaseException:
                 if conn.in_transaction:
@@ -172,6 +192,7 @@ class SQLiteStore:
                 raise
             else:
                 conn.execute("COMMIT")
+                del self._pending_calls[:pending]
         except sqlite3.OperationalError as exc:
             refused = write_refused(exc, self.path)
             if refused is None:
@@ -237,17 +258,65 @@ class SQLiteStore:
         """Writes a run's attempts as they start and finish (``calls.session_id`` = ``session_id``)."""
         return _Journal(self, session_id)
 
+    def journal_calls(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Write call-log rows by group commit: inside a running event loop, every row journaled
+        during one turn of the loop is committed together at its end (one transaction instead of
+        two per call); outside one, at once. Any write transaction of this store commits the
+        rows still waiting first, in the same transaction, so nothing recorded after a call
+        (its result, its session) is ever on disk without the call."""
+        self._pending_calls.extend(rows)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None:
+            self.flush_calls()
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            loop.call_soon(self._scheduled_flush)
+
+    def _scheduled_flush(self) -> None:
+        if not self._pending_calls:  # written by another transaction meanwhile (or the store closed)
+            self._flush_scheduled = False
+            return
+        if self.db.conn.in_transaction:  # a transaction held across an await: the next turn
+            asyncio.get_running_loop().call_soon(self._scheduled_flush)
+            return
+        self._flush_scheduled = False
+        try:
+            self.flush_calls()
+        except Exception as exc:  # as a direct write's failure: logged; the final write records the calls
+            log.warning("could not write the call log", error=str(exc))
+
+    def flush_calls(self) -> None:
+        """Commit the call-log rows waiting for a group commit (if any). If that fails they are
+        dropped, as a direct write's failure would drop them, and the error is raised."""
+        if not self._pending_calls or self.db.conn.in_transaction:
+            return
+        try:
+            with self.immediate():
+                pass
+        except BaseException:
+            self._pending_calls.clear()
+            raise
+
     def write_calls(self, rows: Sequence[dict[str, Any]]) -> None:
         """Insert call-log rows, or complete the rows already written for them (by ``call_id``).
         Run inside the caller's transaction."""
+        # One statement per run of rows with the same columns, in order: a call's finished row
+        # must complete its started row, never be overwritten by it.
+        shaped = []
         for row in rows:
             row = {**row, "error": redact(row["error"]) if row.get("error") else row.get("error")}
-            columns = [c for c in _CALL_COLUMNS if c in row]
+            columns = tuple(c for c in _CALL_COLUMNS if c in row)
+            shaped.append((columns, [row[c] for c in columns]))
+        for columns, run in itertools.groupby(shaped, key=lambda item: item[0]):
+            values = [value for _, value in run]
             updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c in _CALL_OUTCOME)
-            self.db.execute(
+            self.db.conn.executemany(
                 f"INSERT INTO calls ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)}) "
                 f"ON CONFLICT (call_id) DO UPDATE SET {updates}",
-                [row[c] for c in columns],
+                values,
             )
 
     # -- sessions ------------------------------------------------------------
@@ -496,6 +565,23 @@ class SQLiteStore:
     comparisons = count_comparisons
     bias_sums = sum_bias_records
 
+    # -- cost: spend caps, the call cache, provider batch rounds -------------------------
+    batch_spent = budgets.batch_spent
+    open_budget = budgets.open_budget
+    reserve_budget = budgets.reserve_budget
+    settle_budget = budgets.settle_budget
+    budget_totals = budgets.budget_totals
+    cached_reply = call_cache.cached_reply
+    cache_reply = call_cache.cache_reply
+    cache_stats = call_cache.cache_stats
+    clear_cache = call_cache.clear_cache
+    batch_cache_savings = call_cache.batch_cache_savings
+    round_intent = rounds.round_intent
+    round_submitted = rounds.round_submitted
+    round_progress = rounds.round_progress
+    rounds_holding = rounds.rounds_holding
+    provider_batches = rounds.provider_batches
+
 
 def _column(name: str) -> str:
     if not name.isidentifier():
@@ -518,10 +604,7 @@ class _Journal:
         return {"session_id": self.session_id, **self.store._owner(), **record.model_dump()}
 
     def call_started(self, record: CallRecord) -> None:
-        row = {**self._row(record), "ok": None, "latency_ms": None, "error": None}
-        with self.store.immediate():
-            self.store.write_calls([row])
+        self.store.journal_calls([{**self._row(record), "ok": None, "latency_ms": None, "error": None}])
 
     def call_finished(self, record: CallRecord) -> None:
-        with self.store.immediate():
-            self.store.write_calls([self._row(record)])
+        self.store.journal_calls([self._row(record)])

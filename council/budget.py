@@ -1,0 +1,157 @@
+"""Hard spend caps (docs/methods.md, "Spend caps").
+
+A ``Budget`` is one cap in US dollars and a ledger of what was spent and what calls in
+flight have reserved. Every model call goes through ``ModelClient``, which asks the budget
+for the call's worst case before it starts (:func:`worst_case`); a reservation that could
+take spent + reserved past the cap is refused, so no call starts that could overshoot,
+however many are in flight. When the call ends its reservation is settled at its real cost.
+
+Two ledgers: :class:`MemoryLedger` for one invocation (run, compare, grade), and the
+store's (``council.storage.StoreLedger``) for a batch, whose cap and spending are kept with
+the batch and shared by every process using the store.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from council.errors import ProviderError, UsageError
+
+#: Tokens a chat message costs beyond its text (role, separators), counted generously.
+MESSAGE_OVERHEAD_TOKENS = 8
+REQUEST_OVERHEAD_TOKENS = 16
+
+
+def usd(amount: float) -> str:
+    """Money as people read it: at least cents, more digits only where they matter."""
+    text = f"{amount:.6f}".rstrip("0")
+    whole, _, cents = text.partition(".")
+    return f"${whole}.{cents.ljust(2, '0')}"
+
+
+def check_cap(value: Any, where: str = "--max-cost") -> float:
+    """A cap in dollars: a finite number above 0 (``UsageError`` otherwise)."""
+    try:
+        cap = float(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{where} must be an amount in US dollars, got {value!r}") from None
+    if isinstance(value, bool) or not math.isfinite(cap) or cap <= 0:
+        raise UsageError(f"{where} must be a finite amount of US dollars above 0, got {value!r}")
+    return cap
+
+
+class BudgetReached(ProviderError):
+    """A call was not started: its worst case could take the spending past the cap."""
+
+    def __init__(self, spent: float, cap: float) -> None:
+        super().__init__(f"budget reached: {usd(spent)} of {usd(cap)}", retryable=False)
+        self.spent = spent
+        self.cap = cap
+
+
+def prompt_tokens_bound(messages: Iterable[dict[str, Any]], schema: dict[str, Any] | None = None) -> int:
+    """An upper bound of a request's prompt tokens without its tokenizer: one token per UTF-8
+    byte (a byte-level BPE token covers at least one byte), plus each message's overhead and
+    the response schema, which providers count as prompt."""
+    total = REQUEST_OVERHEAD_TOKENS
+    for message in messages:
+        total += MESSAGE_OVERHEAD_TOKENS
+        for value in message.values():
+            if isinstance(value, str):
+                total += len(value.encode("utf-8"))
+    if schema is not None:
+        total += len(json.dumps(schema).encode("utf-8"))
+    return total
+
+
+class Ledger(Protocol):
+    """Where a cap's spending is kept; ``reserve`` is atomic against every other user."""
+
+    def reserve(self, amount: float) -> tuple[Any, float, float]:
+        """Reserve ``amount`` if spent + reserved + amount stays within the cap: (a token, or
+        None when refused; spent; cap)."""
+
+    def settle(self, token: Any, actual: float) -> None:
+        """The reservation ``token`` is over: ``actual`` was spent."""
+
+    def totals(self) -> tuple[float, float]:
+        """(spent, cap)."""
+
+
+@dataclass
+class MemoryLedger:
+    """One invocation's ledger (an event loop's calls reserve one after another)."""
+
+    cap: float
+    spent: float = 0.0
+    reserved: dict[int, float] = field(default_factory=dict)
+    _next: int = 0
+
+    def reserve(self, amount: float) -> tuple[Any, float, float]:
+        if self.spent + sum(self.reserved.values()) + amount > self.cap:
+            return None, self.spent, self.cap
+        self._next += 1
+        self.reserved[self._next] = amount
+        return self._next, self.spent, self.cap
+
+    def settle(self, token: Any, actual: float) -> None:
+        self.reserved.pop(token, None)
+        self.spent += actual
+
+    def totals(self) -> tuple[float, float]:
+        return self.spent, self.cap
+
+
+class Budget:
+    """A cap every call of an invocation (or a batch) reserves against.
+
+    Once a reservation is refused the budget stays reached: no later call starts (a
+    smaller one might fit, but the run stops where it stood, and says so)."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self.reached: BudgetReached | None = None
+
+    @classmethod
+    def capped(cls, cap: float) -> Budget:
+        return cls(MemoryLedger(check_cap(cap)))
+
+    def reserve(self, amount: float) -> Any:
+        """A token for :meth:`settle`, or ``BudgetReached``."""
+        if self.reached is not None:
+            raise self.reached
+        token, spent, cap = self.ledger.reserve(amount)
+        if token is None:
+            self.reached = BudgetReached(spent, cap)
+            raise self.reached
+        return token
+
+    def settle(self, token: Any, actual: float) -> None:
+        self.ledger.settle(token, actual)
+
+    def totals(self) -> tuple[float, float]:
+        return self.ledger.totals()
+
+    def summary(self) -> str:
+        spent, cap = self.totals()
+        return f"spent {usd(spent)} of {usd(cap)}"
+
+
+@dataclass(frozen=True)
+class CallPrice:
+    """What a model's calls may cost: per-token rates at their highest tier, and the most
+    output tokens a call may produce (None: unknown)."""
+
+    input: float
+    output: float
+    max_output_tokens: int | None
+
+    def worst_case(self, prompt_tokens: int, max_tokens: int | None) -> float | None:
+        limit = max_tokens or self.max_output_tokens
+        if limit is None:
+            return None
+        return prompt_tokens * self.input + limit * self.output

@@ -1,0 +1,52 @@
+"""redact_document returns a document in which nothing can be redacted as it is, without the
+field-by-field walk; whatever it returns equals what the walk returns."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from council import redaction
+from council.redaction import REDACTED, private_scope, redact_document
+
+STRONG = "k-7f3a9c2e5b1d4e6f8a0b"
+QUOTED = 'pa"ss\\word-77x9'  # escaped in JSON text
+SECRETS = frozenset({STRONG, "ollama", QUOTED, "naïve-key-42é"})
+PIECES = ["answer", "the", "ollama", "ollamas", STRONG, QUOTED, "naïve-key-42é", "Bearer", "sk-", "KEY", "Token",
+          "ſk-", ":", "=", "\n", '"', "\\", "é", "\u2028", "\x7f", "text"]  # fmt: skip
+TEXT = st.lists(st.sampled_from(PIECES), max_size=6).map("".join) | st.text(max_size=12)
+KEYS = st.sampled_from(["question", "model", "text", "error", "reasoning", "problem", "members", "flags", "note", "x"])
+DOCS = st.recursive(
+    TEXT | st.integers() | st.floats(allow_nan=False) | st.none() | st.booleans(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(document=st.dictionaries(KEYS, DOCS, max_size=5) | st.lists(DOCS, max_size=4))
+def test_the_shortcut_never_changes_what_is_stored(document):
+    assert redact_document(document, SECRETS) == redaction._redact_fields(document, SECRETS, "reply")
+
+
+def test_a_document_with_nothing_to_redact_is_returned_as_it_is():
+    document = {"winner": "A", "scores": [1.0, 2.0], "judges": [{"reasoning": "clear and correct", "error": None}]}
+    assert redact_document(document, SECRETS) is document
+    # Credential words and weak secrets matter in error text only: a judge's reasoning may say them.
+    document = {"reasoning": "vague about the key fact, like ollama", "usage": {"prompt_tokens": 9}, "flags": []}
+    assert redact_document(document, SECRETS) is document
+
+
+def test_a_secret_or_a_credential_word_anywhere_takes_the_full_walk():
+    for document, cut in (
+        ({"judges": [{"reasoning": f"uses {STRONG}"}]}, {"judges": [{"reasoning": f"uses {REDACTED}"}]}),
+        ({"error": "server said: bad key ollama"}, {"error": f"server said: bad key {REDACTED}"}),
+        ({"error": f"x {QUOTED}"}, {"error": f"x {REDACTED}"}),
+    ):
+        assert redact_document(document, SECRETS) == cut
+
+
+def test_private_text_is_still_cut_when_transcripts_are_off():
+    private = "a private paragraph that the user asked not to keep anywhere"
+    with private_scope(keep_text=False, texts=[private]):
+        clean = redact_document({"reasoning": f"quoting: {private}"}, frozenset())
+    assert private not in clean["reasoning"]

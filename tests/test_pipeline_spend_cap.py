@@ -1,0 +1,211 @@
+"""Hard spend caps in the library: every call reserves its worst case in ModelClient, so no
+call starts that could take the spending past the cap, however many are in flight."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import pytest
+
+from council.budget import Budget, BudgetReached, CallPrice, check_cap, prompt_tokens_bound, usd
+from council.config import ModelSpec, ResolvedModel
+from council.errors import ProviderError, UsageError
+from council.providers.base import ChatRequest
+from council.providers.client import ModelClient, cap_spending
+from council.providers.fake import FakeAPI
+from council.providers.prices import configured_price
+
+RATE_IN, RATE_OUT = 1e-5, 3e-5
+
+
+def priced(name: str = "m", *, max_tokens: int | None = 50, latency: float = 0.0, **spec) -> ModelClient:
+    model_spec = ModelSpec(
+        model=f"fake/{name}",
+        max_tokens=max_tokens,
+        input_cost_per_token=RATE_IN,
+        output_cost_per_token=RATE_OUT,
+        max_concurrency=1000,
+        retries=0,
+        **spec,
+    )
+    api = FakeAPI(model_spec.model, latency=latency, price=configured_price(RATE_IN, RATE_OUT))
+    return ModelClient(ResolvedModel(id=name, spec=model_spec), api)
+
+
+def request(text: str = "hello there", max_tokens: int | None = 50) -> ChatRequest:
+    return ChatRequest(messages=[{"role": "user", "content": text}], max_tokens=max_tokens)
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "nan", "NaN", "inf", "-inf", "", "1e400", "abc", 0, -0.5, True])
+def test_a_cap_must_be_a_finite_amount_above_zero(bad):
+    with pytest.raises(UsageError, match="--max-cost"):
+        check_cap(bad)
+
+
+def test_money_is_printed_with_cents_and_the_digits_that_matter():
+    assert usd(0.05) == "$0.05"
+    assert usd(1) == "$1.00"
+    assert usd(0.0123456) == "$0.012346"
+
+
+def test_the_prompt_bound_is_never_below_what_the_fake_counts():
+    from council.testing.replies import prompt_tokens
+
+    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "ünïcödé words " * 40}]
+    assert prompt_tokens_bound(messages) >= prompt_tokens(messages)
+    assert prompt_tokens_bound(messages, {"type": "object"}) > prompt_tokens_bound(messages)
+
+
+def test_worst_case_is_prompt_bound_times_input_plus_max_tokens_times_output():
+    client = priced()
+    req = request(max_tokens=50)
+    expected = prompt_tokens_bound(req.messages) * RATE_IN + 50 * RATE_OUT
+    assert math.isclose(client.worst_case(req), expected)
+    assert CallPrice(RATE_IN, RATE_OUT, None).worst_case(10, None) is None
+    assert CallPrice(RATE_IN, RATE_OUT, 4096).worst_case(10, None) == 10 * RATE_IN + 4096 * RATE_OUT
+
+
+def test_a_model_without_a_known_price_is_refused_up_front():
+    spec = ModelSpec(model="openai/no-such-model-anywhere", max_tokens=10)
+    client = ModelClient(ResolvedModel(id="x", spec=spec), FakeAPI("fake/x"))
+    with pytest.raises(UsageError, match=r"no known price .* input_cost_per_token"):
+        cap_spending([client], Budget.capped(1.0))
+    assert client.budget is None
+
+
+def test_a_priced_model_without_max_tokens_or_known_output_limit_is_refused():
+    client = priced(max_tokens=None)
+    with pytest.raises(UsageError, match="no max_tokens and no known output limit"):
+        cap_spending([client], Budget.capped(1.0))
+
+
+def test_an_unpriced_fake_model_is_free_under_a_cap():
+    client = ModelClient(ResolvedModel(id="f", spec=ModelSpec(model="fake/f")), FakeAPI("fake/f"))
+    budget = Budget.capped(0.01)
+    cap_spending([client], budget)
+    assert client.worst_case(request(max_tokens=None)) == 0.0
+
+
+async def test_the_priced_fake_bills_its_tokens():
+    client = priced()
+    response = await client.complete(request(), stage="t")
+    assert response.cost_usd == pytest.approx(response.prompt_tokens * RATE_IN + response.completion_tokens * RATE_OUT)
+    assert response.cost_usd > 0
+
+
+async def test_calls_stop_before_the_cap_and_spending_never_exceeds_it():
+    client = priced()
+    worst = client.worst_case(request())
+    budget = Budget.capped(worst * 3.5)
+    cap_spending([client], budget)
+    done = 0
+    with pytest.raises(BudgetReached, match=r"^budget reached: \$[0-9.]+ of \$[0-9.]+$"):
+        for _ in range(100):
+            await client.complete(request(), stage="t")
+            done += 1
+    spent, cap = budget.totals()
+    assert spent <= cap
+    # Real calls cost less than their worst case, so more than 3 fit, but never one that could overshoot.
+    assert done >= 3
+    assert spent + worst > cap
+    assert client.api.history.__len__() == done
+
+
+async def test_many_calls_in_flight_at_once_cannot_overshoot():
+    """The attacker's view: 200 calls start together; each reserves its worst case before it is sent."""
+    client = priced(latency=0.02)
+    worst = client.worst_case(request())
+    budget = Budget.capped(worst * 10)
+    cap_spending([client], budget)
+    results = await asyncio.gather(*(client.complete(request(), stage="t") for _ in range(200)), return_exceptions=True)
+    sent = [r for r in results if not isinstance(r, BaseException)]
+    refused = [r for r in results if isinstance(r, BudgetReached)]
+    assert len(sent) == 10  # exactly the worst cases that fit were in flight
+    assert len(refused) == 190
+    assert len(client.api.history) == 10
+    spent, cap = budget.totals()
+    assert spent <= cap
+    assert spent == pytest.approx(sum(r.cost_usd for r in sent))
+
+
+async def test_once_reached_no_later_call_starts_even_a_cheaper_one():
+    client = priced()
+    worst = client.worst_case(request())
+    budget = Budget.capped(worst * 1.5)
+    cap_spending([client], budget)
+    await client.complete(request(), stage="t")
+    with pytest.raises(BudgetReached):
+        await client.complete(request(), stage="t")
+    with pytest.raises(BudgetReached):
+        await client.complete(request("x", max_tokens=1), stage="t")
+    assert len(client.api.history) == 1
+
+
+async def test_a_provider_error_response_is_not_billed_but_a_timeout_counts_at_worst():
+    client = priced()
+    worst = client.worst_case(request())
+    budget = Budget.capped(worst * 10)
+    cap_spending([client], budget)
+    client.api.enqueue(ProviderError("bad request", status_code=400))
+    with pytest.raises(ProviderError):
+        await client.complete(request(), stage="t")
+    assert budget.totals()[0] == 0.0
+    client.api.enqueue(ProviderError("connection reset"))  # no status: it may have been billed
+    with pytest.raises(ProviderError):
+        await client.complete(request(), stage="t")
+    assert budget.totals()[0] == pytest.approx(worst)
+
+
+async def test_a_refused_call_is_not_retried_and_not_logged_as_a_call():
+    client = priced()
+    budget = Budget.capped(client.worst_case(request()) / 2)
+    cap_spending([client], budget)
+    log = []
+    with pytest.raises(BudgetReached):
+        await client.complete(request(), stage="t", sink=log.append)
+    assert log == []
+    assert client.api.history == []
+
+
+async def test_over_real_http_the_server_sees_only_the_calls_that_fit(tmp_path):
+    """The mock server on loopback: 60 calls at once, a cap fitting 7 worst cases: 7 requests arrive."""
+    from mock_server import start_mock_server
+
+    from council.config.endpoints import native_endpoint
+    from council.providers.openai_compatible import OpenAICompatibleAPI
+
+    log = tmp_path / "requests.jsonl"
+    with start_mock_server(latency=0.05, log_requests=str(log)) as server:
+        spec = ModelSpec(
+            model="openai/mock-model",
+            api_base=server.base_url,
+            max_tokens=64,
+            input_cost_per_token=RATE_IN,
+            output_cost_per_token=RATE_OUT,
+            max_concurrency=100,
+            retries=0,
+        )
+        api = OpenAICompatibleAPI(
+            spec.model,
+            native_endpoint(spec.model, spec.api_base),
+            api_key="unused",
+            input_cost_per_token=RATE_IN,
+            output_cost_per_token=RATE_OUT,
+        )
+        client = ModelClient(ResolvedModel(id="mock", spec=spec), api)
+        worst = client.worst_case(request(max_tokens=64))
+        budget = Budget.capped(worst * 7.5)
+        cap_spending([client], budget)
+        try:
+            results = await asyncio.gather(
+                *(client.complete(request(max_tokens=64), stage="t") for _ in range(60)), return_exceptions=True
+            )
+        finally:
+            await client.aclose()
+        arrived = server.logged_requests()
+    sent = [r for r in results if not isinstance(r, BaseException)]
+    assert len(sent) == 7 == len(arrived)
+    assert all(isinstance(r, BudgetReached) for r in results if isinstance(r, BaseException))
+    spent, cap = budget.totals()
+    assert spent == pytest.approx(sum(r.cost_usd for r in sent)) and spent <= cap
