@@ -122,6 +122,22 @@ def _length_controlled(board: Leaderboard, judgments: Sequence[Judgment], index:
             m.lc_win_rate = None if np.isnan(lc[i]) else float(lc[i])
 
 
+#: The fit holds a models × models win matrix (and its Hessian) per bootstrap round, all rounds
+#: at once, and inverts it: a file naming thousands of models would take gigabytes and hours.
+MAX_MODELS = 2000
+MAX_ROUND_CELLS = 25_000_000  # bootstrap rounds × models²: about 1.6 GB at the peak
+
+
+def _check_size(n_models: int, bootstrap: int, files: Sequence[str]) -> None:
+    where = ", ".join(files)
+    if n_models > MAX_MODELS:
+        raise InputError(f"{where}: {n_models} models; a leaderboard rates at most {MAX_MODELS}")
+    if bootstrap * n_models**2 > MAX_ROUND_CELLS:
+        most = MAX_ROUND_CELLS // n_models**2
+        raise InputError(f"{where}: {n_models} models with {bootstrap} bootstrap rounds would need gigabytes; "
+                         f"use --bootstrap {most} or fewer (0 for no intervals)")  # fmt: skip
+
+
 def judged_leaderboard(
     paths: Iterable[Path | str],
     *,
@@ -137,6 +153,7 @@ def judged_leaderboard(
     loaded = load_judgments(paths, judgments_format)
     judgments = loaded.judgments
     names = sorted({j.model_a for j in judgments} | {j.model_b for j in judgments})
+    _check_size(len(names), bootstrap, loaded.files)
     index = {name: i for i, name in enumerate(names)}
     if baseline is not None and baseline not in index:
         raise UsageError(f"--baseline {baseline!r}: no judgment names this model")

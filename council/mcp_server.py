@@ -22,6 +22,7 @@ from pydantic import Field
 
 from council.errors import CouncilError, InputError, PrerequisiteError
 from council.session.results import SessionResult
+from council.terminal import visible
 
 SERVER_NAME = "council"
 INSTALL_HINT = "council mcp needs the MCP SDK: pip install 'council-orchestrator[mcp]'"
@@ -114,9 +115,12 @@ class _Progress:
 
 
 def _result(text: str, structured: dict[str, Any] | None, *, error: bool = False) -> Any:
+    """Every tool's reply. The text, which clients show to people too, gets control characters
+    as escapes (:func:`council.terminal.visible`); the structured content keeps them as written."""
     from mcp_types import CallToolResult, TextContent
 
-    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured, is_error=error)
+    content = [TextContent(type="text", text=visible(text))]
+    return CallToolResult(content=content, structured_content=structured, is_error=error)
 
 
 async def _guard(work: Callable[[], Awaitable[Any]]) -> Any:

@@ -6,7 +6,9 @@ and renamed over the target only when the writing succeeded, so a failure (a ful
 interrupted command) leaves the old file as it was (it keeps its mode; a new file gets the
 usual one). Devices and pipes (``/dev/stdout``, ``/dev/full``) are written in place: renaming
 over them would replace the device. A file that cannot be written is a ``UsageError`` naming
-it (one line, exit 2); council's own database is never a target.
+it (one line, exit 2); council's own database, a directory and a file the command reads
+(under any name) are never a target: :func:`check_output`, which a command that reads files
+calls with them before it starts work.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO
@@ -24,10 +26,26 @@ from typing import IO
 from council.errors import UsageError
 
 
+def check_output(path: str | None, inputs: Iterable[str | Path] = ()) -> None:
+    """A one-line ``UsageError`` for a target that must not be written: an empty name, a
+    directory, or one of ``inputs`` (the files the command reads, also through a link)."""
+    if path is None or path == "-":
+        return
+    if not path.strip():
+        raise UsageError("the output file name is empty")
+    if os.path.isdir(path):
+        raise UsageError(f"cannot write {path}: it is a directory")
+    for source in inputs:
+        with suppress(OSError):
+            if os.path.samefile(path, source):
+                raise UsageError(f"refusing to write {path}: the command reads it (name another output file)")
+
+
 @contextmanager
 def open_output(path: str | None, *, make_parents: bool = False) -> Iterator[IO[str]]:
     """The text file ``path`` names (stdout for none or '-'), written whole or not at all.
     ``make_parents``: create its directory first (the batch results file)."""
+    check_output(path)
     if path is None or path == "-":
         yield sys.stdout
         return

@@ -13,6 +13,7 @@ from council.cli.common import cache_options, max_cost_option, output_option, qu
 from council.cli.judge import STRATEGIES, adaptive_option, batch_judge_option, config_option, votes_option
 from council.errors import CouncilFailure, UsageError
 from council.inputs import MAX_BATCH_BYTES, read_text_file
+from council.outputs import check_output
 
 if TYPE_CHECKING:
     from council.judging.batch import BatchItem, BatchPlan, BatchSummary
@@ -188,6 +189,7 @@ def judge_file(
     if criteria:
         resolve_criteria(list(criteria))  # a bad list fails here, before any call
     output_path = Path(output) if output else Path(file).with_suffix(".results.jsonl")
+    check_output(str(output_path), [file])  # before any call, not after the judging
     blocked = next((p for p in output_path.parents if p.exists() and not p.is_dir()), None)
     if blocked is not None:  # found before any call, not after the judging
         raise UsageError(f"cannot write the results to {output_path}: {blocked} is a file")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from council.cli.common import open_output, output_option, status, write_output
+from council.outputs import check_output
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -58,6 +59,8 @@ def bias_report(
     html_format = html == "-"
     if html_format and as_json:
         raise UsageError("--json and --html are two formats of the report: choose one")
+    for target in (output, html):
+        check_output(target, records)
     points = DEFAULT_MAX_POINTS if html is not None else 0
     unit = {"words": "words", "chars": "chars"}.get(length_unit or "")
     if records:

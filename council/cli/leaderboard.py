@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from council.cli.common import open_output, status, write_output
+from council.outputs import check_output
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -73,6 +74,8 @@ def leaderboard(
     html_format = html == "-"
     if html_format and as_json:
         raise UsageError("--json and --html are two formats of the leaderboard: choose one")
+    for target in (output, html):
+        check_output(target, judgments)
     if judgments:
         clash = [f"--{name.removesuffix('_name')}" for name in ("council_name", "since", "source")
                  if _given(name)]

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import click
+
+
+def _a_number(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    if math.isnan(value):  # passes the range (comparisons with NaN are false); sleep(nan) would spin
+        raise click.BadParameter(f"{value} is not a number of seconds")
+    return value
 
 
 @click.command("mcp")
@@ -15,6 +23,7 @@ import click
 @click.option(
     "--heartbeat",
     type=click.FloatRange(0.05, 3600),
+    callback=_a_number,
     default=10.0,
     show_default=True,
     metavar="SECONDS",

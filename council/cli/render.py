@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
+from rich.console import Console, Group
+from rich.measure import Measurement
 from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
@@ -37,6 +38,27 @@ class LiteralConsole(Console):
         kwargs["markup"] = False
         kwargs["emoji"] = False
         return super().render_str(visible(text), **kwargs)
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        super().print(*(_fitted(o, self) for o in objects), **kwargs)
+
+
+def _fitted(value: Any, console: Console) -> Any:
+    """A table too wide for even its shortest layout on this console, as one block of
+    ``header: value`` lines per row: rich would shrink every column to nothing."""
+    if not isinstance(value, Table) or not value.columns:
+        return value
+    if Measurement.get(console, console.options.update_width(10_000), value).minimum <= console.width:
+        return value
+    blocks: list[Any] = [value.title] if value.title else []
+    for row in range(value.row_count):
+        lines = []
+        for column in value.columns:
+            cell = list(column.cells)[row]
+            cell = console.render_str(cell) if isinstance(cell, str) else cell
+            lines.append(Text.assemble((f"{column.header}: ", "bold"), cell if isinstance(cell, Text) else str(cell)))
+        blocks += [Text(""), *lines]
+    return Group(*blocks)
 
 
 def literal(value: object, style: str = "") -> Text:
@@ -297,6 +319,8 @@ def render_session_bias(bias: Any) -> None:
         )
     lc = bias.length_correlation
     value = f"r = {lc.r:+.3f} ({lc.interpretation})"
+    if lc.interpretation == "insufficient_data":  # r is a placeholder 0.0 here, not a measured zero
+        value = "not computed: fewer than 3 answers with a length"
     table.add_row(f"length ({lc.unit}) vs score", value, points("length_correlation"), status("length_correlation"))
     pb = bias.position_bias
     means = ", ".join(f"{p}: {m:.2f}" for p, m in sorted(pb.means.items()))

@@ -121,6 +121,10 @@ def format_validation_error(exc: ValidationError, where: str) -> str:
     if first["type"] == "extra_forbidden":
         msg = "unknown key"
     more = f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})" if len(errors) > 1 else ""
+    if first["type"] == "extra_forbidden" and first["loc"][-1] == "api_key":
+        # Said without "api_key:", which error-text redaction would read as a credential.
+        hint = "keys never go in the config file; name the environment variable that holds it with api_key_env"
+        return f"{where}: {loc} is not a setting: {hint}{more}"
     return f"{where}: {loc}: {msg}{more}" if loc else f"{where}: {msg}{more}"
 
 

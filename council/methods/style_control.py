@@ -14,8 +14,9 @@ style held equal, read on the leaderboard's Elo-style scale. As in the plain lea
 model also plays ``prior_games`` virtual tied games against a fixed reference (θ = 0), which
 keeps a model that never won finite (:mod:`council.methods.bradley_terry`).
 
-Coefficients get Wald intervals (the fit's observed information); ratings get percentile
-intervals from refits on judgments resampled with replacement. docs/methods.md, "Style control".
+Coefficients get Wald intervals (the fit's observed information); ratings get the hull of
+percentile intervals from refits on judgments resampled with replacement and the curvature
+interval of the fit, as the plain leaderboard's. docs/methods.md, "Style control".
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
-from council.methods.bradley_terry import CI_LEVEL, PRIOR_GAMES, elo_scale
+from council.methods.bradley_terry import CI_LEVEL, ELO_FACTOR, PRIOR_GAMES, elo_scale
 from council.methods.logistic import Term, fit_logistic
 
 Z_95 = 1.959963984540054  # the standard normal's 97.5 % quantile
@@ -136,4 +138,13 @@ def style_controlled_ratings(
             rounds[r] = elo_scale(_fit(a, b, y, covariates, n_models, draw, prior_games, fit.coef).coef[:n_models])
         tail = (1 - level) / 2 * 100
         intervals = np.percentile(rounds, [tail, 100 - tail], axis=0).T
+        # The hull with the curvature interval, as the plain leaderboard's (docs/methods.md,
+        # "Leaderboard"): with few games every resample can give the same fit, a zero-width interval.
+        centre = np.eye(n_models) - 1.0 / n_models
+        cov = centre @ fit.covariance()[:n_models, :n_models] @ centre.T
+        half = NormalDist().inv_cdf(1 - (1 - level) / 2) * ELO_FACTOR * np.sqrt(np.clip(np.diag(cov), 0.0, None))
+        point = elo_scale(fit.coef[:n_models])
+        intervals = np.column_stack(
+            [np.minimum(intervals[:, 0], point - half), np.maximum(intervals[:, 1], point + half)]
+        )
     return StyleControlled(ratings=elo_scale(fit.coef[:n_models]), intervals=intervals, coefficients=coefficients)

@@ -1,0 +1,40 @@
+"""`council mcp` with hostile text in questions and model output, through the SDK's client over stdio."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+CONTROLS = ("\x1b", "\x07", "\u202e")
+QUESTION = "Why \x1b]52;c;ZXZpbA==\x07 is the sky \x1b[31mblue\u202e?"
+
+
+async def test_tool_text_shows_control_characters_as_escapes_and_keeps_them_in_the_data(tmp_path, council_home):
+    cfg = tmp_path / "council.toml"
+    cfg.write_text('[councils.default]\nmembers = ["fake/alpha+markup", "fake/beta+markup", "fake/gamma"]\n'
+                   'chairman = "fake/alpha+markup"\n')  # fmt: skip
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    env = {"PYTHONPATH": path, "COUNCIL_HOME": str(council_home), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "council", "mcp", "--config", str(cfg)], env=env)
+    async with Client(params) as client:
+        ran = await client.call_tool("council_run", {"question": QUESTION, "show": ["answers", "reviews"]})
+        assert not ran.is_error, ran.content
+        assert ran.structured_content["question"] == QUESTION  # the data keeps what was written
+        texts = {"council_run": ran.content[0].text}
+        session_id = ran.structured_content["session_id"]
+        shown = await client.call_tool("council_sessions", {"session_id": session_id})
+        texts["council_sessions show"] = shown.content[0].text
+        texts["council_sessions list"] = (await client.call_tool("council_sessions", {})).content[0].text
+    for tool, text in texts.items():
+        assert "\\x1b[31mblue\\u202e" in text, (tool, text[:500])
+        for control in CONTROLS:
+            assert control not in text, (tool, repr(control))
