@@ -69,7 +69,7 @@ class Council:
         r = self.resolved
         for m in [*r.members, *r.reviewers, *(x for x in (r.chairman, r.fallback_chairman) if x)]:
             if m.id not in self.clients:
-                self.clients[m.id] = ModelClient(m, make_api(m), retry=retry)
+                self.clients[m.id] = ModelClient(m, make_api(m), retry=retry, shared_limits=self._store)
         self.budget = Budget.capped(max_cost) if max_cost is not None else None
         if self.budget is not None:
             cap_spending(self.clients.values(), self.budget)

@@ -43,6 +43,10 @@ class CouncilFailure(CouncilError):
     exit_code = 1
 
 
+class ItemAlreadyRecorded(CouncilFailure):
+    """A batch item's result was recorded already (another worker finished it first)."""
+
+
 class EnvironmentFailure(CouncilFailure):
     """The machine refused: a full disk, a read-only file system, an unusable database file."""
 

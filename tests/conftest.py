@@ -37,6 +37,7 @@ _ENV_TO_CLEAR = (
     "COUNCIL_LOG_LEVEL",
     "COUNCIL_LOG_FILE",
     "COUNCIL_DEBUG",
+    "COUNCIL_DATABASE_URL",
 )
 
 
@@ -129,8 +130,57 @@ def db_dump(home: Path) -> str:
 @pytest.fixture(params=sorted(BACKENDS))
 def store_backend(request, tmp_path):
     """A fresh store of each backend the run has (tests/storage_backends.py), closed after the test."""
-    store = BACKENDS[request.param](tmp_path)
+    store = BACKENDS[request.param](tmp_path, request)
     try:
         yield store
     finally:
         store.close()
+
+
+# -- a real PostgreSQL server (tests/postgres_server.py) --------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """The session's PostgreSQL server; skips locally (fails in CI) when there is none."""
+    from postgres_server import Server, unavailable
+
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        unavailable("psycopg is not installed (pip install -e '.[postgres]')")
+    server = Server()
+    server.start()
+    try:
+        if server.url is None:
+            unavailable(server.problem or "no server")
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server):
+    """A fresh, migrated database on the real server, dropped after the test."""
+    url = postgres_server.fresh_database()
+    yield url
+    postgres_server.drop_database(url)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend_url(request, tmp_path):
+    """The store URL of each backend: a SQLite file, or a fresh database on the real server."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/council.db"
+    return request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture
+def url_store(backend_url, monkeypatch):
+    """The store ``COUNCIL_DATABASE_URL`` names, set to each backend's URL in turn."""
+    from council.storage import open_store
+
+    monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
+    opened = open_store()
+    yield opened
+    opened.close()

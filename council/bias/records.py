@@ -21,7 +21,7 @@ import time
 import unicodedata
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -85,8 +85,8 @@ def _utc_iso(value: str) -> str:
     except ValueError as exc:
         raise ValueError(f"timestamp {value!r} is not an ISO-8601 date-time") from exc
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc).isoformat(timespec="microseconds")
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 class BiasRecord(BaseModel):
@@ -174,9 +174,45 @@ log = get_logger("council.bias")
 
 SALT_FILE = "query_hash_salt"
 SALT_BYTES = 32
+#: A shared salt file must hold at least this many bytes (e.g. ``openssl rand -hex 32``).
+SHARED_SALT_MIN_BYTES = 16
 #: The salt's fingerprint is the HMAC of this constant: stored in the database to notice a
 #: replaced salt, it tells nothing about the salt or any query.
 FINGERPRINT_MESSAGE = b"council query-hash salt fingerprint v1"
+
+
+def read_shared_salt(path: Path) -> bytes:
+    """The salt in ``COUNCIL_SALT_FILE``, shared by every replica as a secret file.
+
+    Secrets mounts give read-only files owned by root, often behind symbolic links
+    (Kubernetes: ``..data/``), readable by the container's user: all accepted. Refused,
+    with one line: a file that does not exist (it is never created: replicas that made
+    their own salts would silently stop grouping), one writable by group or others, a
+    directory, and one too short to be a secret. A trailing newline is not part of it.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block
+    except FileNotFoundError:
+        raise ConfigError(f"COUNCIL_SALT_FILE {path} does not exist (it is read, never created)") from None
+    except OSError as exc:
+        raise ConfigError(f"COUNCIL_SALT_FILE {path} cannot be read ({exc.strerror})") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise ConfigError(f"COUNCIL_SALT_FILE {path} is not a regular file")
+    with os.fdopen(fd, "rb") as fh:
+        if os.name == "posix" and info.st_mode & 0o022:
+            raise ConfigError(
+                f"COUNCIL_SALT_FILE {path} is writable by others (mode {stat.S_IMODE(info.st_mode):04o}): "
+                "anyone could change the salt"
+            )
+        salt = fh.read(1 << 16).rstrip(b"\r\n")
+    if len(salt) < SHARED_SALT_MIN_BYTES:
+        raise ConfigError(
+            f"COUNCIL_SALT_FILE {path} holds {len(salt)} bytes; a salt needs at least {SHARED_SALT_MIN_BYTES} "
+            "(e.g. openssl rand -hex 32)"
+        )
+    return salt
 
 
 class QueryHasher:
@@ -193,13 +229,17 @@ class QueryHasher:
         *,
         had_hashes: Callable[[], bool] | None = None,
         swap_fingerprint: Callable[[str], str | None] | None = None,
+        salt_file: Path | str | None = None,
     ) -> None:
         """``had_hashes()``: whether hashes made with an earlier salt are on record (asked only
         when the salt file is missing, to warn that a new salt will not group with them).
         ``swap_fingerprint(new)`` stores the salt's fingerprint and returns the one stored
-        before: a different one means the salt file was replaced (a warning)."""
+        before: a different one means the salt file was replaced (a warning).
+        ``salt_file`` (``COUNCIL_SALT_FILE``): a salt shared by replicas as a secret file,
+        read as it is and never created (:func:`read_shared_salt`)."""
         self.home = Path(home)
         self.salt_path = self.home / SALT_FILE
+        self.shared_salt = Path(salt_file) if salt_file else None
         self.had_hashes = had_hashes
         self.swap_fingerprint = swap_fingerprint
         self._salt: bytes | None = None
@@ -211,7 +251,7 @@ class QueryHasher:
 
     def _salt_bytes(self) -> bytes:
         if self._salt is None:
-            self._salt = self._load_or_create()
+            self._salt = read_shared_salt(self.shared_salt) if self.shared_salt else self._load_or_create()
             if self.swap_fingerprint is not None:
                 self._check_fingerprint(self.swap_fingerprint)
         return self._salt
@@ -221,8 +261,9 @@ class QueryHasher:
         before = swap(current)
         if before is not None and before != current and not self._told_replaced:
             log.warning(
-                f"the query-hash salt {self.salt_path} is not the one earlier query hashes were made with: "
-                "they will no longer group with new ones (put the earlier salt file back to keep them together)"
+                f"the query-hash salt {self.shared_salt or self.salt_path} is not the one earlier query hashes "
+                "were made with: they will no longer group with new ones "
+                "(put the earlier salt file back to keep them together)"
             )
 
     def hash(self, query: str) -> str:

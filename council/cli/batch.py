@@ -1,4 +1,6 @@
-"""``council batch FILE.jsonl``: judge a file of pairs or responses, resumably, with a summary."""
+"""``council batch FILE.jsonl``: judge a file of pairs or responses, resumably, with a summary;
+``--enqueue`` only queues it for ``council worker``s; ``council batch status|results ID`` read a
+stored batch."""
 
 from __future__ import annotations
 
@@ -73,7 +75,36 @@ class BatchProgress:
             self._progress.stop()
 
 
-@click.command()
+class BatchGroup(click.Group):
+    """``council batch FILE [OPTIONS]`` judges a file; ``council batch status|results ID`` read a
+    stored batch. A subcommand name wins over a file name (a file called ``status`` is ``./status``)."""
+
+    DEFAULT = "file"
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or args[0] not in self.commands or args[0] == self.DEFAULT:
+            args = [self.DEFAULT, *args]
+        return super().parse_args(ctx, args)
+
+
+
+class _FileCommand(click.Command):
+    """The group's default command: its usage reads ``council batch [OPTIONS] FILE``."""
+
+    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        path = ctx.parent.command_path if ctx.parent is not None else ctx.command_path
+        formatter.write_usage(path, " ".join(self.collect_usage_pieces(ctx)))
+
+
+@click.group(cls=BatchGroup)
+def batch() -> None:
+    """Judge a batch file, or look at a stored batch."""
+
+
+@batch.command("file", cls=_FileCommand, hidden=True, epilog=(
+    "Also: council batch status ID [--json]; council batch results ID [-o FILE]; "
+    "council worker [--batch-id ID] (judges queued items)."
+))  # fmt: skip
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option(
     "--mode",
@@ -115,7 +146,13 @@ class BatchProgress:
 )
 @config_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (the results go to --output).")
-def batch(
+@click.option(
+    "--enqueue",
+    is_flag=True,
+    help="Only store the items and judging settings in the store and print the batch id; "
+    "`council worker`s judge them (a changed file under the same id: changed items are judged again).",
+)
+def judge_file(
     file: str,
     mode: str | None,
     concurrency: int,
@@ -135,9 +172,11 @@ def batch(
     provider_batch: bool,
     config_path: str | None,
     as_json: bool,
+    enqueue: bool,
 ) -> None:
     """Judge every item of FILE.jsonl (pairwise or rubric grading), resumably.
 
+    Also: `council batch status ID`, `council batch results ID`, and `council worker`.
     --max-cost is kept with the batch: it counts every run of it, and a later --max-cost
     replaces it (a batch stopped by its cap resumes with --resume and a higher one)."""
     from council.cli.judge import run_with_judges
@@ -156,8 +195,8 @@ def batch(
         raise UsageError(f"cannot write the results to {output_path}: {blocked} is a file")
     silent = quiet()
 
-    async def work(judges: list[ModelClient], keep_text: bool, cap: float | None) -> BatchSummary:
-        settings = batching.BatchSettings(
+    def settings_for(judges: list[ModelClient]) -> batching.BatchSettings:
+        return batching.BatchSettings(
             mode=mode,  # type: ignore[arg-type]
             judges=[f"{j.id}={j.model}" for j in judges],
             strategy=strategy,
@@ -167,6 +206,25 @@ def batch(
             votes=votes,
             adaptive=adaptive,
         )
+
+    async def enqueue_file(judges: list[ModelClient], cap: float | None) -> None:
+        from council.cli.common import status
+        from council.judging.worker import enqueue
+        from council.storage import using_store
+
+        settings = settings_for(judges)
+        the_id = batch_id or batching.default_batch_id(content, settings)
+        with using_store(True) as store:
+            assert store is not None
+            counts = enqueue(store, items, batch_id=the_id, settings=settings, judges=judges, rubrics=rubrics,
+                             source=file, content_sha256=batching.content_digest(content))  # fmt: skip
+            if cap is not None:  # kept with the batch: every worker's calls reserve against it
+                batching.store_batch_cap(store, the_id, cap)
+        click.echo(the_id)
+        status(f"batch {the_id}: {len(items)} items queued: " + enqueued_text(counts))
+
+    async def work(judges: list[ModelClient], keep_text: bool, cap: float | None) -> BatchSummary:
+        settings = settings_for(judges)
         the_id = batch_id or batching.default_batch_id(content, settings)
         progress = BatchProgress(the_id, len(items), quiet=silent)
         try:
@@ -192,6 +250,10 @@ def batch(
         finally:
             progress.stop()
 
+    if enqueue:
+        run_with_judges(config_path, judge_refs, lambda judges, _keep, cap: enqueue_file(judges, cap),
+                        max_cost=max_cost, cap_each_call=False)  # fmt: skip
+        return
     summary = run_with_judges(
         config_path, judge_refs, work, max_cost=max_cost, cap_each_call=False, use_cache=use_cache, refresh=refresh
     )
@@ -206,6 +268,61 @@ def batch(
         raise BudgetReached(summary.spent_usd, summary.max_cost_usd)
     if summary.failed:
         raise CouncilFailure(f"{summary.failed} of {summary.items} items failed; see {summary.output}")
+
+
+def enqueued_text(counts: dict[str, int]) -> str:
+    return (
+        f"{counts['new']} new, {counts['changed']} changed (judged again), {counts['unchanged']} unchanged (kept), "
+        f"{counts['retried']} failed before (judged again), {counts['removed']} removed"
+    )
+
+
+@batch.command("status")
+@click.argument("batch_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
+def batch_status(batch_id: str, as_json: bool) -> None:
+    """How far a stored batch is: items queued, running, done and failed, and its cost."""
+    import json
+
+    from council.errors import NotFoundError
+    from council.storage import using_store
+
+    with using_store(True) as store:
+        assert store is not None
+        found = store.batch_status(batch_id)
+    if found is None:
+        raise NotFoundError(f"no batch {batch_id!r} in the store")
+    found["provider_batches"] = []
+    if as_json:
+        click.echo(json.dumps(found, indent=2))
+        return
+    cost = "unknown" if found["cost_usd"] is None else f"${found['cost_usd']:.4f}"
+    click.echo(
+        f"batch {found['batch_id']}: {found['items']} items, {found['queued']} queued, {found['running']} running, "
+        f"{found['done']} done, {found['failed']} failed; cost {cost}"
+    )
+
+
+@batch.command("results")
+@click.argument("batch_id", metavar="ID")
+@output_option("Results JSONL, one line per item in file order (default: stdout).")
+def batch_results(batch_id: str, output: str | None) -> None:
+    """The results of a stored batch: the lines `council batch --output` writes."""
+    from council.cli.common import open_output, status
+    from council.errors import NotFoundError
+    from council.judging.batch import result_line
+    from council.storage import using_store
+
+    with using_store(True) as store:
+        assert store is not None
+        if store.batch_status(batch_id) is None:
+            raise NotFoundError(f"no batch {batch_id!r} in the store")
+        rows = store.batch_rows(batch_id)
+    with open_output(output) as fh:
+        for row in rows:
+            fh.write(result_line(row) + "\n")
+    if output and output != "-":
+        status(f"wrote {len(rows)} results to {output}")
 
 
 def _pct(x: float | None) -> str:

@@ -25,7 +25,9 @@ _COMMANDS = {
     "compare": ("council.cli.judge", "compare"),
     "grade": ("council.cli.judge", "grade"),
     "batch": ("council.cli.batch", "batch"),
+    "worker": ("council.cli.worker", "worker"),
     "serve": ("council.cli.serve", "serve"),
+    "store": ("council.cli.store", "store"),
     "cache": ("council.cli.cache", "cache"),
     "mcp": ("council.cli.mcp", "mcp"),
 }

@@ -115,6 +115,12 @@ class Privacy(_Strict):
     store_transcripts: bool = True
 
 
+class Storage(_Strict):
+    """``[storage]``: where the data lives (``COUNCIL_DATABASE_URL`` wins; council.storage.location)."""
+
+    url: str | None = None
+
+
 class BudgetSpec(_Strict):
     """``[budget]``: a hard spend cap for run, compare, grade and batch (``--max-cost`` wins)."""
 
@@ -134,6 +140,7 @@ class ConfigFile(_Strict):
     councils: dict[str, CouncilSpec] = Field(default_factory=dict)
     models: dict[str, ModelSpec] = Field(default_factory=dict)
     privacy: Privacy = Privacy()
+    storage: Storage = Storage()
     budget: BudgetSpec = BudgetSpec()
     cache: CacheSpec = CacheSpec()
 

@@ -20,34 +20,27 @@ that was interrupted and resumed writes the same file as one that ran straight t
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import math
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 
 from council.budget import Budget
 from council.errors import InputError, UsageError
 from council.inputs import check_json_text, check_visible, parse_json_line
-from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade
+from council.judging.batch_items import BatchItem, BatchSettings, Mode, item_digest  # noqa: F401  (found here too)
 from council.judging.rubrics import load_rubric
 from council.judging.running import keeps_text
 from council.judging.schemas import Rubric
 from council.methods.judge_agreement import GoldAgreement, LabelAgreement, gold_agreement, label_agreement
-from council.methods.swap import DEFAULT_STRATEGY
-from council.methods.voting import GRADE_VOTES, PAIRWISE_VOTES
 from council.providers.client import ModelClient, cap_spending
-from council.redaction import private_scope
 from council.storage import Store, using_store
-from council.usage import CallLog, CallRecord
 
-Mode = Literal["pairwise", "grade"]
 MODE_KEYS: dict[str, set[str]] = {"pairwise": {"a", "b"}, "grade": {"response"}}
 OPTIONAL_KEYS: dict[str, set[str]] = {
     "pairwise": {"context", "label", "model_a", "model_b"},
@@ -59,40 +52,6 @@ COMMON_KEYS = {"id", "prompt", "metadata"}
 # Differ from run to run while the judges' decisions do not; left out of the results file.
 RUN_SPECIFIC_KEYS = frozenset({"elapsed_ms", "evaluation_time_ms", "run_id"})
 DEFAULT_CONCURRENCY = 8
-
-
-class BatchItem(BaseModel):
-    id: str
-    mode: Mode
-    line: int
-    prompt: str
-    a: str | None = None
-    b: str | None = None
-    response: str | None = None
-    reference: str | None = None
-    rubric: str | None = None
-    context: str | None = None
-    metadata: Any = None
-    label: Literal["A", "B", "TIE"] | None = None
-    gold_score: float | None = None
-    model_a: str | None = None
-    model_b: str | None = None
-
-
-class BatchSettings(BaseModel):
-    """Everything that changes the results; part of the default batch id."""
-
-    mode: Mode | None = None
-    judges: list[str]
-    strategy: str = DEFAULT_STRATEGY
-    swap: bool = True
-    allow_tie: bool = True
-    criteria: list[str] | None = None
-    rubric: str = "general"
-    #: None: each mode's default (a comparison: one swap pair; a grade: three votes).
-    votes: int | None = None
-    adaptive: bool = False
-    max_attempts: int = 3
 
 
 # --------------------------------------------------------------------- the file
@@ -201,12 +160,6 @@ def default_batch_id(content: str, settings: BatchSettings) -> str:
 
 def content_digest(content: str) -> str:
     return hashlib.sha256(content.encode("utf-8")).hexdigest()
-
-
-def item_digest(item: BatchItem) -> str:
-    """What identifies an item's content (everything but its line): an edited item differs."""
-    data = item.model_dump(mode="json", exclude={"line"})
-    return hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 class BatchPlan(BaseModel):
@@ -382,58 +335,6 @@ def write_results(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
 ProgressSink = Callable[[BatchItem, bool], None]
 
 
-async def _judge_item(
-    item: BatchItem,
-    settings: BatchSettings,
-    judges: Sequence[ModelClient],
-    rubrics: Mapping[str, Rubric],
-    *,
-    store: Store,
-    keep_text: bool,
-) -> tuple[ComparisonOutcome | GradeOutcome, list[CallRecord]]:
-    # Calls are written to the batch's database as they start and finish (a kill -9 mid-call
-    # leaves them on record); the run itself is recorded, with its item, when it ends.
-    run_id = str(uuid.uuid4())
-    log = CallLog(store.journal(run_id))
-    outcome: ComparisonOutcome | GradeOutcome
-    if item.mode == "pairwise":
-        outcome = await compare(
-            item.prompt,
-            item.a or "",
-            item.b or "",
-            judges=judges,
-            criteria=settings.criteria,
-            context=item.context,
-            allow_tie=settings.allow_tie,
-            swap=settings.swap,
-            strategy=settings.strategy,
-            votes=settings.votes or PAIRWISE_VOTES,
-            adaptive=settings.adaptive,
-            max_attempts=settings.max_attempts,
-            sink=log,
-            store=None,
-            keep_text=keep_text,
-            run_id=run_id,
-        )
-    else:
-        outcome = await grade(
-            item.prompt,
-            item.response or "",
-            rubric=rubrics[item.rubric or settings.rubric],
-            judges=judges,
-            reference=item.reference,
-            context=item.context,
-            votes=settings.votes or GRADE_VOTES,
-            adaptive=settings.adaptive,
-            max_attempts=settings.max_attempts,
-            sink=log,
-            store=None,
-            keep_text=keep_text,
-            run_id=run_id,
-        )
-    return outcome, log.records
-
-
 async def run_batch(
     items: Sequence[BatchItem],
     *,
@@ -486,12 +387,11 @@ async def run_batch(
         assert opened is not None, "a batch is recorded in a store"
         if resume and source_path is not None and not opened.batch_exists(batch_id):
             batch_id = opened.find_batch(source_path, settings.model_dump(mode="json")) or batch_id
-        with opened.batch_lock(batch_id):
-            return await _run_batch(
-                items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
-                opened, keep_text, on_start, on_item, source_path or source, max_cost, provider_batch,
-                on_provider_progress,
-            )  # fmt: skip
+        return await _run_batch(
+            items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
+            opened, keep_text, on_start, on_item, source_path or source, max_cost, provider_batch,
+            on_provider_progress,
+        )  # fmt: skip
 
 
 async def _run_batch(
@@ -514,25 +414,23 @@ async def _run_batch(
     provider_batch: bool,
     on_provider_progress: Callable[[str, str, int, int, int], None] | None,
 ) -> BatchSummary:
-    store.open_batch(
-        batch_id,
-        source=recorded_source,
-        content_sha256=content_sha256,
-        settings=settings.model_dump(mode="json"),
-        items=len(items),
-    )
+    # The batch goes through the queue (council.judging.worker) like a distributed one: this
+    # process is one worker of it, and any others started on it (``council worker``, or the
+    # same command again) share its items.
+    from council.judging import worker
+
     recorded = store.batch_item_status(batch_id)
     if recorded and not resume:
         raise UsageError(
             f"batch {batch_id} already has {len(recorded)} recorded item(s); "
             "add --resume to continue it, or give another --batch-id"
         )
-    digests = {item.id: item_digest(item) for item in items}
-    changed, removed = store.reconcile_batch_items(
-        batch_id, {item.id: (digests[item.id], item.line) for item in items}, content_sha256=content_sha256
-    )
-    recorded = store.batch_item_status(batch_id) if changed or removed else recorded
-    todo = [item for item in items if recorded.get(item.id) != "ok"]
+    counts = worker.enqueue(store, items, batch_id=batch_id, settings=settings, judges=judges, rubrics=rubrics,
+                            source=recorded_source, content_sha256=content_sha256)  # fmt: skip
+    status = store.batch_status(batch_id) or {}
+    to_judge = status.get("queued", 0) + status.get("running", 0)
+    skipped = len(items) - to_judge
+    changed, removed = counts["changed"], counts["removed"]
     budget = _batch_budget(store, batch_id, max_cost, judges)
     rounds = None
     if provider_batch:
@@ -541,40 +439,24 @@ async def _run_batch(
 
         rounds = BatchRounds(StoreBatchJournal(store, batch_id), on_progress=on_provider_progress)
         send_in_batches(judges, rounds)
-        concurrency = max(concurrency, len(todo))  # every item's calls join the same rounds
-    skipped = len(items) - len(todo)
+        concurrency = max(concurrency, to_judge)  # every item's calls join the same rounds
     if on_start is not None:
         on_start(
-            BatchPlan(batch_id=batch_id, items=len(items), to_judge=len(todo), unchanged=skipped, changed=changed,
+            BatchPlan(batch_id=batch_id, items=len(items), to_judge=to_judge, unchanged=skipped, changed=changed,
                       removed=removed)  # fmt: skip
         )
 
-    async def judge_and_record(item: BatchItem) -> None:
-        texts = [item.prompt, item.a, item.b, item.response, item.reference, item.context]
-        with private_scope(keep_text=keep_text, texts=texts):
-            outcome, calls = await _judge_item(item, settings, judges, rubrics, store=store, keep_text=keep_text)
-            kind = "compare" if item.mode == "pairwise" else "grade"
-            store.save_judgment(kind, outcome, calls, keep_text=keep_text, batch_id=batch_id, item=item,
-                                item_digest=digests[item.id])  # fmt: skip
-        if on_item is not None:
-            on_item(item, outcome.success)
-
-    pending = iter(todo)
-
-    async def worker() -> None:
-        for item in pending:  # one shared iterator: each item goes to exactly one worker
-            if budget is not None and budget.reached is not None:
-                return  # the cap is reached: the item stays unjudged, for a resume with a new cap
-            await judge_and_record(item)
-
     t0 = time.perf_counter()
-    async with asyncio.TaskGroup() as group:
-        for _ in range(min(concurrency, len(todo))):
-            group.create_task(worker())
+    report = await worker.run_worker(
+        store, judges_for=lambda _id, _spec: list(judges), batch_id=batch_id, concurrency=concurrency,
+        keep_text=keep_text, on_item=on_item, keep_judges=judges,
+        stop=None if budget is None else lambda: budget.reached is not None,
+    )  # fmt: skip
     wall = time.perf_counter() - t0
 
     rows = store.batch_rows(batch_id)
-    summary = summarize(rows, batch_id=batch_id, source=source, items=len(items), skipped=skipped, judged=len(todo))
+    summary = summarize(rows, batch_id=batch_id, source=source, items=len(items), skipped=skipped,
+                        judged=report.judged)  # fmt: skip
     summary.wall_time_s = wall
     summary.changed, summary.removed = changed, removed
     summary.cached_calls, summary.saved_usd = store.batch_cache_savings(batch_id)
@@ -593,6 +475,15 @@ async def _run_batch(
     return summary
 
 
+def store_batch_cap(store: Store, batch_id: str, max_cost: float | None) -> float | None:
+    """Keep ``max_cost`` as the batch's cap in the store (replacing an earlier one; None keeps
+    it); the cap in force, None when the batch has none."""
+    from council.storage import batch_key
+
+    spent = store.batch_spent(batch_id) if max_cost is not None else 0.0
+    return store.open_budget(batch_key(batch_id), cap_usd=max_cost, spent_usd=spent)
+
+
 def _batch_budget(
     store: Store, batch_id: str, max_cost: float | None, judges: Sequence[ModelClient]
 ) -> Budget | None:
@@ -600,8 +491,7 @@ def _batch_budget(
     from council.storage import StoreLedger, batch_key
 
     key = batch_key(batch_id)
-    spent = store.batch_spent(batch_id) if max_cost is not None else 0.0
-    if store.open_budget(key, cap_usd=max_cost, spent_usd=spent) is None:
+    if store_batch_cap(store, batch_id, max_cost) is None:
         return None
     budget = Budget(StoreLedger(store, key))
     cap_spending(judges, budget)

@@ -21,7 +21,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
@@ -79,14 +79,30 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, ProviderError) and exc.retryable
 
 
+class SharedLimits(Protocol):
+    """A store's rate budgets, shared by every process using it (council.storage.rate_limits)."""
+
+    def reserve_rate(self, key: str, increment: float, tolerance: float = 0.0) -> float: ...
+
+
 class ModelClient:
-    def __init__(self, resolved: ResolvedModel, api: ModelAPI, *, retry: RetryPolicy | None = None) -> None:
+    def __init__(
+        self,
+        resolved: ResolvedModel,
+        api: ModelAPI,
+        *,
+        retry: RetryPolicy | None = None,
+        shared_limits: SharedLimits | None = None,
+    ) -> None:
+        """``shared_limits``: a store; then ``rpm`` holds across every process sharing it
+        (bursts up to ``max_concurrency``), else within this process only."""
         self.resolved = resolved
         self.api = api
         self.retry = retry or DEFAULT_RETRY
         spec = resolved.spec
         self._semaphore = asyncio.Semaphore(spec.max_concurrency)
         self._limiter: Any = None
+        self._shared = shared_limits if spec.rpm and hasattr(shared_limits, "reserve_rate") else None
         self._prepared = False
         self.budget: Budget | None = None
         """The spend cap this client's calls reserve against (None: no cap)."""
@@ -94,7 +110,7 @@ class ModelClient:
         self.cache: CallCache | None = None
         """Where identical requests are answered from (None: every call is made)."""
         self._target = {"model": spec.model, "api_base": spec.api_base, "transport": resolved.transport}
-        if spec.rpm:
+        if spec.rpm and self._shared is None:
             from aiolimiter import AsyncLimiter
 
             # rpm as a leaky bucket; bursts up to max_concurrency are allowed.
@@ -166,6 +182,8 @@ class ModelClient:
         async with self._semaphore:
             if self._limiter is not None:
                 await self._limiter.acquire()
+            elif self._shared is not None:
+                await self._reserve_shared()
             budget = self.budget
             if budget is None:
                 return await self._send(request, stage, attempt, sink, timeout, on_delta)
@@ -239,6 +257,16 @@ class ModelClient:
             raise error
         assert response is not None
         return response
+
+    async def _reserve_shared(self) -> None:
+        spec = self.resolved.spec
+        assert self._shared is not None and spec.rpm
+        increment = 60.0 / spec.rpm
+        # One budget per configured model ([models.X] rpm), whichever process calls it.
+        key = f"rpm:{self.id}:{self.model}"
+        wait = self._shared.reserve_rate(key, increment, (spec.max_concurrency - 1) * increment)
+        if wait > 0:
+            await asyncio.sleep(wait)
 
     def _record(
         self,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import secrets
 import time
@@ -426,7 +427,12 @@ class SessionRunner:
     def _hasher(self) -> QueryHasher:
         if self.hasher is None:
             swap = (lambda fp: self.store.swap_setting("query_hash_salt_fingerprint", fp)) if self.store else None
-            self.hasher = QueryHasher(council_home(), had_hashes=self._had_hashes, swap_fingerprint=swap)
+            self.hasher = QueryHasher(
+                council_home(),
+                had_hashes=self._had_hashes,
+                swap_fingerprint=swap,
+                salt_file=os.environ.get("COUNCIL_SALT_FILE") or None,
+            )
         return self.hasher
 
     def _had_hashes(self) -> bool:

@@ -6,12 +6,14 @@ council calls the named operations of :class:`Store`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from council.storage.copying import TableCopy
 from council.storage.cost import StoreBatchJournal, StoreLedger, StoreReplies, batch_key
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
+from council.storage.location import StoreLocation
 from council.storage.protocol import Store
 from council.storage.sqlite_store import SQLiteStore
 
@@ -26,14 +28,30 @@ __all__ = [
     "StoreReplies",
     "batch_key",
     "memory_store",
+    "copy_into",
+    "open_location",
     "open_store",
     "using_store",
 ]
 
 
 def open_store(path: Path | str | None = None) -> Store:
-    """The store of this installation (``$COUNCIL_HOME/council.db``), or the database at ``path``."""
-    return SQLiteStore.open(path)
+    """The database at ``path``, else the store ``COUNCIL_DATABASE_URL`` names (a SQLite file
+    or PostgreSQL; council.storage.location), else ``$COUNCIL_HOME/council.db``."""
+    if path is not None:
+        return SQLiteStore.open(path)
+    from council.storage.location import configured
+
+    return open_location(configured())
+
+
+def open_location(location: StoreLocation) -> Store:
+    """The store at a parsed location; psycopg is imported only for PostgreSQL."""
+    if location.kind == "postgresql":
+        from council.storage.postgres import PostgresStore
+
+        return PostgresStore.open(location.url or "")
+    return SQLiteStore.open(location.path)
 
 
 def memory_store() -> Store:
@@ -54,3 +72,25 @@ def using_store(store: Store | bool | None) -> Iterator[Store | None]:
             opened.close()
         return
     yield store or None
+
+
+def copy_into(
+    to_url: str, from_url: str | None = None, *, progress: Callable[[TableCopy], None] | None = None
+) -> tuple[list[TableCopy], str, str]:
+    """``council store copy``: every row of the store ``from_url`` (default: the configured
+    one) into the store ``to_url``, resumably (council.storage.copying). Returns the per-table
+    counts and the two stores as shown to people (no password)."""
+    from council.storage import location
+    from council.storage.copying import copy_store
+
+    target_location = location.parse(to_url, source="--to")
+    source_location = location.parse(from_url, source="--from") if from_url else location.configured()
+    source = open_location(source_location)
+    try:
+        target = open_location(target_location)
+        try:
+            return copy_store(source, target, progress=progress), source_location.display, target_location.display
+        finally:
+            target.close()
+    finally:
+        source.close()

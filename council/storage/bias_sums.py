@@ -20,6 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from council.storage.data import MAX_MESSAGES, BadRecords, BiasQuery, BiasSums
 
+# The statements below are written so PostgreSQL runs them too (council.storage.postgres
+# translates the few SQLite words): TRUE rather than 1, every subquery named.
+
 if TYPE_CHECKING:
     from council.storage.sqlite import Database
     from council.storage.sqlite_store import SQLiteStore
@@ -53,8 +56,8 @@ class _Filter:
         if reviewers:
             full.append(f"reviewer_id IN ({', '.join('?' for _ in reviewers)})")
             self.full_params.extend(reviewers)
-        self.base = " AND ".join(base) or "1"
-        self.full = " AND ".join(full) or "1"
+        self.base = " AND ".join(base) or "TRUE"
+        self.full = " AND ".join(full) or "TRUE"
 
     def exclude(self, clause: str) -> None:
         """Leave out records matching nothing in ``clause`` (bad rows and reviews) everywhere."""
@@ -69,7 +72,7 @@ class _Filter:
             parts.append("timestamp >= ?")
         if self.council:
             parts.append("council = ?")
-        return " AND ".join(parts) or "1"
+        return " AND ".join(parts) or "TRUE"
 
 
 def _score_expr(normalize: bool, reference: tuple[int, int]) -> str:
@@ -147,7 +150,7 @@ class _AnswerTable:
         fn, ftotal = self.fn, self.ftotal
         sql = f"""SELECT COUNT(*), SUM({fn}), COUNT(x), TOTAL(x), TOTAL(CASE WHEN x IS NOT NULL THEN y END),
                          TOTAL(x * x), TOTAL(CASE WHEN x IS NOT NULL THEN y * y END), TOTAL(x * y)
-                  FROM (SELECT session_id, {fn}, x, {ftotal} / {fn} AS y FROM {self.name} WHERE {fn} > 0)
+                  FROM (SELECT session_id, {fn}, x, {ftotal} / {fn} AS y FROM {self.name} WHERE {fn} > 0) a
                   GROUP BY session_id"""
         return self.db.execute(sql).fetchall()
 
@@ -172,7 +175,7 @@ class _AnswerTable:
         sql = f"""SELECT model_id, COUNT(*), TOTAL(own), TOTAL(others), TOTAL(own - others),
                          TOTAL((own - others) * (own - others))
                   FROM (SELECT model_id, self_total AS own, (total - self_total) / (n - self_n) AS others
-                        FROM {self.name} WHERE {where})
+                        FROM {self.name} WHERE {where}) a
                   GROUP BY model_id"""
         return {r[0]: tuple(r[1:]) for r in self.db.execute(sql, params)}  # type: ignore[misc]
 
@@ -226,7 +229,7 @@ class Reviews:
         of the test when its top score is tied or not every answer in it has a score."""
         m = PACK
         grouped, params = self._grouped(excluded)
-        selected = "1"
+        selected = "TRUE"
         if reviewers:
             selected = f"reviewer_id IN ({', '.join('?' for _ in reviewers)})"
             params += list(reviewers)
@@ -234,7 +237,7 @@ class Reviews:
             SELECT lo < 0 OR hi >= k OR distinct_n < k AS bad, {selected} AND scored > 0 AS counted, k,
                    CAST(round(b + top * {m}) AS INTEGER) AS pos,
                    round(a - top * {m}) = round(b + top * {m}) AND scored = k AS usable, COUNT(*)
-            FROM ({grouped}) GROUP BY 1, 2, 3, 4, 5"""
+            FROM ({grouped}) g GROUP BY 1, 2, 3, 4, 5"""
         reviews = left_out = self.bad_count = 0
         tables: dict[int, list[int]] = {}
         for bad, counted, k, pos, usable, count in self.db.execute(sql, params):
@@ -251,12 +254,12 @@ class Reviews:
         return reviews, left_out, tables
 
     def bad(self) -> list[tuple[str, str]]:
-        sql = f"""SELECT session_id, reviewer_id FROM ({self.source}) GROUP BY session_id, reviewer_id
+        sql = f"""SELECT session_id, reviewer_id FROM ({self.source}) r GROUP BY session_id, reviewer_id
                   HAVING MIN(position) < 0 OR MAX(position) >= COUNT(*) OR COUNT(DISTINCT position) < COUNT(*)"""
         return [(s, r) for s, r in self.db.execute(sql, self.source_params)]
 
     def positions(self, session: str, reviewer: str) -> list[tuple[int, int]]:
-        sql = f"SELECT position, id FROM ({self.source}) WHERE session_id = ? AND reviewer_id = ?"
+        sql = f"SELECT position, id FROM ({self.source}) r WHERE session_id = ? AND reviewer_id = ?"
         return [(p, i) for p, i in self.db.execute(sql, [*self.source_params, session, reviewer])]
 
 

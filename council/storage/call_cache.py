@@ -50,7 +50,7 @@ def cache_stats(store: Store) -> dict[str, Any]:
     models = {
         model: count
         for model, count in store.db.execute(
-            "SELECT coalesce(model, '?'), count(*) FROM call_cache GROUP BY model ORDER BY count(*) DESC, model"
+            "SELECT coalesce(model, ?), count(*) FROM call_cache GROUP BY model ORDER BY count(*) DESC, model", ["?"]
         )
     }
     return {

@@ -118,7 +118,13 @@ def count_comparisons(
         if judgments:
             clause, params = ("", []) if since is None else (" AND created_at >= ?", [since])
             judged_rows = store.db.execute(_JUDGED_PAIRS.format(where=clause), params).fetchall()
+    return assemble_comparisons(local, session_rows, judged_rows)
 
+
+def assemble_comparisons(local: list[str], session_rows: list[Any], judged_rows: list[Any]) -> ComparisonData:
+    """The outcomes from the counting queries' rows (every backend's): ``local``, the models
+    in the order of their ids in the patterns; ``session_rows``, ``(pattern, units)``;
+    ``judged_rows``, ``(model_a, model_b, winner, units)``."""
     # pattern "w,l,n;w,l,n;...": wins n of local model w over local model l in one session
     parsed = [(list(map(int, pattern.replace(";", ",").split(","))), units) for pattern, units in session_rows]
     seen: set[int] = set()

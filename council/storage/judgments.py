@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from council.clock import utc_now
-from council.errors import CouncilFailure, UsageError
+from council.errors import ItemAlreadyRecorded, UsageError
 from council.redaction import redact, redact_document
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def save_judgment(
             "gold_score": item.gold_score,
             "content_sha256": item_digest,
         }
-    record_run(store, run, passes, [c.model_dump() for c in calls], batch_item=batch_item)
+    record_run(store, run, passes, [c.model_dump() for c in calls], batch_item=batch_item, keep_text=keep_text)
 
 
 def record_run(
@@ -118,13 +118,17 @@ def record_run(
     calls: Sequence[Mapping[str, Any]],
     *,
     batch_item: Mapping[str, Any] | None = None,
+    keep_text: bool = True,
 ) -> None:
     """Write a finished run (and its batch item) atomically.
 
     ``run``: a ``judgment_runs`` row (``result`` may be a dict); ``passes``: ``judgments``
     rows without ``run_id``; ``calls``: call-log rows without ``session_id``;
     ``batch_item``: ``batch_id, item_id, position, mode, status``. A failed item of the
-    batch is replaced (a re-run after ``--resume``); a finished one raises.
+    batch is replaced (a re-run after ``--resume``); a finished one raises
+    ``ItemAlreadyRecorded``, and so does an item whose queued content is no longer its
+    ``content_sha256`` (the file changed while it was judged). Its queue entry is marked done in
+    the same transaction (:func:`finish_item`).
     """
     now = utc_now()
     run_id = run["id"]
@@ -153,14 +157,37 @@ def record_run(
             store.write_calls(call_rows)
         if batch_item is not None:
             key = [batch_item["batch_id"], batch_item["item_id"]]
+            digest = batch_item.get("content_sha256")
+            if not finish_item(db, *key, digest, batch_item["status"], keep_text=keep_text):
+                raise ItemAlreadyRecorded(
+                    f"batch {key[0]}: item {key[1]!r} changed in the queue while it was judged; result dropped"
+                )
             db.execute("DELETE FROM batch_items WHERE batch_id = ? AND item_id = ? AND status = 'failed'", key)
             try:
                 insert_rows(db.conn, "batch_items", [{**batch_item, "run_id": run_id, "finished_at": now}])
             except sqlite3.IntegrityError:
-                raise CouncilFailure(
+                raise ItemAlreadyRecorded(
                     f"batch {batch_item['batch_id']}: item {batch_item['item_id']!r} is already recorded "
-                    "(is another process running the same batch?)"
+                    "(another worker finished it first)"
                 ) from None
+
+
+def finish_item(db: Any, batch_id: str, item_id: str, digest: str | None, status: str, *, keep_text: bool) -> bool:
+    """Inside the transaction that records the item's result: mark it done or failed (its
+    texts dropped when transcripts are off). False when the queue holds another content
+    for it (the file changed while it was judged): that result must not be recorded."""
+    rows = list(db.query("SELECT digest FROM batch_queue WHERE batch_id = ? AND item_id = ?", [batch_id, item_id]))
+    if not rows:
+        return True  # a batch recorded without the queue (a store written by an older council)
+    if digest is not None and rows[0]["digest"] != digest:
+        return False
+    db.execute(
+        "UPDATE batch_queue SET state = ?, worker = NULL, lease_until = NULL"
+        + ("" if keep_text else ", item = NULL")
+        + " WHERE batch_id = ? AND item_id = ?",
+        ["done" if status == "ok" else "failed", batch_id, item_id],
+    )
+    return True
 
 
 def get_run(store: Store, run_id: str) -> dict[str, Any] | None:
@@ -185,13 +212,15 @@ def position_audit(store: Store, *, judge_model: str | None = None) -> list[dict
     sql = """
         SELECT p1.judge_model AS judge_model,
                COUNT(*) AS pairs,
-               SUM(p1.winner = p2.winner) AS consistent,
-               SUM(p1.winner_as_seen = 'A') + SUM(p2.winner_as_seen = 'A') AS first_shown_wins,
-               SUM(p1.winner_as_seen != 'TIE') + SUM(p2.winner_as_seen != 'TIE') AS decisive_passes
+               SUM(CASE WHEN p1.winner = p2.winner THEN 1 ELSE 0 END) AS consistent,
+               SUM(CASE WHEN p1.winner_as_seen = 'A' THEN 1 ELSE 0 END)
+                 + SUM(CASE WHEN p2.winner_as_seen = 'A' THEN 1 ELSE 0 END) AS first_shown_wins,
+               SUM(CASE WHEN p1.winner_as_seen <> 'TIE' THEN 1 ELSE 0 END)
+                 + SUM(CASE WHEN p2.winner_as_seen <> 'TIE' THEN 1 ELSE 0 END) AS decisive_passes
         FROM judgments p1
         JOIN judgments p2
           ON p2.run_id = p1.run_id AND p2.judge = p1.judge AND p2.vote = p1.vote AND p2.pass = 2
-        WHERE p1.kind = 'pairwise' AND p1.pass = 1 AND p1.valid AND p2.valid
+        WHERE p1.kind = 'pairwise' AND p1.pass = 1 AND p1.valid <> 0 AND p2.valid <> 0
     """
     params: list[Any] = []
     if judge_model is not None:
@@ -238,16 +267,14 @@ def open_batch(
 
 
 def batch_exists(store: Store, batch_id: str) -> bool:
-    return store.db.execute("SELECT 1 FROM batches WHERE id = ?", [batch_id]).fetchone() is not None
+    return bool(list(store.db.query("SELECT id FROM batches WHERE id = ?", [batch_id])))
 
 
 def find_batch(store: Store, source: str, settings: Mapping[str, Any]) -> str | None:
     """The latest batch started from the file ``source`` with these settings, if any."""
     wanted = json.loads(json.dumps(settings, sort_keys=True))
-    rows = store.db.execute(
-        "SELECT id, settings FROM batches WHERE source = ? ORDER BY created_at DESC", [source]
-    ).fetchall()
-    return next((batch_id for batch_id, text in rows if json.loads(text) == wanted), None)
+    rows = store.db.query("SELECT id, settings FROM batches WHERE source = ? ORDER BY created_at DESC", [source])
+    return next((r["id"] for r in rows if json.loads(r["settings"]) == wanted), None)
 
 
 def reconcile_batch_items(

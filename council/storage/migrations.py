@@ -361,3 +361,35 @@ def m012_provider_batches(db: Database) -> None:
         pk="token",
     )  # fmt: skip
     db["provider_batches"].create_index(["batch_id"])
+
+
+@migrations()
+def m013_rate_limits(db: Database) -> None:
+    # One row per rate budget (a model's rpm), shared by every process using this database:
+    # tat = the GCRA's theoretical arrival time, epoch seconds (council.storage.rate_limits).
+    db["rate_limits"].create({"key": str, "tat": float}, pk="key")
+
+
+@migrations()
+def m014_batch_queue(db: Database) -> None:
+    # The distributed batch (council.storage.queue): a batch keeps what a worker on another
+    # machine needs to judge it (spec: judging settings, model specs without secrets, rubric
+    # contents), and each of its items waits in batch_queue until a worker has recorded it.
+    db["batches"].add_column("spec", str)
+    db["batch_queue"].create(
+        {
+            "batch_id": str,
+            "item_id": str,
+            "position": int,
+            "digest": str,  # the item's content (council.storage.queue.item_digest)
+            "item": str,  # the item as JSON; NULL once done when transcripts are off
+            "state": str,  # queued | running | done | failed
+            "worker": str,  # who holds the claim while running
+            "lease_until": float,  # epoch seconds: the claim returns to the queue after this
+            "attempts": int,
+        },
+        pk=("batch_id", "item_id"),
+        foreign_keys=[("batch_id", "batches", "id")],
+    )
+    db["batch_queue"].create_index(["batch_id", "state", "position"])
+    db["batch_queue"].create_index(["worker"])

@@ -8,7 +8,7 @@ from a dead one (the lock can be taken, or the file is gone) without trusting pi
 which are reused and differ between containers sharing a volume. Rows record the
 lease id with the pid and host, for people.
 
-A batch is run by one process at a time: ``batch-<id>.lock``, held while it runs.
+A batch is shared by its workers through the queue (council.storage.queue), not a lock.
 
 On systems without ``fcntl`` nothing is ever taken to be dead (orphans are not
 recovered, but live work is never marked interrupted).
@@ -20,12 +20,9 @@ import atexit
 import os
 import socket
 import uuid
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-
-from council.errors import UsageError
 
 try:
     import fcntl
@@ -120,25 +117,3 @@ def dead_owners(directory: Path, owners: Iterable[str]) -> list[str]:
         finally:
             os.close(fd)
     return sorted(dead)
-
-
-@contextmanager
-def batch_lock(directory: Path, batch_id: str) -> Iterator[None]:
-    """Hold the batch while the block runs; another holder is a one-line ``UsageError``."""
-    if fcntl is None:  # pragma: no cover
-        yield
-        return
-    _make_dir(directory)
-    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in batch_id)
-    path = directory / f"batch-{safe}.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        if not _try_lock(fd):
-            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").split()
-            who = f" (pid {holder[0]} on {holder[1]})" if len(holder) >= 2 else ""
-            raise UsageError(f"batch {batch_id} is being run by another process{who}; wait for it to finish")
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()} {socket.gethostname()}\n".encode(), 0)
-        yield
-    finally:
-        os.close(fd)  # releases the lock; the file stays (removing it could race a new holder)

@@ -12,7 +12,6 @@ them, so it names them only for type checkers.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
@@ -32,8 +31,8 @@ class Store(Protocol):
     def recover_interrupted(self) -> list[str]:
         """Mark sessions and calls whose owning process has ended ``interrupted``; their ids."""
 
-    def batch_lock(self, batch_id: str) -> AbstractContextManager[None]:
-        """Run the batch as its only runner: another process running it is a ``UsageError``."""
+    def clock(self) -> float:
+        """Now, in epoch seconds, on the clock every process sharing the store reads (leases)."""
 
     def journal(self, session_id: str) -> CallJournal:
         """Writes a run's attempts as they start and finish (the call log of ``session_id``)."""
@@ -169,6 +168,40 @@ class Store(Protocol):
 
     def batch_rows(self, batch_id: str) -> list[dict[str, Any]]:
         """Every recorded item with its run, in batch-file order (labelled pairs carry ``passes``)."""
+
+    # -- the batch queue (council.storage.queue) ------------------------------------
+    def enqueue_batch(
+        self,
+        batch_id: str,
+        *,
+        source: str,
+        content_sha256: str,
+        settings: Mapping[str, Any],
+        spec: Mapping[str, Any],
+        items: Sequence[Mapping[str, Any]],
+    ) -> dict[str, int]:
+        """Register the batch (its judging ``spec``) and queue its items (``item_id, position,
+        digest, item``), matched with those already queued by id and content; how many are
+        ``new, changed, unchanged, retried, removed``. Other ``settings`` under the id: ``UsageError``."""
+
+    def claim_items(
+        self, worker: str, *, batch_id: str | None = None, limit: int = 1, lease_seconds: float
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit`` queued items (or running ones whose lease has passed), now held by
+        ``worker`` for ``lease_seconds``; each ``batch_id, item_id, digest, item``. Two workers
+        never hold one item."""
+
+    def renew_claims(self, worker: str, *, lease_seconds: float) -> int:
+        """The heartbeat: ``worker``'s running items held ``lease_seconds`` from now; how many."""
+
+    def release_claims(self, worker: str) -> int:
+        """``worker``'s running items back in the queue at once; how many."""
+
+    def batch_spec(self, batch_id: str) -> dict[str, Any] | None:
+        """The judging spec stored with the batch, or None."""
+
+    def batch_status(self, batch_id: str) -> dict[str, Any] | None:
+        """``batch_id, items, queued, running, done, failed, cost_usd``; None for an unknown batch."""
 
     # -- leaderboard ---------------------------------------------------------------
     def comparisons(

@@ -17,6 +17,7 @@ import itertools
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,13 +28,14 @@ from council.errors import EnvironmentFailure, NotFoundError, UsageError
 from council.home import ensure_home
 from council.logs import get_logger
 from council.redaction import redact, redact_document
-from council.storage import budgets, call_cache, judgments
+from council.storage import budgets, call_cache, judgments, queue
 from council.storage import provider_batches as rounds
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.comparisons import count_comparisons
 from council.storage.migrations import migrations
 from council.storage.opening import connect_checked, set_schema_version, write_refused
-from council.storage.ownership import batch_lock, dead_owners, lock_dir, process_lease
+from council.storage.ownership import dead_owners, lock_dir, process_lease
+from council.storage.rate_limits import reserve_sqlite
 from council.storage.sqlite import Database
 from council.usage import CallJournal, CallRecord
 
@@ -242,14 +244,14 @@ class SQLiteStore:
             )
         return sessions
 
-    @contextmanager
-    def batch_lock(self, batch_id: str) -> Iterator[None]:
-        """Run the batch as its only runner: another process running it is a ``UsageError``."""
-        if self._locks is None:
-            yield
-            return
-        with batch_lock(self._locks, batch_id):
-            yield
+    def clock(self) -> float:
+        """The host's clock: every process sharing a SQLite file runs on this host."""
+        return time.time()
+
+    # -- shared limits ------------------------------------------------------------
+    def reserve_rate(self, key: str, increment: float, tolerance: float = 0.0) -> float:
+        """Seconds to wait before a call under the budget ``key`` (council.storage.rate_limits)."""
+        return reserve_sqlite(self.db.conn, key, increment, tolerance)
 
     # -- the call log ---------------------------------------------------------
     def journal(self, session_id: str) -> CallJournal:
@@ -554,6 +556,12 @@ class SQLiteStore:
     reconcile_batch_items = judgments.reconcile_batch_items
     batch_item_status = judgments.batch_item_status
     batch_rows = judgments.batch_rows
+    enqueue_batch = queue.enqueue_batch
+    claim_items = queue.claim_sqlite
+    renew_claims = queue.renew_claims
+    release_claims = queue.release_claims
+    batch_spec = queue.batch_spec
+    batch_status = queue.queue_status
     comparisons = count_comparisons
     bias_sums = sum_bias_records
 

@@ -8,13 +8,13 @@ import pytest
 from council import Council
 from council.errors import CouncilFailure, QuorumError
 from council.server.background import LiveSessions
-from council.storage import SQLiteStore
+from council.storage import memory_store
 
 CONFIG = {"councils": {"default": {"members": ["fake/alpha", "fake/beta", "fake/gamma"], "chairman": "fake/alpha"}}}
 
 
 async def test_the_id_comes_back_and_every_event_is_stored_in_order():
-    store = SQLiteStore.memory()
+    store = memory_store()
     council = Council.from_config(CONFIG, store=store)
     live = LiveSessions(store)
     session_id = await live.start(council, "Why is the sky blue?", 3)
@@ -32,7 +32,7 @@ class _Refuses:
 
 
 async def test_a_session_that_never_began_gives_its_reason_to_the_request():
-    live = LiveSessions(SQLiteStore.memory())
+    live = LiveSessions(memory_store())
     with pytest.raises(QuorumError, match="before it began"):
         await live.start(_Refuses(), "q", None)
 
@@ -43,13 +43,13 @@ class _Silent:
 
 
 async def test_a_session_that_ended_without_a_word_is_a_failure_not_a_hang():
-    live = LiveSessions(SQLiteStore.memory())
+    live = LiveSessions(memory_store())
     with pytest.raises(CouncilFailure, match="ended before it started"):
         await live.start(_Silent(), "q", None)
 
 
 async def test_a_store_refusing_events_does_not_stop_the_session():
-    store = SQLiteStore.memory()
+    store = memory_store()
 
     def broken(session_id, events):
         raise OSError("disk full")

@@ -234,6 +234,65 @@ async def test_a_batch_is_opened_recorded_once_and_read_in_file_order(store_back
     assert store_backend.comparisons(since="2999-01-01T00:00:00.000000+00:00").judgments == []
 
 
+def queued(i: int, text: str = "") -> dict:
+    item = {"id": f"q{i}", "mode": "pairwise", "line": i + 1, "prompt": f"Q{i}?{text}", "a": "yes", "b": "no"}
+    return {"item_id": f"q{i}", "position": i + 1, "digest": f"d{i}{text}", "item": item}
+
+
+def test_the_batch_queue_hands_each_item_to_one_worker_under_a_lease(store_backend):
+    import time
+
+    store = store_backend
+    assert abs(store.clock() - time.time()) < 60  # the database's clock on PostgreSQL
+    settings = BatchSettings(judges=["fake/j"]).model_dump(mode="json")
+    common = {"source": "q.jsonl", "content_sha256": "c1", "settings": settings, "spec": {"judges": ["fake/j"]}}
+    counts = store.enqueue_batch("qb", items=[queued(i) for i in range(4)], **common)
+    assert counts == {"new": 4, "changed": 0, "unchanged": 0, "retried": 0, "removed": 0}
+    assert store.batch_spec("qb") == {"judges": ["fake/j"]} and store.batch_spec("nope") is None
+    assert store.batch_status("nope") is None
+    first = store.claim_items("w1", batch_id="qb", limit=2, lease_seconds=60)
+    second = store.claim_items("w2", limit=5, lease_seconds=60)
+    assert [r["item_id"] for r in first] == ["q0", "q1"] and [r["item_id"] for r in second] == ["q2", "q3"]
+    assert first[0]["item"]["prompt"] == "Q0?" and first[0]["batch_id"] == "qb" and first[0]["digest"] == "d0"
+    assert store.claim_items("w3", batch_id="qb", lease_seconds=60) == []
+    status = store.batch_status("qb")
+    assert status == {"batch_id": "qb", "items": 4, "queued": 0, "running": 4, "done": 0, "failed": 0,
+                      "cost_usd": 0.0}  # fmt: skip
+    assert store.renew_claims("w1", lease_seconds=60) == 2 and store.renew_claims("nobody", lease_seconds=60) == 0
+    assert store.release_claims("w2") == 2 and store.batch_status("qb")["queued"] == 2
+    # A claim whose lease has passed (its worker died) is queued again, and taken by another worker.
+    assert len(store.claim_items("w4", batch_id="qb", limit=2, lease_seconds=-1)) == 2
+    assert store.batch_status("qb")["queued"] == 2
+    assert sorted(r["item_id"] for r in store.claim_items("w5", batch_id="qb", limit=9, lease_seconds=60)) == [
+        "q2", "q3"]  # fmt: skip
+    # The file changed under the same id: items matched by id and content.
+    again = store.enqueue_batch("qb", items=[queued(0), queued(1, " edited"), queued(4)], **common)
+    assert again == {"new": 1, "changed": 1, "unchanged": 1, "retried": 0, "removed": 2}
+    assert store.batch_status("qb")["items"] == 3
+    with pytest.raises(UsageError, match="different settings"):
+        store.enqueue_batch("qb", items=[queued(0)], **{**common, "settings": {**settings, "votes": 3}})
+
+
+async def test_a_queued_item_is_recorded_once_and_marked_done(store_backend, tmp_path):
+    from council.judging.worker import enqueue
+
+    text = '{"id": "x", "prompt": "Q?", "a": "A.", "b": "B."}\n'
+    items = parse_batch(text, "x.jsonl")
+    settings = BatchSettings(judges=["fake/j"])
+    enqueue(store_backend, items, batch_id="xb", settings=settings, judges=[judge()], rubrics={},
+            source="x.jsonl", content_sha256=content_digest(text))  # fmt: skip
+    [claimed] = store_backend.claim_items("w", batch_id="xb", lease_seconds=60)
+    outcome = await compare("Q?", "A.", "B.", judges=[judge()], store=None)
+    store_backend.save_judgment("compare", outcome, [], keep_text=False, batch_id="xb", item=items[0],
+                                item_digest=claimed["digest"])  # fmt: skip
+    status = store_backend.batch_status("xb")
+    assert status["done"] == 1 and status["running"] == 0 and claimed["item_id"] == "x"
+    late = await compare("Q?", "A.", "B.", judges=[judge()], store=None)
+    with pytest.raises(CouncilFailure, match="already recorded"):  # a second worker's late result
+        store_backend.save_judgment("compare", late, [], keep_text=False, batch_id="xb", item=items[0])
+    assert store_backend.batch_status("xb")["done"] == 1
+
+
 def test_an_edited_batch_file_is_reconciled_item_by_item(store_backend):
     settings = {"judges": ["fake/j"]}
     assert store_backend.batch_exists("b2") is False
@@ -269,11 +328,6 @@ def test_settings_are_swapped_and_the_old_value_returned(store_backend):
     assert store_backend.swap_setting("salt_fingerprint", "two") == "two"
 
 
-def test_a_batch_has_one_runner_at_a_time(store_backend):
-    with store_backend.batch_lock("b-lock"):
-        pass  # taken and released
-    with store_backend.batch_lock("b-lock"):
-        pass  # free again after release
 
 
 async def test_a_budget_is_capped_reserved_settled_and_counts_a_batch_spending(store_backend):

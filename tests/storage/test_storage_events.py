@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from council.server.background import EventBatcher
-from council.storage import SQLiteStore
+from council.storage import memory_store, open_store
 
 
 def _event(seq: int, type_: str = "stage", **extra: object) -> dict[str, object]:
@@ -13,7 +13,7 @@ def _event(seq: int, type_: str = "stage", **extra: object) -> dict[str, object]
 
 
 def test_events_are_read_back_after_a_resume_point_in_order():
-    store = SQLiteStore.memory()
+    store = memory_store()
     store.append_events("s1", [_event(1), _event(2, "answer", text="hi"), _event(3)])
     store.append_events("s2", [_event(1)])
     rows = store.events_after("s1", 1)
@@ -24,7 +24,7 @@ def test_events_are_read_back_after_a_resume_point_in_order():
 
 
 def test_a_batch_written_twice_stores_each_event_once():
-    store = SQLiteStore.memory()
+    store = memory_store()
     store.append_events("s1", [_event(1), _event(2)])
     store.append_events("s1", [_event(2), _event(3)])
     assert [seq for seq, _, _ in store.events_after("s1")] == [1, 2, 3]
@@ -44,7 +44,7 @@ def test_batcher_holds_deltas_but_writes_other_events_at_once():
 
 
 def test_sessions_search_is_literal_and_ignores_case(tmp_path):
-    store = SQLiteStore.open(tmp_path / "c.db")
+    store = open_store(tmp_path / "c.db")
     for i, question in enumerate(["What is 100% of X?", "Why is the SKY blue?", "a_b"]):
         store.begin_session(f"s{i}", council="c", question=question, created_at=f"2026-01-0{i + 1}T00:00:00Z")
     assert [r["id"] for r in store.list_sessions(search="sky")] == ["s1"]

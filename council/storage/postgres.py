@@ -1,0 +1,639 @@
+"""The store on PostgreSQL (psycopg 3 + psycopg-pool), selected by ``COUNCIL_DATABASE_URL``.
+
+The same tables and the same behaviour as the SQLite store (``council.storage.store``):
+a session row is written ``running`` in its own transaction, everything else of it with
+its final status in ONE transaction; the call journal writes a call when it starts and
+again when it finishes. What differs is ownership: processes on other machines share the
+database, so a process's lease is a row in ``leases`` with an expiry that a heartbeat
+thread pushes forward; work whose owner's lease has expired is marked ``interrupted`` by
+whichever process opens the store next (the database's clock decides, never the hosts').
+
+psycopg is imported here only, and this module only when a PostgreSQL URL is used, so
+SQLite users never pay its import (~110 ms).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import re
+import socket
+import threading
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from council.clock import utc_now
+from council.errors import ConfigError, CouncilFailure, PrerequisiteError
+from council.redaction import redact
+from council.storage import budgets, call_cache, judgments, postgres_schema, queue
+from council.storage import provider_batches as rounds
+from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
+from council.storage.data import BiasQuery, BiasSums, ComparisonData
+from council.storage.location import display_url
+from council.storage.rate_limits import reserve_postgres
+from council.storage.sqlite_store import SQLiteStore
+
+#: A lease outlives its last heartbeat by this long; heartbeats come every third of it.
+LEASE_SECONDS = 30.0
+CONNECT_TIMEOUT_S = 10
+MIN_ID_PREFIX = 8
+_CALL_COLUMNS = ("call_id", "session_id", "owner", "stage", "member", "model", "started_at", "latency_ms",
+                 "prompt_tokens", "completion_tokens", "cost_usd", "attempt", "ok", "error")  # fmt: skip
+_CALL_OUTCOME = frozenset({"latency_ms", "prompt_tokens", "completion_tokens", "cost_usd", "ok", "error"})
+
+
+# libpq's words for an option value it cannot use (a malformed URL, not a server problem).
+_BAD_VALUE = re.compile(r"invalid (\w+ )*value|invalid connection option|invalid URI|invalid percent-encoded")
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        raise PrerequisiteError(
+            "COUNCIL_DATABASE_URL names PostgreSQL but psycopg is not installed "
+            "(pip install 'council-orchestrator[postgres]')"
+        ) from None
+    return psycopg
+
+
+def _one_line(text: str, url: str) -> str:
+    """libpq's message on one line, with no secret from the URL in it."""
+    from urllib.parse import unquote, urlsplit
+
+    line = " ".join(str(text).split())
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    for secret in filter(None, {password, unquote(password) if password else None}):
+        line = line.replace(secret, "***")
+    return redact(line)
+
+
+def connect(url: str) -> Any:
+    """A checked autocommit connection: a malformed URL is a ``ConfigError`` (exit 2), a server
+    that cannot be reached or refuses the login a ``CouncilFailure`` (exit 1)."""
+    psycopg = _psycopg()
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise ConfigError(f"COUNCIL_DATABASE_URL: malformed PostgreSQL URL ({_one_line(exc, url)})") from None
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+    except psycopg.ProgrammingError as exc:
+        raise ConfigError(f"COUNCIL_DATABASE_URL: malformed PostgreSQL URL ({_one_line(exc, url)})") from None
+    except psycopg.OperationalError as exc:
+        if _BAD_VALUE.search(str(exc)):  # libpq checks option values only when it connects
+            raise ConfigError(f"COUNCIL_DATABASE_URL: malformed PostgreSQL URL ({_one_line(exc, url)})") from None
+        raise CouncilFailure(
+            f"cannot connect to the PostgreSQL store {display_url(url)}: {_one_line(exc, url)}"
+        ) from None
+
+
+def _value(value: Any) -> Any:
+    # What the SQLite store keeps for these types: lists and dicts as JSON text, booleans as 0/1.
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, dict | list | tuple):
+        return json.dumps(value, default=repr, ensure_ascii=False)
+    return value
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def insert_rows(conn: Any, table: str, rows: Sequence[dict[str, Any]], *, upsert_on: Sequence[str] = ()) -> None:
+    """INSERTs grouped by column set; ``upsert_on``: replace the row with that key (sqlite-utils'
+    ``replace=True``)."""
+    groups: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
+    for row in rows:
+        groups.setdefault(tuple(row), []).append(tuple(_value(v) for v in row.values()))
+    for columns, values in groups.items():
+        sql = (
+            f"INSERT INTO {_quote(table)} ({', '.join(map(_quote, columns))}) "
+            f"VALUES ({', '.join('%s' for _ in columns)})"
+        )
+        if upsert_on:
+            updates = ", ".join(f"{_quote(c)} = excluded.{_quote(c)}" for c in columns if c not in upsert_on)
+            sql += f" ON CONFLICT ({', '.join(map(_quote, upsert_on))}) DO " + (
+                f"UPDATE SET {updates}" if updates else "NOTHING"
+            )
+        with conn.cursor() as cur:
+            cur.executemany(sql, values)
+
+
+_UNTYPED_TEMP = re.compile(r"CREATE TABLE temp\.(\w+) \((.*)\)\s*(WITHOUT ROWID)?\s*$", re.S)
+_AVG = re.compile(r"\bAVG\(([^()]*)\)")
+# Column types of the shared statements' temporary tables (SQLite leaves them untyped).
+_TEMP_TYPES = {"session_id": "TEXT", "model_id": "TEXT", "reviewer_id": "TEXT", "n": "BIGINT", "fn": "BIGINT"}
+
+
+def _temp_table(match: re.Match[str]) -> str:
+    parts, key = [], ""
+    for item in (p.strip() for p in match.group(2).split(",")):
+        if item.startswith("PRIMARY KEY"):
+            key = item + ", " + ", ".join(x.strip() for x in match.group(2).split("PRIMARY KEY", 1)[1].split(",")[1:])
+            break
+        parts.append(f"{item} {_TEMP_TYPES.get(item, 'DOUBLE PRECISION')}")
+    key = key.rstrip(", ")
+    return f"CREATE TEMP TABLE {match.group(1)} ({', '.join(parts)}{', ' + key if key else ''}) ON COMMIT DROP"
+
+
+def _placeholders(sql: str) -> str:
+    """A statement written for SQLite, as PostgreSQL takes it: ``?`` placeholders as ``%s``,
+    untyped temporary tables typed (dropped with their transaction), ``AVG`` as a float (not
+    numeric), ``INSERT OR IGNORE`` as ``ON CONFLICT DO NOTHING``. council's shared statements
+    hold no ``?`` or ``%`` inside string literals."""
+    sql = sql.replace("%", "%%").replace("?", "%s")
+    sql = _UNTYPED_TEMP.sub(_temp_table, sql.strip())
+    sql = sql.replace(UNSCORED_TABLE, "bias_unscored").replace("temp.", "pg_temp.")
+    sql = _AVG.sub(r"AVG((\1)::float8)", sql).replace("instr(", "strpos(")
+    if sql.startswith("INSERT OR IGNORE INTO"):
+        sql = "INSERT INTO" + sql[len("INSERT OR IGNORE INTO") :] + " ON CONFLICT DO NOTHING"
+    return sql
+
+
+class _Connection:
+    """A psycopg connection seen through the sqlite3 calls the shared statement modules make
+    (``execute``, ``executemany`` with ``?`` placeholders), so council.storage.judgments
+    writes and reads both backends with one set of statements. A unique violation is raised
+    as ``sqlite3.IntegrityError``, the error those modules handle."""
+
+    def __init__(self, conn: Any) -> None:
+        self.raw = conn
+
+    @property
+    def in_transaction(self) -> bool:
+        from psycopg.pq import TransactionStatus
+
+        return self.raw.info.transaction_status != TransactionStatus.IDLE
+
+    def execute(self, sql: str, params: Sequence[Any] = (), *, dicts: bool = False) -> Any:
+        return self._run(lambda cur: cur.execute(_placeholders(sql), [_value(v) for v in params]), dicts)
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
+        return self._run(lambda cur: cur.executemany(_placeholders(sql), [[_value(v) for v in r] for r in rows]))
+
+    def _run(self, action: Any, dicts: bool = False) -> Any:
+        import sqlite3
+
+        from psycopg.rows import dict_row, tuple_row
+
+        psycopg = _psycopg()
+        cur = self.raw.cursor(row_factory=dict_row if dicts else tuple_row)
+        try:
+            action(cur)
+        except psycopg.errors.UniqueViolation as exc:
+            raise sqlite3.IntegrityError(str(exc)) from None
+        return cur
+
+
+class _Table:
+    """The part of sqlite-utils' ``Table`` the SQLite store's shared methods use."""
+
+    def __init__(self, conn: _Connection, name: str) -> None:
+        self.conn, self.name = conn, name
+
+    def insert(self, row: dict[str, Any]) -> None:
+        insert_rows(self.conn.raw, self.name, [row])
+
+    def insert_all(self, rows: Iterable[dict[str, Any]], *, replace: bool = False, batch_size: int = 10_000) -> None:
+        key = postgres_schema.PRIMARY_KEYS[self.name] if replace else ()
+        batch: list[dict[str, Any]] = []
+        for row in rows:
+            batch.append(dict(row))
+            if len(batch) >= batch_size:
+                insert_rows(self.conn.raw, self.name, batch, upsert_on=key)
+                batch = []
+        if batch:
+            insert_rows(self.conn.raw, self.name, batch, upsert_on=key)
+
+    def update(self, pk: str, values: dict[str, Any]) -> None:
+        sets = ", ".join(f"{_quote(c)} = %s" for c in values)
+        self.conn.raw.execute(
+            f"UPDATE {_quote(self.name)} SET {sets} WHERE id = %s", [*(_value(v) for v in values.values()), pk]
+        )
+
+    @property
+    def count(self) -> int:
+        return int(self.conn.execute(f"SELECT count(*) FROM {_quote(self.name)}").fetchone()[0])
+
+
+class _Database:
+    """The part of sqlite-utils' ``Database`` the shared statement modules use."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = _Connection(conn)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self.conn.execute(sql, params)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        return self.conn.execute(sql, params, dicts=True).fetchall()
+
+    def __getitem__(self, table: str) -> _Table:
+        return _Table(self.conn, table)
+
+
+class _Rows(list):  # type: ignore[type-arg]
+    """Rows already fetched (the connection went back to the pool), read as a cursor is."""
+
+    def fetchall(self) -> list[Any]:
+        return list(self)
+
+    def fetchone(self) -> Any:
+        return self[0] if self else None
+
+
+class _PooledDatabase:
+    """Reads outside a transaction, each on a connection from the pool."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self.store = store
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        with self.store.connection() as conn:
+            return _Database(conn).query(sql, params)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> _Rows:
+        with self.store.connection() as conn:
+            cur = _Database(conn).execute(sql, params)
+            return _Rows(cur.fetchall() if cur.description else [])
+
+    def __getitem__(self, table: str) -> Any:
+        return _PooledTable(self.store, table)
+
+    @property
+    def conn(self) -> _PooledDatabase:
+        return self  # reads through ``db.conn.execute`` too, each on a pooled connection
+
+
+class _PooledTable:
+    def __init__(self, store: PostgresStore, name: str) -> None:
+        self.store, self.name = store, name
+
+    @property
+    def count(self) -> int:
+        with self.store.connection() as conn:
+            return _Table(_Connection(conn), self.name).count
+
+
+class _Lease:
+    """This process's lease row, renewed by a daemon thread until the process ends."""
+
+    def __init__(self, store: PostgresStore) -> None:
+        self.id = uuid.uuid4().hex
+        self.pid = os.getpid()
+        self.host = socket.gethostname()
+        self._store = store
+        self._stop = threading.Event()
+        self.renew()
+        self._thread = threading.Thread(target=self._beat, name="council-lease", daemon=True)
+        self._thread.start()
+        atexit.register(self.release)
+
+    def renew(self) -> None:
+        with self._store.connection() as conn:
+            conn.execute(
+                "INSERT INTO leases (id, pid, host, expires_at) VALUES (%s, %s, %s, now() + make_interval(secs => %s))"
+                " ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at",
+                [self.id, self.pid, self.host, LEASE_SECONDS],
+            )
+
+    def _beat(self) -> None:
+        while not self._stop.wait(LEASE_SECONDS / 3):
+            try:
+                self.renew()
+            except Exception:  # the database is away: the next beat tries again
+                pass
+
+    def release(self) -> None:
+        """A clean exit: the lease ends now (its unfinished work is then found at once)."""
+        self._stop.set()
+        try:
+            with self._store.connection() as conn:
+                conn.execute("DELETE FROM leases WHERE id = %s", [self.id])
+        except Exception:
+            pass
+
+
+# Stores not closed by their opener are closed at exit, never by the garbage collector
+# (a pool collected in one of its own threads cannot join it).
+_OPEN_STORES: set[PostgresStore] = set()
+
+
+@atexit.register
+def _close_open_stores() -> None:
+    for store in list(_OPEN_STORES):
+        store.close()
+
+
+class PostgresStore:
+    """All reads and writes of a PostgreSQL store go through here."""
+
+    kind = "postgresql"
+
+    def __init__(self, url: str, pool: Any) -> None:
+        self.url = url
+        self.path = None
+        self.pool = pool
+        self._lease: _Lease | None = None
+        self._lease_lock = threading.Lock()
+        self._local = threading.local()
+        self._unscored = False  # records without a score are only ever loaded into SQLite
+
+    # -- opening -------------------------------------------------------------
+    @classmethod
+    def open(cls, url: str) -> PostgresStore:
+        """Connect (one clear line if that fails), migrate under the advisory lock, recover
+        the work of processes whose lease has expired."""
+        conn = connect(url)
+        try:
+            if postgres_schema.pending(conn):
+                postgres_schema.migrate(conn)
+        finally:
+            conn.close()
+        from psycopg.rows import dict_row
+        from psycopg_pool import ConnectionPool
+
+        # The pool's own reconnection warnings would print bare on stderr (logging's last resort)
+        # when the server goes away; the operation that fails says it once, in one line.
+        logging.getLogger("psycopg").addHandler(logging.NullHandler())
+
+        pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=8,
+            kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": CONNECT_TIMEOUT_S},
+            open=True,
+            name="council",
+            # A stopped server fails a waiting call after this long, not the pool's default 30 s.
+            timeout=CONNECT_TIMEOUT_S,
+        )
+        store = cls(url, pool)
+        _OPEN_STORES.add(store)
+        store.recover_interrupted()
+        return store
+
+    @contextmanager
+    def connection(self) -> Iterator[Any]:
+        """A pooled connection; the server going away (unreachable, restarted, the pool
+        timing out) is one ``CouncilFailure`` line, and the transaction in progress is rolled
+        back by the server: nothing half-written."""
+        psycopg = _psycopg()
+        from psycopg_pool import PoolTimeout
+
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise CouncilFailure(
+                f"the PostgreSQL store {display_url(self.url)} failed: {_one_line(exc, self.url)}"
+            ) from None
+
+    def close(self) -> None:
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
+        self.pool.close()
+        _OPEN_STORES.discard(self)
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """One connection in one transaction (committed at the end, rolled back on error);
+        nested calls in the same thread join it."""
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            yield current
+            return
+        with self.connection() as conn, conn.transaction():
+            self._local.conn = conn
+            try:
+                yield conn
+            finally:
+                self._local.conn = None
+
+    @contextmanager
+    def immediate(self) -> Iterator[_Database]:
+        """A write transaction, seen as the SQLite store's (council.storage.judgments uses it)."""
+        with self.transaction() as conn:
+            yield _Database(conn)
+
+    @property
+    def db(self) -> Any:
+        """Reads for the shared statement modules: the current transaction's, else a pooled one's."""
+        current = getattr(self._local, "conn", None)
+        return _Database(current) if current is not None else _PooledDatabase(self)
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            return current.execute(sql, list(params)).fetchall()
+        with self.connection() as conn:
+            return conn.execute(sql, list(params)).fetchall()
+
+    # -- ownership -----------------------------------------------------------
+    def lease(self) -> _Lease:
+        with self._lease_lock:
+            if self._lease is None or self._lease.pid != os.getpid():
+                self._lease = _Lease(self)
+            return self._lease
+
+    def _owner(self) -> dict[str, Any]:
+        lease = self.lease()
+        return {"owner": lease.id, "owner_pid": lease.pid, "owner_host": lease.host}
+
+    def recover_interrupted(self) -> list[str]:
+        """Mark the sessions and calls whose owner's lease has expired (or is gone)
+        ``interrupted``, keeping everything they wrote. Returns the sessions marked."""
+        mine = self._lease.id if self._lease is not None else ""
+        dead = """owner IS NOT NULL AND owner <> %(mine)s
+                  AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.id = owner AND l.expires_at > now())"""
+        with self.transaction() as conn:
+            sessions = conn.execute(
+                "UPDATE sessions SET status = 'interrupted', finished_at = %(now)s, error = 'interrupted: the process'"
+                " || ' running it (pid ' || coalesce(owner_pid::text, '?') || ' on ' || coalesce(owner_host, '?')"
+                f" || ') ended before it finished' WHERE status = 'running' AND {dead} RETURNING id",
+                {"now": utc_now(), "mine": mine},
+            ).fetchall()
+            conn.execute(
+                "UPDATE calls SET ok = 0, error = 'interrupted: the process ended while this call was in flight'"
+                f" WHERE ok IS NULL AND {dead}",
+                {"mine": mine},
+            )
+            conn.execute("DELETE FROM leases WHERE expires_at < now() - interval '1 day'")
+        return sorted(row["id"] for row in sessions)
+
+    def clock(self) -> float:
+        """The database's clock (never the hosts'): leases of workers on many machines compare."""
+        return float(self._query("SELECT extract(epoch from clock_timestamp()) AS now")[0]["now"])
+
+    # -- shared limits ------------------------------------------------------------
+    def reserve_rate(self, key: str, increment: float, tolerance: float = 0.0) -> float:
+        """Seconds to wait before a call under the budget ``key`` (council.storage.rate_limits)."""
+        with self.connection() as conn:
+            return reserve_postgres(conn, key, increment, tolerance)
+
+    # -- the call log ---------------------------------------------------------
+    def journal_calls(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Write call-log rows at once, in one transaction (or the caller's)."""
+        with self.transaction():
+            self.write_calls(rows)
+
+    def flush_calls(self) -> None:
+        """Nothing waits: ``journal_calls`` writes at once."""
+
+    # -- spend caps (docs/methods.md, "Spend caps") ------------------------------
+    # The budget row is locked (FOR UPDATE) for the sum and the reservation: processes on
+    # any machine can never together reserve past the cap. A reservation whose owner's lease
+    # has expired is moved into the spent amount when the budget is next opened.
+    def open_budget(self, key: str, *, cap_usd: float | None, spent_usd: float = 0.0) -> float | None:
+        """As ``council.storage.budgets.open_budget``."""
+        now = utc_now()
+        with self.transaction() as conn:
+            row = conn.execute("SELECT cap_usd FROM budgets WHERE key = %s FOR UPDATE", [key]).fetchone()
+            lost = conn.execute(
+                "DELETE FROM budget_reservations r WHERE key = %s AND owner IS NOT NULL AND NOT EXISTS"
+                " (SELECT 1 FROM leases l WHERE l.id = r.owner AND l.expires_at > now()) RETURNING amount_usd",
+                [key],
+            ).fetchall()
+            if lost:
+                conn.execute(
+                    "UPDATE budgets SET spent_usd = spent_usd + %s WHERE key = %s",
+                    [sum(r["amount_usd"] for r in lost), key],
+                )
+            if cap_usd is None:
+                return None if row is None else float(row["cap_usd"])
+            conn.execute(
+                "INSERT INTO budgets (key, cap_usd, spent_usd, updated_at) VALUES (%s, %s, %s, %s)"
+                " ON CONFLICT (key) DO UPDATE SET cap_usd = excluded.cap_usd, updated_at = excluded.updated_at",
+                [key, cap_usd, spent_usd, now],
+            )
+        return cap_usd
+
+    def reserve_budget(self, key: str, amount_usd: float) -> tuple[int | None, float, float]:
+        """As ``council.storage.budgets.reserve_budget``."""
+        owner = self._owner()["owner"]
+        with self.transaction() as conn:
+            row = conn.execute("SELECT cap_usd, spent_usd FROM budgets WHERE key = %s FOR UPDATE", [key]).fetchone()
+            cap, spent = float(row["cap_usd"]), float(row["spent_usd"])
+            reserved = conn.execute(
+                "SELECT coalesce(sum(amount_usd), 0) AS s FROM budget_reservations WHERE key = %s", [key]
+            ).fetchone()["s"]
+            if spent + float(reserved) + amount_usd > cap:
+                return None, spent, cap
+            made = conn.execute(
+                "INSERT INTO budget_reservations (key, amount_usd, owner, created_at) VALUES (%s, %s, %s, %s)"
+                " RETURNING id",
+                [key, amount_usd, owner, utc_now()],
+            ).fetchone()
+            return int(made["id"]), spent, cap
+
+    def cache_reply(self, key: str, version: int, entry: Mapping[str, Any]) -> None:
+        """As ``council.storage.call_cache.cache_reply``."""
+        cost = entry.get("cost_usd")
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO call_cache (key, version, model, reply, cost_usd, created_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO UPDATE SET version = excluded.version,"
+                " model = excluded.model, reply = excluded.reply, cost_usd = excluded.cost_usd,"
+                " created_at = excluded.created_at",
+                [key, version, entry.get("model"), json.dumps(dict(entry), ensure_ascii=False),
+                 cost if isinstance(cost, int | float) else None, utc_now()],
+            )  # fmt: skip
+
+    batch_spent = budgets.batch_spent
+    settle_budget = budgets.settle_budget
+    budget_totals = budgets.budget_totals
+    cached_reply = call_cache.cached_reply
+    cache_stats = call_cache.cache_stats
+    clear_cache = call_cache.clear_cache
+    batch_cache_savings = call_cache.batch_cache_savings
+    round_intent = rounds.round_intent
+    round_submitted = rounds.round_submitted
+    round_progress = rounds.round_progress
+    rounds_holding = rounds.rounds_holding
+    provider_batches = rounds.provider_batches
+
+    # -- sessions ------------------------------------------------------------
+    # -- what the SQLite store does with statements both databases take ----------------
+    # (placeholders and sqlite-utils calls go through _Database): the same rows, shaped once.
+    journal = SQLiteStore.journal
+    write_calls = SQLiteStore.write_calls
+    begin_session = SQLiteStore.begin_session
+    save_session = SQLiteStore.save_session
+    fail_session = SQLiteStore.fail_session
+    _finish_session = SQLiteStore._finish_session
+    list_sessions = SQLiteStore.list_sessions
+    get_session = SQLiteStore.get_session
+    session_calls = SQLiteStore.session_calls
+    iter_sessions = SQLiteStore.iter_sessions
+    has_query_hashes = SQLiteStore.has_query_hashes
+    swap_setting = SQLiteStore.swap_setting
+    append_events = SQLiteStore.append_events
+    events_after = SQLiteStore.events_after
+    insert_bias_records = SQLiteStore.insert_bias_records
+    bias_record_rows = SQLiteStore.bias_record_rows
+    count = SQLiteStore.count
+
+    # -- bias records --------------------------------------------------------
+    def load_bias_records(
+        self, scored: Iterable[Mapping[str, Any]], unscored: Sequence[Mapping[str, Any]] = ()
+    ) -> None:
+        """Records read from files (council normally loads them into ``memory_store``): the
+        scored ones into ``bias_records``, the unscored ones into ``bias_unscored``."""
+        with self.transaction() as conn:
+            insert_rows(conn, "bias_records", [dict(r) for r in scored])
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS bias_unscored (id BIGINT PRIMARY KEY, session_id TEXT, "
+                'reviewer_id TEXT, position BIGINT, "timestamp" TEXT, council TEXT)'
+            )
+            columns = ("id", "session_id", "reviewer_id", "position", "timestamp", "council")
+            insert_rows(conn, "bias_unscored", [{c: r[c] for c in columns} for r in unscored])
+        self._unscored = self._unscored or bool(unscored)
+
+    def bias_sums(self, query: BiasQuery) -> BiasSums:
+        """The shared statements (council.storage.bias_sums): PostgreSQL aggregates, in one
+        REPEATABLE READ snapshot; their temporary tables go with the transaction."""
+        with self.transaction() as conn:
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            return sum_bias_records(self, query)  # type: ignore[arg-type]
+
+    # -- judgments and batches: the shared statements (council.storage.judgments) --------
+    save_judgment = judgments.save_judgment
+    judgment_run = judgments.get_run
+    judgment_passes = judgments.run_passes
+    open_batch = judgments.open_batch
+    batch_exists = judgments.batch_exists
+    find_batch = judgments.find_batch
+    reconcile_batch_items = judgments.reconcile_batch_items
+    batch_item_status = judgments.batch_item_status
+    batch_rows = judgments.batch_rows
+    enqueue_batch = queue.enqueue_batch
+    claim_items = queue.claim_postgres
+    renew_claims = queue.renew_claims
+    release_claims = queue.release_claims
+    batch_spec = queue.batch_spec
+    batch_status = queue.queue_status
+    position_audit = judgments.position_audit
+
+    def comparisons(
+        self,
+        *,
+        since: str | None = None,
+        council: str | None = None,
+        sessions: bool = True,
+        judgments: bool = True,
+    ) -> ComparisonData:
+        from council.storage.postgres_comparisons import count_comparisons
+
+        return count_comparisons(self, since=since, council=council, sessions=sessions, judgments=judgments)

@@ -1,0 +1,207 @@
+"""The batch queue: a batch's items in the store, claimed by workers under a lease.
+
+Any number of workers, in one process or on many machines sharing the store, take items
+from ``batch_queue``. A claim marks the item ``running`` with the worker's name and a
+lease (``lease_until``, epoch seconds on the store's clock: the database's on PostgreSQL,
+the host's on SQLite, where every worker runs on that host). A live worker's heartbeat
+pushes its leases forward (:func:`renew_claims`); a worker that dies (``kill -9``) stops
+renewing, and once its leases have passed its items are claimed again by any worker. So
+an item's calls may be made twice after a crash, but it is recorded once: its
+``batch_items`` row (primary key ``(batch_id, item_id)``) is written in the same
+transaction that marks it done (council.storage.judgments.record_run and finish_item), and a second
+result for it is refused.
+
+Claims take the rows in one statement: PostgreSQL ``FOR UPDATE SKIP LOCKED`` (workers
+never wait on each other's rows), SQLite ``BEGIN IMMEDIATE`` + ``UPDATE ... RETURNING``
+(one writer at a time on the file).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from council.storage import judgments
+
+#: Item states: queued -> running (claimed) -> done | failed; a running item whose lease has
+#: passed is claimable again.
+STATES = ("queued", "running", "done", "failed")
+
+
+def enqueue_batch(
+    store: Any,
+    batch_id: str,
+    *,
+    source: str,
+    content_sha256: str,
+    settings: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    items: Sequence[Mapping[str, Any]],
+) -> dict[str, int]:
+    """Put a batch's items in the queue, matched with what the batch holds by id and content.
+
+    ``items``: ``item_id, position, digest, item`` (``digest``: the item's content, as
+    ``batch_items.content_sha256`` keeps it; ``item``: the item as JSON-ready data). A batch of
+    this id with other ``settings`` is refused (``UsageError``); its file may have changed:
+    the recorded results are matched by :func:`council.storage.judgments.reconcile_batch_items`
+    (a changed item's result leaves the batch, an unchanged one's stays), then every item
+    without a finished result is queued (a failed one again), unless a worker holds it with
+    the same content. Returns how many items are ``new, changed, unchanged, retried, removed``.
+    """
+    judgments.open_batch(store, batch_id, source=source, content_sha256=content_sha256, settings=settings,
+                         items=len(items))  # fmt: skip
+    digests = {item["item_id"]: (item["digest"], item["position"]) for item in items}
+    had_result = set(judgments.batch_item_status(store, batch_id))  # counted by reconcile_batch_items
+    changed, removed = judgments.reconcile_batch_items(store, batch_id, digests, content_sha256=content_sha256)
+    counts = {"new": 0, "changed": changed, "unchanged": 0, "retried": 0, "removed": removed}
+    recorded = judgments.batch_item_status(store, batch_id)
+    spec_text = json.dumps(spec, sort_keys=True, ensure_ascii=False)
+    with store.immediate() as db:
+        db.execute("UPDATE batches SET source = ?, spec = ? WHERE id = ?", [source, spec_text, batch_id])
+        queued = {
+            r["item_id"]: (r["digest"], r["state"])
+            for r in db.query("SELECT item_id, digest, state FROM batch_queue WHERE batch_id = ?", [batch_id])
+        }
+        for item in items:
+            key = [batch_id, item["item_id"]]
+            text = json.dumps(item["item"], ensure_ascii=False)
+            status = recorded.get(item["item_id"])
+            before = queued.get(item["item_id"])
+            if status == "ok":
+                state = "done"
+                counts["unchanged"] += 1
+            elif before is not None and before[0] == item["digest"] and before[1] in ("queued", "running"):
+                # Waiting or held by a worker, with this content: left as it is.
+                counts["unchanged"] += 1
+                db.execute("UPDATE batch_queue SET position = ? WHERE batch_id = ? AND item_id = ?",
+                           [item["position"], *key])  # fmt: skip
+                continue
+            else:
+                state = "queued"
+                if status == "failed":
+                    counts["retried"] += 1
+                elif item["item_id"] in had_result:
+                    pass  # its result was dropped: counted as changed
+                elif before is not None and before[0] != item["digest"]:
+                    counts["changed"] += 1  # queued, not judged yet, and edited since
+                elif before is None:
+                    counts["new"] += 1
+            if before is None:
+                db.execute(
+                    "INSERT INTO batch_queue (batch_id, item_id, position, digest, item, state, attempts)"
+                    " VALUES (?, ?, ?, ?, ?, ?, 0)",
+                    [*key, item["position"], item["digest"], text, state],
+                )
+            elif state == "queued" or before[1] != "done":
+                db.execute(
+                    "UPDATE batch_queue SET position = ?, digest = ?, item = ?, state = ?, worker = NULL,"
+                    " lease_until = NULL WHERE batch_id = ? AND item_id = ?",
+                    [item["position"], item["digest"], text, state, *key],
+                )
+            else:  # done, and still done: its texts may have left the queue already
+                db.execute("UPDATE batch_queue SET position = ? WHERE batch_id = ? AND item_id = ?",
+                           [item["position"], *key])  # fmt: skip
+        for item_id in sorted(set(queued) - set(digests)):
+            db.execute("DELETE FROM batch_queue WHERE batch_id = ? AND item_id = ?", [batch_id, item_id])
+            if item_id not in had_result:
+                counts["removed"] += 1
+    return counts
+
+
+def _decode(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [{**r, "item": json.loads(r["item"]) if r["item"] else None} for r in rows]
+
+
+_CLAIMABLE = "(state = 'queued' OR (state = 'running' AND lease_until < ?))"
+
+
+def claim_sqlite(
+    store: Any, worker: str, *, batch_id: str | None = None, limit: int = 1, lease_seconds: float
+) -> list[dict[str, Any]]:
+    now = store.clock()
+    where = _CLAIMABLE + ("" if batch_id is None else " AND batch_id = ?")
+    params: list[Any] = [now] + ([] if batch_id is None else [batch_id])
+    with store.immediate() as db:
+        rows = list(
+            db.query(
+                "UPDATE batch_queue SET state = 'running', worker = ?, lease_until = ?, attempts = attempts + 1"
+                f" WHERE rowid IN (SELECT rowid FROM batch_queue WHERE {where} ORDER BY batch_id, position LIMIT ?)"
+                " RETURNING batch_id, item_id, digest, item",
+                [worker, now + lease_seconds, *params, limit],
+            )
+        )
+    return _decode(rows)
+
+
+def claim_postgres(
+    store: Any, worker: str, *, batch_id: str | None = None, limit: int = 1, lease_seconds: float
+) -> list[dict[str, Any]]:
+    where = _CLAIMABLE.replace("?", "%(now)s") + ("" if batch_id is None else " AND batch_id = %(batch)s")
+    with store.transaction() as conn:
+        now = float(conn.execute("SELECT extract(epoch from clock_timestamp()) AS now").fetchone()["now"])
+        rows = conn.execute(
+            "UPDATE batch_queue q SET state = 'running', worker = %(worker)s, lease_until = %(until)s,"
+            " attempts = q.attempts + 1"
+            f" FROM (SELECT batch_id, item_id FROM batch_queue WHERE {where}"
+            "       ORDER BY batch_id, position LIMIT %(limit)s FOR UPDATE SKIP LOCKED) c"
+            " WHERE q.batch_id = c.batch_id AND q.item_id = c.item_id"
+            " RETURNING q.batch_id, q.item_id, q.digest, q.item",
+            {"worker": worker, "until": now + lease_seconds, "now": now, "batch": batch_id, "limit": limit},
+        ).fetchall()
+    return _decode(rows)
+
+
+def renew_claims(store: Any, worker: str, *, lease_seconds: float) -> int:
+    """The heartbeat: push the leases of ``worker``'s running items forward; how many."""
+    now = store.clock()
+    with store.immediate() as db:
+        cur = db.execute(
+            "UPDATE batch_queue SET lease_until = ? WHERE worker = ? AND state = 'running'",
+            [now + lease_seconds, worker],
+        )
+        return int(cur.rowcount)
+
+
+def release_claims(store: Any, worker: str) -> int:
+    """A worker stopping cleanly: its running items go back to the queue at once; how many."""
+    with store.immediate() as db:
+        cur = db.execute(
+            "UPDATE batch_queue SET state = 'queued', worker = NULL, lease_until = NULL"
+            " WHERE worker = ? AND state = 'running'",
+            [worker],
+        )
+        return int(cur.rowcount)
+
+
+def batch_spec(store: Any, batch_id: str) -> dict[str, Any] | None:
+    """What a worker needs to judge the batch's items (the stored ``spec``), or None."""
+    rows = list(store.db.query("SELECT spec FROM batches WHERE id = ?", [batch_id]))
+    if not rows or not rows[0]["spec"]:
+        return None
+    return json.loads(rows[0]["spec"])
+
+
+def queue_status(store: Any, batch_id: str) -> dict[str, Any] | None:
+    """``items, queued, running, done, failed, cost_usd`` of a batch, or None when unknown.
+    A running item whose lease has passed counts as queued (any worker may claim it)."""
+    if not list(store.db.query("SELECT id FROM batches WHERE id = ?", [batch_id])):
+        return None
+    now = store.clock()
+    rows = store.db.query(
+        "SELECT CASE WHEN state = 'running' AND lease_until < ? THEN 'queued' ELSE state END AS st,"
+        " COUNT(*) AS n FROM batch_queue WHERE batch_id = ? GROUP BY 1",
+        [now, batch_id],
+    )
+    counts = dict.fromkeys(STATES, 0)
+    for r in rows:
+        counts[r["st"]] = int(r["n"])
+    cost = list(
+        store.db.query(
+            "SELECT SUM(r.cost_usd) AS cost, SUM(CASE WHEN r.cost_usd IS NULL THEN 1 ELSE 0 END) AS unknown"
+            " FROM batch_items bi JOIN judgment_runs r ON r.id = bi.run_id WHERE bi.batch_id = ?",
+            [batch_id],
+        )
+    )[0]
+    cost_usd = None if cost["unknown"] else round(float(cost["cost"] or 0.0), 8)
+    return {"batch_id": batch_id, "items": sum(counts.values()), **counts, "cost_usd": cost_usd}

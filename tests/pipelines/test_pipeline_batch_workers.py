@@ -1,0 +1,155 @@
+"""The distributed batch with real processes, on SQLite and on a real PostgreSQL: several
+`council worker`s share one batch, a worker killed with kill -9 loses no item, and a database
+that stops mid-batch is one clear error with the items back in the queue."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from conftest import write_config
+from mock_server import start_mock_server
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def pair(i: int) -> dict[str, str]:
+    return {"id": f"p{i}", "prompt": f"Question {i}?", "a": f"Answer A {i}, with detail.", "b": f"B {i}."}
+
+
+def council(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "council", *args], capture_output=True, text=True, env=env,
+                          timeout=timeout)  # fmt: skip
+
+
+def start_worker(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "council", "worker", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+
+
+def wait_for(condition, timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def setup_batch(tmp_path: Path, url: str, mock_url: str, items: int) -> tuple[dict[str, str], Path]:
+    env = {**os.environ, "COUNCIL_HOME": str(tmp_path / "council-home"), "COUNCIL_DATABASE_URL": url}
+    cfg = write_config(tmp_path / "judge.toml", {"j": {"model": "openai/mock-judge", "api_base": mock_url,
+                                                        "retries": 0, "timeout": 60}})  # fmt: skip
+    path = tmp_path / "b.jsonl"
+    path.write_text("".join(json.dumps(pair(i)) + "\n" for i in range(items)))
+    queued = council("batch", str(path), "--config", str(cfg), "--judge", "j", "--enqueue", "--batch-id", "q", env=env)
+    assert queued.returncode == 0 and queued.stdout.strip() == "q", queued.stderr
+    return env, cfg
+
+
+def status(env: dict[str, str]) -> dict:
+    result = council("batch", "status", "q", "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_three_workers_share_one_batch_with_no_item_judged_twice(tmp_path, backend_url):
+    with start_mock_server(latency=0.05, log_requests=tmp_path / "requests.jsonl") as mock:
+        env, cfg = setup_batch(tmp_path, backend_url, mock.base_url, items=24)
+        workers = [start_worker("--batch-id", "q", "--config", str(cfg), "--concurrency", "2", env=env)
+                   for _ in range(3)]  # fmt: skip
+        outputs = [w.communicate(timeout=180) for w in workers]
+        assert [w.returncode for w in workers] == [0, 0, 0], outputs
+        counts = [int(re.search(r"judged (\d+) items", err).group(1)) for _, err in outputs]
+        assert sum(counts) == 24 and all(n > 0 for n in counts), counts  # each took a share
+        requests = mock.logged_requests()
+    assert status(env) | {"cost_usd": None} == {"batch_id": "q", "items": 24, "queued": 0, "running": 0, "done": 24,
+                                                 "failed": 0, "cost_usd": None, "provider_batches": []}  # fmt: skip
+    assert len(requests) == 24 * 2  # each item judged once: a swap pair, two calls
+    lines = council("batch", "results", "q", env=env).stdout.splitlines()
+    assert [json.loads(line)["id"] for line in lines] == [f"p{i}" for i in range(24)]
+
+
+def test_a_worker_killed_with_kill_9_loses_no_item(tmp_path, backend_url):
+    with start_mock_server(latency=0.4, log_requests=tmp_path / "requests.jsonl") as mock:
+        env, cfg = setup_batch(tmp_path, backend_url, mock.base_url, items=12)
+        args = ("--batch-id", "q", "--config", str(cfg), "--concurrency", "3", "--lease-seconds", "2")
+        doomed = start_worker(*args, env=env)
+        try:  # three items in flight, both passes of each: six calls
+            assert wait_for(lambda: len(mock.logged_requests()) >= 6, timeout=60)
+        finally:
+            doomed.send_signal(signal.SIGKILL)
+            doomed.wait()
+        assert status(env)["done"] < 12  # killed mid-batch, holding items whose lease has not passed
+        survivor = start_worker(*args, env=env)
+        out, err = survivor.communicate(timeout=180)
+        assert survivor.returncode == 0, err
+        requests = mock.logged_requests()
+    final = status(env)
+    assert final["done"] == 12 and final["queued"] == final["running"] == final["failed"] == 0
+    lines = council("batch", "results", "q", env=env).stdout.splitlines()
+    assert sorted(json.loads(line)["id"] for line in lines) == sorted(f"p{i}" for i in range(12))  # one each
+    # Each item judged once (two calls), but the killed worker's three: asked again.
+    assert 12 * 2 <= len(requests) <= (12 + 3) * 2
+
+
+# -- the database stopping mid-batch (its own server: it is stopped and started again) ------------------
+
+
+def _pg_ctl(root: Path, action: str) -> None:
+    bins = sorted(Path("/usr/lib/postgresql").glob("*/bin"))
+    if not bins:
+        pytest.skip("no PostgreSQL binaries")
+    command = [str(bins[-1] / "pg_ctl"), "-D", str(root / "data"), "-l", str(root / "log"), "-w", "-s"]
+    if action == "start":
+        command += ["-o", f"-c listen_addresses='' -k {root} -c fsync=off", "start"]
+    else:
+        command += ["-m", "immediate", "stop"]
+    if os.getuid() == 0:
+        command = ["runuser", "-u", "postgres", "--", *command]
+    subprocess.run(command, check=True, capture_output=True, timeout=60)
+
+
+@pytest.fixture
+def own_postgres(postgres_server):
+    root = Path(tempfile.mkdtemp(prefix="council-pgq-", dir="/tmp"))
+    script = ROOT / "scripts" / "postgres_test_server.sh"
+    started = subprocess.run(["bash", str(script), "start", str(root)], capture_output=True, text=True, timeout=60)
+    if started.returncode != 0:
+        pytest.skip(f"cannot start a PostgreSQL server of its own: {started.stderr.strip()[-200:]}")
+    try:
+        yield root, started.stdout.strip().splitlines()[-1]
+    finally:
+        subprocess.run(["bash", str(script), "stop", str(root)], capture_output=True, timeout=60)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_the_database_stopping_mid_batch_is_one_line_and_the_items_return(tmp_path, own_postgres):
+    root, url = own_postgres
+    with start_mock_server(latency=0.5) as mock:
+        env, cfg = setup_batch(tmp_path, url, mock.base_url, items=6)
+        worker = start_worker("--batch-id", "q", "--config", str(cfg), "--concurrency", "2", "--lease-seconds", "3",
+                              env=env)  # fmt: skip
+        assert wait_for(lambda: status(env)["running"] == 2, timeout=60)
+        _pg_ctl(root, "stop")
+        out, err = worker.communicate(timeout=120)
+        errors = [line for line in err.splitlines() if line.startswith("error:")]
+        assert worker.returncode == 1, err
+        # One error line (before it, the warning log may say which calls could not be logged).
+        assert len(errors) == 1 and errors[0].startswith("error: the store stopped answering mid-batch"), err
+        assert err.rstrip().endswith("run a worker again") and "Traceback" not in err
+        _pg_ctl(root, "start")
+        time.sleep(3.5)  # the dead worker's leases pass
+        assert status(env)["running"] == 0 and status(env)["queued"] + status(env)["done"] == 6
+        again = start_worker("--batch-id", "q", "--config", str(cfg), env=env)
+        assert again.wait(timeout=120) == 0
+    assert status(env)["done"] == 6

@@ -1,0 +1,294 @@
+"""What the store URL selects, and what differs between backends behind the same contract
+(tests/test_storage_contract.py has the operations): ownership after a crash, one batch
+runner, migrations, errors. Tests taking ``backend_url`` run once per backend; the PostgreSQL
+run gets a fresh database (tests/postgres_server.py) and skips locally (fails in CI) without a server.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from council.clock import utc_now
+from council.storage import SQLiteStore, open_store
+
+
+def test_backend_is_the_one_the_url_names(url_store, backend_url):
+    assert (getattr(url_store, "kind", "sqlite") == "postgresql") == backend_url.startswith("postgresql")
+
+
+def test_invalid_bias_records_are_refused_by_the_database(url_store):
+    bad = {
+        "schema_version": "1",
+        "session_id": "s-bias-0001",
+        "reviewer_id": "a",
+        "model_id": "m",
+        "position": 0,
+        "response_length_chars": 1,
+        "score_value": 99.0,
+        "timestamp": utc_now(),
+    }
+    with pytest.raises(Exception):  # noqa: B017 - sqlite3.IntegrityError or psycopg.errors.CheckViolation
+        url_store.insert_bias_records([bad])
+    assert url_store.count("bias_records") == 0
+    assert url_store.insert_bias_records([{**bad, "score_value": 5.0}] * 3) == 3
+
+
+_DIES_WHILE_RUNNING = textwrap.dedent(
+    """
+    import os, sys
+    from council.storage import open_store
+    from council.usage import CallRecord
+    from council.clock import utc_now
+    store = open_store()
+    store.begin_session("s-orphan-01", council="default")
+    store.journal("s-orphan-01").call_started(
+        CallRecord(call_id="c-orphan", stage="answer", member="a", model="m", started_at=utc_now(),
+                   attempt=1, latency_ms=0.0))
+    print("ready", flush=True)
+    os._exit(0) if sys.argv[1] == "exit" else os.kill(os.getpid(), 9)
+    """
+)
+
+
+def _run_and_die(backend_url: str, how: str) -> None:
+    env = {**os.environ, "COUNCIL_DATABASE_URL": backend_url}
+    proc = subprocess.run(
+        [sys.executable, "-c", _DIES_WHILE_RUNNING, how], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert "ready" in proc.stdout, proc.stderr
+
+
+def test_work_of_a_killed_process_becomes_interrupted_for_the_next_opener(backend_url, monkeypatch):
+    if backend_url.startswith("postgresql"):
+        from council.storage import postgres
+
+        monkeypatch.setattr(postgres, "LEASE_SECONDS", 1.0)
+        # The child's lease lasts the default 30 s; it is expired by hand below, as time would.
+    _run_and_die(backend_url, "kill")
+    monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
+    if backend_url.startswith("postgresql"):
+        store = open_store()
+        assert store.get_session("s-orphan-01")["status"] == "running"  # its lease has not expired yet
+        with store.transaction() as conn:
+            conn.execute("UPDATE leases SET expires_at = now() - interval '1 second'")
+        assert store.recover_interrupted() == ["s-orphan-01"]
+    else:
+        store = open_store()
+    session = store.get_session("s-orphan-01")
+    assert session["status"] == "interrupted" and "ended before it finished" in session["error"]
+    (call,) = store.session_calls("s-orphan-01")
+    assert call["ok"] == 0 and "in flight" in call["error"]
+    store.close()
+
+
+def test_a_live_process_work_is_never_taken_for_dead(url_store):
+    url_store.begin_session("s-alive-0001", council="default")
+    assert url_store.recover_interrupted() == []
+    assert url_store.get_session("s-alive-0001")["status"] == "running"
+
+
+def test_two_stores_on_one_database_never_hold_the_same_queued_item(url_store, backend_url):
+    settings = {"judges": ["fake/j"]}
+    items = [{"item_id": f"i{n}", "position": n, "digest": str(n), "item": {"n": n}} for n in range(6)]
+    url_store.enqueue_batch("b-1", source="b", content_sha256="c", settings=settings, spec={}, items=items)
+    other = open_store()  # another process's store holds its own connection
+    try:
+        mine = url_store.claim_items("w1", batch_id="b-1", limit=4, lease_seconds=60)
+        theirs = other.claim_items("w2", batch_id="b-1", limit=4, lease_seconds=60)
+        assert len(mine) == 4 and len(theirs) == 2
+        assert {r["item_id"] for r in mine} | {r["item_id"] for r in theirs} == {f"i{n}" for n in range(6)}
+    finally:
+        other.close()
+
+
+# -- PostgreSQL only: migrations, URLs and errors -------------------------------------------
+
+
+_OPEN = "from council.storage import open_store; s = open_store(); print(s.count('sessions')); s.close()"
+
+
+def test_ten_processes_opening_a_fresh_database_at_once_migrate_it_once(postgres_server):
+    url = postgres_server.fresh_database(migrated=False)
+    try:
+        env = {**os.environ, "COUNCIL_DATABASE_URL": url}
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", _OPEN], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            for _ in range(10)
+        ]
+        outs = [p.communicate(timeout=120) for p in procs]
+        assert [p.returncode for p in procs] == [0] * 10, [err for _, err in outs]
+        assert [out.strip() for out, _ in outs] == ["0"] * 10
+        import psycopg
+
+        from council.storage.postgres_schema import MIGRATIONS
+
+        with psycopg.connect(url) as conn:
+            names = [r[0] for r in conn.execute("SELECT name FROM _council_migrations ORDER BY name")]
+        assert names == sorted(name for name, _ in MIGRATIONS)
+    finally:
+        postgres_server.drop_database(url)
+
+
+def test_the_postgres_schema_has_every_sqlite_table_and_column(postgres_url, tmp_path):
+    import psycopg
+
+    sqlite_store = SQLiteStore.open(tmp_path / "council.db")
+    sqlite_columns = {
+        (table, col[1])
+        for (table,) in sqlite_store.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        if not table.startswith(("sqlite_", "_"))
+        for col in sqlite_store.db.execute(f"PRAGMA table_info({table})")
+    }
+    with psycopg.connect(postgres_url) as conn:
+        pg_columns = set(
+            conn.execute(
+                "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public'"
+            ).fetchall()
+        )
+    assert sqlite_columns <= pg_columns
+    assert {t for t, _ in pg_columns} - {t for t, _ in sqlite_columns} == {"_council_migrations", "leases"}
+
+
+def test_importing_the_store_does_not_import_psycopg():
+    code = "import sys, council.storage, council.api, council.cli.main; print('psycopg' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_reading_sessions_through_the_cli_on_postgres(postgres_url):
+    from conftest import invoke_cli
+
+    env = {"COUNCIL_DATABASE_URL": postgres_url}
+    result = invoke_cli("sessions", "list", env=env)
+    assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    "url, fragment",
+    [
+        ("postgresql://council@localhost:notaport/db", "malformed"),
+        ("postgresql://council:s3cret-pw@localhost:5432/", "names no database"),
+        ("mysql://council:s3cret-pw@localhost/db", "unsupported database"),
+        ("council.db", "not a URL"),
+        ("sqlite://council.db", "sqlite:///PATH"),
+        ("postgresql://council:s3cret-pw@localhost/db?sslmode=bogus", "malformed"),
+        ("postgresql://council:s3cret-pw@localhost/db?nonsense=1", "malformed"),
+    ],
+)
+def test_a_malformed_url_is_one_line_exit_2_without_the_password(url, fragment):
+    pytest.importorskip("psycopg")
+    from conftest import invoke_cli
+
+    result = invoke_cli("sessions", "list", env={"COUNCIL_DATABASE_URL": url})
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    assert len(result.error_lines) == 1 and fragment in result.stderr
+    assert "s3cret-pw" not in result.stderr + result.stdout
+
+
+def test_an_unreachable_server_or_a_refused_login_is_one_line_exit_1_without_the_password(postgres_server, tmp_path):
+    from urllib.parse import urlsplit
+
+    from conftest import invoke_cli
+
+    host = dict(p.split("=", 1) for p in urlsplit(postgres_server.url).query.split("&") if "=" in p).get("host")
+    urls = [f"postgresql://council:s3cret-pw@/postgres?host={tmp_path}"]  # no server on that socket
+    if host:
+        urls.append(f"postgresql://nobody:s3cret-pw@/postgres?host={host}")  # no such role: login refused
+    for url in urls:
+        started = time.monotonic()
+        result = invoke_cli("sessions", "list", env={"COUNCIL_DATABASE_URL": url})
+        assert result.exit_code == 1, (result.stdout, result.stderr)
+        assert len(result.error_lines) == 1 and "cannot connect to the PostgreSQL store" in result.stderr
+        assert "s3cret-pw" not in result.stderr + result.stdout and "***" in result.stderr
+        assert time.monotonic() - started < 15
+
+
+def test_sqlite_url_names_the_file(tmp_path, monkeypatch):
+    target = tmp_path / "elsewhere.db"
+    monkeypatch.setenv("COUNCIL_DATABASE_URL", f"sqlite:///{target}")
+    store = open_store()
+    store.begin_session("s-file-0001", council="default")
+    store.close()
+    assert target.exists() and SQLiteStore.open(target).get_session("s-file-0001")["id"] == "s-file-0001"
+
+
+def test_a_server_that_goes_away_is_one_line_and_nothing_half_written(postgres_server):
+    from conftest import invoke_cli
+    from postgres_server import Server
+
+    from council.errors import CouncilFailure
+    from council.storage.postgres import PostgresStore
+
+    own = Server()
+    own.start(own=True)  # a server this test may stop
+    try:
+        assert own.url is not None, own.problem
+        url = own.fresh_database()
+        store = PostgresStore.open(url)
+        store.begin_session("s-before-stop", council="default")
+        own.stop()
+        with pytest.raises(CouncilFailure, match="the PostgreSQL store .* failed") as failed:
+            store.fail_session("s-before-stop", status="failed", error="boom", calls=[])
+        assert "\n" not in str(failed.value)
+        result = invoke_cli("sessions", "list", env={"COUNCIL_DATABASE_URL": url})
+        assert result.exit_code == 1 and len(result.error_lines) == 1, result.stderr
+        assert "cannot connect to the PostgreSQL store" in result.stderr
+        store.close()
+    finally:
+        own.stop()
+
+
+def test_the_council_file_names_the_store_and_the_environment_wins(tmp_path, council_home, monkeypatch):
+    from conftest import invoke_cli
+
+    from council.storage.location import configured
+
+    file_db, env_db = tmp_path / "from-file.db", tmp_path / "from-env.db"
+    (council_home / "council.toml").write_text(f'[storage]\nurl = "sqlite:///{file_db}"\n')
+    assert configured().path == file_db
+    store = open_store()
+    store.close()
+    assert file_db.exists() and not (council_home / "council.db").exists()
+    monkeypatch.setenv("COUNCIL_DATABASE_URL", f"sqlite:///{env_db}")
+    assert configured().path == env_db
+    monkeypatch.delenv("COUNCIL_DATABASE_URL")
+    (council_home / "council.toml").write_text("[storage]\nurl = 5\n")
+    result = invoke_cli("sessions", "list")
+    assert result.exit_code == 2 and "[storage] url must be a string" in result.stderr
+    (council_home / "council.toml").write_text('[storage]\nurl = "mysql://x:s3cret-pw@h/db"\n')
+    result = invoke_cli("sessions", "list")
+    assert result.exit_code == 2 and len(result.error_lines) == 1
+    assert "[storage] url: unsupported database" in result.stderr and "s3cret-pw" not in result.stderr
+    (council_home / "council.toml").write_text('[storage]\nulr = "sqlite:///x.db"\n')
+    assert invoke_cli("run", "Q?").exit_code == 2  # the whole file is checked where it is used: a typo
+
+
+def test_the_server_keeps_its_sessions_in_the_store_the_url_names(backend_url, tmp_path, monkeypatch):
+    from conftest import write_config
+    from starlette.testclient import TestClient
+
+    from council.config import load_config
+    from council.server.app import create_app
+
+    monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
+    cfg = write_config(tmp_path / "c.toml", {"a": {"model": "fake/a"}, "b": {"model": "fake/b"}}, chairman="a")
+    body = {"model": "default", "messages": [{"role": "user", "content": "What is 2+2?"}]}
+    with TestClient(create_app(load_config(str(cfg))), base_url="http://127.0.0.1:8000") as client:
+        answer = client.post("/v1/chat/completions", json=body)
+        assert answer.status_code == 200, answer.text
+        session_id = answer.json()["council"]["session_id"]
+        shown = client.get(f"/v1/sessions/{session_id}")
+        report = client.get("/v1/bias-report")
+    assert shown.status_code == 200 and shown.json()["session_id"] == session_id
+    assert report.status_code == 200 and report.json()["reviewers"]
+    store = open_store()
+    assert store.get_session(session_id)["status"] == "complete"
+    store.close()
