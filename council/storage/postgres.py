@@ -28,14 +28,18 @@ from typing import Any
 
 from council.clock import utc_now
 from council.errors import ConfigError, CouncilFailure, PrerequisiteError
+from council.logs import get_logger
 from council.redaction import redact
 from council.storage import budgets, call_cache, judgments, postgres_schema, queue
 from council.storage import provider_batches as rounds
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
+from council.storage.group_commit import GroupCommit
 from council.storage.location import display_url
 from council.storage.rate_limits import reserve_postgres
 from council.storage.sqlite_store import SQLiteStore
+
+log = get_logger("council.storage")
 
 #: A lease outlives its last heartbeat by this long; heartbeats come every third of it.
 LEASE_SECONDS = 30.0
@@ -337,7 +341,7 @@ def _close_open_stores() -> None:
         store.close()
 
 
-class PostgresStore:
+class PostgresStore(GroupCommit):
     """All reads and writes of a PostgreSQL store go through here."""
 
     kind = "postgresql"
@@ -350,6 +354,7 @@ class PostgresStore:
         self._lease_lock = threading.Lock()
         self._local = threading.local()
         self._unscored = False  # records without a score are only ever loaded into SQLite
+        self._init_group_commit()  # call-log rows not yet committed: written by the next transaction
 
     # -- opening -------------------------------------------------------------
     @classmethod
@@ -401,6 +406,10 @@ class PostgresStore:
             ) from None
 
     def close(self) -> None:
+        try:
+            self.flush_calls()
+        except CouncilFailure as exc:  # the server is away: the rows are lost with it, as a direct write's
+            log.warning("could not write the call log", error=str(exc))
         if self._lease is not None:
             self._lease.release()
             self._lease = None
@@ -415,12 +424,19 @@ class PostgresStore:
         if current is not None:
             yield current
             return
-        with self.connection() as conn, conn.transaction():
+        # Call-log rows waiting for a group commit go first, in it (council.storage.group_commit).
+        with self.connection() as conn, self._carry_calls() as carry, conn.transaction():
             self._local.conn = conn
             try:
+                carry()
                 yield conn
             finally:
                 self._local.conn = None
+
+    _write_transaction = transaction
+
+    def _in_transaction(self) -> bool:
+        return getattr(self._local, "conn", None) is not None
 
     @contextmanager
     def immediate(self) -> Iterator[_Database]:
@@ -482,15 +498,6 @@ class PostgresStore:
         """Seconds to wait before a call under the budget ``key`` (council.storage.rate_limits)."""
         with self.connection() as conn:
             return reserve_postgres(conn, key, increment, tolerance)
-
-    # -- the call log ---------------------------------------------------------
-    def journal_calls(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Write call-log rows at once, in one transaction (or the caller's)."""
-        with self.transaction():
-            self.write_calls(rows)
-
-    def flush_calls(self) -> None:
-        """Nothing waits: ``journal_calls`` writes at once."""
 
     # -- spend caps (docs/methods.md, "Spend caps") ------------------------------
     # The budget row is locked (FOR UPDATE) for the sum and the reservation: processes on

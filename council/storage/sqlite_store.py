@@ -12,7 +12,6 @@ leaves a session half-recorded:
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import os
@@ -32,6 +31,7 @@ from council.storage import budgets, call_cache, judgments, queue
 from council.storage import provider_batches as rounds
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.comparisons import count_comparisons
+from council.storage.group_commit import GroupCommit
 from council.storage.migrations import migrations
 from council.storage.opening import connect_checked, set_schema_version, write_refused
 from council.storage.ownership import dead_owners, lock_dir, process_lease
@@ -102,7 +102,7 @@ def _private_database(path: Path) -> None:
             pass
 
 
-class SQLiteStore:
+class SQLiteStore(GroupCommit):
     """The SQLite backend of :class:`council.storage.protocol.Store` (council.db)."""
 
     def __init__(self, db: Database, path: Path | None = None) -> None:
@@ -112,9 +112,7 @@ class SQLiteStore:
         self._write_refused: EnvironmentFailure | None = None  # why writes fail on a read-only store
         self._locks = lock_dir(path) if path is not None else None
         self._unscored = False  # records without a score were loaded (a store made from files)
-        # Call-log rows not yet committed (see ``_Journal``): written by the next transaction.
-        self._pending_calls: list[dict[str, Any]] = []
-        self._flush_scheduled = False
+        self._init_group_commit()  # call-log rows not yet committed: written by the next transaction
 
     # -- opening -------------------------------------------------------------
     @classmethod
@@ -172,32 +170,37 @@ class SQLiteStore:
 
     @contextmanager
     def immediate(self) -> Iterator[Database]:
-        """A write transaction that takes the lock up front (no deferred-upgrade failures)."""
+        """A write transaction that takes the lock up front (no deferred-upgrade failures).
+        Call-log rows waiting for a group commit go first, in it (council.storage.group_commit)."""
         conn = self.db.conn
         try:
             conn.execute("BEGIN IMMEDIATE")
-            try:
-                # Call-log rows waiting for a group commit go first, in this same transaction:
-                # whatever this transaction records (a result) is never durable before them.
-                pending = len(self._pending_calls)
-                if pending:
-                    try:
-                        self.write_calls(self._pending_calls[:pending])
-                    except sqlite3.Error as exc:  # as a direct write's failure: the final write records them
-                        log.warning("could not write the call log", error=str(exc))
-                yield self.db
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            else:
-                conn.execute("COMMIT")
-                del self._pending_calls[:pending]
+            with self._carry_calls() as carry:
+                try:
+                    carry()
+                    yield self.db
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                else:
+                    conn.execute("COMMIT")
         except sqlite3.OperationalError as exc:
             refused = write_refused(exc, self.path)
             if refused is None:
                 raise
             raise (self._write_refused or refused) from None
+
+    _write_transaction = immediate
+
+    def _in_transaction(self) -> bool:
+        return self.db.conn.in_transaction
+
+    def _write_carried(self, rows: Sequence[dict[str, Any]]) -> None:
+        try:
+            self.write_calls(rows)
+        except sqlite3.Error as exc:  # as a direct write's failure: the final write records them
+            log.warning("could not write the call log", error=str(exc))
 
     # -- ownership -----------------------------------------------------------
     def _owner(self) -> dict[str, Any]:
@@ -258,64 +261,23 @@ class SQLiteStore:
         """Writes a run's attempts as they start and finish (``calls.session_id`` = ``session_id``)."""
         return _Journal(self, session_id)
 
-    def journal_calls(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Write call-log rows by group commit: inside a running event loop, every row journaled
-        during one turn of the loop is committed together at its end (one transaction instead of
-        two per call); outside one, at once. Any write transaction of this store commits the
-        rows still waiting first, in the same transaction, so nothing recorded after a call
-        (its result, its session) is ever on disk without the call."""
-        self._pending_calls.extend(rows)
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        if loop is None:
-            self.flush_calls()
-        elif not self._flush_scheduled:
-            self._flush_scheduled = True
-            loop.call_soon(self._scheduled_flush)
-
-    def _scheduled_flush(self) -> None:
-        if not self._pending_calls:  # written by another transaction meanwhile (or the store closed)
-            self._flush_scheduled = False
-            return
-        if self.db.conn.in_transaction:  # a transaction held across an await: the next turn
-            asyncio.get_running_loop().call_soon(self._scheduled_flush)
-            return
-        self._flush_scheduled = False
-        try:
-            self.flush_calls()
-        except Exception as exc:  # as a direct write's failure: logged; the final write records the calls
-            log.warning("could not write the call log", error=str(exc))
-
-    def flush_calls(self) -> None:
-        """Commit the call-log rows waiting for a group commit (if any). If that fails they are
-        dropped, as a direct write's failure would drop them, and the error is raised."""
-        if not self._pending_calls or self.db.conn.in_transaction:
-            return
-        try:
-            with self.immediate():
-                pass
-        except BaseException:
-            self._pending_calls.clear()
-            raise
-
     def write_calls(self, rows: Sequence[dict[str, Any]]) -> None:
         """Insert call-log rows, or complete the rows already written for them (by ``call_id``).
         Run inside the caller's transaction."""
-        # One statement per run of rows with the same columns, in order: a call's finished row
-        # must complete its started row, never be overwritten by it.
+        # One statement per run of rows of the same shape, in order: a call's finished row
+        # completes its started row; a started row (``ok`` NULL) never overwrites a row already
+        # there (group commits on several threads may land it after its finished one).
         shaped = []
         for row in rows:
             row = {**row, "error": redact(row["error"]) if row.get("error") else row.get("error")}
             columns = tuple(c for c in _CALL_COLUMNS if c in row)
-            shaped.append((columns, [row[c] for c in columns]))
-        for columns, run in itertools.groupby(shaped, key=lambda item: item[0]):
+            shaped.append(((columns, row.get("ok") is None), [row[c] for c in columns]))
+        for (columns, started), run in itertools.groupby(shaped, key=lambda item: item[0]):
             values = [value for _, value in run]
             updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c in _CALL_OUTCOME)
             self.db.conn.executemany(
                 f"INSERT INTO calls ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)}) "
-                f"ON CONFLICT (call_id) DO UPDATE SET {updates}",
+                f"ON CONFLICT (call_id) DO {'NOTHING' if started else 'UPDATE SET ' + updates}",
                 values,
             )
 
