@@ -15,6 +15,7 @@ SQLite users never pay its import (~110 ms).
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import logging
 import os
@@ -102,8 +103,13 @@ def connect(url: str) -> Any:
         ) from None
 
 
+_PLAIN = frozenset({str, int, float, type(None)})
+
+
 def _value(value: Any) -> Any:
     # What the SQLite store keeps for these types: lists and dicts as JSON text, booleans as 0/1.
+    if type(value) in _PLAIN:  # most values: nothing to do (checked first, for speed)
+        return value
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, dict | list | tuple):
@@ -132,7 +138,10 @@ def insert_rows(conn: Any, table: str, rows: Sequence[dict[str, Any]], *, upsert
                 f"UPDATE SET {updates}" if updates else "NOTHING"
             )
         with conn.cursor() as cur:
-            cur.executemany(sql, values)
+            if len(values) == 1:  # one row: no pipeline to open and sync
+                cur.execute(sql, values[0])
+            else:
+                cur.executemany(sql, values)
 
 
 _UNTYPED_TEMP = re.compile(r"CREATE TABLE temp\.(\w+) \((.*)\)\s*(WITHOUT ROWID)?\s*$", re.S)
@@ -152,6 +161,7 @@ def _temp_table(match: re.Match[str]) -> str:
     return f"CREATE TEMP TABLE {match.group(1)} ({', '.join(parts)}{', ' + key if key else ''}) ON COMMIT DROP"
 
 
+@functools.lru_cache(maxsize=512)
 def _placeholders(sql: str) -> str:
     """A statement written for SQLite, as PostgreSQL takes it: ``?`` placeholders as ``%s``,
     untyped temporary tables typed (dropped with their transaction), ``AVG`` as a float (not
@@ -185,7 +195,10 @@ class _Connection:
         return self._run(lambda cur: cur.execute(_placeholders(sql), [_value(v) for v in params]), dicts)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
-        return self._run(lambda cur: cur.executemany(_placeholders(sql), [[_value(v) for v in r] for r in rows]))
+        values = [[_value(v) for v in r] for r in rows]
+        if len(values) == 1:  # one row: no pipeline to open and sync
+            return self._run(lambda cur: cur.execute(_placeholders(sql), values[0]))
+        return self._run(lambda cur: cur.executemany(_placeholders(sql), values))
 
     def _run(self, action: Any, dicts: bool = False) -> Any:
         import sqlite3
@@ -433,7 +446,17 @@ class PostgresStore(GroupCommit):
             finally:
                 self._local.conn = None
 
-    _write_transaction = transaction
+    @contextmanager
+    def _write_transaction(self) -> Iterator[Any]:
+        """The group commit's own transaction (nothing read in it): BEGIN, the rows and COMMIT
+        sent in one pipeline, one round trip to the server."""
+        with self.connection() as conn, self._carry_calls() as carry, conn.pipeline(), conn.transaction():
+            self._local.conn = conn
+            try:
+                carry()
+                yield conn
+            finally:
+                self._local.conn = None
 
     def _in_transaction(self) -> bool:
         return getattr(self._local, "conn", None) is not None

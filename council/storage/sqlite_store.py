@@ -12,7 +12,6 @@ leaves a session half-recorded:
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import sqlite3
@@ -264,16 +263,20 @@ class SQLiteStore(GroupCommit):
     def write_calls(self, rows: Sequence[dict[str, Any]]) -> None:
         """Insert call-log rows, or complete the rows already written for them (by ``call_id``).
         Run inside the caller's transaction."""
-        # One statement per run of rows of the same shape, in order: a call's finished row
-        # completes its started row; a started row (``ok`` NULL) never overwrites a row already
-        # there (group commits on several threads may land it after its finished one).
-        shaped = []
+        # One statement per shape of row. A call's finished row completes its started row; a
+        # started row (``ok`` NULL) never overwrites a row already there, so the order they are
+        # written in does not matter (group commits on several threads may land a started row
+        # after its finished one), and a started row whose finished row is here is left out.
+        finished = {row["call_id"] for row in rows if row.get("ok") is not None}
+        shapes: dict[tuple[tuple[str, ...], bool], list[list[Any]]] = {}
         for row in rows:
+            started = row.get("ok") is None
+            if started and row["call_id"] in finished:
+                continue
             row = {**row, "error": redact(row["error"]) if row.get("error") else row.get("error")}
             columns = tuple(c for c in _CALL_COLUMNS if c in row)
-            shaped.append(((columns, row.get("ok") is None), [row[c] for c in columns]))
-        for (columns, started), run in itertools.groupby(shaped, key=lambda item: item[0]):
-            values = [value for _, value in run]
+            shapes.setdefault((columns, started), []).append([row[c] for c in columns])
+        for (columns, started), values in shapes.items():
             updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c in _CALL_OUTCOME)
             self.db.conn.executemany(
                 f"INSERT INTO calls ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)}) "
