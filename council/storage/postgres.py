@@ -358,6 +358,9 @@ class PostgresStore(GroupCommit):
     """All reads and writes of a PostgreSQL store go through here."""
 
     kind = "postgresql"
+    #: Operations may run on several threads at once (a connection pool): council.judging.worker
+    #: calls them off its event loop.
+    threadsafe = True
 
     def __init__(self, url: str, pool: Any) -> None:
         self.url = url

@@ -104,6 +104,9 @@ def _private_database(path: Path) -> None:
 class SQLiteStore(GroupCommit):
     """The SQLite backend of :class:`council.storage.protocol.Store` (council.db)."""
 
+    #: One connection, used by one thread at a time: council.judging.worker calls it on its event loop.
+    threadsafe = False
+
     def __init__(self, db: Database, path: Path | None = None) -> None:
         self.db = db
         self.path = path
