@@ -24,7 +24,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from council.clock import utc_now
@@ -440,26 +440,26 @@ class PostgresStore(GroupCommit):
         if current is not None:
             yield current
             return
-        # Call-log rows waiting for a group commit go first, in it (council.storage.group_commit).
-        with self.connection() as conn, self._carry_calls() as carry, conn.transaction():
-            self._local.conn = conn
-            try:
-                carry()
-                yield conn
-            finally:
-                self._local.conn = None
+        with self._begin() as conn:
+            yield conn
 
     @contextmanager
-    def _write_transaction(self) -> Iterator[Any]:
-        """The group commit's own transaction (nothing read in it): BEGIN, the rows and COMMIT
-        sent in one pipeline, one round trip to the server."""
-        with self.connection() as conn, self._carry_calls() as carry, conn.pipeline(), conn.transaction():
-            self._local.conn = conn
-            try:
-                carry()
-                yield conn
-            finally:
-                self._local.conn = None
+    def _begin(self, *, pipelined: bool = False) -> Iterator[Any]:
+        # Call-log rows waiting for a group commit go first, in it (council.storage.group_commit).
+        # ``pipelined``: nothing is read in it, so BEGIN, the statements and COMMIT go to the
+        # server in one pipeline, one round trip.
+        with self.connection() as conn, self._carry_calls() as carry:
+            with conn.pipeline() if pipelined else nullcontext(), conn.transaction():
+                self._local.conn = conn
+                try:
+                    carry()
+                    yield conn
+                finally:
+                    self._local.conn = None
+
+    def _write_transaction(self) -> Any:
+        """The group commit's own transaction: pipelined."""
+        return self._begin(pipelined=True)
 
     def _in_transaction(self) -> bool:
         return getattr(self._local, "conn", None) is not None
