@@ -313,7 +313,7 @@ class SQLiteStore(GroupCommit):
             "created_at": created_at or utc_now(),
         }
         row = {"status": "running", **self._owner(), **row}
-        with self.immediate():
+        with self._write_transaction():  # nothing read: one round trip on PostgreSQL
             self.db["sessions"].insert(row)
 
     def save_session(
@@ -375,7 +375,7 @@ class SQLiteStore(GroupCommit):
         """Write the whole session and its final status in one transaction, every row and the
         result redacted field by field (``redaction.redact_document``: no secrets, and no
         private text when transcripts are off; the user's own words kept)."""
-        with self.immediate():
+        with self._write_transaction():  # nothing read: one round trip on PostgreSQL
             if answers:
                 self.db["answers"].insert_all(redact_document(list(answers)), replace=True)
             if reviews:
