@@ -39,6 +39,8 @@ log = get_logger("council.judging")
 DEFAULT_LEASE_SECONDS = 60.0
 #: How often an idle worker looks for new items (``--follow``, or others' items still running).
 POLL_SECONDS = 1.0
+#: Threads a worker calls a pooled store from (council.storage.postgres keeps up to 8 connections).
+STORE_THREADS = 4
 #: How often a worker with nothing left to claim looks again while others hold items of its batch.
 WAIT_SECONDS = 0.2
 
@@ -206,7 +208,10 @@ async def run_worker(
     # A store whose operations may run on several threads at once (a connection pool) is called
     # off the event loop: its round trips then overlap each other and the judges' calls instead
     # of stalling every item in flight (docs/benchmarks.md, section 19).
-    executor = ThreadPoolExecutor(concurrency + 2, "council-store") if getattr(store, "threadsafe", False) else None
+    # A few threads, fewer than the pool's connections: more calls wait in the executor's queue
+    # (no time limit), never for a connection (the pool gives up after its timeout).
+    threadsafe = getattr(store, "threadsafe", False)
+    executor = ThreadPoolExecutor(min(concurrency, STORE_THREADS), "council-store") if threadsafe else None
 
     async def call(op: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if executor is None:

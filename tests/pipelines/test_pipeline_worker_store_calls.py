@@ -59,3 +59,22 @@ async def test_a_pooled_store_is_called_off_the_event_loop_with_the_items_privac
     # The item's scope (transcripts off, its texts private) holds where the result is written.
     assert all(scope is not None and not scope.keep_text for _, scope, _, _ in saves)
     assert sorted(r["item_id"] for r in url_store.batch_rows("w")) == ["p0", "p1", "p2"]  # one result each
+
+
+async def test_many_items_in_flight_share_a_few_store_threads(url_store):
+    from council.judging.worker import STORE_THREADS
+
+    judge = _queued(url_store, 40)
+    threads: set[str] = set()
+    real = url_store.save_judgment
+
+    def save(*args, **kwargs):
+        threads.add(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    url_store.save_judgment = save
+    report = await run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w", concurrency=40,
+                              keep_judges=[judge])  # fmt: skip
+    assert report.judged == 40 and url_store.batch_status("w")["done"] == 40
+    # Never more threads than the pool has connections to spare (calls queue for a thread, not a connection).
+    assert 1 <= len(threads) <= (STORE_THREADS if url_store.threadsafe else 1)
