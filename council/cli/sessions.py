@@ -64,11 +64,11 @@ def show_session(session_id: str, as_json: bool, show: str) -> None:
         parts = parse_show(show)
     except ValueError as exc:
         raise UsageError(f"--show: {exc}") from None
-    row = open_store().get_session(session_id)
-    result = json.loads(row["result"]) if row.get("result") else None
-    if as_json:
-        from council.exports import session_listing
+    from council.exports import session_listing, stored_result
 
+    row = open_store().get_session(session_id)
+    result = stored_result(row)
+    if as_json:
         click.echo(json.dumps(result or session_listing(row), indent=2))
         return
     if result is None:
@@ -92,3 +92,5 @@ def show_session(session_id: str, as_json: bool, show: str) -> None:
     warnings, error = problems(session)
     for line in [*warnings, *([error] if error else [])]:
         out.print(styled(("warning:", "yellow"), f" {line}"), soft_wrap=True)
+    if row.get("error"):  # a session that stopped early (no quorum, a deadline, the spend cap): why
+        out.print(styled(("error:", "red"), f" session {row['status']}: {row['error']}"), soft_wrap=True)

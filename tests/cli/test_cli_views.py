@@ -205,3 +205,23 @@ def test_run_show_prints_while_the_session_runs_even_into_a_pipe(tmp_path, counc
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+
+
+def test_sessions_show_of_a_session_below_quorum_shows_the_answer_that_came(tmp_path):
+    cfg = config(tmp_path, ["fake/alpha+fail", "fake/beta+fail", "fake/gamma"], quorum=2, chairman="fake/gamma")
+    ran = invoke_cli("run", QUESTION, "--config", cfg, "--seed", "2")
+    assert ran.exit_code == 1 and "quorum" in ran.error_lines[-1]
+    [row] = SQLiteStore.open().list_sessions(limit=5)
+    stored = json.loads(SQLiteStore.open().get_session(row["id"])["result"])
+    kept = next(a["text"] for a in stored["answers"] if a["member"] == "fake/gamma")
+    shown = invoke_cli("sessions", "show", row["id"])
+    assert shown.exit_code == 0, shown.stderr
+    assert QUESTION in shown.stdout and "Answer fake/gamma" in shown.stdout and kept in shown.stdout
+    assert "fake/alpha+fail" in shown.stdout  # the failed members, with their errors
+    last = shown.stdout.strip().splitlines()[-1]  # why it failed, after the summary
+    assert last.startswith("error: session failed: only 1 of 3 members answered (quorum 2)"), shown.stdout
+    as_json = invoke_cli("sessions", "show", row["id"], "--json")
+    assert as_json.exit_code == 0, as_json.stderr
+    doc = json.loads(as_json.stdout)
+    assert doc["status"] == "failed" and doc["error"].startswith("only 1 of 3 members answered (quorum 2)")
+    assert next(a for a in doc["answers"] if a["member"] == "fake/gamma")["text"] == kept
