@@ -48,22 +48,17 @@ def list_sessions(limit: int, since: str | None, council_name: str | None, as_js
 @click.option(
     "--show",
     metavar="PARTS",
-    default="all",
-    show_default=True,
-    help="Which parts to print in full: question, answers, reviews, consensus, synthesis (comma-separated, or all).",
+    help="Which parts to print in full: question, answers, reviews, consensus, synthesis (comma-separated, or all; "
+    "default: all). Not with --json, which prints the whole session.",
 )
-def show_session(session_id: str, as_json: bool, show: str) -> None:
+def show_session(session_id: str, as_json: bool, show: str | None) -> None:
     """One session (an id or an unambiguous prefix of one): the question, every answer, every
     review (order seen, each score with its reasoning, the ranking), the consensus and the
     synthesis, then the summary."""
-    from council.cli.views import parse_show
-    from council.errors import UsageError
+    from council.cli.views import show_option_parts
     from council.storage import open_store
 
-    try:
-        parts = parse_show(show)
-    except ValueError as exc:
-        raise UsageError(f"--show: {exc}") from None
+    parts = show_option_parts("all" if show is None and not as_json else show, as_json)
     from council.exports import session_listing, stored_result
 
     row = open_store().get_session(session_id)

@@ -225,3 +225,30 @@ def test_sessions_show_of_a_session_below_quorum_shows_the_answer_that_came(tmp_
     doc = json.loads(as_json.stdout)
     assert doc["status"] == "failed" and doc["error"].startswith("only 1 of 3 members answered (quorum 2)")
     assert next(a for a in doc["answers"] if a["member"] == "fake/gamma")["text"] == kept
+
+
+def test_an_empty_show_is_one_line_exit_2_in_run_and_in_sessions_show(tmp_path):
+    cfg = config(tmp_path)
+    for value in ("", " , "):
+        bad = invoke_cli("run", QUESTION, "--config", cfg, "--show", value)
+        assert bad.exit_code == 2 and len(bad.error_lines) == 1, bad.stderr
+        assert bad.error_lines[0].startswith("error: --show: no part named; choose from")
+    assert SQLiteStore.open().list_sessions(limit=5) == []  # nothing was run
+    assert invoke_cli("run", QUESTION, "--config", cfg, "--seed", "1").exit_code == 0
+    [row] = SQLiteStore.open().list_sessions(limit=5)
+    shown = invoke_cli("sessions", "show", row["id"], "--show", "")
+    assert shown.exit_code == 2 and len(shown.error_lines) == 1 and shown.stdout == ""
+    assert shown.error_lines[0].startswith("error: --show: no part named; choose from")
+
+
+def test_show_and_json_are_refused_together_in_run_and_in_sessions_show(tmp_path):
+    cfg = config(tmp_path)
+    assert invoke_cli("run", QUESTION, "--config", cfg, "--seed", "1").exit_code == 0
+    [row] = SQLiteStore.open().list_sessions(limit=5)
+    run = invoke_cli("run", QUESTION, "--config", cfg, "--show", "answers", "--json")
+    shown = invoke_cli("sessions", "show", row["id"], "--show", "answers", "--json")
+    assert run.exit_code == shown.exit_code == 2 and shown.stdout == ""
+    assert run.error_lines == shown.error_lines == [
+        "error: --show prints for people; --json prints the whole result: choose one"
+    ]
+    assert invoke_cli("sessions", "show", row["id"], "--json").exit_code == 0  # --json alone: the whole session
