@@ -96,8 +96,9 @@ def test_batch_status_lists_the_stored_provider_batches(tmp_path):
     lines = text.stdout.splitlines()
     assert len(lines) == 3 and lines[0].startswith("batch pb: 6 items")
     for line, r in zip(lines[1:], rounds, strict=True):
-        assert line.startswith(f"  openai batch {r['id']}: {r['status']}, {r['done']} done, {r['failed']} failed of "
-                               f"{r['requests']}; submitted {r['submitted_at']}, collected {r['collected_at']}")  # fmt: skip
+        counts = f"{r['done']} done, {r['failed']} failed of {r['requests']}"
+        times = f"submitted {r['submitted_at']}, collected {r['collected_at']}"
+        assert line == f"  openai batch {r['id']}: {r['status']}, {counts}; {times}"
 
 
 def test_lines_left_undone_by_an_expired_batch_go_in_the_next_round(tmp_path):
