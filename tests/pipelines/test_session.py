@@ -131,6 +131,21 @@ async def test_a_session_below_quorum_keeps_the_answers_that_came(store_backend,
     assert result["usage"]["calls"] == len(calls) and len({c["call_id"] for c in calls}) == len(calls)
 
 
+async def test_a_session_past_its_deadline_in_review_keeps_its_answers(store_backend):
+    members = ["fake/alpha", "fake/beta", "fake/gamma"]
+    config = {"councils": {"default": {"members": members, "chairman": "fake/alpha", "reviewers": ["fake/judge+slow"],
+                                       "session_timeout": 0.3}}}  # fmt: skip
+    council = Council.from_config(config, store=store_backend)
+    with pytest.raises(QuorumError, match="deadline"):
+        await council.run(QUESTION, seed=1)
+    await council.aclose()
+    [listed] = store_backend.list_sessions()
+    row = store_backend.get_session(listed["id"])
+    assert row["status"] == "failed" and "deadline" in row["error"]
+    assert sorted(a["member"] for a in row["answers"] if a["status"] == "ok" and a["text"]) == members
+    assert json.loads(row["result"])["reviews"] == []  # the review in flight is not invented
+
+
 async def test_garbage_reviewer_is_rerequested_then_recorded_invalid():
     c = make_council(["fake/alpha", "fake/beta", "fake/gamma+garbage"], store=False, max_review_attempts=3)
     result = await c.run(QUESTION, seed=1)
