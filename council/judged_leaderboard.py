@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from council.errors import InputError, UsageError
 from council.judgment_files import MARKDOWN_KEYS, Judgment, load_judgments
-from council.leaderboard import (
+from council.ratings import (
     DEFAULT_BOOTSTRAP,
     MAX_BOOTSTRAP,
     Leaderboard,
@@ -42,15 +43,13 @@ def parse_control(text: str | None) -> list[str]:
 
 
 def _grouped(a: np.ndarray, b: np.ndarray, y: np.ndarray) -> list[tuple[int, dict[tuple[int, int], float]]]:
-    """Every judgment one unit; identical ones merged (same data, same bootstrap draws)."""
-    merged: dict[tuple[int, int, float], int] = {}
-    for key in zip(a.tolist(), b.tolist(), y.tolist(), strict=True):
-        merged[key] = merged.get(key, 0) + 1
-    out = []
-    for (i, j, p), units in sorted(merged.items()):
-        outcomes = {(j, i): p, (i, j): 1 - p}
-        out.append((units, {pair: w for pair, w in outcomes.items() if w > 0}))
-    return out
+    """Every judgment one unit, P(B better) = y; identical ones merged as the store's are."""
+    from council.storage.data import group_outcomes
+
+    outcomes = (
+        ((((j, i), p), ((i, j), 1 - p)), 1) for i, j, p in zip(a.tolist(), b.tolist(), y.tolist(), strict=True)
+    )
+    return group_outcomes((((pair, w) for pair, w in pairs if w > 0), units) for pairs, units in outcomes)
 
 
 def _needs(judgments: Sequence[Judgment], keys: tuple[str, str], what: str) -> None:
@@ -82,7 +81,7 @@ def _covariates(judgments: Sequence[Judgment], control: Sequence[str]) -> tuple[
     return names, np.column_stack(columns)
 
 
-def _length_controlled(board: Leaderboard, judgments: Sequence[Judgment], index: dict[str, int], baseline: str) -> None:
+def length_controlled(board: Leaderboard, judgments: Sequence[Judgment], index: dict[str, int], baseline: str) -> None:
     """Each model's ``lc_win_rate`` against ``baseline`` (its raw one is the leaderboard's own)."""
     from council.methods.length_controlled import BaselineGames, instruction_difficulty, lc_win_rates
 
@@ -129,7 +128,7 @@ MAX_ROUND_CELLS = 25_000_000  # bootstrap rounds × models²: about 1.6 GB at th
 
 
 def _check_size(n_models: int, bootstrap: int, files: Sequence[str]) -> None:
-    where = ", ".join(files)
+    where = ", ".join(files) or "the judged pairs"
     if n_models > MAX_MODELS:
         raise InputError(f"{where}: {n_models} models; a leaderboard rates at most {MAX_MODELS}")
     if bootstrap * n_models**2 > MAX_ROUND_CELLS:
@@ -151,9 +150,35 @@ def judged_leaderboard(
     if not 0 <= bootstrap <= MAX_BOOTSTRAP:
         raise UsageError(f"--bootstrap must be between 0 and {MAX_BOOTSTRAP}, got {bootstrap}")
     loaded = load_judgments(paths, judgments_format)
-    judgments = loaded.judgments
+    board = rate_judgments(loaded.judgments, control=control, baseline=baseline, bootstrap=bootstrap, seed=seed,
+                           where=loaded.files)  # fmt: skip
+    board.files = list(loaded.files)
+    if not board.models:  # the store's "nothing on record" note does not fit files
+        board.notes = [f"No pairwise comparisons between two models in {', '.join(loaded.files)}."]
+    if loaded.unjudged:
+        board.notes.append(f"AlpacaEval items without a preference (not judged), left out: {loaded.unjudged}.")
+    return board
+
+
+def stored_judgments(rows: Iterable[dict[str, Any]]) -> list[Judgment]:
+    """The store's judged pairs (``Store.judged_pairs``) as judgments, read as a file of them is."""
+    return [Judgment.model_validate(row) for row in rows]
+
+
+def rate_judgments(
+    judgments: Sequence[Judgment],
+    *,
+    control: Sequence[str] = (),
+    baseline: str | None = None,
+    bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int = 0,
+    where: Sequence[str] = (),
+) -> Leaderboard:
+    """The leaderboard of ``judgments``, files' or the store's: the same judgments, the same numbers.
+
+    ``where``: the files they came from, for messages."""
     names = sorted({j.model_a for j in judgments} | {j.model_b for j in judgments})
-    _check_size(len(names), bootstrap, loaded.files)
+    _check_size(len(names), bootstrap, where)
     index = {name: i for i, name in enumerate(names)}
     if baseline is not None and baseline not in index:
         raise UsageError(f"--baseline {baseline!r}: no judgment names this model")
@@ -165,12 +190,7 @@ def judged_leaderboard(
     board = build_leaderboard(
         data, source="judgments", bootstrap=0 if covariates else bootstrap, seed=seed, baseline=baseline
     )
-    board.files = list(loaded.files)
-    if not board.models:  # the store's "nothing on record" note does not fit files
-        board.notes = [f"No pairwise comparisons between two models in {', '.join(loaded.files)}."]
     board.control = list(control)
-    if loaded.unjudged:
-        board.notes.append(f"AlpacaEval items without a preference (not judged), left out: {loaded.unjudged}.")
     if covariates is not None:
         from council.methods.style_control import style_controlled_ratings
 
@@ -192,5 +212,5 @@ def judged_leaderboard(
             "pull toward the longer / more formatted answer, in log-odds per standard deviation."
         )
     if baseline is not None and board.models:
-        _length_controlled(board, judgments, index, baseline)
+        length_controlled(board, judgments, index, baseline)
     return board

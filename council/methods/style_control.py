@@ -21,7 +21,6 @@ interval of the fit, as the plain leaderboard's. docs/methods.md, "Style control
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -30,24 +29,11 @@ import numpy as np
 
 from council.methods.bradley_terry import CI_LEVEL, ELO_FACTOR, PRIOR_GAMES, elo_scale
 from council.methods.logistic import Term, fit_logistic
+from council.methods.style_counts import markdown_counts  # noqa: F401  (found here too)
 
 Z_95 = 1.959963984540054  # the standard normal's 97.5 % quantile
 
-MARKDOWN_KEYS = ("headers", "lists", "bold")
 CONTROLS = ("length", "markdown")
-
-_HEADER = re.compile(r"^#{1,6}\s+\S", re.MULTILINE)
-_LIST = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\S", re.MULTILINE)
-_BOLD = re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__")
-
-
-def markdown_counts(text: str) -> dict[str, int]:
-    """Markdown headers, list items and bold spans in ``text`` (Chatbot Arena's style counts)."""
-    return {
-        "headers": len(_HEADER.findall(text)),
-        "lists": len(_LIST.findall(text)),
-        "bold": len(_BOLD.findall(text)),
-    }
 
 
 def style_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
