@@ -198,7 +198,8 @@ def rate_judgments(
         fit = style_controlled_ratings(a, b, y, matrix, cov_names, len(names), bootstrap=bootstrap, seed=seed)
         board.bootstrap = bootstrap
         board.coefficients = {
-            k: StyleCoefficient(estimate=c.estimate, ci=c.ci, standard_error=c.standard_error)
+            k: StyleCoefficient(estimate=c.estimate, ci=c.ci, standard_error=c.standard_error,
+                                not_estimable=c.not_estimable)
             for k, c in fit.coefficients.items()
         }
         for m in board.models:

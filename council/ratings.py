@@ -47,11 +47,13 @@ class ModelRating(BaseModel):
 
 
 class StyleCoefficient(BaseModel):
-    """A style covariate's coefficient (log-odds per standard deviation) and its 95 % Wald interval."""
+    """A style covariate's coefficient (log-odds per standard deviation) and its 95 % Wald
+    interval; all null when the judgments cannot determine it, ``not_estimable`` saying why."""
 
-    estimate: float
-    ci: tuple[float, float]
-    standard_error: float
+    estimate: float | None
+    ci: tuple[float, float] | None
+    standard_error: float | None
+    not_estimable: str | None = None
 
 
 class Leaderboard(BaseModel):

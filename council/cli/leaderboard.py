@@ -154,8 +154,9 @@ def render_text(board: Leaderboard, console: Console) -> None:
         console.print(f"Style held equal: {', '.join(board.control)}. Coefficients (log-odds per sd, 95% CI):",
                       markup=False, highlight=False)
         for name, c in board.coefficients.items():
-            console.print(f"  {name}: {c.estimate:+.3f} ({c.ci[0]:+.3f} to {c.ci[1]:+.3f})", markup=False,
-                          highlight=False)
+            line = (f"{c.estimate:+.3f} ({c.ci[0]:+.3f} to {c.ci[1]:+.3f})" if c.estimate is not None and c.ci
+                    else c.not_estimable or "not estimable")  # fmt: skip
+            console.print(f"  {name}: {line}", markup=False, highlight=False)
     if board.baseline is not None:
         console.print(f"Baseline: {visible(board.baseline)} (win rates in percent of games against it, ties half).",
                       markup=False, highlight=False)

@@ -45,11 +45,69 @@ def style_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (z - z.mean()) / sd if sd > 0 else z - z.mean()
 
 
+#: A covariate whose part left after the ratings and the covariates before it is below this share
+#: of its own sum of squares is collinear with them: its coefficient cannot be estimated.
+COLLINEAR = 1e-9
+
+
 @dataclass(frozen=True)
 class Coefficient:
-    estimate: float
-    ci: tuple[float, float]
-    standard_error: float
+    """A covariate's coefficient with its 95 % Wald interval, or, when the judgments cannot
+    determine it, None everywhere and ``not_estimable`` saying why."""
+
+    estimate: float | None
+    ci: tuple[float, float] | None
+    standard_error: float | None
+    not_estimable: str | None = None
+
+
+def not_estimable(
+    a: np.ndarray, b: np.ndarray, covariates: np.ndarray, names: Sequence[str], n_models: int
+) -> dict[str, str]:
+    """The covariates whose coefficient the judgments cannot determine, with the reason: constant
+    over the judgments, fixed by which models are compared (in the span of the rating terms
+    θ_b − θ_a), or collinear with the covariates before it. Least squares on the Gram matrix of
+    the design, formed with ``bincount`` (the model block is the comparison graph's Laplacian).
+    docs/methods.md, "Style control"."""
+    rows, k = covariates.shape
+    # The rating terms, plus a constant: the covariates are centred, and a centred difference
+    # fixed by the models would otherwise be "estimated" from how often each model was answer B.
+    m = n_models + 1
+    gram_models = np.zeros((m, m))
+    np.add.at(gram_models, (a, a), 1.0)
+    np.add.at(gram_models, (b, b), 1.0)
+    np.add.at(gram_models, (a, b), -1.0)
+    np.add.at(gram_models, (b, a), -1.0)
+    balance = np.bincount(b, minlength=n_models) - np.bincount(a, minlength=n_models)
+    gram_models[:n_models, n_models] = gram_models[n_models, :n_models] = balance
+    gram_models[n_models, n_models] = rows
+    cross = np.zeros((m, k))
+    for j in range(k):
+        cross[:n_models, j] = np.bincount(b, covariates[:, j], n_models) - np.bincount(a, covariates[:, j], n_models)
+        cross[n_models, j] = covariates[:, j].sum()
+    squares = covariates.T @ covariates
+
+    def left_over(j: int, others: list[int]) -> float:
+        gram = np.block([[gram_models, cross[:, others]], [cross[:, others].T, squares[np.ix_(others, others)]]])
+        g = np.r_[cross[:, j], squares[others, j]]
+        fit = np.linalg.lstsq(gram, g, rcond=None)[0]
+        return float(squares[j, j] - g @ fit)
+
+    out: dict[str, str] = {}
+    kept: list[int] = []
+    for j, name in enumerate(names):
+        total = float(squares[j, j])
+        if total <= 1e-12 * max(rows, 1):
+            out[name] = f"not estimable: constant (every judgment has the same {name} difference)"
+        elif left_over(j, []) <= COLLINEAR * total:
+            out[name] = (f"not estimable: the {name} difference is fixed by which models are compared "
+                         "(collinear with the ratings)")  # fmt: skip
+        elif kept and left_over(j, kept) <= COLLINEAR * total:
+            others = " and ".join(names[i] for i in kept)
+            out[name] = f"not estimable: collinear with {others}"
+        else:
+            kept.append(j)
+    return out
 
 
 @dataclass(frozen=True)
@@ -101,20 +159,19 @@ def style_controlled_ratings(
     (rows × len(names), already standardised), and each covariate's coefficient."""
     a, b, y = np.asarray(a), np.asarray(b), np.asarray(y, dtype=float)
     covariates = np.asarray(covariates, dtype=float).reshape(len(y), len(names))
+    # Covariates the judgments cannot determine are left out of the fit and reported as such:
+    # kept in, they share one effect arbitrarily or get a singular information's interval.
+    dropped = not_estimable(a, b, covariates, names, n_models)
+    kept = [j for j, name in enumerate(names) if name not in dropped]
+    covariates = covariates[:, kept]
     fit = _fit(a, b, y, covariates, n_models, np.ones(len(y)), prior_games)
     se = fit.standard_errors()
     z = Z_95  # coefficients: 95 % Wald intervals (``level`` is the ratings' bootstrap level)
-    coefficients = {
-        name: Coefficient(
-            estimate=float(fit.coef[n_models + j]),
-            ci=(
-                float(fit.coef[n_models + j] - z * se[n_models + j]),
-                float(fit.coef[n_models + j] + z * se[n_models + j]),
-            ),
-            standard_error=float(se[n_models + j]),
-        )
-        for j, name in enumerate(names)
-    }
+    coefficients = {name: Coefficient(None, None, None, dropped[name]) for name in names if name in dropped}
+    for col, j in enumerate(kept):
+        estimate, error = float(fit.coef[n_models + col]), float(se[n_models + col])
+        coefficients[names[j]] = Coefficient(estimate, (estimate - z * error, estimate + z * error), error)
+    coefficients = {name: coefficients[name] for name in names}
     intervals = None
     if bootstrap > 0 and len(y):
         rng = np.random.default_rng(seed)

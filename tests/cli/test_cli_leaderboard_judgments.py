@@ -293,3 +293,19 @@ def test_baseline_win_rates_from_the_database(council_home):
                "(3 recorded before" in n for n in out["notes"]), out["notes"]  # fmt: skip
     res = invoke_cli("leaderboard", "--baseline", "nobody")
     assert res.exit_code == 2 and "no comparison names this model" in res.stderr
+
+
+def test_a_style_that_never_varies_is_not_estimable_not_a_huge_interval(tmp_path):
+    rows = _games(40)
+    for r in rows:
+        r["markdown_a"]["headers"] = r["markdown_b"]["headers"] = 0  # no answer has a header
+    path = _write(tmp_path / "j.jsonl", rows)
+    res = invoke_cli("leaderboard", "--judgments", str(path), "--control", "length,markdown", "--json")
+    assert res.exit_code == 0, res.stderr
+    coef = json.loads(res.stdout)["coefficients"]
+    assert coef["headers"] == {"estimate": None, "ci": None, "standard_error": None,
+                               "not_estimable": "not estimable: constant (every judgment has the same headers "
+                               "difference)"}  # fmt: skip
+    assert all(abs(c["ci"][1] - c["ci"][0]) < 10 for k, c in coef.items() if k != "headers")
+    text = invoke_cli("leaderboard", "--judgments", str(path), "--control", "length,markdown").stdout
+    assert "headers: not estimable: constant" in " ".join(text.split())
