@@ -54,6 +54,8 @@ class StyleCoefficient(BaseModel):
     ci: tuple[float, float] | None
     standard_error: float | None
     not_estimable: str | None = None
+    #: "wald": one fit's observed information (not the bootstrap the ratings' intervals use).
+    ci_method: Literal["wald"] = "wald"
 
 
 class Leaderboard(BaseModel):

@@ -151,7 +151,7 @@ def render_text(board: Leaderboard, console: Console) -> None:
         table.add_row(*row)
     console.print(table)
     if board.control:
-        console.print(f"Style held equal: {', '.join(board.control)}. Coefficients (log-odds per sd, 95% CI):",
+        console.print(f"Style held equal: {', '.join(board.control)}. Coefficients (log-odds per sd, 95% Wald CI):",
                       markup=False, highlight=False)
         for name, c in board.coefficients.items():
             line = (f"{c.estimate:+.3f} ({c.ci[0]:+.3f} to {c.ci[1]:+.3f})" if c.estimate is not None and c.ci

@@ -59,6 +59,9 @@ class Coefficient:
     ci: tuple[float, float] | None
     standard_error: float | None
     not_estimable: str | None = None
+    #: How ``ci`` was made: a Wald interval from the fit's observed information (its coverage is
+    #: checked by a seeded simulation, docs/methods.md, "Style control").
+    ci_method: str = "wald"
 
 
 def not_estimable(

@@ -303,9 +303,10 @@ def test_a_style_that_never_varies_is_not_estimable_not_a_huge_interval(tmp_path
     res = invoke_cli("leaderboard", "--judgments", str(path), "--control", "length,markdown", "--json")
     assert res.exit_code == 0, res.stderr
     coef = json.loads(res.stdout)["coefficients"]
-    assert coef["headers"] == {"estimate": None, "ci": None, "standard_error": None,
+    assert coef["headers"] == {"estimate": None, "ci": None, "standard_error": None, "ci_method": "wald",
                                "not_estimable": "not estimable: constant (every judgment has the same headers "
                                "difference)"}  # fmt: skip
     assert all(abs(c["ci"][1] - c["ci"][0]) < 10 for k, c in coef.items() if k != "headers")
     text = invoke_cli("leaderboard", "--judgments", str(path), "--control", "length,markdown").stdout
     assert "headers: not estimable: constant" in " ".join(text.split())
+    assert "95% Wald CI" in text and all(c["ci_method"] == "wald" for c in coef.values())

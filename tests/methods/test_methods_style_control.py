@@ -113,3 +113,25 @@ def test_a_style_fixed_by_which_models_are_compared_is_not_estimable():
     c = out.coefficients["length"]
     assert c.estimate is None and "which models are compared" in c.not_estimable
     assert np.isfinite(out.ratings).all()
+
+
+def test_coefficient_wald_intervals_hold_their_level_in_a_seeded_simulation():
+    from scipy.stats import binom
+
+    reps, gamma, models = 400, 0.5, 4
+    theta = np.linspace(-0.5, 0.5, models)
+    lowest = binom.ppf(0.001, reps, 0.95) / reps  # below this a 95 % interval is (p < 0.001) too narrow
+    for n in (30, 100, 400):
+        rng = np.random.default_rng(n)
+        hits = narrow = 0
+        for _ in range(reps):
+            a = rng.integers(0, models, n)
+            b = (a + rng.integers(1, models, n)) % models
+            z = style_difference(np.exp(rng.normal(6, 0.6, n)), np.exp(rng.normal(6, 0.6, n)))
+            y = (rng.random(n) < sigmoid(theta[b] - theta[a] + gamma * z)).astype(float)
+            c = style_controlled_ratings(a, b, y, z[:, None], ["length"], models).coefficients["length"]
+            assert c.ci_method == "wald"
+            hits += c.ci[0] <= gamma <= c.ci[1]
+            narrow += abs(c.estimate - gamma) <= c.standard_error  # a ±1 se interval: must fail the bound
+        assert hits / reps >= lowest, (n, hits / reps)
+        assert narrow / reps < lowest
