@@ -161,8 +161,23 @@ def judged_leaderboard(
 
 
 def stored_judgments(rows: Iterable[dict[str, Any]]) -> list[Judgment]:
-    """The store's judged pairs (``Store.judged_pairs``) as judgments, read as a file of them is."""
-    return [Judgment.model_validate(row) for row in rows]
+    """The store's judged pairs (``Store.judged_pairs``) as judgments, rated as a file of them is.
+
+    Built without a file's checks: the store's rows are already valid (its query keeps finished
+    comparisons of two named models), and a file's limits (a model name's length) are not the
+    store's."""
+    from council.judgment_files import MarkdownCounts
+
+    def counts(value: dict[str, int] | None) -> MarkdownCounts | None:
+        return None if value is None else MarkdownCounts.model_construct(**value)
+
+    keys = ("model_a", "model_b", "winner", "length_a", "length_b")
+    return [
+        Judgment.model_construct(
+            **{k: row[k] for k in keys}, markdown_a=counts(row["markdown_a"]), markdown_b=counts(row["markdown_b"])
+        )
+        for row in rows
+    ]
 
 
 def rate_judgments(

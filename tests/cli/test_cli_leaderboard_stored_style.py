@@ -127,3 +127,14 @@ def test_an_empty_store_with_control_says_there_is_nothing(council_home):
     assert json.loads(res.stdout)["models"] == []
     res = invoke_cli("export", "--judgments", "--format", "csv")
     assert res.exit_code == 2 and len(res.error_lines) == 1
+
+
+def test_a_long_model_name_on_record_is_rated_not_a_traceback(tmp_path, council_home):
+    long = "fake/" + "w" * 600
+    rows = [{"id": f"l{i}", "prompt": "Q?", "a": "# A\n- one" * (i + 1), "b": "b" * (5 * i + 1),
+             "model_a": (long, "fake/x")[i % 2], "model_b": ("fake/x", long)[i % 2]} for i in range(8)]  # fmt: skip
+    path = tmp_path / "long.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert invoke_cli("batch", str(path), "--judge", "fake/j", "-o", str(tmp_path / "o.jsonl")).exit_code == 0
+    board = _board("--control", "length", "--baseline", "fake/x")
+    assert {m["model"] for m in board["models"]} == {long, "fake/x"}
