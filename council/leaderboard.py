@@ -123,7 +123,7 @@ def _controlled(
                            "(before council kept them) are left out.")  # fmt: skip
     if source == "all":
         board.notes.append("--control rates judged pairs only: sessions' peer-review rankings are left out "
-                           "(use --source judgments to say so).")  # fmt: skip
+                           "(style control compares two answers at a time).")  # fmt: skip
     return board
 
 
