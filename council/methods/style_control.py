@@ -70,7 +70,8 @@ def not_estimable(
     """The covariates whose coefficient the judgments cannot determine, with the reason: constant
     over the judgments, fixed by which models are compared (in the span of the rating terms
     θ_b − θ_a), or collinear with the covariates before it. Least squares on the Gram matrix of
-    the design, formed with ``bincount`` (the model block is the comparison graph's Laplacian).
+    the design, formed with ``bincount`` (the model block is the comparison graph's Laplacian), and
+    Schur complements for the covariates kept before.
     docs/methods.md, "Style control"."""
     rows, k = covariates.shape
     # The rating terms, plus a constant: the covariates are centred, and a centred difference
@@ -89,25 +90,23 @@ def not_estimable(
         cross[:n_models, j] = np.bincount(b, covariates[:, j], n_models) - np.bincount(a, covariates[:, j], n_models)
         cross[n_models, j] = covariates[:, j].sum()
     squares = covariates.T @ covariates
-
-    def left_over(j: int, others: list[int]) -> float:
-        gram = np.block([[gram_models, cross[:, others]], [cross[:, others].T, squares[np.ix_(others, others)]]])
-        g = np.r_[cross[:, j], squares[others, j]]
-        fit = np.linalg.lstsq(gram, g, rcond=None)[0]
-        return float(squares[j, j] - g @ fit)
-
+    # What is left of each covariate once the rating terms and the constant are projected out:
+    # R = Z'Z − C' M⁺ C, one pseudo-inverse (symmetric eigendecomposition) for every covariate.
+    left = squares - cross.T @ np.linalg.pinv(gram_models, hermitian=True) @ cross
     out: dict[str, str] = {}
     kept: list[int] = []
     for j, name in enumerate(names):
         total = float(squares[j, j])
+        rest = left[j, j]  # then less what the covariates kept so far explain (a Schur complement)
+        if kept:
+            rest -= left[j, kept] @ np.linalg.solve(left[np.ix_(kept, kept)], left[kept, j])
         if total <= 1e-12 * max(rows, 1):
             out[name] = f"not estimable: constant (every judgment has the same {name} difference)"
-        elif left_over(j, []) <= COLLINEAR * total:
+        elif left[j, j] <= COLLINEAR * total:
             out[name] = (f"not estimable: the {name} difference is fixed by which models are compared "
                          "(collinear with the ratings)")  # fmt: skip
-        elif kept and left_over(j, kept) <= COLLINEAR * total:
-            others = " and ".join(names[i] for i in kept)
-            out[name] = f"not estimable: collinear with {others}"
+        elif rest <= COLLINEAR * total:
+            out[name] = f"not estimable: collinear with {' and '.join(names[i] for i in kept)}"
         else:
             kept.append(j)
     return out
