@@ -137,7 +137,7 @@ LINES: dict[str, type[BaseModel]] = {
     "scores": ScoreRow,
     "answers": AnswerRow,
     "bias-records": BiasRecord,
-    "judgments": JudgedPairLine,
+    "judged-pairs": JudgedPairLine,
 }
 
 

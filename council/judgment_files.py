@@ -75,7 +75,7 @@ class Judgment(BaseModel):
 
 
 class JudgedPairLine(BaseModel):
-    """One line of ``council export --judgments``: a judged pair on record in the council format
+    """One line of ``council export --judged-pairs``: a judged pair on record in the council format
     (``leaderboard --judgments`` reads it back). Lengths and markdown counts are null for pairs
     recorded before council kept them: unknown, never 0."""
 

@@ -24,10 +24,10 @@ from council.exports import SHAPES
 @output_option("File to write (default: stdout).")
 @click.option("--since", help="Only sessions (or records) on or after this ISO date.")
 @click.option("--bias-records", is_flag=True, help="Export bias records (the record schema) instead of sessions.")
-@click.option("--judgments", is_flag=True,
+@click.option("--judged-pairs", is_flag=True,
               help="Export the judged pairs (JSON Lines) as a judgments file for `leaderboard --judgments`.")
 def export(
-    fmt: str, shape: str, redact: bool, output: str | None, since: str | None, bias_records: bool, judgments: bool
+    fmt: str, shape: str, redact: bool, output: str | None, since: str | None, bias_records: bool, judged_pairs: bool
 ) -> None:
     """Export session logs, bias records or judged pairs from the database."""
     from council.clock import parse_since
@@ -35,11 +35,12 @@ def export(
 
     if since:
         parse_since(since)  # bad input is refused before any file is touched
-    if judgments:
+    if judged_pairs:
         from council.errors import UsageError
 
         if bias_records or fmt != "jsonl":
-            raise UsageError("--judgments writes a judgments file: JSON Lines, without --bias-records or --format csv")
+            raise UsageError("--judged-pairs writes a judgments file: JSON Lines, "
+                             "without --bias-records or --format csv")
         from council.judgment_files import export_judged_pairs
 
         store = open_store()

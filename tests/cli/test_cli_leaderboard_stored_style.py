@@ -43,7 +43,7 @@ def _batch(tmp_path, n: int = 24):
 
 def _export(tmp_path):
     target = tmp_path / "judged.jsonl"
-    res = invoke_cli("export", "--judgments", "-o", str(target))
+    res = invoke_cli("export", "--judged-pairs", "-o", str(target))
     assert res.exit_code == 0, res.stderr
     return target
 
@@ -83,7 +83,7 @@ def test_lengths_are_those_of_the_answers_judged(tmp_path, council_home):
     )
     assert set(lines[0]) == {"run_id", "created_at", "model_a", "model_b", "winner", "length_a", "length_b",
                              "markdown_a", "markdown_b"}  # fmt: skip
-    schema = json.loads((ROOT / "docs/schemas/export-judgments.schema.json").read_text(encoding="utf-8"))
+    schema = json.loads((ROOT / "docs/schemas/export-judged-pairs.schema.json").read_text(encoding="utf-8"))
     for line in lines:
         Draft202012Validator(schema).validate(line)
 
@@ -127,7 +127,7 @@ def test_an_empty_store_with_control_says_there_is_nothing(council_home):
     res = invoke_cli("leaderboard", "--control", "length,markdown", "--json")
     assert res.exit_code == 0, res.stderr
     assert json.loads(res.stdout)["models"] == []
-    res = invoke_cli("export", "--judgments", "--format", "csv")
+    res = invoke_cli("export", "--judged-pairs", "--format", "csv")
     assert res.exit_code == 2 and len(res.error_lines) == 1
 
 
