@@ -88,7 +88,9 @@ def leaderboard(
         filters={"council": council, "since": stored_since},
         baseline=baseline,
     )
-    if baseline is not None and board.models:
+    if baseline is not None and board.models and pairs is None:
+        board.notes.append("lc_win_rate comes from judged pairs, which --source sessions and --council leave out.")
+    elif baseline is not None and board.models:
         _stored_lc(board, pairs or [], baseline)
     if council is not None and source == "all":
         board.notes.append("--council keeps that council's sessions only: judged pairs belong to no council.")

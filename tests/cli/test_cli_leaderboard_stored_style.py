@@ -140,3 +140,25 @@ def test_a_long_model_name_on_record_is_rated_not_a_traceback(tmp_path, council_
     assert invoke_cli("batch", str(path), "--judge", "fake/j", "-o", str(tmp_path / "o.jsonl")).exit_code == 0
     board = _board("--control", "length", "--baseline", "fake/x")
     assert {m["model"] for m in board["models"]} == {long, "fake/x"}
+
+
+def test_lc_against_a_baseline_says_why_it_is_missing_for_sessions_only(tmp_path, council_home):
+    import asyncio
+
+    from council import Council
+
+    async def session():
+        council = Council.from_config({"councils": {"default": {"members": list(MODELS)}}})
+        try:
+            await council.run("Which is the largest moon of Saturn?", seed=3)
+        finally:
+            await council.aclose()
+
+    asyncio.run(session())
+    _batch(tmp_path, 6)
+    for extra in (["--source", "sessions"], ["--council", "default"]):
+        res = invoke_cli("leaderboard", "--baseline", "fake/z", "--json", "--bootstrap", "0", *extra)
+        assert res.exit_code == 0, res.stderr
+        out = json.loads(res.stdout)
+        assert len(out["models"]) == 3 and all(m["lc_win_rate"] in (None, 50.0) for m in out["models"])
+        assert any("--source sessions and --council leave out" in n for n in out["notes"]), out["notes"]
