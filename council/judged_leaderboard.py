@@ -1,8 +1,10 @@
-"""The leaderboard of judgment files (``council leaderboard --judgments``), optionally with the
-answers' style held equal (``--control``) and win rates against a baseline (``--baseline``).
+"""The leaderboard of pairwise judgments, optionally with the answers' style held equal
+(``--control``) and win rates against a baseline (``--baseline``): judgment files
+(``council leaderboard --judgments``) and the store's judged pairs (``Store.judged_pairs``) go
+through the same :func:`rate_judgments`, so the same pairs give the same numbers.
 
 Loading is :mod:`council.judgment_files`; the plain ratings are the leaderboard's own
-(:func:`council.leaderboard.build_leaderboard`, every judgment one unit); style control is
+(:func:`council.ratings.build_leaderboard`, every judgment one unit); style control is
 :mod:`council.methods.style_control` and the baseline's raw and length-controlled win rates
 are :mod:`council.methods.length_controlled`. docs/methods.md, "Style control" and
 "Length-controlled win rate".
