@@ -495,6 +495,7 @@ class SQLiteStore(GroupCommit):
     # -- judgments, batches, the leaderboard ------------------------------------------
     # Written as functions of the store in their own modules; bound here as its methods.
     save_judgment = judgments.save_judgment
+    judged_pairs = judgments.judged_pairs
     judgment_run = judgments.get_run
     judgment_passes = judgments.run_passes
     position_audit = judgments.position_audit
