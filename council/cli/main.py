@@ -16,20 +16,56 @@ import click
 from council import __version__
 from council.cli.common import DEBUG_HELP, QUIET_HELP
 
+# name: (module, attribute, the summary `council --help` lists, so listing imports no command;
+# tests/cli/test_cli_startup.py checks each against the command's own help).
 _COMMANDS = {
-    "run": ("council.cli.run", "run"),
-    "sessions": ("council.cli.sessions", "sessions"),
-    "bias-report": ("council.cli.bias_report", "bias_report"),
-    "leaderboard": ("council.cli.leaderboard", "leaderboard"),
-    "export": ("council.cli.export", "export"),
-    "compare": ("council.cli.judge", "compare"),
-    "grade": ("council.cli.judge", "grade"),
-    "batch": ("council.cli.batch", "batch"),
-    "worker": ("council.cli.worker", "worker"),
-    "serve": ("council.cli.serve", "serve"),
-    "store": ("council.cli.store", "store"),
-    "cache": ("council.cli.cache", "cache"),
-    "mcp": ("council.cli.mcp", "mcp"),
+    "run": ("council.cli.run", "run", "Ask the council QUESTION: answers, shuffled peer review, consensus, synthesis."),
+    "sessions": ("council.cli.sessions", "sessions", "List and inspect saved sessions."),
+    "bias-report": (
+        "council.cli.bias_report",
+        "bias_report",
+        "Reviewer calibration, length bias, position bias and self-preference across sessions.",
+    ),
+    "leaderboard": (
+        "council.cli.leaderboard",
+        "leaderboard",
+        "Bradley–Terry ratings per model, with bootstrap intervals, from every stored ranking and judged pair "
+        "(a tie is half a win).",
+    ),
+    "export": ("council.cli.export", "export", "Export session logs or bias records from the database."),
+    "compare": (
+        "council.cli.judge",
+        "compare",
+        "Compare two responses to PROMPT, judging them in both orders (position swap).",
+    ),
+    "grade": (
+        "council.cli.judge",
+        "grade",
+        "Grade one response against a rubric: reasoning before integer scores, votes per criterion.",
+    ),
+    "batch": ("council.cli.batch", "batch", "Judge a batch file, or look at a stored batch."),
+    "worker": (
+        "council.cli.worker",
+        "worker",
+        "Claim queued batch items from the store and judge them until none are left.",
+    ),
+    "serve": (
+        "council.cli.serve",
+        "serve",
+        "Serve councils as OpenAI-compatible chat models (model = council name), and the web app at /.",
+    ),
+    "store": ("council.cli.store", "store", "Move the stored sessions, judgments and bias records between databases."),
+    "cache": (
+        "council.cli.cache",
+        "cache",
+        "The call cache: replies kept for identical requests (run, compare, grade, batch --cache).",
+    ),
+    "mcp": (
+        "council.cli.mcp",
+        "mcp",
+        "Serve the Model Context Protocol over stdio: tools council_run, council_compare, council_grade, "
+        "council_leaderboard, council_bias_report and council_sessions.",
+    ),
 }
 
 
@@ -53,6 +89,18 @@ class LazyGroup(click.Group):
         from council.cli.common import add_shared_options
 
         return add_shared_options(getattr(importlib.import_module(target[0]), target[1]))
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from the summaries above (as click would shorten them), importing none."""
+        from click.utils import make_default_short_help
+
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(map(len, names))
+        rows = [(name, make_default_short_help(_COMMANDS[name][2], limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 def one_line(message: str) -> str:

@@ -19,7 +19,19 @@ from mock_server import start_mock_server
 
 ROOT = Path(__file__).resolve().parents[2]
 NEVER = {"litellm", "numpy", "pandas", "openai", "httpx", "scipy"}
-WATCHED = sorted(NEVER | {"rich", "aiohttp", "sqlite_utils"})
+#: What a command that only prints its help has no use for (validation, the event loop, storage,
+#: HTTP, rendering, logging, the lookalike table): each takes 5-100 ms to import.
+NOT_FOR_HELP = {
+    "pydantic",
+    "asyncio",
+    "sqlite3",
+    "sqlite_utils",
+    "aiohttp",
+    "rich",
+    "structlog",
+    "confusable_homoglyphs",
+}
+WATCHED = sorted(NEVER | NOT_FOR_HELP)
 PROBE = f"""
 import json, sys
 sys.argv = ["council", *sys.argv[1:]]
@@ -57,7 +69,7 @@ def mock():
 @pytest.fixture
 def home(tmp_path, mock):
     models = {n: {"model": f"openai/mock-{n}", "api_base": mock.base_url} for n in ("a", "b", "c")}
-    lines = ['[councils.default]', 'members = ["a", "b", "c"]', 'chairman = "a"']
+    lines = ["[councils.default]", 'members = ["a", "b", "c"]', 'chairman = "a"']
     for name, spec in models.items():
         lines += [f"[models.{name}]", *(f"{k} = {json.dumps(v)}" for k, v in spec.items())]
     (tmp_path / "council.toml").write_text("\n".join(lines) + "\n")
@@ -93,6 +105,35 @@ def test_model_commands_on_the_native_transport_import_no_sdk(home, args, rich):
 def test_commands_that_call_no_model_import_no_http_client(home, args):
     _, loaded = run_command(home, *args)
     assert not loaded & (NEVER | {"aiohttp"}), f"imported {sorted(loaded & (NEVER | {'aiohttp'}))}"
+
+
+@pytest.mark.parametrize("args", [["--help"], ["run", "--help"], ["batch", "--help"], ["serve", "--help"]])
+def test_help_imports_nothing_its_command_would_use(home, args):
+    # `council --help` lists every command from its summary in council.cli.main: no command
+    # module (council.exports alone took ~50 ms) and none of the libraries their work needs.
+    _, loaded = run_command(home, *args)
+    # A command's own --help comes after the group set up logging (structlog, which imports asyncio).
+    unused = NOT_FOR_HELP - ({"structlog", "asyncio"} if args != ["--help"] else set())
+    assert not loaded & unused, f"imported {sorted(loaded & unused)}"
+
+
+def test_the_help_listing_is_what_click_would_list_from_the_commands_themselves():
+    import click
+    from click.testing import CliRunner
+
+    from council.cli.main import cli
+
+    class Eager(type(cli)):
+        format_commands = click.Group.format_commands  # imports each command for its help
+
+    eager = Eager(name=cli.name, params=cli.params, callback=cli.callback, help=cli.help)
+    eager.context_settings = cli.context_settings
+    for width in (60, 80, 120):
+        lazy = CliRunner().invoke(cli, ["--help"], terminal_width=width)
+        full = CliRunner().invoke(eager, ["--help"], terminal_width=width)
+        assert lazy.exit_code == full.exit_code == 0
+        assert "Commands:" in lazy.output
+        assert lazy.output == full.output
 
 
 def test_bias_report_json_renders_nothing_with_rich(home):
