@@ -18,7 +18,7 @@ import pytest
 from mock_server import start_mock_server
 
 ROOT = Path(__file__).resolve().parents[2]
-NEVER = {"litellm", "numpy", "pandas", "openai", "httpx", "scipy"}
+NEVER = {"litellm", "numpy", "pandas", "openai", "httpx", "scipy", "confusable_homoglyphs"}
 #: What a command that only prints its help has no use for (validation, the event loop, storage,
 #: HTTP, rendering, logging, the lookalike table): each takes 5-100 ms to import.
 NOT_FOR_HELP = {
