@@ -18,8 +18,9 @@ characters: every Unicode "format" character and a few fillers) anywhere between
 what they look like: each character is folded first (NFKC, case folding, then Unicode's
 confusables table, from the ``confusable-homoglyphs`` package, for ``<``, ``/`` and the
 letters of the slot names, kept in :mod:`council.slot_lookalikes`), so ``<\u0430nswer>``
-with a Cyrillic ``а``, ``˂/answer>``, ``＜／ａｎｓｗｅｒ＞`` and ``<𝐚nswer>`` are tags too. Neutralising replaces the opening sign
-with ``‹`` (U+2039) and keeps everything else, so a reviewer still sees what the text said.
+with a Cyrillic ``а``, ``˂/answer>``, ``＜／ａｎｓｗｅｒ＞`` and ``<𝐚nswer>`` are tags too.
+Neutralising replaces the opening sign with ``‹`` (U+2039) and keeps everything else, so a
+reviewer still sees what the text said.
 """
 
 from __future__ import annotations
@@ -79,11 +80,26 @@ def _fold(ch: str) -> str:
     return table.get(folded, folded)
 
 
+class _FoldTable(dict[int, str]):
+    """``str.translate``'s table for :func:`_fold`: each code point's character, filled as code
+    points are first seen (ASCII reads as itself). The fold then runs at C speed, not a Python
+    step per character (answers quoted in every review prompt are folded whole)."""
+
+    def __missing__(self, code: int) -> str:
+        folded = chr(code) if code < 0x80 else _fold(chr(code))
+        if len(self) < 65_536:  # bounded as _fold's cache is
+            self[code] = folded
+        return folded
+
+
+_FOLD_TABLE = _FoldTable()
+
+
 def neutralise(text: str) -> str:
     """``text`` with every tag-like slot name made inert (``</answer>`` -> ``‹/answer>``)."""
     if text.isascii():
         return _TAG.sub(NEUTRAL_OPENER, text)
-    folded = "".join(ch if ch < "\x80" else _fold(ch) for ch in text)
+    folded = text.translate(_FOLD_TABLE)
     starts = [m.start() for m in _TAG.finditer(folded)]
     if not starts:
         return text

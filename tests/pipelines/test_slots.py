@@ -225,3 +225,11 @@ def test_retry_messages_neutralise_quoted_output():
     from council.judging.prompts import retry_message
 
     assert "</answer>" not in retry_message(EVIL)["content"]
+
+
+@given(st.text())
+def test_the_fold_table_folds_as_each_character_would_be(text):
+    # neutralise folds with str.translate over a table filled as characters are first seen.
+    from council.slots import _FOLD_TABLE, _fold
+
+    assert text.translate(_FOLD_TABLE) == "".join(ch if ch < "\x80" else _fold(ch) for ch in text)
