@@ -31,13 +31,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import aiohttp
 from pydantic_core import to_json
 
 from council.config.endpoints import NativeEndpoint
 from council.errors import ConfigError, ProviderError
 from council.providers import prices
 from council.providers.base import ChatRequest, ChatResponse, error_name, retryable_status
+from council.providers.http_client import aiohttp
 
 _MAX_MESSAGE = 500
 DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024
