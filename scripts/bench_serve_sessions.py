@@ -139,7 +139,9 @@ async def measure(args: argparse.Namespace, serve: Serve, mock_pid: int) -> list
 
     rounds = []
     timeout = aiohttp.ClientTimeout(total=600)
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=timeout) as http:
+    # Idle connections dropped before the server's keep-alive timeout (uvicorn's: 5 s) ends them.
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=2)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as http:
         await wait_healthy(http, serve.base)
         await one_round(http, serve.base, args.warm_up, "Warm-up", args.members)
         for r in range(args.rounds):
@@ -170,7 +172,9 @@ def main() -> int:
     )
     limit = args.sessions * 3 + args.warm_up  # every session's calls in flight at once: no limit binds
     with start_mock_server(latency=args.latency) as mock, tempfile.TemporaryDirectory(prefix="council-bench-") as home:
-        config = council_config(mock.base_url, args.members, max_concurrency=limit, retries=0, timeout=120)
+        # retries as by default: a keep-alive connection the mock (uvicorn, 5 s) closes as it is
+        # reused, in a slow round on a loaded machine, is asked again.
+        config = council_config(mock.base_url, args.members, max_concurrency=limit, retries=3, timeout=120)
         path = write_council_toml(Path(home) / "council.toml", config)
         serve = Serve(path, home)
         try:
