@@ -176,7 +176,7 @@ def _raise_keyboard_interrupt() -> None:
 # The garbage collector and a short-lived process: start-up creates 60-100k long-lived objects
 # (modules, classes, validators) and, with the default threshold of 700, the collector scans them
 # again and again (~100 ms of a `council run`); so it runs after every 100k new objects instead
-# (memory stays bounded; `council serve` restores the default once started). At exit, the
+# (memory stays bounded; `council serve` sets its own once started). At exit, the
 # interpreter's own final collections scan them all again (~200 ms); frozen, they are left to the
 # operating system, as the process's memory is anyway (objects still go by reference counting).
 START_UP_GC_THRESHOLD = (100_000, 10, 10)

@@ -183,7 +183,7 @@ def test_a_council_run_spends_no_time_in_older_generation_collections(home):
     assert (threshold, older, full) == ("100000", "0", "0"), proc.stderr
 
 
-def test_serve_restores_the_default_collector_threshold_once_started(tmp_path):
+def test_serve_collects_young_objects_as_by_default_and_old_ones_rarely_once_started(tmp_path):
     code = (
         "import gc\n"
         "from council.cli.main import START_UP_GC_THRESHOLD\n"
@@ -194,7 +194,7 @@ def test_serve_restores_the_default_collector_threshold_once_started(tmp_path):
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
-    assert out.split("\n")[0] == "(700, 10, 10) True"
+    assert out.split("\n")[0] == "(700, 10, 1000) True"
 
 
 def test_the_cli_leaves_its_objects_to_the_os_at_exit(home):
