@@ -18,11 +18,11 @@ def _record(i: int) -> CallRecord:
                       call_id=f"call-{i}")  # fmt: skip
 
 
-def _on_disk(path: Path) -> list[tuple]:
-    """What another process sees: the committed call rows."""
+def _on_disk(path: Path, sql: str = "SELECT call_id, ok FROM calls ORDER BY call_id") -> list[tuple]:
+    """What another process sees: the committed rows (by default, the call rows)."""
     conn = sqlite3.connect(path)
     try:
-        return conn.execute("SELECT call_id, ok FROM calls ORDER BY call_id").fetchall()
+        return conn.execute(sql).fetchall()
     finally:
         conn.close()
 
@@ -103,11 +103,7 @@ def _event(session_id: str, seq: int) -> dict:
 
 
 def _events_on_disk(path: Path) -> list[tuple]:
-    conn = sqlite3.connect(path)
-    try:
-        return conn.execute("SELECT session_id, seq FROM session_events ORDER BY session_id, seq").fetchall()
-    finally:
-        conn.close()
+    return _on_disk(path, "SELECT session_id, seq FROM session_events ORDER BY session_id, seq")
 
 
 def test_events_of_many_sessions_in_one_turn_share_the_calls_transaction(store):
