@@ -209,13 +209,15 @@ def _exit_now(code: object) -> None:
     every module and object one by one takes 20-50 ms at the end of a ``council run``, and the
     operating system frees the process at once. Exit handlers (``atexit``: leases released,
     log files flushed) still run and standard output and error are flushed. Returns (for the
-    normal exit) when the code is a message, another non-daemon thread still runs, or the
-    output cannot be flushed (a closed pipe: the interpreter reports that as usual)."""
+    normal exit) when the code is a message, a profiler or tracer is watching, another non-daemon
+    thread still runs, or the output cannot be flushed (a closed pipe: the interpreter reports that as usual)."""
     import atexit
     import threading
 
     if code is not None and not isinstance(code, int):
         return
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        return  # a profiler, debugger or coverage tool finishes its work after the command
     others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
     if any(t.is_alive() for t in others):
         return

@@ -236,3 +236,15 @@ def test_the_cli_exits_without_the_interpreters_teardown_but_runs_exit_handlers(
     assert "torn down" not in proc.stderr
     if code == 0:
         assert json.loads(proc.stdout.removesuffix("exit handlers ran\n")) == []
+
+
+def test_a_profiled_command_still_writes_its_profile(tmp_path):
+    # python -m cProfile writes after the command returns: the fast exit leaves that to it.
+    env = {**os.environ, "COUNCIL_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    out = tmp_path / "council.prof"
+    proc = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(out), "-m", "council", "--version"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert out.stat().st_size > 0
