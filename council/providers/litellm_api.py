@@ -83,11 +83,7 @@ def provider_error(exc: BaseException, model: str) -> ProviderError:
     message = getattr(exc, "message", None) or str(exc) or name
     message = " ".join(_LITELLM_PREFIX.sub("", str(message), count=1).split())[:500] or name
     retryable = retryable_status(status) or name in {
-        "Timeout",
-        "APIConnectionError",
-        "ServiceUnavailableError",
-        "InternalServerError",
-        "RateLimitError",
+        "Timeout", "APIConnectionError", "ServiceUnavailableError", "InternalServerError", "RateLimitError"
     }
     return ProviderError(f"{name}: {message}", model=model, status_code=status, retryable=retryable)
 
