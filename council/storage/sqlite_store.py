@@ -114,7 +114,7 @@ class SQLiteStore(GroupCommit):
         self._write_refused: EnvironmentFailure | None = None  # why writes fail on a read-only store
         self._locks = lock_dir(path) if path is not None else None
         self._unscored = False  # records without a score were loaded (a store made from files)
-        self._init_group_commit()  # call-log rows not yet committed: written by the next transaction
+        self._init_group_commit()  # call-log rows and session events not yet committed
 
     # -- opening -------------------------------------------------------------
     @classmethod
@@ -173,7 +173,8 @@ class SQLiteStore(GroupCommit):
     @contextmanager
     def immediate(self) -> Iterator[Database]:
         """A write transaction that takes the lock up front (no deferred-upgrade failures).
-        Call-log rows waiting for a group commit go first, in it (council.storage.group_commit)."""
+        Call-log rows and session events waiting for a group commit go first, in it
+        (council.storage.group_commit)."""
         conn = self.db.conn
         try:
             conn.execute("BEGIN IMMEDIATE")
@@ -446,14 +447,36 @@ class SQLiteStore(GroupCommit):
 
     # -- session events ------------------------------------------------------
     def append_events(self, session_id: str, events: Sequence[dict[str, Any]]) -> None:
-        """Store a batch of a session's events (council.storage.events), in one transaction."""
+        """Store a batch of a session's events (council.storage.events) by the call log's group
+        commit: every batch of every session in one turn of the event loop in one transaction (a
+        server running many sessions would otherwise commit for each of their events)."""
+        self.queue_events(session_id, events)
+
+    def write_events(self, session_id: str, events: Sequence[dict[str, Any]]) -> None:
+        """Store a batch of a session's events in a transaction of its own (PostgreSQL's way)."""
         from council.storage.events import append_events
 
         with self.immediate():
             append_events(self.db, session_id, events)
 
+    def _write_pending_events(self, pending: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> None:
+        from council.storage.events import append_events
+
+        for session_id, events in pending:
+            try:
+                append_events(self.db, session_id, events)
+            except sqlite3.Error as exc:  # these events are lost, never the session (stored apart)
+                log.error("could not store session events", session_id=session_id, error=str(exc))
+
     def events_after(self, session_id: str, after: int = 0, limit: int = 1000) -> list[tuple[int, str, str]]:
-        """(seq, type, JSON) of the session's events numbered above ``after``."""
+        """(seq, type, JSON) of the session's events numbered above ``after`` (this process's
+        events still waiting for their commit included)."""
+        if self._pending_events:
+            self.flush_calls()
+        return self.read_events(session_id, after, limit)
+
+    def read_events(self, session_id: str, after: int = 0, limit: int = 1000) -> list[tuple[int, str, str]]:
+        """(seq, type, JSON) of the session's committed events numbered above ``after``."""
         from council.storage.events import events_after
 
         return events_after(self.db, session_id, after, limit)

@@ -17,16 +17,16 @@ def _record(i: int) -> CallRecord:
                       call_id=f"call-{i}")  # fmt: skip
 
 
-def _on_disk(store) -> list[tuple]:
-    """What another process sees: the committed call rows."""
+def _on_disk(store, sql: str = "SELECT call_id, ok FROM calls ORDER BY call_id") -> list[tuple]:
+    """What another process sees: the committed rows (by default, the call rows)."""
     if getattr(store, "kind", "sqlite") == "postgresql":
         import psycopg
 
         with psycopg.connect(store.url) as conn:
-            return conn.execute("SELECT call_id, ok FROM calls ORDER BY call_id").fetchall()
+            return conn.execute(sql).fetchall()
     conn = sqlite3.connect(store.path)
     try:
-        return conn.execute("SELECT call_id, ok FROM calls ORDER BY call_id").fetchall()
+        return conn.execute(sql).fetchall()
     finally:
         conn.close()
 
@@ -114,3 +114,59 @@ def test_closing_the_store_writes_what_is_pending(store):
 
     asyncio.run(run())
     assert _on_disk(store) == [("call-1", None)]
+
+
+def _event(session_id: str, seq: int) -> dict:
+    return {"session_id": session_id, "seq": seq, "type": "stage", "at": "2026-01-01T00:00:00Z"}
+
+
+def _events_on_disk(store) -> list[tuple]:
+    return _on_disk(store, "SELECT session_id, seq FROM session_events ORDER BY session_id, seq")
+
+
+@pytest.fixture
+def lite(tmp_path):
+    """A SQLite store: session events ride the group commit there (PostgreSQL writes each batch at once)."""
+    opened = open_store(tmp_path / "council.db")
+    opened.begins = _count_transactions(opened)  # type: ignore[attr-defined]
+    yield opened
+    opened.close()
+
+
+def test_events_of_many_sessions_in_one_turn_share_the_calls_transaction(lite):
+    # A server running 200 sessions stores each one's events: one commit a turn, not one a batch.
+    journal = lite.journal("run-1")
+
+    async def run() -> None:
+        journal.call_started(_record(1))
+        for s in range(20):
+            lite.append_events(f"s-{s}", [_event(f"s-{s}", 1), _event(f"s-{s}", 2)])
+        assert _events_on_disk(lite) == []  # not yet: at the end of this turn
+        await asyncio.sleep(0)
+
+    asyncio.run(run())
+    assert len(lite.begins) == 1
+    assert len(_events_on_disk(lite)) == 40
+    assert _on_disk(lite) == [("call-1", None)]
+
+
+def test_events_waiting_for_the_commit_are_read_back_by_this_process(lite):
+    async def run() -> list[tuple]:
+        lite.append_events("s-1", [_event("s-1", 1)])
+        return lite.events_after("s-1")
+
+    assert [seq for seq, *_ in asyncio.run(run())] == [1]
+
+
+def test_events_outside_an_event_loop_are_written_at_once(lite):
+    lite.append_events("s-1", [_event("s-1", 1)])
+    assert _events_on_disk(lite) == [("s-1", 1)]
+
+
+def test_closing_the_store_writes_the_events_still_waiting(lite):
+    async def run() -> None:
+        lite.append_events("s-1", [_event("s-1", 1)])
+        lite.close()
+
+    asyncio.run(run())
+    assert _events_on_disk(lite) == [("s-1", 1)]
