@@ -210,8 +210,9 @@ class Reviews:
                 f"TOTAL(CASE WHEN position BETWEEN 0 AND {MASK_BITS - 1} "
                 f"THEN CAST(1 AS BIGINT) << CAST(position AS INTEGER) END) AS mask"
             )
-        sql = f"""SELECT r.reviewer_id, COUNT(*) AS k, {"COUNT(score)" if self.unscored else "COUNT(*)"} AS scored,
-                         {check}, MAX(score) AS top, MAX(score * {m} + position) AS a,
+        # Without unscored records every record has a score: k counts them, with no second count.
+        scored = "COUNT(score) AS scored," if self.unscored else ""
+        sql = f"""SELECT r.reviewer_id, COUNT(*) AS k, {scored} {check}, MAX(score) AS top, MAX(score * {m} + position) AS a,
                          MIN(position - score * {m}) AS b, TOTAL(score) AS total, TOTAL(score * score) AS total_sq
                   FROM ({self.source}) r {skip} GROUP BY r.session_id, r.reviewer_id"""
         return sql, list(self.source_params)
@@ -238,11 +239,12 @@ class Reviews:
                 f"CASE WHEN k > {MASK_BITS} THEN NULL "
                 f"WHEN mask = (CAST(1 AS BIGINT) << CAST(k AS INTEGER)) - 1 THEN FALSE ELSE TRUE END"
             )
+        scored = "scored" if self.unscored else "k"
         sql = f"""
-            SELECT reviewer_id, {bad} AS bad, {selected} AND scored > 0 AS counted, k,
+            SELECT reviewer_id, {bad} AS bad, {selected} AND {scored} > 0 AS counted, k,
                    CAST(round(b + top * {m}) AS INTEGER) AS pos,
-                   round(a - top * {m}) = round(b + top * {m}) AND scored = k AS usable, COUNT(*),
-                   SUM(scored), TOTAL(total), TOTAL(total_sq)
+                   round(a - top * {m}) = round(b + top * {m}) AND {scored} = k AS usable, COUNT(*),
+                   SUM({scored}), TOTAL(total), TOTAL(total_sq)
             FROM ({grouped}) g GROUP BY 1, 2, 3, 4, 5, 6"""
         rows = self.db.execute(sql, params).fetchall()
         if not exact and any(row[1] is None for row in rows):
