@@ -531,7 +531,7 @@ class SQLiteStore:
     def load_bias_records(
         self, scored: Iterable[Mapping[str, Any]], unscored: Sequence[Mapping[str, Any]] = ()
     ) -> None:
-        with self.db.conn:
+        with self.immediate():  # one transaction (the connection autocommits each statement otherwise)
             _write_bias_records(self.db.conn, scored, 10_000)
         self.db.execute(
             f"CREATE TABLE IF NOT EXISTS {UNSCORED_TABLE} "
