@@ -16,11 +16,13 @@ and the reviewers' sums, so the check costs no extra pass unless it finds someth
 
 from __future__ import annotations
 
+import copy
 import secrets
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from council.storage.data import MAX_MESSAGES, BadRecords, BiasQuery, BiasSums
+from council.storage.second_reader import Background, open_in_snapshot
 
 # The statements below are written so PostgreSQL runs them too (council.storage.postgres
 # translates the few SQLite words): TRUE rather than 1, every subquery named.
@@ -328,14 +330,31 @@ def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
     out = BiasSums()
     conn = db.conn
     own_transaction = not conn.in_transaction
-    if own_transaction:
-        conn.execute("BEGIN")  # one read snapshot for every query below
+
+    def begin() -> None:
+        if own_transaction:
+            conn.execute("BEGIN")  # one read snapshot for every query below
+        out.scales = _scales(db, f)  # its first read: the snapshot begins here
+
+    # On a SQLite file the per-answer pass runs on a second connection in the same snapshot,
+    # at the same time as the per-review pass (council.storage.second_reader).
+    second = None
+    if own_transaction and getattr(store, "path", None) is not None and not unscored:
+        second = open_in_snapshot(store.path, begin)
+    else:
+        begin()
+    ahead: Background | None = None
     try:
-        out.scales = _scales(db, f)
         lo_ref, hi_ref = query.reference_scale  # records without a scale are taken to be on it
         effective = {(lo if lo is not None else lo_ref, hi if hi is not None else hi_ref) for lo, hi in out.scales}
         out.normalized = len(effective) > 1
         s = _score_expr(out.normalized, query.reference_scale)
+        unit = query.length_unit or "words"
+        if second is not None:  # with the filter as it is now: used unless bad records change it
+            ahead_filter = copy.copy(f)
+            ahead = Background(
+                second, lambda c: _Answers(c, ahead_filter, s, f"response_length_{unit}", query.max_points)
+            )
         # One pass per review: the positions check and the top-position test together.
         reviews = Reviews(db, f.base, f.base_params, s, skip_rows=_has_invalid_rows(db), unscored=unscored)
         out.orderings, out.left_out, out.top_positions = reviews.scan(f.reviewers)
@@ -355,13 +374,21 @@ def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
             ).fetchone()[0]
         out.reviewers = reviews.reviewer_sums
         out.positions = _position_sums(db, f, s)
-        out.length_unit = query.length_unit or "words"
-        answers = _Answers(db, f, s, f"response_length_{out.length_unit}", query.max_points)
+        out.length_unit = unit
+        if ahead is not None and not out.bad:
+            answers = ahead.result()
+        else:
+            answers = _Answers(db, f, s, f"response_length_{unit}", query.max_points)
         if query.length_unit is None and answers.sessions and not any(row[2] for row in answers.sessions):
             out.length_unit = "chars"  # no word count anywhere: characters, which every record has
             answers = _Answers(db, f, s, "response_length_chars", query.max_points)
         out.sessions, out.self_preference, out.points = answers.sessions, answers.self_preference, answers.points
     finally:
+        if ahead is not None:
+            try:
+                ahead.result()  # never left running past the snapshot (its errors surfaced above if used)
+            except Exception:
+                pass
         if own_transaction and conn.in_transaction:
             conn.execute("ROLLBACK")
     return out

@@ -531,7 +531,9 @@ class SQLiteStore:
     def load_bias_records(
         self, scored: Iterable[Mapping[str, Any]], unscored: Sequence[Mapping[str, Any]] = ()
     ) -> None:
-        with self.immediate():  # one transaction (the connection autocommits each statement otherwise)
+        with self.db.conn:  # commits; a file store's connection autocommits unless a transaction is begun
+            if not self.db.conn.in_transaction:
+                self.db.conn.execute("BEGIN")
             _write_bias_records(self.db.conn, scored, 10_000)
         self.db.execute(
             f"CREATE TABLE IF NOT EXISTS {UNSCORED_TABLE} "
