@@ -145,9 +145,10 @@ def main() -> int:
     db_path = args.home / "council.db"
     if url:
         with connect(db_path, url) as conn:
-            stored = conn.execute("SELECT to_regclass('bias_records') IS NOT NULL").fetchone()[0] and conn.execute(
-                "SELECT EXISTS (SELECT 1 FROM bias_records)"
-            ).fetchone()[0]
+            stored = (
+                conn.execute("SELECT to_regclass('bias_records') IS NOT NULL").fetchone()[0]
+                and conn.execute("SELECT EXISTS (SELECT 1 FROM bias_records)").fetchone()[0]
+            )
         if args.reuse != bool(stored):
             sys.exit("--reuse needs records in the database" if args.reuse else "the database has records: --reuse")
     elif args.reuse != db_path.exists():
@@ -169,10 +170,7 @@ def main() -> int:
     for name, runs in times.items():
         label = "council bias-report --json (whole process)" if name == "report" else f"aggregate {name}"
         walls, cpus = [w for w, _ in runs], [c for _, c in runs]
-        print(
-            f"  {label:<45} {min(walls):6.2f} s   ({' / '.join(f'{t:.2f}' for t in walls)});"
-            f" CPU {min(cpus):.2f} s"
-        )
+        print(f"  {label:<45} {min(walls):6.2f} s   ({' / '.join(f'{t:.2f}' for t in walls)}); CPU {min(cpus):.2f} s")
     ratio = min(w for w, _ in times["report"]) / min(w for w, _ in times[BOUND])
     print(f"load average after: {loadavg()}")
     if not url:  # under load, wall time follows the share of a core a process gets; CPU does not

@@ -214,8 +214,9 @@ class Reviews:
             )
         # Without unscored records every record has a score: k counts them, with no second count.
         scored = "COUNT(score) AS scored," if self.unscored else ""
-        sql = f"""SELECT r.reviewer_id, COUNT(*) AS k, {scored} {check}, MAX(score) AS top, MAX(score * {m} + position) AS a,
-                         MIN(position - score * {m}) AS b, TOTAL(score) AS total, TOTAL(score * score) AS total_sq
+        sql = f"""SELECT r.reviewer_id, COUNT(*) AS k, {scored} {check}, MAX(score) AS top,
+                         MAX(score * {m} + position) AS a, MIN(position - score * {m}) AS b,
+                         TOTAL(score) AS total, TOTAL(score * score) AS total_sq
                   FROM ({self.source}) r {skip} GROUP BY r.session_id, r.reviewer_id"""
         return sql, list(self.source_params)
 
