@@ -199,6 +199,11 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         ],
     ),
     (
+        "m015_judged_pair_styles",
+        [f"ALTER TABLE judgment_runs ADD COLUMN {name}_{side} BIGINT"
+         for side in "ab" for name in ("length", "headers", "lists", "bold")],
+    ),
+    (
         # The rules are already a CHECK constraint here (m005); only the indexes the bias
         # report's passes do not read go (council.storage.bias_rows.INDEXES, as on SQLite).
         "m017_bias_record_constraints",
