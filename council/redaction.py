@@ -330,19 +330,41 @@ def _redact_fields(value: Any, secrets: frozenset[str], kind: str) -> Any:
     return value
 
 
+def redacted_json(value: Any) -> str | None:
+    """:func:`redact_document` of ``value`` as JSON text (None stays None). A document in which
+    nothing could be redacted is serialized once, for the check and for storing."""
+    if value is None:
+        return None
+    secrets = frozenset(known_secrets())
+    if isinstance(value, dict | list):
+        text = _json_text(value)
+        if text is not None and _nothing_to_redact_in(text, secrets):
+            return text
+    return json.dumps(_redact_fields(value, secrets, "reply"), ensure_ascii=False)
+
+
+def _json_text(value: Any) -> str | None:
+    try:
+        return pydantic_core.to_json(value).decode()
+    except (TypeError, ValueError, pydantic_core.PydanticSerializationError):
+        return None
+
+
 def _nothing_to_redact(value: dict[str, Any] | list[Any], secrets: frozenset[str]) -> bool:
-    """True when no field of ``value`` can lose anything, outside a private scope: its JSON text
-    holds no form of a strong secret and, where a field under :data:`ERROR_KEYS` holds text,
-    no form of any secret and none of the words every credential shape contains (those go
-    from error text only). Letters and ``-`` are never escaped in JSON and a secret's escaped
-    forms are searched, so a field holding either shows in the text: the check can only err
-    towards the field-by-field walk."""
+    """True when no field of ``value`` can lose anything (see :func:`_nothing_to_redact_in`)."""
+    text = _json_text(value)
+    return text is not None and _nothing_to_redact_in(text, secrets)
+
+
+def _nothing_to_redact_in(text: str, secrets: frozenset[str]) -> bool:
+    """True when no field of the document whose JSON is ``text`` can lose anything, outside a
+    private scope: the text holds no form of a strong secret and, where a field under
+    :data:`ERROR_KEYS` holds text, no form of any secret and none of the words every credential
+    shape contains (those go from error text only). Letters and ``-`` are never escaped in JSON
+    and a secret's escaped forms are searched, so a field holding either shows in the text: the
+    check can only err towards the field-by-field walk."""
     scope = _scope.get()
     if scope is not None and not scope.keep_text:
-        return False
-    try:
-        text = pydantic_core.to_json(value).decode()
-    except (TypeError, ValueError, pydantic_core.PydanticSerializationError):
         return False
     error_text = _ERROR_FIELD.search(text) is not None
     if error_text:
