@@ -55,6 +55,7 @@ from council.methods.swap import (
     DEFAULT_STRATEGY,
     DEFAULT_TIE_MARGIN,
     INCONSISTENT_CONFIDENCE,
+    PassView,
     combine_passes,
     flip,
     get_strategy,
@@ -186,7 +187,7 @@ class _Comparison:
         self.model = pairwise_pass_model(self.criteria, self.scale, self.allow_tie)
         self.template = _template(self.criteria, self.scale, self.allow_tie, self.checklist, self.model)
 
-    async def one_pass(self, client: ModelClient, vote: int, pass_number: int) -> tuple[JudgmentPass, Any]:
+    async def one_pass(self, client: ModelClient, vote: int, pass_number: int) -> tuple[JudgmentPass, PassView | None]:
         first, second = (self.response_a, self.response_b) if pass_number == 1 else (self.response_b, self.response_a)
         messages = self.template.messages(self.prompt, first, second, self.context)
         record, parsed = await judge_pass(
@@ -201,14 +202,16 @@ class _Comparison:
             max_attempts=self.max_attempts,
             sink=self.sink,
         )
+        view = None
         if parsed is not None:
-            view = read_pass(parsed)
+            # Read once, from the output dumped for the record; combined as it is (read_pass).
+            view = read_pass(record.output or parsed)
             swapped = pass_number == 2
             record.winner_as_seen = view.winner
             record.winner = flip(view.winner) if swapped else view.winner
             record.a_total, record.b_total = (view.b_total, view.a_total) if swapped else (view.a_total, view.b_total)
         self.passes.append(record)
-        return record, parsed
+        return record, view
 
     async def one_vote(self, client: ModelClient, vote: int) -> PairwiseResult:
         t0 = time.perf_counter()

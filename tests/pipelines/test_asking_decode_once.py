@@ -67,10 +67,16 @@ def dump(value: Any) -> str:
 def pass_doc() -> dict[str, Any]:
     return {
         "comparison": {
-            name: {"reasoning": f"A is better on {name}", "a_strength": "precise", "b_strength": "short",
-                   "winner": "A", "a_score": 4, "b_score": 3}
+            name: {
+                "reasoning": f"A is better on {name}",
+                "a_strength": "precise",
+                "b_strength": "short",
+                "winner": "A",
+                "a_score": 4,
+                "b_score": 3,
+            }
             for name in CRITERIA
-        },  # fmt: skip
+        },
         "overall_reasoning": "A is more accurate",
         "differentiators": {"a_advantages": ["cites sources"], "b_advantages": []},
         "winner": "A",
