@@ -112,9 +112,34 @@ def is_strong(secret: str) -> bool:
 
 def known_secrets(env: Mapping[str, str] | None = None) -> set[str]:
     """Registered secrets, and the strong values of environment variables named like keys."""
-    env = os.environ if env is None else env
+    if env is None:
+        return set(_current_secrets())
     found = {value for name in env if _named_like_a_key(name) and is_strong(value := env[name].strip())}
     return _registered | found
+
+
+_last_secrets: tuple[Any, frozenset[str]] | None = None
+
+
+def _current_secrets() -> frozenset[str]:
+    """:func:`known_secrets` of ``os.environ``, read again only when the environment or the
+    registered secrets changed: every stored document and error text asks, and decoding the
+    whole environment each time cost more than the check itself."""
+    global _last_secrets
+    raw = getattr(os.environ, "_data", None)  # the bytes behind os.environ (CPython)
+    if not isinstance(raw, dict):
+        return frozenset(_scan_environment())
+    # Registered secrets are only ever added (tests swap the whole set: held here, compared by identity).
+    snapshot = (_registered, len(_registered), frozenset(raw.items()))
+    last = _last_secrets
+    if last is None or last[0][0] is not _registered or last[0][1:] != snapshot[1:]:
+        last = _last_secrets = (snapshot, frozenset(_scan_environment()))
+    return last[1]
+
+
+def _scan_environment() -> set[str]:
+    env = os.environ
+    return _registered | {value for name in env if _named_like_a_key(name) and is_strong(value := env[name].strip())}
 
 
 @lru_cache(maxsize=1024)
@@ -154,7 +179,7 @@ def _credential(match: re.Match[str]) -> str:
 def redact_secrets(text: str, secrets: frozenset[str] | None = None, *, error_text: bool = True) -> str:
     """``text`` without any known secret (default: :func:`known_secrets`) or credential-shaped
     text; ``error_text=False`` (a provider's reply): without strong secrets only."""
-    strong, weak = _secrets_patterns(frozenset(known_secrets()) if secrets is None else secrets)
+    strong, weak = _secrets_patterns(_current_secrets() if secrets is None else secrets)
     if strong is not None:
         text = strong.sub(REDACTED, text)
     if not error_text:
@@ -298,7 +323,7 @@ def redact(
 def redact_data(value: Any, secrets: frozenset[str] | None = None) -> Any:
     """JSON-like ``value`` with :func:`redact` applied to every string in it (a log event)."""
     if secrets is None:
-        secrets = frozenset(known_secrets())
+        secrets = _current_secrets()
     if isinstance(value, str):
         return redact(value, secrets=secrets)
     if isinstance(value, dict):
@@ -314,7 +339,7 @@ def redact_document(value: Any, secrets: frozenset[str] | None = None, *, _kind:
     named key decides (in ``models: {alias: model}`` both are the user's). A document in which
     nothing could be redacted is returned as it is (see :func:`_nothing_to_redact`)."""
     if secrets is None:
-        secrets = frozenset(known_secrets())
+        secrets = _current_secrets()
     if _kind == "reply" and isinstance(value, dict | list) and _nothing_to_redact(value, secrets):
         return value
     return _redact_fields(value, secrets, _kind)
@@ -335,7 +360,7 @@ def redacted_json(value: Any) -> str | None:
     nothing could be redacted is serialized once, for the check and for storing."""
     if value is None:
         return None
-    secrets = frozenset(known_secrets())
+    secrets = _current_secrets()
     if isinstance(value, dict | list):
         text = _json_text(value)
         if text is not None and _nothing_to_redact_in(text, secrets):
