@@ -288,6 +288,17 @@ def check_output(model: type[T] | JsonFormat, text: str) -> tuple[Any, Invalid |
     """``(instance, None)`` when ``text`` is valid output, else ``(None, why)``."""
     if isinstance(model, JsonFormat):
         return model.check(text)
+    candidate = extract_json_text(text)
+    if candidate is not None and _CONSTANT.search(candidate) is None:
+        # The common case, decoded once: the reply's JSON validated as it is. Anything else (no
+        # JSON, a repair needed, NaN or Infinity, an invalid value, no field given) goes on below,
+        # which decides as before and says why (tests/pipelines/test_asking_decode_once.py).
+        try:
+            parsed = model.model_validate_json(candidate)
+        except ValidationError:
+            parsed = None
+        if parsed is not None and parsed.model_fields_set:
+            return parsed, None
     try:
         data, verbatim = _parse_json_object(text)
     except ValueError as exc:
@@ -306,6 +317,10 @@ def check_output(model: type[T] | JsonFormat, text: str) -> tuple[Any, Invalid |
         return model.model_validate_json(json.dumps(data)), None
     except ValidationError as exc:
         return None, Invalid(describe_validation_error(exc), describe_validation_error(exc, quote_values=False))
+
+
+#: JSON's missing constants, refused as numbers (:func:`parse_json_object`) but read by the validator.
+_CONSTANT = re.compile(r"NaN|Infinity")
 
 
 def validate_output(model: type[T] | JsonFormat, text: str, *, quote_values: bool = True) -> tuple[Any, str | None]:
