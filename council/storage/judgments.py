@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import to_json
+
 from council.clock import utc_now
 from council.errors import ItemAlreadyRecorded, UsageError
 from council.redaction import redact, redacted_json
@@ -120,7 +122,8 @@ def judgment_rows(
                 "score_total": p.score_total,
                 "problem": redact(p.problem) if p.problem else p.problem,
                 "pass": p.pass_number,
-                "output": None if output is None else _json(output),
+                # pydantic-core's encoder: several times json.dumps on a pass (NaN kept as NaN, as there).
+                "output": None if output is None else to_json(output).decode(),
                 "run_id": run_id,
                 "created_at": now,
             }
