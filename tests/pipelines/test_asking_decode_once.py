@@ -10,11 +10,11 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, StrictInt, ValidationError
+from test_judging_schemas import CRITERIA, pass_doc
 
 from council.asking import check_output, describe_validation_error, parse_json_object
 from council.judging import pairwise_pass_model
 
-CRITERIA = ["accuracy", "clarity"]
 PASS = pairwise_pass_model(CRITERIA, (1, 5), True)
 
 
@@ -62,26 +62,6 @@ def dump(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(dump(v) for v in value) + "]"
     return json.dumps(value)
-
-
-def pass_doc() -> dict[str, Any]:
-    return {
-        "comparison": {
-            name: {
-                "reasoning": f"A is better on {name}",
-                "a_strength": "precise",
-                "b_strength": "short",
-                "winner": "A",
-                "a_score": 4,
-                "b_score": 3,
-            }
-            for name in CRITERIA
-        },
-        "overall_reasoning": "A is more accurate",
-        "differentiators": {"a_advantages": ["cites sources"], "b_advantages": []},
-        "winner": "A",
-        "confidence": 0.8,
-    }
 
 
 def leaf_paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
