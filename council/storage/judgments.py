@@ -105,32 +105,20 @@ def judgment_rows(
     pass_kind = "pairwise" if is_compare else "grade"
     passes = []
     for p in outcome.passes:
-        output = p.output if keep_text else None
-        passes.append(
-            {
-                "kind": pass_kind,
-                "judge": p.judge,
-                "judge_model": p.judge_model,
-                "vote": p.vote,
-                "shown_first": p.shown_first,
-                "valid": int(p.valid),
-                "attempts": p.attempts,
-                "winner_as_seen": p.winner_as_seen,
-                "winner": p.winner,
-                "a_total": p.a_total,
-                "b_total": p.b_total,
-                "score_total": p.score_total,
-                "problem": redact(p.problem) if p.problem else p.problem,
-                "pass": p.pass_number,
-                # pydantic-core's encoder: several times json.dumps on a pass (NaN kept as NaN, as there).
-                "output": None if output is None else to_json(output).decode(),
-                "run_id": run_id,
-                "created_at": now,
-            }
-        )
+        row = {"kind": pass_kind, **p.__dict__}  # every field as it is (no dump per pass)
+        output = row.pop("output")
+        row["pass"] = row.pop("pass_number")
+        row["valid"] = int(p.valid)
+        row["problem"] = redact(p.problem) if p.problem else p.problem
+        # pydantic-core's encoder: several times json.dumps on a pass (NaN kept as NaN, as there).
+        row["output"] = None if output is None or not keep_text else to_json(output).decode()
+        row["run_id"], row["created_at"] = run_id, now
+        passes.append(row)
     batch_item = None
     if item is not None:
         run["model_a"], run["model_b"] = item.model_a, item.model_b
+        if is_compare and item.a is not None and item.b is not None:
+            run |= pair_style(item.a, item.b)
         batch_item = {
             "batch_id": batch_id,
             "item_id": item.id,
@@ -170,6 +158,49 @@ def save_judgment(
                          item_digest=item_digest)  # fmt: skip
     with store.immediate() as db:
         record_run(store, db, rows)
+
+
+def pair_style(a: str, b: str) -> dict[str, int]:
+    """The ``judgment_runs`` style columns (m015) of answers ``a`` and ``b``: the one definition
+    of length and markdown counts (council.methods.style_counts)."""
+    from council.methods.style_counts import answer_style
+
+    row: dict[str, int] = {}
+    for side, text in (("a", a), ("b", b)):
+        length, markdown = answer_style(text)
+        row[f"length_{side}"] = length
+        row |= {f"{key}_{side}": count for key, count in markdown.items()}
+    return row
+
+
+_JUDGED_PAIRS = """
+    SELECT id, created_at, model_a, model_b, winner, length_a, length_b,
+           headers_a, lists_a, bold_a, headers_b, lists_b, bold_b
+    FROM judgment_runs
+    WHERE kind = 'compare' AND status = 'ok' AND winner IN ('A', 'B', 'TIE')
+      AND model_a IS NOT NULL AND model_b IS NOT NULL AND model_a <> model_b {where}
+    ORDER BY created_at, id
+"""
+
+
+def judged_pairs(store: Store, *, since: str | None = None) -> list[dict[str, Any]]:
+    """Every judged pair the leaderboard counts (a finished compare naming its two models), oldest
+    first, as a judgments-file line: ``run_id, created_at, model_a, model_b, winner, length_a,
+    length_b, markdown_a, markdown_b``; the styles are None for pairs recorded before m015."""
+    clause, params = ("", []) if since is None else (" AND created_at >= ?", [since])
+    out = []
+    for row in store.db.query(_JUDGED_PAIRS.format(where=clause), params):
+        pair: dict[str, Any] = {
+            "run_id": row["id"],
+            **{k: row[k] for k in ("created_at", "model_a", "model_b", "winner", "length_a", "length_b")},
+        }
+        for side in "ab":
+            counts = [row[f"{key}_{side}"] for key in ("headers", "lists", "bold")]
+            pair[f"markdown_{side}"] = (
+                None if None in counts else dict(zip(("headers", "lists", "bold"), counts, strict=True))
+            )
+        out.append(pair)
+    return out
 
 
 def record_run(store: Store, db: Any, rows: JudgmentRows) -> None:
