@@ -15,6 +15,7 @@ SQLite users never pay its import (~110 ms).
 from __future__ import annotations
 
 import atexit
+import functools
 import itertools
 import json
 import logging
@@ -24,19 +25,23 @@ import socket
 import threading
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from council.clock import utc_now
 from council.errors import ConfigError, CouncilFailure, PrerequisiteError
+from council.logs import get_logger
 from council.redaction import redact
 from council.storage import bias_rows, budgets, call_cache, judgments, postgres_schema, queue
 from council.storage import provider_batches as rounds
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
+from council.storage.group_commit import GroupCommit
 from council.storage.location import display_url
 from council.storage.rate_limits import reserve_postgres
 from council.storage.sqlite_store import SQLiteStore
+
+log = get_logger("council.storage")
 
 #: A lease outlives its last heartbeat by this long; heartbeats come every third of it.
 LEASE_SECONDS = 30.0
@@ -99,8 +104,13 @@ def connect(url: str) -> Any:
         ) from None
 
 
+_PLAIN = frozenset({str, int, float, type(None)})
+
+
 def _value(value: Any) -> Any:
     # What the SQLite store keeps for these types: lists and dicts as JSON text, booleans as 0/1.
+    if type(value) in _PLAIN:  # most values: nothing to do (checked first, for speed)
+        return value
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, dict | list | tuple):
@@ -129,7 +139,10 @@ def insert_rows(conn: Any, table: str, rows: Sequence[dict[str, Any]], *, upsert
                 f"UPDATE SET {updates}" if updates else "NOTHING"
             )
         with conn.cursor() as cur:
-            cur.executemany(sql, values)
+            if len(values) == 1:  # one row: no pipeline to open and sync
+                cur.execute(sql, values[0])
+            else:
+                cur.executemany(sql, values)
 
 
 def _copy_bias_records(conn: Any, records: Iterable[Mapping[str, Any]], batch_size: int) -> int:
@@ -170,6 +183,7 @@ def _temp_table(match: re.Match[str]) -> str:
     return f"CREATE TEMP TABLE {match.group(1)} ({', '.join(parts)}{', ' + key if key else ''}) ON COMMIT DROP"
 
 
+@functools.lru_cache(maxsize=512)
 def _placeholders(sql: str) -> str:
     """A statement written for SQLite, as PostgreSQL takes it: ``?`` placeholders as ``%s``,
     untyped temporary tables typed (dropped with their transaction), ``AVG`` as a float (not
@@ -203,7 +217,10 @@ class _Connection:
         return self._run(lambda cur: cur.execute(_placeholders(sql), [_value(v) for v in params]), dicts)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
-        return self._run(lambda cur: cur.executemany(_placeholders(sql), [[_value(v) for v in r] for r in rows]))
+        values = [[_value(v) for v in r] for r in rows]
+        if len(values) == 1:  # one row: no pipeline to open and sync
+            return self._run(lambda cur: cur.execute(_placeholders(sql), values[0]))
+        return self._run(lambda cur: cur.executemany(_placeholders(sql), values))
 
     def _run(self, action: Any, dicts: bool = False) -> Any:
         import sqlite3
@@ -359,10 +376,13 @@ def _close_open_stores() -> None:
         store.close()
 
 
-class PostgresStore:
+class PostgresStore(GroupCommit):
     """All reads and writes of a PostgreSQL store go through here."""
 
     kind = "postgresql"
+    #: Operations may run on several threads at once (a connection pool): council.judging.worker
+    #: calls them off its event loop.
+    threadsafe = True
 
     def __init__(self, url: str, pool: Any) -> None:
         self.url = url
@@ -372,6 +392,7 @@ class PostgresStore:
         self._lease_lock = threading.Lock()
         self._local = threading.local()
         self._unscored = False  # records without a score are only ever loaded into SQLite
+        self._init_group_commit()  # call-log rows not yet committed: written by the next transaction
 
     # -- opening -------------------------------------------------------------
     @classmethod
@@ -423,6 +444,10 @@ class PostgresStore:
             ) from None
 
     def close(self) -> None:
+        try:
+            self.flush_calls()
+        except CouncilFailure as exc:  # the server is away: the rows are lost with it, as a direct write's
+            log.warning("could not write the call log", error=str(exc))
         if self._lease is not None:
             self._lease.release()
             self._lease = None
@@ -437,12 +462,29 @@ class PostgresStore:
         if current is not None:
             yield current
             return
-        with self.connection() as conn, conn.transaction():
-            self._local.conn = conn
-            try:
-                yield conn
-            finally:
-                self._local.conn = None
+        with self._begin() as conn:
+            yield conn
+
+    @contextmanager
+    def _begin(self, *, pipelined: bool = False) -> Iterator[Any]:
+        # Call-log rows waiting for a group commit go first, in it (council.storage.group_commit).
+        # ``pipelined``: nothing is read in it, so BEGIN, the statements and COMMIT go to the
+        # server in one pipeline, one round trip.
+        with self.connection() as conn, self._carry_calls() as carry:
+            with conn.pipeline() if pipelined else nullcontext(), conn.transaction():
+                self._local.conn = conn
+                try:
+                    carry()
+                    yield conn
+                finally:
+                    self._local.conn = None
+
+    def _write_transaction(self) -> Any:
+        """The group commit's own transaction: pipelined."""
+        return self._begin(pipelined=True)
+
+    def _in_transaction(self) -> bool:
+        return getattr(self._local, "conn", None) is not None
 
     @contextmanager
     def immediate(self) -> Iterator[_Database]:
@@ -504,15 +546,6 @@ class PostgresStore:
         """Seconds to wait before a call under the budget ``key`` (council.storage.rate_limits)."""
         with self.connection() as conn:
             return reserve_postgres(conn, key, increment, tolerance)
-
-    # -- the call log ---------------------------------------------------------
-    def journal_calls(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Write call-log rows at once, in one transaction (or the caller's)."""
-        with self.transaction():
-            self.write_calls(rows)
-
-    def flush_calls(self) -> None:
-        """Nothing waits: ``journal_calls`` writes at once."""
 
     # -- spend caps (docs/methods.md, "Spend caps") ------------------------------
     # The budget row is locked (FOR UPDATE) for the sum and the reservation: processes on

@@ -126,6 +126,15 @@ def test_the_call_journal_writes_calls_as_they_start_and_finish(store_backend):
     assert store_backend.recover_interrupted() == []  # this process is alive: nothing to recover
 
 
+def test_a_call_started_row_written_late_never_undoes_its_finished_row(store_backend):
+    # Group commits on several threads may land a call's started row after its finished one.
+    journal = store_backend.journal("run-2")
+    journal.call_finished(call("c-8"))
+    journal.call_started(call("c-8"))
+    [row] = store_backend.session_calls("run-2")
+    assert row["ok"] == 1 and row["latency_ms"] == 1.0
+
+
 def test_bias_records_are_inserted_exported_and_summed(store_backend):
     rows = [record(f"s{s}", f"r{r}", f"m{m}", (m + r) % 3, 1 + (s + 2 * m + r) % 10) for s in range(4)
             for r in range(3) for m in range(3)]  # fmt: skip
