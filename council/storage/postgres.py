@@ -34,7 +34,7 @@ from council.storage import provider_batches as rounds
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
 from council.storage.location import display_url
-from council.storage.rate_limits import reserve_postgres
+from council.storage.rate_limits import adjust_postgres, reserve_postgres
 from council.storage.sqlite_store import SQLiteStore
 
 #: A lease outlives its last heartbeat by this long; heartbeats come every third of it.
@@ -482,6 +482,11 @@ class PostgresStore:
         """Seconds to wait before a call under the budget ``key`` (council.storage.rate_limits)."""
         with self.connection() as conn:
             return reserve_postgres(conn, key, increment, tolerance)
+
+    def adjust_rate(self, key: str, delta: float) -> None:
+        """Settle a reservation under ``key`` ``delta`` seconds bigger (or smaller, if negative)."""
+        with self.connection() as conn:
+            adjust_postgres(conn, key, delta)
 
     # -- the call log ---------------------------------------------------------
     def journal_calls(self, rows: Sequence[dict[str, Any]]) -> None:

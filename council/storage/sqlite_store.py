@@ -35,7 +35,7 @@ from council.storage.comparisons import count_comparisons
 from council.storage.migrations import migrations
 from council.storage.opening import connect_checked, set_schema_version, write_refused
 from council.storage.ownership import dead_owners, lock_dir, process_lease
-from council.storage.rate_limits import reserve_sqlite
+from council.storage.rate_limits import adjust_sqlite, reserve_sqlite
 from council.storage.sqlite import Database
 from council.usage import CallJournal, CallRecord
 
@@ -252,6 +252,10 @@ class SQLiteStore:
     def reserve_rate(self, key: str, increment: float, tolerance: float = 0.0) -> float:
         """Seconds to wait before a call under the budget ``key`` (council.storage.rate_limits)."""
         return reserve_sqlite(self.db.conn, key, increment, tolerance)
+
+    def adjust_rate(self, key: str, delta: float) -> None:
+        """Settle a reservation under ``key`` ``delta`` seconds bigger (or smaller, if negative)."""
+        adjust_sqlite(self.db.conn, key, delta)
 
     # -- the call log ---------------------------------------------------------
     def journal(self, session_id: str) -> CallJournal:

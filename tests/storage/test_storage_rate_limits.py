@@ -9,7 +9,9 @@ import sys
 import textwrap
 import time
 
-from council.storage.rate_limits import wait_after
+import pytest
+
+from council.methods.gcra import wait_after
 
 
 def test_the_gcra_waits_follow_the_theoretical_arrival_time():
@@ -79,12 +81,146 @@ def test_a_council_model_with_rpm_waits_on_the_shared_budget(url_store):
         "councils": {"default": {"members": ["a", "b"], "chairman": "a"}},
         "models": {"a": {"model": "fake/a", "rpm": 1200, "max_concurrency": 1}, "b": {"model": "fake/b"}},
     }
-    # Another process has just used the budget for the next 0.5 s.
+    # Another process has just used the budget for the next 0.5 s (timed from before it did,
+    # so the time it takes to build the council on a loaded machine does not count).
     key = "rpm:a:fake/a"
+    started = time.monotonic()
     for _ in range(10):
         url_store.reserve_rate(key, 60 / 1200)
     council = Council.from_config(config, store=url_store)
-    started = time.monotonic()
     result = council.run_sync("What is 2+2?")
     assert result.status in ("complete", "partial")
-    assert time.monotonic() - started >= 0.45
+    assert time.monotonic() - started >= 0.5
+
+
+# -- tpm: one token budget (a call reserves its worst case, settles at its real usage) ---------
+
+
+class Usage:
+    """A model that answers at once, reporting ``used`` tokens (None: exactly what was reserved)."""
+
+    def __init__(self, client_tokens, used=None):
+        self.client_tokens, self.used, self.sent = client_tokens, used, []
+
+    async def generate(self, request):
+        from council.providers.base import ChatResponse
+
+        self.sent.append(time.time())
+        used = self.client_tokens(request) if self.used is None else self.used
+        return ChatResponse(text="ok", prompt_tokens=used // 2, completion_tokens=used - used // 2)
+
+    async def aclose(self):
+        pass
+
+
+def tpm_client(store, *, tpm, max_tokens, used=None):
+    from council.config import ConfigFile, resolve_model
+    from council.config.schema import ModelSpec
+    from council.providers.client import ModelClient
+
+    config = ConfigFile(models={"t": ModelSpec(model="fake/t", tpm=tpm, max_tokens=max_tokens, max_concurrency=4)})
+    resolved = resolve_model("t", config, {}, "test")
+    client = ModelClient(resolved, None, shared_limits=store)  # type: ignore[arg-type]
+    client.api = Usage(client.call_tokens, used)
+    return client
+
+
+def ask(client, text="hi"):
+    import asyncio
+
+    from council.providers.base import ChatRequest
+
+    request = ChatRequest(messages=[{"role": "user", "content": text}], max_tokens=client.resolved.spec.max_tokens)
+    return asyncio.run(client.complete(request, stage="answer"))
+
+
+def test_a_call_waits_for_its_tokens_and_never_fails_for_them(url_store):
+    # tpm = 6000: 10 ms a token, a bucket of 6000. Each call may take 3030 tokens (30 of
+    # prompt bound + max_tokens 3000): two fit in the bucket but for 60 tokens, 0.6 s.
+    greedy = tpm_client(url_store, tpm=6000, max_tokens=3000)  # uses all it reserved
+    ask(greedy)
+    started = time.monotonic()
+    ask(greedy)
+    assert time.monotonic() - started >= 0.55
+    assert len(greedy.api.sent) == 2
+
+
+def test_a_call_that_used_few_of_its_tokens_lets_the_next_start_at_once(url_store):
+    thrifty = tpm_client(url_store, tpm=6000, max_tokens=3000, used=30)
+    ask(thrifty)  # reserved 3030, used 30: 3000 given back
+    started = time.monotonic()
+    ask(thrifty)
+    assert time.monotonic() - started < 0.3
+    # The budget row holds exactly what was used: a full bucket less those 60 tokens fits at once,
+    # 100 tokens more do not.
+    assert url_store.reserve_rate("tpm:t:fake/t", 5940 * 0.01, tolerance=60 * 0.01) == 0.0
+    assert url_store.reserve_rate("tpm:t:fake/t", 100 * 0.01, tolerance=5900 * 0.01) > 0.5
+
+
+def test_a_call_larger_than_tpm_is_refused_before_it_is_sent(url_store):
+    from council.errors import RequestTooLarge
+
+    client = tpm_client(url_store, tpm=500, max_tokens=400)
+    with pytest.raises(RequestTooLarge) as refused:
+        ask(client, "x" * 200)  # 228 of prompt bound + 400 > 500
+    message = str(refused.value)
+    assert "\n" not in message and "tpm = 500" in message and "628 tokens" in message and "not sent" in message
+    assert client.api.sent == [] and refused.value.exit_code == 2
+    assert url_store.reserve_rate("tpm:t:fake/t", 30.0, tolerance=30.0) == 0.0  # nothing was reserved
+
+
+_TPM_CALLER = textwrap.dedent(
+    """
+    import asyncio, json, sys, time
+    sys.path.insert(0, sys.argv[3])
+    from council.storage import open_store
+    from test_storage_rate_limits import ask, tpm_client
+    client = tpm_client(open_store(), tpm=int(sys.argv[1]), max_tokens=170)
+    print("ready", flush=True)
+    sys.stdin.readline()  # start together
+    for _ in range(int(sys.argv[2])):
+        ask(client)
+    print(json.dumps(client.api.sent), flush=True)
+    """
+)
+
+
+def test_four_processes_share_one_token_budget(backend_url, monkeypatch):
+    from pathlib import Path
+
+    from council.methods.gcra import most_in_window
+    from council.storage import open_store
+
+    tpm, per_process, processes, call = 60_000, 6, 4, 200  # 1 ms a token; a call is 30 + 170 tokens
+    env = {**os.environ, "COUNCIL_DATABASE_URL": backend_url}
+    monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
+    store = open_store()
+    here = str(Path(__file__).parent)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _TPM_CALLER, str(tpm), str(per_process), here],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for _ in range(processes)
+    ]
+    for p in procs:
+        assert p.stdout.readline().strip() == "ready", p.stderr.read()
+    store.reserve_rate("tpm:t:fake/t", 60.0)  # another process has just used the whole bucket
+    store.close()
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    starts = sorted(s for p in procs for s in json.loads(p.communicate(timeout=120)[0]))
+    assert len(starts) == processes * per_process
+    # 24 calls of 200 tokens at 1000 tokens/s, whichever process sent them: 23 × 0.2 s at least
+    # (4 processes each on its own budget would take a quarter of that), and no window holds
+    # more than its share + one call (the bucket was empty). Jitter: a process descheduled
+    # between its reservation and its send (2 shared cores).
+    assert starts[-1] - starts[0] >= (len(starts) - 1) * call / 1000 * 0.99
+    window, jitter = 1.0, 0.05
+    most = most_in_window(starts, [call] * len(starts), window)
+    assert most <= (window + jitter) * tpm / 60 + call, most
