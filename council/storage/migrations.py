@@ -393,3 +393,10 @@ def m014_batch_queue(db: Database) -> None:
     )
     db["batch_queue"].create_index(["batch_id", "state", "position"])
     db["batch_queue"].create_index(["worker"])
+
+
+@migrations()
+def m016_leases(db: Database) -> None:
+    # Session ownership by leases, as on PostgreSQL (council.storage.ownership): one row per
+    # live process, pushed forward by its heartbeat; expires_at in epoch seconds.
+    db["leases"].create({"id": str, "pid": int, "host": str, "expires_at": float}, pk="id", not_null={"expires_at"})

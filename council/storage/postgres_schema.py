@@ -198,6 +198,8 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE INDEX idx_batch_queue_worker ON batch_queue (worker)",
         ],
     ),
+    # SQLite's leases table (m016 there): PostgreSQL has had its own since m004.
+    ("m016_leases", []),
 ]
 
 # Primary keys of the tables rows are upserted into (``finish_session`` replaces answers and reviews).
