@@ -2,6 +2,7 @@
 
     python scripts/bench_scaleout.py                   # 160 items, mock latency 0.25 s
     python scripts/bench_scaleout.py --items 400 --latency 0.5 --concurrency 8
+    python scripts/bench_scaleout.py --part rpm        # 4 servers share a 600-rpm budget (bench_scaleout_rpm.py)
 
 Each run enqueues the same batch into a fresh database and starts N worker processes
 (``--concurrency`` items each) against the mock LLM server (a fixed latency per call, two
@@ -149,7 +150,14 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.25, help="seconds per mock call")
     parser.add_argument("--concurrency", type=int, default=8, help="items in flight per worker")
     parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--part", choices=("workers", "rpm"), default="workers")
+    import bench_scaleout_rpm
+
+    bench_scaleout_rpm.add_arguments(parser)
     args = parser.parse_args()
+    if args.part == "rpm":
+        bench_scaleout_rpm.run(args)
+        return
     from mock_server import start_mock_server
     from postgres_server import Server
 

@@ -74,26 +74,35 @@ def lease_seconds() -> float:
 class Lease:
     """A process's lease, renewed by a daemon thread until it is released (at exit at the latest).
 
-    ``run`` executes one statement in its own transaction, from any thread."""
+    ``run`` executes one statement in its own transaction, from any thread. ``write_now=False``:
+    the caller writes the lease (:meth:`upsert`) in its first transaction that needs it, and
+    sets ``written``; the heartbeat writes it in any case."""
 
-    def __init__(self, run: Run, clock: Clock, seconds: float | None = None) -> None:
+    def __init__(self, run: Run, clock: Clock, seconds: float | None = None, *, write_now: bool = True) -> None:
         self.seconds = lease_seconds() if seconds is None else seconds
         self.id = uuid.uuid4().hex
         self.pid = os.getpid()
         self.host = socket.gethostname()
+        self.written = False
         self._run, self._clock = run, clock
         self._stop = threading.Event()
-        self.renew()
+        if write_now:
+            self.renew()
         self._thread = threading.Thread(target=self._beat, name="council-lease", daemon=True)
         self._thread.start()
         atexit.register(self.release)
 
-    def renew(self) -> None:
-        self._run(
+    def upsert(self) -> tuple[str, list[Any]]:
+        """The statement that writes (or renews) the lease, with its parameters."""
+        return (
             f"INSERT INTO leases (id, pid, host, expires_at) VALUES (?, ?, ?, {self._clock.later})"
             " ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at",
             [self.id, self.pid, self.host, self.seconds],
         )
+
+    def renew(self) -> None:
+        self._run(*self.upsert())
+        self.written = True
 
     def _beat(self) -> None:
         while not self._stop.wait(self.seconds / 3):
@@ -102,13 +111,16 @@ class Lease:
             except Exception:  # the database is away or busy: the next beat tries again
                 pass
 
-    def release(self) -> None:
-        """A clean end: the lease is deleted (its unfinished work is then found at once)."""
+    def release(self, run: Run | None = None) -> None:
+        """A clean end: the lease is deleted (its unfinished work is then found at once);
+        ``run``: a connection the caller has open, else the lease's own."""
         if self._stop.is_set():
             return
         self._stop.set()
+        if not self.written:
+            return
         try:
-            self._run(f"DELETE FROM leases WHERE id = ? OR expires_at < {self._clock.stale}", [self.id])
+            (run or self._run)(f"DELETE FROM leases WHERE id = ? OR expires_at < {self._clock.stale}", [self.id])
         except Exception:
             pass
         close = getattr(self._run, "close", None)
@@ -167,7 +179,7 @@ def hold(database: str) -> None:
         _holders[key] = _holders.get(key, 0) + 1
 
 
-def let_go(database: str) -> None:
+def let_go(database: str, run: Run | None = None) -> None:
     """A store of this process closed ``database``: the last one ends the lease (its work,
     which no store of this process can finish now, is then found by others at once)."""
     key = (os.getpid(), database)
@@ -179,18 +191,19 @@ def let_go(database: str) -> None:
         lease = _process_leases.pop(key, None)
     if lease is not None:
         _former_ids.add((lease.pid, lease.id))
-        lease.release()
+        lease.release(run)
 
 
 def process_lease(database: str, connect: Callable[[], Any]) -> Lease:
-    """This process's lease on the SQLite file ``database``, taken on first use; its
-    statements run on a connection of its own (``connect``), so the heartbeat thread never
-    shares the store's."""
+    """This process's lease on the SQLite file ``database``, taken on first use. The store
+    writes it in its first transaction that records work under it (no extra transaction on a
+    command's path); the heartbeat runs on a connection of its own (``connect``, opened at its
+    first beat), so it never shares the store's."""
     key = (os.getpid(), database)
     with _registry_lock:
         lease = _process_leases.get(key)
         if lease is None:
-            lease = _process_leases[key] = Lease(_OwnConnection(connect), SQLITE_CLOCK)
+            lease = _process_leases[key] = Lease(_OwnConnection(connect), SQLITE_CLOCK, write_now=False)
         return lease
 
 

@@ -110,6 +110,7 @@ class SQLiteStore:
         self.read_only = False
         self._write_refused: EnvironmentFailure | None = None  # why writes fail on a read-only store
         self._leased = False  # a file others may share (set by open): its work is owned by leases
+        self._lease_due: ownership.Lease | None = None  # this process's lease, not written yet
         self._unscored = False  # records without a score were loaded (a store made from files)
         # Call-log rows not yet committed (see ``_Journal``): written by the next transaction.
         self._pending_calls: list[dict[str, Any]] = []
@@ -169,10 +170,17 @@ class SQLiteStore:
 
     def close(self) -> None:
         self.flush_calls()
-        self.db.conn.close()
         if self._leased:
             self._leased = False
-            ownership.let_go(self._lease_key())
+            ownership.let_go(self._lease_key(), self._run_outside_transaction())
+        self.db.conn.close()
+
+    def _run_outside_transaction(self) -> ownership.Run | None:
+        """This store's connection for one autocommit statement of the lease, if it is free."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            return None
+        return lambda sql, params: conn.execute(sql, list(params))
 
     def _lease_key(self) -> str:
         assert self.path is not None
@@ -185,6 +193,9 @@ class SQLiteStore:
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
+                lease = self._lease_due
+                if lease is not None and not lease.written:
+                    conn.execute(*lease.upsert())  # before any row it owns: they commit together
                 # Call-log rows waiting for a group commit go first, in this same transaction:
                 # whatever this transaction records (a result) is never durable before them.
                 pending = len(self._pending_calls)
@@ -201,6 +212,9 @@ class SQLiteStore:
             else:
                 conn.execute("COMMIT")
                 del self._pending_calls[:pending]
+                if lease is not None:
+                    lease.written = True
+                    self._lease_due = None
         except sqlite3.OperationalError as exc:
             refused = write_refused(exc, self.path)
             if refused is None:
@@ -215,6 +229,8 @@ class SQLiteStore:
         path = self.path
         assert path is not None
         lease = ownership.process_lease(self._lease_key(), lambda: _connect(path))
+        if not lease.written:
+            self._lease_due = lease  # written by the next write transaction, with the first rows it owns
         return {"owner": lease.id, "owner_pid": lease.pid, "owner_host": lease.host}
 
     def recover_interrupted(self) -> list[str]:
