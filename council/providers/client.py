@@ -194,9 +194,9 @@ class ModelClient:
                 if response.prompt_tokens or response.completion_tokens:
                     used = response.prompt_tokens + response.completion_tokens
                 return response
-            except ProviderError as exc:
-                # Not sent (a reached cap), or answered with an error: no tokens were used.
-                if exc.status_code is not None or isinstance(exc, BudgetReached):
+            except (ProviderError, UsageError) as exc:
+                # Not sent (a reached or unkeepable cap), or answered with an error: no tokens used.
+                if isinstance(exc, BudgetReached | UsageError) or getattr(exc, "status_code", None) is not None:
                     used = 0
                 raise
             finally:

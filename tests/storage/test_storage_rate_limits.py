@@ -157,6 +157,22 @@ def test_a_call_that_used_few_of_its_tokens_lets_the_next_start_at_once(url_stor
     assert url_store.reserve_rate("tpm:t:fake/t", 100 * 0.01, tolerance=5900 * 0.01) > 0.5
 
 
+def test_a_call_the_provider_answered_with_an_error_gives_all_its_tokens_back(url_store):
+    from council.errors import ProviderError
+
+    client = tpm_client(url_store, tpm=6000, max_tokens=3000)
+    client.resolved = client.resolved.model_copy(update={"spec": client.resolved.spec.model_copy(update={"retries": 0})})
+
+    async def refuse(request):
+        raise ProviderError("BadRequestError: no", status_code=400)
+
+    client.api.generate = refuse
+    with pytest.raises(ProviderError):
+        ask(client)
+    # Nothing was used: the whole bucket is there for the next caller.
+    assert url_store.reserve_rate("tpm:t:fake/t", 60.0, tolerance=0.0) < 0.05
+
+
 def test_a_call_larger_than_tpm_is_refused_before_it_is_sent(url_store):
     from council.errors import RequestTooLarge
 
