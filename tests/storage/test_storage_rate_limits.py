@@ -44,12 +44,13 @@ _RESERVER = textwrap.dedent(
 )
 
 
-def test_four_processes_share_one_budget_exactly(backend_url):
-    interval, per_process, processes = 0.01, 25, 4
+def run_together(code: str, args: list[str], backend_url: str, processes: int, before_go=None) -> list[float]:
+    """``processes`` copies of ``code`` on the store, started together once all are ready
+    (after ``before_go``); the sorted times they print."""
     env = {**os.environ, "COUNCIL_DATABASE_URL": backend_url}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", _RESERVER, str(per_process), str(interval)],
+            [sys.executable, "-c", code, *args],
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -60,10 +61,17 @@ def test_four_processes_share_one_budget_exactly(backend_url):
     ]
     for p in procs:
         assert p.stdout.readline().strip() == "ready", p.stderr.read()
+    if before_go is not None:
+        before_go()
     for p in procs:
         p.stdin.write("go\n")
         p.stdin.flush()
-    starts = sorted(s for p in procs for s in json.loads(p.communicate(timeout=120)[0]))
+    return sorted(s for p in procs for s in json.loads(p.communicate(timeout=120)[0]))
+
+
+def test_four_processes_share_one_budget_exactly(backend_url):
+    interval, per_process, processes = 0.01, 25, 4
+    starts = run_together(_RESERVER, [str(per_process), str(interval)], backend_url, processes)
     assert len(starts) == processes * per_process
     # The starts are one interval apart whichever process reserved them: 100 calls take 99
     # intervals, and no window holds more than its share. A process descheduled between the
@@ -113,12 +121,13 @@ class Usage:
         pass
 
 
-def tpm_client(store, *, tpm, max_tokens, used=None):
+def tpm_client(store, *, tpm, max_tokens, used=None, retries=3):
     from council.config import ConfigFile, resolve_model
     from council.config.schema import ModelSpec
     from council.providers.client import ModelClient
 
-    config = ConfigFile(models={"t": ModelSpec(model="fake/t", tpm=tpm, max_tokens=max_tokens, max_concurrency=4)})
+    spec = ModelSpec(model="fake/t", tpm=tpm, max_tokens=max_tokens, max_concurrency=4, retries=retries)
+    config = ConfigFile(models={"t": spec})
     resolved = resolve_model("t", config, {}, "test")
     client = ModelClient(resolved, None, shared_limits=store)  # type: ignore[arg-type]
     client.api = Usage(client.call_tokens, used)
@@ -160,8 +169,7 @@ def test_a_call_that_used_few_of_its_tokens_lets_the_next_start_at_once(url_stor
 def test_a_call_the_provider_answered_with_an_error_gives_all_its_tokens_back(url_store):
     from council.errors import ProviderError
 
-    client = tpm_client(url_store, tpm=6000, max_tokens=3000)
-    client.resolved = client.resolved.model_copy(update={"spec": client.resolved.spec.model_copy(update={"retries": 0})})
+    client = tpm_client(url_store, tpm=6000, max_tokens=3000, retries=0)
 
     async def refuse(request):
         raise ProviderError("BadRequestError: no", status_code=400)
@@ -208,29 +216,15 @@ def test_four_processes_share_one_token_budget(backend_url, monkeypatch):
     from council.storage import open_store
 
     tpm, per_process, processes, call = 60_000, 6, 4, 200  # 1 ms a token; a call is 30 + 170 tokens
-    env = {**os.environ, "COUNCIL_DATABASE_URL": backend_url}
     monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
     store = open_store()
-    here = str(Path(__file__).parent)
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _TPM_CALLER, str(tpm), str(per_process), here],
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
-        for _ in range(processes)
-    ]
-    for p in procs:
-        assert p.stdout.readline().strip() == "ready", p.stderr.read()
-    store.reserve_rate("tpm:t:fake/t", 60.0)  # another process has just used the whole bucket
-    store.close()
-    for p in procs:
-        p.stdin.write("go\n")
-        p.stdin.flush()
-    starts = sorted(s for p in procs for s in json.loads(p.communicate(timeout=120)[0]))
+
+    def empty_the_bucket() -> None:  # another process has just used the whole bucket
+        store.reserve_rate("tpm:t:fake/t", 60.0)
+        store.close()
+
+    args = [str(tpm), str(per_process), str(Path(__file__).parent)]
+    starts = run_together(_TPM_CALLER, args, backend_url, processes, before_go=empty_the_bucket)
     assert len(starts) == processes * per_process
     # 24 calls of 200 tokens at 1000 tokens/s, whichever process sent them: 23 × 0.2 s at least
     # (4 processes each on its own budget would take a quarter of that), and no window holds
