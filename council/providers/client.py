@@ -433,6 +433,14 @@ class ModelClient:
         await self.api.aclose()
 
 
+def share_limits(clients: Iterable[ModelClient], store: SharedLimits) -> None:
+    """Keep the ``rpm`` and ``tpm`` of ``clients`` in ``store``'s budgets, shared by every
+    process using it (made without a store, they keep them in this process)."""
+    for client in clients:
+        if client._rates is not None:
+            client._rates = store
+
+
 def cap_spending(clients: Iterable[ModelClient], budget: Budget) -> None:
     """Put every client's calls under ``budget``; a model whose calls cannot be bounded (no
     known price, no output limit) is refused here, before any call (``UsageError``)."""

@@ -234,3 +234,18 @@ def test_four_processes_share_one_token_budget(backend_url, monkeypatch):
     window, jitter = 1.0, 0.05
     most = most_in_window(starts, [call] * len(starts), window)
     assert most <= (window + jitter) * tpm / 60 + call, most
+
+
+def test_a_batch_judge_with_rpm_waits_on_the_shared_budget(url_store, backend_url, tmp_path):
+    from conftest import invoke_cli, write_config
+
+    batch = tmp_path / "pairs.jsonl"
+    batch.write_text(json.dumps({"id": "p1", "prompt": "Q?", "a": "yes", "b": "no"}) + "\n")
+    cfg = write_config(tmp_path / "c.toml", {"j": {"model": "fake/j", "rpm": 600, "max_concurrency": 1}})
+    started = time.monotonic()
+    for _ in range(10):  # another worker has just used the budget for the next second
+        url_store.reserve_rate("rpm:j:fake/j", 0.1)
+    judged = invoke_cli("batch", str(batch), "--judge", "j", "--config", str(cfg), "--json",
+                        env={"COUNCIL_DATABASE_URL": backend_url})  # fmt: skip
+    assert judged.exit_code == 0, judged.stderr
+    assert time.monotonic() - started >= 1.1  # its two calls waited their turns after the others'
