@@ -86,6 +86,7 @@ class Lease:
         self.written = False
         self._run, self._clock = run, clock
         self._stop = threading.Event()
+        self._lock = threading.Lock()  # a beat never rewrites a lease its release has deleted
         if write_now:
             self.renew()
         self._thread = threading.Thread(target=self._beat, name="council-lease", daemon=True)
@@ -106,10 +107,13 @@ class Lease:
 
     def _beat(self) -> None:
         while not self._stop.wait(self.seconds / 3):
-            try:
-                self.renew()
-            except Exception:  # the database is away or busy: the next beat tries again
-                pass
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                try:
+                    self.renew()
+                except Exception:  # the database is away or busy: the next beat tries again
+                    pass
 
     def release(self, run: Run | None = None) -> None:
         """A clean end: the lease is deleted (its unfinished work is then found at once);
@@ -117,15 +121,16 @@ class Lease:
         if self._stop.is_set():
             return
         self._stop.set()
-        if not self.written:
-            return
-        try:
-            (run or self._run)(f"DELETE FROM leases WHERE id = ? OR expires_at < {self._clock.stale}", [self.id])
-        except Exception:
-            pass
-        close = getattr(self._run, "close", None)
-        if close is not None:
-            close()
+        with self._lock:
+            try:
+                if self.written:
+                    stale = self._clock.stale
+                    (run or self._run)(f"DELETE FROM leases WHERE id = ? OR expires_at < {stale}", [self.id])
+            except Exception:
+                pass
+            close = getattr(self._run, "close", None)
+            if close is not None:
+                close()
 
 
 def dead(column: str, clock: Clock) -> str:
