@@ -249,3 +249,18 @@ def test_a_batch_judge_with_rpm_waits_on_the_shared_budget(url_store, backend_ur
                         env={"COUNCIL_DATABASE_URL": backend_url})  # fmt: skip
     assert judged.exit_code == 0, judged.stderr
     assert time.monotonic() - started >= 1.1  # its two calls waited their turns after the others'
+
+
+def test_a_member_whose_call_is_larger_than_tpm_fails_in_one_line_and_the_session_goes_on():
+    from council.api import Council
+
+    config = {
+        "councils": {"default": {"members": ["a", "b", "c"], "chairman": "b"}},
+        "models": {"a": {"model": "fake/a", "tpm": 100, "max_tokens": 50}, "b": {"model": "fake/b"},
+                   "c": {"model": "fake/c"}},
+    }  # fmt: skip
+    result = Council.from_config(config, store=False).run_sync("Why is the sky blue?")
+    # The others answered, reviewed and the chairman wrote the synthesis: partial, not failed.
+    assert result.status == "partial" and result.synthesis.status == "ok" and result.synthesis.text
+    [failed] = [f for f in result.failures if f.member == "a" and f.stage == "answer"]
+    assert "\n" not in failed.error and "is more than [models.a] tpm = 100; it was not sent" in failed.error
