@@ -23,7 +23,7 @@ import asyncio
 import math
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
 from pydantic import BaseModel
@@ -190,7 +190,9 @@ class ModelClient:
                 await self._pace(tokens)
             used = tokens  # a call that may have reached the model counts at its worst case
             try:
-                response = await self._spend(request, stage, attempt, sink, timeout, on_delta)
+                response = await self._spend(
+                    request, lambda: self._send(request, stage, attempt, sink, timeout, on_delta)
+                )
                 if response.prompt_tokens or response.completion_tokens:
                     used = response.prompt_tokens + response.completion_tokens
                 return response
@@ -203,24 +205,16 @@ class ModelClient:
                 if tokens and used != tokens:
                     self._settle_tokens(tokens, used)
 
-    async def _spend(
-        self,
-        request: ChatRequest,
-        stage: str,
-        attempt: int,
-        sink: CallSink | None,
-        timeout: float | None,
-        on_delta: Callable[[str], None] | None,
-    ) -> ChatResponse:
-        """The attempt under the spend cap, if any (docs/methods.md, "Spend caps")."""
+    async def _spend(self, request: ChatRequest, send: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
+        """``send()`` the attempt under the spend cap, if any (docs/methods.md, "Spend caps")."""
         budget = self.budget
         if budget is None:
-            return await self._send(request, stage, attempt, sink, timeout, on_delta)
+            return await send()
         worst = self.worst_case(request)
         token = budget.reserve(worst)  # BudgetReached: nothing is sent
         spent = worst  # a call that may have been billed counts at its worst case
         try:
-            response = await self._send(request, stage, attempt, sink, timeout, on_delta)
+            response = await send()
             spent = worst if response.cost_usd is None else response.cost_usd
             return response
         except ProviderError as exc:

@@ -159,7 +159,9 @@ def test_kill_9_mid_batch_leaves_every_call_in_flight_on_record(tmp_path, counci
     assert len(rows) == 8 and all(r[0] == "compare" and r[1] == 0 and "interrupted" in r[2] for r in rows)
 
 
-def test_a_second_runner_of_a_running_batch_shares_its_queue_and_takes_other_items(tmp_path, council_home, slow_mock):
+def test_a_second_runner_of_a_running_batch_shares_its_queue_and_takes_other_items(
+    tmp_path, council_home, slow_mock
+):
     batch, cfg = slow_batch(tmp_path, slow_mock.base_url)
     args = ["batch", str(batch), "--config", str(cfg), "--judge", "j", "--concurrency", "2"]
     first = popen_council(*args, home=council_home)
