@@ -359,14 +359,23 @@ def build_server(tools: Tools) -> Any:
         since: Annotated[str | None, Field(description="Only data on or after this ISO date.")] = None,
         source: Annotated[Literal["sessions", "judgments", "all"], Field(description="Which data rates.")] = "all",
         bootstrap: Annotated[int, Field(description="Bootstrap rounds for the intervals.", ge=0, le=10000)] = 200,
+        control: Annotated[
+            list[Literal["length", "markdown"]] | None,
+            Field(description="Answer styles held equal (style control; rates the judged pairs)."),
+        ] = None,
+        baseline: Annotated[
+            str | None, Field(description="Each model's win rate against this model, raw and length-controlled.")
+        ] = None,
     ) -> Annotated[CallToolResult, Leaderboard]:
         """Bradley–Terry ratings per model, with bootstrap intervals, from the stored sessions and judged pairs."""
         from council.cli.leaderboard import render_text
+        from council.judged_leaderboard import parse_control
         from council.leaderboard import leaderboard
 
         async def go() -> Any:
             board = await asyncio.to_thread(
-                leaderboard, council=council, since=since, source=source, bootstrap=bootstrap
+                leaderboard, council=council, since=since, source=source, bootstrap=bootstrap, baseline=baseline,
+                control=parse_control(",".join(control)) if control else [],
             )
             return _result(_render(render_text, board), board.model_dump(mode="json"))
 
@@ -444,7 +453,7 @@ def _bias_report(since: str | None, reviewers: list[str], council: str | None) -
 
 
 def _sessions(session_id: str | None, limit: int, council: str | None, since: str | None) -> Any:
-    from council.exports import session_listing
+    from council.exports import session_listing, stored_result
     from council.storage import using_store
 
     with using_store(True) as store:
@@ -457,11 +466,14 @@ def _sessions(session_id: str | None, limit: int, council: str | None, since: st
             )
             return _result(text or "no sessions", {"sessions": rows})
         row = store.get_session(session_id)
-    if not row.get("result"):
+    doc = stored_result(row)
+    if doc is None:
         listing = session_listing(row)
         return _result(f"session {row['id']}: status {row['status']}, error: {row.get('error')}", listing)
-    result = SessionResult.model_validate(json.loads(row["result"]))
-    return _result(session_text(result, frozenset({"answers", "reviews"})), result.model_dump(mode="json"))
+    text = session_text(SessionResult.model_validate(doc), frozenset({"answers", "reviews"}))
+    if row.get("error"):  # a session that stopped early, with what it had done: why it stopped
+        text += f"\nerror: session {row['status']}: {row['error']}"
+    return _result(text, doc)
 
 
 def serve(config: str | None, heartbeat: float = 10.0) -> None:

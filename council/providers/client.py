@@ -186,7 +186,7 @@ class ModelClient:
         if not self._prepared:
             self._prepare()
         async with self._semaphore:
-            if self._rates is not None:
+            if self._rates is not None:  # none for a provider batch's lines (council.providers.provider_batch)
                 await self._pace(tokens)
             used = tokens  # a call that may have reached the model counts at its worst case
             try:
@@ -202,7 +202,7 @@ class ModelClient:
                     used = 0
                 raise
             finally:
-                if tokens and used != tokens:
+                if tokens and used != tokens and self._rates is not None:
                     self._settle_tokens(tokens, used)
 
     async def _spend(self, request: ChatRequest, send: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:

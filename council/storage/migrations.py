@@ -396,6 +396,16 @@ def m014_batch_queue(db: Database) -> None:
 
 
 @migrations()
+def m015_judged_pair_styles(db: Database) -> None:
+    # A judged pair keeps its two answers' lengths (characters) and markdown counts
+    # (council.methods.style_counts), so the stored leaderboard can hold style equal
+    # (docs/methods.md, "Style control"). Pairs recorded before stay NULL: unknown, never 0.
+    for side in "ab":
+        for name in ("length", "headers", "lists", "bold"):
+            db["judgment_runs"].add_column(f"{name}_{side}", int)
+
+
+@migrations()
 def m016_leases(db: Database) -> None:
     # Session ownership by leases, as on PostgreSQL (council.storage.ownership): one row per
     # live process, pushed forward by its heartbeat; expires_at in epoch seconds.

@@ -562,6 +562,7 @@ class PostgresStore:
 
     # -- judgments and batches: the shared statements (council.storage.judgments) --------
     save_judgment = judgments.save_judgment
+    judged_pairs = judgments.judged_pairs
     judgment_run = judgments.get_run
     judgment_passes = judgments.run_passes
     open_batch = judgments.open_batch

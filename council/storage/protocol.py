@@ -68,9 +68,18 @@ class Store(Protocol):
         is off), all in one transaction. Error texts are redacted."""
 
     def fail_session(
-        self, session_id: str, *, status: str, error: str, calls: Sequence[CallRecord]
+        self,
+        session_id: str,
+        *,
+        status: str,
+        error: str,
+        calls: Sequence[CallRecord],
+        result: Any | None = None,
+        keep_text: bool = True,
     ) -> None:
-        """Finish a session that produced no result (failed, interrupted) with its call log."""
+        """Finish a session that stopped early (failed, interrupted, stopped by a cap) with its
+        call log, its ``error`` and, when it got that far, ``result``: the ``SessionResult`` of
+        what it had done (the answers that came), stored as ``save_session`` stores one."""
 
     def list_sessions(
         self, *, limit: int = 20, since: str | None = None, council: str | None = None, search: str | None = None
@@ -141,6 +150,10 @@ class Store(Protocol):
         inside a batch its item (``item``: a ``BatchItem``; ``item_digest``: a digest of its
         content) in one transaction. A failed item is replaced (a resumed batch); a finished
         one raises ``CouncilFailure``."""
+
+    def judged_pairs(self, *, since: str | None = None) -> list[dict[str, Any]]:
+        """Every judged pair the leaderboard counts, oldest first, with its answers' lengths and
+        markdown counts (None when recorded before they were kept), as a judgments-file line."""
 
     def judgment_run(self, run_id: str) -> dict[str, Any] | None:
         """A judging run's row (``result`` decoded), or None."""

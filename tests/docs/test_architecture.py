@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
     # council.testing: replies that follow the real prompts of both pipelines
     ("council.session", "council.judging", "council.testing"),
     ("council.api", "council.exports", "council.export_shapes", "council.export_rows", "council.leaderboard",
-     "council.judged_leaderboard"),
+     "council.judged_leaderboard", "council.ratings"),
     ("council.cli", "council.server", "council.mcp_server", "council.__main__", "council"),
 ]
 

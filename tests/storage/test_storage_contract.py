@@ -234,6 +234,30 @@ async def test_a_batch_is_opened_recorded_once_and_read_in_file_order(store_back
     assert store_backend.comparisons(since="2999-01-01T00:00:00.000000+00:00").judgments == []
 
 
+async def test_judged_pairs_keep_their_answers_lengths_and_markdown_counts(store_backend):
+    from council.methods.style_counts import answer_style
+
+    a_text = "# Plan\n\n- **one**\n- two\n1. three"
+    lines = [{"id": "s0", "prompt": "Q?", "a": a_text, "b": "Just one line.", "model_a": "fake/x", "model_b": "fake/y"},
+             {"id": "s1", "prompt": "Q?", "a": "é" * 7, "b": "__b__", "model_a": "fake/y", "model_b": "fake/z"},
+             {"id": "s2", "prompt": "Q?", "response": "graded"}]  # fmt: skip
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    items = parse_batch(text, "s.jsonl")
+    common = {"batch_id": "bs", "source": "s.jsonl", "content_sha256": content_digest(text)}
+    summary = await run_batch(items, settings=BatchSettings(judges=["fake/j"]), judges=[judge()],
+                              store=store_backend, keep_text=False, **common)  # fmt: skip
+    assert summary.finished == 3
+    pairs = store_backend.judged_pairs()
+    assert [(p["model_a"], p["model_b"]) for p in pairs] == [("fake/x", "fake/y"), ("fake/y", "fake/z")]
+    first, second = pairs
+    assert first["winner"] in ("A", "B", "TIE") and first["run_id"] and first["created_at"]
+    # the one definition of length and markdown counts, the judgments files' (docs/methods.md, "Style control")
+    assert (first["length_a"], first["markdown_a"]) == answer_style(a_text)
+    assert first["markdown_a"] == {"headers": 1, "lists": 3, "bold": 1} and first["length_a"] == len(a_text)
+    assert (second["length_a"], second["markdown_b"]) == (7, {"headers": 0, "lists": 0, "bold": 1})
+    assert store_backend.judged_pairs(since="2999-01-01T00:00:00.000000+00:00") == []
+
+
 def queued(i: int, text: str = "") -> dict:
     item = {"id": f"q{i}", "mode": "pairwise", "line": i + 1, "prompt": f"Q{i}?{text}", "a": "yes", "b": "no"}
     return {"item_id": f"q{i}", "position": i + 1, "digest": f"d{i}{text}", "item": item}
@@ -383,10 +407,17 @@ def test_provider_batch_rounds_are_journalled_before_they_are_sent(store_backend
     assert store_backend.rounds_holding("b2", ["c1"]) == []  # another batch's journal
     store_backend.round_progress("t1", "in_progress", 1, 0)
     store_backend.round_submitted("t1", "batch_abc")  # a late acknowledgement keeps the status
-    assert store_backend.provider_batches("b1") == [
-        {"id": "batch_abc", "provider": "openai", "status": "in_progress", "requests": 2, "done": 1, "failed": 0},
-        {"id": None, "provider": "openai", "status": "failed", "requests": 1, "done": 0, "failed": 1},
-    ]
+    first, second = store_backend.provider_batches("b1")
+    assert first | {"submitted_at": None} == {"id": "batch_abc", "provider": "openai", "status": "in_progress",
+                                               "requests": 2, "done": 1, "failed": 0, "submitted_at": None,
+                                               "collected_at": None}  # still running: not collected  # fmt: skip
+    assert second | {"collected_at": None} == {"id": None, "provider": "openai", "status": "failed", "requests": 1,
+                                                "done": 0, "failed": 1, "submitted_at": None,  # never submitted
+                                                "collected_at": None}  # fmt: skip
+    assert isinstance(first["submitted_at"], str) and isinstance(second["collected_at"], str)
+    assert first["submitted_at"] <= second["collected_at"]
+    store_backend.round_progress("t1", "ended", 2, 0)  # Anthropic's word for it
+    assert store_backend.provider_batches("b1")[0]["collected_at"] >= first["submitted_at"]
 
 
 def test_a_rate_budget_is_reserved_and_settled_in_one_row_per_key(store_backend):
