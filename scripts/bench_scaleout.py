@@ -2,6 +2,7 @@
 
     python scripts/bench_scaleout.py                   # 400 items a worker, mock latency 0.25 s
     python scripts/bench_scaleout.py --items 800 --latency 0.5 --concurrency 8
+    python scripts/bench_scaleout.py --part rpm        # 4 servers share a 600-rpm budget (bench_scaleout_rpm.py)
 
 Each run enqueues a batch of ``--items`` × N items into a fresh database (every run gives
 each worker the same work, so a worker's start-up weighs the same in each) and starts N worker
@@ -187,7 +188,14 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.25, help="seconds per mock call")
     parser.add_argument("--concurrency", type=int, default=8, help="items in flight per worker")
     parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--part", choices=("workers", "rpm"), default="workers")
+    import bench_scaleout_rpm
+
+    bench_scaleout_rpm.add_arguments(parser)
     args = parser.parse_args()
+    if args.part == "rpm":
+        bench_scaleout_rpm.run(args)
+        return
     from mock_server import start_mock_server
     from postgres_server import Server
 

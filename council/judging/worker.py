@@ -29,7 +29,7 @@ from council.errors import ConfigError, CouncilError, CouncilFailure, ItemAlread
 from council.judging.batch_items import BatchItem, BatchSettings, item_digest, judge_item
 from council.judging.schemas import Rubric
 from council.logs import get_logger
-from council.providers.client import ModelClient
+from council.providers.client import ModelClient, share_limits
 from council.redaction import private_scope, redact
 from council.storage import Store
 
@@ -157,7 +157,9 @@ class _Judges:
             if raw is None:
                 raise CouncilFailure(f"batch {batch_id} has no stored judging settings; enqueue it again")
             spec = BatchSpec.model_validate(raw)
-            self.made[batch_id] = (spec, self.judges_for(batch_id, spec))
+            clients = self.judges_for(batch_id, spec)
+            share_limits(clients, self.store)  # rpm and tpm: one budget for every worker
+            self.made[batch_id] = (spec, clients)
         return self.made[batch_id]
 
     async def aclose(self, keep: Sequence[ModelClient] = ()) -> None:

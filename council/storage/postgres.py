@@ -21,9 +21,7 @@ import json
 import logging
 import os
 import re
-import socket
 import threading
-import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import Any
@@ -32,19 +30,17 @@ from council.clock import utc_now
 from council.errors import ConfigError, CouncilFailure, PrerequisiteError
 from council.logs import get_logger
 from council.redaction import redact
-from council.storage import bias_rows, budgets, call_cache, judgments, postgres_schema, queue
+from council.storage import bias_rows, budgets, call_cache, judgments, ownership, postgres_schema, queue
 from council.storage import provider_batches as rounds
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
 from council.storage.group_commit import GroupCommit
 from council.storage.location import display_url
-from council.storage.rate_limits import reserve_postgres
+from council.storage.rate_limits import adjust_postgres, reserve_postgres
 from council.storage.sqlite_store import SQLiteStore
 
 log = get_logger("council.storage")
 
-#: A lease outlives its last heartbeat by this long; heartbeats come every third of it.
-LEASE_SECONDS = 30.0
 CONNECT_TIMEOUT_S = 10
 MIN_ID_PREFIX = 8
 _CALL_COLUMNS = ("call_id", "session_id", "owner", "stage", "member", "model", "started_at", "latency_ms",
@@ -326,45 +322,6 @@ class _PooledTable:
             return _Table(_Connection(conn), self.name).count
 
 
-class _Lease:
-    """This process's lease row, renewed by a daemon thread until the process ends."""
-
-    def __init__(self, store: PostgresStore) -> None:
-        self.id = uuid.uuid4().hex
-        self.pid = os.getpid()
-        self.host = socket.gethostname()
-        self._store = store
-        self._stop = threading.Event()
-        self.renew()
-        self._thread = threading.Thread(target=self._beat, name="council-lease", daemon=True)
-        self._thread.start()
-        atexit.register(self.release)
-
-    def renew(self) -> None:
-        with self._store.connection() as conn:
-            conn.execute(
-                "INSERT INTO leases (id, pid, host, expires_at) VALUES (%s, %s, %s, now() + make_interval(secs => %s))"
-                " ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at",
-                [self.id, self.pid, self.host, LEASE_SECONDS],
-            )
-
-    def _beat(self) -> None:
-        while not self._stop.wait(LEASE_SECONDS / 3):
-            try:
-                self.renew()
-            except Exception:  # the database is away: the next beat tries again
-                pass
-
-    def release(self) -> None:
-        """A clean exit: the lease ends now (its unfinished work is then found at once)."""
-        self._stop.set()
-        try:
-            with self._store.connection() as conn:
-                conn.execute("DELETE FROM leases WHERE id = %s", [self.id])
-        except Exception:
-            pass
-
-
 # Stores not closed by their opener are closed at exit, never by the garbage collector
 # (a pool collected in one of its own threads cannot join it).
 _OPEN_STORES: set[PostgresStore] = set()
@@ -388,7 +345,7 @@ class PostgresStore(GroupCommit):
         self.url = url
         self.path = None
         self.pool = pool
-        self._lease: _Lease | None = None
+        self._lease: ownership.Lease | None = None
         self._lease_lock = threading.Lock()
         self._local = threading.local()
         self._unscored = False  # records without a score are only ever loaded into SQLite
@@ -506,11 +463,16 @@ class PostgresStore(GroupCommit):
             return conn.execute(sql, list(params)).fetchall()
 
     # -- ownership -----------------------------------------------------------
-    def lease(self) -> _Lease:
+    def lease(self) -> ownership.Lease:
+        """This store's lease (council.storage.ownership), taken on first use."""
         with self._lease_lock:
             if self._lease is None or self._lease.pid != os.getpid():
-                self._lease = _Lease(self)
+                self._lease = ownership.Lease(self._run_lease, ownership.POSTGRES_CLOCK)
             return self._lease
+
+    def _run_lease(self, sql: str, params: Sequence[Any]) -> None:
+        with self.connection() as conn:
+            _Connection(conn).execute(sql, params)
 
     def _owner(self) -> dict[str, Any]:
         lease = self.lease()
@@ -518,24 +480,9 @@ class PostgresStore(GroupCommit):
 
     def recover_interrupted(self) -> list[str]:
         """Mark the sessions and calls whose owner's lease has expired (or is gone)
-        ``interrupted``, keeping everything they wrote. Returns the sessions marked."""
-        mine = self._lease.id if self._lease is not None else ""
-        dead = """owner IS NOT NULL AND owner <> %(mine)s
-                  AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.id = owner AND l.expires_at > now())"""
-        with self.transaction() as conn:
-            sessions = conn.execute(
-                "UPDATE sessions SET status = 'interrupted', finished_at = %(now)s, error = 'interrupted: the process'"
-                " || ' running it (pid ' || coalesce(owner_pid::text, '?') || ' on ' || coalesce(owner_host, '?')"
-                f" || ') ended before it finished' WHERE status = 'running' AND {dead} RETURNING id",
-                {"now": utc_now(), "mine": mine},
-            ).fetchall()
-            conn.execute(
-                "UPDATE calls SET ok = 0, error = 'interrupted: the process ended while this call was in flight'"
-                f" WHERE ok IS NULL AND {dead}",
-                {"mine": mine},
-            )
-            conn.execute("DELETE FROM leases WHERE expires_at < now() - interval '1 day'")
-        return sorted(row["id"] for row in sessions)
+        ``interrupted``, keeping everything they wrote (council.storage.ownership)."""
+        mine = [self._lease.id] if self._lease is not None else []
+        return ownership.recover_interrupted(self, ownership.POSTGRES_CLOCK, mine)
 
     def clock(self) -> float:
         """The database's clock (never the hosts'): leases of workers on many machines compare."""
@@ -547,6 +494,11 @@ class PostgresStore(GroupCommit):
         with self.connection() as conn:
             return reserve_postgres(conn, key, increment, tolerance)
 
+    def adjust_rate(self, key: str, delta: float) -> None:
+        """Settle a reservation under ``key`` ``delta`` seconds bigger (or smaller, if negative)."""
+        with self.connection() as conn:
+            adjust_postgres(conn, key, delta)
+
     # -- spend caps (docs/methods.md, "Spend caps") ------------------------------
     # The budget row is locked (FOR UPDATE) for the sum and the reservation: processes on
     # any machine can never together reserve past the cap. A reservation whose owner's lease
@@ -557,8 +509,8 @@ class PostgresStore(GroupCommit):
         with self.transaction() as conn:
             row = conn.execute("SELECT cap_usd FROM budgets WHERE key = %s FOR UPDATE", [key]).fetchone()
             lost = conn.execute(
-                "DELETE FROM budget_reservations r WHERE key = %s AND owner IS NOT NULL AND NOT EXISTS"
-                " (SELECT 1 FROM leases l WHERE l.id = r.owner AND l.expires_at > now()) RETURNING amount_usd",
+                "DELETE FROM budget_reservations r WHERE key = %s AND owner IS NOT NULL AND"
+                f" {ownership.dead('r.owner', ownership.POSTGRES_CLOCK)} RETURNING amount_usd",
                 [key],
             ).fetchall()
             if lost:

@@ -27,15 +27,14 @@ from council.errors import EnvironmentFailure, NotFoundError, UsageError
 from council.home import ensure_home
 from council.logs import get_logger
 from council.redaction import redact, redact_document
-from council.storage import bias_rows, budgets, call_cache, judgments, queue
+from council.storage import bias_rows, budgets, call_cache, judgments, ownership, queue
 from council.storage import provider_batches as rounds
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.comparisons import count_comparisons
 from council.storage.group_commit import GroupCommit
 from council.storage.migrations import migrations
 from council.storage.opening import connect_checked, set_schema_version, write_refused
-from council.storage.ownership import dead_owners, lock_dir, process_lease
-from council.storage.rate_limits import reserve_sqlite
+from council.storage.rate_limits import adjust_sqlite, reserve_sqlite
 from council.storage.sqlite import Database
 from council.usage import CallJournal, CallRecord
 
@@ -124,7 +123,8 @@ class SQLiteStore(GroupCommit):
         self.path = path
         self.read_only = False
         self._write_refused: EnvironmentFailure | None = None  # why writes fail on a read-only store
-        self._locks = lock_dir(path) if path is not None else None
+        self._leased = False  # a file others may share (set by open): its work is owned by leases
+        self._lease_due: ownership.Lease | None = None  # this process's lease, not written yet
         self._unscored = False  # records without a score were loaded (a store made from files)
         self._init_group_commit()  # call-log rows and session events not yet committed
 
@@ -152,12 +152,14 @@ class SQLiteStore(GroupCommit):
         store.read_only = read_only
         store._write_refused = refused
         if read_only:
-            store._locks = None  # no leases to take or recover: nothing is written
+            # No leases to take or recover: nothing is written.
             if migrations.pending(db):
                 store.close()
                 raise EnvironmentFailure(f"the database {path} needs an upgrade, but it is read-only")
             return store
         store.migrate()
+        store._leased = True
+        ownership.hold(store._lease_key())
         store.recover_interrupted()
         return store
 
@@ -180,7 +182,21 @@ class SQLiteStore(GroupCommit):
 
     def close(self) -> None:
         self.flush_calls()
+        if self._leased:
+            self._leased = False
+            ownership.let_go(self._lease_key(), self._run_outside_transaction())
         self.db.conn.close()
+
+    def _run_outside_transaction(self) -> ownership.Run | None:
+        """This store's connection for one autocommit statement of the lease, if it is free."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            return None
+        return lambda sql, params: conn.execute(sql, list(params))
+
+    def _lease_key(self) -> str:
+        assert self.path is not None
+        return str(self.path.resolve())
 
     @contextmanager
     def immediate(self) -> Iterator[Database]:
@@ -192,6 +208,9 @@ class SQLiteStore(GroupCommit):
             conn.execute("BEGIN IMMEDIATE")
             with self._carry_calls() as carry:
                 try:
+                    lease = self._lease_due
+                    if lease is not None and not lease.written:
+                        conn.execute(*lease.upsert())  # before any row it owns: they commit together
                     carry()
                     yield self.db
                 except BaseException:
@@ -200,6 +219,9 @@ class SQLiteStore(GroupCommit):
                     raise
                 else:
                     conn.execute("COMMIT")
+                    if lease is not None:
+                        lease.written = True
+                        self._lease_due = None
         except sqlite3.OperationalError as exc:
             refused = write_refused(exc, self.path)
             if refused is None:
@@ -220,47 +242,21 @@ class SQLiteStore(GroupCommit):
     # -- ownership -----------------------------------------------------------
     def _owner(self) -> dict[str, Any]:
         """This process's lease, for rows of unfinished work (nothing for in-memory stores)."""
-        if self._locks is None:
+        if not self._leased:
             return {}
-        lease = process_lease(self._locks)
+        path = self.path
+        assert path is not None
+        lease = ownership.process_lease(self._lease_key(), lambda: _connect(path))
+        if not lease.written:
+            self._lease_due = lease  # written by the next write transaction, with the first rows it owns
         return {"owner": lease.id, "owner_pid": lease.pid, "owner_host": lease.host}
 
     def recover_interrupted(self) -> list[str]:
-        """Mark sessions and calls whose owning process has ended ``interrupted``, keeping
-        everything they wrote. Returns the ids of the sessions marked."""
-        if self._locks is None:
+        """Mark sessions and calls whose owner's lease has expired ``interrupted``, keeping
+        everything they wrote (council.storage.ownership). Returns the ids of the sessions marked."""
+        if not self._leased:
             return []
-        owners = [
-            r[0]
-            for r in self.db.execute(
-                "SELECT DISTINCT owner FROM sessions WHERE status = 'running' AND owner IS NOT NULL "
-                "UNION SELECT DISTINCT owner FROM calls WHERE ok IS NULL AND owner IS NOT NULL"
-            )
-        ]
-        dead = dead_owners(self._locks, owners) if owners else []
-        if not dead:
-            return []
-        marks = ", ".join("?" for _ in dead)
-        now = utc_now()
-        with self.immediate():
-            sessions = [
-                r[0]
-                for r in self.db.execute(
-                    f"SELECT id FROM sessions WHERE status = 'running' AND owner IN ({marks})", dead
-                )
-            ]
-            self.db.execute(
-                "UPDATE sessions SET status = 'interrupted', finished_at = ?, error = 'interrupted: the process '"
-                " || 'running it (pid ' || coalesce(owner_pid, '?') || ' on ' || coalesce(owner_host, '?')"
-                f" || ') ended before it finished' WHERE status = 'running' AND owner IN ({marks})",
-                [now, *dead],
-            )
-            self.db.execute(
-                "UPDATE calls SET ok = 0, error = 'interrupted: the process ended while this call was in flight'"
-                f" WHERE ok IS NULL AND owner IN ({marks})",
-                dead,
-            )
-        return sessions
+        return ownership.recover_interrupted(self, ownership.SQLITE_CLOCK, ownership.own_lease_ids())
 
     def clock(self) -> float:
         """The host's clock: every process sharing a SQLite file runs on this host."""
@@ -270,6 +266,10 @@ class SQLiteStore(GroupCommit):
     def reserve_rate(self, key: str, increment: float, tolerance: float = 0.0) -> float:
         """Seconds to wait before a call under the budget ``key`` (council.storage.rate_limits)."""
         return reserve_sqlite(self.db.conn, key, increment, tolerance)
+
+    def adjust_rate(self, key: str, delta: float) -> None:
+        """Settle a reservation under ``key`` ``delta`` seconds bigger (or smaller, if negative)."""
+        adjust_sqlite(self.db.conn, key, delta)
 
     # -- the call log ---------------------------------------------------------
     def journal(self, session_id: str) -> CallJournal:
