@@ -200,6 +200,8 @@ async def run_worker(
 
         hash_prompts = resolve_privacy().hash_queries
     hasher = QueryHasher.of_store(store) if hash_prompts else None
+    if hasher is not None:
+        hasher.fingerprint()  # a salt file it cannot use is a ConfigError now, before any item is claimed
     judges = _Judges(store, judges_for)
     store_down = False
 

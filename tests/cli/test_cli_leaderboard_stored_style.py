@@ -195,3 +195,22 @@ def test_pairs_without_a_prompt_id_are_counted_in_the_note(tmp_path, council_hom
     db.close()
     stored = _board("--source", "judgments", "--baseline", "fake/z")
     assert any("3 of 16" in n and "prompt_id" in n for n in stored["notes"]), stored["notes"]
+
+
+def test_a_salt_file_it_cannot_use_stops_the_batch_before_judging_with_one_line(tmp_path, council_home, monkeypatch):
+    monkeypatch.setenv("COUNCIL_HASH_QUERIES", "1")
+    monkeypatch.setenv("COUNCIL_SALT_FILE", str(tmp_path / "missing-salt"))
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps({"id": "o", "prompt": "Q?", "a": "a", "b": "b", "model_a": "fake/x",
+                                "model_b": "fake/y"}) + "\n")  # fmt: skip
+    res = invoke_cli("batch", str(path), "--judge", "fake/j")
+    errors = [line for line in res.error_lines if line.startswith("error:")]
+    assert res.exit_code == 2 and len(errors) == 1 and "COUNCIL_SALT_FILE" in errors[0], res.stderr
+    assert "Traceback" not in res.stderr
+    db = sqlite3.connect(council_home / "council.db")
+    assert db.execute("SELECT count(*) FROM calls").fetchone() == (0,)  # stopped before any judge was asked
+    db.close()
+    monkeypatch.delenv("COUNCIL_SALT_FILE")
+    res = invoke_cli("batch", str(path), "--judge", "fake/j", "--resume")  # the queued item is judged now
+    assert res.exit_code == 0, res.stderr
+    assert len(_board("--source", "judgments")["models"]) == 2
