@@ -29,12 +29,12 @@ from typing import Any
 from council.clock import utc_now
 from council.errors import ConfigError, CouncilFailure, PrerequisiteError
 from council.redaction import redact
-from council.storage import budgets, call_cache, judgments, postgres_schema, queue
-from council.storage import provider_batches as rounds
+from council.storage import judgments, postgres_schema, queue
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
 from council.storage.location import display_url
 from council.storage.rate_limits import reserve_postgres
+from council.storage.shared_operations import SharedOperations
 from council.storage.sqlite_store import SQLiteStore
 
 #: A lease outlives its last heartbeat by this long; heartbeats come every third of it.
@@ -337,7 +337,7 @@ def _close_open_stores() -> None:
         store.close()
 
 
-class PostgresStore:
+class PostgresStore(SharedOperations):
     """All reads and writes of a PostgreSQL store go through here."""
 
     kind = "postgresql"
@@ -550,19 +550,6 @@ class PostgresStore:
                 [key, version, entry.get("model"), json.dumps(dict(entry), ensure_ascii=False),
                  cost if isinstance(cost, int | float) else None, utc_now()],
             )  # fmt: skip
-
-    batch_spent = budgets.batch_spent
-    settle_budget = budgets.settle_budget
-    budget_totals = budgets.budget_totals
-    cached_reply = call_cache.cached_reply
-    cache_stats = call_cache.cache_stats
-    clear_cache = call_cache.clear_cache
-    batch_cache_savings = call_cache.batch_cache_savings
-    round_intent = rounds.round_intent
-    round_submitted = rounds.round_submitted
-    round_progress = rounds.round_progress
-    rounds_holding = rounds.rounds_holding
-    provider_batches = rounds.provider_batches
 
     # -- sessions ------------------------------------------------------------
     # -- what the SQLite store does with statements both databases take ----------------

@@ -29,13 +29,13 @@ from council.home import ensure_home
 from council.logs import get_logger
 from council.redaction import redact, redact_document
 from council.storage import budgets, call_cache, judgments, queue
-from council.storage import provider_batches as rounds
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.comparisons import count_comparisons
 from council.storage.migrations import migrations
 from council.storage.opening import connect_checked, set_schema_version, write_refused
 from council.storage.ownership import dead_owners, lock_dir, process_lease
 from council.storage.rate_limits import reserve_sqlite
+from council.storage.shared_operations import SharedOperations
 from council.storage.sqlite import Database
 from council.usage import CallJournal, CallRecord
 
@@ -102,7 +102,7 @@ def _private_database(path: Path) -> None:
             pass
 
 
-class SQLiteStore:
+class SQLiteStore(SharedOperations):
     """The SQLite backend of :class:`council.storage.protocol.Store` (council.db)."""
 
     def __init__(self, db: Database, path: Path | None = None) -> None:
@@ -565,22 +565,10 @@ class SQLiteStore:
     comparisons = count_comparisons
     bias_sums = sum_bias_records
 
-    # -- cost: spend caps, the call cache, provider batch rounds -------------------------
-    batch_spent = budgets.batch_spent
+    # -- cost: the SQLite wording (the rest is in SharedOperations) ----------------------
     open_budget = budgets.open_budget
     reserve_budget = budgets.reserve_budget
-    settle_budget = budgets.settle_budget
-    budget_totals = budgets.budget_totals
-    cached_reply = call_cache.cached_reply
     cache_reply = call_cache.cache_reply
-    cache_stats = call_cache.cache_stats
-    clear_cache = call_cache.clear_cache
-    batch_cache_savings = call_cache.batch_cache_savings
-    round_intent = rounds.round_intent
-    round_submitted = rounds.round_submitted
-    round_progress = rounds.round_progress
-    rounds_holding = rounds.rounds_holding
-    provider_batches = rounds.provider_batches
 
 
 def _column(name: str) -> str:
