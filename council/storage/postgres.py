@@ -29,7 +29,7 @@ from typing import Any
 from council.clock import utc_now
 from council.errors import ConfigError, CouncilFailure, PrerequisiteError
 from council.redaction import redact
-from council.storage import judgments, postgres_schema, queue
+from council.storage import postgres_schema, queue
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
 from council.storage.location import display_url
@@ -595,23 +595,8 @@ class PostgresStore(SharedOperations):
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             return sum_bias_records(self, query)  # type: ignore[arg-type]
 
-    # -- judgments and batches: the shared statements (council.storage.judgments) --------
-    save_judgment = judgments.save_judgment
-    judgment_run = judgments.get_run
-    judgment_passes = judgments.run_passes
-    open_batch = judgments.open_batch
-    batch_exists = judgments.batch_exists
-    find_batch = judgments.find_batch
-    reconcile_batch_items = judgments.reconcile_batch_items
-    batch_item_status = judgments.batch_item_status
-    batch_rows = judgments.batch_rows
-    enqueue_batch = queue.enqueue_batch
+    # -- judgments and batches: the PostgreSQL wording (the rest is in SharedOperations) --
     claim_items = queue.claim_postgres
-    renew_claims = queue.renew_claims
-    release_claims = queue.release_claims
-    batch_spec = queue.batch_spec
-    batch_status = queue.queue_status
-    position_audit = judgments.position_audit
 
     def comparisons(
         self,

@@ -1,12 +1,12 @@
 """The store operations both backends run with the same statements, bound once.
 
 ``SQLiteStore`` and ``PostgresStore`` inherit these; each store defines only the operations it
-words for its own database (``open_budget``, ``reserve_budget``, ``cache_reply`` and
-``claim_items`` differ between them), and a definition in the store takes precedence."""
+words for its own database (``open_budget``, ``reserve_budget``, ``cache_reply``,
+``claim_items``, ``comparisons``, ``bias_sums``, ...), and a definition in the store takes precedence."""
 
 from __future__ import annotations
 
-from council.storage import budgets, call_cache
+from council.storage import budgets, call_cache, judgments, queue
 from council.storage import provider_batches as rounds
 
 
@@ -26,3 +26,20 @@ class SharedOperations:
     round_progress = rounds.round_progress
     rounds_holding = rounds.rounds_holding
     provider_batches = rounds.provider_batches
+
+    # -- judgments and batches, the batch queue's claims ---------------------------------
+    save_judgment = judgments.save_judgment
+    judgment_run = judgments.get_run
+    judgment_passes = judgments.run_passes
+    position_audit = judgments.position_audit
+    open_batch = judgments.open_batch
+    batch_exists = judgments.batch_exists
+    find_batch = judgments.find_batch
+    reconcile_batch_items = judgments.reconcile_batch_items
+    batch_item_status = judgments.batch_item_status
+    batch_rows = judgments.batch_rows
+    enqueue_batch = queue.enqueue_batch
+    renew_claims = queue.renew_claims
+    release_claims = queue.release_claims
+    batch_spec = queue.batch_spec
+    batch_status = queue.queue_status

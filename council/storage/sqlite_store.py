@@ -28,7 +28,7 @@ from council.errors import EnvironmentFailure, NotFoundError, UsageError
 from council.home import ensure_home
 from council.logs import get_logger
 from council.redaction import redact, redact_document
-from council.storage import budgets, call_cache, judgments, queue
+from council.storage import budgets, call_cache, queue
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.comparisons import count_comparisons
 from council.storage.migrations import migrations
@@ -544,24 +544,9 @@ class SQLiteStore(SharedOperations):
     def count(self, table: str) -> int:
         return self.db[table].count
 
-    # -- judgments, batches, the leaderboard ------------------------------------------
-    # Written as functions of the store in their own modules; bound here as its methods.
-    save_judgment = judgments.save_judgment
-    judgment_run = judgments.get_run
-    judgment_passes = judgments.run_passes
-    position_audit = judgments.position_audit
-    open_batch = judgments.open_batch
-    batch_exists = judgments.batch_exists
-    find_batch = judgments.find_batch
-    reconcile_batch_items = judgments.reconcile_batch_items
-    batch_item_status = judgments.batch_item_status
-    batch_rows = judgments.batch_rows
-    enqueue_batch = queue.enqueue_batch
+    # -- judgments, batches, the leaderboard: the SQLite wording ------------------------
+    # (the operations both backends share are in SharedOperations)
     claim_items = queue.claim_sqlite
-    renew_claims = queue.renew_claims
-    release_claims = queue.release_claims
-    batch_spec = queue.batch_spec
-    batch_status = queue.queue_status
     comparisons = count_comparisons
     bias_sums = sum_bias_records
 
