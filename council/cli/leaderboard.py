@@ -93,7 +93,7 @@ def leaderboard(
         board = build(council=council_name, since=since, source=source, bootstrap=bootstrap, seed=seed,
                       baseline=baseline)
     if html is not None:
-        from council.bias.html import render_leaderboard_html
+        from council.leaderboard_html import render_leaderboard_html
 
         page = render_leaderboard_html(board)
         if not html_format:  # --html FILE: the page beside the usual output
