@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from batch_files import pair, write_jsonl
 from conftest import CliResult, invoke_cli
 from fake_judges import fake_client
 from mock_server import start_mock_server
@@ -28,15 +29,6 @@ from council.judging.batch import (
 from council.storage import SQLiteStore
 
 ITEMS = 300
-
-
-def pair(i: int) -> dict[str, str]:
-    return {"id": f"item-{i}", "prompt": f"Question {i}?", "a": f"Answer A {i}, with detail.", "b": f"B {i}."}
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
 
 
 def council_cli(*args: str, home: Path) -> CliResult:

@@ -4,10 +4,10 @@ judge's agreement with them in the summary — checked against tables computed b
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+from batch_files import write_jsonl
 from click.testing import CliRunner
 from fake_judges import fake_client, scripted
 from scipy.stats import spearmanr
@@ -21,11 +21,6 @@ from council.providers.client import ModelClient
 from council.storage import SQLiteStore
 from council.storage.migrations import migrations
 from council.testing.replies import FakeResponder, answer_slots
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
 
 
 def pair(i: int, **extra: object) -> dict:
