@@ -30,7 +30,8 @@ svg .grid{stroke:#e6e9ef;stroke-width:1}.harsh{fill:#d9534f}.generous{fill:#2f80
 
 
 def number(value: float | None, digits: int = 3) -> str:
-    """A number as a page shows it: ``digits`` places, a dash for None."""
+    """A number as a page shows it: rounded to ``digits`` places (below 0.001: ``digits`` significant
+    digits), a dash for None."""
     if value is None:
         return "—"
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
