@@ -71,6 +71,18 @@ def session_listing(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def stored_result(row: dict[str, Any]) -> dict[str, Any] | None:
+    """A stored session's result document (None when it has none: it ran no stage), with the
+    row's ``error`` added when there is one (why a session that stopped early stopped). A
+    non-finite number an older version stored reads as null."""
+    if not row.get("result"):
+        return None
+    doc: dict[str, Any] = json.loads(row["result"], parse_constant=lambda _: None)
+    if row.get("error"):
+        doc["error"] = row["error"]
+    return doc
+
+
 def session_document(row: dict[str, Any], calls: list[dict[str, Any]], redact: bool) -> dict[str, Any]:
     """One session as the JSONL export writes it (:class:`~council.export_shapes.SessionLine`):
     its stored result with every text nulled when ``redact``, or, for a session without one

@@ -444,7 +444,7 @@ def _bias_report(since: str | None, reviewers: list[str], council: str | None) -
 
 
 def _sessions(session_id: str | None, limit: int, council: str | None, since: str | None) -> Any:
-    from council.exports import session_listing
+    from council.exports import session_listing, stored_result
     from council.storage import using_store
 
     with using_store(True) as store:
@@ -457,11 +457,14 @@ def _sessions(session_id: str | None, limit: int, council: str | None, since: st
             )
             return _result(text or "no sessions", {"sessions": rows})
         row = store.get_session(session_id)
-    if not row.get("result"):
+    doc = stored_result(row)
+    if doc is None:
         listing = session_listing(row)
         return _result(f"session {row['id']}: status {row['status']}, error: {row.get('error')}", listing)
-    result = SessionResult.model_validate(json.loads(row["result"]))
-    return _result(session_text(result, frozenset({"answers", "reviews"})), result.model_dump(mode="json"))
+    text = session_text(SessionResult.model_validate(doc), frozenset({"answers", "reviews"}))
+    if row.get("error"):  # a session that stopped early, with what it had done: why it stopped
+        text += f"\nerror: session {row['status']}: {row['error']}"
+    return _result(text, doc)
 
 
 def serve(config: str | None, heartbeat: float = 10.0) -> None:

@@ -281,7 +281,8 @@ def enqueued_text(counts: dict[str, int]) -> str:
 @click.argument("batch_id", metavar="ID")
 @click.option("--json", "as_json", is_flag=True, help="Print the status as JSON.")
 def batch_status(batch_id: str, as_json: bool) -> None:
-    """How far a stored batch is: items queued, running, done and failed, and its cost."""
+    """How far a stored batch is: items queued, running, done and failed, its cost, and the
+    rounds it sent through providers' batch APIs (--provider-batch)."""
     import json
 
     from council.errors import NotFoundError
@@ -290,17 +291,25 @@ def batch_status(batch_id: str, as_json: bool) -> None:
     with using_store(True) as store:
         assert store is not None
         found = store.batch_status(batch_id)
-    if found is None:
-        raise NotFoundError(f"no batch {batch_id!r} in the store")
-    found["provider_batches"] = []
+        if found is None:
+            raise NotFoundError(f"no batch {batch_id!r} in the store")
+        found["provider_batches"] = store.provider_batches(batch_id)
     if as_json:
         click.echo(json.dumps(found, indent=2))
         return
+    from council.terminal import visible
+
     cost = "unknown" if found["cost_usd"] is None else f"${found['cost_usd']:.4f}"
     click.echo(
         f"batch {found['batch_id']}: {found['items']} items, {found['queued']} queued, {found['running']} running, "
         f"{found['done']} done, {found['failed']} failed; cost {cost}"
     )
+    for b in found["provider_batches"]:  # the provider's own words (id, status): shown as text, never as controls
+        collected = f", collected {b['collected_at']}" if b["collected_at"] else ""
+        click.echo(visible(
+            f"  {b['provider']} batch {b['id'] or '(not submitted)'}: {b['status']}, {b['done']} done, "
+            f"{b['failed']} failed of {b['requests']}; submitted {b['submitted_at'] or '-'}{collected}"
+        ))  # fmt: skip
 
 
 @batch.command("results")

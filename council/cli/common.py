@@ -96,9 +96,9 @@ MAX_COST_HELP = (
 )
 
 
-def max_cost_option() -> Any:
+def max_cost_option(help: str = MAX_COST_HELP) -> Any:
     """``--max-cost USD``: a hard spend cap (checked by ``council.budget.check_cap``)."""
-    return click.option("--max-cost", "max_cost", metavar="USD", help=MAX_COST_HELP)
+    return click.option("--max-cost", "max_cost", metavar="USD", help=help)
 
 
 def spend_cap(max_cost: str | None, loaded: Any) -> float | None:

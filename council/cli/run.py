@@ -67,18 +67,13 @@ def run(
     from council.budget import BudgetReached, check_cap
     from council.cli.common import cache_wanted, quiet, spend_cap, status
     from council.cli.render import ProgressDisplay, render_result, report_problems
-    from council.cli.views import SessionView, parse_show
+    from council.cli.views import SessionView, show_option_parts
     from council.config import load_config
     from council.session import load_candidates
     from council.session.runner import check_request
 
     # Everything the user gave is checked before the database is opened or a model called.
-    try:
-        parts = parse_show(show)
-    except ValueError as exc:
-        raise UsageError(f"--show: {exc}") from None
-    if parts and as_json:
-        raise UsageError("--show prints for people; --json prints the whole result: choose one")
+    parts = show_option_parts(show, as_json)
     question, _ = check_request(read_question(question, question_file), seed=seed)
     candidates = load_candidates(candidates_path) if candidates_path else None
     if max_cost is not None:

@@ -48,27 +48,22 @@ def list_sessions(limit: int, since: str | None, council_name: str | None, as_js
 @click.option(
     "--show",
     metavar="PARTS",
-    default="all",
-    show_default=True,
-    help="Which parts to print in full: question, answers, reviews, consensus, synthesis (comma-separated, or all).",
+    help="Which parts to print in full: question, answers, reviews, consensus, synthesis (comma-separated, or all; "
+    "default: all). Not with --json, which prints the whole session.",
 )
-def show_session(session_id: str, as_json: bool, show: str) -> None:
+def show_session(session_id: str, as_json: bool, show: str | None) -> None:
     """One session (an id or an unambiguous prefix of one): the question, every answer, every
     review (order seen, each score with its reasoning, the ranking), the consensus and the
     synthesis, then the summary."""
-    from council.cli.views import parse_show
-    from council.errors import UsageError
+    from council.cli.views import show_option_parts
     from council.storage import open_store
 
-    try:
-        parts = parse_show(show)
-    except ValueError as exc:
-        raise UsageError(f"--show: {exc}") from None
-    row = open_store().get_session(session_id)
-    result = json.loads(row["result"]) if row.get("result") else None
-    if as_json:
-        from council.exports import session_listing
+    parts = show_option_parts("all" if show is None and not as_json else show, as_json)
+    from council.exports import session_listing, stored_result
 
+    row = open_store().get_session(session_id)
+    result = stored_result(row)
+    if as_json:
         click.echo(json.dumps(result or session_listing(row), indent=2))
         return
     if result is None:
@@ -92,3 +87,5 @@ def show_session(session_id: str, as_json: bool, show: str) -> None:
     warnings, error = problems(session)
     for line in [*warnings, *([error] if error else [])]:
         out.print(styled(("warning:", "yellow"), f" {line}"), soft_wrap=True)
+    if row.get("error"):  # a session that stopped early (no quorum, a deadline, the spend cap): why
+        out.print(styled(("error:", "red"), f" session {row['status']}: {row['error']}"), soft_wrap=True)

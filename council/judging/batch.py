@@ -431,7 +431,7 @@ async def _run_batch(
     to_judge = status.get("queued", 0) + status.get("running", 0)
     skipped = len(items) - to_judge
     changed, removed = counts["changed"], counts["removed"]
-    budget = _batch_budget(store, batch_id, max_cost, judges)
+    budget = batch_budget(store, batch_id, max_cost, judges)
     rounds = None
     if provider_batch:
         from council.providers.provider_batch import BatchRounds, send_in_batches
@@ -484,7 +484,7 @@ def store_batch_cap(store: Store, batch_id: str, max_cost: float | None) -> floa
     return store.open_budget(batch_key(batch_id), cap_usd=max_cost, spent_usd=spent)
 
 
-def _batch_budget(
+def batch_budget(
     store: Store, batch_id: str, max_cost: float | None, judges: Sequence[ModelClient]
 ) -> Budget | None:
     """The batch's budget in the store (``max_cost`` replaces its cap), with the judges under it."""

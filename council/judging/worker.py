@@ -123,6 +123,8 @@ class WorkerReport:
     failed: int = 0
     #: Items another worker recorded first (this worker's claim had expired): result dropped.
     dropped: int = 0
+    #: Items left unfinished because ``stop()`` (a spend cap) came true mid-item: back in the queue.
+    stopped: int = 0
     batches: set[str] = field(default_factory=set)
 
 
@@ -175,7 +177,8 @@ async def run_worker(
     """Claim and judge items (of ``batch_id``, else of any batch) ``concurrency`` at a time,
     until none is queued and none is running elsewhere (a dead worker's items come back when
     their lease passes); with ``follow``, keep waiting for new ones. Once ``stop()`` is true
-    (a spend cap reached) no new item is claimed: the rest stay queued for a later worker. The database going away
+    (a spend cap reached) no new item is claimed, and an item the cap cut short is not recorded:
+    the rest stay queued for a later worker. The database going away
     is a ``CouncilFailure``: the items this worker held return to the queue with its leases."""
     report = WorkerReport(worker=worker or worker_name())
     judges = _Judges(store, judges_for)
@@ -224,6 +227,11 @@ async def run_worker(
         with private_scope(keep_text=keep_text, texts=texts):
             outcome, calls = await judge_item(item, spec.settings, clients, spec.rubrics, store=store,
                                                keep_text=keep_text)  # fmt: skip
+            if stop is not None and stop() and (not outcome.success or outcome.partial):
+                # Cut short by the spend cap: not a failure of the item. Its claim goes back to the
+                # queue with the others this worker holds, for a worker under a new cap.
+                report.stopped += 1
+                return
             kind = "compare" if item.mode == "pairwise" else "grade"
             try:
                 store_op(store.save_judgment, kind, outcome, calls, keep_text=keep_text, batch_id=row["batch_id"],

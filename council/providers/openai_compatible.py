@@ -35,7 +35,8 @@ import aiohttp
 from pydantic_core import to_json
 
 from council.config.endpoints import NativeEndpoint
-from council.errors import ConfigError, ProviderError
+from council.errors import ConfigError, InputError, ProviderError
+from council.inputs import check_json_text
 from council.providers import prices
 from council.providers.base import ChatRequest, ChatResponse, error_name, retryable_status
 
@@ -300,16 +301,30 @@ class OpenAICompatibleAPI:
             raise ProviderError(f"APIConnectionError: {message}", model=self.model, retryable=True) from exc
 
     def _json(self, raw: bytes, what: str) -> Any:
-        """Decoded JSON, or one line saying what is wrong with it (bad bytes are not "not JSON")."""
+        """Decoded JSON, or one line saying what is wrong with it (bad bytes are not "not JSON").
+
+        Decoded as UTF-8, as JSON between systems must be (RFC 8259, 8.1; a BOM is let pass):
+        ``json.loads(bytes)`` would guess UTF-16 or -32 from NUL bytes or a BOM and then
+        name the wrong byte, or none. A ``\\ud800`` escape left unpaired decodes to half a
+        character that nothing can store or show: said so too."""
         try:
-            return json.loads(raw)
+            text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             bad = exc.object[exc.start]
             message = f"APIError: {what} is not valid UTF-8 (byte {bad:#04x} at position {exc.start})"
             raise ProviderError(message, model=self.model) from None
+        try:
+            data = json.loads(text)
         except ValueError:
-            snippet = " ".join(raw[:200].decode("utf-8", "replace").split())
+            snippet = " ".join(text[:200].split())
             raise ProviderError(f"APIError: {what} is not JSON: {snippet!r}", model=self.model) from None
+        if "\\ud" in text or "\\uD" in text:  # a surrogate escape: rare, so only then is every string checked
+            try:
+                check_json_text(data, what)
+            except InputError:
+                message = f"APIError: {what} is not valid UTF-8 text (an unpaired surrogate escape in a string)"
+                raise ProviderError(message, model=self.model) from None
+        return data
 
     def _chunk(self, data: bytes) -> dict[str, Any]:
         """One SSE ``data:`` payload; an error sent mid-stream becomes a ``ProviderError``."""

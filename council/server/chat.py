@@ -36,7 +36,7 @@ from council.session.runner import check_request
 
 
 class ChatMessageIn(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
     role: str
     content: str | list[dict[str, Any]] | None = None
 
@@ -47,7 +47,8 @@ class ChatMessageIn(BaseModel):
 
 
 class ChatCompletionRequest(BaseModel):
-    model_config = ConfigDict(extra="allow")  # temperature etc. are accepted and ignored
+    # temperature etc. are accepted and ignored; strict: "7" is not a seed, "yes" not a boolean
+    model_config = ConfigDict(extra="allow", strict=True)
     model: str
     messages: list[ChatMessageIn] = Field(min_length=1)
     stream: bool = False

@@ -37,7 +37,7 @@ FINAL_TYPES = frozenset({"session_finished"})  # after it, a session sends nothi
 
 
 class StartSession(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # "seed": "7" is a 400, never coerced
     council: str = Field(min_length=1)
     question: str
     seed: int | None = Field(None, ge=0, le=MAX_SEED)

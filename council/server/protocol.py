@@ -41,15 +41,21 @@ def _empty(value: Any) -> bool:
     return value is None or value == [] or value == {}
 
 
+def _not(*allowed: Any) -> Callable[[Any], bool]:
+    """True for a value that is none of ``allowed``, compared with its JSON type: ``true`` is
+    not ``1`` and ``1.0`` or ``"1"`` is not ``1`` (as Python's ``==`` would have them)."""
+    return lambda v: not any(type(v) is type(a) and v == a for a in allowed)
+
+
 # parameter -> (asks for something we cannot do?, why not)
 _REFUSED: dict[str, tuple[Callable[[Any], bool], str]] = {
     "tools": (lambda v: not _empty(v), "tool calling is not supported: a council answers in text"),
     "functions": (lambda v: not _empty(v), "function calling is not supported: a council answers in text"),
     "tool_choice": (lambda v: v not in (None, "none"), "tool calling is not supported: a council answers in text"),
     "function_call": (lambda v: v not in (None, "none"), "function calling is not supported"),
-    "n": (lambda v: v not in (None, 1), "only n = 1 is supported: a council writes one synthesis"),
-    "logprobs": (lambda v: v not in (None, False), "log probabilities are not available for a council's answer"),
-    "top_logprobs": (lambda v: v not in (None, 0), "log probabilities are not available for a council's answer"),
+    "n": (_not(None, 1), "only n = 1 is supported: a council writes one synthesis"),
+    "logprobs": (_not(None, False), "log probabilities are not available for a council's answer"),
+    "top_logprobs": (_not(None, 0), "log probabilities are not available for a council's answer"),
     "audio": (lambda v: v is not None, "audio output is not supported"),
     "modalities": (lambda v: v not in (None, ["text"]), "only text output is supported"),
     "prediction": (lambda v: v is not None, "predicted outputs are not supported"),

@@ -8,6 +8,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from council.errors import CouncilError, NotFoundError
+from council.exports import stored_result
 from council.server.errors import error_for, openai_error
 from council.server.state import server_of
 
@@ -17,9 +18,9 @@ async def get_session(request: Request) -> Response:
         row = server_of(request).store.get_session(request.path_params["session_id"])
     except NotFoundError as exc:
         return openai_error(404, str(exc), "invalid_request_error", "not_found")
-    if row.get("result"):
-        # Older versions could store a cost of Infinity or NaN, which JSON cannot carry: null.
-        return JSONResponse(json.loads(row["result"], parse_constant=lambda _: None))
+    result = stored_result(row)  # with the error of a session that stopped early
+    if result is not None:
+        return JSONResponse(result)
     keys = {"session_id": "id", "status": "status", "error": "error", "created_at": "created_at"}
     return JSONResponse({key: row[column] for key, column in keys.items()})
 

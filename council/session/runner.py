@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from council.asking import JsonFormat, ask_valid
-from council.bias.records import BiasRecord, QueryHasher, count_words, session_bias_metadata
+from council.bias.records import BiasRecord, QueryHasher, SessionBiasMetadata, count_words, session_bias_metadata
 from council.budget import BudgetReached
 from council.clock import utc_now
 from council.config import ResolvedCouncil, ResolvedModel
@@ -26,7 +26,7 @@ from council.errors import InputError, ProviderError, QuorumError
 from council.home import council_home
 from council.inputs import check_text, check_visible
 from council.logs import get_logger
-from council.methods.ranking import consensus_ranking
+from council.methods.ranking import Consensus, consensus_ranking
 from council.providers.base import ChatRequest
 from council.providers.client import ModelClient
 from council.redaction import add_private, private_scope
@@ -51,7 +51,7 @@ from council.session.events import (
     review_fields,
     synthesis_fields,
 )
-from council.session.results import Failure, MemberAnswer, Review, SessionResult, Synthesis
+from council.session.results import Failure, MemberAnswer, Review, SessionResult, SessionStatus, Synthesis
 from council.session.schemas import PEER_REVIEW_SCHEMA_NAME, answer_labels, peer_review_model, peer_review_schema
 from council.storage import Store
 from council.usage import CallLog, Usage
@@ -133,6 +133,8 @@ class _Run:
     partial_reasons: list[str] = field(default_factory=list)
     t0: float = 0.0  # perf_counter at the start, for duration_ms
     persisted: bool = False  # the final status and every row are written
+    created: str = ""  # when the session began (ISO, UTC)
+    answers: list[MemberAnswer] | None = None  # stage 1's, once it is over: kept if the session stops later
 
     seq: int = 0  # the last event's sequence number
 
@@ -366,7 +368,7 @@ class SessionRunner:
             t0=time.perf_counter(),
         )
         query_hash = self._hasher().hash(question) if c.hash_queries else None
-        created = utc_now()
+        created = run.created = utc_now()
         member_ids = [cand.id for cand in candidates] if candidates is not None else [m.id for m in c.members]
         if self.store is not None:
             self.store.begin_session(
@@ -454,7 +456,16 @@ class SessionRunner:
         if self.store is None:
             return
         try:
-            self.store.fail_session(run.session_id, status=status, error=error, calls=run.calls)
+            # What the session did before it stopped is kept: a member that answered is never lost.
+            result = None
+            if run.answers is not None:
+                if status == "partial":  # stopped by the spend cap: the reason, as a finished session gives it
+                    run.partial_reasons.append(error)
+                result = self._result(run, status)  # type: ignore[arg-type]  # failed, partial, interrupted
+                if not self.council.store_transcripts:
+                    result = scrub_transcripts(result)
+            self.store.fail_session(run.session_id, status=status, error=error, calls=run.calls, result=result,
+                                    keep_text=self.council.store_transcripts)  # fmt: skip
         except Exception as exc:  # the original error matters more than a failed write of it
             log.error("could not record the failed session", session_id=run.session_id, error=str(exc))
 
@@ -490,6 +501,7 @@ class SessionRunner:
                 _emit_answer(run, a)
         else:
             answers = list(await asyncio.gather(*(self._answer(run, m) for m in c.members)))
+        run.answers = answers
         for a in answers:
             if a.status == "failed":
                 run.failures.append(Failure(stage="answer", member=a.member, error=a.error or "failed"))
@@ -571,7 +583,28 @@ class SessionRunner:
         if reached is not None:
             run.partial_reasons.append(str(reached))
         status = "partial" if run.partial_reasons else "complete"
-        result = SessionResult(
+        result = self._result(run, status, reviews=reviews, consensus=consensus, synthesis=synth, bias=bias)
+        if self.store is not None:
+            self._persist(run, result, records)
+        run.emit(SessionFinished, **finished_fields(result))
+        return result
+
+    def _result(
+        self,
+        run: _Run,
+        status: SessionStatus,
+        *,
+        reviews: Sequence[Review] = (),
+        consensus: Consensus | None = None,
+        synthesis: Synthesis | None = None,
+        bias: SessionBiasMetadata | None = None,
+    ) -> SessionResult:
+        """The session's result from what it has done: its answers (``run.answers``) and what
+        the later stages gave; a session stopped early has no reviews, consensus or synthesis."""
+        c = self.council
+        answers = run.answers or []
+        models = {a.member: a.model for a in answers}
+        return SessionResult(
             session_id=run.session_id,
             council=c.name,
             status=status,
@@ -583,9 +616,9 @@ class SessionRunner:
             scale=c.scale,
             self_review=c.self_review,
             answers=answers,
-            reviews=reviews,
+            reviews=list(reviews),
             consensus=consensus,
-            synthesis=synth,
+            synthesis=synthesis or Synthesis(status="skipped"),
             bias=bias,
             flags=[*run.flags, *getattr(bias, "flags", [])],
             failures=run.failures,
@@ -594,13 +627,9 @@ class SessionRunner:
             offline_default=c.offline_default,
             notice=OFFLINE_NOTICE if c.offline_default else None,
             config_source=c.source,
-            created_at=created,
+            created_at=run.created,
             duration_ms=(time.perf_counter() - run.t0) * 1000,  # before it is stored
         )
-        if self.store is not None:
-            self._persist(run, result, records)
-        run.emit(SessionFinished, **finished_fields(result))
-        return result
 
     def _persist(self, run: _Run, result: SessionResult, records: list[BiasRecord]) -> None:
         keep_text = self.council.store_transcripts

@@ -61,9 +61,18 @@ class Store(Protocol):
         is off), all in one transaction. Error texts are redacted."""
 
     def fail_session(
-        self, session_id: str, *, status: str, error: str, calls: Sequence[CallRecord]
+        self,
+        session_id: str,
+        *,
+        status: str,
+        error: str,
+        calls: Sequence[CallRecord],
+        result: Any | None = None,
+        keep_text: bool = True,
     ) -> None:
-        """Finish a session that produced no result (failed, interrupted) with its call log."""
+        """Finish a session that stopped early (failed, interrupted, stopped by a cap) with its
+        call log, its ``error`` and, when it got that far, ``result``: the ``SessionResult`` of
+        what it had done (the answers that came), stored as ``save_session`` stores one."""
 
     def list_sessions(
         self, *, limit: int = 20, since: str | None = None, council: str | None = None, search: str | None = None

@@ -59,12 +59,25 @@ def rounds_holding(store: Store, batch_id: str, custom_ids: Sequence[str]) -> li
     return found
 
 
+#: A round's statuses once its provider has finished it (OpenAI's, and Anthropic's ``ended``).
+ENDED = ("completed", "expired", "failed", "cancelled", "ended")
+
+
 def provider_batches(store: Store, batch_id: str) -> list[dict[str, Any]]:
-    """The rounds of a batch: ``id, provider, status, requests, done, failed`` (oldest first)."""
+    """The rounds of a batch, oldest first: ``id, provider, status, requests, done, failed``,
+    ``submitted_at`` (when it was journaled to be sent; None when the provider never got it)
+    and ``collected_at`` (the poll that saw it end, after which its lines are read; None while
+    it runs)."""
     rows = store.db.execute(
-        "SELECT provider_batch_id, provider, status, requests, done, failed FROM provider_batches"
-        " WHERE batch_id = ? ORDER BY created_at",
+        "SELECT provider_batch_id, provider, status, requests, done, failed, created_at, updated_at"
+        " FROM provider_batches WHERE batch_id = ? ORDER BY created_at",
         [batch_id],
     ).fetchall()
     keys = ("id", "provider", "status", "requests", "done", "failed")
-    return [dict(zip(keys, row, strict=True)) for row in rows]
+    found = []
+    for row in rows:
+        entry = dict(zip(keys, row[:6], strict=True))
+        entry["submitted_at"] = row[6] if entry["id"] is not None else None
+        entry["collected_at"] = row[7] if entry["status"] in ENDED else None
+        found.append(entry)
+    return found

@@ -351,46 +351,26 @@ class SQLiteStore(SharedOperations):
     def save_session(
         self, result: Any, records: Sequence[Any], *, keep_text: bool, calls: Sequence[CallRecord]
     ) -> None:
-        session_id = result.session_id
         self._finish_session(
-            session_id,
+            result.session_id,
             status=result.status,
-            result=result.model_dump(mode="json"),
-            answers=[
-                {
-                    "session_id": session_id,
-                    "member": a.member,
-                    "model": a.model,
-                    "text": a.text if keep_text else None,
-                    "length_chars": a.length_chars,
-                    "status": a.status,
-                    "error": a.error,
-                    "latency_ms": a.latency_ms,
-                }
-                for a in result.answers
-            ],
-            reviews=[
-                {
-                    "session_id": session_id,
-                    "reviewer": r.reviewer,
-                    "model": r.model,
-                    "display_order": json.dumps(r.display_order),
-                    "labels": json.dumps(r.labels),
-                    "scores": json.dumps(r.scores),
-                    "ranking": json.dumps(r.ranking),
-                    "reasoning": json.dumps(r.reasoning) if keep_text else None,
-                    "valid": int(r.valid),
-                    "attempts": r.attempts,
-                    "error": r.error,
-                }
-                for r in result.reviews
-            ],
+            **_result_rows(result, keep_text),
             bias_records=[rec.model_dump(mode="json") for rec in records],
-            calls=_call_rows(session_id, calls),
+            calls=_call_rows(result.session_id, calls),
         )
 
-    def fail_session(self, session_id: str, *, status: str, error: str, calls: Sequence[CallRecord]) -> None:
-        self._finish_session(session_id, status=status, result=None, error=error, calls=_call_rows(session_id, calls))
+    def fail_session(
+        self,
+        session_id: str,
+        *,
+        status: str,
+        error: str,
+        calls: Sequence[CallRecord],
+        result: Any | None = None,
+        keep_text: bool = True,
+    ) -> None:
+        rows = _result_rows(result, keep_text) if result is not None else {"result": None}
+        self._finish_session(session_id, status=status, error=error, calls=_call_rows(session_id, calls), **rows)
 
     def _finish_session(
         self,
@@ -560,6 +540,42 @@ def _column(name: str) -> str:
     if not name.isidentifier():
         raise ValueError(f"not a column name: {name!r}")
     return name
+
+
+def _result_rows(result: Any, keep_text: bool) -> dict[str, Any]:
+    """A ``SessionResult``'s document and its ``answers`` and ``reviews`` rows (texts only when
+    ``keep_text``): what ``_finish_session`` writes for it."""
+    session_id = result.session_id
+    answers = [
+        {
+            "session_id": session_id,
+            "member": a.member,
+            "model": a.model,
+            "text": a.text if keep_text else None,
+            "length_chars": a.length_chars,
+            "status": a.status,
+            "error": a.error,
+            "latency_ms": a.latency_ms,
+        }
+        for a in result.answers
+    ]
+    reviews = [
+        {
+            "session_id": session_id,
+            "reviewer": r.reviewer,
+            "model": r.model,
+            "display_order": json.dumps(r.display_order),
+            "labels": json.dumps(r.labels),
+            "scores": json.dumps(r.scores),
+            "ranking": json.dumps(r.ranking),
+            "reasoning": json.dumps(r.reasoning) if keep_text else None,
+            "valid": int(r.valid),
+            "attempts": r.attempts,
+            "error": r.error,
+        }
+        for r in result.reviews
+    ]
+    return {"result": result.model_dump(mode="json"), "answers": answers, "reviews": reviews}
 
 
 def _call_rows(session_id: str, calls: Sequence[CallRecord]) -> list[dict[str, Any]]:

@@ -302,12 +302,32 @@ def test_records_from_several_files_and_since_on_export(tmp_path):
         n_all = export_bias_records(store, fh)
     assert 0 < n_late < n_all
     # b holds every record, a the later ones: read together, a's records appear twice
-    with pytest.raises(InputError, match=r"a\.jsonl:\d+: two answers at position|b\.jsonl:\d+: two answers"):
+    with pytest.raises(InputError, match=r"b\.jsonl:\d+: the same record as .*a\.jsonl:1 \(a file read twice\?\)"):
         report_from_records_files([a, b])
     early = [line for line in b.read_text().splitlines() if json.loads(line)["timestamp"] < bias_ts(cut)]
     b.write_text("\n".join(early) + "\n")
     combined = report_from_records_files([a, b])
     assert combined.total_records == n_all
+
+
+def test_a_file_read_twice_keeps_its_first_copy_with_skip_bad_and_is_one_line_without(tmp_path):
+    records = make_records(14, sessions=40)
+    original, copy = tmp_path / "f.jsonl", tmp_path / "copy-of-f.jsonl"
+    original.write_text("".join(as_line(r) + "\n" for r in records))
+    copy.write_bytes(original.read_bytes())
+    alone = report_from_records_files([original])
+    twice = report_from_records_files([original, copy], skip_bad=True)
+    # Every copy is skipped as a repeat of its first: the report is the file's own.
+    assert twice.skipped_lines == len(records) and twice.total_records == alone.total_records == len(records)
+    assert twice.model_dump(exclude={"skipped_lines", "notes"}) == alone.model_dump(exclude={"skipped_lines", "notes"})
+    assert any("copy-of-f.jsonl:1: the same record as" in n and "f.jsonl:1" in n for n in twice.notes)
+    same_path = report_from_records_files([original, original], skip_bad=True)
+    assert same_path.total_records == len(records)
+    with pytest.raises(InputError, match=r"^.*copy-of-f\.jsonl:1: the same record as .*f\.jsonl:1 \(a file read"):
+        report_from_records_files([original, copy])
+    result = _cli_result(["bias-report", "--records", str(original), "--records", str(copy)])
+    assert result.exit_code == 2 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "the same record as" in result.output
 
 
 def test_csv_export(tmp_path):
@@ -356,6 +376,12 @@ def _cli(args):
     from council.cli.main import cli
 
     return CliRunner().invoke(cli, args, catch_exceptions=False)
+
+
+def _cli_result(args):
+    from council.cli.main import cli
+
+    return CliRunner().invoke(cli, args)
 
 
 def test_cli_json_from_database(council_home):

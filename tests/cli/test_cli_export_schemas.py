@@ -42,7 +42,7 @@ async def every_kind_of_session():
     await run(["fake/a", "fake/b", "fake/c"])  # complete
     await run(["fake/a", "fake/b", "fake/c", "fake/d+fail"])  # partial, four members
     await run(["fake/a", "fake/b", "fake/c", "fake/d", "fake/e", "fake/f+fail"])  # partial, six members
-    await run(["fake/a+fail", "fake/b+fail"])  # failed: no quorum, no result
+    await run(["fake/a+fail", "fake/b+fail"])  # failed: no quorum; the answers (errors) kept
     await run(["fake/a", "fake/b", "fake/c"], transcripts=False)
 
 
@@ -116,7 +116,9 @@ async def test_the_session_line_has_one_shape_whatever_the_data():
     top = {frozenset(d) for d in docs}
     assert len(top) == 1  # every key always present, failed sessions too
     failed = next(d for d in docs if d["status"] == "failed")
-    assert failed["seed"] == 7 and failed["answers"] == [] and failed["reviews"] == []
+    assert failed["seed"] == 7 and failed["reviews"] == [] and failed["consensus"] is None
+    answered = [(a["member"], a["status"]) for a in failed["answers"]]
+    assert answered == [("fake/a+fail", "failed"), ("fake/b+fail", "failed")]
     assert failed["usage"]["calls"] >= 2 and failed["duration_ms"] >= 0 and failed["error"]
     four, six = (next(d for d in docs if len(d["members"]) == n) for n in (4, 6))
     assert key_paths(four) == key_paths(six)  # no field per member or position

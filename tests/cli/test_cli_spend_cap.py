@@ -156,3 +156,37 @@ def test_a_batch_keeps_its_cap_counts_every_run_and_resumes_with_a_new_one(tmp_p
     [(all_calls,)] = db_rows(council_home, "select coalesce(sum(cost_usd), 0) from calls where ok = 1")
     assert summary["spent_usd"] >= all_calls - 1e-9  # every run of the batch counted
     assert db_rows(council_home, "select count(*) from batch_items where batch_id = 'b1'") == [(12,)]
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "nan", "inf", "ten"])
+def test_worker_refuses_a_bad_cap_in_one_line_before_claiming(tmp_path, config, council_home, bad):
+    items = write_pairs(tmp_path / "pairs.jsonl", 3)
+    queued = invoke_cli("batch", str(items), "--judge", "a", "--config", str(config), "--enqueue", "--batch-id", "w")
+    assert queued.exit_code == 0, queued.stderr
+    result = invoke_cli("worker", "--batch-id", "w", "--config", str(config), "--max-cost", bad)
+    assert result.exit_code == 2
+    assert len(result.stderr.strip().splitlines()) == 1 and "--max-cost" in result.stderr
+    assert db_rows(council_home, "select count(*) from batch_queue where state = 'queued'") == [(3,)]
+
+
+def test_worker_max_cost_needs_the_batch_it_caps(config):
+    result = invoke_cli("worker", "--config", str(config), "--max-cost", "1")
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "error: --max-cost needs --batch-id: a cap is kept with one batch"
+
+
+def test_worker_max_cost_replaces_the_stored_cap_and_stops_at_it(tmp_path, config, council_home):
+    items = write_pairs(tmp_path / "pairs.jsonl", 12)
+    queued = invoke_cli("batch", str(items), "--judge", "a", "--config", str(config), "--enqueue", "--batch-id", "w",
+                        "--max-cost", "10")  # fmt: skip
+    assert queued.exit_code == 0, queued.stderr
+    stopped = invoke_cli("worker", "--batch-id", "w", "--config", str(config), "--max-cost", "0.2")
+    assert stopped.exit_code == 1
+    spent, cap = budget_line(stopped.stderr)
+    assert cap == 0.2 and spent <= cap
+    done = db_rows(council_home, "select count(*) from batch_queue where state = 'done'")[0][0]
+    assert 0 < done < 12
+    assert db_rows(council_home, "select count(*) from batch_queue where state = 'queued'") == [(12 - done,)]
+    finished = invoke_cli("worker", "--batch-id", "w", "--config", str(config), "--max-cost", "10")
+    assert finished.exit_code == 0, finished.stderr
+    assert db_rows(council_home, "select count(*) from batch_queue where state = 'done'") == [(12,)]

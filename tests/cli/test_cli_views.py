@@ -205,3 +205,50 @@ def test_run_show_prints_while_the_session_runs_even_into_a_pipe(tmp_path, counc
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+
+
+def test_sessions_show_of_a_session_below_quorum_shows_the_answer_that_came(tmp_path):
+    cfg = config(tmp_path, ["fake/alpha+fail", "fake/beta+fail", "fake/gamma"], quorum=2, chairman="fake/gamma")
+    ran = invoke_cli("run", QUESTION, "--config", cfg, "--seed", "2")
+    assert ran.exit_code == 1 and "quorum" in ran.error_lines[-1]
+    [row] = SQLiteStore.open().list_sessions(limit=5)
+    stored = json.loads(SQLiteStore.open().get_session(row["id"])["result"])
+    kept = next(a["text"] for a in stored["answers"] if a["member"] == "fake/gamma")
+    shown = invoke_cli("sessions", "show", row["id"])
+    assert shown.exit_code == 0, shown.stderr
+    assert QUESTION in shown.stdout and "Answer fake/gamma" in shown.stdout and kept in shown.stdout
+    assert "fake/alpha+fail" in shown.stdout  # the failed members, with their errors
+    last = shown.stdout.strip().splitlines()[-1]  # why it failed, after the summary
+    assert last.startswith("error: session failed: only 1 of 3 members answered (quorum 2)"), shown.stdout
+    as_json = invoke_cli("sessions", "show", row["id"], "--json")
+    assert as_json.exit_code == 0, as_json.stderr
+    doc = json.loads(as_json.stdout)
+    assert doc["status"] == "failed" and doc["error"].startswith("only 1 of 3 members answered (quorum 2)")
+    assert next(a for a in doc["answers"] if a["member"] == "fake/gamma")["text"] == kept
+
+
+def test_an_empty_show_is_one_line_exit_2_in_run_and_in_sessions_show(tmp_path):
+    cfg = config(tmp_path)
+    for value in ("", " , "):
+        bad = invoke_cli("run", QUESTION, "--config", cfg, "--show", value)
+        assert bad.exit_code == 2 and len(bad.error_lines) == 1, bad.stderr
+        assert bad.error_lines[0].startswith("error: --show: no part named; choose from")
+    assert SQLiteStore.open().list_sessions(limit=5) == []  # nothing was run
+    assert invoke_cli("run", QUESTION, "--config", cfg, "--seed", "1").exit_code == 0
+    [row] = SQLiteStore.open().list_sessions(limit=5)
+    shown = invoke_cli("sessions", "show", row["id"], "--show", "")
+    assert shown.exit_code == 2 and len(shown.error_lines) == 1 and shown.stdout == ""
+    assert shown.error_lines[0].startswith("error: --show: no part named; choose from")
+
+
+def test_show_and_json_are_refused_together_in_run_and_in_sessions_show(tmp_path):
+    cfg = config(tmp_path)
+    assert invoke_cli("run", QUESTION, "--config", cfg, "--seed", "1").exit_code == 0
+    [row] = SQLiteStore.open().list_sessions(limit=5)
+    run = invoke_cli("run", QUESTION, "--config", cfg, "--show", "answers", "--json")
+    shown = invoke_cli("sessions", "show", row["id"], "--show", "answers", "--json")
+    assert run.exit_code == shown.exit_code == 2 and shown.stdout == ""
+    assert run.error_lines == shown.error_lines == [
+        "error: --show prints for people; --json prints the whole result: choose one"
+    ]
+    assert invoke_cli("sessions", "show", row["id"], "--json").exit_code == 0  # --json alone: the whole session

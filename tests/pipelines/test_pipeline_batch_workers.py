@@ -45,10 +45,12 @@ def wait_for(condition, timeout: float = 60.0) -> bool:
     return False
 
 
-def setup_batch(tmp_path: Path, url: str, mock_url: str, items: int) -> tuple[dict[str, str], Path]:
+def setup_batch(
+    tmp_path: Path, url: str, mock_url: str, items: int, **judge: object
+) -> tuple[dict[str, str], Path]:
     env = {**os.environ, "COUNCIL_HOME": str(tmp_path / "council-home"), "COUNCIL_DATABASE_URL": url}
     cfg = write_config(tmp_path / "judge.toml", {"j": {"model": "openai/mock-judge", "api_base": mock_url,
-                                                        "retries": 0, "timeout": 60}})  # fmt: skip
+                                                        "retries": 0, "timeout": 60, **judge}})  # fmt: skip
     path = tmp_path / "b.jsonl"
     path.write_text("".join(json.dumps(pair(i)) + "\n" for i in range(items)))
     queued = council("batch", str(path), "--config", str(cfg), "--judge", "j", "--enqueue", "--batch-id", "q", env=env)
@@ -100,6 +102,42 @@ def test_a_worker_killed_with_kill_9_loses_no_item(tmp_path, backend_url):
     assert sorted(json.loads(line)["id"] for line in lines) == sorted(f"p{i}" for i in range(12))  # one each
     # Each item judged once (two calls), but the killed worker's three: asked again.
     assert 12 * 2 <= len(requests) <= (12 + 3) * 2
+
+
+PRICE = {"input_cost_per_token": 1e-6, "output_cost_per_token": 3e-5, "max_tokens": 400}
+BUDGET_LINE = re.compile(r"^error: budget reached: \$(\d+\.\d+) of \$(\d+\.\d+)$")
+
+
+def test_workers_with_max_cost_stop_claiming_at_the_cap_and_the_batch_resumes(tmp_path, backend_url):
+    with start_mock_server(latency=0.05, log_requests=tmp_path / "requests.jsonl") as mock:
+        env, cfg = setup_batch(tmp_path, backend_url, mock.base_url, items=24, **PRICE)
+        args = ("--batch-id", "q", "--config", str(cfg), "--concurrency", "1")
+        # Each call reserves its worst case (about $0.016 here, its prompt counted a token a byte):
+        # two items in flight, two calls each, fit the cap, and 24 items cost more than it.
+        workers = [start_worker(*args, "--max-cost", "0.1", env=env) for _ in range(2)]
+        outputs = [w.communicate(timeout=180) for w in workers]
+        assert [w.returncode for w in workers] == [1, 1], outputs
+        for _, err in outputs:  # each says so in its last line, within the one shared cap
+            match = BUDGET_LINE.match(err.strip().splitlines()[-1])
+            assert match, err
+            assert float(match.group(2)) == 0.1 and float(match.group(1)) <= 0.1
+            assert "Traceback" not in err
+        stopped = status(env)
+        # Claiming stopped: the rest is queued (none failed, none held), ready for a later worker.
+        assert 0 < stopped["done"] < 24 and stopped["failed"] == stopped["running"] == 0, (stopped, outputs)
+        assert stopped["queued"] == 24 - stopped["done"]
+        assert stopped["cost_usd"] <= 0.1
+        # A worker without a cap honours the stored one: nothing more fits.
+        again = start_worker("--batch-id", "q", "--config", str(cfg), env=env)
+        _, err = again.communicate(timeout=180)
+        assert again.returncode == 1 and BUDGET_LINE.match(err.strip().splitlines()[-1]), err
+        assert status(env)["done"] == stopped["done"]
+        # A new cap replaces it, and the batch finishes.
+        final = start_worker(*args, "--max-cost", "10", env=env)
+        _, err = final.communicate(timeout=180)
+        assert final.returncode == 0, err
+    assert status(env) | {"cost_usd": None} == {"batch_id": "q", "items": 24, "queued": 0, "running": 0, "done": 24,
+                                                 "failed": 0, "cost_usd": None, "provider_batches": []}  # fmt: skip
 
 
 # -- the database stopping mid-batch (its own server: it is stopped and started again) ------------------

@@ -69,6 +69,38 @@ def test_one_round_at_half_the_price_and_the_same_verdicts(tmp_path, council_hom
     ] == verdicts
 
 
+def test_batch_status_lists_the_stored_provider_batches(tmp_path):
+    with start_mock_server(batch_seconds=0.05, batch_expire_after=8) as server:
+        config, items = config_for(tmp_path, server), pairs(tmp_path, 6)
+        ran = invoke_cli("batch", str(items), "--judge", "j", "--config", str(config), "--provider-batch",
+                         "--batch-id", "pb")  # fmt: skip
+        remote = {b["id"]: b for b in provider_batches(server)}
+    assert ran.exit_code == 0, ran.stderr
+    shown = invoke_cli("batch", "status", "pb", "--json")
+    assert shown.exit_code == 0, shown.stderr
+    status = json.loads(shown.stdout)
+    assert status["done"] == 6
+    rounds = status["provider_batches"]
+    # The first round expired with lines undone; they went in a second one (oldest first).
+    assert [(r["provider"], r["status"], r["requests"]) for r in rounds] == [("openai", "expired", 12),
+                                                                             ("openai", "completed", 4)]  # fmt: skip
+    for r in rounds:
+        there = remote[r["id"]]  # the provider's id for it
+        assert (r["done"], r["failed"]) == (there["request_counts"]["completed"], there["request_counts"]["failed"])
+        assert set(r) == {"id", "provider", "status", "requests", "done", "failed", "submitted_at", "collected_at"}
+        assert r["submitted_at"] <= r["collected_at"]  # ISO times in UTC
+        assert r["submitted_at"].endswith("Z") or "+00:00" in r["submitted_at"]
+    assert rounds[0]["collected_at"] <= rounds[1]["submitted_at"]
+    text = invoke_cli("batch", "status", "pb")
+    assert text.exit_code == 0, text.stderr
+    lines = text.stdout.splitlines()
+    assert len(lines) == 3 and lines[0].startswith("batch pb: 6 items")
+    for line, r in zip(lines[1:], rounds, strict=True):
+        counts = f"{r['done']} done, {r['failed']} failed of {r['requests']}"
+        times = f"submitted {r['submitted_at']}, collected {r['collected_at']}"
+        assert line == f"  openai batch {r['id']}: {r['status']}, {counts}; {times}"
+
+
 def test_lines_left_undone_by_an_expired_batch_go_in_the_next_round(tmp_path):
     with start_mock_server(batch_seconds=0.05, batch_expire_after=8) as server:
         config, items = config_for(tmp_path, server), pairs(tmp_path, 6)

@@ -103,6 +103,49 @@ async def test_below_quorum_fails_and_is_recorded(council_home):
     assert rows[0]["status"] == "failed" and "quorum" in rows[0]["error"]
 
 
+@pytest.mark.parametrize("transcripts", [True, False])
+async def test_a_session_below_quorum_keeps_the_answers_that_came(store_backend, transcripts):
+    members = ["fake/alpha+fail", "fake/beta+fail", "fake/gamma"]
+    config = {"councils": {"default": {"members": members, "chairman": "fake/gamma"}},
+              "privacy": {"store_transcripts": transcripts}}  # fmt: skip
+    council = Council.from_config(config, store=store_backend)
+    with pytest.raises(QuorumError):
+        await council.run(QUESTION, seed=1)
+    await council.aclose()
+    [listed] = store_backend.list_sessions()
+    row = store_backend.get_session(listed["id"])
+    assert row["status"] == "failed" and "quorum" in row["error"]
+    answers = {a["member"]: a for a in row["answers"]}
+    assert sorted(answers) == sorted(members)
+    assert answers["fake/gamma"]["status"] == "ok" and answers["fake/gamma"]["length_chars"] > 0
+    assert (answers["fake/gamma"]["text"] is not None) == transcripts
+    assert answers["fake/alpha+fail"]["status"] == "failed" and answers["fake/alpha+fail"]["error"]
+    result = json.loads(row["result"])  # the whole record, as for any finished session
+    assert result["status"] == "failed" and result["reviews"] == [] and result["consensus"] is None
+    assert [a["member"] for a in result["answers"]] == members
+    kept = next(a for a in result["answers"] if a["member"] == "fake/gamma")
+    assert (kept["text"] == answers["fake/gamma"]["text"]) and (kept["text"] is not None) == transcripts
+    assert result["question"] == (QUESTION if transcripts else None)
+    assert sorted(f["member"] for f in result["failures"]) == ["fake/alpha+fail", "fake/beta+fail"]
+    calls = store_backend.session_calls(row["id"])  # the call log, once: every attempt
+    assert result["usage"]["calls"] == len(calls) and len({c["call_id"] for c in calls}) == len(calls)
+
+
+async def test_a_session_past_its_deadline_in_review_keeps_its_answers(store_backend):
+    members = ["fake/alpha", "fake/beta", "fake/gamma"]
+    config = {"councils": {"default": {"members": members, "chairman": "fake/alpha", "reviewers": ["fake/judge+slow"],
+                                       "session_timeout": 0.3}}}  # fmt: skip
+    council = Council.from_config(config, store=store_backend)
+    with pytest.raises(QuorumError, match="deadline"):
+        await council.run(QUESTION, seed=1)
+    await council.aclose()
+    [listed] = store_backend.list_sessions()
+    row = store_backend.get_session(listed["id"])
+    assert row["status"] == "failed" and "deadline" in row["error"]
+    assert sorted(a["member"] for a in row["answers"] if a["status"] == "ok" and a["text"]) == members
+    assert json.loads(row["result"])["reviews"] == []  # the review in flight is not invented
+
+
 async def test_garbage_reviewer_is_rerequested_then_recorded_invalid():
     c = make_council(["fake/alpha", "fake/beta", "fake/gamma+garbage"], store=False, max_review_attempts=3)
     result = await c.run(QUESTION, seed=1)

@@ -175,6 +175,37 @@ def test_a_reply_that_is_not_utf8_says_so(stream):
         client._chunk(raw) if stream else client._response(raw)
 
 
+@pytest.mark.parametrize(
+    ("raw", "byte", "position"),
+    [
+        (b'\xff\xfe{"choices": []}', "0xff", 0),  # json.loads(bytes) would read it as UTF-16: "not JSON"
+        (b'{\x00"choices": "caf\xe9"}', "0xe9", 17),  # a NUL byte: read as UTF-16, the wrong byte named
+        (b'\x00{"choices": "caf\xe9"}', "0xe9", 17),
+    ],
+)
+@pytest.mark.parametrize("stream", [False, True])
+def test_bytes_that_are_not_utf8_are_named_whatever_encoding_they_resemble(raw, byte, position, stream):
+    client = api("openai/mock", "http://127.0.0.1:1/v1")
+    expected = rf"APIError: (the reply|a streamed chunk) is not valid UTF-8 \(byte {byte} at position {position}\)"
+    with pytest.raises(ProviderError, match=expected):
+        client._chunk(raw) if stream else client._response(raw)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_unpaired_surrogate_escape_in_a_reply_is_not_valid_text(stream):
+    # Valid UTF-8 bytes, but "\ud800" decodes to half a character: nothing can store or show it.
+    raw = b'{"choices": [{"message": {"content": "caf\\ud800"}, "delta": {"content": "caf\\ud800"}}]}'
+    client = api("openai/mock", "http://127.0.0.1:1/v1")
+    expected = r"APIError: (the reply|a streamed chunk) is not valid UTF-8 text \(an unpaired surrogate escape"
+    with pytest.raises(ProviderError, match=expected):
+        client._chunk(raw) if stream else client._response(raw)
+
+
+def test_a_paired_surrogate_escape_and_a_utf8_bom_are_fine():
+    raw = b'\xef\xbb\xbf{"choices": [{"message": {"content": "smile \\ud83d\\ude00"}}]}'
+    assert api("openai/mock", "http://127.0.0.1:1/v1")._response(raw).text == "smile \U0001f600"
+
+
 def test_usage_and_cached_tokens_from_the_reply_price_the_call():
     raw = json.dumps(
         {

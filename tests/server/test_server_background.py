@@ -80,3 +80,27 @@ def test_post_sessions_answers_a_refusal_before_the_start_with_its_error_not_a_5
         reply = client.post("/v1/sessions", json={"council": "default", "question": "q"})
         assert reply.status_code == 502 and "only 0 of 3" in reply.json()["error"]["message"]
         assert reply.headers["x-should-retry"] == "false"
+
+
+def test_a_session_below_quorum_is_served_with_the_answers_that_came():
+    import time
+
+    from starlette.testclient import TestClient
+
+    from council.config import load_config
+    from council.server.app import create_app
+
+    members = ["fake/alpha+fail", "fake/beta+fail", "fake/gamma"]
+    app = create_app(load_config({"councils": {"default": {"members": members, "chairman": "fake/gamma"}}}))
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        started = client.post("/v1/sessions", json={"council": "default", "question": "Why is the sky blue?"})
+        assert started.status_code == 202, started.text
+        session_id = started.json()["session_id"]
+        for _ in range(200):
+            stored = client.get(f"/v1/sessions/{session_id}").json()
+            if stored["status"] != "running":
+                break
+            time.sleep(0.02)
+    assert stored["status"] == "failed" and "quorum" in stored["error"]  # the web app shows both
+    kept = next(a for a in stored["answers"] if a["member"] == "fake/gamma")
+    assert kept["status"] == "ok" and kept["text"]

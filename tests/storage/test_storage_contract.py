@@ -378,10 +378,17 @@ def test_provider_batch_rounds_are_journalled_before_they_are_sent(store_backend
     assert store_backend.rounds_holding("b2", ["c1"]) == []  # another batch's journal
     store_backend.round_progress("t1", "in_progress", 1, 0)
     store_backend.round_submitted("t1", "batch_abc")  # a late acknowledgement keeps the status
-    assert store_backend.provider_batches("b1") == [
-        {"id": "batch_abc", "provider": "openai", "status": "in_progress", "requests": 2, "done": 1, "failed": 0},
-        {"id": None, "provider": "openai", "status": "failed", "requests": 1, "done": 0, "failed": 1},
-    ]
+    first, second = store_backend.provider_batches("b1")
+    assert first | {"submitted_at": None} == {"id": "batch_abc", "provider": "openai", "status": "in_progress",
+                                               "requests": 2, "done": 1, "failed": 0, "submitted_at": None,
+                                               "collected_at": None}  # still running: not collected  # fmt: skip
+    assert second | {"collected_at": None} == {"id": None, "provider": "openai", "status": "failed", "requests": 1,
+                                                "done": 0, "failed": 1, "submitted_at": None,  # never submitted
+                                                "collected_at": None}  # fmt: skip
+    assert isinstance(first["submitted_at"], str) and isinstance(second["collected_at"], str)
+    assert first["submitted_at"] <= second["collected_at"]
+    store_backend.round_progress("t1", "ended", 2, 0)  # Anthropic's word for it
+    assert store_backend.provider_batches("b1")[0]["collected_at"] >= first["submitted_at"]
 
 
 def test_every_operation_of_the_protocol_is_exercised_here():
