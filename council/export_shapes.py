@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from council.bias.records import BiasRecord, LengthCorrelation, SelfPreference
 from council.export_rows import AnswerRow, ScoreRow, SessionRow
+from council.judgment_files import JudgedPairLine
 from council.methods.bias_indicators import HonestyRow
 from council.methods.ranking import Consensus
 from council.methods.significance import SignificanceTest
@@ -136,6 +137,7 @@ LINES: dict[str, type[BaseModel]] = {
     "scores": ScoreRow,
     "answers": AnswerRow,
     "bias-records": BiasRecord,
+    "judged-pairs": JudgedPairLine,
 }
 
 

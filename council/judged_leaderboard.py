@@ -1,8 +1,10 @@
-"""The leaderboard of judgment files (``council leaderboard --judgments``), optionally with the
-answers' style held equal (``--control``) and win rates against a baseline (``--baseline``).
+"""The leaderboard of pairwise judgments, optionally with the answers' style held equal
+(``--control``) and win rates against a baseline (``--baseline``): judgment files
+(``council leaderboard --judgments``) and the store's judged pairs (``Store.judged_pairs``) go
+through the same :func:`rate_judgments`, so the same pairs give the same numbers.
 
 Loading is :mod:`council.judgment_files`; the plain ratings are the leaderboard's own
-(:func:`council.leaderboard.build_leaderboard`, every judgment one unit); style control is
+(:func:`council.ratings.build_leaderboard`, every judgment one unit); style control is
 :mod:`council.methods.style_control` and the baseline's raw and length-controlled win rates
 are :mod:`council.methods.length_controlled`. docs/methods.md, "Style control" and
 "Length-controlled win rate".
@@ -12,12 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from council.errors import InputError, UsageError
 from council.judgment_files import MARKDOWN_KEYS, Judgment, load_judgments
-from council.leaderboard import (
+from council.ratings import (
     DEFAULT_BOOTSTRAP,
     MAX_BOOTSTRAP,
     Leaderboard,
@@ -42,15 +45,13 @@ def parse_control(text: str | None) -> list[str]:
 
 
 def _grouped(a: np.ndarray, b: np.ndarray, y: np.ndarray) -> list[tuple[int, dict[tuple[int, int], float]]]:
-    """Every judgment one unit; identical ones merged (same data, same bootstrap draws)."""
-    merged: dict[tuple[int, int, float], int] = {}
-    for key in zip(a.tolist(), b.tolist(), y.tolist(), strict=True):
-        merged[key] = merged.get(key, 0) + 1
-    out = []
-    for (i, j, p), units in sorted(merged.items()):
-        outcomes = {(j, i): p, (i, j): 1 - p}
-        out.append((units, {pair: w for pair, w in outcomes.items() if w > 0}))
-    return out
+    """Every judgment one unit, P(B better) = y; identical ones merged as the store's are."""
+    from council.storage.data import group_outcomes
+
+    outcomes = (
+        ((((j, i), p), ((i, j), 1 - p)), 1) for i, j, p in zip(a.tolist(), b.tolist(), y.tolist(), strict=True)
+    )
+    return group_outcomes((((pair, w) for pair, w in pairs if w > 0), units) for pairs, units in outcomes)
 
 
 def _needs(judgments: Sequence[Judgment], keys: tuple[str, str], what: str) -> None:
@@ -82,7 +83,7 @@ def _covariates(judgments: Sequence[Judgment], control: Sequence[str]) -> tuple[
     return names, np.column_stack(columns)
 
 
-def _length_controlled(board: Leaderboard, judgments: Sequence[Judgment], index: dict[str, int], baseline: str) -> None:
+def length_controlled(board: Leaderboard, judgments: Sequence[Judgment], index: dict[str, int], baseline: str) -> None:
     """Each model's ``lc_win_rate`` against ``baseline`` (its raw one is the leaderboard's own)."""
     from council.methods.length_controlled import BaselineGames, instruction_difficulty, lc_win_rates
 
@@ -129,7 +130,7 @@ MAX_ROUND_CELLS = 25_000_000  # bootstrap rounds × models²: about 1.6 GB at th
 
 
 def _check_size(n_models: int, bootstrap: int, files: Sequence[str]) -> None:
-    where = ", ".join(files)
+    where = ", ".join(files) or "the judged pairs"
     if n_models > MAX_MODELS:
         raise InputError(f"{where}: {n_models} models; a leaderboard rates at most {MAX_MODELS}")
     if bootstrap * n_models**2 > MAX_ROUND_CELLS:
@@ -151,9 +152,50 @@ def judged_leaderboard(
     if not 0 <= bootstrap <= MAX_BOOTSTRAP:
         raise UsageError(f"--bootstrap must be between 0 and {MAX_BOOTSTRAP}, got {bootstrap}")
     loaded = load_judgments(paths, judgments_format)
-    judgments = loaded.judgments
+    board = rate_judgments(loaded.judgments, control=control, baseline=baseline, bootstrap=bootstrap, seed=seed,
+                           where=loaded.files)  # fmt: skip
+    board.files = list(loaded.files)
+    if not board.models:  # the store's "nothing on record" note does not fit files
+        board.notes = [f"No pairwise comparisons between two models in {', '.join(loaded.files)}."]
+    if loaded.unjudged:
+        board.notes.append(f"AlpacaEval items without a preference (not judged), left out: {loaded.unjudged}.")
+    return board
+
+
+def stored_judgments(rows: Iterable[dict[str, Any]]) -> list[Judgment]:
+    """The store's judged pairs (``Store.judged_pairs``) as judgments, rated as a file of them is.
+
+    Built without a file's checks: the store's rows are already valid (its query keeps finished
+    comparisons of two named models), and a file's limits (a model name's length) are not the
+    store's."""
+    from council.judgment_files import MarkdownCounts
+
+    def counts(value: dict[str, int] | None) -> MarkdownCounts | None:
+        return None if value is None else MarkdownCounts.model_construct(**value)
+
+    keys = ("model_a", "model_b", "winner", "length_a", "length_b")
+    return [
+        Judgment.model_construct(
+            **{k: row[k] for k in keys}, markdown_a=counts(row["markdown_a"]), markdown_b=counts(row["markdown_b"])
+        )
+        for row in rows
+    ]
+
+
+def rate_judgments(
+    judgments: Sequence[Judgment],
+    *,
+    control: Sequence[str] = (),
+    baseline: str | None = None,
+    bootstrap: int = DEFAULT_BOOTSTRAP,
+    seed: int = 0,
+    where: Sequence[str] = (),
+) -> Leaderboard:
+    """The leaderboard of ``judgments``, files' or the store's: the same judgments, the same numbers.
+
+    ``where``: the files they came from, for messages."""
     names = sorted({j.model_a for j in judgments} | {j.model_b for j in judgments})
-    _check_size(len(names), bootstrap, loaded.files)
+    _check_size(len(names), bootstrap, where)
     index = {name: i for i, name in enumerate(names)}
     if baseline is not None and baseline not in index:
         raise UsageError(f"--baseline {baseline!r}: no judgment names this model")
@@ -165,12 +207,7 @@ def judged_leaderboard(
     board = build_leaderboard(
         data, source="judgments", bootstrap=0 if covariates else bootstrap, seed=seed, baseline=baseline
     )
-    board.files = list(loaded.files)
-    if not board.models:  # the store's "nothing on record" note does not fit files
-        board.notes = [f"No pairwise comparisons between two models in {', '.join(loaded.files)}."]
     board.control = list(control)
-    if loaded.unjudged:
-        board.notes.append(f"AlpacaEval items without a preference (not judged), left out: {loaded.unjudged}.")
     if covariates is not None:
         from council.methods.style_control import style_controlled_ratings
 
@@ -178,7 +215,8 @@ def judged_leaderboard(
         fit = style_controlled_ratings(a, b, y, matrix, cov_names, len(names), bootstrap=bootstrap, seed=seed)
         board.bootstrap = bootstrap
         board.coefficients = {
-            k: StyleCoefficient(estimate=c.estimate, ci=c.ci, standard_error=c.standard_error)
+            k: StyleCoefficient(estimate=c.estimate, ci=c.ci, standard_error=c.standard_error,
+                                not_estimable=c.not_estimable)
             for k, c in fit.coefficients.items()
         }
         for m in board.models:
@@ -192,5 +230,5 @@ def judged_leaderboard(
             "pull toward the longer / more formatted answer, in log-odds per standard deviation."
         )
     if baseline is not None and board.models:
-        _length_controlled(board, judgments, index, baseline)
+        length_controlled(board, judgments, index, baseline)
     return board

@@ -22,16 +22,19 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError, model_validator
 
 from council.bias.loading import explain
 from council.errors import InputError, UsageError
 from council.inputs import read_text_file
+from council.methods.style_counts import MARKDOWN_KEYS, answer_style  # noqa: F401  (found here too)
+
+if TYPE_CHECKING:
+    from council.storage import Store
 
 JUDGMENT_FORMATS = ("council", "alpaca_eval")
-MARKDOWN_KEYS = ("headers", "lists", "bold")
 
 
 class MarkdownCounts(BaseModel):
@@ -71,6 +74,31 @@ class Judgment(BaseModel):
         return {"A": 0.0, "B": 1.0, "TIE": 0.5}[self.winner or "TIE"]
 
 
+class JudgedPairLine(BaseModel):
+    """One line of ``council export --judged-pairs``: a judged pair on record in the council format
+    (``leaderboard --judgments`` reads it back). Lengths and markdown counts are null for pairs
+    recorded before council kept them: unknown, never 0."""
+
+    run_id: str
+    created_at: str
+    model_a: str
+    model_b: str
+    winner: Literal["A", "B", "TIE"]
+    length_a: int | None
+    length_b: int | None
+    markdown_a: MarkdownCounts | None
+    markdown_b: MarkdownCounts | None
+
+
+def export_judged_pairs(store: Store, out: TextIO, *, since: str | None = None) -> int:
+    """Write every judged pair on record (created on or after ``since``, stored form) as JSON Lines."""
+    count = 0
+    for row in store.judged_pairs(since=since):
+        out.write(JudgedPairLine.model_validate(row).model_dump_json() + "\n")
+        count += 1
+    return count
+
+
 @dataclass
 class LoadedJudgments:
     judgments: list[Judgment] = field(default_factory=list)
@@ -100,8 +128,6 @@ def _council_lines(path: Path, text: str) -> Iterator[Judgment]:
 
 
 def _alpaca_items(path: Path, text: str, loaded: LoadedJudgments) -> Iterator[Judgment]:
-    from council.methods.style_control import markdown_counts
-
     data = _parse(text, str(path))
     if not isinstance(data, list):
         raise InputError(f"{path}: an AlpacaEval annotations file is a JSON list, got {type(data).__name__}")
@@ -123,8 +149,9 @@ def _alpaca_items(path: Path, text: str, loaded: LoadedJudgments) -> Iterator[Ju
             "prompt_id": item.get("instruction"),
         }
         if all(isinstance(o, str) for o in outputs):
-            fields |= {"length_a": len(outputs[0]), "length_b": len(outputs[1])}
-            fields |= {"markdown_a": markdown_counts(outputs[0]), "markdown_b": markdown_counts(outputs[1])}
+            (fields["length_a"], fields["markdown_a"]), (fields["length_b"], fields["markdown_b"]) = map(
+                answer_style, outputs
+            )
         try:
             yield Judgment.model_validate(fields)
         except ValidationError as exc:

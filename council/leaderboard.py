@@ -2,171 +2,36 @@
 bootstrap intervals (``council leaderboard``).
 
 A model is its model string, so one model pools across councils and members. The data
-come from :mod:`council.storage.comparisons`, the fit and intervals from
-:mod:`council.methods.bradley_terry`; this module joins them and says what the numbers can and cannot
-tell (no data, groups never compared with each other). The method is described in
-docs/methods.md, "Leaderboard".
+come from :mod:`council.storage.comparisons`, the board from :mod:`council.ratings`; this module
+reads the store and says what the numbers can and cannot tell. With ``control`` or a
+baseline, council's judged pairs (``Store.judged_pairs``, with their answers' lengths and
+markdown counts) are rated as a judgments file of them would be
+(:mod:`council.judged_leaderboard`). docs/methods.md, "Leaderboard" and "Style control".
 """
 
 from __future__ import annotations
 
-from typing import Literal
-
-import numpy as np
-from pydantic import BaseModel, Field
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from council.errors import UsageError
-from council.methods.bradley_terry import CI_LEVEL, PRIOR_GAMES, Stratum, components, rate, win_matrix
-from council.storage import ComparisonData, Store, using_store
+from council.ratings import (  # noqa: F401  (the leaderboard's names, found here too)
+    DEFAULT_BOOTSTRAP,
+    MAX_BOOTSTRAP,
+    SCALE,
+    SOURCES,
+    TIE_POINTS,
+    Leaderboard,
+    ModelRating,
+    Source,
+    StyleCoefficient,
+    build_leaderboard,
+    rank_within_groups,
+)
+from council.storage import Store, using_store
 
-Source = Literal["sessions", "judgments", "all"]
-SOURCES: tuple[str, ...] = ("sessions", "judgments", "all")
-DEFAULT_BOOTSTRAP = 200  # Chatbot Arena's FastChat tools default to 100; more rounds, steadier interval ends
-MAX_BOOTSTRAP = 100_000
-SCALE = "rating = 1000 + 400·log10(strength / geometric mean of the strengths): the mean rating is 1000"
-
-
-class ModelRating(BaseModel):
-    model: str
-    #: Elo-style: a 400-point gap means 10:1 odds of winning a comparison.
-    rating: float
-    #: Percentile bootstrap interval (``confidence``); None without bootstrap.
-    ci: tuple[float, float] | None
-    #: Pairwise comparisons this model took part in (a tie counts once).
-    comparisons: int
-    #: Comparisons won, a tie as half.
-    wins: float
-    win_rate: float | None
-    #: The connected group (1-based, as in ``Leaderboard.groups``; 1 when every model was compared).
-    group: int = 1
-    #: Rank within the group; exact ties share one, as "1=".
-    rank: str = ""
-    #: With a baseline (``--baseline``): percent of this model's games against it won, ties
-    #: half, and the same length-controlled (docs/methods.md, "Length-controlled win rate").
-    baseline_win_rate: float | None = None
-    lc_win_rate: float | None = None
-
-
-class StyleCoefficient(BaseModel):
-    """A style covariate's coefficient (log-odds per standard deviation) and its 95 % Wald interval."""
-
-    estimate: float
-    ci: tuple[float, float]
-    standard_error: float
-
-
-class Leaderboard(BaseModel):
-    method: Literal["bradley-terry"] = "bradley-terry"
-    bootstrap: int
-    seed: int
-    confidence: float = CI_LEVEL
-    scale: str = SCALE
-    #: Virtual tied games per model against a fixed reference (keeps every rating finite).
-    prior_games: float = PRIOR_GAMES
-    source: Source
-    filters: dict[str, str | None] = Field(default_factory=dict)
-    #: Units behind the ratings (the bootstrap resamples them): sessions and judged pairs.
-    sessions: int = 0
-    judgments: int = 0
-    comparisons: int = 0
-    #: Group by group (most comparisons first), best first within each group.
-    models: list[ModelRating] = Field(default_factory=list)
-    #: Style covariates held equal (``--control``; docs/methods.md, "Style control") and their coefficients.
-    control: list[str] = Field(default_factory=list)
-    coefficients: dict[str, StyleCoefficient] = Field(default_factory=dict)
-    baseline: str | None = None
-    #: Judgment files rated instead of the database (``--judgments``).
-    files: list[str] = Field(default_factory=list)
-    #: Groups of models never compared with any model of another group (only when > 1).
-    groups: list[list[str]] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
-
-
-def build_leaderboard(
-    data: ComparisonData,
-    *,
-    source: Source = "all",
-    bootstrap: int = DEFAULT_BOOTSTRAP,
-    seed: int = 0,
-    filters: dict[str, str | None] | None = None,
-    baseline: str | None = None,
-) -> Leaderboard:
-    """The leaderboard of ``data`` (pure: no I/O); with ``baseline``, each model's win rate against it."""
-    strata = [Stratum("sessions", data.sessions), Stratum("judgments", data.judgments)]
-    n = len(data.models)
-    board = Leaderboard(
-        bootstrap=bootstrap,
-        seed=seed,
-        source=source,
-        filters=filters or {},
-        sessions=strata[0].units,
-        judgments=strata[1].units,
-    )
-    if n < 2:
-        where = "match these filters" if any((filters or {}).values()) else "on record"
-        board.notes.append(
-            f"No pairwise comparisons {where}: they come from sessions with valid reviews and from "
-            'judged pairs whose batch items name "model_a" and "model_b".'
-        )
-        return board
-    wins = win_matrix(strata, n)
-    board.comparisons = round(wins.sum())
-    against = None
-    if baseline is not None:
-        if baseline not in data.models:
-            raise UsageError(f"--baseline {baseline!r}: no comparison names this model")
-        from council.methods.length_controlled import win_rates_against
-
-        board.baseline = baseline
-        against = win_rates_against(wins, data.models.index(baseline))
-    ratings = rate(strata, n, bootstrap=bootstrap, seed=seed)
-    parts = sorted(components(wins), key=lambda part: (-wins[np.ix_(part, part)].sum(), min(part)))
-    group_of = {i: g for g, part in enumerate(parts, 1) for i in part}
-    board.models = sorted(
-        (
-            ModelRating(
-                model=data.models[r.index],
-                rating=r.rating,
-                ci=r.ci,
-                comparisons=round(r.comparisons),
-                wins=r.wins,
-                win_rate=r.win_rate,
-                group=group_of[r.index],
-                baseline_win_rate=None if against is None else _percent(against[r.index]),
-            )
-            for r in ratings
-        ),
-        key=lambda m: (m.group, -m.rating, m.model),
-    )
-    rank_within_groups(board.models)
-    if len(parts) > 1:
-        board.groups = [[data.models[i] for i in part] for part in parts]
-        board.notes.append(
-            f"The models fall into {len(parts)} groups never compared with each other: ratings and ranks compare "
-            "within a group only (across groups they rest on the prior alone)."
-        )
-    return board
-
-
-TIE_POINTS = 1e-6
-"""Ratings closer than this (Elo-style points) are an exact tie: the same data, the same rating."""
-
-
-def rank_within_groups(models: list[ModelRating]) -> None:
-    """Competition ranks inside each group (docs/methods.md, "Leaderboard"): 1, 2, 2 is shown 1, 2=, 2=."""
-    for i, m in enumerate(models):
-        first = i
-        while first > 0 and models[first - 1].group == m.group and \
-                abs(models[first - 1].rating - m.rating) < TIE_POINTS:
-            first -= 1
-        start = next(j for j in range(len(models)) if models[j].group == m.group)
-        tied = (first < i) or (i + 1 < len(models) and models[i + 1].group == m.group
-                               and abs(models[i + 1].rating - m.rating) < TIE_POINTS)
-        m.rank = f"{first - start + 1}{'=' if tied else ''}"
-
-
-def _percent(value: float) -> float | None:
-    return None if value != value else float(value)  # NaN: never met the baseline
+if TYPE_CHECKING:
+    from council.judgment_files import Judgment
 
 
 def leaderboard(
@@ -178,12 +43,15 @@ def leaderboard(
     bootstrap: int = DEFAULT_BOOTSTRAP,
     seed: int = 0,
     baseline: str | None = None,
+    control: Sequence[str] = (),
 ) -> Leaderboard:
     """Ratings from the database (``store``; True: ``$COUNCIL_HOME/council.db``).
 
     ``since``: a date or ISO date-time as a user gives it; ``council`` keeps that council's
     sessions only (judged pairs belong to no council); ``source`` picks sessions,
     judgments or both; ``bootstrap`` rounds (0: no intervals) drawn with ``seed``.
+    ``control``: hold these styles equal (``length``, ``markdown``): the judged pairs are rated
+    as a judgments file of them would be (docs/methods.md, "Style control").
     """
     from council.clock import parse_since
 
@@ -193,15 +61,25 @@ def leaderboard(
         raise UsageError(f"--bootstrap must be between 0 and {MAX_BOOTSTRAP}, got {bootstrap}")
     if council is not None and source == "judgments":
         raise UsageError("--council selects sessions; judged pairs belong to no council (use --source sessions or all)")
+    if control and (source == "sessions" or council is not None):
+        raise UsageError("--control holds style equal in judged pairs, which belong to no council: "
+                         "use it without --council and --source sessions")  # fmt: skip
     stored_since = parse_since(since) if since is not None else None
+    pairs: list[dict[str, Any]] | None = None
     with using_store(store) as opened:
         assert opened is not None, "the leaderboard reads a store"
-        data = opened.comparisons(
-            since=stored_since,
-            council=council,
-            sessions=source in ("sessions", "all"),
-            judgments=source in ("judgments", "all") and council is None,
-        )
+        if control or (baseline is not None and source != "sessions" and council is None):
+            pairs = opened.judged_pairs(since=stored_since)
+        if not control:
+            data = opened.comparisons(
+                since=stored_since,
+                council=council,
+                sessions=source in ("sessions", "all"),
+                judgments=source in ("judgments", "all") and council is None,
+            )
+    if control:
+        assert pairs is not None
+        return _controlled(pairs, source, control, baseline, bootstrap, seed, stored_since)
     board = build_leaderboard(
         data,
         source=source,  # type: ignore[arg-type]
@@ -210,8 +88,58 @@ def leaderboard(
         filters={"council": council, "since": stored_since},
         baseline=baseline,
     )
-    if baseline is not None and board.models:
-        board.notes.append("lc_win_rate needs answer lengths, which stored comparisons do not keep: left out.")
+    if baseline is not None and board.models and pairs is None:
+        board.notes.append("lc_win_rate comes from judged pairs, which --source sessions and --council leave out.")
+    elif baseline is not None and board.models:
+        _stored_lc(board, pairs or [], baseline)
     if council is not None and source == "all":
         board.notes.append("--council keeps that council's sessions only: judged pairs belong to no council.")
     return board
+
+
+def _styled(pairs: Sequence[Judgment], control: Sequence[str]) -> tuple[list[Judgment], int]:
+    """The pairs that carry every style ``control`` needs, and how many do not (recorded before
+    council kept them: left out, never counted as 0)."""
+    sides = {"length": ("length_a", "length_b"), "markdown": ("markdown_a", "markdown_b")}
+    need = [key for name in control for key in sides[name]]
+    kept = [j for j in pairs if all(getattr(j, k) is not None for k in need)]
+    return kept, len(pairs) - len(kept)
+
+
+def _controlled(
+    rows: list[dict[str, Any]],
+    source: str,
+    control: Sequence[str],
+    baseline: str | None,
+    bootstrap: int,
+    seed: int,
+    since: str | None,
+) -> Leaderboard:
+    from council.judged_leaderboard import rate_judgments, stored_judgments
+
+    kept, left = _styled(stored_judgments(rows), [*control, "length"] if baseline else control)
+    board = rate_judgments(kept, control=control, baseline=baseline, bootstrap=bootstrap, seed=seed)
+    board.filters = {"council": None, "since": since}
+    if left:
+        board.notes.append(f"{left} judged pairs recorded without their answers' lengths and markdown counts "
+                           "(before council kept them) are left out.")  # fmt: skip
+    if source == "all":
+        board.notes.append("--control rates judged pairs only: sessions' peer-review rankings are left out "
+                           "(style control compares two answers at a time).")  # fmt: skip
+    return board
+
+
+def _stored_lc(board: Leaderboard, rows: list[dict[str, Any]], baseline: str) -> None:
+    """Each model's ``lc_win_rate`` from the judged pairs against ``baseline`` that carry lengths."""
+    from council.judged_leaderboard import length_controlled, stored_judgments
+
+    games = [j for j in stored_judgments(rows) if baseline in (j.model_a, j.model_b)]
+    kept, left = _styled(games, ["length"])
+    if not kept:
+        board.notes.append("lc_win_rate needs judged pairs against the baseline with their answers' lengths: "
+                           f"none on record{f' ({left} recorded before council kept lengths)' if left else ''}.")
+        return
+    length_controlled(board, kept, {m.model: i for i, m in enumerate(board.models)}, baseline)
+    if left:
+        board.notes.append(f"{left} judged pairs against the baseline recorded without their answers' lengths "
+                           "(before council kept them) are left out of lc_win_rate.")  # fmt: skip

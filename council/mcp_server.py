@@ -359,14 +359,23 @@ def build_server(tools: Tools) -> Any:
         since: Annotated[str | None, Field(description="Only data on or after this ISO date.")] = None,
         source: Annotated[Literal["sessions", "judgments", "all"], Field(description="Which data rates.")] = "all",
         bootstrap: Annotated[int, Field(description="Bootstrap rounds for the intervals.", ge=0, le=10000)] = 200,
+        control: Annotated[
+            list[Literal["length", "markdown"]] | None,
+            Field(description="Answer styles held equal (style control; rates the judged pairs)."),
+        ] = None,
+        baseline: Annotated[
+            str | None, Field(description="Each model's win rate against this model, raw and length-controlled.")
+        ] = None,
     ) -> Annotated[CallToolResult, Leaderboard]:
         """Bradley–Terry ratings per model, with bootstrap intervals, from the stored sessions and judged pairs."""
         from council.cli.leaderboard import render_text
+        from council.judged_leaderboard import parse_control
         from council.leaderboard import leaderboard
 
         async def go() -> Any:
             board = await asyncio.to_thread(
-                leaderboard, council=council, since=since, source=source, bootstrap=bootstrap
+                leaderboard, council=council, since=since, source=source, bootstrap=bootstrap, baseline=baseline,
+                control=parse_control(",".join(control)) if control else [],
             )
             return _result(_render(render_text, board), board.model_dump(mode="json"))
 

@@ -17,9 +17,10 @@ characters: every Unicode "format" character and a few fillers) anywhere between
 ``<`` and the end of the name, even inside it (``<ans\u200bwer>``). Lookalikes count as
 what they look like: each character is folded first (NFKC, case folding, then Unicode's
 confusables table, from the ``confusable-homoglyphs`` package, for ``<``, ``/`` and the
-letters of the slot names), so ``<\u0430nswer>`` with a Cyrillic ``а``, ``˂/answer>``,
-``＜／ａｎｓｗｅｒ＞`` and ``<𝐚nswer>`` are tags too. Neutralising replaces the opening sign
-with ``‹`` (U+2039) and keeps everything else, so a reviewer still sees what the text said.
+letters of the slot names, kept in :mod:`council.slot_lookalikes`), so ``<\u0430nswer>``
+with a Cyrillic ``а``, ``˂/answer>``, ``＜／ａｎｓｗｅｒ＞`` and ``<𝐚nswer>`` are tags too.
+Neutralising replaces the opening sign with ``‹`` (U+2039) and keeps everything else, so a
+reviewer still sees what the text said.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
-from functools import cache, lru_cache
+from functools import lru_cache
 
 #: Every slot name any council or judge prompt uses.
 SLOT_NAMES: tuple[str, ...] = ("question", "answer", "response", "prompt", "context", "reference")
@@ -56,23 +57,12 @@ _TAG = re.compile(
 )
 
 
-@cache
 def _confusables() -> dict[str, str]:
     """Every single character Unicode lists as confusable with ``<``, ``/`` or a letter of a
-    slot name, mapped to it (loaded on first use: the table is large)."""
-    from confusable_homoglyphs.confusables import confusables_data
+    slot name, mapped to it: kept in council.slot_lookalikes (the whole table takes ~30 ms to load)."""
+    from council.slot_lookalikes import LOOKALIKES
 
-    targets = {ch for name in SLOT_NAMES for ch in name} | {"<", "/"}
-    table: dict[str, str] = {}
-    for target in sorted(targets):
-        for key in {target, target.upper()}:
-            for homoglyph in confusables_data.get(key, ()):
-                lookalike = homoglyph["c"]
-                for form in {lookalike, lookalike.casefold()}:
-                    if len(form) == 1 and not form.isascii():  # ASCII is read as itself ("0" stays "0")
-                        table.setdefault(form, target)
-    table.pop(NEUTRAL_OPENER, None)  # already neutral: left as it is
-    return table
+    return LOOKALIKES
 
 
 @lru_cache(maxsize=65_536)  # bounded: text may hold any of Unicode's million code points
@@ -90,11 +80,26 @@ def _fold(ch: str) -> str:
     return table.get(folded, folded)
 
 
+class _FoldTable(dict[int, str]):
+    """``str.translate``'s table for :func:`_fold`: each code point's character, filled as code
+    points are first seen (ASCII reads as itself). The fold then runs at C speed, not a Python
+    step per character (answers quoted in every review prompt are folded whole)."""
+
+    def __missing__(self, code: int) -> str:
+        folded = chr(code) if code < 0x80 else _fold(chr(code))
+        if len(self) < 65_536:  # bounded as _fold's cache is
+            self[code] = folded
+        return folded
+
+
+_FOLD_TABLE = _FoldTable()
+
+
 def neutralise(text: str) -> str:
     """``text`` with every tag-like slot name made inert (``</answer>`` -> ``‹/answer>``)."""
     if text.isascii():
         return _TAG.sub(NEUTRAL_OPENER, text)
-    folded = "".join(ch if ch < "\x80" else _fold(ch) for ch in text)
+    folded = text.translate(_FOLD_TABLE)
     starts = [m.start() for m in _TAG.finditer(folded)]
     if not starts:
         return text

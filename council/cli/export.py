@@ -24,13 +24,30 @@ from council.exports import SHAPES
 @output_option("File to write (default: stdout).")
 @click.option("--since", help="Only sessions (or records) on or after this ISO date.")
 @click.option("--bias-records", is_flag=True, help="Export bias records (the record schema) instead of sessions.")
-def export(fmt: str, shape: str, redact: bool, output: str | None, since: str | None, bias_records: bool) -> None:
-    """Export session logs or bias records from the database."""
+@click.option("--judged-pairs", is_flag=True,
+              help="Export the judged pairs (JSON Lines) as a judgments file for `leaderboard --judgments`.")
+def export(
+    fmt: str, shape: str, redact: bool, output: str | None, since: str | None, bias_records: bool, judged_pairs: bool
+) -> None:
+    """Export session logs, bias records or judged pairs from the database."""
     from council.clock import parse_since
     from council.storage import open_store
 
     if since:
         parse_since(since)  # bad input is refused before any file is touched
+    if judged_pairs:
+        from council.errors import UsageError
+
+        if bias_records or fmt != "jsonl":
+            raise UsageError("--judged-pairs writes a judgments file: JSON Lines, "
+                             "without --bias-records or --format csv")
+        from council.judgment_files import export_judged_pairs
+
+        store = open_store()
+        with open_output(output) as fh:
+            n = export_judged_pairs(store, fh, since=parse_since(since) if since else None)
+        status(f"exported {n} judged pairs")
+        return
     store = open_store()
     if bias_records:
         from council.bias.export import export_bias_records

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -105,6 +104,8 @@ def run_with_judges(
     with using_store(cached) as cache_store:  # only --cache opens the store here
         if cache_store is not None:
             attach_cache(judges, cache_store, refresh=refresh)
+        import asyncio
+
         result = asyncio.run(go())
     if cap_each_call and budget is not None and budget.reached is not None:
         raise BudgetReached(*budget.totals())

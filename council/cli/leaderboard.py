@@ -42,9 +42,9 @@ if TYPE_CHECKING:
 @click.option("--judgments-format", type=click.Choice(["council", "alpaca_eval"]), default="council",
               show_default=True, help="With --judgments: council's JSON Lines, or AlpacaEval's annotations.json.")
 @click.option("--control", metavar="length[,markdown]",
-              help="With --judgments: hold these answer styles equal (Bradley–Terry with style covariates).")
+              help="Hold these answer styles equal (Bradley–Terry with style covariates; judged pairs only).")
 @click.option("--baseline", metavar="MODEL",
-              help="Add each model's win rate against MODEL (and, with --judgments, length-controlled).")
+              help="Add each model's win rate against MODEL, raw and length-controlled.")
 @click.option("--json", "as_json", is_flag=True, help="Print the leaderboard as JSON.")
 @click.option("--html", "html", is_flag=False, flag_value="-", default=None, metavar="[FILE]",
               help="The leaderboard as a self-contained HTML page with its chart (to -o FILE or stdout); "
@@ -81,12 +81,12 @@ def leaderboard(
         board = judged_leaderboard(judgments, judgments_format=judgments_format, control=parse_control(control),
                                    baseline=baseline, bootstrap=bootstrap, seed=seed)
     else:
-        unused = [flag for flag, value in (("--control", control),) if value is not None]
-        if unused or _given("judgments_format"):
-            raise UsageError(f"{', '.join(unused or ['--judgments-format'])} need(s) --judgments files "
-                             "(the database's comparisons carry no answer lengths)")
+        if _given("judgments_format"):
+            raise UsageError("--judgments-format need(s) --judgments files")
+        from council.judged_leaderboard import parse_control
+
         board = build(council=council_name, since=since, source=source, bootstrap=bootstrap, seed=seed,
-                      baseline=baseline)
+                      baseline=baseline, control=parse_control(control))
 
     def page() -> str:
         from council.leaderboard_html import render_leaderboard_html
@@ -140,11 +140,12 @@ def render_text(board: Leaderboard, console: Console) -> None:
         table.add_row(*row)
     console.print(table)
     if board.control:
-        console.print(f"Style held equal: {', '.join(board.control)}. Coefficients (log-odds per sd, 95% CI):",
+        console.print(f"Style held equal: {', '.join(board.control)}. Coefficients (log-odds per sd, 95% Wald CI):",
                       markup=False, highlight=False)
         for name, c in board.coefficients.items():
-            console.print(f"  {name}: {c.estimate:+.3f} ({c.ci[0]:+.3f} to {c.ci[1]:+.3f})", markup=False,
-                          highlight=False)
+            line = (f"{c.estimate:+.3f} ({c.ci[0]:+.3f} to {c.ci[1]:+.3f})" if c.estimate is not None and c.ci
+                    else c.not_estimable or "not estimable")  # fmt: skip
+            console.print(f"  {name}: {line}", markup=False, highlight=False)
     if board.baseline is not None:
         console.print(f"Baseline: {visible(board.baseline)} (win rates in percent of games against it, ties half).",
                       markup=False, highlight=False)

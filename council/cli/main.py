@@ -16,20 +16,56 @@ import click
 from council import __version__
 from council.cli.common import DEBUG_HELP, QUIET_HELP
 
+# name: (module, attribute, the summary `council --help` lists, so listing imports no command;
+# tests/cli/test_cli_startup.py checks each against the command's own help).
 _COMMANDS = {
-    "run": ("council.cli.run", "run"),
-    "sessions": ("council.cli.sessions", "sessions"),
-    "bias-report": ("council.cli.bias_report", "bias_report"),
-    "leaderboard": ("council.cli.leaderboard", "leaderboard"),
-    "export": ("council.cli.export", "export"),
-    "compare": ("council.cli.judge", "compare"),
-    "grade": ("council.cli.judge", "grade"),
-    "batch": ("council.cli.batch", "batch"),
-    "worker": ("council.cli.worker", "worker"),
-    "serve": ("council.cli.serve", "serve"),
-    "store": ("council.cli.store", "store"),
-    "cache": ("council.cli.cache", "cache"),
-    "mcp": ("council.cli.mcp", "mcp"),
+    "run": ("council.cli.run", "run", "Ask the council QUESTION: answers, shuffled peer review, consensus, synthesis."),
+    "sessions": ("council.cli.sessions", "sessions", "List and inspect saved sessions."),
+    "bias-report": (
+        "council.cli.bias_report",
+        "bias_report",
+        "Reviewer calibration, length bias, position bias and self-preference across sessions.",
+    ),
+    "leaderboard": (
+        "council.cli.leaderboard",
+        "leaderboard",
+        "Bradley–Terry ratings per model, with bootstrap intervals, from every stored ranking and judged pair "
+        "(a tie is half a win).",
+    ),
+    "export": ("council.cli.export", "export", "Export session logs, bias records or judged pairs from the database."),
+    "compare": (
+        "council.cli.judge",
+        "compare",
+        "Compare two responses to PROMPT, judging them in both orders (position swap).",
+    ),
+    "grade": (
+        "council.cli.judge",
+        "grade",
+        "Grade one response against a rubric: reasoning before integer scores, votes per criterion.",
+    ),
+    "batch": ("council.cli.batch", "batch", "Judge a batch file, or look at a stored batch."),
+    "worker": (
+        "council.cli.worker",
+        "worker",
+        "Claim queued batch items from the store and judge them until none are left.",
+    ),
+    "serve": (
+        "council.cli.serve",
+        "serve",
+        "Serve councils as OpenAI-compatible chat models (model = council name), and the web app at /.",
+    ),
+    "store": ("council.cli.store", "store", "Move the stored sessions, judgments and bias records between databases."),
+    "cache": (
+        "council.cli.cache",
+        "cache",
+        "The call cache: replies kept for identical requests (run, compare, grade, batch --cache).",
+    ),
+    "mcp": (
+        "council.cli.mcp",
+        "mcp",
+        "Serve the Model Context Protocol over stdio: tools council_run, council_compare, council_grade, "
+        "council_leaderboard, council_bias_report and council_sessions.",
+    ),
 }
 
 
@@ -53,6 +89,18 @@ class LazyGroup(click.Group):
         from council.cli.common import add_shared_options
 
         return add_shared_options(getattr(importlib.import_module(target[0]), target[1]))
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from the summaries above (as click would shorten them), importing none."""
+        from click.utils import make_default_short_help
+
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(map(len, names))
+        rows = [(name, make_default_short_help(_COMMANDS[name][2], limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 def one_line(message: str) -> str:
@@ -128,13 +176,15 @@ def _raise_keyboard_interrupt() -> None:
 # The garbage collector and a short-lived process: start-up creates 60-100k long-lived objects
 # (modules, classes, validators) and, with the default threshold of 700, the collector scans them
 # again and again (~100 ms of a `council run`); so it runs after every 100k new objects instead
-# (memory stays bounded; `council serve` restores the default once started). At exit, the
+# (memory stays bounded; `council serve` sets its own once started). At exit, the
 # interpreter's own final collections scan them all again (~200 ms); frozen, they are left to the
 # operating system, as the process's memory is anyway (objects still go by reference counting).
 START_UP_GC_THRESHOLD = (100_000, 10, 10)
 
 
-def main() -> None:
+def main(*, exit_fast: bool = True) -> None:
+    """The ``council`` command. ``exit_fast``: once it is done, end the process without the
+    interpreter's teardown (see :func:`_exit_now`); a caller that goes on running passes False."""
     # Exit codes: 0 ok, 1 council/judging failure, 2 bad usage or input (click uses 2 too).
     import gc
 
@@ -142,8 +192,45 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
     try:
         cli(prog_name="council")
+    except SystemExit as exc:
+        gc.freeze()
+        if exit_fast:
+            _exit_now(exc.code)
+        raise
     except KeyboardInterrupt:  # pragma: no cover - raised outside click's handling
         sys.stderr.write("interrupted\n")
         os._exit(130)
     finally:
         gc.freeze()
+
+
+def _exit_now(code: object) -> None:
+    """End the process as ``sys.exit(code)`` would, minus the interpreter's teardown: freeing
+    every module and object one by one takes 20-50 ms at the end of a ``council run``, and the
+    operating system frees the process at once. Exit handlers (``atexit``: leases released,
+    log files flushed) still run and standard output and error are flushed. Returns (for the
+    normal exit) when the code is a message, a profiler or tracer is watching, another non-daemon
+    thread still runs, or the output cannot be flushed (a closed pipe: the interpreter reports that as usual)."""
+    import atexit
+    import threading
+
+    if code is not None and not isinstance(code, int):
+        return
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        return  # a profiler, debugger or coverage tool finishes its work after the command
+    others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if any(t.is_alive() for t in others):
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    atexit._run_exitfuncs()
+    status = code or 0
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        status = status or 120  # as the interpreter exits when it cannot flush standard output
+    os._exit(status)

@@ -155,7 +155,9 @@ def _agreement_text(consensus: Any) -> str:
     if a is None:
         return "Kendall's W undefined: too few ballots"
     verdict = "significant" if a.p_value < 0.05 else "not significant: could be chance"
-    return f"Kendall's W = {a.w:.3f}, {a.test} p = {a.p_value:.3g} ({a.p_method}), {verdict}"
+    error = getattr(a, "p_standard_error", None)
+    method = a.p_method if error is None else f"{a.p_method}, {a.p_draws} draws, ± {error:.2g}"
+    return f"Kendall's W = {a.w:.3f}, {a.test} p = {a.p_value:.3g} ({method}), {verdict}"
 
 
 def consensus_table(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
 import click
@@ -102,6 +101,8 @@ def run(
             await council.aclose()
 
     try:
+        import asyncio
+
         result = asyncio.run(go())
     except BudgetReached:
         if budget is not None:  # the final figure: calls in flight have settled since

@@ -110,4 +110,11 @@ def _warm_up(councils: Sequence[ResolvedCouncil]) -> None:
         import_litellm()
     gc.collect()
     gc.freeze()
-    gc.set_threshold(700, 10, 10)  # Python's default: short pauses while serving requests
+    gc.set_threshold(*SERVE_GC_THRESHOLD)
+
+
+# Short pauses while serving (Python's default young generations), but a full collection after
+# 1,000 of the middle generation's instead of 10: with 200 sessions running, their objects live
+# long enough to reach the old generation, and each full pass scanned them all again: 10 of them
+# in a round of 200 sessions, ~12 % of the server's CPU (docs/benchmarks.md, section 20).
+SERVE_GC_THRESHOLD = (700, 10, 1000)

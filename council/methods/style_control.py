@@ -21,7 +21,6 @@ interval of the fit, as the plain leaderboard's. docs/methods.md, "Style control
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -30,24 +29,11 @@ import numpy as np
 
 from council.methods.bradley_terry import CI_LEVEL, ELO_FACTOR, PRIOR_GAMES, elo_scale
 from council.methods.logistic import Term, fit_logistic
+from council.methods.style_counts import markdown_counts  # noqa: F401  (found here too)
 
 Z_95 = 1.959963984540054  # the standard normal's 97.5 % quantile
 
-MARKDOWN_KEYS = ("headers", "lists", "bold")
 CONTROLS = ("length", "markdown")
-
-_HEADER = re.compile(r"^#{1,6}\s+\S", re.MULTILINE)
-_LIST = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\S", re.MULTILINE)
-_BOLD = re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__")
-
-
-def markdown_counts(text: str) -> dict[str, int]:
-    """Markdown headers, list items and bold spans in ``text`` (Chatbot Arena's style counts)."""
-    return {
-        "headers": len(_HEADER.findall(text)),
-        "lists": len(_LIST.findall(text)),
-        "bold": len(_BOLD.findall(text)),
-    }
 
 
 def style_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -59,11 +45,71 @@ def style_difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (z - z.mean()) / sd if sd > 0 else z - z.mean()
 
 
+#: A covariate whose part left after the ratings and the covariates before it is below this share
+#: of its own sum of squares is collinear with them: its coefficient cannot be estimated.
+COLLINEAR = 1e-9
+
+
 @dataclass(frozen=True)
 class Coefficient:
-    estimate: float
-    ci: tuple[float, float]
-    standard_error: float
+    """A covariate's coefficient with its 95 % Wald interval, or, when the judgments cannot
+    determine it, None everywhere and ``not_estimable`` saying why."""
+
+    estimate: float | None
+    ci: tuple[float, float] | None
+    standard_error: float | None
+    not_estimable: str | None = None
+    #: How ``ci`` was made: a Wald interval from the fit's observed information (its coverage is
+    #: checked by a seeded simulation, docs/methods.md, "Style control").
+    ci_method: str = "wald"
+
+
+def not_estimable(
+    a: np.ndarray, b: np.ndarray, covariates: np.ndarray, names: Sequence[str], n_models: int
+) -> dict[str, str]:
+    """The covariates whose coefficient the judgments cannot determine, with the reason: constant
+    over the judgments, fixed by which models are compared (in the span of the rating terms
+    θ_b − θ_a), or collinear with the covariates before it. Least squares on the Gram matrix of
+    the design, formed with ``bincount`` (the model block is the comparison graph's Laplacian), and
+    Schur complements for the covariates kept before.
+    docs/methods.md, "Style control"."""
+    rows, k = covariates.shape
+    # The rating terms, plus a constant: the covariates are centred, and a centred difference
+    # fixed by the models would otherwise be "estimated" from how often each model was answer B.
+    m = n_models + 1
+    gram_models = np.zeros((m, m))
+    np.add.at(gram_models, (a, a), 1.0)
+    np.add.at(gram_models, (b, b), 1.0)
+    np.add.at(gram_models, (a, b), -1.0)
+    np.add.at(gram_models, (b, a), -1.0)
+    balance = np.bincount(b, minlength=n_models) - np.bincount(a, minlength=n_models)
+    gram_models[:n_models, n_models] = gram_models[n_models, :n_models] = balance
+    gram_models[n_models, n_models] = rows
+    cross = np.zeros((m, k))
+    for j in range(k):
+        cross[:n_models, j] = np.bincount(b, covariates[:, j], n_models) - np.bincount(a, covariates[:, j], n_models)
+        cross[n_models, j] = covariates[:, j].sum()
+    squares = covariates.T @ covariates
+    # What is left of each covariate once the rating terms and the constant are projected out:
+    # R = Z'Z − C' M⁺ C, one pseudo-inverse (symmetric eigendecomposition) for every covariate.
+    left = squares - cross.T @ np.linalg.pinv(gram_models, hermitian=True) @ cross
+    out: dict[str, str] = {}
+    kept: list[int] = []
+    for j, name in enumerate(names):
+        total = float(squares[j, j])
+        rest = left[j, j]  # then less what the covariates kept so far explain (a Schur complement)
+        if kept:
+            rest -= left[j, kept] @ np.linalg.solve(left[np.ix_(kept, kept)], left[kept, j])
+        if total <= 1e-12 * max(rows, 1):
+            out[name] = f"not estimable: constant (every judgment has the same {name} difference)"
+        elif left[j, j] <= COLLINEAR * total:
+            out[name] = (f"not estimable: the {name} difference is fixed by which models are compared "
+                         "(collinear with the ratings)")  # fmt: skip
+        elif rest <= COLLINEAR * total:
+            out[name] = f"not estimable: collinear with {' and '.join(names[i] for i in kept)}"
+        else:
+            kept.append(j)
+    return out
 
 
 @dataclass(frozen=True)
@@ -115,20 +161,19 @@ def style_controlled_ratings(
     (rows × len(names), already standardised), and each covariate's coefficient."""
     a, b, y = np.asarray(a), np.asarray(b), np.asarray(y, dtype=float)
     covariates = np.asarray(covariates, dtype=float).reshape(len(y), len(names))
+    # Covariates the judgments cannot determine are left out of the fit and reported as such:
+    # kept in, they share one effect arbitrarily or get a singular information's interval.
+    dropped = not_estimable(a, b, covariates, names, n_models)
+    kept = [j for j, name in enumerate(names) if name not in dropped]
+    covariates = covariates[:, kept]
     fit = _fit(a, b, y, covariates, n_models, np.ones(len(y)), prior_games)
     se = fit.standard_errors()
     z = Z_95  # coefficients: 95 % Wald intervals (``level`` is the ratings' bootstrap level)
-    coefficients = {
-        name: Coefficient(
-            estimate=float(fit.coef[n_models + j]),
-            ci=(
-                float(fit.coef[n_models + j] - z * se[n_models + j]),
-                float(fit.coef[n_models + j] + z * se[n_models + j]),
-            ),
-            standard_error=float(se[n_models + j]),
-        )
-        for j, name in enumerate(names)
-    }
+    coefficients = {name: Coefficient(None, None, None, dropped[name]) for name in names if name in dropped}
+    for col, j in enumerate(kept):
+        estimate, error = float(fit.coef[n_models + col]), float(se[n_models + col])
+        coefficients[names[j]] = Coefficient(estimate, (estimate - z * error, estimate + z * error), error)
+    coefficients = {name: coefficients[name] for name in names}
     intervals = None
     if bootstrap > 0 and len(y):
         rng = np.random.default_rng(seed)

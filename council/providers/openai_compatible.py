@@ -31,7 +31,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import aiohttp
 from pydantic_core import to_json
 
 from council.config.endpoints import NativeEndpoint
@@ -39,6 +38,7 @@ from council.errors import ConfigError, InputError, ProviderError
 from council.inputs import check_json_text
 from council.providers import prices
 from council.providers.base import ChatRequest, ChatResponse, error_name, retryable_status
+from council.providers.http_client import aiohttp
 
 _MAX_MESSAGE = 500
 DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024

@@ -27,12 +27,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import aiohttp
-
 from council.call_cache import request_key
 from council.errors import ProviderError
 from council.logs import get_logger
 from council.providers.base import ChatRequest, ChatResponse, error_name
+from council.providers.http_client import aiohttp
 from council.providers.openai_compatible import OpenAICompatibleAPI
 
 log = get_logger("council.providers.batch")

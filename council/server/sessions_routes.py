@@ -54,11 +54,15 @@ async def get_leaderboard(request: Request) -> Response:
             return openai_error(400, f"{name} must be a whole number", "invalid_request_error")
         numbers[name] = int(raw)
     try:
+        from council.judged_leaderboard import parse_control
+
         board = leaderboard(
             server_of(request).store,
             council=q.get("council"),
             since=q.get("since"),
             source=q.get("source", "all"),
+            baseline=q.get("baseline"),
+            control=parse_control(q.get("control")),
             **numbers,
         )
     except CouncilError as exc:

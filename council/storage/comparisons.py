@@ -18,11 +18,11 @@ pattern (a few thousand for 100,000 sessions), never a row per ballot or pair.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from council.storage.data import ComparisonData, Outcomes, Pair
+from council.storage.data import ComparisonData, group_outcomes
 
 if TYPE_CHECKING:
     from council.storage.sqlite_store import SQLiteStore as Store
@@ -80,16 +80,6 @@ def _snapshot(store: Store) -> Iterator[None]:
         conn.execute("COMMIT")
 
 
-def _grouped(keyed: Iterable[tuple[Iterable[tuple[Pair, float]], int]]) -> list[tuple[int, Outcomes]]:
-    """Identical outcomes merged and sorted, so the same comparisons give the same groups (and
-    the same bootstrap draws) whatever order the rows were stored in."""
-    merged: dict[tuple[tuple[Pair, float], ...], int] = {}
-    for outcomes, units in keyed:
-        key = tuple(sorted(outcomes))
-        merged[key] = merged.get(key, 0) + units
-    return [(merged[key], dict(key)) for key in sorted(merged)]
-
-
 def count_comparisons(
     store: Store,
     *,
@@ -134,7 +124,7 @@ def assemble_comparisons(local: list[str], session_rows: list[Any], judged_rows:
     index = {m: i for i, m in enumerate(models)}
     to_global = [index.get(m, -1) for m in local]
     data = ComparisonData(models=models)
-    data.sessions = _grouped(
+    data.sessions = group_outcomes(
         (
             (
                 ((to_global[numbers[k]], to_global[numbers[k + 1]]), float(numbers[k + 2]))
@@ -151,5 +141,5 @@ def assemble_comparisons(local: list[str], session_rows: list[Any], judged_rows:
             judged.append(((((a, b), 0.5), ((b, a), 0.5)), units))
         else:
             judged.append(((((a, b) if winner == "A" else (b, a), 1.0),), units))
-    data.judgments = _grouped(judged)
+    data.judgments = group_outcomes(judged)
     return data

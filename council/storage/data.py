@@ -6,6 +6,7 @@ are computed outside storage (council.bias, council.leaderboard) from these sums
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -25,6 +26,17 @@ class ComparisonData:
     models: list[str] = field(default_factory=list)
     sessions: list[tuple[int, Outcomes]] = field(default_factory=list)
     judgments: list[tuple[int, Outcomes]] = field(default_factory=list)
+
+
+def group_outcomes(keyed: Iterable[tuple[Iterable[tuple[Pair, float]], int]]) -> list[tuple[int, Outcomes]]:
+    """Identical outcomes merged and sorted, so the same comparisons give the same groups (and
+    the same bootstrap draws) whatever order they were stored or listed in: the store's judged
+    pairs and the same pairs in a judgments file rate alike."""
+    merged: dict[tuple[tuple[Pair, float], ...], int] = {}
+    for outcomes, units in keyed:
+        key = tuple(sorted(outcomes))
+        merged[key] = merged.get(key, 0) + units
+    return [(merged[key], dict(key)) for key in sorted(merged)]
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,8 @@ def save_judgment(
     batch_item = None
     if item is not None:
         run = {**run, "model_a": item.model_a, "model_b": item.model_b}
+        if is_compare and item.a is not None and item.b is not None:
+            run |= pair_style(item.a, item.b)
         batch_item = {
             "batch_id": batch_id,
             "item_id": item.id,
@@ -109,6 +111,49 @@ def save_judgment(
             "content_sha256": item_digest,
         }
     record_run(store, run, passes, [c.model_dump() for c in calls], batch_item=batch_item, keep_text=keep_text)
+
+
+def pair_style(a: str, b: str) -> dict[str, int]:
+    """The ``judgment_runs`` style columns (m015) of answers ``a`` and ``b``: the one definition
+    of length and markdown counts (council.methods.style_counts)."""
+    from council.methods.style_counts import answer_style
+
+    row: dict[str, int] = {}
+    for side, text in (("a", a), ("b", b)):
+        length, markdown = answer_style(text)
+        row[f"length_{side}"] = length
+        row |= {f"{key}_{side}": count for key, count in markdown.items()}
+    return row
+
+
+_JUDGED_PAIRS = """
+    SELECT id, created_at, model_a, model_b, winner, length_a, length_b,
+           headers_a, lists_a, bold_a, headers_b, lists_b, bold_b
+    FROM judgment_runs
+    WHERE kind = 'compare' AND status = 'ok' AND winner IN ('A', 'B', 'TIE')
+      AND model_a IS NOT NULL AND model_b IS NOT NULL AND model_a <> model_b {where}
+    ORDER BY created_at, id
+"""
+
+
+def judged_pairs(store: Store, *, since: str | None = None) -> list[dict[str, Any]]:
+    """Every judged pair the leaderboard counts (a finished compare naming its two models), oldest
+    first, as a judgments-file line: ``run_id, created_at, model_a, model_b, winner, length_a,
+    length_b, markdown_a, markdown_b``; the styles are None for pairs recorded before m015."""
+    clause, params = ("", []) if since is None else (" AND created_at >= ?", [since])
+    out = []
+    for row in store.db.query(_JUDGED_PAIRS.format(where=clause), params):
+        pair: dict[str, Any] = {
+            "run_id": row["id"],
+            **{k: row[k] for k in ("created_at", "model_a", "model_b", "winner", "length_a", "length_b")},
+        }
+        for side in "ab":
+            counts = [row[f"{key}_{side}"] for key in ("headers", "lists", "bold")]
+            pair[f"markdown_{side}"] = (
+                None if None in counts else dict(zip(("headers", "lists", "bold"), counts, strict=True))
+            )
+        out.append(pair)
+    return out
 
 
 def record_run(

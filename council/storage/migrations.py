@@ -393,3 +393,13 @@ def m014_batch_queue(db: Database) -> None:
     )
     db["batch_queue"].create_index(["batch_id", "state", "position"])
     db["batch_queue"].create_index(["worker"])
+
+
+@migrations()
+def m015_judged_pair_styles(db: Database) -> None:
+    # A judged pair keeps its two answers' lengths (characters) and markdown counts
+    # (council.methods.style_counts), so the stored leaderboard can hold style equal
+    # (docs/methods.md, "Style control"). Pairs recorded before stay NULL: unknown, never 0.
+    for side in "ab":
+        for name in ("length", "headers", "lists", "bold"):
+            db["judgment_runs"].add_column(f"{name}_{side}", int)

@@ -566,8 +566,8 @@ class PostgresStore(SharedOperations):
     iter_sessions = SQLiteStore.iter_sessions
     has_query_hashes = SQLiteStore.has_query_hashes
     swap_setting = SQLiteStore.swap_setting
-    append_events = SQLiteStore.append_events
-    events_after = SQLiteStore.events_after
+    append_events = SQLiteStore.write_events  # a transaction each (the group commit is SQLite's)
+    events_after = SQLiteStore.read_events
     insert_bias_records = SQLiteStore.insert_bias_records
     bias_record_rows = SQLiteStore.bias_record_rows
     count = SQLiteStore.count

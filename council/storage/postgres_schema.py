@@ -198,6 +198,11 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "CREATE INDEX idx_batch_queue_worker ON batch_queue (worker)",
         ],
     ),
+    (
+        "m015_judged_pair_styles",
+        [f"ALTER TABLE judgment_runs ADD COLUMN {name}_{side} BIGINT"
+         for side in "ab" for name in ("length", "headers", "lists", "bold")],
+    ),
 ]
 
 # Primary keys of the tables rows are upserted into (``finish_session`` replaces answers and reviews).

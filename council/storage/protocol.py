@@ -144,6 +144,10 @@ class Store(Protocol):
         content) in one transaction. A failed item is replaced (a resumed batch); a finished
         one raises ``CouncilFailure``."""
 
+    def judged_pairs(self, *, since: str | None = None) -> list[dict[str, Any]]:
+        """Every judged pair the leaderboard counts, oldest first, with its answers' lengths and
+        markdown counts (None when recorded before they were kept), as a judgments-file line."""
+
     def judgment_run(self, run_id: str) -> dict[str, Any] | None:
         """A judging run's row (``result`` decoded), or None."""
 

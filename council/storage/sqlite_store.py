@@ -112,8 +112,10 @@ class SQLiteStore(SharedOperations):
         self._write_refused: EnvironmentFailure | None = None  # why writes fail on a read-only store
         self._locks = lock_dir(path) if path is not None else None
         self._unscored = False  # records without a score were loaded (a store made from files)
-        # Call-log rows not yet committed (see ``_Journal``): written by the next transaction.
+        # Call-log rows and session events not yet committed (see ``journal_calls``): written by
+        # the next transaction.
         self._pending_calls: list[dict[str, Any]] = []
+        self._pending_events: list[tuple[str, Sequence[dict[str, Any]]]] = []
         self._flush_scheduled = False
 
     # -- opening -------------------------------------------------------------
@@ -185,6 +187,9 @@ class SQLiteStore(SharedOperations):
                         self.write_calls(self._pending_calls[:pending])
                     except sqlite3.Error as exc:  # as a direct write's failure: the final write records them
                         log.warning("could not write the call log", error=str(exc))
+                events = len(self._pending_events)
+                if events:
+                    self._write_pending_events(events)
                 yield self.db
             except BaseException:
                 if conn.in_transaction:
@@ -193,6 +198,7 @@ class SQLiteStore(SharedOperations):
             else:
                 conn.execute("COMMIT")
                 del self._pending_calls[:pending]
+                del self._pending_events[:events]
         except sqlite3.OperationalError as exc:
             refused = write_refused(exc, self.path)
             if refused is None:
@@ -265,6 +271,10 @@ class SQLiteStore(SharedOperations):
         rows still waiting first, in the same transaction, so nothing recorded after a call
         (its result, its session) is ever on disk without the call."""
         self._pending_calls.extend(rows)
+        self._commit_this_turn()
+
+    def _commit_this_turn(self) -> None:
+        """Commit what is pending at the end of this turn of the event loop (outside one: now)."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -276,7 +286,7 @@ class SQLiteStore(SharedOperations):
             loop.call_soon(self._scheduled_flush)
 
     def _scheduled_flush(self) -> None:
-        if not self._pending_calls:  # written by another transaction meanwhile (or the store closed)
+        if not self._pending_calls and not self._pending_events:  # written meanwhile (or the store closed)
             self._flush_scheduled = False
             return
         if self.db.conn.in_transaction:  # a transaction held across an await: the next turn
@@ -291,13 +301,14 @@ class SQLiteStore(SharedOperations):
     def flush_calls(self) -> None:
         """Commit the call-log rows waiting for a group commit (if any). If that fails they are
         dropped, as a direct write's failure would drop them, and the error is raised."""
-        if not self._pending_calls or self.db.conn.in_transaction:
+        if not (self._pending_calls or self._pending_events) or self.db.conn.in_transaction:
             return
         try:
             with self.immediate():
                 pass
         except BaseException:
             self._pending_calls.clear()
+            self._pending_events.clear()
             raise
 
     def write_calls(self, rows: Sequence[dict[str, Any]]) -> None:
@@ -478,14 +489,37 @@ class SQLiteStore(SharedOperations):
 
     # -- session events ------------------------------------------------------
     def append_events(self, session_id: str, events: Sequence[dict[str, Any]]) -> None:
-        """Store a batch of a session's events (council.storage.events), in one transaction."""
+        """Store a batch of a session's events (council.storage.events) by the call log's group
+        commit: every batch of every session in one turn of the event loop in one transaction (a
+        server running many sessions would otherwise commit for each of their events)."""
+        self._pending_events.append((session_id, events))
+        self._commit_this_turn()
+
+    def write_events(self, session_id: str, events: Sequence[dict[str, Any]]) -> None:
+        """Store a batch of a session's events in a transaction of its own (PostgreSQL's way)."""
         from council.storage.events import append_events
 
         with self.immediate():
             append_events(self.db, session_id, events)
 
+    def _write_pending_events(self, count: int) -> None:
+        from council.storage.events import append_events
+
+        for session_id, events in self._pending_events[:count]:
+            try:
+                append_events(self.db, session_id, events)
+            except sqlite3.Error as exc:  # these events are lost, never the session (stored apart)
+                log.error("could not store session events", session_id=session_id, error=str(exc))
+
     def events_after(self, session_id: str, after: int = 0, limit: int = 1000) -> list[tuple[int, str, str]]:
-        """(seq, type, JSON) of the session's events numbered above ``after``."""
+        """(seq, type, JSON) of the session's events numbered above ``after`` (this process's
+        events still waiting for their commit included)."""
+        if self._pending_events:
+            self.flush_calls()
+        return self.read_events(session_id, after, limit)
+
+    def read_events(self, session_id: str, after: int = 0, limit: int = 1000) -> list[tuple[int, str, str]]:
+        """(seq, type, JSON) of the session's committed events numbered above ``after``."""
         from council.storage.events import events_after
 
         return events_after(self.db, session_id, after, limit)

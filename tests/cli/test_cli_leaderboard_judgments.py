@@ -150,10 +150,9 @@ def test_bad_options_are_one_line_and_exit_2(tmp_path, extra, message):
     assert res.exit_code == 2 and len(res.error_lines) == 1 and message in res.stderr, res.stderr
 
 
-def test_control_and_baseline_need_judgment_files():
-    for extra in (["--control", "length"], ["--judgments-format", "alpaca_eval"]):
-        res = invoke_cli("leaderboard", *extra)
-        assert res.exit_code == 2 and "need(s) --judgments" in res.stderr
+def test_the_judgments_format_needs_judgment_files():
+    res = invoke_cli("leaderboard", "--judgments-format", "alpaca_eval")
+    assert res.exit_code == 2 and "need(s) --judgments" in res.stderr
 
 
 def test_missing_styles_and_files(tmp_path):
@@ -289,6 +288,25 @@ def test_baseline_win_rates_from_the_database(council_home):
     out = json.loads(res.stdout)
     rates = {m["model"]: (m["baseline_win_rate"], m["lc_win_rate"]) for m in out["models"]}
     assert rates == {"x": (pytest.approx(100 * 1.5 / 3), None), "base": (50.0, None), "y": (None, None)}
-    assert out["baseline"] == "base" and any("lc_win_rate needs answer lengths" in n for n in out["notes"])
+    assert out["baseline"] == "base"
+    assert any("lc_win_rate needs judged pairs against the baseline with their answers' lengths: none on record "
+               "(3 recorded before" in n for n in out["notes"]), out["notes"]  # fmt: skip
     res = invoke_cli("leaderboard", "--baseline", "nobody")
     assert res.exit_code == 2 and "no comparison names this model" in res.stderr
+
+
+def test_a_style_that_never_varies_is_not_estimable_not_a_huge_interval(tmp_path):
+    rows = _games(40)
+    for r in rows:
+        r["markdown_a"]["headers"] = r["markdown_b"]["headers"] = 0  # no answer has a header
+    path = _write(tmp_path / "j.jsonl", rows)
+    res = invoke_cli("leaderboard", "--judgments", str(path), "--control", "length,markdown", "--json")
+    assert res.exit_code == 0, res.stderr
+    coef = json.loads(res.stdout)["coefficients"]
+    assert coef["headers"] == {"estimate": None, "ci": None, "standard_error": None, "ci_method": "wald",
+                               "not_estimable": "not estimable: constant (every judgment has the same headers "
+                               "difference)"}  # fmt: skip
+    assert all(abs(c["ci"][1] - c["ci"][0]) < 10 for k, c in coef.items() if k != "headers")
+    text = invoke_cli("leaderboard", "--judgments", str(path), "--control", "length,markdown").stdout
+    assert "headers: not estimable: constant" in " ".join(text.split())
+    assert "95% Wald CI" in text and all(c["ci_method"] == "wald" for c in coef.values())

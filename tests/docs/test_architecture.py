@@ -19,6 +19,7 @@ LAYERS: list[tuple[str, ...]] = [
         "council.home",
         "council.usage",
         "council.slots",
+        "council.slot_lookalikes",
         "council.json_schema",
         "council.inputs",
         "council.outputs",
@@ -36,7 +37,7 @@ LAYERS: list[tuple[str, ...]] = [
     # council.testing: replies that follow the real prompts of both pipelines
     ("council.session", "council.judging", "council.testing"),
     ("council.api", "council.exports", "council.export_shapes", "council.export_rows", "council.leaderboard",
-     "council.judged_leaderboard", "council.leaderboard_html"),
+     "council.judged_leaderboard", "council.ratings", "council.leaderboard_html"),
     ("council.cli", "council.server", "council.mcp_server", "council.__main__", "council"),
 ]
 
@@ -55,6 +56,7 @@ PURE = (
     "council.bias.records",
     "council.bias.foreign",
     "council.slots",
+    "council.slot_lookalikes",
     "council.json_schema",
     "council.clock",
     "council.csv_cells",

@@ -96,6 +96,10 @@ async def test_every_tool_over_stdio_against_the_mock_server(tmp_path, council_h
         assert {m["model"] for m in board.structured_content["models"]} == {
             "openai/mock-alpha", "openai/mock-beta", "openai/mock-gamma"
         }  # fmt: skip
+        against = await client.call_tool("council_leaderboard", {"bootstrap": 0, "baseline": "openai/mock-alpha"})
+        assert not against.is_error and against.structured_content["baseline"] == "openai/mock-alpha"
+        styled = await client.call_tool("council_leaderboard", {"bootstrap": 0, "control": ["length", "markdown"]})
+        assert not styled.is_error and styled.structured_content["control"] == ["length", "markdown"]
         report = await client.call_tool("council_bias_report", {})
         assert not report.is_error, report.content
         assert set(report.structured_content["reviewers"]) == {

@@ -16,6 +16,7 @@ import math
 import random
 from collections import Counter
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -51,7 +52,7 @@ def all_arrangements(blocks):
 def test_complete_ballots_are_friedmans_test(m, n, rnd):
     items = [f"x{i}" for i in range(n)]
     ballots = [rnd.sample(items, n) for _ in range(m)]
-    a = agreement(ballots, exact_limit=0)
+    a = agreement(ballots, exact_limit=0, draws=0)
     ranks = [[b.index(x) + 1 for b in ballots] for x in items]
     ref = friedmanchisquare(*ranks)
     assert a.test == "Friedman" and a.design == "complete" and a.df == n - 1
@@ -79,8 +80,11 @@ def test_conover_ice_cream_durbin_example():
     a = agreement(ballots)
     assert a.test == "Durbin" and a.design == "balanced incomplete"
     assert a.statistic == pytest.approx(12.0)  # Conover's T1 = 12.00
-    assert a.df == 6 and a.p_method == "chi-square"
-    assert a.p_value == pytest.approx(chi2.sf(12.0, 6))
+    assert a.df == 6 and a.p_method == "monte-carlo"  # 6⁷ arrangements: beyond the exact limit
+    values, upper = concordance._null_distribution(tuple(tuple(sorted(b)) for b in ballots))
+    exact = next(u for v, u in zip(values, upper, strict=True) if v >= 12.0 - 1e-9)
+    assert abs(a.p_value - exact) <= 4 * a.p_standard_error
+    assert agreement(ballots, draws=0).p_value == pytest.approx(chi2.sf(12.0, 6))
     # Rank sums 8, 9, 4, 3, 5, 6, 7: every judge follows D < C < E < F < G < A < B.
     assert a.w == pytest.approx(1.0)
 
@@ -101,7 +105,7 @@ def kendall_gibbons(ballots):
 def test_self_excluding_council_is_a_bibd_with_kendall_gibbons_w(n, rnd):
     items = [f"m{i}" for i in range(n)]
     ballots = [rnd.sample(b, len(b)) for b in self_excluded(items)]
-    a = agreement(ballots, exact_limit=0)
+    a = agreement(ballots, exact_limit=0, draws=0)
     w_ref, t_ref = kendall_gibbons(ballots)
     assert a.test == "Durbin" and a.df == n - 1
     assert a.w == pytest.approx(w_ref, abs=1e-9)
@@ -133,7 +137,7 @@ def test_w_is_between_zero_and_one_for_any_design(n, data):
                                 min_size=2, max_size=7))
     rnd = data.draw(st.randoms(use_true_random=False))
     ballots = [rnd.sample(b, len(b)) for b in blocks]
-    a = agreement(ballots, exact_limit=0)
+    a = agreement(ballots, exact_limit=0, draws=0)
     if a is not None:
         assert -1e-12 <= a.w <= 1.0 + 1e-12
         assert 0.0 <= a.p_value <= 1.0
@@ -160,8 +164,8 @@ def test_opposite_ballots_have_no_agreement():
     ids=["3-members", "4-members", "4-members-one-failed", "mixed", "irregular"],
 )
 def test_null_mean_and_exact_p_values_by_enumeration(blocks):
-    stats = [agreement([list(b) for b in arr], exact_limit=0).statistic for arr in all_arrangements(blocks)]
-    df = agreement(blocks, exact_limit=0).df
+    stats = [agreement([list(b) for b in arr], exact_limit=0, draws=0).statistic for arr in all_arrangements(blocks)]
+    df = agreement(blocks, exact_limit=0, draws=0).df
     # Under the null Var(A) = L, so E[Aᵀ L⁺ A] = rank(L) = df, exactly.
     assert sum(stats) / len(stats) == pytest.approx(df, abs=1e-9)
     assert len(stats) == arrangements(blocks)
@@ -302,3 +306,73 @@ def test_fixing_the_first_ballot_gives_the_same_exact_distribution():
     assert len(full[0]) > 10
     for v in full[0] + fixed[0]:
         assert tail(fixed, v) == pytest.approx(tail(full, v), abs=1e-12)
+
+
+# ------------------------------------------------- beyond the exact limit: a seeded Monte-Carlo p
+
+
+def _brute_complete_p(ballots):
+    """P(Friedman χ² ≥ observed) over every arrangement with the first ballot fixed (relabelling
+    the answers leaves the statistic unchanged), by numpy over all 24^(n−1) of them."""
+    from itertools import permutations
+
+    items = sorted(ballots[0])
+    k, n = len(items), len(ballots)
+    ranks = np.array([[b.index(x) + 1 for x in items] for b in ballots])
+    perms = np.array(list(permutations(range(1, k + 1))))
+    grids = np.meshgrid(*[np.arange(len(perms))] * (n - 1), indexing="ij")
+    sums = ranks[0] + sum(perms[g.ravel()] for g in grids)
+    every = 12 / (n * k * (k + 1)) * (sums**2).sum(axis=1) - 3 * n * (k + 1)
+    return float((every >= _friedman(ranks.tolist()) - 1e-9).mean()), len(every)
+
+
+@pytest.mark.parametrize("ballots", [
+    [list("abcd"), list("bacd"), list("abdc"), list("abcd"), list("cdab")],  # 5×4: 24⁴ arrangements
+    [list("abcd"), list("bacd"), list("abdc"), list("bdac"), list("acbd")],
+])  # fmt: skip
+def test_beyond_the_exact_limit_the_p_is_monte_carlo_with_its_error_stated(ballots):
+    from scipy import stats as sps
+
+    exact, arrangements = _brute_complete_p(ballots)
+    assert arrangements > concordance.EXACT_LIMIT  # just above the limit
+    a = agreement(ballots)
+    assert a.p_method == "monte-carlo" and a.p_draws == concordance.MC_DRAWS == 10_000
+    assert a.p_standard_error == pytest.approx(math.sqrt(a.p_value * (1 - a.p_value) / a.p_draws))
+    assert abs(a.p_value - exact) <= 4 * a.p_standard_error
+    assert agreement(ballots) == a  # seeded: the same ballots, the same p
+    chi_square = sps.chi2.sf(a.statistic, a.df)
+    assert abs(a.p_value - exact) < abs(chi_square - exact)
+    assert agreement(ballots, draws=0).p_method == "chi-square"
+
+
+def test_monte_carlo_gets_the_decision_right_where_chi_square_did_not():
+    ballots = [list("abcd"), list("bacd"), list("abdc")]  # exact 0.0331, χ² 0.060
+    a = agreement(ballots, exact_limit=0)
+    assert a.p_method == "monte-carlo" and a.p_value < 0.05
+    assert a.p_value == pytest.approx(0.0331, abs=4 * a.p_standard_error)
+
+
+def test_monte_carlo_matches_the_exact_distribution_on_incomplete_designs():
+    items = "abcde"
+    ballots = [[x for x in "bacde" if x != own] for own in items]  # five self-excluding ballots of four
+    ballots[1] = ["c", "a", "e", "d"]
+    blocks = tuple(tuple(sorted(b)) for b in ballots)
+    assert concordance.arrangements(ballots) > concordance.EXACT_LIMIT
+    a = agreement(ballots)
+    values, upper = concordance._null_distribution(blocks)
+    exact = next(u for v, u in zip(values, upper, strict=True) if v >= a.statistic - 1e-9)
+    assert a.p_method == "monte-carlo" and abs(a.p_value - exact) <= 4 * a.p_standard_error
+    assert 0 < a.p_value < 1
+
+
+async def test_a_five_member_session_reports_a_monte_carlo_p_with_its_error():
+    from council.cli.render import _agreement_text
+
+    council = Council.from_config({"councils": {"default": {"members": [f"fake/m{i}" for i in range(5)]}}})
+    try:
+        result = await council.run("Which is the largest moon of Saturn?", seed=3)
+    finally:
+        await council.aclose()
+    a = result.consensus.agreement
+    assert a.p_method == "monte-carlo" and a.p_draws == 10_000 and 0 < a.p_standard_error < 0.006
+    assert f"monte-carlo, 10000 draws, ± {a.p_standard_error:.2g}" in _agreement_text(result.consensus)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 import unicodedata
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -28,7 +29,7 @@ VARIANTS = [
     "<\t/\nanswer>",
     f"<{ZWSP}/answer>",
     f"</{ZWSP}answer>",
-    f"<{ZWSP}answer label=\"Z\">",
+    f'<{ZWSP}answer label="Z">',
     f"<{SHY}/answer>",
     f"</ans{SHY}wer>",
     f"</an{ZWSP}sw{WJ}er>",
@@ -114,6 +115,22 @@ def test_every_confusable_of_a_slot_letter_is_folded():
     assert missed == []
 
 
+def test_the_kept_lookalike_table_is_the_one_unicode_lists():
+    # council.slot_lookalikes is written from the confusables package; a newer table shows here.
+    # Regenerate with: python scripts/write_slot_lookalikes.py
+    import importlib.util
+
+    from council.slot_lookalikes import LOOKALIKES
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "write_slot_lookalikes.py"
+    spec = importlib.util.spec_from_file_location("write_slot_lookalikes", script)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert LOOKALIKES == module.lookalikes()
+    assert {"\u0430": "a", "\u02c2": "<", "\u2215": "/"}.items() <= LOOKALIKES.items()
+
+
 @pytest.mark.parametrize("text", ["if a < b and <div> or <b>x</b>", "x<y", "<", "<answers are fine?", "1 << 2"])
 def test_other_markup_is_left_alone(text):
     out = neutralise(text)
@@ -190,9 +207,9 @@ def test_judge_prompts_keep_every_text_in_its_slot():
     checklist = load_bias_checklist()
     pair = pairwise_messages(EVIL, EVIL, EVIL, ["accuracy"], context=EVIL, bias_checklist=checklist)[1]["content"]
     assert _closing_tags(pair) == {**dict.fromkeys(SLOT_NAMES, 0), "prompt": 1, "context": 1, "response": 2}
-    grade = grade_messages(
-        EVIL, EVIL, load_rubric("general"), reference=EVIL, context=EVIL, bias_checklist=checklist
-    )[1]["content"]
+    grade = grade_messages(EVIL, EVIL, load_rubric("general"), reference=EVIL, context=EVIL, bias_checklist=checklist)[
+        1
+    ]["content"]
     assert _closing_tags(grade) == {
         **dict.fromkeys(SLOT_NAMES, 0),
         "prompt": 1,
@@ -208,3 +225,11 @@ def test_retry_messages_neutralise_quoted_output():
     from council.judging.prompts import retry_message
 
     assert "</answer>" not in retry_message(EVIL)["content"]
+
+
+@given(st.text())
+def test_the_fold_table_folds_as_each_character_would_be(text):
+    # neutralise folds with str.translate over a table filled as characters are first seen.
+    from council.slots import _FOLD_TABLE, _fold
+
+    assert text.translate(_FOLD_TABLE) == "".join(ch if ch < "\x80" else _fold(ch) for ch in text)

@@ -137,6 +137,11 @@ def test_sessions_are_listed_and_searched_and_the_leaderboard_is_the_clis(config
         cli = invoke_cli("leaderboard", "--json", "--bootstrap", "20", "--seed", "1")
         assert cli.exit_code == 0 and board.json() == json.loads(cli.stdout)
         assert board.json()["comparisons"] > 0
+        styled = httpx.get(f"{base}/v1/leaderboard", params={"control": "length,markdown", "bootstrap": 20},
+                           headers=AUTH)  # fmt: skip
+        cli = invoke_cli("leaderboard", "--json", "--bootstrap", "20", "--control", "length,markdown")
+        assert styled.status_code == 200 and styled.json() == json.loads(cli.stdout)
+        assert styled.json()["control"] == ["length", "markdown"]
         report = httpx.get(f"{base}/v1/bias-report", headers=AUTH)
         cli = invoke_cli("bias-report", "--json")
         assert cli.exit_code == 0 and report.status_code == 200 and report.json() == json.loads(cli.stdout)
@@ -165,6 +170,8 @@ def test_bad_requests_get_one_clear_4xx_and_nothing_runs(config, council_home):
         bad = httpx.get(f"{base}/v1/sessions/{session_id}/events", headers={**AUTH, "last-event-id": "abc"})
         assert bad.status_code == 400
         assert httpx.get(f"{base}/v1/leaderboard", params={"bootstrap": "-1"}, headers=AUTH).status_code == 400
+        bad = httpx.get(f"{base}/v1/leaderboard", params={"control": "colour"}, headers=AUTH)
+        assert bad.status_code == 400 and "--control takes" in bad.json()["error"]["message"]
         assert len(httpx.get(f"{base}/v1/sessions", headers=AUTH).json()) == 1  # only the good one ran
 
 

@@ -229,6 +229,30 @@ async def test_a_batch_is_opened_recorded_once_and_read_in_file_order(store_back
     assert store_backend.comparisons(since="2999-01-01T00:00:00.000000+00:00").judgments == []
 
 
+async def test_judged_pairs_keep_their_answers_lengths_and_markdown_counts(store_backend):
+    from council.methods.style_counts import answer_style
+
+    a_text = "# Plan\n\n- **one**\n- two\n1. three"
+    lines = [{"id": "s0", "prompt": "Q?", "a": a_text, "b": "Just one line.", "model_a": "fake/x", "model_b": "fake/y"},
+             {"id": "s1", "prompt": "Q?", "a": "é" * 7, "b": "__b__", "model_a": "fake/y", "model_b": "fake/z"},
+             {"id": "s2", "prompt": "Q?", "response": "graded"}]  # fmt: skip
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    items = parse_batch(text, "s.jsonl")
+    common = {"batch_id": "bs", "source": "s.jsonl", "content_sha256": content_digest(text)}
+    summary = await run_batch(items, settings=BatchSettings(judges=["fake/j"]), judges=[fake_client()],
+                              store=store_backend, keep_text=False, **common)  # fmt: skip
+    assert summary.finished == 3
+    pairs = store_backend.judged_pairs()
+    assert [(p["model_a"], p["model_b"]) for p in pairs] == [("fake/x", "fake/y"), ("fake/y", "fake/z")]
+    first, second = pairs
+    assert first["winner"] in ("A", "B", "TIE") and first["run_id"] and first["created_at"]
+    # the one definition of length and markdown counts, the judgments files' (docs/methods.md, "Style control")
+    assert (first["length_a"], first["markdown_a"]) == answer_style(a_text)
+    assert first["markdown_a"] == {"headers": 1, "lists": 3, "bold": 1} and first["length_a"] == len(a_text)
+    assert (second["length_a"], second["markdown_b"]) == (7, {"headers": 0, "lists": 0, "bold": 1})
+    assert store_backend.judged_pairs(since="2999-01-01T00:00:00.000000+00:00") == []
+
+
 def queued(i: int, text: str = "") -> dict:
     item = {"id": f"q{i}", "mode": "pairwise", "line": i + 1, "prompt": f"Q{i}?{text}", "a": "yes", "b": "no"}
     return {"item_id": f"q{i}", "position": i + 1, "digest": f"d{i}{text}", "item": item}

@@ -18,11 +18,11 @@ def _record(i: int) -> CallRecord:
                       call_id=f"call-{i}")  # fmt: skip
 
 
-def _on_disk(path: Path) -> list[tuple]:
-    """What another process sees: the committed call rows."""
+def _on_disk(path: Path, sql: str = "SELECT call_id, ok FROM calls ORDER BY call_id") -> list[tuple]:
+    """What another process sees: the committed rows (by default, the call rows)."""
     conn = sqlite3.connect(path)
     try:
-        return conn.execute("SELECT call_id, ok FROM calls ORDER BY call_id").fetchall()
+        return conn.execute(sql).fetchall()
     finally:
         conn.close()
 
@@ -96,3 +96,52 @@ def test_closing_the_store_writes_what_is_pending(tmp_path):
 
     asyncio.run(run())
     assert _on_disk(tmp_path / "council.db") == [("call-1", None)]
+
+
+def _event(session_id: str, seq: int) -> dict:
+    return {"session_id": session_id, "seq": seq, "type": "stage", "at": "2026-01-01T00:00:00Z"}
+
+
+def _events_on_disk(path: Path) -> list[tuple]:
+    return _on_disk(path, "SELECT session_id, seq FROM session_events ORDER BY session_id, seq")
+
+
+def test_events_of_many_sessions_in_one_turn_share_the_calls_transaction(store):
+    # A server running 200 sessions stores each one's events: one commit a turn, not one a batch.
+    journal = store.journal("run-1")
+
+    async def run() -> None:
+        journal.call_started(_record(1))
+        for s in range(20):
+            store.append_events(f"s-{s}", [_event(f"s-{s}", 1), _event(f"s-{s}", 2)])
+        assert _events_on_disk(store.path) == []  # not yet: at the end of this turn
+        await asyncio.sleep(0)
+
+    asyncio.run(run())
+    assert len(store.begins) == 1
+    assert len(_events_on_disk(store.path)) == 40
+    assert _on_disk(store.path) == [("call-1", None)]
+
+
+def test_events_waiting_for_the_commit_are_read_back_by_this_process(store):
+    async def run() -> list[tuple]:
+        store.append_events("s-1", [_event("s-1", 1)])
+        return store.events_after("s-1")
+
+    assert [seq for seq, *_ in asyncio.run(run())] == [1]
+
+
+def test_events_outside_an_event_loop_are_written_at_once(store):
+    store.append_events("s-1", [_event("s-1", 1)])
+    assert _events_on_disk(store.path) == [("s-1", 1)]
+
+
+def test_closing_the_store_writes_the_events_still_waiting(tmp_path):
+    store = open_store(tmp_path / "council.db")
+
+    async def run() -> None:
+        store.append_events("s-1", [_event("s-1", 1)])
+        store.close()
+
+    asyncio.run(run())
+    assert _events_on_disk(tmp_path / "council.db") == [("s-1", 1)]
