@@ -3,16 +3,21 @@
     python scripts/bench_report_scan.py                          # 1,000,000 records in a temp home
     python scripts/bench_report_scan.py --records 200000 --home /tmp/scan-home
     python scripts/bench_report_scan.py --home /tmp/scan-home --reuse
+    python scripts/bench_report_scan.py --database-url postgresql://council@/postgres?host=/tmp/pg
 
 Writes the synthetic records of scripts/bench_bias_report.py through the store's batch insert
-(``Store.insert_bias_records``, one transaction per batch; goal ≥ 200,000 records/s), then, best
-of ``--repeat`` each, interleaved so both see the same machine: the whole report process
-(interpreter start, imports, every query, the JSON) and, with plain ``sqlite3`` on the same
-file, the two aggregates the report cannot do without: one ``GROUP BY session_id, model_id``
-(per answer: count, mean score, length) and one ``GROUP BY reviewer_id`` (per reviewer: count,
-mean, sum of squares), each fetched in full. Goal: the report ≤ 1.5 × the slower aggregate.
+(``Store.insert_bias_records``, one transaction per batch: executemany on SQLite, COPY on
+PostgreSQL; goal ≥ 200,000 records/s), then, best of ``--repeat`` each, interleaved so both see
+the same machine: the whole report process (interpreter start, imports, every query, the JSON)
+and, with a bare connection to the same data (``sqlite3``, or psycopg for ``--database-url``),
+the two aggregates the report cannot do without: one ``GROUP BY session_id, model_id`` (per
+answer: count, mean score, length) and one ``GROUP BY reviewer_id`` (per reviewer: count, mean,
+sum of squares), each fetched in full. Goal: the report ≤ 1.5 × the per-answer aggregate, the
+one that reads a covering index of its own (since m017 the reviewer aggregate has no index:
+the report sums reviewers in its per-review pass, so that aggregate sorts and is no bound).
 The machine may be shared: the ratios are what to compare between runs; the load average is
-printed before and after.
+printed before and after, and the write's CPU time (this process's: on PostgreSQL the
+server's is not counted) beside its wall time.
 """
 
 from __future__ import annotations
@@ -20,19 +25,22 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import resource
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_bias_report import add_record_options, sessions  # noqa: E402
 
-from council.storage import open_store  # noqa: E402
+from council.storage import open_location, open_store  # noqa: E402
+from council.storage.location import parse as parse_location  # noqa: E402
 
 GOAL_RATIO = 1.5
 GOAL_WRITES = 200_000
@@ -53,50 +61,69 @@ def loadavg() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def write(db_path: Path, records: int, batch: int, seed: int) -> None:
-    store = open_store(db_path)
+BOUND = "GROUP BY session_id, model_id"
+
+
+def write(db_path: Path, url: str | None, records: int, batch: int, seed: int) -> None:
+    store = open_location(parse_location(url)) if url else open_store(db_path)
     rows = sessions(records, seed)
-    written, insert, generate = 0, 0.0, 0.0
+    written, insert, cpu, generate = 0, 0.0, 0.0, 0.0
     while True:
         t0 = time.perf_counter()
         chunk = list(itertools.islice(rows, batch))
         generate += time.perf_counter() - t0
         if not chunk:
             break
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         written += store.insert_bias_records(chunk, batch_size=batch)
         insert += time.perf_counter() - t0
+        cpu += time.process_time() - c0
     store.close()
     rate = written / insert
     print(
         f"wrote {written:,} records in batches of {batch:,} (one transaction each): {insert:.2f} s, "
-        f"{rate:,.0f} records/s (+ {generate:.1f} s generating them)"
+        f"{rate:,.0f} records/s; this process's CPU {cpu:.2f} s = {written / cpu:,.0f} records per CPU second "
+        f"(+ {generate:.1f} s generating them)"
     )
     print(f"goal ≥ {GOAL_WRITES:,} records/s: {'PASS' if rate >= GOAL_WRITES else 'MISS'} ({rate:,.0f})")
 
 
-def scan(db_path: Path, sql: str) -> float:
-    t0 = time.perf_counter()
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+def connect(db_path: Path, url: str | None) -> Any:
+    if url:
+        import psycopg
+
+        return psycopg.connect(url, autocommit=True)
+    return sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+
+
+def scan(db_path: Path, url: str | None, sql: str) -> tuple[float, float]:
+    """(wall, CPU) seconds; the CPU is this process's, so SQLite's work (PostgreSQL's is the server's)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    conn = connect(db_path, url)
     try:
         conn.execute(sql).fetchall()
     finally:
         conn.close()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
-def report(db_path: Path) -> float:
+def report(db_path: Path, url: str | None) -> float:
     env = {**os.environ, "COUNCIL_HOME": str(db_path.parent)}
+    env.pop("COUNCIL_DATABASE_URL", None)
+    if url:
+        env["COUNCIL_DATABASE_URL"] = url
     repo = Path(__file__).resolve().parent.parent
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")]))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "council", "bias-report", "--json"], env=env, capture_output=True, text=True
     )
     took = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise SystemExit(f"bias-report failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
-    return took
+    return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> int:
@@ -104,7 +131,9 @@ def main() -> int:
     add_record_options(parser)
     parser.add_argument("--repeat", type=int, default=3, help="timings of each (best is compared)")
     parser.add_argument("--reuse", action="store_true", help="--home already holds the records: only time")
+    parser.add_argument("--database-url", help="a PostgreSQL database to write and report from instead")
     args = parser.parse_args()
+    url = args.database_url
     print("$ python " + " ".join(["scripts/bench_report_scan.py", *sys.argv[1:]]))
     print(f"load average before: {loadavg()} on {os.cpu_count()} cores")
 
@@ -114,26 +143,41 @@ def main() -> int:
         args.home = Path(tmp.name)
     args.home.mkdir(parents=True, exist_ok=True)
     db_path = args.home / "council.db"
-    if args.reuse != db_path.exists():
+    if url:
+        with connect(db_path, url) as conn:
+            stored = (
+                conn.execute("SELECT to_regclass('bias_records') IS NOT NULL").fetchone()[0]
+                and conn.execute("SELECT EXISTS (SELECT 1 FROM bias_records)").fetchone()[0]
+            )
+        if args.reuse != bool(stored):
+            sys.exit("--reuse needs records in the database" if args.reuse else "the database has records: --reuse")
+    elif args.reuse != db_path.exists():
         sys.exit(f"--reuse needs {db_path} to exist" if args.reuse else f"{db_path} exists: give --reuse")
     if not args.reuse:
-        write(db_path, args.records, args.batch, args.seed)
+        write(db_path, url, args.records, args.batch, args.seed)
+    if url:  # fresh statistics for the planner, as autovacuum would have them after a bulk load
+        with connect(db_path, url) as conn:
+            conn.execute("VACUUM ANALYZE bias_records")
 
-    times: dict[str, list[float]] = {"report": [], **{name: [] for name in AGGREGATES}}
+    times: dict[str, list[tuple[float, float]]] = {"report": [], **{name: [] for name in AGGREGATES}}
     for _ in range(args.repeat):
-        times["report"].append(report(db_path))
+        times["report"].append(report(db_path, url))
         for name, sql in AGGREGATES.items():
-            times[name].append(scan(db_path, sql))
-    rows = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True).execute("SELECT count(*) FROM bias_records")
-    print(f"over {rows.fetchone()[0]:,} records, best of {args.repeat} each, interleaved:")
+            times[name].append(scan(db_path, url, sql))
+    with connect(db_path, url) as conn:
+        count = conn.execute("SELECT count(*) FROM bias_records").fetchone()[0]
+    print(f"over {count:,} records ({'PostgreSQL' if url else 'SQLite'}), best of {args.repeat} each, interleaved:")
     for name, runs in times.items():
-        label = "council bias-report --json (whole process)" if name == "report" else f"sqlite3 {name}"
-        print(f"  {label:<45} {min(runs):6.2f} s   ({' / '.join(f'{t:.2f}' for t in runs)})")
-    slowest = max(min(times[name]) for name in AGGREGATES)
-    ratio = min(times["report"]) / slowest
+        label = "council bias-report --json (whole process)" if name == "report" else f"aggregate {name}"
+        walls, cpus = [w for w, _ in runs], [c for _, c in runs]
+        print(f"  {label:<45} {min(walls):6.2f} s   ({' / '.join(f'{t:.2f}' for t in walls)}); CPU {min(cpus):.2f} s")
+    ratio = min(w for w, _ in times["report"]) / min(w for w, _ in times[BOUND])
     print(f"load average after: {loadavg()}")
+    if not url:  # under load, wall time follows the share of a core a process gets; CPU does not
+        cpu_ratio = min(c for _, c in times["report"]) / min(c for _, c in times[BOUND])
+        print(f"CPU: report {cpu_ratio:.2f} × the {BOUND} aggregate (the whole process's CPU, best of each)")
     print(
-        f"goal report ≤ {GOAL_RATIO} × the slower aggregate: {'PASS' if ratio <= GOAL_RATIO else 'MISS'}"
+        f"goal report ≤ {GOAL_RATIO} × the {BOUND} aggregate: {'PASS' if ratio <= GOAL_RATIO else 'MISS'}"
         f" ({ratio:.2f} ×)"
     )
     if tmp is not None:

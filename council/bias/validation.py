@@ -2,8 +2,9 @@
 
 A record is validated on its own by :class:`council.bias.records.BiasRecord` (strict
 types, a score within its scale) when it is read from a file, and by the database's
-triggers when it is written (migration m005); rows stored before m005 were checked once
-by that migration and the invalid ones listed in ``bias_records_invalid``.
+CHECK constraint when it is written (m005's rules; a constraint since m017); rows stored
+before m005 were checked once by that migration and the invalid ones listed in
+``bias_records_invalid``.
 
 Here, at report time:
 

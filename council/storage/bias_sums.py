@@ -1,24 +1,28 @@
 """The bias report's queries over ``bias_records``: per-group sums, read in one snapshot.
 
 Every statistic is reduced to per-group sums (n, Σx, Σx², Σxy) by ``GROUP BY`` queries
-that the covering indexes answer without touching the table (migrations m002, m005);
-council.bias combines the groups into the report. Records from files are loaded into an
+that covering indexes answer without touching the table (council.storage.bias_rows.INDEXES);
+council.bias combines the groups into the report. The rows are read in two passes, per
+review and per answer, plus the narrow position and scale indexes; everything else is
+computed from the groups those passes return. Records from files are loaded into an
 in-memory store with the same schema and go through the same queries: one code path.
 
 Checks that one record alone cannot show are made here too (docs/methods.md,
 "Record validation"): rows listed invalid by migration m005, and reviews — the records of one
 (session, reviewer) — whose positions are not one answer per position. The per-review
-pass is one ``GROUP BY`` over the review index that also yields the top-position test,
-so the check costs no extra pass unless it finds something.
+pass is one ``GROUP BY`` over the review index that also yields the top-position test
+and the reviewers' sums, so the check costs no extra pass unless it finds something.
 """
 
 from __future__ import annotations
 
+import copy
 import secrets
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from council.storage.data import MAX_MESSAGES, BadRecords, BiasQuery, BiasSums
+from council.storage.second_reader import Background, open_in_snapshot
 
 # The statements below are written so PostgreSQL runs them too (council.storage.postgres
 # translates the few SQLite words): TRUE rather than 1, every subquery named.
@@ -35,6 +39,8 @@ UNSCORED_TABLE = "temp.bias_unscored"
 # lowest position: the top is unique when the two agree. Exact for positions below M
 # and scores that differ by more than (max position)/M, i.e. any real score scale.
 PACK = 1 << 20
+# Positions 0..MASK_BITS-1 fit a review's position mask exactly in a float sum (53-bit mantissa).
+MASK_BITS = 53
 
 
 class _Filter:
@@ -89,31 +95,21 @@ def _scales(db: Database, f: _Filter) -> list[tuple[int | None, int | None]]:
     return [(r[0], r[1]) for r in db.execute(sql, f.base_params).fetchall()]
 
 
-def _reviewer_sums(db: Database, f: _Filter, s: str) -> dict[str, tuple[int, float, float]]:
-    sql = f"""SELECT reviewer_id, COUNT(*), TOTAL({s}), TOTAL({s} * {s})
-              FROM bias_records WHERE {f.base} GROUP BY reviewer_id"""
-    return {r[0]: (r[1], r[2], r[3]) for r in db.execute(sql, f.base_params)}
-
-
 def _position_sums(db: Database, f: _Filter, s: str) -> dict[int, tuple[int, float, float]]:
     sql = f"""SELECT position, COUNT(*), TOTAL({s}), TOTAL({s} * {s})
               FROM bias_records WHERE {f.full} GROUP BY position ORDER BY position"""
     return {r[0]: (r[1], r[2], r[3]) for r in db.execute(sql, f.full_params)}
 
 
-class _AnswerTable:
-    """A temporary table with one row per answer (session, model), from one index pass.
+class _Answers:
+    """The per-answer pass: one ``GROUP BY (session, model)`` over the answer index, kept as
+    one materialized table inside a single statement that reads it three ways: the
+    per-session sums of the length correlation, the self-preference per model and the first
+    scatter points. Columns of an answer: ``n``/``total`` over all reviewers (base filter),
+    ``fn``/``ftotal`` over the selected reviewers, ``x`` the response length,
+    ``self_n``/``self_total`` the self-review scores."""
 
-    Columns: ``n``/``total`` over all reviewers (base filter), ``fn``/``ftotal`` over
-    the selected reviewers, ``x`` the response length, ``self_n``/``self_total`` the
-    self-review scores. It feeds the per-session length correlation, the
-    self-preference and the scatter points.
-    """
-
-    def __init__(self, db: Database, f: _Filter, s: str, length_column: str) -> None:
-        self.db = db
-        self.name = f"temp.bias_answers_{secrets.token_hex(6)}"
-        self.reviewers = f.reviewers
+    def __init__(self, db: Database, f: _Filter, s: str, length_column: str, max_points: int) -> None:
         params: list[Any] = []
         selected = ""
         if f.reviewers:
@@ -122,62 +118,49 @@ class _AnswerTable:
                 f"COUNT(CASE WHEN {chosen} THEN 1 END) AS fn, TOTAL(CASE WHEN {chosen} THEN {s} END) AS ftotal,"
             )
             params += [*f.reviewers, *f.reviewers]
-            self.fn, self.ftotal = "fn", "ftotal"
+            fn, ftotal = "fn", "ftotal"
         else:  # every reviewer is selected: the same columns
-            self.fn, self.ftotal = "n", "total"
-        # Keyed by (session, model) without a rowid: the rows arrive in key order from the
-        # covering index, so the per-session pass below reads them in order instead of sorting.
-        db.execute(
-            f"""CREATE TABLE {self.name} (session_id, model_id, n, total, {"fn, ftotal, " if selected else ""}
-                x, self_n, self_total, PRIMARY KEY (session_id, model_id)) WITHOUT ROWID"""
-        )
-        db.execute(
-            f"""INSERT INTO {self.name}
+            fn, ftotal = "n", "total"
+        params += f.base_params
+        # In a self-review the reviewer and the answer are the same model, so the reviewer is
+        # the answer's ``model_id``. The reviewer filter selects whose self-scores count; the
+        # others' scores are everyone else's. d = own score − mean of the others' scores.
+        own_where = "self_n = 1 AND n > 1"
+        if f.reviewers:
+            own_where += f" AND model_id IN ({', '.join('?' for _ in f.reviewers)})"
+            params += list(f.reviewers)
+        # Session sums, x = length, y = mean score received: answers, records, then over the
+        # answers with a length n, Σx, Σy, Σx², Σy², Σxy. Points: the first answers in (session
+        # id, model) order; session ids are random UUIDs, so an arbitrary subset.
+        sql = f"""
+            WITH a AS MATERIALIZED (
                 SELECT session_id, model_id, COUNT(*) AS n, TOTAL({s}) AS total, {selected}
-                       AVG({length_column}) AS x, TOTAL(self_review) AS self_n,
-                       TOTAL(self_review * {s}) AS self_total
+                       AVG({length_column}) AS x, TOTAL(self_review) AS self_n, TOTAL(self_review * {s}) AS self_total
                 FROM bias_records WHERE {f.base} AND session_id IS NOT NULL AND model_id IS NOT NULL
-                GROUP BY session_id, model_id""",
-            [*params, *f.base_params],
-        )
-
-    def drop(self) -> None:
-        self.db.execute(f"DROP TABLE IF EXISTS {self.name}")
-
-    def session_sums(self) -> list[Any]:
-        """Per session: answers, records, then over the answers with a length: n, Σx, Σy, Σx², Σy², Σxy;
-        x = length, y = mean score received."""
-        fn, ftotal = self.fn, self.ftotal
-        sql = f"""SELECT COUNT(*), SUM({fn}), COUNT(x), TOTAL(x), TOTAL(CASE WHEN x IS NOT NULL THEN y END),
-                         TOTAL(x * x), TOTAL(CASE WHEN x IS NOT NULL THEN y * y END), TOTAL(x * y)
-                  FROM (SELECT session_id, {fn}, x, {ftotal} / {fn} AS y FROM {self.name} WHERE {fn} > 0) a
-                  GROUP BY session_id"""
-        return self.db.execute(sql).fetchall()
-
-    def points(self, limit: int) -> list[tuple[float, float]]:
-        # The first ``limit`` answers in (session id, model) order: session ids are
-        # random UUIDs, so an arbitrary subset.
-        fn, ftotal = self.fn, self.ftotal
-        sql = f"""SELECT x, {ftotal} / {fn} FROM {self.name} WHERE {fn} > 0 AND x IS NOT NULL
-                  ORDER BY session_id, model_id LIMIT ?"""
-        return [(float(x), float(y)) for x, y in self.db.execute(sql, [limit])]
-
-    def self_preference(self) -> dict[str, tuple[int, float, float, float, float]]:
-        """reviewer → (n, Σself, Σothers, Σd, Σd²), d = own score − mean of the others' scores.
-
-        In a self-review the reviewer and the answer are the same model, so the
-        reviewer is the answer's ``model_id``. The reviewer filter selects whose
-        self-scores count; the others' scores are everyone else's."""
-        where, params = "self_n = 1 AND n > 1", []
-        if self.reviewers:
-            where += f" AND model_id IN ({', '.join('?' for _ in self.reviewers)})"
-            params = list(self.reviewers)
-        sql = f"""SELECT model_id, COUNT(*), TOTAL(own), TOTAL(others), TOTAL(own - others),
-                         TOTAL((own - others) * (own - others))
-                  FROM (SELECT model_id, self_total AS own, (total - self_total) / (n - self_n) AS others
-                        FROM {self.name} WHERE {where}) a
-                  GROUP BY model_id"""
-        return {r[0]: tuple(r[1:]) for r in self.db.execute(sql, params)}  # type: ignore[misc]
+                GROUP BY session_id, model_id)
+            SELECT 0, NULL, COUNT(*), SUM({fn}), COUNT(x), TOTAL(x), TOTAL(CASE WHEN x IS NOT NULL THEN y END),
+                   TOTAL(x * x), TOTAL(CASE WHEN x IS NOT NULL THEN y * y END), TOTAL(x * y)
+            FROM (SELECT session_id, {fn}, x, {ftotal} / {fn} AS y FROM a WHERE {fn} > 0) p GROUP BY session_id
+            UNION ALL
+            SELECT 1, model_id, COUNT(*), TOTAL(own), TOTAL(others), TOTAL(own - others),
+                   TOTAL((own - others) * (own - others)), NULL, NULL, NULL
+            FROM (SELECT model_id, self_total AS own, (total - self_total) / (n - self_n) AS others
+                  FROM a WHERE {own_where}) o GROUP BY model_id
+            UNION ALL
+            SELECT 2, NULL, x, y, NULL, NULL, NULL, NULL, NULL, NULL
+            FROM (SELECT x, {ftotal} / {fn} AS y FROM a WHERE {fn} > 0 AND x IS NOT NULL
+                  ORDER BY session_id, model_id LIMIT ?) q"""
+        params.append(max(0, max_points))
+        self.sessions: list[Any] = []
+        self.self_preference: dict[str, tuple[int, float, float, float, float]] = {}
+        self.points: list[tuple[float, float]] = []
+        for part, model, *v in db.execute(sql, params).fetchall():
+            if part == 0:
+                self.sessions.append((int(v[0]), int(v[1]), int(v[2]), *v[3:]))
+            elif part == 1:
+                self.self_preference[model] = (int(v[0]), v[1], v[2], v[3], v[4])
+            else:
+                self.points.append((float(v[0]), float(v[1])))
 
 
 class Reviews:
@@ -185,9 +168,10 @@ class Reviews:
     ``where`` (plus the unscored records, which occupy a position without a score), leaving
     out the invalid rows when ``skip_rows``.
 
-    :meth:`scan` streams it once and returns both the top-position counts and the number
-    of bad reviews; only when there are bad reviews does :meth:`bad` list them (a second
-    pass, on the rare path). ``s`` is the SQL score expression (raw or rescaled)."""
+    :meth:`scan` streams it once and returns the top-position counts, the number of bad
+    reviews and every reviewer's sums (so no other pass reads the rows by reviewer); only
+    when there are bad reviews does :meth:`bad` list them (a second pass, on the rare path).
+    ``s`` is the SQL score expression (raw or rescaled)."""
 
     def __init__(
         self, db: Database, where: str, params: Sequence[Any], s: str, *, skip_rows: bool, unscored: bool = False
@@ -203,9 +187,17 @@ class Reviews:
             )
             source_params += list(params)
         self.source, self.source_params = source, source_params
+        self.unscored = unscored
         self.bad_count = 0
+        self.reviewer_sums: dict[str, tuple[int, float, float]] = {}
 
-    def _grouped(self, excluded: str | None) -> tuple[str, list[Any]]:
+    def _grouped(self, excluded: str | None, exact: bool) -> tuple[str, list[Any]]:
+        """Per review: its size k, what the positions check needs, the packed top scores, the sums.
+
+        A review's positions are right when they are 0..k-1, each once. Fast form: the sum of
+        2^position over its positions 0..52 equals 2^k - 1 only then (k powers of two add up
+        to a number with k one-bits only when no two are equal, and none may be k or more);
+        ``exact`` (reviews of more than 53 answers) counts the distinct positions instead."""
         m = PACK
         skip = ""
         if excluded:
@@ -213,37 +205,64 @@ class Reviews:
                 f"WHERE NOT EXISTS (SELECT 1 FROM {excluded} e WHERE e.session_id = r.session_id "
                 f"AND e.reviewer_id = r.reviewer_id)"
             )
-        sql = f"""SELECT r.reviewer_id, COUNT(*) AS k, COUNT(score) AS scored, MIN(position) AS lo,
-                         MAX(position) AS hi, COUNT(DISTINCT position) AS distinct_n, MAX(score) AS top,
-                         MAX(score * {m} + position) AS a, MIN(position - score * {m}) AS b
+        if exact:
+            check = "MIN(position) AS lo, MAX(position) AS hi, COUNT(DISTINCT position) AS distinct_n"
+        else:
+            check = (
+                f"TOTAL(CASE WHEN position BETWEEN 0 AND {MASK_BITS - 1} "
+                f"THEN CAST(1 AS BIGINT) << CAST(position AS INTEGER) END) AS mask"
+            )
+        # Without unscored records every record has a score: k counts them, with no second count.
+        scored = "COUNT(score) AS scored," if self.unscored else ""
+        sql = f"""SELECT r.reviewer_id, COUNT(*) AS k, {scored} {check}, MAX(score) AS top,
+                         MAX(score * {m} + position) AS a, MIN(position - score * {m}) AS b,
+                         TOTAL(score) AS total, TOTAL(score * score) AS total_sq
                   FROM ({self.source}) r {skip} GROUP BY r.session_id, r.reviewer_id"""
         return sql, list(self.source_params)
 
     def scan(
-        self, reviewers: Sequence[str], excluded: str | None = None
+        self, reviewers: Sequence[str], excluded: str | None = None, *, exact: bool = False
     ) -> tuple[int, int, dict[int, list[int]]]:
         """(reviews, reviews left out, review size k → counts of the top-scored position), and
-        ``bad_count`` set to the number of bad reviews (over every reviewer).
+        ``bad_count`` set to the number of bad reviews (over every reviewer), ``reviewer_sums``
+        to every reviewer's (n, Σs, Σs²) over the good reviews.
 
         Only the selected reviewers' valid reviews with a score count. A review is left out
         of the test when its top score is tied or not every answer in it has a score."""
         m = PACK
-        grouped, params = self._grouped(excluded)
+        grouped, params = self._grouped(excluded, exact)
         selected = "TRUE"
         if reviewers:
             selected = f"reviewer_id IN ({', '.join('?' for _ in reviewers)})"
             params += list(reviewers)
+        if exact:
+            bad = "lo < 0 OR hi >= k OR distinct_n < k"
+        else:  # NULL: too big a review for the fast check
+            bad = (
+                f"CASE WHEN k > {MASK_BITS} THEN NULL "
+                f"WHEN mask = (CAST(1 AS BIGINT) << CAST(k AS INTEGER)) - 1 THEN FALSE ELSE TRUE END"
+            )
+        scored = "scored" if self.unscored else "k"
         sql = f"""
-            SELECT lo < 0 OR hi >= k OR distinct_n < k AS bad, {selected} AND scored > 0 AS counted, k,
+            SELECT reviewer_id, {bad} AS bad, {selected} AND {scored} > 0 AS counted, k,
                    CAST(round(b + top * {m}) AS INTEGER) AS pos,
-                   round(a - top * {m}) = round(b + top * {m}) AND scored = k AS usable, COUNT(*)
-            FROM ({grouped}) g GROUP BY 1, 2, 3, 4, 5"""
+                   round(a - top * {m}) = round(b + top * {m}) AND {scored} = k AS usable, COUNT(*),
+                   SUM({scored}), TOTAL(total), TOTAL(total_sq)
+            FROM ({grouped}) g GROUP BY 1, 2, 3, 4, 5, 6"""
+        rows = self.db.execute(sql, params).fetchall()
+        if not exact and any(row[1] is None for row in rows):
+            return self.scan(reviewers, excluded, exact=True)
         reviews = left_out = self.bad_count = 0
         tables: dict[int, list[int]] = {}
-        for bad, counted, k, pos, usable, count in self.db.execute(sql, params):
+        sums: dict[str, list[Any]] = {}
+        for reviewer, bad, counted, k, pos, usable, count, n, total, total_sq in rows:
             if bad:
                 self.bad_count += count
                 continue
+            acc = sums.setdefault(reviewer, [0, 0.0, 0.0])
+            acc[0] += int(n)  # PostgreSQL's SUM of integers is a numeric
+            acc[1] += total
+            acc[2] += total_sq
             if not counted:
                 continue
             reviews += count
@@ -251,6 +270,7 @@ class Reviews:
                 left_out += count
                 continue
             tables.setdefault(k, [0] * k)[pos] += count
+        self.reviewer_sums = {r: (n, total, total_sq) for r, (n, total, total_sq) in sums.items() if n}
         return reviews, left_out, tables
 
     def bad(self) -> list[tuple[str, str]]:
@@ -311,15 +331,31 @@ def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
     out = BiasSums()
     conn = db.conn
     own_transaction = not conn.in_transaction
-    if own_transaction:
-        conn.execute("BEGIN")  # one read snapshot for every query below
-    answers: _AnswerTable | None = None
+
+    def begin() -> None:
+        if own_transaction:
+            conn.execute("BEGIN")  # one read snapshot for every query below
+        out.scales = _scales(db, f)  # its first read: the snapshot begins here
+
+    # On a SQLite file the per-answer pass runs on a second connection in the same snapshot,
+    # at the same time as the per-review pass (council.storage.second_reader).
+    second = None
+    if own_transaction and getattr(store, "path", None) is not None and not unscored:
+        second = open_in_snapshot(store.path, begin)
+    else:
+        begin()
+    ahead: Background | None = None
     try:
-        out.scales = _scales(db, f)
         lo_ref, hi_ref = query.reference_scale  # records without a scale are taken to be on it
         effective = {(lo if lo is not None else lo_ref, hi if hi is not None else hi_ref) for lo, hi in out.scales}
         out.normalized = len(effective) > 1
         s = _score_expr(out.normalized, query.reference_scale)
+        unit = query.length_unit or "words"
+        if second is not None:  # with the filter as it is now: used unless bad records change it
+            ahead_filter = copy.copy(f)
+            ahead = Background(
+                second, lambda c: _Answers(c, ahead_filter, s, f"response_length_{unit}", query.max_points)
+            )
         # One pass per review: the positions check and the top-position test together.
         reviews = Reviews(db, f.base, f.base_params, s, skip_rows=_has_invalid_rows(db), unscored=unscored)
         out.orderings, out.left_out, out.top_positions = reviews.scan(f.reviewers)
@@ -337,21 +373,23 @@ def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
             out.unscored = db.execute(
                 f"SELECT COUNT(*) FROM {UNSCORED_TABLE} WHERE {f.unscored_where()}", f.base_params
             ).fetchone()[0]
-        out.reviewers = _reviewer_sums(db, f, s)
+        out.reviewers = reviews.reviewer_sums
         out.positions = _position_sums(db, f, s)
-        out.length_unit = query.length_unit or "words"
-        answers = _AnswerTable(db, f, s, f"response_length_{out.length_unit}")
-        out.sessions = answers.session_sums()
-        if query.length_unit is None and out.sessions and not any(row[2] for row in out.sessions):
-            answers.drop()  # no word count anywhere: characters, which every record has
-            out.length_unit = "chars"
-            answers = _AnswerTable(db, f, s, "response_length_chars")
-            out.sessions = answers.session_sums()
-        out.self_preference = answers.self_preference()
-        out.points = answers.points(query.max_points) if query.max_points > 0 else []
+        out.length_unit = unit
+        if ahead is not None and not out.bad:
+            answers = ahead.result()
+        else:
+            answers = _Answers(db, f, s, f"response_length_{unit}", query.max_points)
+        if query.length_unit is None and answers.sessions and not any(row[2] for row in answers.sessions):
+            out.length_unit = "chars"  # no word count anywhere: characters, which every record has
+            answers = _Answers(db, f, s, "response_length_chars", query.max_points)
+        out.sessions, out.self_preference, out.points = answers.sessions, answers.self_preference, answers.points
     finally:
-        if answers is not None:
-            answers.drop()
+        if ahead is not None:
+            try:
+                ahead.result()  # never left running past the snapshot (its errors surfaced above if used)
+            except Exception:
+                pass
         if own_transaction and conn.in_transaction:
             conn.execute("ROLLBACK")
     return out

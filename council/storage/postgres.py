@@ -15,6 +15,7 @@ SQLite users never pay its import (~110 ms).
 from __future__ import annotations
 
 import atexit
+import itertools
 import json
 import logging
 import os
@@ -29,7 +30,7 @@ from typing import Any
 from council.clock import utc_now
 from council.errors import ConfigError, CouncilFailure, PrerequisiteError
 from council.redaction import redact
-from council.storage import postgres_schema, queue
+from council.storage import bias_rows, postgres_schema, queue
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
 from council.storage.location import display_url
@@ -129,6 +130,27 @@ def insert_rows(conn: Any, table: str, rows: Sequence[dict[str, Any]], *, upsert
             )
         with conn.cursor() as cur:
             cur.executemany(sql, values)
+
+
+def _copy_bias_records(conn: Any, records: Iterable[Mapping[str, Any]], batch_size: int) -> int:
+    """``COPY`` the records into ``bias_records`` (booleans as 0/1, as the SQLite store keeps them)."""
+    from psycopg.adapt import Dumper
+
+    class _BoolAsInt(Dumper):
+        def dump(self, obj: bool) -> bytes:
+            return b"1" if obj else b"0"
+
+    written = 0
+    it = iter(records)
+    with conn.cursor() as cur:
+        cur.adapters.register_dumper(bool, _BoolAsInt)
+        while chunk := list(itertools.islice(it, max(1, batch_size))):
+            columns, rows = bias_rows.record_rows(chunk)
+            with cur.copy(f"COPY bias_records ({', '.join(map(_quote, columns))}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            written += len(rows)
+    return written
 
 
 _UNTYPED_TEMP = re.compile(r"CREATE TABLE temp\.(\w+) \((.*)\)\s*(WITHOUT ROWID)?\s*$", re.S)
@@ -568,18 +590,22 @@ class PostgresStore(SharedOperations):
     swap_setting = SQLiteStore.swap_setting
     append_events = SQLiteStore.write_events  # a transaction each (the group commit is SQLite's)
     events_after = SQLiteStore.read_events
-    insert_bias_records = SQLiteStore.insert_bias_records
     bias_record_rows = SQLiteStore.bias_record_rows
     count = SQLiteStore.count
 
     # -- bias records --------------------------------------------------------
+    def insert_bias_records(self, records: Iterable[Mapping[str, Any]], *, batch_size: int = 10_000) -> int:
+        """Bulk insert in one transaction, by ``COPY`` (the CHECK constraint holds the rules)."""
+        with self.transaction() as conn:
+            return _copy_bias_records(conn, records, batch_size)
+
     def load_bias_records(
         self, scored: Iterable[Mapping[str, Any]], unscored: Sequence[Mapping[str, Any]] = ()
     ) -> None:
         """Records read from files (council normally loads them into ``memory_store``): the
         scored ones into ``bias_records``, the unscored ones into ``bias_unscored``."""
         with self.transaction() as conn:
-            insert_rows(conn, "bias_records", [dict(r) for r in scored])
+            _copy_bias_records(conn, scored, 10_000)
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS bias_unscored (id BIGINT PRIMARY KEY, session_id TEXT, "
                 'reviewer_id TEXT, position BIGINT, "timestamp" TEXT, council TEXT)'

@@ -111,7 +111,7 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "ALTER TABLE bias_records ADD COLUMN response_length_words BIGINT",
             """CREATE INDEX idx_bias_records_answer_words ON bias_records
                (session_id, model_id, self_review, score_value, response_length_chars, response_length_words)""",
-            # The rules of council.bias.records.BiasRecord, as SQLite's triggers hold them.
+            # The rules of council.bias.records.BiasRecord, as SQLite's CHECK holds them (m017).
             """ALTER TABLE bias_records ADD CONSTRAINT bias_record_valid CHECK (
                 session_id <> '' AND reviewer_id <> '' AND model_id <> ''
                 AND session_id IS NOT NULL AND reviewer_id IS NOT NULL AND model_id IS NOT NULL
@@ -202,6 +202,15 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         "m015_judged_pair_styles",
         [f"ALTER TABLE judgment_runs ADD COLUMN {name}_{side} BIGINT"
          for side in "ab" for name in ("length", "headers", "lists", "bold")],
+    ),
+    (
+        # The rules are already a CHECK constraint here (m005); only the indexes the bias
+        # report's passes do not read go (council.storage.bias_rows.INDEXES, as on SQLite).
+        "m017_bias_record_constraints",
+        [
+            "DROP INDEX IF EXISTS idx_bias_records_reviewer_id_score_value",
+            "DROP INDEX IF EXISTS idx_bias_records_timestamp",
+        ],
     ),
 ]
 

@@ -28,7 +28,7 @@ from council.errors import EnvironmentFailure, NotFoundError, UsageError
 from council.home import ensure_home
 from council.logs import get_logger
 from council.redaction import redact, redact_document
-from council.storage import budgets, call_cache, queue
+from council.storage import bias_rows, budgets, call_cache, queue
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.comparisons import count_comparisons
 from council.storage.migrations import migrations
@@ -58,6 +58,17 @@ def _connect(path: Path | str, *, uri: bool = False) -> sqlite3.Connection:
     conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
     conn.execute("PRAGMA synchronous = NORMAL")  # safe with WAL: durable at checkpoint, never corrupt
     return conn
+
+
+def _write_bias_records(conn: sqlite3.Connection, records: Iterable[Mapping[str, Any]], batch_size: int) -> int:
+    written = 0
+    it = iter(records)
+    while chunk := list(itertools.islice(it, max(1, batch_size))):
+        columns, rows = bias_rows.record_rows(chunk)
+        marks = ", ".join("?" for _ in columns)
+        conn.executemany(f"INSERT INTO bias_records ({', '.join(columns)}) VALUES ({marks})", rows)
+        written += len(rows)
+    return written
 
 
 def _is_locked(exc: BaseException) -> bool:
@@ -525,18 +536,19 @@ class SQLiteStore(SharedOperations):
         return events_after(self.db, session_id, after, limit)
 
     # -- bias records --------------------------------------------------------
-    def insert_bias_records(self, records: Iterable[dict[str, Any]], *, batch_size: int = 10_000) -> int:
-        """Bulk insert in batches, one transaction per call (benchmarks, imports)."""
+    def insert_bias_records(self, records: Iterable[Mapping[str, Any]], *, batch_size: int = 10_000) -> int:
+        """Bulk insert, one transaction per call (benchmarks, imports): one prepared INSERT run
+        over ``batch_size`` records at a time; the table's CHECK constraint holds the rules."""
         with self.immediate():
-            before = self.db["bias_records"].count
-            self.db["bias_records"].insert_all(records, batch_size=batch_size)
-            return self.db["bias_records"].count - before
+            return _write_bias_records(self.db.conn, records, batch_size)
 
     def load_bias_records(
         self, scored: Iterable[Mapping[str, Any]], unscored: Sequence[Mapping[str, Any]] = ()
     ) -> None:
-        with self.db.conn:
-            self.db["bias_records"].insert_all(scored, batch_size=10_000)
+        with self.db.conn:  # commits; a file store's connection autocommits unless a transaction is begun
+            if not self.db.conn.in_transaction:
+                self.db.conn.execute("BEGIN")
+            _write_bias_records(self.db.conn, scored, 10_000)
         self.db.execute(
             f"CREATE TABLE IF NOT EXISTS {UNSCORED_TABLE} "
             "(id INTEGER PRIMARY KEY, session_id, reviewer_id, position, timestamp, council)"

@@ -1,6 +1,6 @@
-"""BiasRecord's rules are stated once, in the pydantic model; the database's triggers
-(migration m005, frozen as it shipped) enforce the part a row can show. They must agree:
-a row the model accepts is stored, and a row it refuses on those columns is refused."""
+"""BiasRecord's rules are stated once, in the pydantic model; the database's CHECK constraint
+(migration m017, m005's rules as they shipped) enforces the part a row can show. They must
+agree: a row the model accepts is stored, and a row it refuses on those columns is refused."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def store():
 @given(
     session=ids, reviewer=ids, model=ids, position=whole, chars=whole, words=whole, score=scores, scale=scales,
 )  # fmt: skip
-def test_the_triggers_accept_exactly_what_the_model_accepts(store, session, reviewer, model, position, chars, words,
+def test_the_constraint_accepts_exactly_what_the_model_accepts(store, session, reviewer, model, position, chars, words,
                                                             score, scale):  # fmt: skip
     row = {
         "schema_version": "1.2.0", "session_id": session, "reviewer_id": reviewer, "model_id": model,
@@ -60,7 +60,7 @@ def test_the_triggers_accept_exactly_what_the_model_accepts(store, session, revi
         "score_value": score, "scale_min": scale[0], "scale_max": scale[1], "self_review": False,
     }  # fmt: skip
     if isinstance(score, float) and math.isnan(score):
-        # SQLite stores NaN as NULL, which the triggers refuse as "not a number": the same verdict.
+        # SQLite stores NaN as NULL, which the constraint refuses as "not a number": the same verdict.
         assert not model_accepts(row)
     assert model_accepts(row) == database_accepts(store, row), row
 
