@@ -52,9 +52,15 @@ def parse_json_object(text: str) -> dict[str, Any]:
 
     Raises ValueError with a short reason when there is no JSON object.
     """
+    return _parse_json_object(text)[0]
+
+
+def _parse_json_object(text: str) -> tuple[dict[str, Any], str | None]:
+    """:func:`parse_json_object`, and the JSON text it was read from as is (None when repaired)."""
     candidate = extract_json_text(text)
     if candidate is None:
         raise ValueError("the reply contains no JSON object")
+    verbatim: str | None = candidate
     try:
         value = json.loads(candidate, parse_constant=_refuse_constant)
     except json.JSONDecodeError:
@@ -65,9 +71,10 @@ def parse_json_object(text: str) -> dict[str, Any]:
         import json_repair  # syntax repair only; loaded on the rare path that needs it
 
         value = json_repair.loads(candidate)
+        verbatim = None
     if not isinstance(value, dict) or not value:
         raise ValueError("the reply is not a usable JSON object")
-    return value
+    return value, verbatim
 
 
 def _refuse_constant(name: str) -> Any:
@@ -281,15 +288,39 @@ def check_output(model: type[T] | JsonFormat, text: str) -> tuple[Any, Invalid |
     """``(instance, None)`` when ``text`` is valid output, else ``(None, why)``."""
     if isinstance(model, JsonFormat):
         return model.check(text)
+    candidate = extract_json_text(text)
+    if candidate is not None and _CONSTANT.search(candidate) is None:
+        # The common case, decoded once: the reply's JSON validated as it is. Anything else (no
+        # JSON, a repair needed, NaN or Infinity, an invalid value, no field given) goes on below,
+        # which decides as before and says why (tests/pipelines/test_asking_decode_once.py).
+        try:
+            parsed = model.model_validate_json(candidate)
+        except ValidationError:
+            parsed = None
+        if parsed is not None and parsed.model_fields_set:
+            return parsed, None
     try:
-        data = parse_json_object(text)
+        data, verbatim = _parse_json_object(text)
     except ValueError as exc:
         return None, Invalid(str(exc))
+    if verbatim is not None:
+        # Validate from JSON text so strict ints reject 3.5 and "7" as they would on the wire: the
+        # reply's own text, as it parsed (not encoded again and decoded once more). Text the
+        # validator's parser refuses (a lone surrogate escape) takes the encoded path below, so
+        # the reason given is the same (tests/pipelines/test_asking_decode_once.py).
+        try:
+            return model.model_validate_json(verbatim), None
+        except ValidationError as exc:
+            if not any(e["type"] == "json_invalid" for e in exc.errors()):
+                return None, Invalid(describe_validation_error(exc), describe_validation_error(exc, quote_values=False))
     try:
-        # Validate from JSON text so strict ints reject 3.5 and "7" as they would on the wire.
         return model.model_validate_json(json.dumps(data)), None
     except ValidationError as exc:
         return None, Invalid(describe_validation_error(exc), describe_validation_error(exc, quote_values=False))
+
+
+#: JSON's missing constants, refused as numbers (:func:`parse_json_object`) but read by the validator.
+_CONSTANT = re.compile(r"NaN|Infinity")
 
 
 def validate_output(model: type[T] | JsonFormat, text: str, *, quote_values: bool = True) -> tuple[Any, str | None]:

@@ -112,9 +112,34 @@ def is_strong(secret: str) -> bool:
 
 def known_secrets(env: Mapping[str, str] | None = None) -> set[str]:
     """Registered secrets, and the strong values of environment variables named like keys."""
-    env = os.environ if env is None else env
+    if env is None:
+        return set(_current_secrets())
     found = {value for name in env if _named_like_a_key(name) and is_strong(value := env[name].strip())}
     return _registered | found
+
+
+_last_secrets: tuple[Any, frozenset[str]] | None = None
+
+
+def _current_secrets() -> frozenset[str]:
+    """:func:`known_secrets` of ``os.environ``, read again only when the environment or the
+    registered secrets changed: every stored document and error text asks, and decoding the
+    whole environment each time cost more than the check itself."""
+    global _last_secrets
+    raw = getattr(os.environ, "_data", None)  # the bytes behind os.environ (CPython)
+    if not isinstance(raw, dict):
+        return frozenset(_scan_environment())
+    # Registered secrets are only ever added (tests swap the whole set: held here, compared by identity).
+    snapshot = (_registered, len(_registered), frozenset(raw.items()))
+    last = _last_secrets
+    if last is None or last[0][0] is not _registered or last[0][1:] != snapshot[1:]:
+        last = _last_secrets = (snapshot, frozenset(_scan_environment()))
+    return last[1]
+
+
+def _scan_environment() -> set[str]:
+    env = os.environ
+    return _registered | {value for name in env if _named_like_a_key(name) and is_strong(value := env[name].strip())}
 
 
 @lru_cache(maxsize=1024)
@@ -154,7 +179,7 @@ def _credential(match: re.Match[str]) -> str:
 def redact_secrets(text: str, secrets: frozenset[str] | None = None, *, error_text: bool = True) -> str:
     """``text`` without any known secret (default: :func:`known_secrets`) or credential-shaped
     text; ``error_text=False`` (a provider's reply): without strong secrets only."""
-    strong, weak = _secrets_patterns(frozenset(known_secrets()) if secrets is None else secrets)
+    strong, weak = _secrets_patterns(_current_secrets() if secrets is None else secrets)
     if strong is not None:
         text = strong.sub(REDACTED, text)
     if not error_text:
@@ -298,7 +323,7 @@ def redact(
 def redact_data(value: Any, secrets: frozenset[str] | None = None) -> Any:
     """JSON-like ``value`` with :func:`redact` applied to every string in it (a log event)."""
     if secrets is None:
-        secrets = frozenset(known_secrets())
+        secrets = _current_secrets()
     if isinstance(value, str):
         return redact(value, secrets=secrets)
     if isinstance(value, dict):
@@ -314,7 +339,7 @@ def redact_document(value: Any, secrets: frozenset[str] | None = None, *, _kind:
     named key decides (in ``models: {alias: model}`` both are the user's). A document in which
     nothing could be redacted is returned as it is (see :func:`_nothing_to_redact`)."""
     if secrets is None:
-        secrets = frozenset(known_secrets())
+        secrets = _current_secrets()
     if _kind == "reply" and isinstance(value, dict | list) and _nothing_to_redact(value, secrets):
         return value
     return _redact_fields(value, secrets, _kind)
@@ -330,19 +355,41 @@ def _redact_fields(value: Any, secrets: frozenset[str], kind: str) -> Any:
     return value
 
 
+def redacted_json(value: Any) -> str | None:
+    """:func:`redact_document` of ``value`` as JSON text (None stays None). A document in which
+    nothing could be redacted is serialized once, for the check and for storing."""
+    if value is None:
+        return None
+    secrets = _current_secrets()
+    if isinstance(value, dict | list):
+        text = _json_text(value)
+        if text is not None and _nothing_to_redact_in(text, secrets):
+            return text
+    return json.dumps(_redact_fields(value, secrets, "reply"), ensure_ascii=False)
+
+
+def _json_text(value: Any) -> str | None:
+    try:
+        return pydantic_core.to_json(value).decode()
+    except (TypeError, ValueError, pydantic_core.PydanticSerializationError):
+        return None
+
+
 def _nothing_to_redact(value: dict[str, Any] | list[Any], secrets: frozenset[str]) -> bool:
-    """True when no field of ``value`` can lose anything, outside a private scope: its JSON text
-    holds no form of a strong secret and, where a field under :data:`ERROR_KEYS` holds text,
-    no form of any secret and none of the words every credential shape contains (those go
-    from error text only). Letters and ``-`` are never escaped in JSON and a secret's escaped
-    forms are searched, so a field holding either shows in the text: the check can only err
-    towards the field-by-field walk."""
+    """True when no field of ``value`` can lose anything (see :func:`_nothing_to_redact_in`)."""
+    text = _json_text(value)
+    return text is not None and _nothing_to_redact_in(text, secrets)
+
+
+def _nothing_to_redact_in(text: str, secrets: frozenset[str]) -> bool:
+    """True when no field of the document whose JSON is ``text`` can lose anything, outside a
+    private scope: the text holds no form of a strong secret and, where a field under
+    :data:`ERROR_KEYS` holds text, no form of any secret and none of the words every credential
+    shape contains (those go from error text only). Letters and ``-`` are never escaped in JSON
+    and a secret's escaped forms are searched, so a field holding either shows in the text: the
+    check can only err towards the field-by-field walk."""
     scope = _scope.get()
     if scope is not None and not scope.keep_text:
-        return False
-    try:
-        text = pydantic_core.to_json(value).decode()
-    except (TypeError, ValueError, pydantic_core.PydanticSerializationError):
         return False
     error_text = _ERROR_FIELD.search(text) is not None
     if error_text:

@@ -2,11 +2,13 @@
 
     python scripts/bench_bare_client.py                  # 800 pairs (1,600 judge calls), 64 in flight, 50 ms
     python scripts/bench_bare_client.py --pairs 200 --repeat 2
+    python scripts/bench_bare_client.py --postgres       # council's store on PostgreSQL
 
 In one run, on one mock LLM server (its own process, real HTTP on 127.0.0.1): the batch through
 the library (``council.judging.batch.run_batch``, the call ``council batch`` makes, swap on, one
-vote, a fresh store), which also records every request body it sends; then a bare client
-replaying those bodies: one ``aiohttp.ClientSession``, ``--concurrency`` requests in flight,
+vote, a fresh store: a SQLite file, or with ``--postgres`` a fresh database on a throwaway
+PostgreSQL server from scripts/postgres_test_server.sh), which also records every request body
+it sends; then a bare client replaying those bodies: one ``aiohttp.ClientSession``, ``--concurrency`` requests in flight,
 each reply read and parsed as JSON, nothing else. Best of ``--repeat`` each, interleaved, so
 both see the same machine. It prints council ÷ bare throughput (goal ≥ 0.9) and council's own
 CPU per call (its CPU per call minus the bare client's; goal ≤ 0.3 ms), with the load average,
@@ -71,39 +73,73 @@ async def bare_timed(url: str, bodies: list[bytes], concurrency: int) -> dict[st
         return {"calls": len(bodies), "wall": time.perf_counter() - t0, "cpu": time.process_time() - cpu0}
 
 
+def run_all(
+    args: Any,
+    content: str,
+    council: list[dict[str, float]],
+    bare: list[dict[str, float]],
+    store_url: Any,
+) -> None:
+    """The council runs and the bare replays, interleaved, on one mock server."""
+    from mock_server import start_mock_server
+
+    with start_mock_server(latency=args.latency) as server:
+        url = server.base_url + "/chat/completions"
+        warm_up = pairs(8)
+        asyncio.run(one_run(server.base_url, warm_up, 1, False, args.concurrency, "native", store_url()))
+        bodies = capture_bodies()
+        for _ in range(args.repeat):
+            del bodies[:]
+            s0 = process_cpu(server.process.pid)
+            run = one_run(server.base_url, content, 1, False, args.concurrency, "native", store_url())
+            council.append(asyncio.run(run))
+            council[-1]["server"] = (process_cpu(server.process.pid) or 0) - (s0 or 0)
+            replay = list(bodies)
+            s0 = process_cpu(server.process.pid)
+            bare.append(asyncio.run(bare_timed(url, replay, args.concurrency)))
+            bare[-1]["server"] = (process_cpu(server.process.pid) or 0) - (s0 or 0)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--pairs", type=int, default=800)
     parser.add_argument("--latency", type=float, default=0.05, help="seconds per mock call")
     parser.add_argument("--concurrency", type=int, default=64, help="calls in flight")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs of each (best is compared)")
+    parser.add_argument(
+        "--postgres", action="store_true", help="council's store: a fresh PostgreSQL database per run (else SQLite)"
+    )
     args = parser.parse_args()
     print("$ python " + " ".join(["scripts/bench_bare_client.py", *sys.argv[1:]]))
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
 
-    from mock_server import start_mock_server
-
     content = pairs(args.pairs)
     council: list[dict[str, float]] = []
     bare: list[dict[str, float]] = []
-    with start_mock_server(latency=args.latency) as server:
-        url = server.base_url + "/chat/completions"
-        asyncio.run(one_run(server.base_url, pairs(8), 1, False, args.concurrency, "native"))  # warm-up
-        bodies = capture_bodies()
-        for _ in range(args.repeat):
-            del bodies[:]
-            s0 = process_cpu(server.process.pid)
-            council.append(asyncio.run(one_run(server.base_url, content, 1, False, args.concurrency, "native")))
-            council[-1]["server"] = (process_cpu(server.process.pid) or 0) - (s0 or 0)
-            replay = list(bodies)
-            s0 = process_cpu(server.process.pid)
-            bare.append(asyncio.run(bare_timed(url, replay, args.concurrency)))
-            bare[-1]["server"] = (process_cpu(server.process.pid) or 0) - (s0 or 0)
+    database = None
+    if args.postgres:  # a throwaway server (scripts/postgres_test_server.sh), or COUNCIL_TEST_POSTGRES_URL's
+        from postgres_server import Server
+
+        database = Server()
+        database.start()
+        if database.url is None:
+            raise SystemExit(f"no PostgreSQL server: {database.problem}")
+
+    def store_url() -> str | None:
+        return None if database is None else database.fresh_database(migrated=False)
+
+    try:
+        run_all(args, content, council, bare, store_url)
+    finally:
+        if database is not None:
+            database.stop()
     calls = council[0]["calls"]
     bound = calls * args.latency / args.concurrency
+    store = "PostgreSQL" if database is not None else "SQLite"
     print(
         f"{args.pairs} pairs, swap on, 1 vote: {calls:.0f} judge calls, {args.concurrency} in flight, "
-        f"mock at {args.latency * 1000:g} ms; latency bound {bound:.2f} s; best of {args.repeat}, interleaved"
+        f"mock at {args.latency * 1000:g} ms, council's store {store}; latency bound {bound:.2f} s; "
+        f"best of {args.repeat}, interleaved"
     )
     print(f"{'':8} {'wall s':>7} {'(runs)':>20} {'bound/wall':>10} {'cpu ms/call':>11} {'server ms/call':>14}")
     for name, runs in (("council", council), ("bare", bare)):

@@ -46,8 +46,16 @@ def pairs(n: int) -> str:
 
 
 async def one_run(
-    base_url: str, content: str, votes: int, adaptive: bool, concurrency: int, transport: str
+    base_url: str,
+    content: str,
+    votes: int,
+    adaptive: bool,
+    concurrency: int,
+    transport: str,
+    store_url: str | None = None,
 ) -> dict[str, float]:
+    """One batch in a fresh store: a SQLite file in a temporary directory, or ``store_url``
+    (a fresh PostgreSQL database)."""
     from council.config import load_config
     from council.judging.batch import BatchSettings, content_digest, default_batch_id, parse_batch, run_batch
     from council.judging.engine import make_judges
@@ -71,7 +79,12 @@ async def one_run(
     settings = BatchSettings(judges=["judge=openai/mock-alpha"], votes=votes, adaptive=adaptive)
     batch_id = default_batch_id(content, settings)
     with tempfile.TemporaryDirectory() as home:
-        store = SQLiteStore.open(Path(home) / "council.db")
+        if store_url is None:
+            store = SQLiteStore.open(Path(home) / "council.db")
+        else:
+            from council.storage import location, open_location
+
+            store = open_location(location.parse(store_url))
         cpu0 = time.process_time()
         summary = await run_batch(
             items,

@@ -46,7 +46,7 @@ from council.judging.outcomes import (
     VoteSummary,
     judge_failures,
 )
-from council.judging.prompts import pairwise_messages
+from council.judging.prompts import PairwiseTemplate, pairwise_template
 from council.judging.rubrics import DEPTH_CRITERIA, load_bias_checklist
 from council.judging.running import check_common, judge_pass, judging_run, persist, schema_of
 from council.judging.schemas import BiasChecklist, Criterion, criterion_names, pairwise_pass_model
@@ -55,6 +55,7 @@ from council.methods.swap import (
     DEFAULT_STRATEGY,
     DEFAULT_TIE_MARGIN,
     INCONSISTENT_CONFIDENCE,
+    PassView,
     combine_passes,
     flip,
     get_strategy,
@@ -127,6 +128,32 @@ def make_judges(
     return [ModelClient(r, make_api(r)) for r in resolved]
 
 
+#: The prompt template of each judging setting (criteria, scale, ties, checklist, pass model),
+#: built once for a batch's passes rather than once per pass.
+_TEMPLATES: dict[tuple[Any, ...], PairwiseTemplate] = {}
+
+
+def _template(
+    criteria: Sequence[Criterion], scale: Scale, allow_tie: bool, checklist: BiasChecklist, model: type[Any]
+) -> PairwiseTemplate:
+    # Keyed by content, not identity: criteria and checklists are mutable models.
+    key = (
+        tuple((c.name, c.description, c.weight, tuple(sorted(c.levels.items()))) for c in criteria),
+        tuple(scale),
+        allow_tie,
+        tuple((i.id, i.question, i.guidance) for i in checklist.items),
+        model,
+    )
+    template = _TEMPLATES.get(key)
+    if template is None:
+        if len(_TEMPLATES) >= 256:
+            _TEMPLATES.clear()
+        template = _TEMPLATES[key] = pairwise_template(
+            criteria, scale=scale, allow_tie=allow_tie, bias_checklist=checklist, schema=schema_of(model)
+        )
+    return template
+
+
 class _JudgeFailed(Exception):
     """A vote's pass could not be judged; ends that judge's vote with the reason."""
 
@@ -158,20 +185,11 @@ class _Comparison:
     def __post_init__(self) -> None:
         self.names = list(criterion_names(self.criteria))
         self.model = pairwise_pass_model(self.criteria, self.scale, self.allow_tie)
+        self.template = _template(self.criteria, self.scale, self.allow_tie, self.checklist, self.model)
 
-    async def one_pass(self, client: ModelClient, vote: int, pass_number: int) -> tuple[JudgmentPass, Any]:
+    async def one_pass(self, client: ModelClient, vote: int, pass_number: int) -> tuple[JudgmentPass, PassView | None]:
         first, second = (self.response_a, self.response_b) if pass_number == 1 else (self.response_b, self.response_a)
-        messages = pairwise_messages(
-            self.prompt,
-            first,
-            second,
-            self.criteria,
-            scale=self.scale,
-            allow_tie=self.allow_tie,
-            context=self.context,
-            bias_checklist=self.checklist,
-            schema=schema_of(self.model),
-        )
+        messages = self.template.messages(self.prompt, first, second, self.context)
         record, parsed = await judge_pass(
             client,
             messages,
@@ -184,14 +202,16 @@ class _Comparison:
             max_attempts=self.max_attempts,
             sink=self.sink,
         )
+        view = None
         if parsed is not None:
-            view = read_pass(parsed)
+            # Read once, from the output dumped for the record; combined as it is (read_pass).
+            view = read_pass(record.output or parsed)
             swapped = pass_number == 2
             record.winner_as_seen = view.winner
             record.winner = flip(view.winner) if swapped else view.winner
             record.a_total, record.b_total = (view.b_total, view.a_total) if swapped else (view.a_total, view.b_total)
         self.passes.append(record)
-        return record, parsed
+        return record, view
 
     async def one_vote(self, client: ModelClient, vote: int) -> PairwiseResult:
         t0 = time.perf_counter()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from council.judging.schemas import BiasChecklist, Criterion, Rubric, pairwise_pass_model, rubric_grade_model
@@ -109,6 +110,70 @@ def _prompt_and_context(prompt: str, context: str | None) -> str:
 # ----------------------------------------------------------------------- pairwise
 
 
+@dataclass(frozen=True)
+class PairwiseTemplate:
+    """What every pairwise pass judged under the same settings shares: the system prompt, the
+    criteria, the instructions, the checklist and the schema, as text. Built once (the engine
+    keeps one per settings), then filled with each pass's prompt and responses."""
+
+    system: str
+    criteria: str
+    instructions: str
+    checklist: str
+    schema: str
+
+    def messages(self, prompt: str, first: str, second: str, context: str | None = None) -> list[Message]:
+        """Messages for ONE pass; ``first`` is shown as Response A."""
+        user = "\n\n".join(
+            [
+                "Compare two responses to the same prompt and decide which better satisfies the criteria.",
+                _prompt_and_context(prompt, context),
+                self.criteria,
+                "Response A:\n" + slot(RESPONSE_SLOT, first, id="A"),
+                "Response B:\n" + slot(RESPONSE_SLOT, second, id="B"),
+                self.instructions,
+                self.checklist,
+                self.schema,
+            ]
+        )
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
+
+
+def pairwise_template(
+    criteria: Sequence[str | Criterion],
+    *,
+    scale: Sequence[int] = DEFAULT_PAIRWISE_SCALE,
+    allow_tie: bool = True,
+    bias_checklist: BiasChecklist,
+    record_bias_checklist: bool = False,
+    schema: Mapping[str, Any] | None = None,
+) -> PairwiseTemplate:
+    """The shared part of :func:`pairwise_messages` (same arguments, without the texts judged)."""
+    checklist = bias_checklist
+    scale = check_scale(scale)
+    if schema is None:
+        model = pairwise_pass_model(
+            criteria, scale, allow_tie, bias_checklist=checklist if record_bias_checklist else None
+        )
+        schema = model.model_json_schema()
+    lo, hi = scale
+    verdicts = '"A", "B" or "TIE"' if allow_tie else '"A" or "B" (no ties)'
+    return PairwiseTemplate(
+        system=judge_system_prompt(pairwise=True),
+        criteria="Criteria (judge each one separately):\n" + describe_criteria(criteria),
+        instructions=(
+            '"comparison" has one entry per criterion, keyed by its name. In each, in this order: write '
+            'your "reasoning" first (a sentence or two citing evidence from both responses), then '
+            f'"a_strength" and "b_strength", then the "winner" ({verdicts}), and only then whole-number '
+            f'scores "a_score" and "b_score" from {lo} (worst) to {hi} (best). Then "overall_reasoning", '
+            '"differentiators" (each response\'s key advantages, a few at most), the overall "winner" '
+            f'({verdicts}) and "confidence" from 0 to 1 (lower when the responses are close).'
+        ),
+        checklist=bias_checklist_prompt(checklist, record=record_bias_checklist),
+        schema="JSON schema of your reply:\n" + _schema_text(schema),
+    )
+
+
 def pairwise_messages(
     prompt: str,
     response_a: str,
@@ -128,37 +193,18 @@ def pairwise_messages(
     defaults to ``pairwise_pass_model(criteria, scale, allow_tie)`` (with the checklist
     when ``record_bias_checklist``); pass the schema of the model you validate with.
     ``bias_checklist``: the checklist appended to the prompt (``load_bias_checklist()``
-    for the built-in one).
+    for the built-in one). Many passes under the same settings: build the
+    :func:`pairwise_template` once and fill it.
     """
-    checklist = bias_checklist
-    scale = check_scale(scale)
-    if schema is None:
-        model = pairwise_pass_model(
-            criteria, scale, allow_tie, bias_checklist=checklist if record_bias_checklist else None
-        )
-        schema = model.model_json_schema()
-    lo, hi = scale
-    verdicts = '"A", "B" or "TIE"' if allow_tie else '"A" or "B" (no ties)'
-    user = "\n\n".join(
-        [
-            "Compare two responses to the same prompt and decide which better satisfies the criteria.",
-            _prompt_and_context(prompt, context),
-            "Criteria (judge each one separately):\n" + describe_criteria(criteria),
-            "Response A:\n" + slot(RESPONSE_SLOT, response_a, id="A"),
-            "Response B:\n" + slot(RESPONSE_SLOT, response_b, id="B"),
-            (
-                '"comparison" has one entry per criterion, keyed by its name. In each, in this order: write '
-                'your "reasoning" first (a sentence or two citing evidence from both responses), then '
-                f'"a_strength" and "b_strength", then the "winner" ({verdicts}), and only then whole-number '
-                f'scores "a_score" and "b_score" from {lo} (worst) to {hi} (best). Then "overall_reasoning", '
-                '"differentiators" (each response\'s key advantages, a few at most), the overall "winner" '
-                f'({verdicts}) and "confidence" from 0 to 1 (lower when the responses are close).'
-            ),
-            bias_checklist_prompt(checklist, record=record_bias_checklist),
-            "JSON schema of your reply:\n" + _schema_text(schema),
-        ]
+    template = pairwise_template(
+        criteria,
+        scale=scale,
+        allow_tie=allow_tie,
+        bias_checklist=bias_checklist,
+        record_bias_checklist=record_bias_checklist,
+        schema=schema,
     )
-    return [{"role": "system", "content": judge_system_prompt(pairwise=True)}, {"role": "user", "content": user}]
+    return template.messages(prompt, response_a, response_b, context)
 
 
 # ------------------------------------------------------------------------- grading

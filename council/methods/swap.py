@@ -41,7 +41,7 @@ least position-biased summary); only ``average`` decides by them. Without swap
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pydantic import BaseModel
@@ -105,6 +105,9 @@ class PassView:
     overall_reasoning: str
     a_advantages: tuple[str, ...]
     b_advantages: tuple[str, ...]
+    #: The pass as it was read (kept as the result's ``raw_pass_1``/``raw_pass_2``), so a pass
+    #: read once can be combined without reading it again.
+    source: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def a_total(self) -> int:
@@ -141,6 +144,7 @@ def read_pass(validated: BaseModel | Mapping[str, Any] | PassView) -> PassView:
             overall_reasoning=data.get("overall_reasoning", ""),
             a_advantages=tuple(diffs.get("a_advantages", ())),
             b_advantages=tuple(diffs.get("b_advantages", ())),
+            source=data,
         )
     except (KeyError, TypeError) as exc:
         raise ValueError(f"not a pairwise pass: missing or malformed {exc}") from exc
@@ -457,6 +461,8 @@ def combine_passes(
 
 
 def _raw(p: PassInput) -> dict[str, Any] | None:
+    if isinstance(p, PassView):
+        p = p.source  # type: ignore[assignment]
     if isinstance(p, BaseModel):
         return p.model_dump()
     if isinstance(p, Mapping):

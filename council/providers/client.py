@@ -356,6 +356,15 @@ class ModelClient:
     async def _complete(
         self, request: ChatRequest, stage: str, sink: CallSink | None, on_delta: Callable[[str], None] | None
     ) -> ChatResponse:
+        try:
+            return await self._attempt(request, stage, 1, sink, on_delta)
+        except ProviderError as exc:
+            if not _retryable(exc) or self.resolved.spec.retries < 1:
+                raise
+            failed = exc
+        # Retries run in tenacity's loop, whose first attempt is the one that just failed (its
+        # outcome replayed, not sent again): the backoff and the stop are tenacity's, and a call
+        # that succeeds at once skips the loop's bookkeeping, which cost more than the call's own.
         policy = self.retry
         attempt = 0
         async for state in AsyncRetrying(
@@ -366,6 +375,8 @@ class ModelClient:
         ):
             with state:
                 attempt += 1
+                if attempt == 1:
+                    raise failed
                 return await self._attempt(request, stage, attempt, sink, on_delta)
         raise AssertionError("unreachable")  # pragma: no cover
 

@@ -12,11 +12,14 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from pydantic_core import to_json
 
 from council.clock import utc_now
 from council.errors import ItemAlreadyRecorded, UsageError
-from council.redaction import redact, redact_document
+from council.redaction import redact, redacted_json
 
 if TYPE_CHECKING:
     from council.storage.sqlite_store import SQLiteStore as Store
@@ -49,8 +52,18 @@ def insert_rows(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, A
         conn.executemany(f"INSERT INTO {quoted} ({names}) VALUES ({', '.join('?' * len(columns))})", values)
 
 
-def save_judgment(
-    store: Store,
+@dataclass(frozen=True)
+class JudgmentRows:
+    """A finished run's rows, redacted, ready to write (:func:`judgment_rows`)."""
+
+    run: dict[str, Any]
+    passes: list[dict[str, Any]]
+    calls: list[dict[str, Any]]
+    batch_item: dict[str, Any] | None
+    keep_text: bool
+
+
+def judgment_rows(
     kind: str,
     outcome: Any,
     calls: Sequence[CallRecord],
@@ -59,20 +72,25 @@ def save_judgment(
     batch_id: str | None = None,
     item: Any = None,
     item_digest: str | None = None,
-) -> None:
-    """The rows of a finished comparison or grade (and its batch item), written by :func:`record_run`.
+) -> JudgmentRows:
+    """The rows of a finished comparison or grade (and its batch item), as :func:`save_judgment` writes them.
 
     ``keep_text=False`` (``COUNCIL_STORE_TRANSCRIPTS=0``) stores verdicts, scores and
     validity but none of the judge's words: no pass output, no reasoning in the result
     (``outcome.stored_result``)."""
     is_compare = kind == "compare"
     flagged = outcome.flagged_for_review if is_compare else bool(outcome.report and outcome.report.flagged_for_review)
+    now = utc_now()
+    run_id = outcome.run_id
+    error = outcome.error
     run = {
-        "id": outcome.run_id,
+        "created_at": now,
+        "id": run_id,
         "kind": kind,
         "status": "ok" if outcome.success else "failed",
-        "error": outcome.error,
-        "judges": [j.model for j in outcome.judges],
+        # Error texts may quote a provider or a judge: redacted like every stored text.
+        "error": redact(error) if error else error,
+        "judges": _json([j.model for j in outcome.judges]),
         "winner": outcome.winner if is_compare and outcome.success else None,
         "unstable": int(outcome.unstable) if is_compare else 0,
         "flagged": int(flagged),
@@ -82,21 +100,23 @@ def save_judgment(
         "completion_tokens": outcome.usage.completion_tokens,
         "cost_usd": outcome.usage.cost_usd,
         "elapsed_ms": outcome.elapsed_ms,
-        "result": outcome.stored_result(keep_text=keep_text),
+        "result": redacted_json(outcome.stored_result(keep_text=keep_text)),
     }
-    passes = [
-        {
-            "kind": "pairwise" if is_compare else "grade",
-            **p.model_dump(exclude={"pass_number", "output"}),
-            "pass": p.pass_number,
-            "valid": int(p.valid),
-            "output": p.output if keep_text else None,
-        }
-        for p in outcome.passes
-    ]
+    pass_kind = "pairwise" if is_compare else "grade"
+    passes = []
+    for p in outcome.passes:
+        row = {"kind": pass_kind, **p.__dict__}  # every field as it is (no dump per pass)
+        output = row.pop("output")
+        row["pass"] = row.pop("pass_number")
+        row["valid"] = int(p.valid)
+        row["problem"] = redact(p.problem) if p.problem else p.problem
+        # pydantic-core's encoder: several times json.dumps on a pass (NaN kept as NaN, as there).
+        row["output"] = None if output is None or not keep_text else to_json(output).decode()
+        row["run_id"], row["created_at"] = run_id, now
+        passes.append(row)
     batch_item = None
     if item is not None:
-        run = {**run, "model_a": item.model_a, "model_b": item.model_b}
+        run["model_a"], run["model_b"] = item.model_a, item.model_b
         if is_compare and item.a is not None and item.b is not None:
             run |= pair_style(item.a, item.b)
         batch_item = {
@@ -109,8 +129,35 @@ def save_judgment(
             "label": item.label,
             "gold_score": item.gold_score,
             "content_sha256": item_digest,
+            "run_id": run_id,
+            "finished_at": now,
         }
-    record_run(store, run, passes, [c.model_dump() for c in calls], batch_item=batch_item, keep_text=keep_text)
+    call_rows = [{**c.model_dump(), "session_id": run_id} for c in calls]
+    return JudgmentRows(run, passes, call_rows, batch_item, keep_text)
+
+
+def save_judgment(
+    store: Store,
+    kind: str,
+    outcome: Any,
+    calls: Sequence[CallRecord],
+    *,
+    keep_text: bool,
+    batch_id: str | None = None,
+    item: Any = None,
+    item_digest: str | None = None,
+) -> None:
+    """Write a finished comparison or grade (and its batch item) in one transaction: its run
+    row, one row per judge pass, its call log and, inside a batch, its ``batch_items`` row.
+
+    A failed item of the batch is replaced (a re-run after ``--resume``); a finished one raises
+    ``ItemAlreadyRecorded``, and so does an item whose queued content is no longer its
+    ``content_sha256`` (the file changed while it was judged). Its queue entry is marked done in
+    the same transaction (:func:`finish_item`)."""
+    rows = judgment_rows(kind, outcome, calls, keep_text=keep_text, batch_id=batch_id, item=item,
+                         item_digest=item_digest)  # fmt: skip
+    with store.immediate() as db:
+        record_run(store, db, rows)
 
 
 def pair_style(a: str, b: str) -> dict[str, int]:
@@ -156,75 +203,38 @@ def judged_pairs(store: Store, *, since: str | None = None) -> list[dict[str, An
     return out
 
 
-def record_run(
-    store: Store,
-    run: Mapping[str, Any],
-    passes: Sequence[Mapping[str, Any]],
-    calls: Sequence[Mapping[str, Any]],
-    *,
-    batch_item: Mapping[str, Any] | None = None,
-    keep_text: bool = True,
-) -> None:
-    """Write a finished run (and its batch item) atomically.
-
-    ``run``: a ``judgment_runs`` row (``result`` may be a dict); ``passes``: ``judgments``
-    rows without ``run_id``; ``calls``: call-log rows without ``session_id``;
-    ``batch_item``: ``batch_id, item_id, position, mode, status``. A failed item of the
-    batch is replaced (a re-run after ``--resume``); a finished one raises
-    ``ItemAlreadyRecorded``, and so does an item whose queued content is no longer its
-    ``content_sha256`` (the file changed while it was judged). Its queue entry is marked done in
-    the same transaction (:func:`finish_item`).
-    """
-    now = utc_now()
-    run_id = run["id"]
-    # Error texts may quote a provider or a judge: redacted like every stored text.
-    run_row = {
-        "created_at": now,
-        **run,
-        "error": redact(run["error"]) if run.get("error") else run.get("error"),
-        "result": _json(redact_document(run.get("result"))),
-    }
-    pass_rows = [
-        {
-            **p,
-            "problem": redact(p["problem"]) if p.get("problem") else p.get("problem"),
-            "run_id": run_id,
-            "output": _json(p.get("output")),
-            "created_at": now,
-        }
-        for p in passes
-    ]
-    call_rows = [{**c, "session_id": run_id} for c in calls]
-    with store.immediate() as db:
-        insert_rows(db.conn, "judgment_runs", [run_row])
-        insert_rows(db.conn, "judgments", pass_rows)
-        if call_rows:
-            store.write_calls(call_rows)
-        if batch_item is not None:
-            key = [batch_item["batch_id"], batch_item["item_id"]]
-            digest = batch_item.get("content_sha256")
-            if not finish_item(db, *key, digest, batch_item["status"], keep_text=keep_text):
-                raise ItemAlreadyRecorded(
-                    f"batch {key[0]}: item {key[1]!r} changed in the queue while it was judged; result dropped"
-                )
-            db.execute("DELETE FROM batch_items WHERE batch_id = ? AND item_id = ? AND status = 'failed'", key)
-            try:
-                insert_rows(db.conn, "batch_items", [{**batch_item, "run_id": run_id, "finished_at": now}])
-            except sqlite3.IntegrityError:
-                raise ItemAlreadyRecorded(
-                    f"batch {batch_item['batch_id']}: item {batch_item['item_id']!r} is already recorded "
-                    "(another worker finished it first)"
-                ) from None
+def record_run(store: Store, db: Any, rows: JudgmentRows) -> None:
+    """Inside the caller's write transaction: a finished run's rows and its batch item."""
+    insert_rows(db.conn, "judgment_runs", [rows.run])
+    insert_rows(db.conn, "judgments", rows.passes)
+    if rows.calls:
+        store.write_calls(rows.calls)
+    item = rows.batch_item
+    if item is None:
+        return
+    key = [item["batch_id"], item["item_id"]]
+    if not finish_item(db, *key, item["content_sha256"], item["status"], keep_text=rows.keep_text):
+        raise ItemAlreadyRecorded(
+            f"batch {key[0]}: item {key[1]!r} changed in the queue while it was judged; result dropped"
+        )
+    db.execute("DELETE FROM batch_items WHERE batch_id = ? AND item_id = ? AND status = 'failed'", key)
+    try:
+        insert_rows(db.conn, "batch_items", [item])
+    except sqlite3.IntegrityError:  # the (batch_id, item_id) key (PostgreSQL's store raises the same)
+        raise ItemAlreadyRecorded(
+            f"batch {key[0]}: item {key[1]!r} is already recorded (another worker finished it first)"
+        ) from None
 
 
 def finish_item(db: Any, batch_id: str, item_id: str, digest: str | None, status: str, *, keep_text: bool) -> bool:
     """Inside the transaction that records the item's result: mark it done or failed (its
     texts dropped when transcripts are off). False when the queue holds another content
     for it (the file changed while it was judged): that result must not be recorded."""
-    rows = list(db.query("SELECT digest FROM batch_queue WHERE batch_id = ? AND item_id = ?", [batch_id, item_id]))
-    if not rows:
+    sql = "SELECT digest FROM batch_queue WHERE batch_id = ? AND item_id = ?"
+    row = db.execute(sql, [batch_id, item_id]).fetchone()
+    if row is None:
         return True  # a batch recorded without the queue (a store written by an older council)
-    if digest is not None and rows[0]["digest"] != digest:
+    if digest is not None and row[0] != digest:
         return False
     db.execute(
         "UPDATE batch_queue SET state = ?, worker = NULL, lease_until = NULL"

@@ -156,3 +156,22 @@ def test_safety_scan_ignores_checklist_questions():
         "bias_checklist": [{"id": "x", "question": "Was harmful content rewarded?", "detected": False, "notes": []}],
     }
     assert safety_flagged(report) is False
+
+
+def test_a_comparison_fills_one_template_per_setting_with_the_same_messages():
+    from council.judging import engine
+    from council.judging.running import schema_of
+
+    criteria = engine.resolve_criteria(None)
+    model = pairwise_pass_model(criteria, (1, 5), True)
+    template = engine._template(criteria, (1, 5), True, CHECKLIST, model)
+    assert engine._template(criteria, (1, 5), True, CHECKLIST, model) is template  # built once
+    expected = pairwise_messages("Explain X", "a fine answer", EVIL, criteria, context="ctx", bias_checklist=CHECKLIST,
+                                 schema=schema_of(model))  # fmt: skip
+    assert template.messages("Explain X", "a fine answer", EVIL, "ctx") == expected
+    # Keyed by what the prompt says, not by object: an edited criterion gets its own template.
+    edited = [c.model_copy() for c in criteria]
+    edited[0].description = "Edited description."
+    other = engine._template(edited, (1, 5), True, CHECKLIST, model)
+    assert "Edited description." in user_text(other.messages("Q", "a", "b"))
+    assert "Edited description." not in user_text(template.messages("Q", "a", "b"))

@@ -50,3 +50,20 @@ def test_private_text_is_still_cut_when_transcripts_are_off():
     with private_scope(keep_text=False, texts=[private]):
         clean = redact_document({"reasoning": f"quoting: {private}"}, frozenset())
     assert private not in clean["reasoning"]
+
+
+def test_the_secrets_known_follow_every_change_of_the_environment_and_the_registry(monkeypatch):
+    # The environment is read again only when it changed: each change must still be seen at once.
+    secret, other = "k-4d2f8a6c1e9b3d5f7a0c", "k-1a2b3c4d5e6f7a8b9c0d"
+    monkeypatch.setattr(redaction, "_registered", set())
+    assert redaction.redact(f"got {secret}") == f"got {secret}"
+    monkeypatch.setenv("SOME_SERVICE_API_KEY", secret)
+    assert redaction.redact(f"got {secret}") == f"got {REDACTED}"
+    monkeypatch.setenv("SOME_SERVICE_API_KEY", other)  # the same names, another value
+    assert redaction.redact(f"got {secret} and {other}") == f"got {secret} and {REDACTED}"
+    monkeypatch.delenv("SOME_SERVICE_API_KEY")
+    assert redaction.redact(f"got {other}") == f"got {other}"
+    redaction.register_secret(secret)
+    assert redaction.redact(f"got {secret}") == f"got {REDACTED}"
+    monkeypatch.setattr(redaction, "_registered", {other})  # another registry of the same size
+    assert redaction.redact(f"got {secret} and {other}") == f"got {secret} and {REDACTED}"

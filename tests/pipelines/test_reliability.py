@@ -205,6 +205,58 @@ async def test_permanent_provider_error_is_not_retried(mock):
     await client.aclose()
 
 
+class _FailsFirst:
+    """A backend whose first ``failures`` calls fail with ``error``, then answer."""
+
+    def __init__(self, failures: int, error: ProviderError) -> None:
+        self.failures, self.error, self.sent = failures, error, 0
+
+    async def generate(self, request: ChatRequest) -> ChatResponse:
+        self.sent += 1
+        if self.sent <= self.failures:
+            raise self.error
+        return ChatResponse(text="fine", prompt_tokens=1, completion_tokens=1)
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("failures", "retries", "retryable", "sent", "waits", "ok"),
+    [
+        (0, 3, True, 1, [], True),  # answered at once: no retry loop at all
+        (2, 3, True, 3, [1.0, 2.0], True),  # tenacity's backoff, from the first failure on
+        (5, 3, True, 4, [1.0, 2.0, 4.0], False),  # retries run out: the last error
+        (5, 0, True, 1, [], False),  # no retries configured
+        (5, 3, False, 1, [], False),  # a permanent error is never retried
+    ],
+)
+async def test_retries_follow_the_policy_whether_the_first_attempt_fails_or_not(
+    monkeypatch, failures, retries, retryable, sent, waits, ok
+):
+    from council.providers.client import RetryPolicy
+
+    slept: list[float] = []
+
+    async def no_sleep(seconds: float, *args: object) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr(asyncio, "sleep", no_sleep)
+    error = ProviderError("InternalServerError: down", model="m", status_code=500, retryable=retryable)
+    api = _FailsFirst(failures, error)
+    spec = ModelSpec(model="openai/m", api_base="http://127.0.0.1:9", retries=retries)
+    client = ModelClient(ResolvedModel(id="m", spec=spec), api, retry=RetryPolicy(jitter=0.0))
+    records: list = []
+    request = ChatRequest(messages=[{"role": "user", "content": "hi"}])
+    if ok:
+        assert (await client.complete(request, stage="answer", sink=records.append)).text == "fine"
+    else:
+        with pytest.raises(ProviderError, match="down"):
+            await client.complete(request, stage="answer", sink=records.append)
+    assert api.sent == sent and slept == waits
+    assert [(r.attempt, r.ok) for r in records] == [(n, ok and n == sent) for n in range(1, sent + 1)]
+
+
 class _SlowToPrepare:
     """A backend whose one-off setup takes longer than a call's deadline (like LiteLLM's import)."""
 
