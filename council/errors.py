@@ -77,5 +77,12 @@ class ProviderError(CouncilFailure):
         return f"{prefix}{self.args[0]}{code}"
 
 
+class RequestTooLarge(ProviderError):
+    """A call whose tokens could never fit in its model's ``tpm``: refused before it is sent,
+    never retried. Where it ends a command, the command exits 2 (a setting to change)."""
+
+    exit_code = 2
+
+
 class InvalidOutputError(CouncilFailure):
     """A judge's output did not validate after every allowed re-request."""

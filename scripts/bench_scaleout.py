@@ -1,16 +1,20 @@
 """Benchmark: one batch judged by 1, 2 and 4 `council worker` processes on one PostgreSQL.
 
-    python scripts/bench_scaleout.py                   # 160 items, mock latency 0.25 s
-    python scripts/bench_scaleout.py --items 400 --latency 0.5 --concurrency 8
+    python scripts/bench_scaleout.py                   # 400 items a worker, mock latency 0.25 s
+    python scripts/bench_scaleout.py --items 800 --latency 0.5 --concurrency 8
+    python scripts/bench_scaleout.py --part rpm        # 4 servers share a 600-rpm budget (bench_scaleout_rpm.py)
 
-Each run enqueues the same batch into a fresh database and starts N worker processes
-(``--concurrency`` items each) against the mock LLM server (a fixed latency per call, two
-calls per item: a swap pair). Throughput is items per second from the first worker's start
-to the last one's exit; the ratio to one worker's should be close to N until the mock, the
-database or this machine's CPU binds (the report says which: workers' CPU time against the
-wall time and the cores). Then a worker is killed with SIGKILL mid-run and a second one
-finishes the batch: lost items (not done) and duplicated results (more than one per item)
-must both be 0; calls asked again (the killed worker's in-flight items) are counted.
+Each run enqueues a batch of ``--items`` × N items into a fresh database (every run gives
+each worker the same work, so a worker's start-up weighs the same in each) and starts N worker
+processes (``--concurrency`` items each) against the mock LLM server (a fixed latency per
+call, two calls per item: a swap pair). Throughput is items per second from the first
+worker's start to the last one's exit, and from the first result to the last (start-up left
+out); the ratio to one worker's should be close to N (goal ≥ 0.9 × N) until the mock, the
+database or this machine's CPU binds. The report says which: the cores used by the workers,
+the mock and the PostgreSQL server (all its processes) against the machine's, and the
+throughput against the mock's latency bound. Then a worker is killed with SIGKILL mid-run
+and a second one finishes the batch: lost items (not done) and duplicated results (more than
+one per item) must both be 0; calls asked again (the killed worker's in-flight items) are counted.
 
 The PostgreSQL server is a throwaway one (scripts/postgres_test_server.sh) unless
 ``COUNCIL_TEST_POSTGRES_URL`` names one.
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import signal
@@ -91,13 +96,32 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def scale(server, n: int, args: argparse.Namespace, mock) -> tuple[float, float, float, float]:
+def server_cpu(server) -> float | None:
+    """CPU seconds of the PostgreSQL server so far: the postmaster, its live processes and the
+    backends it has reaped (a worker's connections end with it). None: not a server of ours."""
+    if server._root is None:
+        return None
+    postmaster = int((Path(server._root) / "data" / "postmaster.pid").read_text().split()[0])
+    fields = Path(f"/proc/{postmaster}/stat").read_text().rsplit(")", 1)[1].split()
+    total = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime, stime, cutime, cstime
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            child = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(child[1]) == postmaster:
+            total += (int(child[11]) + int(child[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def scale(server, n: int, args: argparse.Namespace, mock) -> dict[str, float]:
     url = server.fresh_database(migrated=True)
+    items = args.items * n
     try:
         with tempfile.TemporaryDirectory(prefix="council-scale-") as tmp:
-            env, cfg = enqueue(Path(tmp), url, mock.base_url, args.items, args.concurrency)
+            env, cfg = enqueue(Path(tmp), url, mock.base_url, items, args.concurrency)
             cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            mock0 = process_cpu(mock.process.pid)
+            mock0, db0 = process_cpu(mock.process.pid), server_cpu(server)
             t0 = time.perf_counter()
             procs = workers(n, env, cfg, args.concurrency)
             for proc in procs:
@@ -107,13 +131,28 @@ def scale(server, n: int, args: argparse.Namespace, mock) -> tuple[float, float,
             wall = time.perf_counter() - t0
             cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             mock_cores = (process_cpu(mock.process.pid) - mock0) / wall
-            steady = (args.items - 1) / finished_span(url)
+            db1 = server_cpu(server)
+            steady = (items - 1) / finished_span(url)
             done = status(env)["done"]
-            assert done == args.items, done
+            assert done == items, done
         cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
-        return args.items / wall, steady, cpu / wall, mock_cores
+        db_cores = (db1 - db0) / wall if db0 is not None and db1 is not None else float("nan")
+        return {"rate": items / wall, "steady": steady, "workers": cpu / wall, "mock": mock_cores, "db": db_cores,
+                "cpu_ms_per_item": 1000 * cpu / items, "db_ms_per_item": 1000 * db_cores * wall / items}  # fmt: skip
     finally:
         server.drop_database(url)
+
+
+def binds(run: dict[str, float], ideal: float) -> str:
+    """Which resource holds the throughput back: the mock's latency, or the machine's cores
+    (its load average counts every runnable process, this run's and everyone else's)."""
+    if run["steady"] >= 0.9 * ideal:
+        return "the mock's latency binds"
+    used = run["workers"] + run["mock"] + (0 if math.isnan(run["db"]) else run["db"])
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    if load >= 0.9 * cores:
+        return f"the CPU binds (load {load:.1f} on {cores} cores; this run used {used:.2f})"
+    return f"neither the mock nor the CPU (load {load:.1f} on {cores} cores): the store's round trips"
 
 
 def kill_one(server, args: argparse.Namespace, mock) -> None:
@@ -145,11 +184,18 @@ def kill_one(server, args: argparse.Namespace, mock) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--items", type=int, default=160)
+    parser.add_argument("--items", type=int, default=400, help="items per worker in each run")
     parser.add_argument("--latency", type=float, default=0.25, help="seconds per mock call")
     parser.add_argument("--concurrency", type=int, default=8, help="items in flight per worker")
     parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--part", choices=("workers", "rpm"), default="workers")
+    import bench_scaleout_rpm
+
+    bench_scaleout_rpm.add_arguments(parser)
     args = parser.parse_args()
+    if args.part == "rpm":
+        bench_scaleout_rpm.run(args)
+        return
     from mock_server import start_mock_server
     from postgres_server import Server
 
@@ -161,17 +207,21 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as logs, start_mock_server(
             latency=args.latency, log_requests=Path(logs) / "requests.jsonl"
         ) as mock:
-            print(f"{args.items} items, 2 calls each, mock latency {args.latency}s, {args.concurrency} items in flight "
-                  f"per worker, {os.cpu_count()} CPU cores")  # fmt: skip
+            print(f"{args.items} items a worker, 2 calls each, mock latency {args.latency}s, {args.concurrency} items "
+                  f"in flight per worker, {os.cpu_count()} CPU cores")  # fmt: skip
             base = steady_base = None
             for n in (int(x) for x in args.workers.split(",")):
-                rate, steady, cores, mock_cores = scale(server, n, args, mock)
+                load = os.getloadavg()[0]
+                run = scale(server, n, args, mock)
+                rate, steady = run["rate"], run["steady"]
                 base, steady_base = base or rate, steady_base or steady
                 ideal = args.concurrency * n / args.latency  # an item's two passes run at once
-                print(f"{n} worker(s): {rate:6.1f} items/s start to exit = {rate / base:4.2f} x one worker's; "
-                      f"first to last result {steady:6.1f} items/s = {steady / steady_base:4.2f} x "
-                      f"(latency-bound ideal {ideal:6.1f}); CPU cores used: workers {cores:4.2f}, "
-                      f"mock {mock_cores:4.2f}")  # fmt: skip
+                print(f"{n} worker(s), {args.items * n} items, load {load:.1f}: {rate:6.1f} items/s start to exit "
+                      f"= {rate / base:4.2f} x one worker's; first to last result {steady:6.1f} items/s = "
+                      f"{steady / steady_base:4.2f} x (goal >= {0.9 * n:.1f}; latency-bound ideal {ideal:6.1f}); "
+                      f"cores used: workers {run['workers']:4.2f}, mock {run['mock']:4.2f}, PostgreSQL "
+                      f"{run['db']:4.2f}; CPU per item: workers {run['cpu_ms_per_item']:.2f} ms, PostgreSQL "
+                      f"{run['db_ms_per_item']:.2f} ms; {binds(run, ideal)}")  # fmt: skip
             kill_one(server, args, mock)
     finally:
         server.stop()

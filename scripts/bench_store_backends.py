@@ -1,6 +1,6 @@
 """Benchmark: the same council sessions written to SQLite and to PostgreSQL, CPU per session.
 
-    python scripts/bench_store_backends.py                 # 60 sessions per backend, twice each
+    python scripts/bench_store_backends.py                 # 60 sessions per backend, 3 runs each
     python scripts/bench_store_backends.py --sessions 200
 
 Sessions run through the library (``council.Council``, 3 in-process ``fake/...`` members, 7
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -54,6 +55,7 @@ def bench(url: str, sessions: int) -> tuple[float, float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=60)
+    parser.add_argument("--runs", type=int, default=3, help="runs per backend, interleaved (best is kept)")
     args = parser.parse_args()
     home = tempfile.mkdtemp(prefix="council-bench-")
     os.environ["COUNCIL_HOME"] = home
@@ -66,14 +68,20 @@ def main() -> None:
         raise SystemExit(f"no PostgreSQL server: {server.problem}")
     try:
         cpu: dict[str, list[float]] = {"sqlite": [], "postgresql": []}
-        for run in range(2):
+        for run in range(args.runs):
             for name in ("sqlite", "postgresql"):
                 url = f"sqlite:///{home}/bench-{run}.db" if name == "sqlite" else server.fresh_database(migrated=False)
                 wall, used, calls = bench(url, args.sessions)
                 cpu[name].append(used)
-                print(f"{name:10s} per session: wall {wall:6.1f} ms, client CPU {used:5.1f} ms ({calls} calls on record)")
+                print(
+                    f"{name:10s} per session: wall {wall:6.1f} ms, client CPU {used:5.1f} ms ({calls} calls on record)"
+                )
+        pairs = sorted(p / s for s, p in zip(cpu["sqlite"], cpu["postgresql"], strict=True))
+        print(f"side by side (each run's PostgreSQL / SQLite): {' '.join(f'{r:.2f}' for r in pairs)}; "
+              f"median {statistics.median(pairs):.2f} x")  # fmt: skip
         lite, pg = min(cpu["sqlite"]), min(cpu["postgresql"])
-        print(f"client CPU, best of 2: PostgreSQL {pg:.1f} ms / SQLite {lite:.1f} ms = {pg / lite:.2f} x (goal <= 1.2)")
+        print(f"client CPU, best of {args.runs}: PostgreSQL {pg:.1f} ms / SQLite {lite:.1f} ms = {pg / lite:.2f} x "
+              "(goal <= 1.2)")  # fmt: skip
     finally:
         server.stop()
 

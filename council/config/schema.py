@@ -35,6 +35,7 @@ class ModelSpec(_Strict):
     api_key_env: str | None = None
     max_concurrency: int = Field(default=8, ge=1)
     rpm: int | None = Field(default=None, ge=1)
+    tpm: int | None = Field(default=None, ge=1, description="tokens a minute (prompt + reply), shared like rpm")
     timeout: float = Field(default=120.0, gt=0, description="seconds per call attempt")
     retries: int = Field(default=3, ge=0, le=10, description="retries on 429/5xx/timeouts, with backoff and jitter")
     max_tokens: int | None = Field(default=None, ge=1)
@@ -52,6 +53,15 @@ class ModelSpec(_Strict):
             if parts.scheme not in ("http", "https") or not parts.netloc:
                 raise ValueError(f"{v!r} is not an http:// or https:// URL (e.g. http://{v.split('://')[-1]})")
         return v
+
+    @model_validator(mode="after")
+    def _tpm_needs_max_tokens(self) -> ModelSpec:
+        # A call's tokens are reserved before it is sent: its reply's share must be bounded.
+        if self.tpm is not None and self.max_tokens is None:
+            raise ValueError("tpm needs max_tokens (the most tokens a reply may take), to reserve each call's tokens")
+        if self.tpm is not None and self.max_tokens is not None and self.max_tokens >= self.tpm:
+            raise ValueError(f"max_tokens ({self.max_tokens}) must be below tpm ({self.tpm}): no call could fit in it")
+        return self
 
     @model_validator(mode="after")
     def _transport_can_reach_it(self) -> ModelSpec:

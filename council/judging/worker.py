@@ -13,10 +13,13 @@ again (their calls are then made twice; the item is recorded once).
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import os
 import socket
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +29,7 @@ from council.errors import ConfigError, CouncilError, CouncilFailure, ItemAlread
 from council.judging.batch_items import BatchItem, BatchSettings, item_digest, judge_item
 from council.judging.schemas import Rubric
 from council.logs import get_logger
-from council.providers.client import ModelClient
+from council.providers.client import ModelClient, share_limits
 from council.redaction import private_scope, redact
 from council.storage import Store
 
@@ -36,6 +39,10 @@ log = get_logger("council.judging")
 DEFAULT_LEASE_SECONDS = 60.0
 #: How often an idle worker looks for new items (``--follow``, or others' items still running).
 POLL_SECONDS = 1.0
+#: Threads a worker calls a pooled store from (council.storage.postgres keeps up to 8 connections).
+STORE_THREADS = 4
+#: How often a worker with nothing left to claim looks again while others hold items of its batch.
+WAIT_SECONDS = 0.2
 
 
 class JudgeSpec(BaseModel):
@@ -150,7 +157,9 @@ class _Judges:
             if raw is None:
                 raise CouncilFailure(f"batch {batch_id} has no stored judging settings; enqueue it again")
             spec = BatchSpec.model_validate(raw)
-            self.made[batch_id] = (spec, self.judges_for(batch_id, spec))
+            clients = self.judges_for(batch_id, spec)
+            share_limits(clients, self.store)  # rpm and tpm: one budget for every worker
+            self.made[batch_id] = (spec, clients)
         return self.made[batch_id]
 
     async def aclose(self, keep: Sequence[ModelClient] = ()) -> None:
@@ -201,17 +210,32 @@ async def run_worker(
                 "the items this worker held return to the queue when their lease passes: run a worker again"
             ) from None
 
+    # A store whose operations may run on several threads at once (a connection pool) is called
+    # off the event loop: its round trips then overlap each other and the judges' calls instead
+    # of stalling every item in flight (docs/benchmarks.md, section 19).
+    # A few threads, fewer than the pool's connections: more calls wait in the executor's queue
+    # (no time limit), never for a connection (the pool gives up after its timeout).
+    threadsafe = getattr(store, "threadsafe", False)
+    executor = ThreadPoolExecutor(min(concurrency, STORE_THREADS), "council-store") if threadsafe else None
+
+    async def call(op: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if executor is None:
+            return store_op(op, *args, **kwargs)
+        context = contextvars.copy_context()  # the item's privacy scope goes with it
+        job = functools.partial(context.run, store_op, op, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(executor, job)
+
     in_flight: dict[str, int] = {}
 
     told: list[bool] = []
 
-    def others_running() -> bool:
+    async def others_running() -> bool:
         # Items held by other workers (their claims may pass and come back to this one);
         # this worker's own are finished by its other loops.
         scope = [batch_id] if batch_id is not None else sorted(report.batches)
-        held = sum(
-            max(0, (store_op(store.batch_status, b) or {}).get("running", 0) - in_flight.get(b, 0)) for b in scope
-        )
+        held = 0
+        for b in scope:
+            held += max(0, ((await call(store.batch_status, b)) or {}).get("running", 0) - in_flight.get(b, 0))
         if held and not told and not follow:
             told.append(True)
             log.warning(
@@ -221,68 +245,79 @@ async def run_worker(
         return held > 0
 
     async def judge(row: Mapping[str, Any]) -> None:
-        spec, clients = judges.get(row["batch_id"])
-        item = BatchItem.model_validate(row["item"])
-        texts = [item.prompt, item.a, item.b, item.response, item.reference, item.context]
-        with private_scope(keep_text=keep_text, texts=texts):
-            outcome, calls = await judge_item(item, spec.settings, clients, spec.rubrics, store=store,
-                                               keep_text=keep_text)  # fmt: skip
-            if stop is not None and stop() and (not outcome.success or outcome.partial):
-                # Cut short by the spend cap: not a failure of the item. Its claim goes back to the
-                # queue with the others this worker holds, for a worker under a new cap.
-                report.stopped += 1
-                return
-            kind = "compare" if item.mode == "pairwise" else "grade"
-            try:
-                store_op(store.save_judgment, kind, outcome, calls, keep_text=keep_text, batch_id=row["batch_id"],
-                         item=item, item_digest=row["digest"])  # fmt: skip
-            except ItemAlreadyRecorded:
-                report.dropped += 1
-                return
+        held = row["batch_id"]
+        try:
+            spec, clients = judges.get(held)
+            item = BatchItem.model_validate(row["item"])
+            texts = [item.prompt, item.a, item.b, item.response, item.reference, item.context]
+            with private_scope(keep_text=keep_text, texts=texts):
+                outcome, calls = await judge_item(item, spec.settings, clients, spec.rubrics, store=store,
+                                                   keep_text=keep_text)  # fmt: skip
+                if stop is not None and stop() and (not outcome.success or outcome.partial):
+                    # Cut short by the spend cap: not a failure of the item. Its claim goes back to the
+                    # queue with the others this worker holds, for a worker under a new cap.
+                    report.stopped += 1
+                    return
+                kind = "compare" if item.mode == "pairwise" else "grade"
+                try:
+                    await call(store.save_judgment, kind, outcome, calls, keep_text=keep_text, batch_id=held,
+                               item=item, item_digest=row["digest"])  # fmt: skip
+                except ItemAlreadyRecorded:
+                    report.dropped += 1
+                    return
+        finally:
+            in_flight[held] -= 1
         report.judged += 1
         report.failed += not outcome.success
         if on_item is not None:
             on_item(item, outcome.success)
 
-    async def loop() -> None:
-        while True:
-            if stop is not None and stop():
-                return
-            claimed = store_op(store.claim_items, report.worker, batch_id=batch_id, lease_seconds=lease_seconds)
-            if claimed:
-                held = claimed[0]["batch_id"]
-                try:
-                    judges.get(held)
-                except CouncilError:
-                    told.append(True)  # the worker stops: nothing to wait for
-                    raise
-                report.batches.add(held)
-                in_flight[held] = in_flight.get(held, 0) + 1
-                try:
-                    await judge(claimed[0])
-                finally:
-                    in_flight[held] -= 1
-                continue
-            if not follow and not others_running():
-                return
-            await asyncio.sleep(POLL_SECONDS)
+    async def dispatch() -> None:
+        # One claim round trip takes as many items as there are free places (several at once
+        # at the start, and whenever several items finished together).
+        running: set[asyncio.Task[None]] = set()
+        try:
+            while True:
+                claimed: list[dict[str, Any]] = []
+                free = concurrency - len(running)
+                if free and not (stop is not None and stop()):
+                    claimed = await call(store.claim_items, report.worker, batch_id=batch_id, limit=free,
+                                         lease_seconds=lease_seconds)  # fmt: skip
+                for row in claimed:
+                    held = row["batch_id"]
+                    try:
+                        judges.get(held)
+                    except CouncilError:
+                        told.append(True)  # the worker stops: nothing to wait for
+                        raise
+                    report.batches.add(held)
+                    in_flight[held] = in_flight.get(held, 0) + 1
+                    running.add(asyncio.create_task(judge(row)))
+                if running:
+                    done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                    for task in done:
+                        task.result()  # the first error, as a single worker would raise it
+                    continue
+                if stop is not None and stop():
+                    return
+                held = await others_running()
+                if not follow and not held:
+                    return
+                # Others' items finish (or come back) soon: look again sooner than for new ones.
+                await asyncio.sleep(WAIT_SECONDS if held else POLL_SECONDS)
+        finally:
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
 
     async def heartbeat() -> None:
         while True:
             await asyncio.sleep(lease_seconds / 3)
-            store_op(store.renew_claims, report.worker, lease_seconds=lease_seconds)
-
-    async def loops() -> None:
-        try:
-            async with asyncio.TaskGroup() as group:
-                for _ in range(concurrency):
-                    group.create_task(loop())
-        except ExceptionGroup as failed:  # the first error, as a single worker would raise it
-            raise failed.exceptions[0] from None
+            await call(store.renew_claims, report.worker, lease_seconds=lease_seconds)
 
     if batch_id is not None:  # a judge this machine cannot reach fails here, before any claim
         store_op(judges.get, batch_id)
-    work = asyncio.create_task(loops())
+    work = asyncio.create_task(dispatch())
     beat = asyncio.create_task(heartbeat())
     try:
         await asyncio.wait({work, beat}, return_when=asyncio.FIRST_COMPLETED)
@@ -295,6 +330,8 @@ async def run_worker(
         for task in (work, beat):
             task.cancel()
         await asyncio.gather(work, beat, return_exceptions=True)
+        if executor is not None:
+            executor.shutdown(wait=True)  # a store call still running (a save) finishes first
         if not store_down:  # else the leases pass instead
             store.release_claims(report.worker)
         await judges.aclose(keep_judges)

@@ -2,8 +2,11 @@
 
 One ``ModelClient`` per configured model, shared by every session of a ``Council``
 (so concurrent sessions share a model's limits). A call is:
-``semaphore (max_concurrency) → rate limiter (rpm) → backend, under a per-attempt
+``semaphore (max_concurrency) → rate budgets (rpm, tpm) → backend, under a per-attempt
 timeout``, retried with exponential backoff and jitter (tenacity) on 429/5xx/timeouts.
+Under ``tpm`` each attempt reserves its worst-case tokens (a bound of its prompt + its
+max_tokens) before it is sent and settles at its real usage after (docs/methods.md,
+"Shared rate budget"); one that could never fit is refused unsent (``RequestTooLarge``).
 Every attempt, failed, cancelled or not, becomes a ``CallRecord`` for the call log.
 Under a spend cap (``budget``), each attempt reserves its worst case before it is sent
 and settles at its real cost when it ends (``council.budget``; docs/methods.md, "Spend caps").
@@ -20,18 +23,19 @@ import asyncio
 import math
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
 from pydantic import BaseModel
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
-from council.budget import Budget, CallPrice, prompt_tokens_bound
+from council.budget import Budget, BudgetReached, CallPrice, prompt_tokens_bound
 from council.call_cache import CACHE_VERSION, CallCache, request_key
 from council.clock import utc_now
 from council.config import ResolvedModel
-from council.errors import ProviderError, UsageError
+from council.errors import ProviderError, RequestTooLarge, UsageError
 from council.logs import get_logger
+from council.methods import gcra
 from council.providers.base import ChatRequest, ChatResponse, ModelAPI
 from council.redaction import redact, redact_secrets
 from council.usage import CallRecord, CallSink
@@ -84,6 +88,8 @@ class SharedLimits(Protocol):
 
     def reserve_rate(self, key: str, increment: float, tolerance: float = 0.0) -> float: ...
 
+    def adjust_rate(self, key: str, delta: float) -> None: ...
+
 
 class ModelClient:
     def __init__(
@@ -94,15 +100,19 @@ class ModelClient:
         retry: RetryPolicy | None = None,
         shared_limits: SharedLimits | None = None,
     ) -> None:
-        """``shared_limits``: a store; then ``rpm`` holds across every process sharing it
-        (bursts up to ``max_concurrency``), else within this process only."""
+        """``shared_limits``: a store; then ``rpm`` and ``tpm`` hold across every process
+        sharing it (``rpm`` with bursts up to ``max_concurrency``), else within this process."""
         self.resolved = resolved
         self.api = api
         self.retry = retry or DEFAULT_RETRY
         spec = resolved.spec
         self._semaphore = asyncio.Semaphore(spec.max_concurrency)
-        self._limiter: Any = None
-        self._shared = shared_limits if spec.rpm and hasattr(shared_limits, "reserve_rate") else None
+        self._rates: SharedLimits | None = None
+        if spec.rpm or spec.tpm:
+            from council.providers.rate_budget import ProcessRates
+
+            shared = hasattr(shared_limits, "reserve_rate") and hasattr(shared_limits, "adjust_rate")
+            self._rates = shared_limits if shared else ProcessRates()  # type: ignore[assignment]
         self._prepared = False
         self.budget: Budget | None = None
         """The spend cap this client's calls reserve against (None: no cap)."""
@@ -110,11 +120,6 @@ class ModelClient:
         self.cache: CallCache | None = None
         """Where identical requests are answered from (None: every call is made)."""
         self._target = {"model": spec.model, "api_base": spec.api_base, "transport": resolved.transport}
-        if spec.rpm and self._shared is None:
-            from aiolimiter import AsyncLimiter
-
-            # rpm as a leaky bucket; bursts up to max_concurrency are allowed.
-            self._limiter = AsyncLimiter(spec.rpm, 60.0)
 
     @property
     def id(self) -> str:
@@ -177,29 +182,47 @@ class ModelClient:
     ) -> ChatResponse:
         # A provider batch's line may take up to its completion window: no per-attempt deadline.
         timeout = None if getattr(self.api, "batched", False) else self.resolved.spec.timeout
+        tokens = self.call_tokens(request)  # RequestTooLarge: refused before anything else
         if not self._prepared:
             self._prepare()
         async with self._semaphore:
-            if self._limiter is not None:
-                await self._limiter.acquire()
-            elif self._shared is not None:
-                await self._reserve_shared()
-            budget = self.budget
-            if budget is None:
-                return await self._send(request, stage, attempt, sink, timeout, on_delta)
-            worst = self.worst_case(request)
-            token = budget.reserve(worst)  # BudgetReached: nothing is sent
-            spent = worst  # a call that may have been billed counts at its worst case
+            if self._rates is not None:  # none for a provider batch's lines (council.providers.provider_batch)
+                await self._pace(tokens)
+            used = tokens  # a call that may have reached the model counts at its worst case
             try:
-                response = await self._send(request, stage, attempt, sink, timeout, on_delta)
-                spent = worst if response.cost_usd is None else response.cost_usd
+                response = await self._spend(
+                    request, lambda: self._send(request, stage, attempt, sink, timeout, on_delta)
+                )
+                if response.prompt_tokens or response.completion_tokens:
+                    used = response.prompt_tokens + response.completion_tokens
                 return response
-            except ProviderError as exc:
-                if exc.status_code is not None:  # the provider answered with an error: not billed
-                    spent = 0.0
+            except (ProviderError, UsageError) as exc:
+                # Not sent (a reached or unkeepable cap), or answered with an error: no tokens used.
+                if isinstance(exc, BudgetReached | UsageError) or getattr(exc, "status_code", None) is not None:
+                    used = 0
                 raise
             finally:
-                budget.settle(token, spent)
+                if tokens and used != tokens and self._rates is not None:
+                    self._settle_tokens(tokens, used)
+
+    async def _spend(self, request: ChatRequest, send: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
+        """``send()`` the attempt under the spend cap, if any (docs/methods.md, "Spend caps")."""
+        budget = self.budget
+        if budget is None:
+            return await send()
+        worst = self.worst_case(request)
+        token = budget.reserve(worst)  # BudgetReached: nothing is sent
+        spent = worst  # a call that may have been billed counts at its worst case
+        try:
+            response = await send()
+            spent = worst if response.cost_usd is None else response.cost_usd
+            return response
+        except ProviderError as exc:
+            if exc.status_code is not None:  # the provider answered with an error: not billed
+                spent = 0.0
+            raise
+        finally:
+            budget.settle(token, spent)
 
     async def _send(
         self,
@@ -258,15 +281,46 @@ class ModelClient:
         assert response is not None
         return response
 
-    async def _reserve_shared(self) -> None:
+    def call_tokens(self, request: ChatRequest) -> int:
+        """The most tokens ``request`` can take (a bound of its prompt + its max_tokens) when
+        its model has a ``tpm``, else 0; ``RequestTooLarge`` when that is more than ``tpm``."""
         spec = self.resolved.spec
-        assert self._shared is not None and spec.rpm
-        increment = 60.0 / spec.rpm
-        # One budget per configured model ([models.X] rpm), whichever process calls it.
-        key = f"rpm:{self.id}:{self.model}"
-        wait = self._shared.reserve_rate(key, increment, (spec.max_concurrency - 1) * increment)
+        if spec.tpm is None:
+            return 0
+        prompt = prompt_tokens_bound(request.messages, request.json_schema)
+        reply = request.max_tokens or spec.max_tokens or 0  # the config requires max_tokens with tpm
+        if prompt + reply > spec.tpm:
+            raise RequestTooLarge(
+                f"a call of up to {prompt + reply} tokens ({prompt} of prompt, counted as bytes, + max_tokens "
+                f"{reply}) is more than [models.{self.id}] tpm = {spec.tpm}; it was not sent",
+                model=self.id,
+            )
+        return prompt + reply
+
+    def _rate_keys(self) -> tuple[str, str]:
+        # One budget per configured model ([models.X] rpm / tpm), whichever process calls it.
+        return f"rpm:{self.id}:{self.model}", f"tpm:{self.id}:{self.model}"
+
+    async def _pace(self, tokens: int) -> None:
+        """Reserve the call's turn under rpm and its tokens under tpm; wait for the later."""
+        spec, rates = self.resolved.spec, self._rates
+        assert rates is not None
+        rpm_key, tpm_key = self._rate_keys()
+        wait = 0.0
+        if spec.rpm:
+            wait = rates.reserve_rate(rpm_key, *gcra.call_slot(spec.rpm, spec.max_concurrency))
+        if spec.tpm and tokens:
+            wait = max(wait, rates.reserve_rate(tpm_key, *gcra.token_slot(tokens, spec.tpm)))
         if wait > 0:
             await asyncio.sleep(wait)
+
+    def _settle_tokens(self, reserved: int, used: int) -> None:
+        """Give back what a call did not use of its reserved tokens (or take what it used more)."""
+        assert self._rates is not None and self.resolved.spec.tpm
+        try:
+            self._rates.adjust_rate(self._rate_keys()[1], (used - reserved) * 60.0 / self.resolved.spec.tpm)
+        except Exception as exc:  # the budget stays at the reservation: later calls wait longer, never shorter
+            log.warning("could not settle a tpm reservation", member=self.id, error=str(exc))
 
     def _record(
         self,
@@ -382,6 +436,14 @@ class ModelClient:
 
     async def aclose(self) -> None:
         await self.api.aclose()
+
+
+def share_limits(clients: Iterable[ModelClient], store: SharedLimits) -> None:
+    """Keep the ``rpm`` and ``tpm`` of ``clients`` in ``store``'s budgets, shared by every
+    process using it (made without a store, they keep them in this process)."""
+    for client in clients:
+        if client._rates is not None:
+            client._rates = store
 
 
 def cap_spending(clients: Iterable[ModelClient], budget: Budget) -> None:

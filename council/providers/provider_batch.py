@@ -477,4 +477,4 @@ def send_in_batches(clients: Sequence[Any], rounds: BatchRounds, env: Mapping[st
         # A waiting line holds no connection and counts against no rate: every call of the batch
         # may wait in the same round.
         client._semaphore = asyncio.Semaphore(MAX_REQUESTS * 1000)
-        client._limiter = None
+        client._rates = None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from council.clock import utc_now
-from council.storage.ownership import dead_owners
+from council.storage.ownership import SQLITE_CLOCK, dead
 
 if TYPE_CHECKING:
     from council.storage.sqlite_store import SQLiteStore as Store
@@ -31,15 +31,13 @@ def batch_spent(store: Store, batch_id: str) -> float:
 def open_budget(store: Store, key: str, *, cap_usd: float | None, spent_usd: float = 0.0) -> float | None:
     """Set the cap of ``key`` (``cap_usd``; a new cap replaces the old one) or read it (None).
     A new budget starts at ``spent_usd``. Returns the cap in force (None: no budget)."""
-    owners = [r[0] for r in store.db.execute("SELECT DISTINCT owner FROM budget_reservations WHERE key = ?", [key])]
-    dead = dead_owners(store._locks, [o for o in owners if o]) if store._locks is not None and owners else []
     with store.immediate() as db:
-        for owner in dead:
-            lost = db.execute(
-                "SELECT coalesce(sum(amount_usd), 0) FROM budget_reservations WHERE key = ? AND owner = ?",
-                [key, owner],
-            ).fetchone()[0]
-            db.execute("DELETE FROM budget_reservations WHERE key = ? AND owner = ?", [key, owner])
+        # A reservation whose owner's lease has expired: the call may have been billed.
+        gone = f"key = ? AND owner IS NOT NULL AND {dead('budget_reservations.owner', SQLITE_CLOCK)}"
+        lost = db.execute(f"SELECT coalesce(sum(amount_usd), 0) FROM budget_reservations WHERE {gone}", [key])
+        lost = lost.fetchone()[0]
+        db.execute(f"DELETE FROM budget_reservations WHERE {gone}", [key])
+        if lost:
             db.execute("UPDATE budgets SET spent_usd = spent_usd + ? WHERE key = ?", [lost, key])
         row = db.execute("SELECT cap_usd FROM budgets WHERE key = ?", [key]).fetchone()
         if cap_usd is None:

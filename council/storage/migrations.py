@@ -407,6 +407,13 @@ def m015_judged_pair_styles(db: Database) -> None:
 
 
 @migrations()
+def m016_leases(db: Database) -> None:
+    # Session ownership by leases, as on PostgreSQL (council.storage.ownership): one row per
+    # live process, pushed forward by its heartbeat; expires_at in epoch seconds.
+    db["leases"].create({"id": str, "pid": int, "host": str, "expires_at": float}, pk="id", not_null={"expires_at"})
+
+
+@migrations()
 def m017_bias_record_constraints(db: Database) -> None:
     # Writing 1 M records ran at 50,000 a second: the validity triggers ran a statement per
     # row and six indexes were kept up. The table is rebuilt with the same rules (m005's, the

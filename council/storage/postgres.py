@@ -15,31 +15,32 @@ SQLite users never pay its import (~110 ms).
 from __future__ import annotations
 
 import atexit
+import functools
 import itertools
 import json
 import logging
 import os
 import re
-import socket
 import threading
-import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from council.clock import utc_now
 from council.errors import ConfigError, CouncilFailure, PrerequisiteError
+from council.logs import get_logger
 from council.redaction import redact
-from council.storage import bias_rows, postgres_schema, queue
+from council.storage import bias_rows, ownership, postgres_schema, queue
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
+from council.storage.group_commit import GroupCommit
 from council.storage.location import display_url
-from council.storage.rate_limits import reserve_postgres
+from council.storage.rate_limits import adjust_postgres, reserve_postgres
 from council.storage.shared_operations import SharedOperations
 from council.storage.sqlite_store import SQLiteStore
 
-#: A lease outlives its last heartbeat by this long; heartbeats come every third of it.
-LEASE_SECONDS = 30.0
+log = get_logger("council.storage")
+
 CONNECT_TIMEOUT_S = 10
 MIN_ID_PREFIX = 8
 _CALL_COLUMNS = ("call_id", "session_id", "owner", "stage", "member", "model", "started_at", "latency_ms",
@@ -99,8 +100,13 @@ def connect(url: str) -> Any:
         ) from None
 
 
+_PLAIN = frozenset({str, int, float, type(None)})
+
+
 def _value(value: Any) -> Any:
     # What the SQLite store keeps for these types: lists and dicts as JSON text, booleans as 0/1.
+    if type(value) in _PLAIN:  # most values: nothing to do (checked first, for speed)
+        return value
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, dict | list | tuple):
@@ -129,7 +135,10 @@ def insert_rows(conn: Any, table: str, rows: Sequence[dict[str, Any]], *, upsert
                 f"UPDATE SET {updates}" if updates else "NOTHING"
             )
         with conn.cursor() as cur:
-            cur.executemany(sql, values)
+            if len(values) == 1:  # one row: no pipeline to open and sync
+                cur.execute(sql, values[0])
+            else:
+                cur.executemany(sql, values)
 
 
 def _copy_bias_records(conn: Any, records: Iterable[Mapping[str, Any]], batch_size: int) -> int:
@@ -170,6 +179,7 @@ def _temp_table(match: re.Match[str]) -> str:
     return f"CREATE TEMP TABLE {match.group(1)} ({', '.join(parts)}{', ' + key if key else ''}) ON COMMIT DROP"
 
 
+@functools.lru_cache(maxsize=512)
 def _placeholders(sql: str) -> str:
     """A statement written for SQLite, as PostgreSQL takes it: ``?`` placeholders as ``%s``,
     untyped temporary tables typed (dropped with their transaction), ``AVG`` as a float (not
@@ -203,7 +213,10 @@ class _Connection:
         return self._run(lambda cur: cur.execute(_placeholders(sql), [_value(v) for v in params]), dicts)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
-        return self._run(lambda cur: cur.executemany(_placeholders(sql), [[_value(v) for v in r] for r in rows]))
+        values = [[_value(v) for v in r] for r in rows]
+        if len(values) == 1:  # one row: no pipeline to open and sync
+            return self._run(lambda cur: cur.execute(_placeholders(sql), values[0]))
+        return self._run(lambda cur: cur.executemany(_placeholders(sql), values))
 
     def _run(self, action: Any, dicts: bool = False) -> Any:
         import sqlite3
@@ -309,45 +322,6 @@ class _PooledTable:
             return _Table(_Connection(conn), self.name).count
 
 
-class _Lease:
-    """This process's lease row, renewed by a daemon thread until the process ends."""
-
-    def __init__(self, store: PostgresStore) -> None:
-        self.id = uuid.uuid4().hex
-        self.pid = os.getpid()
-        self.host = socket.gethostname()
-        self._store = store
-        self._stop = threading.Event()
-        self.renew()
-        self._thread = threading.Thread(target=self._beat, name="council-lease", daemon=True)
-        self._thread.start()
-        atexit.register(self.release)
-
-    def renew(self) -> None:
-        with self._store.connection() as conn:
-            conn.execute(
-                "INSERT INTO leases (id, pid, host, expires_at) VALUES (%s, %s, %s, now() + make_interval(secs => %s))"
-                " ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at",
-                [self.id, self.pid, self.host, LEASE_SECONDS],
-            )
-
-    def _beat(self) -> None:
-        while not self._stop.wait(LEASE_SECONDS / 3):
-            try:
-                self.renew()
-            except Exception:  # the database is away: the next beat tries again
-                pass
-
-    def release(self) -> None:
-        """A clean exit: the lease ends now (its unfinished work is then found at once)."""
-        self._stop.set()
-        try:
-            with self._store.connection() as conn:
-                conn.execute("DELETE FROM leases WHERE id = %s", [self.id])
-        except Exception:
-            pass
-
-
 # Stores not closed by their opener are closed at exit, never by the garbage collector
 # (a pool collected in one of its own threads cannot join it).
 _OPEN_STORES: set[PostgresStore] = set()
@@ -359,19 +333,23 @@ def _close_open_stores() -> None:
         store.close()
 
 
-class PostgresStore(SharedOperations):
+class PostgresStore(GroupCommit, SharedOperations):
     """All reads and writes of a PostgreSQL store go through here."""
 
     kind = "postgresql"
+    #: Operations may run on several threads at once (a connection pool): council.judging.worker
+    #: calls them off its event loop.
+    threadsafe = True
 
     def __init__(self, url: str, pool: Any) -> None:
         self.url = url
         self.path = None
         self.pool = pool
-        self._lease: _Lease | None = None
+        self._lease: ownership.Lease | None = None
         self._lease_lock = threading.Lock()
         self._local = threading.local()
         self._unscored = False  # records without a score are only ever loaded into SQLite
+        self._init_group_commit()  # call-log rows not yet committed: written by the next transaction
 
     # -- opening -------------------------------------------------------------
     @classmethod
@@ -423,6 +401,10 @@ class PostgresStore(SharedOperations):
             ) from None
 
     def close(self) -> None:
+        try:
+            self.flush_calls()
+        except CouncilFailure as exc:  # the server is away: the rows are lost with it, as a direct write's
+            log.warning("could not write the call log", error=str(exc))
         if self._lease is not None:
             self._lease.release()
             self._lease = None
@@ -437,12 +419,29 @@ class PostgresStore(SharedOperations):
         if current is not None:
             yield current
             return
-        with self.connection() as conn, conn.transaction():
-            self._local.conn = conn
-            try:
-                yield conn
-            finally:
-                self._local.conn = None
+        with self._begin() as conn:
+            yield conn
+
+    @contextmanager
+    def _begin(self, *, pipelined: bool = False) -> Iterator[Any]:
+        # Call-log rows waiting for a group commit go first, in it (council.storage.group_commit).
+        # ``pipelined``: nothing is read in it, so BEGIN, the statements and COMMIT go to the
+        # server in one pipeline, one round trip.
+        with self.connection() as conn, self._carry_calls() as carry:
+            with conn.pipeline() if pipelined else nullcontext(), conn.transaction():
+                self._local.conn = conn
+                try:
+                    carry()
+                    yield conn
+                finally:
+                    self._local.conn = None
+
+    def _write_transaction(self) -> Any:
+        """The group commit's own transaction: pipelined."""
+        return self._begin(pipelined=True)
+
+    def _in_transaction(self) -> bool:
+        return getattr(self._local, "conn", None) is not None
 
     @contextmanager
     def immediate(self) -> Iterator[_Database]:
@@ -464,11 +463,16 @@ class PostgresStore(SharedOperations):
             return conn.execute(sql, list(params)).fetchall()
 
     # -- ownership -----------------------------------------------------------
-    def lease(self) -> _Lease:
+    def lease(self) -> ownership.Lease:
+        """This store's lease (council.storage.ownership), taken on first use."""
         with self._lease_lock:
             if self._lease is None or self._lease.pid != os.getpid():
-                self._lease = _Lease(self)
+                self._lease = ownership.Lease(self._run_lease, ownership.POSTGRES_CLOCK)
             return self._lease
+
+    def _run_lease(self, sql: str, params: Sequence[Any]) -> None:
+        with self.connection() as conn:
+            _Connection(conn).execute(sql, params)
 
     def _owner(self) -> dict[str, Any]:
         lease = self.lease()
@@ -476,24 +480,9 @@ class PostgresStore(SharedOperations):
 
     def recover_interrupted(self) -> list[str]:
         """Mark the sessions and calls whose owner's lease has expired (or is gone)
-        ``interrupted``, keeping everything they wrote. Returns the sessions marked."""
-        mine = self._lease.id if self._lease is not None else ""
-        dead = """owner IS NOT NULL AND owner <> %(mine)s
-                  AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.id = owner AND l.expires_at > now())"""
-        with self.transaction() as conn:
-            sessions = conn.execute(
-                "UPDATE sessions SET status = 'interrupted', finished_at = %(now)s, error = 'interrupted: the process'"
-                " || ' running it (pid ' || coalesce(owner_pid::text, '?') || ' on ' || coalesce(owner_host, '?')"
-                f" || ') ended before it finished' WHERE status = 'running' AND {dead} RETURNING id",
-                {"now": utc_now(), "mine": mine},
-            ).fetchall()
-            conn.execute(
-                "UPDATE calls SET ok = 0, error = 'interrupted: the process ended while this call was in flight'"
-                f" WHERE ok IS NULL AND {dead}",
-                {"mine": mine},
-            )
-            conn.execute("DELETE FROM leases WHERE expires_at < now() - interval '1 day'")
-        return sorted(row["id"] for row in sessions)
+        ``interrupted``, keeping everything they wrote (council.storage.ownership)."""
+        mine = [self._lease.id] if self._lease is not None else []
+        return ownership.recover_interrupted(self, ownership.POSTGRES_CLOCK, mine)
 
     def clock(self) -> float:
         """The database's clock (never the hosts'): leases of workers on many machines compare."""
@@ -505,14 +494,10 @@ class PostgresStore(SharedOperations):
         with self.connection() as conn:
             return reserve_postgres(conn, key, increment, tolerance)
 
-    # -- the call log ---------------------------------------------------------
-    def journal_calls(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Write call-log rows at once, in one transaction (or the caller's)."""
-        with self.transaction():
-            self.write_calls(rows)
-
-    def flush_calls(self) -> None:
-        """Nothing waits: ``journal_calls`` writes at once."""
+    def adjust_rate(self, key: str, delta: float) -> None:
+        """Settle a reservation under ``key`` ``delta`` seconds bigger (or smaller, if negative)."""
+        with self.connection() as conn:
+            adjust_postgres(conn, key, delta)
 
     # -- spend caps (docs/methods.md, "Spend caps") ------------------------------
     # The budget row is locked (FOR UPDATE) for the sum and the reservation: processes on
@@ -524,8 +509,8 @@ class PostgresStore(SharedOperations):
         with self.transaction() as conn:
             row = conn.execute("SELECT cap_usd FROM budgets WHERE key = %s FOR UPDATE", [key]).fetchone()
             lost = conn.execute(
-                "DELETE FROM budget_reservations r WHERE key = %s AND owner IS NOT NULL AND NOT EXISTS"
-                " (SELECT 1 FROM leases l WHERE l.id = r.owner AND l.expires_at > now()) RETURNING amount_usd",
+                "DELETE FROM budget_reservations r WHERE key = %s AND owner IS NOT NULL AND"
+                f" {ownership.dead('r.owner', ownership.POSTGRES_CLOCK)} RETURNING amount_usd",
                 [key],
             ).fetchall()
             if lost:

@@ -203,6 +203,8 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         [f"ALTER TABLE judgment_runs ADD COLUMN {name}_{side} BIGINT"
          for side in "ab" for name in ("length", "headers", "lists", "bold")],
     ),
+    # SQLite's leases table (m016 there): PostgreSQL has had its own since m004.
+    ("m016_leases", []),
     (
         # The rules are already a CHECK constraint here (m005); only the indexes the bias
         # report's passes do not read go (council.storage.bias_rows.INDEXES, as on SQLite).

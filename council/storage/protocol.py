@@ -34,6 +34,13 @@ class Store(Protocol):
     def clock(self) -> float:
         """Now, in epoch seconds, on the clock every process sharing the store reads (leases)."""
 
+    def reserve_rate(self, key: str, increment: float, tolerance: float = 0.0) -> float:
+        """Reserve ``increment`` seconds of the rate budget ``key`` (shared by every process of
+        the store); seconds to wait before the call may start (council.storage.rate_limits)."""
+
+    def adjust_rate(self, key: str, delta: float) -> None:
+        """Settle a reservation of ``key`` at its real size: ``delta`` seconds more (or less)."""
+
     def journal(self, session_id: str) -> CallJournal:
         """Writes a run's attempts as they start and finish (the call log of ``session_id``)."""
 

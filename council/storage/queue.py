@@ -137,17 +137,19 @@ def claim_sqlite(
 def claim_postgres(
     store: Any, worker: str, *, batch_id: str | None = None, limit: int = 1, lease_seconds: float
 ) -> list[dict[str, Any]]:
-    where = _CLAIMABLE.replace("?", "%(now)s") + ("" if batch_id is None else " AND batch_id = %(batch)s")
-    with store.transaction() as conn:
-        now = float(conn.execute("SELECT extract(epoch from clock_timestamp()) AS now").fetchone()["now"])
+    # One statement (atomic on its own: no BEGIN and COMMIT round trips), timed by the
+    # database's clock when it runs.
+    now = "extract(epoch from statement_timestamp())"
+    where = _CLAIMABLE.replace("?", now) + ("" if batch_id is None else " AND batch_id = %(batch)s")
+    with store.connection() as conn:
         rows = conn.execute(
-            "UPDATE batch_queue q SET state = 'running', worker = %(worker)s, lease_until = %(until)s,"
+            f"UPDATE batch_queue q SET state = 'running', worker = %(worker)s, lease_until = {now} + %(lease)s,"
             " attempts = q.attempts + 1"
             f" FROM (SELECT batch_id, item_id FROM batch_queue WHERE {where}"
             "       ORDER BY batch_id, position LIMIT %(limit)s FOR UPDATE SKIP LOCKED) c"
             " WHERE q.batch_id = c.batch_id AND q.item_id = c.item_id"
             " RETURNING q.batch_id, q.item_id, q.digest, q.item",
-            {"worker": worker, "until": now + lease_seconds, "now": now, "batch": batch_id, "limit": limit},
+            {"worker": worker, "lease": lease_seconds, "batch": batch_id, "limit": limit},
         ).fetchall()
     return _decode(rows)
 

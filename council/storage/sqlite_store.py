@@ -12,7 +12,6 @@ leaves a session half-recorded:
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import os
@@ -28,13 +27,13 @@ from council.errors import EnvironmentFailure, NotFoundError, UsageError
 from council.home import ensure_home
 from council.logs import get_logger
 from council.redaction import redact, redact_document
-from council.storage import bias_rows, budgets, call_cache, queue
+from council.storage import bias_rows, budgets, call_cache, ownership, queue
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.comparisons import count_comparisons
+from council.storage.group_commit import GroupCommit
 from council.storage.migrations import migrations
 from council.storage.opening import connect_checked, set_schema_version, write_refused
-from council.storage.ownership import dead_owners, lock_dir, process_lease
-from council.storage.rate_limits import reserve_sqlite
+from council.storage.rate_limits import adjust_sqlite, reserve_sqlite
 from council.storage.shared_operations import SharedOperations
 from council.storage.sqlite import Database
 from council.usage import CallJournal, CallRecord
@@ -113,21 +112,21 @@ def _private_database(path: Path) -> None:
             pass
 
 
-class SQLiteStore(SharedOperations):
+class SQLiteStore(GroupCommit, SharedOperations):
     """The SQLite backend of :class:`council.storage.protocol.Store` (council.db)."""
+
+    #: One connection, used by one thread at a time: council.judging.worker calls it on its event loop.
+    threadsafe = False
 
     def __init__(self, db: Database, path: Path | None = None) -> None:
         self.db = db
         self.path = path
         self.read_only = False
         self._write_refused: EnvironmentFailure | None = None  # why writes fail on a read-only store
-        self._locks = lock_dir(path) if path is not None else None
+        self._leased = False  # a file others may share (set by open): its work is owned by leases
+        self._lease_due: ownership.Lease | None = None  # this process's lease, not written yet
         self._unscored = False  # records without a score were loaded (a store made from files)
-        # Call-log rows and session events not yet committed (see ``journal_calls``): written by
-        # the next transaction.
-        self._pending_calls: list[dict[str, Any]] = []
-        self._pending_events: list[tuple[str, Sequence[dict[str, Any]]]] = []
-        self._flush_scheduled = False
+        self._init_group_commit()  # call-log rows and session events not yet committed
 
     # -- opening -------------------------------------------------------------
     @classmethod
@@ -153,12 +152,14 @@ class SQLiteStore(SharedOperations):
         store.read_only = read_only
         store._write_refused = refused
         if read_only:
-            store._locks = None  # no leases to take or recover: nothing is written
+            # No leases to take or recover: nothing is written.
             if migrations.pending(db):
                 store.close()
                 raise EnvironmentFailure(f"the database {path} needs an upgrade, but it is read-only")
             return store
         store.migrate()
+        store._leased = True
+        ownership.hold(store._lease_key())
         store.recover_interrupted()
         return store
 
@@ -181,85 +182,81 @@ class SQLiteStore(SharedOperations):
 
     def close(self) -> None:
         self.flush_calls()
+        if self._leased:
+            self._leased = False
+            ownership.let_go(self._lease_key(), self._run_outside_transaction())
         self.db.conn.close()
+
+    def _run_outside_transaction(self) -> ownership.Run | None:
+        """This store's connection for one autocommit statement of the lease, if it is free."""
+        conn = self.db.conn
+        if conn.in_transaction:
+            return None
+        return lambda sql, params: conn.execute(sql, list(params))
+
+    def _lease_key(self) -> str:
+        assert self.path is not None
+        return str(self.path.resolve())
 
     @contextmanager
     def immediate(self) -> Iterator[Database]:
-        """A write transaction that takes the lock up front (no deferred-upgrade failures)."""
+        """A write transaction that takes the lock up front (no deferred-upgrade failures).
+        Call-log rows and session events waiting for a group commit go first, in it
+        (council.storage.group_commit)."""
         conn = self.db.conn
         try:
             conn.execute("BEGIN IMMEDIATE")
-            try:
-                # Call-log rows waiting for a group commit go first, in this same transaction:
-                # whatever this transaction records (a result) is never durable before them.
-                pending = len(self._pending_calls)
-                if pending:
-                    try:
-                        self.write_calls(self._pending_calls[:pending])
-                    except sqlite3.Error as exc:  # as a direct write's failure: the final write records them
-                        log.warning("could not write the call log", error=str(exc))
-                events = len(self._pending_events)
-                if events:
-                    self._write_pending_events(events)
-                yield self.db
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
-            else:
-                conn.execute("COMMIT")
-                del self._pending_calls[:pending]
-                del self._pending_events[:events]
+            with self._carry_calls() as carry:
+                try:
+                    lease = self._lease_due
+                    if lease is not None and not lease.written:
+                        conn.execute(*lease.upsert())  # before any row it owns: they commit together
+                    carry()
+                    yield self.db
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                else:
+                    conn.execute("COMMIT")
+                    if lease is not None:
+                        lease.written = True
+                        self._lease_due = None
         except sqlite3.OperationalError as exc:
             refused = write_refused(exc, self.path)
             if refused is None:
                 raise
             raise (self._write_refused or refused) from None
 
+    _write_transaction = immediate
+
+    def _in_transaction(self) -> bool:
+        return self.db.conn.in_transaction
+
+    def _write_carried(self, rows: Sequence[dict[str, Any]]) -> None:
+        try:
+            self.write_calls(rows)
+        except sqlite3.Error as exc:  # as a direct write's failure: the final write records them
+            log.warning("could not write the call log", error=str(exc))
+
     # -- ownership -----------------------------------------------------------
     def _owner(self) -> dict[str, Any]:
         """This process's lease, for rows of unfinished work (nothing for in-memory stores)."""
-        if self._locks is None:
+        if not self._leased:
             return {}
-        lease = process_lease(self._locks)
+        path = self.path
+        assert path is not None
+        lease = ownership.process_lease(self._lease_key(), lambda: _connect(path))
+        if not lease.written:
+            self._lease_due = lease  # written by the next write transaction, with the first rows it owns
         return {"owner": lease.id, "owner_pid": lease.pid, "owner_host": lease.host}
 
     def recover_interrupted(self) -> list[str]:
-        """Mark sessions and calls whose owning process has ended ``interrupted``, keeping
-        everything they wrote. Returns the ids of the sessions marked."""
-        if self._locks is None:
+        """Mark sessions and calls whose owner's lease has expired ``interrupted``, keeping
+        everything they wrote (council.storage.ownership). Returns the ids of the sessions marked."""
+        if not self._leased:
             return []
-        owners = [
-            r[0]
-            for r in self.db.execute(
-                "SELECT DISTINCT owner FROM sessions WHERE status = 'running' AND owner IS NOT NULL "
-                "UNION SELECT DISTINCT owner FROM calls WHERE ok IS NULL AND owner IS NOT NULL"
-            )
-        ]
-        dead = dead_owners(self._locks, owners) if owners else []
-        if not dead:
-            return []
-        marks = ", ".join("?" for _ in dead)
-        now = utc_now()
-        with self.immediate():
-            sessions = [
-                r[0]
-                for r in self.db.execute(
-                    f"SELECT id FROM sessions WHERE status = 'running' AND owner IN ({marks})", dead
-                )
-            ]
-            self.db.execute(
-                "UPDATE sessions SET status = 'interrupted', finished_at = ?, error = 'interrupted: the process '"
-                " || 'running it (pid ' || coalesce(owner_pid, '?') || ' on ' || coalesce(owner_host, '?')"
-                f" || ') ended before it finished' WHERE status = 'running' AND owner IN ({marks})",
-                [now, *dead],
-            )
-            self.db.execute(
-                "UPDATE calls SET ok = 0, error = 'interrupted: the process ended while this call was in flight'"
-                f" WHERE ok IS NULL AND owner IN ({marks})",
-                dead,
-            )
-        return sessions
+        return ownership.recover_interrupted(self, ownership.SQLITE_CLOCK, ownership.own_lease_ids())
 
     def clock(self) -> float:
         """The host's clock: every process sharing a SQLite file runs on this host."""
@@ -270,74 +267,36 @@ class SQLiteStore(SharedOperations):
         """Seconds to wait before a call under the budget ``key`` (council.storage.rate_limits)."""
         return reserve_sqlite(self.db.conn, key, increment, tolerance)
 
+    def adjust_rate(self, key: str, delta: float) -> None:
+        """Settle a reservation under ``key`` ``delta`` seconds bigger (or smaller, if negative)."""
+        adjust_sqlite(self.db.conn, key, delta)
+
     # -- the call log ---------------------------------------------------------
     def journal(self, session_id: str) -> CallJournal:
         """Writes a run's attempts as they start and finish (``calls.session_id`` = ``session_id``)."""
         return _Journal(self, session_id)
 
-    def journal_calls(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Write call-log rows by group commit: inside a running event loop, every row journaled
-        during one turn of the loop is committed together at its end (one transaction instead of
-        two per call); outside one, at once. Any write transaction of this store commits the
-        rows still waiting first, in the same transaction, so nothing recorded after a call
-        (its result, its session) is ever on disk without the call."""
-        self._pending_calls.extend(rows)
-        self._commit_this_turn()
-
-    def _commit_this_turn(self) -> None:
-        """Commit what is pending at the end of this turn of the event loop (outside one: now)."""
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        if loop is None:
-            self.flush_calls()
-        elif not self._flush_scheduled:
-            self._flush_scheduled = True
-            loop.call_soon(self._scheduled_flush)
-
-    def _scheduled_flush(self) -> None:
-        if not self._pending_calls and not self._pending_events:  # written meanwhile (or the store closed)
-            self._flush_scheduled = False
-            return
-        if self.db.conn.in_transaction:  # a transaction held across an await: the next turn
-            asyncio.get_running_loop().call_soon(self._scheduled_flush)
-            return
-        self._flush_scheduled = False
-        try:
-            self.flush_calls()
-        except Exception as exc:  # as a direct write's failure: logged; the final write records the calls
-            log.warning("could not write the call log", error=str(exc))
-
-    def flush_calls(self) -> None:
-        """Commit the call-log rows waiting for a group commit (if any). If that fails they are
-        dropped, as a direct write's failure would drop them, and the error is raised."""
-        if not (self._pending_calls or self._pending_events) or self.db.conn.in_transaction:
-            return
-        try:
-            with self.immediate():
-                pass
-        except BaseException:
-            self._pending_calls.clear()
-            self._pending_events.clear()
-            raise
-
     def write_calls(self, rows: Sequence[dict[str, Any]]) -> None:
         """Insert call-log rows, or complete the rows already written for them (by ``call_id``).
         Run inside the caller's transaction."""
-        # One statement per run of rows with the same columns, in order: a call's finished row
-        # must complete its started row, never be overwritten by it.
-        shaped = []
+        # One statement per shape of row. A call's finished row completes its started row; a
+        # started row (``ok`` NULL) never overwrites a row already there, so the order they are
+        # written in does not matter (group commits on several threads may land a started row
+        # after its finished one), and a started row whose finished row is here is left out.
+        finished = {row["call_id"] for row in rows if row.get("ok") is not None}
+        shapes: dict[tuple[tuple[str, ...], bool], list[list[Any]]] = {}
         for row in rows:
+            started = row.get("ok") is None
+            if started and row["call_id"] in finished:
+                continue
             row = {**row, "error": redact(row["error"]) if row.get("error") else row.get("error")}
             columns = tuple(c for c in _CALL_COLUMNS if c in row)
-            shaped.append((columns, [row[c] for c in columns]))
-        for columns, run in itertools.groupby(shaped, key=lambda item: item[0]):
-            values = [value for _, value in run]
+            shapes.setdefault((columns, started), []).append([row[c] for c in columns])
+        for (columns, started), values in shapes.items():
             updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c in _CALL_OUTCOME)
             self.db.conn.executemany(
                 f"INSERT INTO calls ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)}) "
-                f"ON CONFLICT (call_id) DO UPDATE SET {updates}",
+                f"ON CONFLICT (call_id) DO {'NOTHING' if started else 'UPDATE SET ' + updates}",
                 values,
             )
 
@@ -367,7 +326,7 @@ class SQLiteStore(SharedOperations):
             "created_at": created_at or utc_now(),
         }
         row = {"status": "running", **self._owner(), **row}
-        with self.immediate():
+        with self._write_transaction():  # nothing read: one round trip on PostgreSQL
             self.db["sessions"].insert(row)
 
     def save_session(
@@ -409,7 +368,7 @@ class SQLiteStore(SharedOperations):
         """Write the whole session and its final status in one transaction, every row and the
         result redacted field by field (``redaction.redact_document``: no secrets, and no
         private text when transcripts are off; the user's own words kept)."""
-        with self.immediate():
+        with self._write_transaction():  # nothing read: one round trip on PostgreSQL
             if answers:
                 self.db["answers"].insert_all(redact_document(list(answers)), replace=True)
             if reviews:
@@ -503,8 +462,7 @@ class SQLiteStore(SharedOperations):
         """Store a batch of a session's events (council.storage.events) by the call log's group
         commit: every batch of every session in one turn of the event loop in one transaction (a
         server running many sessions would otherwise commit for each of their events)."""
-        self._pending_events.append((session_id, events))
-        self._commit_this_turn()
+        self.queue_events(session_id, events)
 
     def write_events(self, session_id: str, events: Sequence[dict[str, Any]]) -> None:
         """Store a batch of a session's events in a transaction of its own (PostgreSQL's way)."""
@@ -513,10 +471,10 @@ class SQLiteStore(SharedOperations):
         with self.immediate():
             append_events(self.db, session_id, events)
 
-    def _write_pending_events(self, count: int) -> None:
+    def _write_pending_events(self, pending: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> None:
         from council.storage.events import append_events
 
-        for session_id, events in self._pending_events[:count]:
+        for session_id, events in pending:
             try:
                 append_events(self.db, session_id, events)
             except sqlite3.Error as exc:  # these events are lost, never the session (stored apart)

@@ -80,6 +80,9 @@ def test_unknown_member_alias(tmp_path):
         ('self_review = "flag"', 'self_review = "sometimes"'),
         ("max_concurrency = 4", "max_concurrency = 0"),
         ("rpm = 100", "rpmm = 100"),
+        ("rpm = 100", "tpm = 0"),
+        ("rpm = 100", "tpm = 1000"),  # no max_tokens: a call's tokens cannot be reserved
+        ("rpm = 100", "tpm = 1000\nmax_tokens = 1000"),  # no call could fit
     ],
 )
 def test_bad_values_are_one_line_with_location(tmp_path, bad, fragment):
@@ -89,6 +92,12 @@ def test_bad_values_are_one_line_with_location(tmp_path, bad, fragment):
     assert "\n" not in msg
     assert str(tmp_path) in msg
     assert ("councils.main" in msg) or ("models.gpt" in msg)
+
+
+def test_tpm_is_read_beside_rpm(tmp_path):
+    loaded = load_config(write(tmp_path, GOOD.replace("rpm = 100", "rpm = 100\ntpm = 30000\nmax_tokens = 1024")))
+    spec = resolve_council(loaded, env={"TEST_OPENAI_KEY": "x"}).members[0].spec
+    assert (spec.rpm, spec.tpm, spec.max_tokens) == (100, 30000, 1024)
 
 
 def test_invalid_toml(tmp_path):

@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -22,6 +23,7 @@ from serve_helpers import council_serve
 
 QUESTION = "Why do leaves change colour in autumn?"
 SLOW = 60.0  # seconds a +slow mock call takes: far longer than any test waits
+LEASE = 2.0  # the council processes' lease (COUNCIL_LEASE_SECONDS): a killed one is found after it
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +34,7 @@ def slow_mock(tmp_path_factory):
 
 
 def popen_council(*args: str, home: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "COUNCIL_HOME": str(home)}
+    env = {**os.environ, "COUNCIL_HOME": str(home), "COUNCIL_LEASE_SECONDS": str(LEASE)}
     return subprocess.Popen(
         [sys.executable, "-m", "council", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
@@ -60,7 +62,7 @@ def slow_council(tmp_path: Path, base_url: str, n: int = 3) -> Path:
 # -- sessions -----------------------------------------------------------------------------
 
 
-def test_kill_9_mid_session_keeps_its_calls_and_the_next_command_marks_it_interrupted(
+def test_kill_9_mid_session_keeps_its_calls_and_any_command_marks_it_interrupted_after_its_lease(
     tmp_path, council_home, slow_mock
 ):
     proc = popen_council("run", QUESTION, "--config", str(slow_council(tmp_path, slow_mock.base_url)),
@@ -73,10 +75,14 @@ def test_kill_9_mid_session_keeps_its_calls_and_the_next_command_marks_it_interr
     # Nothing has looked at the database since the kill: the row still says running.
     assert db_rows(council_home, "select status from sessions") == [("running",)]
 
-    listed = invoke_cli("sessions", "list", "--json")
-    assert listed.exit_code == 0, listed.stderr
-    [row] = json.loads(listed.stdout)
-    assert row["status"] == "interrupted"
+    def listed_status() -> str:
+        listed = invoke_cli("sessions", "list", "--json")
+        assert listed.exit_code == 0, listed.stderr
+        return json.loads(listed.stdout)[0]["status"]
+
+    # Once its lease has passed (its heartbeat stopped with it), the next command finds it.
+    assert wait_for(lambda: listed_status() == "interrupted", timeout=LEASE + 30, interval=0.25)
+    [row] = json.loads(invoke_cli("sessions", "list", "--json").stdout)
     assert row["question"] == QUESTION  # what was written is kept
     [(status, finished, error)] = db_rows(council_home, "select status, finished_at, error from sessions")
     assert status == "interrupted" and finished and f"pid {proc.pid}" in error
@@ -90,8 +96,12 @@ def test_a_live_session_is_never_taken_for_an_orphan(tmp_path, council_home, slo
                          home=council_home)  # fmt: skip
     try:
         assert wait_for(lambda: count(council_home, "select count(*) from calls where ok is null") == 3, timeout=60)
-        for _ in range(2):  # other commands open the database while it runs
+        # Other commands open the database while it runs, for three of its leases: its heartbeat
+        # keeps the lease alive.
+        deadline = time.monotonic() + 3 * LEASE
+        while time.monotonic() < deadline:
             assert invoke_cli("sessions", "list", "--json").exit_code == 0
+            time.sleep(0.2)
         assert db_rows(council_home, "select status from sessions") == [("running",)]
         assert count(council_home, "select count(*) from calls where ok is null") == 3
     finally:
@@ -141,7 +151,10 @@ def test_kill_9_mid_batch_leaves_every_call_in_flight_on_record(tmp_path, counci
         assert wait_for(lambda: count(council_home, "select count(*) from calls where ok is null") == 8, timeout=60)
     finally:
         kill_9(proc)
-    assert invoke_cli("sessions", "list").exit_code == 0  # any command recovers
+    # Any command recovers, once the lease has passed.
+    assert wait_for(lambda: invoke_cli("sessions", "list").exit_code == 0
+                    and count(council_home, "select count(*) from calls where ok is null") == 0,
+                    timeout=LEASE + 30, interval=0.25)  # fmt: skip
     rows = db_rows(council_home, "select stage, ok, error from calls")
     assert len(rows) == 8 and all(r[0] == "compare" and r[1] == 0 and "interrupted" in r[2] for r in rows)
 
@@ -186,3 +199,13 @@ def test_a_client_that_hangs_up_interrupts_its_session(tmp_path, council_home, s
         assert (status, error) == ("interrupted", "interrupted") and finished
         calls = db_rows(council_home, "select ok, error from calls")
         assert len(calls) == 2 and all(c == (0, "cancelled") for c in calls)
+
+
+def test_a_bad_lease_length_is_one_line_and_nothing_is_written(tmp_path, council_home):
+    cfg = write_config(tmp_path / "c.toml", {f"m{i}": {"model": f"fake/m{i}"} for i in (1, 2, 3)})
+    result = invoke_cli("run", QUESTION, "--config", str(cfg), env={"COUNCIL_LEASE_SECONDS": "0"})
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "error: COUNCIL_LEASE_SECONDS must be a number of seconds from 0.5 to 86400, got '0'"
+    )
+    assert count(council_home, "select count(*) from sessions") == 0

@@ -51,39 +51,70 @@ _DIES_WHILE_RUNNING = textwrap.dedent(
         CallRecord(call_id="c-orphan", stage="answer", member="a", model="m", started_at=utc_now(),
                    attempt=1, latency_ms=0.0))
     print("ready", flush=True)
+    if sys.argv[1] == "exit_cleanly":
+        sys.exit(0)
     os._exit(0) if sys.argv[1] == "exit" else os.kill(os.getpid(), 9)
     """
 )
 
 
-def _run_and_die(backend_url: str, how: str) -> None:
-    env = {**os.environ, "COUNCIL_DATABASE_URL": backend_url}
+def _run_and_die(backend_url: str, how: str, lease: float = 30.0) -> None:
+    env = {**os.environ, "COUNCIL_DATABASE_URL": backend_url, "COUNCIL_LEASE_SECONDS": str(lease)}
     proc = subprocess.run(
         [sys.executable, "-c", _DIES_WHILE_RUNNING, how], env=env, capture_output=True, text=True, timeout=60
     )
     assert "ready" in proc.stdout, proc.stderr
 
 
-def test_work_of_a_killed_process_becomes_interrupted_for_the_next_opener(backend_url, monkeypatch):
-    if backend_url.startswith("postgresql"):
-        from council.storage import postgres
+def test_work_of_a_killed_process_becomes_interrupted_once_its_lease_expires(backend_url, monkeypatch):
+    from mock_server import wait_for
 
-        monkeypatch.setattr(postgres, "LEASE_SECONDS", 1.0)
-        # The child's lease lasts the default 30 s; it is expired by hand below, as time would.
-    _run_and_die(backend_url, "kill")
+    _run_and_die(backend_url, "kill", lease=3.0)
+    died = time.monotonic()
     monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
-    if backend_url.startswith("postgresql"):
-        store = open_store()
-        assert store.get_session("s-orphan-01")["status"] == "running"  # its lease has not expired yet
-        with store.transaction() as conn:
-            conn.execute("UPDATE leases SET expires_at = now() - interval '1 second'")
-        assert store.recover_interrupted() == ["s-orphan-01"]
-    else:
-        store = open_store()
+    store = open_store()
+    if time.monotonic() - died < 1.5:  # its lease (renewed every second) has not expired yet
+        assert store.get_session("s-orphan-01")["status"] == "running"
+    # Any process finds it once the lease has passed, on its own clock's say-so alone.
+    assert wait_for(lambda: store.recover_interrupted() == ["s-orphan-01"], timeout=30, interval=0.2)
+    assert time.monotonic() - died >= 1.0
     session = store.get_session("s-orphan-01")
     assert session["status"] == "interrupted" and "ended before it finished" in session["error"]
     (call,) = store.session_calls("s-orphan-01")
     assert call["ok"] == 0 and "in flight" in call["error"]
+    store.close()
+
+
+def test_work_of_a_process_that_exits_cleanly_is_found_at_once(backend_url, monkeypatch):
+    _run_and_die(backend_url, "exit_cleanly", lease=60.0)  # sys.exit: atexit deletes its lease
+    monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
+    store = open_store()
+    assert store.get_session("s-orphan-01")["status"] == "interrupted"
+    store.close()
+
+
+def test_a_live_process_heartbeat_keeps_its_lease_past_its_length(backend_url, monkeypatch):
+    from mock_server import wait_for
+
+    code = _DIES_WHILE_RUNNING.replace('print("ready", flush=True)', 'print("ready", flush=True); sys.stdin.readline()')
+    env = {**os.environ, "COUNCIL_DATABASE_URL": backend_url, "COUNCIL_LEASE_SECONDS": "1"}
+    child = subprocess.Popen([sys.executable, "-c", code, "kill"], env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert child.stdout.readline().strip() == "ready", child.stderr.read()
+        monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
+        store = open_store()
+        deadline = time.monotonic() + 3.5  # three and a half leases: alive only by its heartbeat
+        while time.monotonic() < deadline:
+            assert store.recover_interrupted() == []
+            time.sleep(0.1)
+        assert store.get_session("s-orphan-01")["status"] == "running"
+    finally:
+        child.stdin.write("die\n")  # kill -9 of itself
+        child.stdin.flush()
+        child.communicate(timeout=30)
+    assert child.returncode == -9
+    assert wait_for(lambda: store.recover_interrupted() == ["s-orphan-01"], timeout=10, interval=0.1)
     store.close()
 
 
@@ -154,7 +185,7 @@ def test_the_postgres_schema_has_every_sqlite_table_and_column(postgres_url, tmp
             ).fetchall()
         )
     assert sqlite_columns <= pg_columns
-    assert {t for t, _ in pg_columns} - {t for t, _ in sqlite_columns} == {"_council_migrations", "leases"}
+    assert {t for t, _ in pg_columns} - {t for t, _ in sqlite_columns} == {"_council_migrations"}
 
 
 def test_importing_the_store_does_not_import_psycopg():

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -74,9 +75,10 @@ def test_a_dead_process_reservation_counts_as_spent(tmp_path):
         os._exit(0)  # dies with its call in flight
         """
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "COUNCIL_LEASE_SECONDS": "1"}
     subprocess.run([sys.executable, "-c", script, str(path)], check=True, env=env, timeout=60)
     assert store.reserve_budget("batch:x", 0.7)[0] is None  # still reserved while nobody looked
+    time.sleep(1.1)  # its lease passes
     store.open_budget("batch:x", cap_usd=None)  # the next run of the batch
     assert store.budget_totals("batch:x") == (pytest.approx(0.4), 1.0)
     assert store.reserve_budget("batch:x", 0.6)[0] is not None

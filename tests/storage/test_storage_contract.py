@@ -120,6 +120,15 @@ def test_the_call_journal_writes_calls_as_they_start_and_finish(store_backend):
     assert store_backend.recover_interrupted() == []  # this process is alive: nothing to recover
 
 
+def test_a_call_started_row_written_late_never_undoes_its_finished_row(store_backend):
+    # Group commits on several threads may land a call's started row after its finished one.
+    journal = store_backend.journal("run-2")
+    journal.call_finished(call("c-8"))
+    journal.call_started(call("c-8"))
+    [row] = store_backend.session_calls("run-2")
+    assert row["ok"] == 1 and row["latency_ms"] == 1.0
+
+
 def test_bias_records_are_inserted_exported_and_summed(store_backend):
     rows = [record(f"s{s}", f"r{r}", f"m{m}", (m + r) % 3, 1 + (s + 2 * m + r) % 10) for s in range(4)
             for r in range(3) for m in range(3)]  # fmt: skip
@@ -413,6 +422,21 @@ def test_provider_batch_rounds_are_journalled_before_they_are_sent(store_backend
     assert first["submitted_at"] <= second["collected_at"]
     store_backend.round_progress("t1", "ended", 2, 0)  # Anthropic's word for it
     assert store_backend.provider_batches("b1")[0]["collected_at"] >= first["submitted_at"]
+
+
+def test_a_rate_budget_is_reserved_and_settled_in_one_row_per_key(store_backend):
+    # tpm = 600: a call of n tokens is n × 0.1 s, the bucket holds 60 s (docs/methods.md).
+    assert store_backend.reserve_rate("tpm:a", 50.0, tolerance=10.0) == 0.0  # 500 tokens: at once
+    wait = store_backend.reserve_rate("tpm:a", 20.0, tolerance=40.0)  # 200 more: 10 s past the bucket
+    assert 9.5 < wait <= 10.0
+    store_backend.adjust_rate("tpm:a", -40.0)  # the first call used 100 of its 500 tokens
+    assert store_backend.reserve_rate("tpm:a", 20.0, tolerance=40.0) == 0.0  # now it fits
+    assert store_backend.reserve_rate("tpm:b", 60.0, tolerance=0.0) == 0.0  # another key, its own bucket
+    store_backend.adjust_rate("tpm:b", -600.0)  # a refund never fills the bucket past full
+    assert store_backend.reserve_rate("tpm:b", 60.0, tolerance=0.0) == 0.0
+    assert store_backend.reserve_rate("tpm:b", 1.0, tolerance=59.0) > 0.5
+    store_backend.adjust_rate("tpm:never-reserved", 5.0)  # settling an unknown key leaves no debt
+    assert store_backend.reserve_rate("tpm:never-reserved", 1.0) == 0.0
 
 
 def test_every_operation_of_the_protocol_is_exercised_here():

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from pathlib import Path
 
 import pytest
 
@@ -18,21 +17,42 @@ def _record(i: int) -> CallRecord:
                       call_id=f"call-{i}")  # fmt: skip
 
 
-def _on_disk(path: Path, sql: str = "SELECT call_id, ok FROM calls ORDER BY call_id") -> list[tuple]:
+def _on_disk(store, sql: str = "SELECT call_id, ok FROM calls ORDER BY call_id") -> list[tuple]:
     """What another process sees: the committed rows (by default, the call rows)."""
-    conn = sqlite3.connect(path)
+    if getattr(store, "kind", "sqlite") == "postgresql":
+        import psycopg
+
+        with psycopg.connect(store.url) as conn:
+            return conn.execute(sql).fetchall()
+    conn = sqlite3.connect(store.path)
     try:
         return conn.execute(sql).fetchall()
     finally:
         conn.close()
 
 
-@pytest.fixture
-def store(tmp_path):
-    opened = open_store(tmp_path / "council.db")
+def _count_transactions(store) -> list[str]:
     begins: list[str] = []
-    opened.db.conn.set_trace_callback(lambda sql: begins.append(sql) if sql.startswith("BEGIN") else None)
-    opened.begins = begins  # type: ignore[attr-defined]
+    if getattr(store, "kind", "sqlite") == "postgresql":
+        store.lease()  # this process's lease row is written once, before the counting starts
+        outer = store.connection
+
+        def connection():  # each transaction takes a pooled connection
+            begins.append("BEGIN")
+            return outer()
+
+        store.connection = connection
+    else:
+        store.db.conn.set_trace_callback(lambda sql: begins.append(sql) if sql.startswith("BEGIN") else None)
+    return begins
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request, tmp_path, monkeypatch):
+    url = request.getfixturevalue("postgres_url") if request.param == "postgresql" else f"sqlite:///{tmp_path}/c.db"
+    monkeypatch.setenv("COUNCIL_DATABASE_URL", url)
+    opened = open_store()
+    opened.begins = _count_transactions(opened)  # type: ignore[attr-defined]
     yield opened
     opened.close()
 
@@ -43,16 +63,16 @@ def test_calls_journaled_in_one_turn_of_the_loop_share_one_transaction(store):
     async def run() -> None:
         for i in range(10):
             journal.call_started(_record(i))
-        assert _on_disk(store.path) == []  # not yet: at the end of this turn
+        assert _on_disk(store) == []  # not yet: at the end of this turn
         await asyncio.sleep(0)
-        assert len(_on_disk(store.path)) == 10
+        assert len(_on_disk(store)) == 10
         for i in range(10):
             journal.call_finished(_record(i))
         await asyncio.sleep(0)
 
     asyncio.run(run())
     assert len(store.begins) == 2
-    assert _on_disk(store.path) == [(f"call-{i}", 1) for i in range(10)]
+    assert _on_disk(store) == [(f"call-{i}", 1) for i in range(10)]
 
 
 def test_a_result_written_in_the_same_turn_carries_the_pending_calls(store):
@@ -62,7 +82,7 @@ def test_a_result_written_in_the_same_turn_carries_the_pending_calls(store):
         journal.call_started(_record(1))
         journal.call_finished(_record(1))
         store.begin_session("s-1", council="default", question="q")
-        return _on_disk(store.path)  # before the loop turns: the write took the calls along
+        return _on_disk(store)  # before the loop turns: the write took the calls along
 
     assert asyncio.run(run()) == [("call-1", 1)]
     assert len(store.begins) == 1
@@ -75,73 +95,78 @@ def test_a_failed_write_keeps_the_pending_calls_for_the_next_one(store):
         journal.call_started(_record(1))
         with pytest.raises(RuntimeError), store.immediate():
             raise RuntimeError("the caller's write fails")
-        assert _on_disk(store.path) == []  # rolled back with it...
+        assert _on_disk(store) == []  # rolled back with it...
         await asyncio.sleep(0)
-        assert _on_disk(store.path) == [("call-1", None)]  # ...and written at the end of the turn
+        assert _on_disk(store) == [("call-1", None)]  # ...and written at the end of the turn
 
     asyncio.run(run())
 
 
 def test_outside_an_event_loop_each_call_is_written_at_once(store):
     store.journal("run-1").call_started(_record(1))
-    assert _on_disk(store.path) == [("call-1", None)]
+    assert _on_disk(store) == [("call-1", None)]
 
 
-def test_closing_the_store_writes_what_is_pending(tmp_path):
-    store = open_store(tmp_path / "council.db")
-
+def test_closing_the_store_writes_what_is_pending(store):
     async def run() -> None:
         store.journal("run-1").call_started(_record(1))
         store.close()
 
     asyncio.run(run())
-    assert _on_disk(tmp_path / "council.db") == [("call-1", None)]
+    assert _on_disk(store) == [("call-1", None)]
 
 
 def _event(session_id: str, seq: int) -> dict:
     return {"session_id": session_id, "seq": seq, "type": "stage", "at": "2026-01-01T00:00:00Z"}
 
 
-def _events_on_disk(path: Path) -> list[tuple]:
-    return _on_disk(path, "SELECT session_id, seq FROM session_events ORDER BY session_id, seq")
+def _events_on_disk(store) -> list[tuple]:
+    return _on_disk(store, "SELECT session_id, seq FROM session_events ORDER BY session_id, seq")
 
 
-def test_events_of_many_sessions_in_one_turn_share_the_calls_transaction(store):
+@pytest.fixture
+def lite(tmp_path):
+    """A SQLite store: session events ride the group commit there (PostgreSQL writes each batch at once)."""
+    opened = open_store(tmp_path / "council.db")
+    opened.begins = _count_transactions(opened)  # type: ignore[attr-defined]
+    yield opened
+    opened.close()
+
+
+def test_events_of_many_sessions_in_one_turn_share_the_calls_transaction(lite):
     # A server running 200 sessions stores each one's events: one commit a turn, not one a batch.
-    journal = store.journal("run-1")
+    journal = lite.journal("run-1")
 
     async def run() -> None:
         journal.call_started(_record(1))
         for s in range(20):
-            store.append_events(f"s-{s}", [_event(f"s-{s}", 1), _event(f"s-{s}", 2)])
-        assert _events_on_disk(store.path) == []  # not yet: at the end of this turn
+            lite.append_events(f"s-{s}", [_event(f"s-{s}", 1), _event(f"s-{s}", 2)])
+        assert _events_on_disk(lite) == []  # not yet: at the end of this turn
         await asyncio.sleep(0)
 
     asyncio.run(run())
-    assert len(store.begins) == 1
-    assert len(_events_on_disk(store.path)) == 40
-    assert _on_disk(store.path) == [("call-1", None)]
+    assert len(lite.begins) == 1
+    assert len(_events_on_disk(lite)) == 40
+    assert _on_disk(lite) == [("call-1", None)]
 
 
-def test_events_waiting_for_the_commit_are_read_back_by_this_process(store):
+def test_events_waiting_for_the_commit_are_read_back_by_this_process(lite):
     async def run() -> list[tuple]:
-        store.append_events("s-1", [_event("s-1", 1)])
-        return store.events_after("s-1")
+        lite.append_events("s-1", [_event("s-1", 1)])
+        return lite.events_after("s-1")
 
     assert [seq for seq, *_ in asyncio.run(run())] == [1]
 
 
-def test_events_outside_an_event_loop_are_written_at_once(store):
-    store.append_events("s-1", [_event("s-1", 1)])
-    assert _events_on_disk(store.path) == [("s-1", 1)]
+def test_events_outside_an_event_loop_are_written_at_once(lite):
+    lite.append_events("s-1", [_event("s-1", 1)])
+    assert _events_on_disk(lite) == [("s-1", 1)]
 
 
-def test_closing_the_store_writes_the_events_still_waiting(tmp_path):
-    store = open_store(tmp_path / "council.db")
-
+def test_closing_the_store_writes_the_events_still_waiting(lite):
     async def run() -> None:
-        store.append_events("s-1", [_event("s-1", 1)])
-        store.close()
+        lite.append_events("s-1", [_event("s-1", 1)])
+        lite.close()
 
     asyncio.run(run())
-    assert _events_on_disk(tmp_path / "council.db") == [("s-1", 1)]
+    assert _events_on_disk(lite) == [("s-1", 1)]

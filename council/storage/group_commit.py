@@ -1,0 +1,143 @@
+"""The call journal's group commit, the same on every store (docs/benchmarks.md, sections 17-19).
+
+A call is journaled twice (as it starts and as it finishes). Inside a running event loop the
+rows of one turn of the loop wait in memory and are committed together at its end, and any
+write transaction of the store takes the waiting rows first, in the same transaction: nothing
+recorded after a call (its result, its session) is ever durable without the call. Outside an
+event loop a row is written at once.
+
+A session's events ride the same commits on SQLite (``queue_events``; a server running many
+sessions would otherwise commit for each of their events).
+
+A store using this mixin provides ``_write_transaction()`` (a context manager: its write
+transaction, which runs inside ``_carry_calls()``), ``_in_transaction()`` (this
+thread holds one) and ``write_calls(rows)``. Rows may be added on one thread and committed
+by a transaction on another (the PostgreSQL store's operations may run off the event loop):
+a lock guards the waiting rows, and a call's started row never overwrites its finished one
+(``write_calls``), whichever commits first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from council.logs import get_logger
+
+log = get_logger("council.storage")
+
+
+class GroupCommit:
+    """The waiting call-log rows of a store, and how they reach the database."""
+
+    _pending_calls: list[dict[str, Any]]
+    _pending_events: list[tuple[str, Sequence[dict[str, Any]]]]
+    _flush_scheduled: bool
+    _pending_lock: threading.Lock
+
+    def _init_group_commit(self) -> None:
+        self._pending_calls = []
+        self._pending_events = []
+        self._flush_scheduled = False
+        self._pending_lock = threading.Lock()
+
+    # What each store provides.
+    def _write_transaction(self) -> Any:
+        raise NotImplementedError
+
+    def _in_transaction(self) -> bool:
+        raise NotImplementedError
+
+    def write_calls(self, rows: Sequence[dict[str, Any]]) -> None:
+        raise NotImplementedError
+
+    def _write_carried(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Write the waiting rows inside the transaction being opened (a store may soften a failure)."""
+        self.write_calls(rows)
+
+    def _write_pending_events(self, pending: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> None:
+        raise NotImplementedError  # only a store that calls ``queue_events`` has any
+
+    def journal_calls(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Write call-log rows by group commit: inside a running event loop, every row journaled
+        during one turn of the loop is committed together at its end (one transaction instead of
+        two per call); outside one, at once."""
+        with self._pending_lock:
+            self._pending_calls.extend(rows)
+        self._commit_this_turn()
+
+    def queue_events(self, session_id: str, events: Sequence[dict[str, Any]]) -> None:
+        """A session's events, committed as the call-log rows are (with them)."""
+        with self._pending_lock:
+            self._pending_events.append((session_id, events))
+        self._commit_this_turn()
+
+    def _commit_this_turn(self) -> None:
+        """Commit what is pending at the end of this turn of the event loop (outside one: now)."""
+        with self._pending_lock:
+            schedule = not self._flush_scheduled
+            self._flush_scheduled = True
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None:
+            with self._pending_lock:
+                self._flush_scheduled = False
+            self.flush_calls()
+        elif schedule:
+            loop.call_soon(self._scheduled_flush)
+
+    def _scheduled_flush(self) -> None:
+        if self._in_transaction():  # a transaction held across an await: the next turn
+            asyncio.get_running_loop().call_soon(self._scheduled_flush)
+            return
+        with self._pending_lock:
+            self._flush_scheduled = False
+            if not (self._pending_calls or self._pending_events):  # written meanwhile (or the store closed)
+                return
+        try:
+            self.flush_calls()
+        except Exception as exc:  # as a direct write's failure: logged; the final write records the calls
+            log.warning("could not write the call log", error=str(exc))
+
+    def flush_calls(self) -> None:
+        """Commit the call-log rows and events waiting for a group commit (if any). If that fails
+        they are dropped, as a direct write's failure would drop them, and the error is raised."""
+        if not (self._pending_calls or self._pending_events) or self._in_transaction():
+            return
+        try:
+            with self._write_transaction():
+                pass
+        except BaseException:
+            with self._pending_lock:
+                self._pending_calls.clear()
+                self._pending_events.clear()
+            raise
+
+    @contextmanager
+    def _carry_calls(self) -> Iterator[Callable[[], None]]:
+        """Around a write transaction, its commit included: the waiting rows and events are taken,
+        and the function yielded writes them (call it first inside the transaction); if the transaction
+        fails they wait again for the next one."""
+        with self._pending_lock:
+            rows, events = self._pending_calls[:], self._pending_events[:]
+            self._pending_calls.clear()
+            self._pending_events.clear()
+
+        def carry() -> None:
+            if rows:
+                self._write_carried(rows)
+            if events:
+                self._write_pending_events(events)
+
+        try:
+            yield carry
+        except BaseException:
+            with self._pending_lock:
+                self._pending_calls[:0] = rows
+                self._pending_events[:0] = events
+            raise
