@@ -22,7 +22,8 @@ import pytest
 from hypothesis import settings
 
 # Tests live in per-layer folders (tests/methods, tests/storage, ...); the shared helper modules
-# (mock_server, serve_helpers, storage_backends, writer_worker) stay in tests/ and import from any of them.
+# (mock_server, serve_helpers, storage_backends, writer_worker, fake_judges, batch_files) stay in tests/ and
+# import from any of them.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from storage_backends import BACKENDS
 

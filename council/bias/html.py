@@ -13,58 +13,11 @@ from __future__ import annotations
 
 import math
 from html import escape
-from typing import TYPE_CHECKING
 
 from council.bias.report import BiasReport, position_verdict
 from council.bias.wording import findings, p_text
+from council.html_parts import PAGE_CSS, html_table, nice_ticks, number, scroll
 from council.methods.significance import SignificanceTest
-
-if TYPE_CHECKING:
-    from council.leaderboard import Leaderboard
-
-_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:980px;
-color:#1d2430;padding:0 1rem}
-h1{font-size:1.5rem;margin-bottom:.2rem}
-h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #dde2ea;padding-bottom:.3rem}
-.muted{color:#5b6576}.note{background:#fff7e0;border-left:4px solid #e0a800;padding:.5rem .8rem;margin:.5rem 0}
-table{border-collapse:collapse;margin:.6rem 0;font-variant-numeric:tabular-nums}
-th,td{border-bottom:1px solid #e6e9ef;padding:.25rem .7rem;text-align:left}th{background:#f4f6f9}
-td.num{text-align:right;white-space:nowrap}svg{display:block;margin:.6rem 0;max-width:none}
-.scroll{overflow-x:auto;max-width:100%}table{display:block;overflow-x:auto;max-width:100%}
-svg text{font:12px system-ui,sans-serif;fill:#1d2430}svg .axis{stroke:#8a94a6;stroke-width:1}
-svg text.axis-title{font-weight:600;fill:#5b6576}svg text.muted{fill:#5b6576}
-ul.findings{padding-left:1.2rem}ul.findings li{margin:.35rem 0}
-.verdict{display:inline-block;min-width:8.5rem;font-size:12px;font-weight:600;border-radius:3px;padding:0 .4rem;
-margin-right:.4rem;text-align:center}.v-significant{background:#fde2e1;color:#8a1f17}
-.v-not-significant,.v-not-tested,.v-too-little-data{background:#eef0f4;color:#4a5466}
-svg .grid{stroke:#e6e9ef;stroke-width:1}.harsh{fill:#d9534f}.generous{fill:#2f80ed}.neutral{fill:#8a94a6}
-.bar{fill:#4f7cac}.pt{fill:#4f7cac;fill-opacity:.35}.median{stroke:#1d2430;stroke-dasharray:4 3}
-.insufficient{color:#a15c00;font-weight:600}.sufficient{color:#1e7b34;font-weight:600}
-"""
-
-
-def _fmt(value: float | None, digits: int = 3) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-        return escape(str(value))
-    return f"{value:.{digits}g}" if abs(value) < 1e-3 and value != 0 else f"{round(value, digits)}"
-
-
-def _nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    if hi <= lo:
-        hi = lo + 1
-    raw = (hi - lo) / count
-    magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
-    first = math.ceil(lo / step) * step
-    ticks = []
-    t = first
-    while t <= hi + 1e-9:
-        ticks.append(round(t, 10))
-        t += step
-    return ticks
 
 
 def _score_range(report: BiasReport) -> tuple[float, float]:
@@ -89,7 +42,7 @@ def _score_range(report: BiasReport) -> tuple[float, float]:
 
 
 def _tick_step(lo: float, hi: float) -> float:
-    ticks = _nice_ticks(lo, hi)
+    ticks = nice_ticks(lo, hi)
     return ticks[1] - ticks[0] if len(ticks) > 1 else (hi - lo) or 1.0
 
 
@@ -108,12 +61,6 @@ def _fitted_range(values: list[float], clamp: tuple[float, float] | None = None)
     if clamp is not None:
         lo, hi = max(lo, clamp[0]), min(hi, clamp[1])
     return lo, hi
-
-
-def _scroll(chart: str) -> str:
-    """A chart drawn at 1:1 in a box that scrolls sideways on a narrow screen (a phone), rather than
-    shrunk until its text is unreadable."""
-    return f'<div class="scroll">{chart}</div>'
 
 
 def _svg_open(kind: str, width: float, height: float, label: str) -> str:
@@ -230,13 +177,13 @@ def _scatter(report: BiasReport) -> str:
         return bottom - (v - lo_y) / (hi_y - lo_y) * h
 
     parts = [_svg_open("scatter", left + w + 24, bottom + 50, "Response length vs mean score received")]
-    for t in _nice_ticks(lo_x, hi_x, 6):
+    for t in nice_ticks(lo_x, hi_x, 6):
         if lo_x <= t <= hi_x:
             parts.append(
                 f'<line class="grid" x1="{sx(t):.1f}" y1="{top}" x2="{sx(t):.1f}" y2="{bottom}"/>'
                 f'<text class="xtick" x="{sx(t):.1f}" y="{bottom + 16}" text-anchor="middle">{_length_tick(t)}</text>'
             )
-    for t in _nice_ticks(lo_y, hi_y):
+    for t in nice_ticks(lo_y, hi_y):
         if lo_y <= t <= hi_y:
             parts.append(
                 f'<line class="grid" x1="{left}" y1="{sy(t):.1f}" x2="{left + w}" y2="{sy(t):.1f}"/>'
@@ -259,7 +206,7 @@ def _tick(tick: float) -> str:
 
 
 def _length_tick(tick: float) -> str:
-    return f"{int(tick):,}" if float(tick).is_integer() else _fmt(tick, 6)
+    return f"{int(tick):,}" if float(tick).is_integer() else number(tick, 6)
 
 
 def _p(p: float | None) -> str:
@@ -276,22 +223,10 @@ def _yes_no(test: SignificanceTest) -> str:
     return "not computed" if test.p_value is None else "yes" if test.significant else "no"
 
 
-def _table(headers: list[str], rows: list[list[object]], numeric: frozenset[int] | set[int] = frozenset()) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    body = "".join(
-        "<tr>" + "".join(
-            f'<td class="num">{escape(str(c))}</td>' if i in numeric else f"<td>{escape(str(c))}</td>"
-            for i, c in enumerate(row)
-        ) + "</tr>"
-        for row in rows
-    )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"  # scrolls on a phone (CSS)
-
-
 def _significance(significant: bool, p: float | None) -> str:
     if p is None:
         return "not tested"
-    return f"{'yes' if significant else 'no'} (p = {_fmt(p, 3)})"
+    return f"{'yes' if significant else 'no'} (p = {number(p, 3)})"
 
 
 def _calibration_test(report: BiasReport) -> str:
@@ -302,9 +237,9 @@ def _calibration_test(report: BiasReport) -> str:
     if t.p_value is None:
         return f'<p class="note">{escape(t.name)}: not computed — {escape(t.note or "")}</p>'
     if t.significant:
-        return (f'<p class="muted">{escape(t.name)}: p = {_fmt(t.p_value, 3)}: '
+        return (f'<p class="muted">{escape(t.name)}: p = {number(t.p_value, 3)}: '
                 "the reviewers' mean scores differ.</p>")
-    return (f'<p class="note">{escape(t.name)}: p = {_fmt(t.p_value, 3)}: the differences between reviewers '
+    return (f'<p class="note">{escape(t.name)}: p = {number(t.p_value, 3)}: the differences between reviewers '
             "are not significant; a harsh or generous label may be chance.</p>")
 
 
@@ -318,7 +253,7 @@ def render_html(report: BiasReport, title: str = "council bias report") -> str:
     if report.scales_normalized:
         scope += " · scores rescaled to 1–10"
     notes = "".join(f'<p class="note">{escape(n)}</p>' for n in report.notes)
-    reviewers = _table(
+    reviewers = html_table(
         ["reviewer", "mean", "std", "z", "classification", "variance", "label", "samples", "reliability",
          "differs from the others (Holm-adjusted p)"],
         [[rid, p.mean, p.std, f"{p.z_score:+.2f}", p.classification, p.variance, p.variance_label, p.samples,
@@ -327,7 +262,7 @@ def render_html(report: BiasReport, title: str = "council bias report") -> str:
     )
     calibration_test = _calibration_test(report)
     r, ci, seed = report.length_correlation, report.length_correlation_ci, report.length_correlation_ci_seed
-    length = _table(
+    length = html_table(
         ["pooled r", "95% CI", "significant (CI excludes 0)", "sessions", "confidence", "strength", "pairs",
          "seed's CI (too narrow)"],
         [["—" if r is None else f"{r:+.3f}", "—" if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]",
@@ -336,13 +271,13 @@ def render_html(report: BiasReport, title: str = "council bias report") -> str:
           "—" if seed is None else f"[{seed[0]:+.3f}, {seed[1]:+.3f}]"]],
         {0, 3, 6},
     )
-    tests = _table(
+    tests = html_table(
         ["test", "statistic", "df", "p-value", "significant (α = 0.05)", "note"],
         [[t.name, _stat(t.statistic), ", ".join(map(str, t.df)), _p(t.p_value), _yes_no(t), t.note or ""]
          for t in (pb.test, pb.top_position_test)],
         {1, 2, 3},
     )
-    self_pref = _table(
+    self_pref = html_table(
         ["reviewer", "own answers (mean)", "others on the same answers", "difference", "reviewer offset",
          "adjusted difference", "n", "p (paired t, adjusted)", "significant"],
         [[rid, sp.self_mean, sp.others_mean, f"{sp.difference:+.3f}", f"{sp.reviewer_offset:+.3f}",
@@ -371,7 +306,7 @@ def render_html(report: BiasReport, title: str = "council bias report") -> str:
     ) + "</tbody></table>"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{escape(title)}</title><style>{_CSS}</style></head>
+<title>{escape(title)}</title><style>{PAGE_CSS}</style></head>
 <body>
 <h1>{escape(title)}</h1>
 <p class="muted">{report.total_records} records · {report.sessions} sessions{scope}.
@@ -383,113 +318,23 @@ means the data are consistent with no effect, not that there is none.</p>
 {summary}
 <h2>Reviewer calibration</h2>
 <p class="muted">Mean score per reviewer; z against the median of reviewer means
-(std of means {_fmt(report.std_of_means)}). Harsh below z = −1, generous above +1.</p>
+(std of means {number(report.std_of_means)}). Harsh below z = −1, generous above +1.</p>
 {calibration_test}
-{_scroll(_reviewer_chart(report))}
+{scroll(_reviewer_chart(report))}
 {reviewers}
 <h2>Position bias</h2>
 <p class="muted">Mean score by 0-based display position. Variance of the means {pb.variance}
 (threshold {pb.threshold}): {escape(position_verdict(report))}.</p>
-{_scroll(_position_chart(report))}
+{scroll(_position_chart(report))}
 {tests}
 <h2>Length vs score</h2>
 <p class="muted">Each point is one answer in one session: its length in {escape(report.length_unit)} and the mean score it
 received ({len(report.length_points)} points shown). The pooled r combines each session's own correlation.</p>
-{_scroll(_scatter(report))}
+{scroll(_scatter(report))}
 {length}
 <h2>Self-preference</h2>
 {self_pref}
 <h2>Statistical honesty</h2>
 {honesty}
-</body></html>
-"""
-
-
-# --------------------------------------------------------------------------- leaderboard
-# ``council leaderboard --html``: its own page, in the same styles.
-
-
-def leaderboard_chart(board: Leaderboard, group: int | None = None) -> str:
-    """Each model's rating as a dot on its 95 % interval, best at the top (an SVG forest plot);
-    ``group``: that connected group's models only (groups never compared get an axis each)."""
-    rows = [m for m in board.models if group is None or m.group == group]
-    if not rows:
-        return '<p class="muted">No pairwise comparisons on record.</p>'
-    lows = [m.ci[0] if m.ci else m.rating for m in rows]
-    highs = [m.ci[1] if m.ci else m.rating for m in rows]
-    lo, hi = min(*lows, 1000.0), max(*highs, 1000.0)
-    pad = max((hi - lo) * 0.05, 10.0)
-    lo, hi = lo - pad, hi + pad
-    left, width, row_h, top = 260, 460, 26, 24
-    axis_y = top + row_h * len(rows) + 4
-    height, total_width = axis_y + 44, left + width + 150
-
-    def x(v: float) -> float:
-        return left + (v - lo) / (hi - lo) * width
-
-    # An explicit size: drawn at 1:1, never stretched.
-    parts = [f'<svg class="chart leaderboard" width="{total_width}" height="{height}" '
-             f'viewBox="0 0 {total_width} {height}" role="img" '
-             f'aria-label="Bradley–Terry rating per model with its interval">']
-    for t in _nice_ticks(lo, hi, 6):
-        parts.append(f'<line class="grid" x1="{x(t):.1f}" y1="{top - 6}" x2="{x(t):.1f}" y2="{axis_y}"/>'
-                     f'<text x="{x(t):.1f}" y="{axis_y + 16}" text-anchor="middle">{_fmt(t, 6)}</text>')
-    parts.append(f'<line class="median" x1="{x(1000):.1f}" y1="{top - 10}" x2="{x(1000):.1f}" y2="{axis_y}"/>'
-                 f'<text x="{x(1000):.1f}" y="{top - 12}" text-anchor="middle">mean 1000</text>'
-                 f'<text class="axis-title" x="{left + width / 2}" y="{axis_y + 36}" text-anchor="middle">'
-                 f"rating (Elo-style: 400 points = 10:1 odds)</text>")
-    for i, m in enumerate(rows):
-        y = top + i * row_h + row_h / 2
-        name = escape(m.model)
-        ci = f"{m.ci[0]:.0f}–{m.ci[1]:.0f}" if m.ci else "no interval"
-        tip = f"{name}: {m.rating:.0f} ({ci}), {m.comparisons} comparisons"
-        parts.append(f'<text x="{left - 8}" y="{y + 4:.1f}" text-anchor="end">{name}</text>')
-        if m.ci:
-            parts.append(f'<line class="axis" style="stroke-width:2" x1="{x(m.ci[0]):.1f}" y1="{y:.1f}" '
-                         f'x2="{x(m.ci[1]):.1f}" y2="{y:.1f}"/>')
-        parts.append(f'<circle class="bar" cx="{x(m.rating):.1f}" cy="{y:.1f}" r="5"><title>{tip}</title></circle>'
-                     f'<text x="{left + width + 8}" y="{y + 4:.1f}">{m.rating:.0f} ({ci})</text>')
-    parts.append(f'<line class="axis" x1="{left}" y1="{axis_y}" x2="{left + width}" y2="{axis_y}"/></svg>')
-    return "".join(parts)
-
-
-def leaderboard_section(board: Leaderboard) -> str:
-    """The leaderboard as an HTML section: chart, table and notes."""
-    several = len(board.groups) > 1
-    table = _table(
-        [*(["group"] if several else []), "rank", "model", "rating", "95% CI", "comparisons", "wins", "win rate"],
-        [[*([m.group] if several else []), m.rank, m.model, f"{m.rating:.1f}",
-          f"{m.ci[0]:.1f} – {m.ci[1]:.1f}" if m.ci else "—", m.comparisons,
-          f"{m.wins:g}", "—" if m.win_rate is None else f"{m.win_rate:.1%}"] for m in board.models],
-        {0, 2, 4, 5, 6} if not several else {0, 1, 3, 5, 6, 7},
-    )
-    charts = (
-        "".join(f'<h3>Group {g}</h3>{_scroll(leaderboard_chart(board, g))}' for g in range(1, len(board.groups) + 1))
-        if several else _scroll(leaderboard_chart(board))
-    )
-    notes = "".join(f'<p class="note">{escape(n)}</p>' for n in board.notes)
-    groups = "".join(
-        f'<p class="muted">group {i}: {escape(", ".join(g))}</p>' for i, g in enumerate(board.groups, 1)
-    )
-    intervals = (f"{board.confidence:.0%} percentile intervals from {board.bootstrap} bootstrap rounds "
-                 f"(seed {board.seed})" if board.bootstrap else "no intervals (no bootstrap)")
-    return f"""<h2>Leaderboard</h2>
-<p class="muted">Bradley–Terry ratings from {board.sessions} sessions and {board.judgments} judged pairs
-({board.comparisons} pairwise comparisons; a tie is half a win); {escape(intervals)}.
-Elo-style scale: the mean rating is 1000, a 400-point gap means 10:1 odds of winning.</p>
-{notes}{charts}{table}{groups}"""
-
-
-def render_leaderboard_html(board: Leaderboard, title: str = "council leaderboard") -> str:
-    """A standalone HTML page for ``board`` (open it in any browser, offline)."""
-    filters = ", ".join(f"{k} = {v}" for k, v in board.filters.items() if v)
-    scope = f"source: {board.source}" + (f" · {filters}" if filters else "")
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{escape(title)}</title><style>{_CSS}</style></head>
-<body>
-<h1>{escape(title)}</h1>
-<p class="muted">{escape(scope)}</p>
-{leaderboard_section(board)}
 </body></html>
 """

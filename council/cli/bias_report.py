@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from council.cli.common import open_output, output_option, status, write_output
-from council.outputs import check_output
+from council.cli.common import output_option, status
+from council.cli.reports import check_report_targets, write_report
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -55,12 +55,7 @@ def bias_report(
 
     if records_format != "auto" and not records:
         raise UsageError("--records-format only applies with --records")
-    extra_page = html if html not in (None, "-") else None  # the older `--html FILE`
-    html_format = html == "-"
-    if html_format and as_json:
-        raise UsageError("--json and --html are two formats of the report: choose one")
-    for target in (output, html):
-        check_output(target, records)
+    check_report_targets(output, html, as_json=as_json, what="report", inputs=records)
     points = DEFAULT_MAX_POINTS if html is not None else 0
     unit = {"words": "words", "chars": "chars"}.get(length_unit or "")
     if records:
@@ -84,26 +79,20 @@ def bias_report(
         status(f"skipped {report.skipped_lines} invalid record lines")
     if report.skipped_reviews or report.skipped_records:
         status(f"left out {report.skipped_records} records ({report.skipped_reviews} reviews with invalid records)")
-    if extra_page:
+
+    def page() -> str:
         from council.bias.html import render_html
 
-        write_output(extra_page, render_html(report))
-    if html_format:
-        from council.bias.html import render_html
+        return render_html(report)
 
-        write_output(output, render_html(report))
-    elif as_json:
-        write_output(output, report.model_dump_json(indent=2, exclude={"length_points"}) + "\n")
-    elif output and output != "-":
-        from rich.console import Console
-
-        with open_output(output) as fh:
-            render_text(report, Console(file=fh, width=120, no_color=True, highlight=False))
-        status(f"wrote {output}")
-    else:
-        from council.cli.render import out
-
-        render_text(report, out)
+    write_report(
+        output,
+        html,
+        as_json=as_json,
+        page=page,
+        json_text=lambda: report.model_dump_json(indent=2, exclude={"length_points"}) + "\n",
+        render_text=lambda console: render_text(report, console),
+    )
 
 
 _VARIANCE_TEXT = {"compressed": "compressed range"}

@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from council.cli.common import open_output, status, write_output
-from council.outputs import check_output
+from council.cli.reports import check_report_targets, write_report
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -71,11 +70,7 @@ def leaderboard(
     from council.errors import UsageError
     from council.leaderboard import leaderboard as build
 
-    html_format = html == "-"
-    if html_format and as_json:
-        raise UsageError("--json and --html are two formats of the leaderboard: choose one")
-    for target in (output, html):
-        check_output(target, judgments)
+    check_report_targets(output, html, as_json=as_json, what="leaderboard", inputs=judgments)
     if judgments:
         clash = [f"--{name.removesuffix('_name')}" for name in ("council_name", "since", "source")
                  if _given(name)]
@@ -92,26 +87,20 @@ def leaderboard(
 
         board = build(council=council_name, since=since, source=source, bootstrap=bootstrap, seed=seed,
                       baseline=baseline, control=parse_control(control))
-    if html is not None:
-        from council.bias.html import render_leaderboard_html
 
-        page = render_leaderboard_html(board)
-        if not html_format:  # --html FILE: the page beside the usual output
-            write_output(html, page)
-    if html_format:
-        write_output(output, page)
-    elif as_json:
-        write_output(output, board.model_dump_json(indent=2) + "\n")
-    elif output and output != "-":
-        from rich.console import Console
+    def page() -> str:
+        from council.leaderboard_html import render_leaderboard_html
 
-        with open_output(output) as fh:
-            render_text(board, Console(file=fh, width=120, no_color=True, highlight=False))
-        status(f"wrote {output}")
-    else:
-        from council.cli.render import out
+        return render_leaderboard_html(board)
 
-        render_text(board, out)
+    write_report(
+        output,
+        html,
+        as_json=as_json,
+        page=page,
+        json_text=lambda: board.model_dump_json(indent=2) + "\n",
+        render_text=lambda console: render_text(board, console),
+    )
 
 
 def _given(name: str) -> bool:

@@ -226,22 +226,6 @@ def m004_session_ownership(db: Database) -> None:
     db.execute("CREATE INDEX idx_calls_in_flight_owner ON calls (owner) WHERE ok IS NULL")
 
 
-@migrations()
-def m006_batch_labels(db: Database) -> None:
-    # A batch item may carry a person's verdict on the pair ("label": A | B | TIE) or a gold
-    # score for the graded response; kept with the item, so the batch summary can measure
-    # the judge against them (and a resumed batch against the same labels).
-    db["batch_items"].add_column("label", str)
-    db["batch_items"].add_column("gold_score", float)
-    # The models that wrote responses A and B, when the item names them: a judged pair then
-    # counts towards the leaderboard. On the run, where any comparison can carry them.
-    db["judgment_runs"].add_column("model_a", str)
-    db["judgment_runs"].add_column("model_b", str)
-    # The leaderboard maps every ranked member to its model: a covering index answers that
-    # lookup from the index alone (~25% faster over 100,000 sessions than the primary key).
-    db["answers"].create_index(["session_id", "member", "status", "model"], index_name="idx_answers_model")
-
-
 def _bias_record_problem(row: str) -> str:
     """SQL: why the bias record ``row`` (a table alias or NEW) is invalid, or NULL.
 
@@ -296,6 +280,22 @@ def m005_bias_length_words(db: Database) -> None:
             SELECT id, problem FROM (SELECT id, {_bias_record_problem("")} AS problem FROM bias_records)
             WHERE problem IS NOT NULL"""
     )
+
+
+@migrations()
+def m006_batch_labels(db: Database) -> None:
+    # A batch item may carry a person's verdict on the pair ("label": A | B | TIE) or a gold
+    # score for the graded response; kept with the item, so the batch summary can measure
+    # the judge against them (and a resumed batch against the same labels).
+    db["batch_items"].add_column("label", str)
+    db["batch_items"].add_column("gold_score", float)
+    # The models that wrote responses A and B, when the item names them: a judged pair then
+    # counts towards the leaderboard. On the run, where any comparison can carry them.
+    db["judgment_runs"].add_column("model_a", str)
+    db["judgment_runs"].add_column("model_b", str)
+    # The leaderboard maps every ranked member to its model: a covering index answers that
+    # lookup from the index alone (~25% faster over 100,000 sessions than the primary key).
+    db["answers"].create_index(["session_id", "member", "status", "model"], index_name="idx_answers_model")
 
 
 @migrations()

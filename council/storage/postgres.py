@@ -30,13 +30,13 @@ from council.clock import utc_now
 from council.errors import ConfigError, CouncilFailure, PrerequisiteError
 from council.logs import get_logger
 from council.redaction import redact
-from council.storage import bias_rows, budgets, call_cache, judgments, ownership, postgres_schema, queue
-from council.storage import provider_batches as rounds
+from council.storage import bias_rows, ownership, postgres_schema, queue
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
 from council.storage.group_commit import GroupCommit
 from council.storage.location import display_url
 from council.storage.rate_limits import adjust_postgres, reserve_postgres
+from council.storage.shared_operations import SharedOperations
 from council.storage.sqlite_store import SQLiteStore
 
 log = get_logger("council.storage")
@@ -333,7 +333,7 @@ def _close_open_stores() -> None:
         store.close()
 
 
-class PostgresStore(GroupCommit):
+class PostgresStore(GroupCommit, SharedOperations):
     """All reads and writes of a PostgreSQL store go through here."""
 
     kind = "postgresql"
@@ -558,19 +558,6 @@ class PostgresStore(GroupCommit):
                  cost if isinstance(cost, int | float) else None, utc_now()],
             )  # fmt: skip
 
-    batch_spent = budgets.batch_spent
-    settle_budget = budgets.settle_budget
-    budget_totals = budgets.budget_totals
-    cached_reply = call_cache.cached_reply
-    cache_stats = call_cache.cache_stats
-    clear_cache = call_cache.clear_cache
-    batch_cache_savings = call_cache.batch_cache_savings
-    round_intent = rounds.round_intent
-    round_submitted = rounds.round_submitted
-    round_progress = rounds.round_progress
-    rounds_holding = rounds.rounds_holding
-    provider_batches = rounds.provider_batches
-
     # -- sessions ------------------------------------------------------------
     # -- what the SQLite store does with statements both databases take ----------------
     # (placeholders and sqlite-utils calls go through _Database): the same rows, shaped once.
@@ -619,24 +606,8 @@ class PostgresStore(GroupCommit):
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             return sum_bias_records(self, query)  # type: ignore[arg-type]
 
-    # -- judgments and batches: the shared statements (council.storage.judgments) --------
-    save_judgment = judgments.save_judgment
-    judged_pairs = judgments.judged_pairs
-    judgment_run = judgments.get_run
-    judgment_passes = judgments.run_passes
-    open_batch = judgments.open_batch
-    batch_exists = judgments.batch_exists
-    find_batch = judgments.find_batch
-    reconcile_batch_items = judgments.reconcile_batch_items
-    batch_item_status = judgments.batch_item_status
-    batch_rows = judgments.batch_rows
-    enqueue_batch = queue.enqueue_batch
+    # -- judgments and batches: the PostgreSQL wording (the rest is in SharedOperations) --
     claim_items = queue.claim_postgres
-    renew_claims = queue.renew_claims
-    release_claims = queue.release_claims
-    batch_spec = queue.batch_spec
-    batch_status = queue.queue_status
-    position_audit = judgments.position_audit
 
     def comparisons(
         self,

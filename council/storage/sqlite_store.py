@@ -27,14 +27,14 @@ from council.errors import EnvironmentFailure, NotFoundError, UsageError
 from council.home import ensure_home
 from council.logs import get_logger
 from council.redaction import redact, redact_document
-from council.storage import bias_rows, budgets, call_cache, judgments, ownership, queue
-from council.storage import provider_batches as rounds
+from council.storage import bias_rows, budgets, call_cache, ownership, queue
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.comparisons import count_comparisons
 from council.storage.group_commit import GroupCommit
 from council.storage.migrations import migrations
 from council.storage.opening import connect_checked, set_schema_version, write_refused
 from council.storage.rate_limits import adjust_sqlite, reserve_sqlite
+from council.storage.shared_operations import SharedOperations
 from council.storage.sqlite import Database
 from council.usage import CallJournal, CallRecord
 
@@ -112,7 +112,7 @@ def _private_database(path: Path) -> None:
             pass
 
 
-class SQLiteStore(GroupCommit):
+class SQLiteStore(GroupCommit, SharedOperations):
     """The SQLite backend of :class:`council.storage.protocol.Store` (council.db)."""
 
     #: One connection, used by one thread at a time: council.judging.worker calls it on its event loop.
@@ -528,44 +528,16 @@ class SQLiteStore(GroupCommit):
     def count(self, table: str) -> int:
         return self.db[table].count
 
-    # -- judgments, batches, the leaderboard ------------------------------------------
-    # Written as functions of the store in their own modules; bound here as its methods.
-    save_judgment = judgments.save_judgment
-    judged_pairs = judgments.judged_pairs
-    judgment_run = judgments.get_run
-    judgment_passes = judgments.run_passes
-    position_audit = judgments.position_audit
-    open_batch = judgments.open_batch
-    batch_exists = judgments.batch_exists
-    find_batch = judgments.find_batch
-    reconcile_batch_items = judgments.reconcile_batch_items
-    batch_item_status = judgments.batch_item_status
-    batch_rows = judgments.batch_rows
-    enqueue_batch = queue.enqueue_batch
+    # -- judgments, batches, the leaderboard: the SQLite wording ------------------------
+    # (the operations both backends share are in SharedOperations)
     claim_items = queue.claim_sqlite
-    renew_claims = queue.renew_claims
-    release_claims = queue.release_claims
-    batch_spec = queue.batch_spec
-    batch_status = queue.queue_status
     comparisons = count_comparisons
     bias_sums = sum_bias_records
 
-    # -- cost: spend caps, the call cache, provider batch rounds -------------------------
-    batch_spent = budgets.batch_spent
+    # -- cost: the SQLite wording (the rest is in SharedOperations) ----------------------
     open_budget = budgets.open_budget
     reserve_budget = budgets.reserve_budget
-    settle_budget = budgets.settle_budget
-    budget_totals = budgets.budget_totals
-    cached_reply = call_cache.cached_reply
     cache_reply = call_cache.cache_reply
-    cache_stats = call_cache.cache_stats
-    clear_cache = call_cache.clear_cache
-    batch_cache_savings = call_cache.batch_cache_savings
-    round_intent = rounds.round_intent
-    round_submitted = rounds.round_submitted
-    round_progress = rounds.round_progress
-    rounds_holding = rounds.rounds_holding
-    provider_batches = rounds.provider_batches
 
 
 def _column(name: str) -> str:

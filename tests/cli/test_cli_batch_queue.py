@@ -107,14 +107,13 @@ def test_unknown_batches_and_unreachable_judges_are_one_line(tmp_path):
 async def test_a_worker_waits_for_items_a_stopped_worker_held_and_judges_them(tmp_path):
     import logging
 
-    from council.config import ConfigFile, resolve_model
+    from fake_judges import fake_client
+
     from council.judging.batch import BatchSettings, content_digest, parse_batch
     from council.judging.worker import enqueue, run_worker
-    from council.providers.client import ModelClient
-    from council.providers.fake import FakeAPI
     from council.storage import SQLiteStore
 
-    judge = ModelClient(resolve_model("fake/j", ConfigFile(), {}, "test"), FakeAPI("fake/j"))
+    judge = fake_client("fake/j")
     text = "".join(json.dumps(pair(i)) + "\n" for i in range(3))
     items = parse_batch(text, "b.jsonl")
     store = SQLiteStore.open(tmp_path / "w.db")

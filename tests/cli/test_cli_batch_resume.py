@@ -9,16 +9,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from batch_files import pair, write_jsonl
 from conftest import invoke_cli
-
-
-def pair(i: int, a: str | None = None) -> dict[str, str]:
-    return {"id": f"item-{i}", "prompt": f"Question {i}?", "a": a or f"Answer A {i}, with detail.", "b": f"B {i}."}
-
-
-def write(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 def runs(home: Path) -> int:
@@ -35,7 +27,7 @@ def results(path: Path) -> dict[str, dict]:
 
 @pytest.mark.parametrize("named", [False, True])
 def test_resuming_an_edited_file_judges_only_what_changed(tmp_path, council_home, named):
-    batch = write(tmp_path / "batch.jsonl", [pair(1), pair(2), pair(3), pair(4)])
+    batch = write_jsonl(tmp_path / "batch.jsonl", [pair(1), pair(2), pair(3), pair(4)])
     out = tmp_path / "out.jsonl"
     ids = ["--batch-id", "mine"] if named else []
     first = invoke_cli("batch", str(batch), "--judge", "fake/alpha", "-o", str(out), *ids)
@@ -44,7 +36,7 @@ def test_resuming_an_edited_file_judges_only_what_changed(tmp_path, council_home
     assert runs(council_home) == 4
 
     # item-2 edited, item-4 removed, item-5 added, item-1 and item-3 swapped lines
-    write(batch, [pair(3), pair(2, a="A completely different answer."), pair(1), pair(5)])
+    write_jsonl(batch, [pair(3), pair(2, a="A completely different answer."), pair(1), pair(5)])
     second = invoke_cli("batch", str(batch), "--judge", "fake/alpha", "-o", str(out), "--resume", *ids)
     assert second.exit_code == 0, second.stderr
     assert runs(council_home) == 6  # item-2 again and item-5: nothing else billed
@@ -63,7 +55,7 @@ def test_resuming_an_edited_file_judges_only_what_changed(tmp_path, council_home
 
 
 def test_resume_with_other_settings_is_refused_in_one_line(tmp_path, council_home):
-    batch = write(tmp_path / "batch.jsonl", [pair(1)])
+    batch = write_jsonl(tmp_path / "batch.jsonl", [pair(1)])
     assert invoke_cli("batch", str(batch), "--judge", "fake/alpha", "--batch-id", "b1").exit_code == 0
     result = invoke_cli("batch", str(batch), "--judge", "fake/beta", "--batch-id", "b1", "--resume")
     assert result.exit_code == 2
@@ -74,8 +66,8 @@ def test_resume_with_other_settings_is_refused_in_one_line(tmp_path, council_hom
 
 
 def test_an_edited_file_without_resume_is_a_new_batch(tmp_path, council_home):
-    batch = write(tmp_path / "batch.jsonl", [pair(1), pair(2)])
+    batch = write_jsonl(tmp_path / "batch.jsonl", [pair(1), pair(2)])
     assert invoke_cli("batch", str(batch), "--judge", "fake/alpha").exit_code == 0
-    write(batch, [pair(1), pair(2, a="edited")])
+    write_jsonl(batch, [pair(1), pair(2, a="edited")])
     again = invoke_cli("batch", str(batch), "--judge", "fake/alpha")
     assert again.exit_code == 0 and runs(council_home) == 4

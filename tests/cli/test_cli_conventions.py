@@ -201,6 +201,22 @@ def test_bias_report_writes_its_report_with_minus_o(tmp_path):
     assert both.exit_code == 2 and "--json" in both.stderr
 
 
+@pytest.mark.parametrize("command", ["bias-report", "leaderboard"])
+def test_the_report_commands_write_a_page_beside_their_json(tmp_path, command):
+    from tests.bias.test_bias_report import make_records
+
+    from council.storage import SQLiteStore
+
+    store = SQLiteStore.open()
+    store.insert_bias_records(make_records(5, sessions=12))
+    store.close()
+    page = tmp_path / "page.html"
+    result = invoke(command, "--html", str(page), "--json", *(["--bootstrap", "0"] if command == "leaderboard" else []))
+    assert result.exit_code == 0, result.stderr
+    assert page.read_text().startswith("<!DOCTYPE html>") and isinstance(json.loads(result.stdout), dict)
+    assert f"wrote {page}" in result.stderr
+
+
 # -- shell completion --------------------------------------------------------------------------
 
 

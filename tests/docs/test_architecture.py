@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, ...]] = [
         "council.methods",
         "council.budget",
         "council.call_cache",
+        "council.html_parts",
     ),
     ("council.config",),
     ("council.providers", "council.storage"),
@@ -36,7 +37,7 @@ LAYERS: list[tuple[str, ...]] = [
     # council.testing: replies that follow the real prompts of both pipelines
     ("council.session", "council.judging", "council.testing"),
     ("council.api", "council.exports", "council.export_shapes", "council.export_rows", "council.leaderboard",
-     "council.judged_leaderboard", "council.ratings"),
+     "council.judged_leaderboard", "council.ratings", "council.leaderboard_html"),
     ("council.cli", "council.server", "council.mcp_server", "council.__main__", "council"),
 ]
 
@@ -63,6 +64,7 @@ PURE = (
     "council.export_rows",
     "council.budget",
     "council.call_cache",
+    "council.html_parts",
 )
 IO = ("council.providers", "council.storage", "council.api", "council.cli", "council.server", "council.mcp_server")
 
@@ -335,3 +337,16 @@ def test_only_the_mcp_server_imports_the_mcp_sdk_and_only_when_serving():
     tree = ast.parse(MODULES["council.mcp_server"].read_text(encoding="utf-8"))
     top_level = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
     assert not [node for node in top_level if imports_sdk(node)]  # imported lazily, inside functions
+
+
+def test_the_bias_package_holds_only_the_bias_report():
+    """The leaderboard's page lives beside the leaderboard (council.leaderboard_html), not in council.bias."""
+    wrong = [
+        f"{name}:{node.lineno}"
+        for name in MODULES
+        if _within(name, "council.bias")
+        for node in ast.walk(_tree(name))
+        if isinstance(node, ast.ImportFrom) and node.module and "leaderboard" in node.module
+        or isinstance(node, ast.FunctionDef) and "leaderboard" in node.name
+    ]
+    assert wrong == []

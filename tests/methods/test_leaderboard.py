@@ -269,10 +269,9 @@ def test_filters_that_match_nothing_say_so(store):
 
 
 async def test_a_batch_that_names_its_models_feeds_the_leaderboard(tmp_path, council_home):
-    from council.config import ConfigFile, resolve_model
+    from fake_judges import fake_client
+
     from council.judging.batch import BatchSettings, content_digest, parse_batch, run_batch
-    from council.providers.client import ModelClient
-    from council.providers.fake import FakeAPI
 
     rows = [
         {"id": i, "prompt": f"Q{i}?", "a": f"long answer {i} " * (i % 3 + 1), "b": f"b{i}",
@@ -281,7 +280,7 @@ async def test_a_batch_that_names_its_models_feeds_the_leaderboard(tmp_path, cou
     ] + [{"id": "anon", "prompt": "Q?", "a": "x", "b": "y"}]
     text = "".join(json.dumps(r) + "\n" for r in rows)
     store = SQLiteStore.open()
-    judge = ModelClient(resolve_model("fake/j", ConfigFile(), {}, "t"), FakeAPI("fake/j"))  # type: ignore[arg-type]
+    judge = fake_client("fake/j")
     await run_batch(parse_batch(text, "b.jsonl"), settings=BatchSettings(judges=["fake/j"]), judges=[judge],
                     batch_id="b", source="b.jsonl", content_sha256=content_digest(text), store=store)
     verdicts = [r["winner"] for r in store.db.query("select winner from judgment_runs where model_a is not null")]

@@ -12,10 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
+from batch_files import pair, write_jsonl
 from conftest import CliResult, invoke_cli
+from fake_judges import fake_client
 from mock_server import start_mock_server
 
-from council.config import ConfigFile, resolve_model
 from council.errors import InputError, NotFoundError
 from council.judging.batch import (
     BatchSettings,
@@ -25,20 +26,9 @@ from council.judging.batch import (
     parse_batch,
     run_batch,
 )
-from council.providers.client import ModelClient
-from council.providers.fake import FakeAPI
 from council.storage import SQLiteStore
 
 ITEMS = 300
-
-
-def pair(i: int) -> dict[str, str]:
-    return {"id": f"item-{i}", "prompt": f"Question {i}?", "a": f"Answer A {i}, with detail.", "b": f"B {i}."}
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
 
 
 def council_cli(*args: str, home: Path) -> CliResult:
@@ -109,10 +99,6 @@ def test_the_default_batch_id_follows_the_file_and_the_settings():
 # ------------------------------------------------------------ in-process, fake judge
 
 
-def fake_judge(model: str, **fake: object) -> ModelClient:
-    return ModelClient(resolve_model(model, ConfigFile(), {}, "test"), FakeAPI(model, **fake))  # type: ignore[arg-type]
-
-
 async def test_summary_numbers_add_up_and_a_failed_item_is_retried_on_resume(tmp_path, council_home):
     rows = [pair(i) for i in range(6)] + [{"id": "g", "prompt": "Capital?", "response": "Paris", "reference": "Paris"}]
     text = write_jsonl(tmp_path / "b.jsonl", rows).read_text()
@@ -123,14 +109,14 @@ async def test_summary_numbers_add_up_and_a_failed_item_is_retried_on_resume(tmp
     store = SQLiteStore.open()
 
     # concurrency 1: the first item's first vote gets the two garbage replies, so that item fails
-    flaky = fake_judge("fake/j", script=["no json", "no json"])
+    flaky = fake_client("fake/j", script=["no json", "no json"])
     first = await run_batch(items, judges=[flaky], concurrency=1, output=output, store=store, **common)
     assert (first.finished, first.failed, first.missing) == (6, 1, 0) and list(first.errors) == ["item-0"]
     assert first.a_wins + first.b_wins + first.ties == first.pairwise == 5 and first.graded == 1
     assert first.calls == sum(r["calls"] for r in store.db.query("select calls from judgment_runs"))
     assert first.calls_saved > 0  # adaptive: unanimous votes stop after two of three
 
-    again = await run_batch(items, judges=[fake_judge("fake/j")], resume=True, output=output, store=store, **common)
+    again = await run_batch(items, judges=[fake_client("fake/j")], resume=True, output=output, store=store, **common)
     assert (again.finished, again.failed, again.skipped, again.judged_this_run) == (7, 0, 6, 1)
     lines = [json.loads(line) for line in output.read_text().splitlines()]
     assert [line["id"] for line in lines] == [r["id"] for r in rows]

@@ -4,29 +4,23 @@ judge's agreement with them in the summary — checked against tables computed b
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+from batch_files import write_jsonl
 from click.testing import CliRunner
+from fake_judges import fake_client, scripted
 from scipy.stats import spearmanr
 from sqlite_utils import Database
 
 from council.cli.main import cli
-from council.config import ConfigFile, resolve_model
 from council.errors import InputError
 from council.judging.batch import BatchSettings, content_digest, load_rubrics, parse_batch, run_batch
 from council.providers.base import ChatRequest
 from council.providers.client import ModelClient
-from council.providers.fake import FakeAPI
 from council.storage import SQLiteStore
 from council.storage.migrations import migrations
 from council.testing.replies import FakeResponder, answer_slots
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
 
 
 def pair(i: int, **extra: object) -> dict:
@@ -124,8 +118,7 @@ def scripted_judge(script: dict[str, str], calls: int) -> ModelClient:
         document["winner"] = script[answer_slots(request.messages)["A"]]
         return json.dumps(document)
 
-    api = FakeAPI("fake/script", script=[reply] * calls, strict=True)
-    return ModelClient(resolve_model("fake/script", ConfigFile(), {}, "test"), api)  # type: ignore[arg-type]
+    return scripted("fake/script", [reply] * calls)
 
 
 # item: label, the verdict as seen with A shown first, the verdict as seen with B shown first
@@ -243,7 +236,7 @@ async def test_labels_are_stored_with_the_item_and_survive_a_resume(tmp_path, co
     store = SQLiteStore.open()
     settings = BatchSettings(judges=["fake/j"])
     common = {"settings": settings, "batch_id": "r", "source": "r.jsonl", "content_sha256": content_digest(text)}
-    judge = ModelClient(resolve_model("fake/j", ConfigFile(), {}, "test"), FakeAPI("fake/j"))  # type: ignore[arg-type]
+    judge = fake_client("fake/j")
     first = await run_batch(items[:1], judges=[judge], store=store, **common)
     assert first.labels is not None and first.labels.labelled == 1
     again = await run_batch(items, judges=[judge], store=store, resume=True, **common)

@@ -8,56 +8,26 @@ from __future__ import annotations
 import json
 
 import pytest
+from fake_judges import grade_reply, scripted
 
 from council.asking import invalid_numbers, parse_json_object
-from council.config import ConfigFile, resolve_model
 from council.errors import InputError
 from council.judging.engine import grade
 from council.judging.rubrics import load_rubric
-from council.providers.client import ModelClient
-from council.providers.fake import FakeAPI
 from council.storage import SQLiteStore
 from tests.conftest import db_dump, db_rows, invoke_cli
 
 PROMPT = "What is the capital of France?"
 RESPONSE = "Paris is the capital of France."
 NAMES = load_rubric("general").criterion_names
-CHECKLIST_IDS = [
-    "length",
-    "position",
-    "style_over_substance",
-    "self_preference",
-    "authority",
-    "instructions_in_response",
-]
-
-
-def reply(scores: int | dict[str, int], concerns: list[str] | None = None, reasoning: str = "the evidence") -> str:
-    per = scores if isinstance(scores, dict) else dict.fromkeys(NAMES, scores)
-    return json.dumps(
-        {
-            "criteria": {n: {"reasoning": f"{reasoning} on {n}", "score": s} for n, s in per.items()},
-            "overall_reasoning": "a fair answer overall",
-            "safety_concerns": concerns or [],
-            "bias_checklist": {i: {"note": "", "detected": False} for i in CHECKLIST_IDS},
-        }
-    )
-
-
 GARBAGE = "I would rather not answer in JSON."
-
-
-def scripted(model: str, script: list[str]) -> ModelClient:
-    """A judge that answers each call with the next scripted reply, and fails the test if asked more."""
-    api = FakeAPI(model, script=script, strict=True)
-    return ModelClient(resolve_model(model, ConfigFile(), {}, "test"), api)
 
 
 # ----------------------------------------------------------------------------- votes
 
 
 async def test_grading_votes_three_times_by_default():
-    client = scripted("fake/g", [reply(4)] * 3)
+    client = scripted("fake/g", [grade_reply(4)] * 3)
     outcome = await grade(PROMPT, RESPONSE, judges=[client], store=None)
     assert outcome.calls == 3 and outcome.report.votes == outcome.report.votes_planned == 3
     assert outcome.report.confidence_level == "high" and not outcome.report.flagged_for_review
@@ -81,7 +51,7 @@ def test_cli_grade_and_batch_vote_three_times_by_default(council_home, tmp_path)
 
 
 async def test_several_judges_are_averaged_per_criterion_and_each_kept():
-    generous, harsh = scripted("fake/generous", [reply(5)] * 3), scripted("fake/harsh", [reply(1)] * 3)
+    generous, harsh = scripted("fake/generous", [grade_reply(5)] * 3), scripted("fake/harsh", [grade_reply(1)] * 3)
     outcome = await grade(PROMPT, RESPONSE, judges=[generous, harsh], store=None)
     report = outcome.report
     # pooled votes with a lower median would give 1 everywhere; the mean of the judges is 3
@@ -96,7 +66,7 @@ async def test_several_judges_are_averaged_per_criterion_and_each_kept():
 
 
 async def test_judges_one_point_apart_are_moderate():
-    a, b = scripted("fake/a", [reply(4)] * 3), scripted("fake/b", [reply(3)] * 3)
+    a, b = scripted("fake/a", [grade_reply(4)] * 3), scripted("fake/b", [grade_reply(3)] * 3)
     report = (await grade(PROMPT, RESPONSE, judges=[a, b], store=None)).report
     assert [c.score for c in report.criteria] == [3.5] * len(NAMES)
     assert report.confidence_level == "moderate" and not report.flagged_for_review
@@ -106,7 +76,7 @@ async def test_judges_one_point_apart_are_moderate():
 
 
 async def test_one_valid_vote_of_three_is_low_confidence_and_flagged():
-    client = scripted("fake/g", [reply(4), GARBAGE, GARBAGE])
+    client = scripted("fake/g", [grade_reply(4), GARBAGE, GARBAGE])
     outcome = await grade(PROMPT, RESPONSE, judges=[client], max_attempts=1, store=None)
     report = outcome.report
     assert outcome.success and report.votes == 1 and report.votes_planned == 3 and report.missing_votes == 2
@@ -115,27 +85,27 @@ async def test_one_valid_vote_of_three_is_low_confidence_and_flagged():
 
 
 async def test_two_valid_votes_of_three_are_moderate_and_flagged():
-    client = scripted("fake/g", [reply(4), reply(4), GARBAGE])
+    client = scripted("fake/g", [grade_reply(4), grade_reply(4), GARBAGE])
     report = (await grade(PROMPT, RESPONSE, judges=[client], max_attempts=1, store=None)).report
     assert report.confidence_level == "moderate" and report.missing_votes == 1 and report.flagged_for_review
 
 
 async def test_invalid_attempts_counts_attempts_not_votes():
-    client = scripted("fake/g", [reply(4)])
+    client = scripted("fake/g", [grade_reply(4)])
     outcome = await grade(PROMPT, RESPONSE, judges=[client], votes=1, store=None)
     assert outcome.report.invalid_attempts == 0
     # an invalid attempt, then a valid one: one invalid attempt, no vote missing
-    client = scripted("fake/g", [GARBAGE, reply(4)])
+    client = scripted("fake/g", [GARBAGE, grade_reply(4)])
     outcome = await grade(PROMPT, RESPONSE, judges=[client], votes=1, max_attempts=2, store=None)
     assert outcome.report.invalid_attempts == 1 and outcome.report.missing_votes == 0
     # two votes: one lost after two invalid attempts, one valid at once (they run concurrently)
-    client = scripted("fake/g", [GARBAGE, GARBAGE, reply(4)])
+    client = scripted("fake/g", [GARBAGE, GARBAGE, grade_reply(4)])
     outcome = await grade(PROMPT, RESPONSE, judges=[client], votes=2, max_attempts=2, store=None)
     assert outcome.report.invalid_attempts == 2 and outcome.report.missing_votes == 1
 
 
 async def test_a_failed_judge_makes_a_partial_flagged_result_with_its_cause():
-    good, broken = scripted("fake/good", [reply(4)] * 3), scripted("fake/broken", [GARBAGE] * 3)
+    good, broken = scripted("fake/good", [grade_reply(4)] * 3), scripted("fake/broken", [GARBAGE] * 3)
     outcome = await grade(PROMPT, RESPONSE, judges=[good, broken], max_attempts=1, store=None)
     assert outcome.success and outcome.partial
     assert "fake/broken" in outcome.error and "no valid grade" in outcome.error
@@ -168,7 +138,7 @@ def test_cli_exits_1_on_a_partial_grade(council_home, tmp_path):
 )
 async def test_the_flag_comes_from_structured_concerns(concerns, flagged):
     alarming = "correctly warns that mixing bleach and ammonia is dangerous and illegal to sell as"
-    client = scripted("fake/g", [reply(4, concerns, reasoning=alarming)] * 3)
+    client = scripted("fake/g", [grade_reply(4, concerns, reasoning=alarming)] * 3)
     report = (await grade(PROMPT, RESPONSE, judges=[client], store=None)).report
     assert report.safety_flag is flagged and report.flagged_for_review is flagged
     assert report.safety_concerns == ([] if not flagged else concerns)
@@ -191,11 +161,11 @@ def test_repair_still_fixes_syntax_but_leaves_strings_alone():
 
 
 async def test_a_repaired_number_is_re_requested_not_scored():
-    bad = reply(4).replace('"score": 4', '"score": 03', 1)
-    client = scripted("fake/g", [bad, reply(4)])
+    bad = grade_reply(4).replace('"score": 4', '"score": 03', 1)
+    client = scripted("fake/g", [bad, grade_reply(4)])
     outcome = await grade(PROMPT, RESPONSE, judges=[client], votes=1, max_attempts=2, store=None)
     assert outcome.passes[0].attempts == 2 and outcome.report.invalid_attempts == 1
-    client = scripted("fake/g", [reply(4).replace('"score": 4', '"score": +4', 1)])
+    client = scripted("fake/g", [grade_reply(4).replace('"score": 4', '"score": +4', 1)])
     outcome = await grade(PROMPT, RESPONSE, judges=[client], votes=1, max_attempts=1, store=None)
     assert not outcome.success and "invalid JSON numbers (+4" in outcome.error
 
@@ -205,7 +175,7 @@ async def test_a_repaired_number_is_re_requested_not_scored():
 
 async def test_no_judge_text_is_stored_with_transcripts_off(council_home):
     secret = "SECRETJUDGEWORDS quoted from the answer"
-    leaky = json.loads(reply(4))
+    leaky = json.loads(grade_reply(4))
     leaky["criteria"]["accuracy"]["score"] = secret  # invalid: the message would quote it
     client = scripted("fake/g", [json.dumps(leaky)] * 3)
     store = SQLiteStore.open()

@@ -3,78 +3,39 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 
 import pytest
 from click.testing import CliRunner
+from fake_judges import fake_client, grade_reply, pairwise_reply
 
 from council.cli.main import cli
-from council.config import ConfigFile, resolve_model
 from council.errors import InputError, UsageError
 from council.judging import DEPTH_CRITERIA, flip
 from council.judging.engine import compare, grade, resolve_criteria
 from council.judging.rubrics import load_rubric
 from council.providers.base import ChatRequest
 from council.providers.client import ModelClient
-from council.providers.fake import FakeAPI
 from council.storage import SQLiteStore
+from council.testing.replies import answer_slots
 
 PROMPT = "What is the capital of France?"
 GOOD = "Paris is the capital of France; it has been since the 10th century."
 WEAK = "I think it might be Lyon."
 
 
-def judge(model: str, **fake: object) -> tuple[ModelClient, FakeAPI]:
-    api = FakeAPI(model, **fake)  # type: ignore[arg-type]
-    return ModelClient(resolve_model(model, ConfigFile(), {}, "test"), api), api
-
-
-def shown(request: ChatRequest) -> dict[str, str]:
-    """Slot label -> text of the responses in a pairwise prompt."""
-    user = next(m["content"] for m in request.messages if m["role"] == "user")
-    return dict(re.findall(r'<response id="(\w)">\n(.*?)\n</response>', user, re.DOTALL))
-
-
-def make_pass(criteria: list[str], a_scores: list[int], b_scores: list[int], winner: str) -> str:
-    def verdict(a: int, b: int) -> str:
-        return "A" if a > b else "B" if b > a else "TIE"
-
-    return json.dumps(
-        {
-            "comparison": {
-                c: {
-                    "reasoning": f"the evidence on {c}",
-                    "a_strength": "a",
-                    "b_strength": "b",
-                    "winner": verdict(a, b),
-                    "a_score": a,
-                    "b_score": b,
-                }
-                for c, a, b in zip(criteria, a_scores, b_scores, strict=True)
-            },
-            "overall_reasoning": "overall the evidence decides",
-            "differentiators": {"a_advantages": [], "b_advantages": []},
-            "winner": winner,
-            "confidence": 0.8,
-        }
-    )
-
-
-def scripted_judge(
-    model: str, verdict_for_vote: Callable[[int], str], criteria: list[str]
-) -> tuple[ModelClient, FakeAPI]:
+def scripted_judge(model: str, verdict_for_vote: Callable[[int], str], criteria: list[str]) -> ModelClient:
     """A position-fair judge whose verdict (in the original labels) for vote ``v`` is scripted."""
 
     def reply(request: ChatRequest) -> str:
         original = verdict_for_vote(request.seed or 0)
-        a_first = shown(request)["A"] == GOOD  # pass 1 shows the original A first
+        a_first = answer_slots(request.messages)["A"] == GOOD  # pass 1 shows the original A first
         seen = original if a_first else flip(original)
         high, low = [4] * len(criteria), [2] * len(criteria)
         a, b = {"A": (high, low), "B": (low, high), "TIE": (high, high)}[seen]
-        return make_pass(criteria, a, b, seen)
+        return pairwise_reply(criteria, a, b, seen)
 
-    return judge(model, script=[reply] * 100)
+    return fake_client(model, script=[reply] * 100)
 
 
 # --------------------------------------------------------------------- strategies
@@ -82,7 +43,7 @@ def scripted_judge(
 
 @pytest.mark.parametrize("strategy", ["conservative", "consistency", "average"])
 async def test_first_position_judge_gives_an_inconsistent_tie(strategy):
-    client, _ = judge("fake/x+first")
+    client = fake_client("fake/x+first")
     outcome = await compare(PROMPT, GOOD, WEAK, judges=[client], strategy=strategy, store=None)
     assert outcome.success and outcome.winner == "TIE"
     assert outcome.unstable and outcome.flagged_for_review
@@ -96,16 +57,18 @@ async def test_first_position_judge_gives_an_inconsistent_tie(strategy):
 
 @pytest.mark.parametrize("votes", [1, 3])
 async def test_swap_takes_exactly_twice_the_calls(votes):
-    swapped, swapped_api = judge("fake/x")
-    single, single_api = judge("fake/x")
+    swapped = fake_client("fake/x")
+    swapped_api = swapped.api
+    single = fake_client("fake/x")
+    single_api = single.api
     with_swap = await compare(PROMPT, GOOD, WEAK, judges=[swapped], votes=votes, store=None)
     without = await compare(PROMPT, GOOD, WEAK, judges=[single], votes=votes, swap=False, store=None)
     assert len(single_api.history) == without.calls == votes
     assert len(swapped_api.history) == with_swap.calls == 2 * without.calls
     assert without.swap_pairs == 0 and without.judges[0].result.position_consistency is None
     # pass 2 shows B first
-    assert shown(swapped_api.history[1])["A"] in (GOOD, WEAK)
-    assert {shown(r)["A"] for r in swapped_api.history} == {GOOD, WEAK}
+    assert answer_slots(swapped_api.history[1].messages)["A"] in (GOOD, WEAK)
+    assert {answer_slots(r.messages)["A"] for r in swapped_api.history} == {GOOD, WEAK}
 
 
 async def test_seed_000_numbers_through_the_engine(council_home):
@@ -113,11 +76,11 @@ async def test_seed_000_numbers_through_the_engine(council_home):
     model_report, reference_report = "MODEL REPORT text", "REFERENCE REPORT text"
 
     def seed_judge(request: ChatRequest) -> str:
-        if shown(request)["A"] == model_report:  # comparison 1: Model as A, Reference as B
-            return make_pass(names, [4, 3, 4, 4, 3], [5, 5, 5, 5, 5], "B")
-        return make_pass(names, [5, 4, 5, 5, 4], [3, 3, 3, 4, 3], "A")  # comparison 2, swapped
+        if answer_slots(request.messages)["A"] == model_report:  # comparison 1: Model as A, Reference as B
+            return pairwise_reply(names, [4, 3, 4, 4, 3], [5, 5, 5, 5, 5], "B")
+        return pairwise_reply(names, [5, 4, 5, 5, 4], [3, 3, 3, 4, 3], "A")  # comparison 2, swapped
 
-    client, _ = judge("fake/gpt", script=[seed_judge, seed_judge], strict=True)
+    client = fake_client("fake/gpt", script=[seed_judge, seed_judge], strict=True)
     store = SQLiteStore.open()
     outcome = await compare(
         "Your research query",
@@ -144,8 +107,8 @@ async def test_seed_000_numbers_through_the_engine(council_home):
 @pytest.mark.parametrize("pattern", ["BBB", "BAB", "ABB", "AAB", "TAB", "TTA", "ABT"])
 async def test_adaptive_votes_save_calls_and_keep_the_winner(pattern):
     names = [c.name for c in resolve_criteria(None)]
-    full_client, _ = scripted_judge("fake/full", lambda v: pattern[v].replace("T", "TIE"), names)
-    adaptive_client, _ = scripted_judge("fake/adaptive", lambda v: pattern[v].replace("T", "TIE"), names)
+    full_client = scripted_judge("fake/full", lambda v: pattern[v].replace("T", "TIE"), names)
+    adaptive_client = scripted_judge("fake/adaptive", lambda v: pattern[v].replace("T", "TIE"), names)
     full = await compare(PROMPT, GOOD, WEAK, judges=[full_client], votes=3, store=None)
     fast = await compare(PROMPT, GOOD, WEAK, judges=[adaptive_client], votes=3, adaptive=True, store=None)
     assert fast.winner == full.winner
@@ -157,7 +120,7 @@ async def test_adaptive_votes_save_calls_and_keep_the_winner(pattern):
 
 async def test_no_majority_is_a_flagged_tie():
     names = [c.name for c in resolve_criteria(None)]
-    client, _ = scripted_judge("fake/split", lambda v: ["A", "B", "TIE"][v], names)
+    client = scripted_judge("fake/split", lambda v: ["A", "B", "TIE"][v], names)
     outcome = await compare(PROMPT, GOOD, WEAK, judges=[client], votes=3, store=None)
     assert outcome.winner == "TIE" and outcome.confidence_level == "low" and outcome.flagged_for_review
     assert outcome.confidence == 0.5 and outcome.judges[0].vote.counts == {"A": 1, "B": 1, "TIE": 1}
@@ -167,7 +130,8 @@ async def test_no_majority_is_a_flagged_tie():
 
 
 async def test_invalid_output_is_re_requested_then_recorded_invalid(council_home):
-    client, api = judge("fake/x+garbage")
+    client = fake_client("fake/x+garbage")
+    api = client.api
     store = SQLiteStore.open()
     outcome = await compare(PROMPT, GOOD, WEAK, judges=[client], max_attempts=3, store=store)
     assert not outcome.success and "invalid output after 3 attempts" in outcome.error
@@ -181,13 +145,13 @@ async def test_invalid_output_is_re_requested_then_recorded_invalid(council_home
 
 
 async def test_an_out_of_range_score_is_never_coerced():
-    client, _ = judge("fake/x+badscore")
+    client = fake_client("fake/x+badscore")
     outcome = await compare(PROMPT, GOOD, WEAK, judges=[client], max_attempts=2, store=None)
     assert not outcome.success and "a_score" in outcome.error and outcome.calls == 4
 
 
 async def test_flaky_output_is_valid_on_the_second_attempt():
-    client, _ = judge("fake/x+flaky")
+    client = fake_client("fake/x+flaky")
     outcome = await compare(PROMPT, GOOD, WEAK, judges=[client], store=None)
     assert outcome.success and [p.attempts for p in outcome.passes] == [2, 2] and outcome.calls == 4
 
@@ -197,9 +161,9 @@ async def test_flaky_output_is_valid_on_the_second_attempt():
 
 async def test_several_judges_are_averaged_and_each_kept():
     names = [c.name for c in resolve_criteria(None)]
-    a_judge, _ = scripted_judge("fake/a", lambda v: "A", names)  # A: 16, B: 8
-    tie_judge, _ = scripted_judge("fake/t", lambda v: "TIE", names)  # A: 16, B: 16
-    broken, _ = judge("fake/broken+fail")
+    a_judge = scripted_judge("fake/a", lambda v: "A", names)  # A: 16, B: 8
+    tie_judge = scripted_judge("fake/t", lambda v: "TIE", names)  # A: 16, B: 16
+    broken = fake_client("fake/broken+fail")
     outcome = await compare(PROMPT, GOOD, WEAK, judges=[a_judge, tie_judge, broken], strategy="average", store=None)
     assert outcome.success and outcome.averaged is not None
     assert outcome.scores["A"].total == 16.0 and outcome.scores["B"].total == 12.0
@@ -212,45 +176,27 @@ async def test_several_judges_are_averaged_and_each_kept():
 # ------------------------------------------------------------------------- grading
 
 
-def grade_reply(scores: dict[str, int], concerns: list[str] | None = None) -> str:
-    checklist = {
-        "length": {"detected": False, "note": ""},
-        "position": {"detected": False, "note": ""},
-        "style_over_substance": {"detected": False, "note": ""},
-        "self_preference": {"detected": False, "note": ""},
-        "authority": {"detected": False, "note": ""},
-        "instructions_in_response": {"detected": False, "note": ""},
-    }
-    return json.dumps(
-        {
-            "criteria": {c: {"reasoning": f"judged on {c}", "score": s} for c, s in scores.items()},
-            "overall_reasoning": "overall a fair answer",
-            "safety_concerns": concerns or [],
-            "bias_checklist": checklist,
-        }
-    )
-
-
 async def test_grading_with_a_reference_is_reference_based(council_home):
-    client, api = judge("fake/grader")
+    client = fake_client("fake/grader")
+    api = client.api
     outcome = await grade(PROMPT, GOOD, rubric="general", judges=[client], reference="Paris.", votes=3)
     assert outcome.success and outcome.mode == "reference" and outcome.report.reference_used
     assert '<reference>\nParis.\n</reference>' in api.history[0].messages[1]["content"]
     assert outcome.report.votes == 3 and outcome.calls == 3
     assert [c.criterion for c in outcome.report.criteria] == load_rubric("general").criterion_names
     assert {b.id for b in outcome.report.bias_checklist} >= {"length", "position"}
-    plain = await grade(PROMPT, GOOD, judges=[judge("fake/grader")[0]], store=None)
+    plain = await grade(PROMPT, GOOD, judges=[fake_client("fake/grader")], store=None)
     assert plain.mode == "rubric" and not plain.report.reference_used
 
 
 async def test_grading_votes_per_criterion_adaptively():
     names = load_rubric("general").criterion_names
     same = grade_reply({n: 4 for n in names})
-    client, api = judge("fake/g", script=[same] * 3, strict=True)
+    client = fake_client("fake/g", script=[same] * 3, strict=True)
     outcome = await grade(PROMPT, GOOD, judges=[client], votes=3, adaptive=True, store=None)
     assert outcome.calls == 2 and outcome.calls_saved == 1 and outcome.report.confidence_level == "high"
     split = [grade_reply({n: 4 for n in names}), grade_reply({n: 2 for n in names}), grade_reply({n: 2 for n in names})]
-    client, _ = judge("fake/g", script=split, strict=True)
+    client = fake_client("fake/g", script=split, strict=True)
     outcome = await grade(PROMPT, GOOD, judges=[client], votes=3, adaptive=True, store=None)
     assert outcome.calls == 3 and outcome.report.total == 2 * len(names)
     assert outcome.report.confidence_level == "moderate"
@@ -259,14 +205,14 @@ async def test_grading_votes_per_criterion_adaptively():
 async def test_safety_concern_sets_the_flag():
     names = load_rubric("general").criterion_names
     reply = grade_reply({n: 5 for n in names}, concerns=["gives step-by-step instructions for making explosives"])
-    client, _ = judge("fake/g", script=[reply] * 3)
+    client = fake_client("fake/g", script=[reply] * 3)
     outcome = await grade(PROMPT, GOOD, judges=[client], store=None)
     assert outcome.report.safety_flag and outcome.report.flagged_for_review
     assert outcome.report.total == 5 * len(names)  # flagged regardless of the score
 
 
 async def test_a_grade_with_no_valid_output_fails_cleanly():
-    client, _ = judge("fake/g+garbage")
+    client = fake_client("fake/g+garbage")
     outcome = await grade(PROMPT, GOOD, judges=[client], max_attempts=2, store=None)
     assert not outcome.success and outcome.report is None and "no valid grade" in outcome.error
     assert [(p.valid, p.attempts) for p in outcome.passes] == [(False, 2)] * 3  # three votes by default
@@ -278,8 +224,8 @@ async def test_a_grade_with_no_valid_output_fails_cleanly():
 
 async def test_every_pass_and_call_is_persisted_for_a_position_audit(council_home):
     store = SQLiteStore.open()
-    biased, _ = judge("fake/biased+first")
-    fair, _ = scripted_judge("fake/fair", lambda v: "A", [c.name for c in resolve_criteria(None)])
+    biased = fake_client("fake/biased+first")
+    fair = scripted_judge("fake/fair", lambda v: "A", [c.name for c in resolve_criteria(None)])
     for client in (biased, fair):
         await compare(PROMPT, GOOD, WEAK, judges=[client], votes=3, store=store)
     audit = {row["judge_model"]: row for row in store.position_audit()}
@@ -291,7 +237,7 @@ async def test_every_pass_and_call_is_persisted_for_a_position_audit(council_hom
 
 
 async def test_bad_arguments_are_usage_errors():
-    client, _ = judge("fake/x")
+    client = fake_client("fake/x")
     with pytest.raises(UsageError, match="unknown swap strategy"):
         await compare(PROMPT, GOOD, WEAK, judges=[client], strategy="best", store=None)
     with pytest.raises(InputError, match="prompt is empty"):
@@ -374,7 +320,7 @@ def test_store_transcripts_off_keeps_verdicts_and_scores_but_no_judge_words(tmp_
 
 async def test_judge_text_is_stored_by_default(council_home):
     store = SQLiteStore.open()
-    client, _ = judge("fake/x")
+    client = fake_client("fake/x")
     outcome = await compare(PROMPT, GOOD, WEAK, judges=[client], store=store)
     passes = store.judgment_passes(outcome.run_id)
     assert len(passes) == 2 and all(p["output"] and p["output"]["overall_reasoning"] for p in passes)

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import json
-import re
-
 import pytest
+from fake_judges import fake_client, pairwise_reply
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from council.config import ConfigFile, resolve_model
 from council.judging.engine import compare
 from council.methods.averaging import combine_judges
 from council.methods.verdicts import PairwiseMetadata, PairwiseResult, SideScores
 from council.providers.base import ChatRequest
 from council.providers.client import ModelClient
-from council.providers.fake import FakeAPI
+from council.testing.replies import answer_slots
 
 PAIRS = [
     ("What is 2 + 2?", "4.", "Four, because two and two make four."),
@@ -26,31 +23,13 @@ PAIRS = [
 ]
 
 
-def make_pass(criteria: list[str], a_scores: list[int], b_scores: list[int], winner: str) -> str:
-    def verdict(a: int, b: int) -> str:
-        return "A" if a > b else "B" if b > a else "TIE"
-
-    comparison = {
-        c: {"reasoning": f"judged on {c}", "a_strength": "a", "b_strength": "b", "winner": verdict(a, b),
-            "a_score": a, "b_score": b}
-        for c, a, b in zip(criteria, a_scores, b_scores, strict=True)
-    }
-    return json.dumps({"comparison": comparison, "overall_reasoning": "overall the scores decide",
-                       "differentiators": {"a_advantages": [], "b_advantages": []}, "winner": winner,
-                       "confidence": 0.8})
-
-
-def client(model: str) -> ModelClient:
-    return ModelClient(resolve_model(model, ConfigFile(), {}, "test"), FakeAPI(model))
-
-
 @pytest.mark.parametrize("votes", [1, 3])
 async def test_two_first_position_judges_give_tie_in_every_run_under_consistency(votes):
     # Each judge alone gives TIE (it picks the first slot in both orders); combining their
     # averaged scores used to name B in about half of these runs.
     for prompt, a, b in PAIRS:
         for first, second in ((a, b), (b, a)):
-            judges = [client("fake/j1+first"), client("fake/j2+first")]
+            judges = [fake_client("fake/j1+first"), fake_client("fake/j2+first")]
             outcome = await compare(prompt, first, second, judges=judges, strategy="consistency", votes=votes,
                                     store=None)
             assert [j.result.winner for j in outcome.judges] == ["TIE", "TIE"]
@@ -66,13 +45,12 @@ def first_slot_judge(name: str, original_a: str) -> ModelClient:
     criteria = ["accuracy", "completeness", "specificity", "clarity"]
 
     def reply(request: ChatRequest) -> str:
-        slots = dict(re.findall(r'<response id="(\w)">\n(.*?)\n</response>', request.messages[-1]["content"], re.S))
+        slots = answer_slots(request.messages)
         a_first = slots.get("A") == original_a
         high, low = (4, 2) if a_first else (5, 1)
-        return make_pass(criteria, [high] * 4, [low] * 4, "A")
+        return pairwise_reply(criteria, [high] * 4, [low] * 4, "A")
 
-    model = f"fake/{name}"
-    return ModelClient(resolve_model(model, ConfigFile(), {}, "test"), FakeAPI(model, script=[reply] * 20))
+    return fake_client(f"fake/{name}", script=[reply] * 20)
 
 
 @pytest.mark.parametrize("strategy", ["consistency", "conservative"])
@@ -91,7 +69,7 @@ async def test_averaged_scores_do_not_override_the_judges_verdicts(strategy):
 
 
 async def test_conservative_needs_every_judge():
-    judges = [client("fake/j1+first"), client("fake/j2+first")]
+    judges = [fake_client("fake/j1+first"), fake_client("fake/j2+first")]
     outcome = await compare(*PAIRS[0], judges=judges, strategy="conservative", store=None)
     assert outcome.winner == "TIE" and outcome.judges_verdict.rule == "unanimous verdicts"
 

@@ -280,25 +280,21 @@ async def test_an_echoing_reviewer_does_not_store_the_answers_it_was_shown(counc
 
 
 async def test_judgments_with_transcripts_off_store_no_quoted_or_echoed_response(council_home):
-    from council.config import ConfigFile, resolve_model
+    from fake_judges import fake_client
+
     from council.judging.engine import compare, grade
     from council.judging.rubrics import load_rubric
-    from council.providers.client import ModelClient
-    from council.providers.fake import FakeAPI
     from council.storage import SQLiteStore
-
-    def judge(model: str) -> ModelClient:
-        return ModelClient(resolve_model(model, ConfigFile(), {}, "test"), FakeAPI(model))
 
     response_a = "Geostationary orbits match the rotation period of the Earth, about 23 hours 56 minutes."
     response_b = "Satellites hover because there is no gravity that far out, which is a common mistake."
     store = SQLiteStore.open()
     try:
         for j in ("fake/j+quote", "fake/k+echo"):
-            await compare(QUESTION, response_a, response_b, judges=[judge(j)], store=store, keep_text=False,
+            await compare(QUESTION, response_a, response_b, judges=[fake_client(j)], store=store, keep_text=False,
                           max_attempts=1)  # fmt: skip
-        await grade(QUESTION, response_a, rubric=load_rubric("general"), judges=[judge("fake/g+quote")], store=store,
-                    keep_text=False, max_attempts=1)  # fmt: skip
+        await grade(QUESTION, response_a, rubric=load_rubric("general"), judges=[fake_client("fake/g+quote")],
+                    store=store, keep_text=False, max_attempts=1)  # fmt: skip
     finally:
         store.close()
     problems = [p for (p,) in db_rows(council_home, "select problem from judgments where problem is not null")]

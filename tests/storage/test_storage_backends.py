@@ -323,3 +323,14 @@ def test_the_server_keeps_its_sessions_in_the_store_the_url_names(backend_url, t
     store = open_store()
     assert store.get_session(session_id)["status"] == "complete"
     store.close()
+
+
+def test_both_backends_apply_the_migrations_in_their_numbered_order():
+    # Read top to bottom, council/storage/migrations.py is the order a fresh SQLite database is built in.
+    from council.storage.migrations import migrations
+    from council.storage.postgres_schema import MIGRATIONS
+    from council.storage.sqlite import Database
+
+    sqlite_names = [m.name for m in migrations.pending(Database(memory=True))]
+    assert sqlite_names == sorted(sqlite_names)
+    assert sqlite_names == [name for name, _ in MIGRATIONS]

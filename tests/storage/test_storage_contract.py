@@ -11,23 +11,17 @@ import json
 import math
 
 import pytest
+from fake_judges import fake_client
 
 from council import Council
 from council.bias.records import BiasRecord
-from council.config import ConfigFile, resolve_model
 from council.errors import CouncilFailure, NotFoundError, UsageError
 from council.judging.batch import BatchSettings, content_digest, parse_batch, run_batch
 from council.judging.engine import compare, grade
-from council.providers.client import ModelClient
-from council.providers.fake import FakeAPI
 from council.storage import BiasQuery, Store
 from council.usage import CallRecord
 
 MEMBERS = ["fake/alpha", "fake/beta", "fake/gamma", "fake/delta"]
-
-
-def judge(model: str = "fake/j", **fake: object) -> ModelClient:
-    return ModelClient(resolve_model(model, ConfigFile(), {}, "test"), FakeAPI(model, **fake))  # type: ignore[arg-type]
 
 
 def record(session: str, reviewer: str, model: str, position: int, score: float, **extra: object) -> dict:
@@ -198,7 +192,8 @@ def test_a_temporary_store_loads_records_with_and_without_scores(store_backend):
 
 
 async def test_judgments_are_saved_with_passes_and_calls_and_audited(store_backend):
-    outcome = await compare("Which is better?", "A long, careful answer.", "B.", judges=[judge()], store=store_backend)
+    answer = "A long, careful answer."
+    outcome = await compare("Which is better?", answer, "B.", judges=[fake_client()], store=store_backend)
     run = store_backend.judgment_run(outcome.run_id)
     assert run is not None and run["kind"] == "compare" and run["status"] == "ok" and run["winner"] == outcome.winner
     assert run["result"]["run_id"] == outcome.run_id
@@ -210,7 +205,7 @@ async def test_judgments_are_saved_with_passes_and_calls_and_audited(store_backe
     assert store_backend.position_audit(judge_model="fake/other") == []
     assert store_backend.judgment_run("no-such-run") is None and store_backend.judgment_passes("no-such-run") == []
 
-    private = await grade("Capital?", "Paris", judges=[judge()], store=store_backend, keep_text=False)
+    private = await grade("Capital?", "Paris", judges=[fake_client()], store=store_backend, keep_text=False)
     stored = store_backend.judgment_run(private.run_id)
     assert stored["kind"] == "grade" and all(p["output"] is None for p in store_backend.judgment_passes(private.run_id))
 
@@ -222,7 +217,7 @@ async def test_a_batch_is_opened_recorded_once_and_read_in_file_order(store_back
     items = parse_batch(text, "b.jsonl")
     settings = BatchSettings(judges=["fake/j"])
     common = {"settings": settings, "batch_id": "b1", "source": "b.jsonl", "content_sha256": content_digest(text)}
-    summary = await run_batch(items, judges=[judge()], store=store_backend, **common)
+    summary = await run_batch(items, judges=[fake_client()], store=store_backend, **common)
     assert summary.finished == 3
     assert store_backend.batch_item_status("b1") == {"i0": "ok", "i1": "ok", "i2": "ok"}
     rows = store_backend.batch_rows("b1")
@@ -234,7 +229,7 @@ async def test_a_batch_is_opened_recorded_once_and_read_in_file_order(store_back
     with pytest.raises(UsageError):
         store_backend.open_batch("b1", source="b.jsonl", content_sha256="0" * 64, settings={}, items=3)
     # A finished item is never recorded twice.
-    outcome = await compare("Q0?", "a", "b", judges=[judge()], store=None)
+    outcome = await compare("Q0?", "a", "b", judges=[fake_client()], store=None)
     with pytest.raises(CouncilFailure):
         store_backend.save_judgment("compare", outcome, [], keep_text=True, batch_id="b1", item=items[0])
     # Judged pairs that name their models count on the leaderboard.
@@ -253,7 +248,7 @@ async def test_judged_pairs_keep_their_answers_lengths_and_markdown_counts(store
     text = "".join(json.dumps(line) + "\n" for line in lines)
     items = parse_batch(text, "s.jsonl")
     common = {"batch_id": "bs", "source": "s.jsonl", "content_sha256": content_digest(text)}
-    summary = await run_batch(items, settings=BatchSettings(judges=["fake/j"]), judges=[judge()],
+    summary = await run_batch(items, settings=BatchSettings(judges=["fake/j"]), judges=[fake_client()],
                               store=store_backend, keep_text=False, **common)  # fmt: skip
     assert summary.finished == 3
     pairs = store_backend.judged_pairs()
@@ -336,15 +331,15 @@ async def test_a_queued_item_is_recorded_once_and_marked_done(store_backend, tmp
     text = '{"id": "x", "prompt": "Q?", "a": "A.", "b": "B."}\n'
     items = parse_batch(text, "x.jsonl")
     settings = BatchSettings(judges=["fake/j"])
-    enqueue(store_backend, items, batch_id="xb", settings=settings, judges=[judge()], rubrics={},
+    enqueue(store_backend, items, batch_id="xb", settings=settings, judges=[fake_client()], rubrics={},
             source="x.jsonl", content_sha256=content_digest(text))  # fmt: skip
     [claimed] = store_backend.claim_items("w", batch_id="xb", lease_seconds=60)
-    outcome = await compare("Q?", "A.", "B.", judges=[judge()], store=None)
+    outcome = await compare("Q?", "A.", "B.", judges=[fake_client()], store=None)
     store_backend.save_judgment("compare", outcome, [], keep_text=False, batch_id="xb", item=items[0],
                                 item_digest=claimed["digest"])  # fmt: skip
     status = store_backend.batch_status("xb")
     assert status["done"] == 1 and status["running"] == 0 and claimed["item_id"] == "x"
-    late = await compare("Q?", "A.", "B.", judges=[judge()], store=None)
+    late = await compare("Q?", "A.", "B.", judges=[fake_client()], store=None)
     with pytest.raises(CouncilFailure, match="already recorded"):  # a second worker's late result
         store_backend.save_judgment("compare", late, [], keep_text=False, batch_id="xb", item=items[0])
     assert store_backend.batch_status("xb")["done"] == 1
@@ -367,7 +362,7 @@ async def test_judged_batch_items_keep_their_digest_and_follow_the_file(store_ba
     items = parse_batch("".join(json.dumps(line) + "\n" for line in lines), "b.jsonl")
     store_backend.open_batch("b3", source="b.jsonl", content_sha256="f1", settings={}, items=3)
     for item in items:
-        outcome = await compare(item.prompt, item.a, item.b, judges=[judge()], store=None)
+        outcome = await compare(item.prompt, item.a, item.b, judges=[fake_client()], store=None)
         store_backend.save_judgment("compare", outcome, [], keep_text=True, batch_id="b3", item=item,
                                     item_digest=f"d-{item.id}")  # fmt: skip
     assert store_backend.batch_item_status("b3") == {"i0": "ok", "i1": "ok", "i2": "ok"}
@@ -401,7 +396,7 @@ async def test_a_budget_is_capped_reserved_settled_and_counts_a_batch_spending(s
 
     [item] = parse_batch(json.dumps({"id": "i0", "prompt": "Q?", "a": "A.", "b": "B."}) + "\n", "b.jsonl")
     store_backend.open_batch("b-cost", source="b.jsonl", content_sha256="f", settings={}, items=1)
-    outcome = await compare(item.prompt, item.a, item.b, judges=[judge()], store=None)
+    outcome = await compare(item.prompt, item.a, item.b, judges=[fake_client()], store=None)
     calls = [
         call("p1").model_copy(update={"cost_usd": 0.25}),
         call("p2", ok=False).model_copy(update={"cost_usd": 1.0}),

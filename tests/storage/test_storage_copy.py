@@ -42,6 +42,13 @@ def _sqlite_rows(path, table: str) -> tuple[list[str], list[tuple]]:
         conn.close()
 
 
+def _assert_copied(db, url: str) -> None:
+    """Every copied table holds the same rows in PostgreSQL as in the council.db."""
+    for table, _ in TABLES:
+        columns, rows = _sqlite_rows(db, table)
+        assert _pg_rows(url, table, columns) == rows, table
+
+
 def test_a_council_db_is_copied_into_postgres_row_for_row_and_a_rerun_copies_nothing(
     tmp_path, council_home, postgres_url
 ):
@@ -49,9 +56,7 @@ def test_a_council_db_is_copied_into_postgres_row_for_row_and_a_rerun_copies_not
     result = invoke_cli("store", "copy", "--to", postgres_url)
     assert result.exit_code == 0, result.stderr
     assert "sessions: 3 copied, 0 already there" in result.stderr
-    for table, _ in TABLES:
-        columns, rows = _sqlite_rows(db, table)
-        assert _pg_rows(postgres_url, table, columns) == rows, table
+    _assert_copied(db, postgres_url)
     _, judged = _sqlite_rows(db, "judgment_runs")
     assert len(judged) == 2
     again = invoke_cli("store", "copy", "--to", postgres_url)
@@ -78,9 +83,7 @@ def test_an_interrupted_copy_resumes_where_it_stopped(tmp_path, council_home, po
     result = invoke_cli("store", "copy", "--to", postgres_url)
     assert result.exit_code == 0, result.stderr
     assert "sessions: 0 copied, 3 already there" in result.stderr
-    for table, _ in TABLES:
-        columns, rows = _sqlite_rows(db, table)
-        assert _pg_rows(postgres_url, table, columns) == rows, table
+    _assert_copied(db, postgres_url)
 
 
 def test_the_copy_reads_the_same_and_takes_new_rows_after_it(tmp_path, council_home, postgres_url, monkeypatch):

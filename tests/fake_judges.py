@@ -1,0 +1,68 @@
+"""Judges for tests, written once: clients of the in-process fake provider (``fake/NAME`` models)
+and the replies a scripted judge gives (a pairwise pass, a rubric grade)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from council.config import ConfigFile, resolve_model
+from council.judging.rubrics import load_bias_checklist, load_rubric
+from council.providers.client import ModelClient
+from council.providers.fake import FakeAPI, ScriptItem
+
+
+def fake_client(model: str = "fake/j", **fake: Any) -> ModelClient:
+    """A client of ``model`` over ``FakeAPI(model, **fake)`` (``script=``, ``strict=``, ...); the fake,
+    with the ``history`` of its requests, is ``client.api``."""
+    return ModelClient(resolve_model(model, ConfigFile(), {}, "test"), FakeAPI(model, **fake))
+
+
+def scripted(model: str, script: Sequence[ScriptItem]) -> ModelClient:
+    """A judge that answers each call with the next scripted reply, and fails the test if asked more."""
+    return fake_client(model, script=script, strict=True)
+
+
+def pairwise_reply(criteria: Sequence[str], a_scores: Sequence[int], b_scores: Sequence[int], winner: str) -> str:
+    """A pairwise judge's pass (as seen: A is the slot shown first); each criterion's winner follows
+    its scores, the overall ``winner`` is given."""
+
+    def verdict(a: int, b: int) -> str:
+        return "A" if a > b else "B" if b > a else "TIE"
+
+    return json.dumps(
+        {
+            "comparison": {
+                c: {
+                    "reasoning": f"judged on {c}",
+                    "a_strength": "a",
+                    "b_strength": "b",
+                    "winner": verdict(a, b),
+                    "a_score": a,
+                    "b_score": b,
+                }
+                for c, a, b in zip(criteria, a_scores, b_scores, strict=True)
+            },
+            "overall_reasoning": "overall the scores decide",
+            "differentiators": {"a_advantages": [], "b_advantages": []},
+            "winner": winner,
+            "confidence": 0.8,
+        }
+    )
+
+
+def grade_reply(
+    scores: int | Mapping[str, int], concerns: Sequence[str] | None = None, reasoning: str = "judged"
+) -> str:
+    """A rubric grader's reply: ``scores`` per criterion (one number: every criterion of the general
+    rubric), the structured safety ``concerns``, nothing detected on the bias checklist."""
+    per = dict.fromkeys(load_rubric("general").criterion_names, scores) if isinstance(scores, int) else scores
+    return json.dumps(
+        {
+            "criteria": {c: {"reasoning": f"{reasoning} on {c}", "score": s} for c, s in per.items()},
+            "overall_reasoning": "a fair answer overall",
+            "safety_concerns": list(concerns or []),
+            "bias_checklist": {item.id: {"note": "", "detected": False} for item in load_bias_checklist().items},
+        }
+    )
