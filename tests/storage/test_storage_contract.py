@@ -274,7 +274,7 @@ async def test_judged_pairs_carry_the_prompts_salted_hash_only_when_queries_are_
     lines = [{"id": f"h{i}", "prompt": ("Same?", "Same?", "Other?")[i], "a": "a" * (i + 1), "b": "b",
               "model_a": "fake/x", "model_b": "fake/y"} for i in range(3)]  # fmt: skip
     text = "".join(json.dumps(line) + "\n" for line in lines)
-    await run_batch(parse_batch(text, "h.jsonl"), settings=BatchSettings(judges=["fake/j"]), judges=[judge()],
+    await run_batch(parse_batch(text, "h.jsonl"), settings=BatchSettings(judges=["fake/j"]), judges=[fake_client()],
                     store=store_backend, keep_text=False, batch_id="bh", source="h.jsonl",
                     content_sha256=content_digest(text))  # fmt: skip
     ids = [p["prompt_id"] for p in store_backend.judged_pairs()]
