@@ -99,7 +99,7 @@ class Store(Protocol):
         """Every session row, oldest first (exports)."""
 
     def has_query_hashes(self) -> bool:
-        """Whether any session on record carries a query hash."""
+        """Whether any session or judged pair on record carries a query hash."""
 
     def swap_setting(self, key: str, value: str) -> str | None:
         """Store ``value`` under ``key`` (an installation setting) and return what was stored

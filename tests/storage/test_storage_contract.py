@@ -278,6 +278,8 @@ async def test_judged_pairs_carry_the_prompts_salted_hash_only_when_queries_are_
                     store=store_backend, keep_text=False, batch_id="bh", source="h.jsonl",
                     content_sha256=content_digest(text))  # fmt: skip
     ids = [p["prompt_id"] for p in store_backend.judged_pairs()]
+    # a lost salt is warned about when prompt ids made with it are on record, as for sessions' hashes
+    assert store_backend.has_query_hashes() is hashing
     if not hashing:
         assert ids == [None, None, None]
         return
