@@ -111,9 +111,10 @@ def length_controlled(board: Leaderboard, judgments: Sequence[Judgment], index: 
     if not with_lengths:
         board.notes.append("lc_win_rate needs length_a and length_b on every judgment against the baseline: left out.")
     elif not with_prompts:
+        missing = sum(1 for j in games if j.prompt_id is None)
         board.notes.append(
-            "lc_win_rate without instruction difficulty: the judgments against the baseline carry no prompt_id "
-            "(AlpacaEval's length_controlled_minimal)."
+            f"lc_win_rate without instruction difficulty: {missing} of {len(games)} judgments against the baseline "
+            "carry no prompt_id (AlpacaEval's length_controlled_minimal)."
         )
     for m in board.models:
         i = index[m.model]
@@ -173,7 +174,7 @@ def stored_judgments(rows: Iterable[dict[str, Any]]) -> list[Judgment]:
     def counts(value: dict[str, int] | None) -> MarkdownCounts | None:
         return None if value is None else MarkdownCounts.model_construct(**value)
 
-    keys = ("model_a", "model_b", "winner", "length_a", "length_b")
+    keys = ("model_a", "model_b", "winner", "length_a", "length_b", "prompt_id")
     return [
         Judgment.model_construct(
             **{k: row[k] for k in keys}, markdown_a=counts(row["markdown_a"]), markdown_b=counts(row["markdown_b"])

@@ -88,6 +88,8 @@ class JudgedPairLine(BaseModel):
     length_b: int | None
     markdown_a: MarkdownCounts | None
     markdown_b: MarkdownCounts | None
+    #: The prompt's salted query hash (instruction difficulty); null when queries are not hashed.
+    prompt_id: str | None
 
 
 def export_judged_pairs(store: Store, out: TextIO, *, since: str | None = None) -> int:

@@ -245,6 +245,19 @@ class QueryHasher:
         self._salt: bytes | None = None
         self._told_replaced = False  # the missing-salt warning already said it
 
+    @classmethod
+    def of_store(cls, store: Any) -> QueryHasher:
+        """The installation's hasher for a run writing to ``store`` (or None): its salt file in
+        the data directory, or ``COUNCIL_SALT_FILE``; a replaced salt is noticed by the store."""
+        from council.home import council_home
+
+        def had_hashes() -> bool:
+            return store is not None and bool(store.has_query_hashes())
+
+        swap = (lambda fp: store.swap_setting("query_hash_salt_fingerprint", fp)) if store is not None else None
+        return cls(council_home(), had_hashes=had_hashes, swap_fingerprint=swap,
+                   salt_file=os.environ.get("COUNCIL_SALT_FILE") or None)  # fmt: skip
+
     def fingerprint(self) -> str:
         """HMAC-SHA256 of a constant under the salt: the same salt, the same fingerprint."""
         return hmac.new(self._salt_bytes(), FINGERPRINT_MESSAGE, hashlib.sha256).hexdigest()

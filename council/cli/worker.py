@@ -53,7 +53,8 @@ def worker(
     if cap is not None and batch_id is None:
         raise UsageError("--max-cost needs --batch-id: a cap is kept with one batch")
     loaded = load_config(config_path)
-    keep_text = resolve_privacy(loaded).store_transcripts
+    privacy = resolve_privacy(loaded)
+    keep_text = privacy.store_transcripts
     budgets: list[Budget] = []
     with using_store(True) as store:
         assert store is not None
@@ -78,6 +79,7 @@ def worker(
                 follow=follow,
                 lease_seconds=lease_seconds,
                 keep_text=keep_text,
+                hash_prompts=privacy.hash_queries,
                 stop=lambda: any(b.reached is not None for b in budgets),
             )
         )

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from council.bias.records import QueryHasher
 from council.errors import ConfigError, CouncilError, CouncilFailure, ItemAlreadyRecorded, UsageError
 from council.judging.batch_items import BatchItem, BatchSettings, item_digest, judge_item
 from council.judging.schemas import Rubric
@@ -182,14 +183,25 @@ async def run_worker(
     on_item: Callable[[BatchItem, bool], None] | None = None,
     keep_judges: Sequence[ModelClient] = (),
     stop: Callable[[], bool] | None = None,
+    hash_prompts: bool | None = None,
 ) -> WorkerReport:
     """Claim and judge items (of ``batch_id``, else of any batch) ``concurrency`` at a time,
     until none is queued and none is running elsewhere (a dead worker's items come back when
     their lease passes); with ``follow``, keep waiting for new ones. Once ``stop()`` is true
     (a spend cap reached) no new item is claimed, and an item the cap cut short is not recorded:
     the rest stay queued for a later worker. The database going away
-    is a ``CouncilFailure``: the items this worker held return to the queue with its leases."""
+    is a ``CouncilFailure``: the items this worker held return to the queue with its leases.
+    ``hash_prompts`` (default: the privacy setting ``hash_queries``): a judged pair keeps its
+    prompt's salted query hash as its ``prompt_id``; never an unsalted digest, which anyone
+    could match against a list of prompts (docs/methods.md, "Length-controlled win rate")."""
     report = WorkerReport(worker=worker or worker_name())
+    if hash_prompts is None:
+        from council.config import resolve_privacy
+
+        hash_prompts = resolve_privacy().hash_queries
+    hasher = QueryHasher.of_store(store) if hash_prompts else None
+    if hasher is not None:
+        hasher.fingerprint()  # a salt file it cannot use is a ConfigError now, before any item is claimed
     judges = _Judges(store, judges_for)
     store_down = False
 
@@ -259,9 +271,10 @@ async def run_worker(
                     report.stopped += 1
                     return
                 kind = "compare" if item.mode == "pairwise" else "grade"
+                prompt_id = hasher.hash(item.prompt) if hasher is not None and kind == "compare" else None
                 try:
                     await call(store.save_judgment, kind, outcome, calls, keep_text=keep_text, batch_id=held,
-                               item=item, item_digest=row["digest"])  # fmt: skip
+                               item=item, item_digest=row["digest"], prompt_id=prompt_id)  # fmt: skip
                 except ItemAlreadyRecorded:
                     report.dropped += 1
                     return

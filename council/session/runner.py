@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import secrets
 import time
@@ -23,7 +22,6 @@ from council.budget import BudgetReached
 from council.clock import utc_now
 from council.config import ResolvedCouncil, ResolvedModel
 from council.errors import InputError, ProviderError, QuorumError
-from council.home import council_home
 from council.inputs import check_text, check_visible
 from council.logs import get_logger
 from council.methods.ranking import Consensus, consensus_ranking
@@ -428,17 +426,8 @@ class SessionRunner:
 
     def _hasher(self) -> QueryHasher:
         if self.hasher is None:
-            swap = (lambda fp: self.store.swap_setting("query_hash_salt_fingerprint", fp)) if self.store else None
-            self.hasher = QueryHasher(
-                council_home(),
-                had_hashes=self._had_hashes,
-                swap_fingerprint=swap,
-                salt_file=os.environ.get("COUNCIL_SALT_FILE") or None,
-            )
+            self.hasher = QueryHasher.of_store(self.store)
         return self.hasher
-
-    def _had_hashes(self) -> bool:
-        return self.store is not None and self.store.has_query_hashes()
 
     def _record_failure(self, run: _Run, error: str, status: str = "failed") -> None:
         # An error after the session was written (e.g. raised by the on_event callback at

@@ -72,6 +72,7 @@ def judgment_rows(
     batch_id: str | None = None,
     item: Any = None,
     item_digest: str | None = None,
+    prompt_id: str | None = None,
 ) -> JudgmentRows:
     """The rows of a finished comparison or grade (and its batch item), as :func:`save_judgment` writes them.
 
@@ -119,6 +120,7 @@ def judgment_rows(
         run["model_a"], run["model_b"] = item.model_a, item.model_b
         if is_compare and item.a is not None and item.b is not None:
             run |= pair_style(item.a, item.b)
+            run["prompt_id"] = prompt_id
         batch_item = {
             "batch_id": batch_id,
             "item_id": item.id,
@@ -146,6 +148,7 @@ def save_judgment(
     batch_id: str | None = None,
     item: Any = None,
     item_digest: str | None = None,
+    prompt_id: str | None = None,
 ) -> None:
     """Write a finished comparison or grade (and its batch item) in one transaction: its run
     row, one row per judge pass, its call log and, inside a batch, its ``batch_items`` row.
@@ -153,9 +156,10 @@ def save_judgment(
     A failed item of the batch is replaced (a re-run after ``--resume``); a finished one raises
     ``ItemAlreadyRecorded``, and so does an item whose queued content is no longer its
     ``content_sha256`` (the file changed while it was judged). Its queue entry is marked done in
-    the same transaction (:func:`finish_item`)."""
+    the same transaction (:func:`finish_item`). ``prompt_id``: the item's prompt as the query
+    hash makes it (m018), or None."""
     rows = judgment_rows(kind, outcome, calls, keep_text=keep_text, batch_id=batch_id, item=item,
-                         item_digest=item_digest)  # fmt: skip
+                         item_digest=item_digest, prompt_id=prompt_id)  # fmt: skip
     with store.immediate() as db:
         record_run(store, db, rows)
 
@@ -174,7 +178,7 @@ def pair_style(a: str, b: str) -> dict[str, int]:
 
 
 _JUDGED_PAIRS = """
-    SELECT id, created_at, model_a, model_b, winner, length_a, length_b,
+    SELECT id, created_at, model_a, model_b, winner, length_a, length_b, prompt_id,
            headers_a, lists_a, bold_a, headers_b, lists_b, bold_b
     FROM judgment_runs
     WHERE kind = 'compare' AND status = 'ok' AND winner IN ('A', 'B', 'TIE')
@@ -186,13 +190,14 @@ _JUDGED_PAIRS = """
 def judged_pairs(store: Store, *, since: str | None = None) -> list[dict[str, Any]]:
     """Every judged pair the leaderboard counts (a finished compare naming its two models), oldest
     first, as a judgments-file line: ``run_id, created_at, model_a, model_b, winner, length_a,
-    length_b, markdown_a, markdown_b``; the styles are None for pairs recorded before m015."""
+    length_b, markdown_a, markdown_b, prompt_id``; the styles are None for pairs recorded before
+    m015, ``prompt_id`` for those recorded before m018 or with queries not hashed."""
     clause, params = ("", []) if since is None else (" AND created_at >= ?", [since])
     out = []
     for row in store.db.query(_JUDGED_PAIRS.format(where=clause), params):
         pair: dict[str, Any] = {
             "run_id": row["id"],
-            **{k: row[k] for k in ("created_at", "model_a", "model_b", "winner", "length_a", "length_b")},
+            **{k: row[k] for k in ("created_at", "model_a", "model_b", "winner", "length_a", "length_b", "prompt_id")},
         }
         for side in "ab":
             counts = [row[f"{key}_{side}"] for key in ("headers", "lists", "bold")]

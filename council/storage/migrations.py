@@ -441,3 +441,11 @@ def m017_bias_record_constraints(db: Database) -> None:
     db.execute("ALTER TABLE bias_records_m017 RENAME TO bias_records")
     for name, on in bias_rows.INDEXES.items():
         db.execute(f"CREATE INDEX {name} ON bias_records ({on})")
+
+
+@migrations()
+def m018_judged_pair_prompt_ids(db: Database) -> None:
+    # A judged pair's prompt identity: the salted query hash of its prompt (council.bias.records.
+    # QueryHasher), NULL when queries are not hashed, so the stored lc_win_rate can fit
+    # instruction difficulty (docs/methods.md, "Length-controlled win rate").
+    db["judgment_runs"].add_column("prompt_id", str)

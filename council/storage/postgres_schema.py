@@ -214,6 +214,7 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             "DROP INDEX IF EXISTS idx_bias_records_timestamp",
         ],
     ),
+    ("m018_judged_pair_prompt_ids", ["ALTER TABLE judgment_runs ADD COLUMN prompt_id TEXT"]),
 ]
 
 # Primary keys of the tables rows are upserted into (``finish_session`` replaces answers and reviews).

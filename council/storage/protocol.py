@@ -99,7 +99,7 @@ class Store(Protocol):
         """Every session row, oldest first (exports)."""
 
     def has_query_hashes(self) -> bool:
-        """Whether any session on record carries a query hash."""
+        """Whether any session or judged pair on record carries a query hash."""
 
     def swap_setting(self, key: str, value: str) -> str | None:
         """Store ``value`` under ``key`` (an installation setting) and return what was stored
@@ -145,11 +145,12 @@ class Store(Protocol):
         batch_id: str | None = None,
         item: Any = None,
         item_digest: str | None = None,
+        prompt_id: str | None = None,
     ) -> None:
         """Write a finished comparison or grade (``outcome``), its passes and call log, and
         inside a batch its item (``item``: a ``BatchItem``; ``item_digest``: a digest of its
-        content) in one transaction. A failed item is replaced (a resumed batch); a finished
-        one raises ``CouncilFailure``."""
+        content; ``prompt_id``: its prompt's query hash, or None) in one transaction. A failed
+        item is replaced (a resumed batch); a finished one raises ``CouncilFailure``."""
 
     def judged_pairs(self, *, since: str | None = None) -> list[dict[str, Any]]:
         """Every judged pair the leaderboard counts, oldest first, with its answers' lengths and

@@ -454,8 +454,11 @@ class SQLiteStore(GroupCommit, SharedOperations):
         return row[0] if row else None
 
     def has_query_hashes(self) -> bool:
-        """Whether any session on record carries a query hash (made with the salt of the time)."""
-        return bool(list(self.db.execute("SELECT 1 FROM sessions WHERE query_hash IS NOT NULL LIMIT 1")))
+        """Whether any session or judged pair (its ``prompt_id``, m018) on record carries a query
+        hash (made with the salt of the time)."""
+        sql = ("SELECT 1 FROM sessions WHERE query_hash IS NOT NULL UNION ALL "
+               "SELECT 1 FROM judgment_runs WHERE prompt_id IS NOT NULL LIMIT 1")  # fmt: skip
+        return bool(list(self.db.execute(sql)))
 
     # -- session events ------------------------------------------------------
     def append_events(self, session_id: str, events: Sequence[dict[str, Any]]) -> None:

@@ -135,3 +135,22 @@ async def test_a_worker_waits_for_items_a_stopped_worker_held_and_judges_them(tm
         assert len(seen) == 1 and "waiting for 1 item(s) held by another worker" in seen[0], seen
     finally:
         store.close()
+
+
+def test_a_worker_keeps_prompt_ids_when_its_config_hashes_queries(tmp_path):
+    """``[privacy] hash_queries`` of the worker's --config: each judged pair keeps its prompt's
+    salted query hash (m018), the one the bias records use; without it, none."""
+    from council.bias.records import QueryHasher
+
+    rows = [{**pair(i), "model_a": "fake/x", "model_b": "fake/y"} for i in range(3)]
+    path = write_batch(tmp_path / "b.jsonl", rows)
+    enqueue(path, "--batch-id", "hashed")
+    cfg = tmp_path / "hashing.toml"
+    cfg.write_text("[privacy]\nhash_queries = true\n", encoding="utf-8")
+    assert invoke_cli("worker", "--config", str(cfg)).exit_code == 0
+    stored = db_rows(tmp_path / "council-home", "select prompt_id from judgment_runs order by model_a, id")
+    hasher = QueryHasher(tmp_path / "council-home")
+    assert sorted(r[0] for r in stored) == sorted(hasher.hash(r["prompt"]) for r in rows)
+    enqueue(write_batch(tmp_path / "c.jsonl", [{**pair(9), "model_a": "fake/x", "model_b": "fake/y"}]))
+    assert invoke_cli("worker").exit_code == 0
+    assert len(db_rows(tmp_path / "council-home", "select 1 from judgment_runs where prompt_id is null")) == 1

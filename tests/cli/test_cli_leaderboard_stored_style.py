@@ -82,7 +82,8 @@ def test_lengths_are_those_of_the_answers_judged(tmp_path, council_home):
         (len(r["a"]), len(r["b"])) for r in rows
     )
     assert set(lines[0]) == {"run_id", "created_at", "model_a", "model_b", "winner", "length_a", "length_b",
-                             "markdown_a", "markdown_b"}  # fmt: skip
+                             "markdown_a", "markdown_b", "prompt_id"}  # fmt: skip
+    assert all(line["prompt_id"] is None for line in lines)  # queries are not hashed here
     schema = json.loads((ROOT / "docs/schemas/export-judged-pairs.schema.json").read_text(encoding="utf-8"))
     for line in lines:
         Draft202012Validator(schema).validate(line)
@@ -162,3 +163,54 @@ def test_lc_against_a_baseline_says_why_it_is_missing_for_sessions_only(tmp_path
         out = json.loads(res.stdout)
         assert len(out["models"]) == 3 and all(m["lc_win_rate"] in (None, 50.0) for m in out["models"])
         assert any("--source sessions and --council leave out" in n for n in out["notes"]), out["notes"]
+
+
+def test_with_hashed_queries_the_stored_lc_win_rate_has_instruction_difficulty(
+    tmp_path, council_home, url_store, monkeypatch
+):
+    """Judged pairs carry the salted hash of their prompt as prompt_id (m018): the stored
+    --baseline gives the numbers of the exported file, both with instruction difficulty."""
+    monkeypatch.setenv("COUNCIL_HASH_QUERIES", "1")
+    _batch(tmp_path)
+    exported = _export(tmp_path)
+    lines = [json.loads(line) for line in exported.read_text(encoding="utf-8").splitlines()]
+    assert all(len(line["prompt_id"]) == 64 for line in lines) and len({line["prompt_id"] for line in lines}) == 24
+    stored = _board("--source", "judgments", "--baseline", "fake/z")
+    from_file = _board("--judgments", str(exported), "--baseline", "fake/z")
+    assert _numbers(stored) == _numbers(from_file)
+    assert not any("prompt_id" in n for n in stored["notes"]), stored["notes"]
+    without = tmp_path / "without.jsonl"
+    without.write_text("".join(json.dumps({**line, "prompt_id": None}) + "\n" for line in lines))
+    plain = _board("--judgments", str(without), "--baseline", "fake/z")
+    assert [m["lc_win_rate"] for m in plain["models"]] != [m["lc_win_rate"] for m in stored["models"]]
+
+
+def test_pairs_without_a_prompt_id_are_counted_in_the_note(tmp_path, council_home, monkeypatch):
+    monkeypatch.setenv("COUNCIL_HASH_QUERIES", "1")
+    _batch(tmp_path)
+    db = sqlite3.connect(council_home / "council.db")
+    with db:  # three pairs against the baseline recorded before prompt ids were kept
+        db.execute("UPDATE judgment_runs SET prompt_id = NULL WHERE id IN (SELECT id FROM judgment_runs WHERE "
+                   "kind = 'compare' AND 'fake/z' IN (model_a, model_b) ORDER BY id LIMIT 3)")  # fmt: skip
+    db.close()
+    stored = _board("--source", "judgments", "--baseline", "fake/z")
+    assert any("3 of 16" in n and "prompt_id" in n for n in stored["notes"]), stored["notes"]
+
+
+def test_a_salt_file_it_cannot_use_stops_the_batch_before_judging_with_one_line(tmp_path, council_home, monkeypatch):
+    monkeypatch.setenv("COUNCIL_HASH_QUERIES", "1")
+    monkeypatch.setenv("COUNCIL_SALT_FILE", str(tmp_path / "missing-salt"))
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps({"id": "o", "prompt": "Q?", "a": "a", "b": "b", "model_a": "fake/x",
+                                "model_b": "fake/y"}) + "\n")  # fmt: skip
+    res = invoke_cli("batch", str(path), "--judge", "fake/j")
+    errors = [line for line in res.error_lines if line.startswith("error:")]
+    assert res.exit_code == 2 and len(errors) == 1 and "COUNCIL_SALT_FILE" in errors[0], res.stderr
+    assert "Traceback" not in res.stderr
+    db = sqlite3.connect(council_home / "council.db")
+    assert db.execute("SELECT count(*) FROM calls").fetchone() == (0,)  # stopped before any judge was asked
+    db.close()
+    monkeypatch.delenv("COUNCIL_SALT_FILE")
+    res = invoke_cli("batch", str(path), "--judge", "fake/j", "--resume")  # the queued item is judged now
+    assert res.exit_code == 0, res.stderr
+    assert len(_board("--source", "judgments")["models"]) == 2

@@ -262,6 +262,32 @@ async def test_judged_pairs_keep_their_answers_lengths_and_markdown_counts(store
     assert store_backend.judged_pairs(since="2999-01-01T00:00:00.000000+00:00") == []
 
 
+@pytest.mark.parametrize("hashing", [True, False])
+async def test_judged_pairs_carry_the_prompts_salted_hash_only_when_queries_are_hashed(
+    store_backend, council_home, monkeypatch, hashing
+):
+    """prompt_id (m018) is the bias records' query hash of the prompt (docs/methods.md,
+    "Length-controlled win rate"); with hashing off it stays NULL: no unsalted digest, no text."""
+    from council.bias.records import QueryHasher
+
+    monkeypatch.setenv("COUNCIL_HASH_QUERIES", "1" if hashing else "0")
+    lines = [{"id": f"h{i}", "prompt": ("Same?", "Same?", "Other?")[i], "a": "a" * (i + 1), "b": "b",
+              "model_a": "fake/x", "model_b": "fake/y"} for i in range(3)]  # fmt: skip
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    await run_batch(parse_batch(text, "h.jsonl"), settings=BatchSettings(judges=["fake/j"]), judges=[fake_client()],
+                    store=store_backend, keep_text=False, batch_id="bh", source="h.jsonl",
+                    content_sha256=content_digest(text))  # fmt: skip
+    ids = [p["prompt_id"] for p in store_backend.judged_pairs()]
+    # a lost salt is warned about when prompt ids made with it are on record, as for sessions' hashes
+    assert store_backend.has_query_hashes() is hashing
+    if not hashing:
+        assert ids == [None, None, None]
+        return
+    expected = QueryHasher(council_home).hash("Same?")
+    assert sorted(ids) == sorted([expected, expected, QueryHasher(council_home).hash("Other?")])
+    assert len(set(ids)) == 2 and all(len(i) == 64 for i in ids)
+
+
 def queued(i: int, text: str = "") -> dict:
     item = {"id": f"q{i}", "mode": "pairwise", "line": i + 1, "prompt": f"Q{i}?{text}", "a": "yes", "b": "no"}
     return {"item_id": f"q{i}", "position": i + 1, "digest": f"d{i}{text}", "item": item}
