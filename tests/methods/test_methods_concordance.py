@@ -386,7 +386,9 @@ def test_a_null_computed_ahead_is_the_one_the_test_uses_and_is_not_drawn_again(m
     cold = concordance.agreement(ballots)
     assert cold is not None and cold.p_method == "monte-carlo"
     draws = []
-    monkeypatch.setattr(concordance, "_sampled_null", concordance._Once(lambda *a: draws.append(a) or concordance._draw_null(*a)))
+    monkeypatch.setattr(
+        concordance, "_sampled_null", concordance._Once(lambda *a: draws.append(a) or concordance._draw_null(*a))
+    )
     job = concordance.null_job([sorted(b) for b in ballots])
     assert job is not None and draws == []
     job()
