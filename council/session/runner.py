@@ -418,7 +418,7 @@ class SessionRunner:
                 self._record_failure(run, f"{type(exc).__name__}: {exc}")
             raise
 
-    def _prepare_agreement(self, members: Sequence[str]) -> asyncio.Future[None] | None:
+    def _prepare_agreement(self, members: Sequence[str]) -> asyncio.Task[None] | None:
         """Start computing, in a worker thread, the null distribution the consensus's agreement
         test needs if every reviewer ranks these members' answers. It depends only on which
         answers each ballot holds, not on their order (docs/methods.md, "Kendall's W"), and for
@@ -426,7 +426,13 @@ class SessionRunner:
         instead of between the reviews and the chairman's call. None: nothing left to compute."""
         c = self.council
         job = null_job([[m for m in members if not (c.self_review == "exclude" and m == r.id)] for r in c.reviewers])
-        return None if job is None else asyncio.get_running_loop().run_in_executor(None, job)
+        if job is None:
+            return None
+
+        async def in_worker() -> None:  # a task: it starts after the stage's calls have set off
+            await asyncio.get_running_loop().run_in_executor(None, job)
+
+        return asyncio.create_task(in_worker())
 
     def _budget_reached(self) -> BudgetReached | None:
         """The spend cap's stop, when a call of this council was refused by it."""
@@ -501,7 +507,7 @@ class SessionRunner:
                 _emit_answer(run, a)
         else:
             answering = asyncio.gather(*(self._answer(run, m) for m in c.members))
-            self._prepare_agreement([m.id for m in c.members])
+            _ahead = self._prepare_agreement([m.id for m in c.members])  # for when every member answers
             answers = list(await answering)
         run.answers = answers
         for a in answers:
