@@ -204,6 +204,21 @@ def test_sqlite_utils_is_loaded_without_numpy_and_numpy_still_imports_after():
     assert out == ["True", "numpy"]
 
 
+def test_opening_the_store_scans_no_installed_package_for_sqlite_utils_plugins(tmp_path):
+    # Loading sqlite-utils' plugins reads every installed distribution's entry points (10-20 ms
+    # of every command's start); the store's connection is council's own, so it runs none.
+    code = (
+        "from council.storage import SQLiteStore\n"
+        "import sqlite_utils.plugins\n"
+        "store = SQLiteStore.open()\n"
+        "store.close()\n"
+        "print(sqlite_utils.plugins._plugins_loaded, store.db.conn is not None)\n"
+    )
+    env = {**os.environ, "COUNCIL_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["False", "True"], out.stderr
+
+
 def test_structlog_is_loaded_without_rich_and_rich_still_imports_after():
     code = (
         "import sys\n"
