@@ -51,3 +51,42 @@ def test_a_prompt_that_fits_is_answered(served):
     # The members answer; the reviews' prompts (every answer) do not fit 2,000 tokens: partial, not a 400.
     assert reply.status_code == 200, reply.text
     assert reply.json()["council"]["status"] == "partial"
+
+
+async def test_a_session_run_before_its_stream_is_replayed_whole_or_answered_with_its_error():
+    """``_run_first`` (the path a too-large streamed request takes): a session that still ends
+    well is streamed as it ran; one that fails is its error response, its events kept."""
+    from council.errors import PromptTooLarge
+    from council.server.background import EventLog
+    from council.server.chat import _run_first
+
+    class Store:
+        def __init__(self) -> None:
+            self.events: list[dict] = []
+
+        def append_events(self, session_id: str, batch: list[dict]) -> None:
+            self.events += batch
+
+    class Event:
+        session_id = "s"
+
+        def model_dump(self, mode: str) -> dict:
+            return {"session_id": "s", "type": "notice"}
+
+    class Stub:
+        def __init__(self, fail: bool) -> None:
+            self.fail = fail
+
+        async def stream(self, *_, **__):
+            yield Event()
+            if self.fail:
+                raise PromptTooLarge("too large: [models.a] tpm = 1")
+            yield "result"
+
+    store = Store()
+    replay, failure = await _run_first(Stub(fail=False), "q", [], None, None, EventLog(store))
+    assert failure is None and [item async for item in replay.stream()][1] == "result"
+    assert store.events == []  # added as the replay streams them, once
+    _, failure = await _run_first(Stub(fail=True), "q", [], None, None, EventLog(store))
+    assert failure.status_code == 400 and b"context_length_exceeded" in failure.body
+    assert store.events == [{"session_id": "s", "type": "notice"}]
