@@ -167,6 +167,8 @@ class SessionRunner:
         as :meth:`run` then finds (``PromptTooLarge``). The server asks before a stream starts."""
         refused = 0
         for member in self.council.members:
+            if member.spec.tpm is None:  # nothing to count: the common case costs no prompt building
+                continue
             try:
                 self.clients[member.id].call_tokens(self._member_request(member.id, question, history))
             except RequestTooLarge:
