@@ -525,7 +525,10 @@ class SessionRunner:
             message = f"only {len(usable)} of {len(answers)} members answered (quorum {needed}): {causes}"
             if run.failures and all(f.member in run.too_large for f in run.failures):
                 # The request itself is what no member could take: the caller's to change.
-                raise PromptTooLarge(f"the request is too large for the members' token limits (tpm): {message}")
+                raise PromptTooLarge(
+                    f"the request is too large for the members' token limits (shorten it, or raise tpm or "
+                    f"lower max_tokens): {message}"
+                )
             raise QuorumError(message)
         if len(usable) < len(answers):
             run.partial_reasons.append(f"{len(answers) - len(usable)} of {len(answers)} members failed to answer")
