@@ -511,6 +511,7 @@ class SessionRunner:
             detail="members answer",
             expected=len(c.members) if candidates is None else len(candidates),
         )
+        ahead: asyncio.Task[None] | None = None  # the agreement test's null, computing during the calls
         if candidates is not None:
             answers = [
                 MemberAnswer(
@@ -527,7 +528,7 @@ class SessionRunner:
                 _emit_answer(run, a)
         else:
             answering = asyncio.gather(*(self._answer(run, m) for m in c.members))
-            _ahead = self._prepare_agreement([m.id for m in c.members])  # for when every member answers
+            ahead = self._prepare_agreement([m.id for m in c.members])  # for when every member answers
             answers = list(await answering)
         run.answers = answers
         for a in answers:
@@ -557,7 +558,8 @@ class SessionRunner:
             StageStarted, stage="review", detail="reviewers rank the anonymised answers", expected=len(c.reviewers)
         )
         reviewing = asyncio.gather(*(self._review(run, r, usable) for r in c.reviewers))
-        prepared = self._prepare_agreement(list(usable))
+        every_member = candidates is None and len(usable) == len(c.members)
+        prepared = ahead if every_member else self._prepare_agreement(list(usable))
         reviewed = await reviewing
         reviews = [r for r in reviewed if r is not None]
         for r in reviews:
