@@ -77,19 +77,19 @@ class Agreement(BaseModel):
     answers: int
 
 
-T = TypeVar("T")
+_T = TypeVar("_T")
 
 
-class _Once(Generic[T]):
+class _Once(Generic[_T]):
     """A function's values cached per arguments, each computed once even when threads ask together.
 
     The null distributions are computed ahead of need in a worker thread (:func:`null_job`); a
     second caller of the same design waits for that computation instead of repeating it. The
     least recently used values beyond ``maxsize`` are dropped."""
 
-    def __init__(self, fn: Callable[..., T], maxsize: int = 64) -> None:
+    def __init__(self, fn: Callable[..., _T], maxsize: int = 64) -> None:
         self.fn, self.maxsize = fn, maxsize
-        self.values: OrderedDict[Hashable, T] = OrderedDict()
+        self.values: OrderedDict[Hashable, _T] = OrderedDict()
         self.locks: dict[Hashable, threading.Lock] = {}
         self.guard = threading.Lock()
 
@@ -100,7 +100,7 @@ class _Once(Generic[T]):
     def cached(self, *args: Any, **kwargs: Any) -> bool:
         return self.key(args, kwargs) in self.values
 
-    def __call__(self, *args: Any, **kwargs: Any) -> T:
+    def __call__(self, *args: Any, **kwargs: Any) -> _T:
         key = self.key(args, kwargs)
         with self.guard:
             if key in self.values:
