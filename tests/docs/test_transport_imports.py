@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from mock_server import start_mock_server
@@ -149,6 +150,70 @@ def test_a_larger_councils_agreement_test_is_not_drawn_on_the_event_loop(tmp_pat
     assert len(ballots) == 5
     assert agreement == recompute(ballots).model_dump()
     assert result["consensus"]["kendall_w_p_value"] == agreement["p_value"]
+
+
+#: What a run needs only once its replies are in: the result and bias-record models, the
+#: rendering (rich). Each is imported where it is used, never before the first call.
+LATER = [
+    "rich",
+    "council.cli.render",
+    "council.session.results",
+    "council.bias.records",
+    "council.methods.bias_indicators",
+]
+#: Notes what is loaded when the first connection to the mock opens, and the thread that first
+#: asks for each module of LATER; then runs a command as PROBE does.
+FIRST_CALL_PROBE = f"""
+import json, sys, threading
+LATER = {LATER!r}
+port = int(sys.argv.pop(1))
+at_first_call, first_thread = [], {{}}
+def hook(event, args):
+    if event == "socket.connect" and not at_first_call and isinstance(args[1], tuple) and args[1][1] == port:
+        at_first_call.append(sorted(m for m in LATER if m in sys.modules))
+sys.addaudithook(hook)
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name in LATER and name not in first_thread:
+            first_thread[name] = "main" if threading.current_thread() is threading.main_thread() else "worker"
+        return None
+sys.meta_path.insert(0, Watch())
+sys.argv = ["council", *sys.argv[1:]]
+from council.cli.main import main
+try:
+    main(exit_fast=False)
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+sys.stderr.write("\\nPROBE " + json.dumps({{"code": code, "at_first_call": at_first_call, "first_thread": first_thread,
+                                           "at_exit": sorted(m for m in LATER if m in sys.modules)}}) + "\\n")
+"""
+
+
+@pytest.mark.parametrize("args", [["run", "Why is the sky blue?"], ["run", "Why is the sky blue?", "--json"]])
+def test_a_run_sends_its_first_call_before_importing_what_it_needs_only_after(tmp_path, args):
+    # Results, bias records and rendering (40-60 ms of imports) are imported in a worker thread
+    # while the first calls are in flight: neither the first call nor the last reply waits.
+    with start_mock_server(latency=0.5) as slow:
+        names = ["a", "b", "c", "d", "e"]
+        lines = ["[councils.default]", f"members = {json.dumps(names)}", 'chairman = "a"']
+        for n in names:
+            lines += [f"[models.{n}]", f'model = "openai/mock-{n}"', f'api_base = "{slow.base_url}"']
+        (tmp_path / "council.toml").write_text("\n".join(lines) + "\n")
+        env = {**os.environ, "COUNCIL_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+        env.pop("COUNCIL_CONFIG", None)
+        port = str(urlsplit(slow.base_url).port)
+        proc = subprocess.run([sys.executable, "-c", FIRST_CALL_PROBE, port, *args], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+    line = next((x for x in proc.stderr.splitlines() if x.startswith("PROBE ")), None)
+    assert line is not None, proc.stderr
+    report = json.loads(line.removeprefix("PROBE "))
+    assert report["code"] in (0, None), proc.stderr
+    assert report["at_first_call"] == [[]], report
+    assert report["at_exit"] == sorted(LATER), report
+    # The worker starts as the calls set off; the replies come 0.5 s later.
+    assert report["first_thread"] == dict.fromkeys(LATER, "worker"), report
 
 
 @pytest.mark.parametrize("args", [["bias-report", "--json"], ["sessions", "list"], ["--help"]])
