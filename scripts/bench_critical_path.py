@@ -138,20 +138,21 @@ async def raw_stage(base_url: str, n: int, repeats: int) -> float:
     return statistics.median(spans)
 
 
-#: Runs the command with every model call's start and end noted (wall clock), printed at exit.
+#: Runs the command with every model call's start and end noted (wall clock, and the CPU time of
+#: the main thread, which runs the event loop: what the calls wait for), printed at exit.
 MARKS_PROBE = """
 import atexit, json, sys, time
 from council.providers.client import ModelClient
 calls = []
 complete = ModelClient.complete
 async def noted(self, request, *, stage, **kwargs):
-    t0 = time.time()
+    t0, c0 = time.time(), time.thread_time()
     try:
         return await complete(self, request, stage=stage, **kwargs)
     finally:
-        calls.append((stage, t0, time.time()))
+        calls.append((stage, t0, time.time(), c0, time.thread_time()))
 ModelClient.complete = noted
-atexit.register(lambda: sys.stderr.write("\\nMARKS " + json.dumps(calls) + "\\n"))
+atexit.register(lambda: sys.stderr.write("\\nMARKS " + json.dumps([calls, time.thread_time()]) + "\\n"))
 sys.argv = ["council", *sys.argv[1:]]
 from council.cli.main import main
 main()
@@ -164,18 +165,24 @@ MARKS = [
     "stage 3",
     "last reply → exit",
     "total",
+    "main thread CPU before the 1st call",
+    "main thread CPU after the last reply",
 ]
 
 
-def marks_of(calls: list[tuple[str, float, float]], started: float, ended: float) -> dict[str, float]:
-    """The phases of one process, in ms, from its calls' (stage, start, end)."""
+def marks_of(noted: list[Any], started: float, ended: float) -> dict[str, float]:
+    """The phases of one process, in ms, from its calls' (stage, start, end, CPU at start, CPU
+    at end) and the main thread's CPU at exit."""
+    calls, cpu_at_exit = noted
 
     def span(stage: str) -> tuple[float, float]:
-        of = [(a, b) for s, a, b in calls if s == stage]
+        of = [(c[1], c[2]) for c in calls if c[0] == stage]
         return min(a for a, _ in of), max(b for _, b in of)
 
     (a1, b1), (a2, b2), (a3, b3) = span("answer"), span("review"), span("synthesis")
-    ms = [a1 - started, b1 - a1, b2 - a2, a3 - b2, b3 - a3, ended - max(b for _, _, b in calls), ended - started]
+    last = max(calls, key=lambda c: c[2])
+    ms = [a1 - started, b1 - a1, b2 - a2, a3 - b2, b3 - a3, ended - last[2], ended - started]
+    ms += [min(c[3] for c in calls), cpu_at_exit - last[4]]
     return {k: v * 1000 for k, v in zip(MARKS, ms, strict=True)}
 
 
@@ -293,7 +300,7 @@ def process_part(args: argparse.Namespace) -> bool:
         print(f"where the time goes ({len(r['phases'])} processes under a probe; median (min) ms; wall clock):")
         for mark in MARKS:
             values = [p[mark] for p in r["phases"]]
-            print(f"  {mark:<20} {statistics.median(values):>7.0f} ({min(values):.0f})")
+            print(f"  {mark:<36} {statistics.median(values):>7.0f} ({min(values):.0f})")
     print(f"goal whole process ≤ {PROCESS_GOAL} × critical path: {verdict} ({ratio:.3f})")
     return ratio <= PROCESS_GOAL
 
