@@ -1,0 +1,93 @@
+"""``council serve --workers N``: N real server processes on one port, one shared store.
+
+Sessions answered by different processes land in the same store, each written whole (its
+answers, reviews, calls and events), and a clean stop ends every process's lease, so no session
+is left ``running``. On SQLite (WAL, one file) and on PostgreSQL alike.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+from conftest import invoke_cli
+from mock_server import start_mock_server
+from serve_helpers import council_serve
+
+pytestmark = pytest.mark.slow  # real server processes
+
+MEMBERS = ("a", "b", "c")
+
+
+def rows(url: str, sql: str) -> list[tuple]:
+    if url.startswith("sqlite:///"):
+        db = sqlite3.connect(url.removeprefix("sqlite:///"), timeout=30)
+        try:
+            return db.execute(sql).fetchall()
+        finally:
+            db.close()
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return conn.execute(sql).fetchall()
+
+
+def ask(base: str, i: int) -> str:
+    """One chat completion on a connection of its own (so the processes share them); its session id."""
+    body = {"model": "default", "messages": [{"role": "user", "content": f"question {i}: why is the sky blue?"}]}
+    reply = httpx.post(f"{base}/v1/chat/completions", json=body, headers={"connection": "close"}, timeout=60)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["council"]["status"] == "complete"
+    return reply.json()["council"]["session_id"]
+
+
+def test_sessions_served_by_two_processes_land_whole_in_one_store(tmp_path, backend_url):
+    config = tmp_path / "council.toml"
+    with start_mock_server(latency=0.05) as mock:
+        lines = ["[councils.default]", f"members = {list(MEMBERS)!r}".replace("'", '"'), 'chairman = "a"']
+        for alias in MEMBERS:
+            lines += [f"[models.{alias}]", f'model = "openai/mock-{alias}"', f'api_base = "{mock.base_url}"']
+        config.write_text("\n".join(lines) + "\n")
+        home = tmp_path / "home"
+        home.mkdir()
+        ids: list[str] = []
+        owners: set[int] = set()
+        env = {"COUNCIL_DATABASE_URL": backend_url}
+        with council_serve(config, home, "--workers", "2", env=env) as served:
+            assert "processes: 2" in "".join(served.lines)
+            with ThreadPoolExecutor(12) as pool:
+                # Both processes accept on the one socket; which one takes a connection is the
+                # kernel's choice, so ask in rounds until both have answered.
+                for round_ in range(15):
+                    ids += pool.map(lambda i: ask(served.base, i), range(round_ * 12, round_ * 12 + 12))
+                    owners = {pid for (pid,) in rows(backend_url, "SELECT DISTINCT owner_pid FROM sessions")}
+                    if len(owners) >= 2:
+                        break
+            # Any process streams any session's events: they come from the store.
+            for session_id in ids[:3]:
+                events = httpx.get(f"{served.base}/v1/sessions/{session_id}/events", timeout=30).text
+                assert events.count("event: session_finished") == 1
+    assert len(owners) == 2, "both server processes answered sessions"
+    assert len(set(ids)) == len(ids)
+    stored = dict(rows(backend_url, "SELECT id, status FROM sessions"))
+    assert stored == {session_id: "complete" for session_id in ids}  # every session, complete, nothing else
+    per_session = {
+        "answers": len(MEMBERS),
+        "reviews": len(MEMBERS),
+        "calls": 2 * len(MEMBERS) + 1,
+    }
+    for table, expected in per_session.items():
+        counts = dict(rows(backend_url, f"SELECT session_id, count(*) FROM {table} GROUP BY session_id"))
+        assert counts == {session_id: expected for session_id in ids}, table
+    finished = rows(backend_url, "SELECT session_id FROM session_events WHERE type = 'session_finished'")
+    assert sorted(s for (s,) in finished) == sorted(ids)
+    # A clean stop: every process ended its lease (nothing for the next one to mark interrupted).
+    assert rows(backend_url, "SELECT count(*) FROM leases") == [(0,)]
+
+
+def test_workers_must_be_a_positive_count():
+    result = invoke_cli("serve", "--workers", "0")
+    assert result.exit_code == 2
+    assert "--workers" in result.stderr and "Traceback" not in result.stderr
