@@ -140,11 +140,12 @@ class _Run:
         """Number, time-stamp and hand one event to the sink, as the session's privacy allows."""
         if self.on_event is None:
             return
-        event = private_view(event_type(session_id=self.session_id, **fields))
+        # Numbered and stamped as it is made: one model per event, no copy (a busy server makes thousands a second).
+        event = private_view(event_type(session_id=self.session_id, seq=self.seq + 1, at=utc_now(), **fields))
         if event is None:
             return
         self.seq += 1
-        self.on_event(event.model_copy(update={"seq": self.seq, "at": utc_now()}))
+        self.on_event(event)
 
 
 class SessionRunner:
