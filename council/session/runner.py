@@ -50,7 +50,13 @@ from council.session.events import (
     synthesis_fields,
 )
 from council.session.results import Failure, MemberAnswer, Review, SessionResult, SessionStatus, Synthesis
-from council.session.schemas import PEER_REVIEW_SCHEMA_NAME, answer_labels, peer_review_model, peer_review_schema
+from council.session.schemas import (
+    PEER_REVIEW_SCHEMA_NAME,
+    answer_labels,
+    peer_review_model,
+    peer_review_schema,
+    peer_review_schema_text,
+)
 from council.storage import Store
 from council.usage import CallLog, Usage
 
@@ -199,7 +205,10 @@ class SessionRunner:
         model = peer_review_model(tuple(labels), c.scale)
         schema = peer_review_schema(tuple(labels), c.scale)
         messages = prompts.review_messages(
-            run.question, [(lab, self._review_text(answers[m])) for lab, m in label_to_member.items()], c.scale, schema
+            run.question,
+            [(lab, self._review_text(answers[m])) for lab, m in label_to_member.items()],
+            c.scale,
+            peer_review_schema_text(tuple(labels), c.scale),
         )
         review = Review(
             reviewer=reviewer.id,
