@@ -7,8 +7,12 @@ is left ``running``. On SQLite (WAL, one file) and on PostgreSQL alike.
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
+import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import pytest
@@ -85,6 +89,60 @@ def test_sessions_served_by_two_processes_land_whole_in_one_store(tmp_path, back
     assert sorted(s for (s,) in finished) == sorted(ids)
     # A clean stop: every process ended its lease (nothing for the next one to mark interrupted).
     assert rows(backend_url, "SELECT count(*) FROM leases") == [(0,)]
+
+
+def server_processes(supervisor: int) -> set[int]:
+    """The supervisor's worker processes (not multiprocessing's resource tracker)."""
+    found = set()
+    for task in Path(f"/proc/{supervisor}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            try:
+                if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                    found.add(int(child))
+            except FileNotFoundError:  # ended since it was listed
+                pass
+    return found
+
+
+def wait_for(what, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while not (found := what()):
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+    return found
+
+
+def test_a_killed_server_process_is_replaced_and_its_session_recorded_interrupted(tmp_path, backend_url):
+    config = tmp_path / "council.toml"
+    with start_mock_server(latency=0.02, slow_seconds=60) as mock:
+        models = {"a": "mock-a", "b": "mock-b", "c": "mock-c", "slow": "mock-s+slow"}
+        lines = ["[councils.default]", 'members = ["a", "b", "c"]', 'chairman = "a"']
+        lines += ["[councils.slow]", 'members = ["a", "b", "slow"]', 'chairman = "a"']
+        for alias, model in models.items():
+            lines += [f"[models.{alias}]", f'model = "openai/{model}"', f'api_base = "{mock.base_url}"', "retries = 0"]
+        config.write_text("\n".join(lines) + "\n")
+        home = tmp_path / "home"
+        home.mkdir()
+        env = {"COUNCIL_DATABASE_URL": backend_url, "COUNCIL_LEASE_SECONDS": "1"}
+        with council_serve(config, home, "--workers", "2", env=env) as served:
+            reply = httpx.post(f"{served.base}/v1/sessions", json={"council": "slow", "question": "q?"}, timeout=30)
+            assert reply.status_code == 202, reply.text
+            stuck = reply.json()["session_id"]
+            [(victim,)] = wait_for(lambda: rows(backend_url, f"SELECT owner_pid FROM sessions WHERE id = '{stuck}'"))
+            supervisor = int(Path(f"/proc/{victim}/status").read_text().split("PPid:")[1].split()[0])
+            assert victim in server_processes(supervisor) and len(server_processes(supervisor)) == 2
+            os.kill(victim, signal.SIGKILL)
+            # uvicorn's supervisor starts a new process in its place; the other one serves meanwhile.
+            wait_for(lambda: len(server_processes(supervisor) - {victim}) == 2)
+            after = [ask(served.base, i) for i in range(4)]
+            # The killed process's lease lapses (1 s here): the next process to open the store
+            # marks its session interrupted, keeping what it wrote.
+            time.sleep(1.5)
+            assert invoke_cli("sessions", "list", env={"COUNCIL_DATABASE_URL": backend_url}).exit_code == 0
+            status = dict(rows(backend_url, "SELECT id, status FROM sessions"))
+    assert status[stuck] == "interrupted"
+    assert [status[s] for s in after] == ["complete"] * 4
+    assert rows(backend_url, "SELECT count(*) FROM leases")[0][0] <= 1  # the dead one's, at most, until swept
 
 
 def test_workers_must_be_a_positive_count():
