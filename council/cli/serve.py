@@ -63,6 +63,11 @@ def serve(
     hosts = [check_allowed_host(name) for name in allowed_hosts]
     loaded = load_config(config_path)
     councils = [resolve_council(loaded, name) for name in loaded.config.councils]  # fail now, not on a request
+    from council.storage import open_store
+
+    # A store that cannot be opened (unreachable, refused, read-only) is one line now, not a
+    # traceback from every server process's start-up; its migrations run once, here.
+    open_store().close()
     import uvicorn
 
     options = WorkerOptions(

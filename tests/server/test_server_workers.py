@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import invoke_cli
+from conftest import council_process, invoke_cli
 from mock_server import start_mock_server
 from serve_helpers import council_serve
 
@@ -149,3 +149,16 @@ def test_workers_must_be_a_positive_count():
     result = invoke_cli("serve", "--workers", "0")
     assert result.exit_code == 2
     assert "--workers" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_store_that_cannot_be_reached_is_one_line_before_any_process_starts(tmp_path, workers):
+    config = tmp_path / "council.toml"
+    config.write_text('[councils.default]\nmembers = ["a"]\n[models.a]\nmodel = "openai/m"\napi_base = "http://127.0.0.1:9"\n')
+    url = f"postgresql://council@/nope?host={tmp_path}/no-such-dir"
+    result = council_process("serve", "--config", str(config), "--port", "0", "--workers", workers,
+                             home=tmp_path, env={"COUNCIL_DATABASE_URL": url}, timeout=60)  # fmt: skip
+    stderr = result.stderr.decode()
+    assert result.returncode == 1, stderr
+    assert len(stderr.strip().splitlines()) == 1 and "cannot connect to the PostgreSQL store" in stderr
+    assert "Traceback" not in stderr and "council serve: http" not in stderr
