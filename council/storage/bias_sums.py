@@ -4,16 +4,18 @@ Every statistic is reduced to per-group sums (n, Σx, Σx², Σxy) by ``GROUP BY
 that covering indexes answer without touching the table (council.storage.bias_rows.INDEXES);
 council.bias combines the groups into the report. The rows are read in two passes, per
 review and per answer, plus the narrow position and scale indexes; everything else is
-computed from the groups those passes return. Records from files are loaded into an
-in-memory store with the same schema and go through the same queries: one code path.
+computed from the groups those passes return. The per-review pass reads the review sums kept
+as records are written (council.storage.bias_summaries: one row per review instead of one per
+record) whenever they answer the query exactly, and the rows otherwise. Records from files
+are loaded into an in-memory store with the same schema and go through the same queries:
+one code path.
 
 Checks that one record alone cannot show are made here too (docs/methods.md,
 "Record validation"): rows listed invalid by migration m005, and reviews — the records of one
 (session, reviewer) — whose positions are not one answer per position. The per-review
-pass is one ``GROUP BY`` over the review index that also yields the top-position test
-and the reviewers' sums, so the check costs no extra pass unless it finds something.
+pass is one ``GROUP BY`` that also yields the top-position test and the reviewers' sums, so
+the check costs no extra pass unless it finds something.
 """
-
 from __future__ import annotations
 
 import copy
