@@ -30,10 +30,14 @@ M017_INDEXES = {
     "idx_bias_records_scale": "scale_min, scale_max",
 }
 #: The indexes of ``bias_records`` from m019 on: what the bias report's passes read
-#: (council.storage.bias_sums) and nothing more, since each index costs every write. Per
-#: answer, covering; positions; the scales. The per-review pass reads the review sums
-#: (council.storage.bias_summaries) instead of a per-review index.
-INDEXES = {name: on for name, on in M017_INDEXES.items() if name != "idx_bias_records_review"}
+#: (council.storage.bias_sums) and nothing more, since each index costs every write: per
+#: answer, covering; positions. The per-review pass and the scales read the review sums
+#: (council.storage.bias_summaries) instead of the per-review and scale indexes.
+INDEXES = {
+    name: on
+    for name, on in M017_INDEXES.items()
+    if name not in ("idx_bias_records_review", "idx_bias_records_scale")
+}
 
 
 def record_rows(records: Iterable[Mapping[str, Any]]) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:

@@ -92,6 +92,11 @@ def rebuild_statements() -> list[str]:
     return [f"DELETE FROM {table}" for table, _, _ in _TABLES] + fold_statements("bias_records")
 
 
-#: m019 on both backends: the table, summed from the rows already stored; the per-review
-#: index of m017, which the report no longer reads, dropped.
-MIGRATION = [*create_statements(), *rebuild_statements(), "DROP INDEX IF EXISTS idx_bias_records_review"]
+#: m019 on both backends: the table, summed from the rows already stored; m017's per-review
+#: and scale indexes, which the report no longer reads, dropped.
+MIGRATION = [
+    *create_statements(),
+    *rebuild_statements(),
+    "DROP INDEX IF EXISTS idx_bias_records_review",
+    "DROP INDEX IF EXISTS idx_bias_records_scale",
+]

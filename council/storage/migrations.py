@@ -456,6 +456,6 @@ def m019_bias_summaries(db: Database) -> None:
     # The bias report's sums per review (council.storage.bias_summaries), kept by every later
     # write of records and built here from the rows already stored (every row kept): the
     # per-review pass reads one row per review instead of every record, so the per-review
-    # index, which cost every write, goes.
+    # and scale indexes, which cost every write, go.
     for statement in bias_summaries.MIGRATION:
         db.execute(statement)

@@ -218,7 +218,7 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     ),
     ("m018_judged_pair_prompt_ids", ["ALTER TABLE judgment_runs ADD COLUMN prompt_id TEXT"]),
     # The bias report's sums per review, built from the rows already stored, and the
-    # per-review index dropped (council.storage.bias_summaries: the same statements as SQLite's m019).
+    # per-review and scale indexes dropped (council.storage.bias_summaries: the same statements as SQLite's m019).
     ("m019_bias_summaries", bias_summaries.MIGRATION),
 ]
 
