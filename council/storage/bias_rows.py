@@ -34,9 +34,7 @@ M017_INDEXES = {
 #: answer, covering; positions. The per-review pass and the scales read the review sums
 #: (council.storage.bias_summaries) instead of the per-review and scale indexes.
 INDEXES = {
-    name: on
-    for name, on in M017_INDEXES.items()
-    if name not in ("idx_bias_records_review", "idx_bias_records_scale")
+    name: on for name, on in M017_INDEXES.items() if name not in ("idx_bias_records_review", "idx_bias_records_scale")
 }
 
 

@@ -2,9 +2,10 @@
 
 One summary table holds what the report's per-review pass needs, one row per review —
 (session, reviewer) — and per every value a filter can select (timestamp, council, the
-scale), so ``--since``, ``--council`` and the scale check read it exactly. Every write of records folds its rows in, in the same transaction, by one additive
-upsert (counts and sums add up, the packed top scores take the larger or smaller): records of
-one review written in separate calls add up to the review's row. Migration m019 and
+scale), so ``--since``, ``--council`` and the scale check read it exactly. Every write of
+records folds its rows in, in the same transaction, by one additive upsert (counts and sums
+add up, the packed top scores take the larger or smaller): records of one review written in
+separate calls add up to the review's row. Migration m019 and
 ``council store copy`` build them from the rows already stored.
 
 The report (council.storage.bias_sums) reads them when they answer its query exactly, and the

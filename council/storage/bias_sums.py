@@ -16,6 +16,7 @@ Checks that one record alone cannot show are made here too (docs/methods.md,
 pass is one ``GROUP BY`` that also yields the top-position test and the reviewers' sums, so
 the check costs no extra pass unless it finds something.
 """
+
 from __future__ import annotations
 
 import copy

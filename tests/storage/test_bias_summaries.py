@@ -116,7 +116,11 @@ QUERIES = st.builds(
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(records=record_sets(), cuts=st.lists(st.integers(0, 200), max_size=4), queries=st.lists(QUERIES, min_size=1, max_size=4))
+@given(
+    records=record_sets(),
+    cuts=st.lists(st.integers(0, 200), max_size=4),
+    queries=st.lists(QUERIES, min_size=1, max_size=4),
+)
 def test_the_summaries_give_the_sums_of_the_rows(records, cuts, queries, monkeypatch):
     # Written in several calls, cut anywhere: a review's records may land in separate calls.
     store = SQLiteStore.memory()
@@ -150,7 +154,9 @@ def test_a_record_written_past_the_summaries_sends_the_report_to_the_rows(monkey
     store.insert_bias_records([row("s1", "r1", m, i, 3 + i) for i, m in enumerate(MODELS)])
     extra = row("s1", "r2", "m0", 0, 9)
     names = ", ".join(extra)
-    store.db.execute(f"INSERT INTO bias_records ({names}) VALUES ({', '.join('?' for _ in extra)})", list(extra.values()))
+    store.db.execute(
+        f"INSERT INTO bias_records ({names}) VALUES ({', '.join('?' for _ in extra)})", list(extra.values())
+    )
     assert not sums_module._summaries_complete(store.db)
     seen = " ".join(statements(store, BiasQuery()))
     assert f"FROM {REVIEW_TABLE} WHERE" not in seen
