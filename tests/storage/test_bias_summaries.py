@@ -231,3 +231,32 @@ def test_a_reviewer_filter_with_a_council_or_since_filter_selects_the_reviewers_
         summed = store.bias_sums(query)
         assert summed.orderings == 1 and summed.top_positions == {4: [0, 0, 0, 1]}
     store.close()
+
+
+def test_writers_at_once_on_postgresql_add_up_in_the_summaries(postgres_url, monkeypatch):
+    # Four writers COPY the records of the same reviews at the same time, each through its
+    # own connection's staging table: every record is folded once, whatever commits first.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from council.storage import open_location
+    from council.storage.location import parse
+
+    store = open_location(parse(postgres_url))
+    try:
+        parts = [
+            [row(f"s{s}", f"r{w}", m, i, 1 + (s + i + w) % 10) for s in range(20) for i, m in enumerate(MODELS)]
+            for w in range(4)
+        ]
+        for part in parts:  # each writer splits its reviews over two calls
+            part.sort(key=lambda r: r["position"] % 2)
+        with ThreadPoolExecutor(4) as pool:
+            written = list(
+                pool.map(lambda p: store.insert_bias_records(p[:40]) + store.insert_bias_records(p[40:]), parts)
+            )
+        assert sum(written) == store.count("bias_records") == 320
+        assert sums_module._summaries_complete(store.db)
+        summed = store.bias_sums(BiasQuery())
+        assert summed.orderings == 80 and not summed.bad
+        close(summed, from_rows(store, BiasQuery(), monkeypatch))
+    finally:
+        store.close()
