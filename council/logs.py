@@ -19,6 +19,8 @@ import re
 import sys
 from typing import Any
 
+from council.redaction import REDACTED, redact, redact_data
+
 
 def _structlog() -> Any:
     """structlog, imported at the first event logged or rendered, not with this module: with
@@ -38,8 +40,6 @@ def _structlog() -> Any:
             del sys.modules["rich"]
     return structlog
 
-
-from council.redaction import REDACTED, redact, redact_data  # noqa: E402
 
 ROOT = "council"
 #: The levels ``COUNCIL_LOG_LEVEL`` accepts (any case); anything else is refused, not ignored.

@@ -3,7 +3,7 @@
 Every statistic is reduced to per-group sums (n, Σx, Σx², Σxy) by ``GROUP BY`` queries
 that covering indexes answer without touching the table (council.storage.bias_rows.INDEXES);
 council.bias combines the groups into the report. The rows are read in two passes, per
-review and per answer, plus the narrow position and scale indexes; everything else is
+review and per answer, plus the narrow position index; everything else is
 computed from the groups those passes return. The per-review pass reads the review sums kept
 as records are written (council.storage.bias_summaries: one row per review instead of one per
 record) whenever they answer the query exactly, and the rows otherwise. Records from files
@@ -128,13 +128,11 @@ class _Answers:
         # Session sums, x = length, y = mean score received: answers, records, then over the
         # answers with a length n, Σx, Σy, Σx², Σy², Σxy. Points: the first answers in (session
         # id, model) order; session ids are random UUIDs, so an arbitrary subset.
-        answers = f"""
-            SELECT session_id, model_id, COUNT(*) AS n, TOTAL({s}) AS total, {selected}
-                   AVG({length_column}) AS x, TOTAL(self_review) AS self_n, TOTAL(self_review * {s}) AS self_total
-            FROM bias_records"""
         sql = f"""
-            WITH a AS MATERIALIZED ({answers}
-                WHERE {f.base} AND session_id IS NOT NULL AND model_id IS NOT NULL
+            WITH a AS MATERIALIZED (
+                SELECT session_id, model_id, COUNT(*) AS n, TOTAL({s}) AS total, {selected}
+                       AVG({length_column}) AS x, TOTAL(self_review) AS self_n, TOTAL(self_review * {s}) AS self_total
+                FROM bias_records WHERE {f.base} AND session_id IS NOT NULL AND model_id IS NOT NULL
                 GROUP BY session_id, model_id)
             SELECT 0, NULL, COUNT(*), SUM({fn}), COUNT(x), TOTAL(x), TOTAL(CASE WHEN x IS NOT NULL THEN y END),
                    TOTAL(x * x), TOTAL(CASE WHEN x IS NOT NULL THEN y * y END), TOTAL(x * y)
