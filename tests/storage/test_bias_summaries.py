@@ -260,3 +260,30 @@ def test_writers_at_once_on_postgresql_add_up_in_the_summaries(postgres_url, mon
         close(summed, from_rows(store, BiasQuery(), monkeypatch))
     finally:
         store.close()
+
+
+def test_m019_on_postgresql_sums_the_rows_already_stored(postgres_url, monkeypatch):
+    # A database from before m019: its rows written by plain INSERTs, then m019 applied.
+    import psycopg
+
+    from council.storage import open_location
+    from council.storage.location import parse
+
+    rows = [row(f"s{s}", f"r{r}", m, (i + r) % 4, 1 + (s + i + r) % 10) for s in range(3) for r in range(2)
+            for i, m in enumerate(MODELS)]  # fmt: skip
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"DROP TABLE {REVIEW_TABLE}")
+        conn.execute("DELETE FROM _council_migrations WHERE name = 'm019_bias_summaries'")
+        names = ", ".join(f'"{c}"' for c in rows[0])
+        with conn.cursor() as cur:
+            cur.executemany(
+                f"INSERT INTO bias_records ({names}) VALUES ({', '.join('%s' for _ in rows[0])})",
+                [tuple(r.values()) for r in rows],
+            )
+    store = open_location(parse(postgres_url))
+    try:
+        assert sums_module._summaries_complete(store.db) and store.count("bias_records") == 24
+        assert int(store.db.execute(f"SELECT COUNT(*) FROM {REVIEW_TABLE}").fetchone()[0]) == 6
+        close(store.bias_sums(BiasQuery()), from_rows(store, BiasQuery(), monkeypatch))
+    finally:
+        store.close()
