@@ -242,11 +242,7 @@ class Reviews:
         Only the selected reviewers' valid reviews with a score count. A review is left out
         of the test when its top score is tied or not every answer in it has a score."""
         m = PACK
-        grouped, grouped_params = self._grouped(excluded, exact)
-        selected = "TRUE"
-        if reviewers:
-            selected = f"reviewer_id IN ({', '.join('?' for _ in reviewers)})"
-        params = [*reviewers, *grouped_params]  # in the statement's order: the selection comes first
+        grouped, params = self._grouped(excluded, exact)
         if exact:
             bad = "lo < 0 OR hi >= k OR distinct_n < k"
         else:  # NULL: too big a review for the fast check
@@ -255,36 +251,42 @@ class Reviews:
                 f"WHEN mask = (CAST(1 AS BIGINT) << CAST(k AS INTEGER)) - 1 THEN FALSE ELSE TRUE END"
             )
         scored = "scored" if self.unscored else "k"
+        # One code per review instead of four grouping columns (a third less to sort): NULL too
+        # big for the fast check, -1 bad, -2 left out of the test (a tied top score, or an
+        # answer without a score), else the top-scored position. Which reviewers are selected
+        # is decided below, per reviewer, so no filter value is bound in this statement.
+        usable = f"round(a - top * {m}) = round(b + top * {m}) AND {scored} = k"
+        top_position = f"CAST(round(b + top * {m}) AS INTEGER)"
+        code = f"CASE WHEN ({bad}) IS NULL THEN NULL WHEN {bad} THEN -1 WHEN {usable} THEN {top_position} ELSE -2 END"
         sql = f"""
-            SELECT reviewer_id, {bad} AS bad, {selected} AND {scored} > 0 AS counted, k,
-                   CAST(round(b + top * {m}) AS INTEGER) AS pos,
-                   round(a - top * {m}) = round(b + top * {m}) AND {scored} = k AS usable, COUNT(*),
+            SELECT reviewer_id, k, {code} AS code, {scored} > 0 AS scored, COUNT(*),
                    SUM({scored}), TOTAL(total), TOTAL(total_sq)
-            FROM ({grouped}) g GROUP BY 1, 2, 3, 4, 5, 6"""
+            FROM ({grouped}) g GROUP BY 1, 2, 3, 4"""
         rows = self.db.execute(sql, params).fetchall()
-        if not exact and any(row[1] is None for row in rows):
+        if not exact and any(row[2] is None for row in rows):
             if self.summaries:  # the exact check needs the rows: the caller reads them instead
                 self.needs_rows = True
                 return 0, 0, {}
             return self.scan(reviewers, excluded, exact=True)
+        selected = set(reviewers)
         reviews = left_out = self.bad_count = 0
         tables: dict[int, list[int]] = {}
         sums: dict[str, list[Any]] = {}
-        for reviewer, bad, counted, k, pos, usable, count, n, total, total_sq in rows:
-            if bad:
+        for reviewer, k, code, has_scores, count, n, total, total_sq in rows:
+            if code == -1:
                 self.bad_count += count
                 continue
             acc = sums.setdefault(reviewer, [0, 0.0, 0.0])
             acc[0] += int(n)  # PostgreSQL's SUM of integers is a numeric
             acc[1] += total
             acc[2] += total_sq
-            if not counted:
+            if not has_scores or (selected and reviewer not in selected):
                 continue
             reviews += count
-            if not usable:
+            if code == -2:
                 left_out += count
                 continue
-            tables.setdefault(k, [0] * k)[pos] += count
+            tables.setdefault(k, [0] * k)[code] += count
         self.reviewer_sums = {r: (n, total, total_sq) for r, (n, total, total_sq) in sums.items() if n}
         return reviews, left_out, tables
 
