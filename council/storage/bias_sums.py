@@ -287,7 +287,10 @@ class Reviews:
                 left_out += count
                 continue
             tables.setdefault(k, [0] * k)[code] += count
-        self.reviewer_sums = {r: (n, total, total_sq) for r, (n, total, total_sq) in sums.items() if n}
+        # In reviewer order whatever order the database grouped in (PostgreSQL hashes): the
+        # report adds the reviewers' figures up in this order, to the last digit.
+        ordered = sorted(sums.items(), key=lambda item: (item[0] is not None, item[0] or ""))
+        self.reviewer_sums = {r: (n, total, total_sq) for r, (n, total, total_sq) in ordered if n}
         return reviews, left_out, tables
 
     def bad(self) -> list[tuple[str, str]]:
