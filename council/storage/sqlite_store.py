@@ -27,7 +27,7 @@ from council.errors import EnvironmentFailure, NotFoundError, UsageError
 from council.home import ensure_home
 from council.logs import get_logger
 from council.redaction import redact, redact_document
-from council.storage import bias_rows, budgets, call_cache, ownership, queue
+from council.storage import bias_rows, bias_summaries, budgets, call_cache, ownership, queue
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.comparisons import count_comparisons
 from council.storage.group_commit import GroupCommit
@@ -60,14 +60,25 @@ def _connect(path: Path | str, *, uri: bool = False) -> sqlite3.Connection:
 
 
 def _write_bias_records(conn: sqlite3.Connection, records: Iterable[Mapping[str, Any]], batch_size: int) -> int:
+    """Insert the records and fold them into the report's sums (council.storage.bias_summaries),
+    inside the caller's transaction. One writer at a time holds the file, so the rows past the
+    largest id before are this call's."""
     written = 0
     it = iter(records)
+    before = conn.execute(f"SELECT COALESCE(MAX(id), {_SMALLEST_ID}) FROM bias_records").fetchone()[0]
     while chunk := list(itertools.islice(it, max(1, batch_size))):
         columns, rows = bias_rows.record_rows(chunk)
         marks = ", ".join("?" for _ in columns)
         conn.executemany(f"INSERT INTO bias_records ({', '.join(columns)}) VALUES ({marks})", rows)
         written += len(rows)
+    if written:
+        for statement in _FOLD_NEW_ROWS:
+            conn.execute(statement, [before])
     return written
+
+
+_SMALLEST_ID = -(2**63)
+_FOLD_NEW_ROWS = bias_summaries.fold_statements("bias_records WHERE id > ?")
 
 
 def _is_locked(exc: BaseException) -> bool:
@@ -126,6 +137,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
         self._leased = False  # a file others may share (set by open): its work is owned by leases
         self._lease_due: ownership.Lease | None = None  # this process's lease, not written yet
         self._unscored = False  # records without a score were loaded (a store made from files)
+        self._resolved_key: str | None = None  # the lease's key: the file's resolved path
         self._init_group_commit()  # call-log rows and session events not yet committed
 
     # -- opening -------------------------------------------------------------
@@ -195,8 +207,12 @@ class SQLiteStore(GroupCommit, SharedOperations):
         return lambda sql, params: conn.execute(sql, list(params))
 
     def _lease_key(self) -> str:
-        assert self.path is not None
-        return str(self.path.resolve())
+        # Resolved once: every call-log row asks for its owner, and resolving the path is a
+        # system call per component (~5 % of a busy server's CPU, docs/benchmarks.md section 20).
+        if self._resolved_key is None:
+            assert self.path is not None
+            self._resolved_key = str(self.path.resolve())
+        return self._resolved_key
 
     @contextmanager
     def immediate(self) -> Iterator[Database]:
@@ -336,7 +352,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
             result.session_id,
             status=result.status,
             **_result_rows(result, keep_text),
-            bias_records=[rec.model_dump(mode="json") for rec in records],
+            bias_records=[rec.row() for rec in records],
             calls=_call_rows(result.session_id, calls),
         )
 
@@ -370,22 +386,37 @@ class SQLiteStore(GroupCommit, SharedOperations):
         private text when transcripts are off; the user's own words kept)."""
         with self._write_transaction():  # nothing read: one round trip on PostgreSQL
             if answers:
-                self.db["answers"].insert_all(redact_document(list(answers)), replace=True)
+                self._write_rows("answers", redact_document(list(answers)), replace=True)
             if reviews:
-                self.db["reviews"].insert_all(redact_document(list(reviews)), replace=True)
+                self._write_rows("reviews", redact_document(list(reviews)), replace=True)
             if bias_records:
-                self.db["bias_records"].insert_all(bias_records)
+                self._write_session_bias_records(bias_records)
             if calls:
                 self.write_calls(calls)
-            self.db["sessions"].update(
-                session_id,
-                {
-                    "status": status,
-                    "finished_at": utc_now(),
-                    "result": json.dumps(redact_document(result)) if result is not None else None,
-                    "error": redact(error) if error else error,
-                },
+            self.db.conn.execute(
+                "UPDATE sessions SET status = ?, finished_at = ?, result = ?, error = ? WHERE id = ?",
+                [
+                    status,
+                    utc_now(),
+                    json.dumps(redact_document(result)) if result is not None else None,
+                    redact(error) if error else error,
+                    session_id,
+                ],
             )
+
+    def _write_rows(self, table: str, rows: Sequence[dict[str, Any]], *, replace: bool = False) -> None:
+        """Insert ``rows`` (plain values) into ``table`` inside the caller's transaction, one
+        prepared statement per shape of row; ``replace``: a row with the same key replaces the
+        stored one. (sqlite-utils' ``insert_all`` reads the table's columns and converts every
+        value first: ~8 % of a busy server's CPU, docs/benchmarks.md section 20.)"""
+        shapes: dict[tuple[str, ...], list[list[Any]]] = {}
+        for row in rows:
+            columns = tuple(row)
+            shapes.setdefault(columns, []).append([row[c] for c in columns])
+        verb = "INSERT OR REPLACE" if replace else "INSERT"
+        for columns, values in shapes.items():
+            marks = ", ".join("?" for _ in columns)
+            self.db.conn.executemany(f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({marks})", values)
 
     def list_sessions(
         self, *, limit: int = 20, since: str | None = None, council: str | None = None, search: str | None = None
@@ -502,6 +533,10 @@ class SQLiteStore(GroupCommit, SharedOperations):
         over ``batch_size`` records at a time; the table's CHECK constraint holds the rules."""
         with self.immediate():
             return _write_bias_records(self.db.conn, records, batch_size)
+
+    def _write_session_bias_records(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """A session's records, inside its final write's transaction."""
+        _write_bias_records(self.db.conn, records, len(records))
 
     def load_bias_records(
         self, scored: Iterable[Mapping[str, Any]], unscored: Sequence[Mapping[str, Any]] = ()
