@@ -13,7 +13,9 @@ The consensus and the reviewers' agreement are pure methods: :mod:`council.metho
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from council.lazy_exports import lazy_exports
 
 # Imported when first asked for: a run's first call needs the runner and its events, not the
 # result models (docs/benchmarks.md, section 20).
@@ -60,13 +62,7 @@ if TYPE_CHECKING:  # pragma: no cover  # the lazy exports above, for type checke
     )
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'council.session' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
 
 
 __all__ = [
