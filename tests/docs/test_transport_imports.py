@@ -34,16 +34,19 @@ NOT_FOR_HELP = {
     "confusable_homoglyphs",
 }
 WATCHED = sorted(NEVER | NOT_FOR_HELP)
-PROBE = f"""
-import json, sys
+#: Runs the command in sys.argv as the console script does, without its fast exit (``code``: its status).
+RUN_MAIN = """
 sys.argv = ["council", *sys.argv[1:]]
+from council.cli.main import main
 try:
-    from council.cli.main import main
     main(exit_fast=False)
 except SystemExit as exc:
     code = exc.code
 else:
     code = 0
+"""
+PROBE = "import json, sys\n" + RUN_MAIN
+PROBE += f"""
 loaded = sorted({{m.split(".")[0] for m in sys.modules}} & set({WATCHED!r}))
 sys.stderr.write("\\nPROBE " + json.dumps({{"code": code, "loaded": loaded}}) + "\\n")
 """
@@ -103,17 +106,6 @@ def test_model_commands_on_the_native_transport_import_no_sdk(home, args, rich):
         assert "rich" in loaded  # the rendered result
 
 
-#: Runs the command in sys.argv as the console script does, without its fast exit (``code``: its status).
-RUN_MAIN = """
-sys.argv = ["council", *sys.argv[1:]]
-from council.cli.main import main
-try:
-    main(exit_fast=False)
-except SystemExit as exc:
-    code = exc.code
-else:
-    code = 0
-"""
 #: Records the thread that first imports numpy, then runs a command.
 MAIN_THREAD_PROBE = """
 import json, sys, threading
