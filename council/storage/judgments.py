@@ -209,7 +209,9 @@ def judged_pairs(store: Store, *, since: str | None = None) -> list[dict[str, An
 
 
 def record_run(store: Store, db: Any, rows: JudgmentRows) -> None:
-    """Inside the caller's write transaction: a finished run's rows and its batch item."""
+    """Inside the caller's write transaction: a finished run's rows and its batch item. An item
+    that cannot be recorded raises ``ItemAlreadyRecorded`` after some rows are written: the
+    caller's transaction (or savepoint) is rolled back with it."""
     insert_rows(db.conn, "judgment_runs", [rows.run])
     insert_rows(db.conn, "judgments", rows.passes)
     if rows.calls:
@@ -222,32 +224,38 @@ def record_run(store: Store, db: Any, rows: JudgmentRows) -> None:
         raise ItemAlreadyRecorded(
             f"batch {key[0]}: item {key[1]!r} changed in the queue while it was judged; result dropped"
         )
-    db.execute("DELETE FROM batch_items WHERE batch_id = ? AND item_id = ? AND status = 'failed'", key)
-    try:
-        insert_rows(db.conn, "batch_items", [item])
-    except sqlite3.IntegrityError:  # the (batch_id, item_id) key (PostgreSQL's store raises the same)
+    # One statement: a failed result is replaced, a finished one is kept (no row changed).
+    columns = list(item)
+    names = ", ".join(columns)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in ("batch_id", "item_id"))
+    cur = db.execute(
+        f"INSERT INTO batch_items ({names}) VALUES ({', '.join('?' * len(columns))})"
+        f" ON CONFLICT (batch_id, item_id) DO UPDATE SET {updates} WHERE batch_items.status = 'failed'",
+        list(item.values()),
+    )
+    if cur.rowcount == 0:
         raise ItemAlreadyRecorded(
             f"batch {key[0]}: item {key[1]!r} is already recorded (another worker finished it first)"
-        ) from None
+        )
 
 
 def finish_item(db: Any, batch_id: str, item_id: str, digest: str | None, status: str, *, keep_text: bool) -> bool:
     """Inside the transaction that records the item's result: mark it done or failed (its
     texts dropped when transcripts are off). False when the queue holds another content
     for it (the file changed while it was judged): that result must not be recorded."""
-    sql = "SELECT digest FROM batch_queue WHERE batch_id = ? AND item_id = ?"
-    row = db.execute(sql, [batch_id, item_id]).fetchone()
-    if row is None:
-        return True  # a batch recorded without the queue (a store written by an older council)
-    if digest is not None and row[0] != digest:
-        return False
-    db.execute(
+    cur = db.execute(
         "UPDATE batch_queue SET state = ?, worker = NULL, lease_until = NULL"
         + ("" if keep_text else ", item = NULL")
-        + " WHERE batch_id = ? AND item_id = ?",
-        ["done" if status == "ok" else "failed", batch_id, item_id],
+        + " WHERE batch_id = ? AND item_id = ?"
+        + ("" if digest is None else " AND digest = ?"),
+        ["done" if status == "ok" else "failed", batch_id, item_id] + ([] if digest is None else [digest]),
     )
-    return True
+    if cur.rowcount:
+        return True
+    # Not updated: another content is queued for it, or a batch recorded without the queue
+    # (a store written by an older council), which has no entry at all.
+    sql = "SELECT 1 FROM batch_queue WHERE batch_id = ? AND item_id = ?"
+    return db.execute(sql, [batch_id, item_id]).fetchone() is None
 
 
 def get_run(store: Store, run_id: str) -> dict[str, Any] | None:

@@ -347,6 +347,44 @@ async def test_a_queued_item_is_recorded_once_and_marked_done(store_backend, tmp
     assert store_backend.batch_status("xb")["done"] == 1
 
 
+async def test_an_items_result_replaces_a_failed_one_and_never_a_finished_or_changed_one(store_backend):
+    """The queue's item and the result are written together: a failed result is replaced by a later
+    one (its run stays on record), a finished one is never replaced, and a result judged from content
+    the queue no longer holds is dropped whole: none of its rows are written."""
+    from council.judging.worker import enqueue
+
+    text = '{"id": "x", "prompt": "Q?", "a": "A.", "b": "B."}\n'
+    [item] = parse_batch(text, "x.jsonl")
+    enqueue(store_backend, [item], batch_id="fb", settings=BatchSettings(judges=["fake/j"]), judges=[fake_client()],
+            rubrics={}, source="x.jsonl", content_sha256=content_digest(text))  # fmt: skip
+    [claimed] = store_backend.claim_items("w", batch_id="fb", lease_seconds=60)
+    judged = await compare("Q?", "A.", "B.", judges=[fake_client()], store=None)
+    failed = judged.model_copy(update={"run_id": "run-failed", "success": False, "error": "provider error: down"})
+    save = {"keep_text": True, "batch_id": "fb", "item": item}
+    store_backend.save_judgment("compare", failed, [call("f1", ok=False)], item_digest=claimed["digest"], **save)
+    assert store_backend.batch_item_status("fb") == {"x": "failed"}
+    assert store_backend.batch_status("fb")["failed"] == 1
+    # A result judged from other content than the queue holds now: nothing of it is written.
+    stale = judged.model_copy(update={"run_id": "run-stale"})
+    with pytest.raises(CouncilFailure, match="changed in the queue"):
+        store_backend.save_judgment("compare", stale, [call("s1")], item_digest="another-digest", **save)
+    assert store_backend.judgment_run("run-stale") is None and store_backend.session_calls("run-stale") == []
+    assert store_backend.batch_item_status("fb") == {"x": "failed"}
+    # The failed result is replaced; its run stays on record.
+    store_backend.save_judgment("compare", judged, [call("ok1")], item_digest=claimed["digest"], **save)
+    [row] = store_backend.batch_rows("fb")
+    assert (row["status"], row["run_id"], row["winner"]) == ("ok", judged.run_id, judged.winner)
+    assert store_backend.judgment_run("run-failed")["status"] == "failed"
+    assert [c["call_id"] for c in store_backend.session_calls(judged.run_id)] == ["ok1"]
+    assert store_backend.batch_status("fb")["done"] == 1
+    # A finished result is never replaced, and the late one leaves nothing behind.
+    late = judged.model_copy(update={"run_id": "run-late"})
+    with pytest.raises(CouncilFailure, match="already recorded"):
+        store_backend.save_judgment("compare", late, [call("l1")], item_digest=claimed["digest"], **save)
+    assert store_backend.judgment_run("run-late") is None and store_backend.session_calls("run-late") == []
+    assert store_backend.batch_rows("fb")[0]["run_id"] == judged.run_id
+
+
 def test_an_edited_batch_file_is_reconciled_item_by_item(store_backend):
     settings = {"judges": ["fake/j"]}
     assert store_backend.batch_exists("b2") is False
