@@ -134,7 +134,7 @@ def judgment_rows(
             "run_id": run_id,
             "finished_at": now,
         }
-    call_rows = [{**c.model_dump(), "session_id": run_id} for c in calls]
+    call_rows = [{**c.row(), "session_id": run_id} for c in calls]
     return JudgmentRows(run, passes, call_rows, batch_item, keep_text)
 
 

@@ -125,6 +125,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
         self._write_refused: EnvironmentFailure | None = None  # why writes fail on a read-only store
         self._leased = False  # a file others may share (set by open): its work is owned by leases
         self._lease_due: ownership.Lease | None = None  # this process's lease, not written yet
+        self._lease_path: str | None = None  # the file's resolved path, the lease's key
         self._unscored = False  # records without a score were loaded (a store made from files)
         self._init_group_commit()  # call-log rows and session events not yet committed
 
@@ -195,8 +196,12 @@ class SQLiteStore(GroupCommit, SharedOperations):
         return lambda sql, params: conn.execute(sql, list(params))
 
     def _lease_key(self) -> str:
-        assert self.path is not None
-        return str(self.path.resolve())
+        # Resolved once: every journaled call asks (a path walk with a system call per part).
+        key = self._lease_path
+        if key is None:
+            assert self.path is not None
+            key = self._lease_path = str(self.path.resolve())
+        return key
 
     @contextmanager
     def immediate(self) -> Iterator[Database]:
@@ -586,7 +591,7 @@ def _result_rows(result: Any, keep_text: bool) -> dict[str, Any]:
 
 
 def _call_rows(session_id: str, calls: Sequence[CallRecord]) -> list[dict[str, Any]]:
-    return [{"session_id": session_id, **c.model_dump()} for c in calls]
+    return [{"session_id": session_id, **c.row()} for c in calls]
 
 
 class _Journal:
@@ -597,7 +602,7 @@ class _Journal:
         self.session_id = session_id
 
     def _row(self, record: CallRecord) -> dict[str, Any]:
-        return {"session_id": self.session_id, **self.store._owner(), **record.model_dump()}
+        return {"session_id": self.session_id, **self.store._owner(), **record.row()}
 
     def call_started(self, record: CallRecord) -> None:
         self.store.journal_calls([{**self._row(record), "ok": None, "latency_ms": None, "error": None}])

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 from fake_judges import fake_client
+from hypothesis import given
+from hypothesis import strategies as st
 
 from council.judging.batch import BatchSettings, content_digest, parse_batch
 from council.judging.engine import compare
 from council.judging.worker import enqueue
 from council.storage import SQLiteStore
-from council.usage import CallLog
+from council.usage import CallLog, CallRecord
 
 
 async def test_a_judged_items_write_is_one_transaction_of_writes_only(tmp_path):
@@ -32,3 +34,21 @@ async def test_a_judged_items_write_is_one_transaction_of_writes_only(tmp_path):
     assert verbs == ["INSERT", "INSERT", "INSERT", "INSERT", "INSERT", "UPDATE", "INSERT"], statements
     assert store.batch_item_status("b") == {"x": "ok"} and store.batch_status("b")["done"] == 1
     store.close()
+
+
+@given(
+    st.builds(
+        CallRecord,
+        stage=st.text(max_size=5), member=st.text(max_size=5), model=st.text(max_size=5),
+        started_at=st.text(max_size=5), latency_ms=st.floats(allow_nan=False),
+        prompt_tokens=st.integers(0, 10**6), cost_usd=st.none() | st.floats(0, 10),
+        ok=st.booleans(), error=st.none() | st.text(max_size=20), cached=st.booleans(),
+        saved_usd=st.none() | st.floats(0, 10),
+    )  # fmt: skip
+)
+def test_a_call_records_row_is_its_dump(record):
+    """The journal and the item's write take a call's row without pydantic's dump: the same dict."""
+    row = record.row()
+    assert row == record.model_dump() and list(row) == list(record.model_dump())
+    row["ok"] = None  # a copy: the record is untouched
+    assert record.ok is not None
