@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
@@ -138,6 +138,25 @@ def judgment_rows(
     return JudgmentRows(run, passes, call_rows, batch_item, keep_text)
 
 
+@dataclass(frozen=True)
+class JudgmentSave:
+    """A finished comparison or grade to record, with what :func:`save_judgment` takes."""
+
+    kind: str
+    outcome: Any
+    calls: Sequence[CallRecord]
+    _: KW_ONLY
+    keep_text: bool
+    batch_id: str | None = None
+    item: Any = None
+    item_digest: str | None = None
+    prompt_id: str | None = None
+
+    def rows(self) -> JudgmentRows:
+        return judgment_rows(self.kind, self.outcome, self.calls, keep_text=self.keep_text, batch_id=self.batch_id,
+                             item=self.item, item_digest=self.item_digest, prompt_id=self.prompt_id)  # fmt: skip
+
+
 def save_judgment(
     store: Store,
     kind: str,
@@ -158,10 +177,46 @@ def save_judgment(
     ``content_sha256`` (the file changed while it was judged). Its queue entry is marked done in
     the same transaction (:func:`finish_item`). ``prompt_id``: the item's prompt as the query
     hash makes it (m018), or None."""
-    rows = judgment_rows(kind, outcome, calls, keep_text=keep_text, batch_id=batch_id, item=item,
-                         item_digest=item_digest, prompt_id=prompt_id)  # fmt: skip
+    save = JudgmentSave(kind, outcome, calls, keep_text=keep_text, batch_id=batch_id, item=item,
+                        item_digest=item_digest, prompt_id=prompt_id)  # fmt: skip
     with store.immediate() as db:
-        record_run(store, db, rows)
+        record_run(store, db, save.rows())
+
+
+def record_and_claim(
+    store: Store,
+    saves: Sequence[JudgmentSave],
+    worker: str,
+    *,
+    batch_id: str | None = None,
+    limit: int = 0,
+    lease_seconds: float,
+) -> tuple[list[ItemAlreadyRecorded | None], list[dict[str, Any]]]:
+    """Record finished batch items, each as :func:`save_judgment` would, and claim up to ``limit``
+    more for ``worker`` (as ``claim_items``), in one transaction: a worker's items that finish
+    together cost one commit, not one each plus one per claim (docs/benchmarks.md, section 17).
+    Returns, per save, None (recorded) or the ``ItemAlreadyRecorded`` it raised (not recorded),
+    and the rows claimed. When one cannot be recorded, the transaction is rolled back and each
+    is recorded in its own (as :func:`save_judgment`), then the claim is made alone."""
+    rows = [save.rows() for save in saves]
+    try:
+        with store.immediate() as db:
+            for row in rows:
+                record_run(store, db, row)
+            claimed = store.claim_within(db, worker, batch_id=batch_id, limit=limit, lease_seconds=lease_seconds)
+        return [None] * len(rows), claimed
+    except ItemAlreadyRecorded:
+        pass  # rare: another worker finished one first, or the file changed while it was judged
+    results: list[ItemAlreadyRecorded | None] = []
+    for row in rows:
+        try:
+            with store.immediate() as db:
+                record_run(store, db, row)
+            results.append(None)
+        except ItemAlreadyRecorded as exc:
+            results.append(exc)
+    claimed = store.claim_items(worker, batch_id=batch_id, limit=limit, lease_seconds=lease_seconds) if limit else []
+    return results, claimed
 
 
 def pair_style(a: str, b: str) -> dict[str, int]:

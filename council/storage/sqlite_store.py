@@ -539,6 +539,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
     # -- judgments, batches, the leaderboard: the SQLite wording ------------------------
     # (the operations both backends share are in SharedOperations)
     claim_items = queue.claim_sqlite
+    claim_within = queue.claim_within_sqlite  # inside a write transaction (judgments.record_and_claim)
     comparisons = count_comparisons
     bias_sums = sum_bias_records
 

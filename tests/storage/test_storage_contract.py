@@ -385,6 +385,50 @@ async def test_an_items_result_replaces_a_failed_one_and_never_a_finished_or_cha
     assert store_backend.batch_rows("fb")[0]["run_id"] == judged.run_id
 
 
+async def test_finished_items_are_recorded_with_the_next_claims_in_one_call(store_backend):
+    """A worker records the items it finished together and claims as many more in one transaction;
+    an item that cannot be recorded is reported and the others are recorded all the same."""
+    from council.judging.worker import enqueue
+    from council.judging.batch_items import item_digest
+    from council.storage import JudgmentSave
+
+    text = "".join(json.dumps({"id": f"r{i}", "prompt": f"Q{i}?", "a": "A.", "b": "B."}) + "\n" for i in range(5))
+    items = parse_batch(text, "r.jsonl")
+    enqueue(store_backend, items, batch_id="rb", settings=BatchSettings(judges=["fake/j"]), judges=[fake_client()],
+            rubrics={}, source="r.jsonl", content_sha256=content_digest(text))  # fmt: skip
+    held = store_backend.claim_items("w", batch_id="rb", limit=3, lease_seconds=60)
+    assert [r["item_id"] for r in held] == ["r0", "r1", "r2"]
+    digests = {r["item_id"]: r["digest"] for r in held}
+
+    async def judged(i: int) -> JudgmentSave:
+        outcome = await compare(f"Q{i}?", "A.", "B.", judges=[fake_client()], store=None)
+        return JudgmentSave("compare", outcome, [call(f"c{i}")], keep_text=True, batch_id="rb", item=items[i],
+                            item_digest=digests.get(f"r{i}", "stale"))  # fmt: skip
+
+    first, second = await judged(0), await judged(1)
+    results, claimed = store_backend.record_and_claim([first, second], "w", batch_id="rb", limit=2,
+                                                      lease_seconds=60)  # fmt: skip
+    assert results == [None, None] and [r["item_id"] for r in claimed] == ["r3", "r4"]
+    assert claimed[0]["item"]["prompt"] == "Q3?" and claimed[0]["digest"] == item_digest(items[3])
+    assert store_backend.batch_item_status("rb") == {"r0": "ok", "r1": "ok"}
+    assert store_backend.batch_status("rb") | {"cost_usd": None} == {
+        "batch_id": "rb", "items": 5, "queued": 0, "running": 3, "done": 2, "failed": 0, "cost_usd": None}  # fmt: skip
+    assert [c["call_id"] for c in store_backend.session_calls(first.outcome.run_id)] == ["c0"]
+    # r0 again (already recorded), r2 (recorded), r3 judged from content no longer queued:
+    again, third, stale = await judged(0), await judged(2), await judged(3)
+    stale = JudgmentSave(**{**stale.__dict__, "item_digest": "stale"})
+    results, claimed = store_backend.record_and_claim([again, third, stale], "w", batch_id="rb", limit=3,
+                                                      lease_seconds=60)  # fmt: skip
+    assert claimed == []  # nothing left to claim
+    assert results[1] is None and all(isinstance(r, CouncilFailure) for r in (results[0], results[2]))
+    assert "already recorded" in str(results[0]) and "changed in the queue" in str(results[2])
+    assert store_backend.batch_item_status("rb") == {"r0": "ok", "r1": "ok", "r2": "ok"}
+    assert store_backend.judgment_run(again.outcome.run_id) is None and store_backend.session_calls("c3") == []
+    assert store_backend.judgment_run(stale.outcome.run_id) is None
+    # Nothing to record: a claim alone.
+    assert store_backend.record_and_claim([], "w2", batch_id="rb", limit=1, lease_seconds=60) == ([], [])
+
+
 def test_an_edited_batch_file_is_reconciled_item_by_item(store_backend):
     settings = {"judges": ["fake/j"]}
     assert store_backend.batch_exists("b2") is False
