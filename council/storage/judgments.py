@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
@@ -134,13 +134,15 @@ def judgment_rows(
             "run_id": run_id,
             "finished_at": now,
         }
-    call_rows = [{**c.row(), "session_id": run_id} for c in calls]
+    call_rows = [{**c.row(), "session_id": run_id, "error": redact(c.error) if c.error else c.error} for c in calls]
     return JudgmentRows(run, passes, call_rows, batch_item, keep_text)
 
 
 @dataclass(frozen=True)
 class JudgmentSave:
-    """A finished comparison or grade to record, with what :func:`save_judgment` takes."""
+    """A finished comparison or grade to record, with what :func:`save_judgment` takes. Its rows
+    are built (and redacted) when it is made, in the privacy scope of the item it belongs to,
+    wherever they are written after (council.judging.worker writes several items together)."""
 
     kind: str
     outcome: Any
@@ -151,10 +153,15 @@ class JudgmentSave:
     item: Any = None
     item_digest: str | None = None
     prompt_id: str | None = None
+    built: JudgmentRows = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        rows = judgment_rows(self.kind, self.outcome, self.calls, keep_text=self.keep_text, batch_id=self.batch_id,
+                             item=self.item, item_digest=self.item_digest, prompt_id=self.prompt_id)  # fmt: skip
+        object.__setattr__(self, "built", rows)
 
     def rows(self) -> JudgmentRows:
-        return judgment_rows(self.kind, self.outcome, self.calls, keep_text=self.keep_text, batch_id=self.batch_id,
-                             item=self.item, item_digest=self.item_digest, prompt_id=self.prompt_id)  # fmt: skip
+        return self.built
 
 
 def save_judgment(

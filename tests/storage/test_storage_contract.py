@@ -389,6 +389,8 @@ async def test_finished_items_are_recorded_with_the_next_claims_in_one_call(stor
     """A worker records the items it finished together and claims as many more in one transaction;
     an item that cannot be recorded is reported and the others are recorded all the same."""
     from council.judging.worker import enqueue
+    import dataclasses
+
     from council.judging.batch_items import item_digest
     from council.storage import JudgmentSave
 
@@ -416,7 +418,7 @@ async def test_finished_items_are_recorded_with_the_next_claims_in_one_call(stor
     assert [c["call_id"] for c in store_backend.session_calls(first.outcome.run_id)] == ["c0"]
     # r0 again (already recorded), r2 (recorded), r3 judged from content no longer queued:
     again, third, stale = await judged(0), await judged(2), await judged(3)
-    stale = JudgmentSave(**{**stale.__dict__, "item_digest": "stale"})
+    stale = dataclasses.replace(stale, item_digest="stale")
     results, claimed = store_backend.record_and_claim([again, third, stale], "w", batch_id="rb", limit=3,
                                                       lease_seconds=60)  # fmt: skip
     assert claimed == []  # nothing left to claim
