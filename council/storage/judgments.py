@@ -19,7 +19,7 @@ from pydantic_core import to_json
 
 from council.clock import utc_now
 from council.errors import ItemAlreadyRecorded, UsageError
-from council.redaction import redact, redacted_json
+from council.redaction import redact
 
 if TYPE_CHECKING:
     from council.storage.sqlite_store import SQLiteStore as Store
@@ -78,7 +78,7 @@ def judgment_rows(
 
     ``keep_text=False`` (``COUNCIL_STORE_TRANSCRIPTS=0``) stores verdicts, scores and
     validity but none of the judge's words: no pass output, no reasoning in the result
-    (``outcome.stored_result``)."""
+    (``outcome.stored_json``)."""
     is_compare = kind == "compare"
     flagged = outcome.flagged_for_review if is_compare else bool(outcome.report and outcome.report.flagged_for_review)
     now = utc_now()
@@ -101,7 +101,7 @@ def judgment_rows(
         "completion_tokens": outcome.usage.completion_tokens,
         "cost_usd": outcome.usage.cost_usd,
         "elapsed_ms": outcome.elapsed_ms,
-        "result": redacted_json(outcome.stored_result(keep_text=keep_text)),
+        "result": outcome.stored_json(keep_text=keep_text),
     }
     pass_kind = "pairwise" if is_compare else "grade"
     passes = []
