@@ -130,14 +130,24 @@ def claim_within_sqlite(
     if limit < 1:
         return []
     now = store.clock()
-    where = _CLAIMABLE + ("" if batch_id is None else " AND batch_id = ?")
-    params: list[Any] = [now] + ([] if batch_id is None else [batch_id])
+    if batch_id is None:
+        chosen = f"SELECT rowid FROM batch_queue WHERE {_CLAIMABLE} ORDER BY batch_id, position LIMIT ?"
+        params: list[Any] = [now, limit]
+    else:
+        # The first queued items read in order from the (batch_id, state, position) index, with the
+        # running ones whose lease passed: not every item of the batch read and sorted per claim.
+        chosen = (
+            "SELECT rowid FROM (SELECT * FROM (SELECT rowid, position FROM batch_queue"
+            " WHERE batch_id = ? AND state = 'queued' ORDER BY position LIMIT ?)"
+            " UNION ALL SELECT rowid, position FROM batch_queue WHERE batch_id = ? AND state = 'running'"
+            " AND lease_until < ?) ORDER BY position LIMIT ?"
+        )
+        params = [batch_id, limit, batch_id, now, limit]
     rows = list(
         db.query(
             "UPDATE batch_queue SET state = 'running', worker = ?, lease_until = ?, attempts = attempts + 1"
-            f" WHERE rowid IN (SELECT rowid FROM batch_queue WHERE {where} ORDER BY batch_id, position LIMIT ?)"
-            " RETURNING batch_id, item_id, digest, item",
-            [worker, now + lease_seconds, *params, limit],
+            f" WHERE rowid IN ({chosen}) RETURNING batch_id, item_id, digest, item",
+            [worker, now + lease_seconds, *params],
         )
     )
     return _decode(rows)

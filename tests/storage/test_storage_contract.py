@@ -327,6 +327,24 @@ def test_the_batch_queue_hands_each_item_to_one_worker_under_a_lease(store_backe
         store.enqueue_batch("qb", items=[queued(0)], **{**common, "settings": {**settings, "votes": 3}})
 
 
+def test_claims_take_the_batchs_items_in_file_order_whether_queued_or_back_from_a_passed_lease(store_backend):
+    settings = BatchSettings(judges=["fake/j"]).model_dump(mode="json")
+    common = {"source": "o.jsonl", "content_sha256": "c1", "settings": settings, "spec": {"judges": ["fake/j"]}}
+    store_backend.enqueue_batch("ob", items=[queued(i) for i in range(6)], **common)
+    store_backend.enqueue_batch("oa", items=[queued(i) for i in range(2)], **common)  # another batch, first by id
+    # q1 and q3 held by a worker that died (their leases passed), q0 by a live one.
+    [first] = store_backend.claim_items("live", batch_id="ob", lease_seconds=60)
+    assert first["item_id"] == "q0"
+    assert [r["item_id"] for r in store_backend.claim_items("dead", batch_id="ob", limit=3, lease_seconds=-1)] == [
+        "q1", "q2", "q3"]  # fmt: skip
+    store_backend.release_claims("nobody")
+    taken = store_backend.claim_items("w", batch_id="ob", limit=4, lease_seconds=60)
+    assert [r["item_id"] for r in taken] == ["q1", "q2", "q3", "q4"]
+    assert [r["item_id"] for r in store_backend.claim_items("w", batch_id="ob", limit=4, lease_seconds=60)] == ["q5"]
+    assert [(r["batch_id"], r["item_id"]) for r in store_backend.claim_items("w", limit=9, lease_seconds=60)] == [
+        ("oa", "q0"), ("oa", "q1")]  # fmt: skip
+
+
 async def test_a_queued_item_is_recorded_once_and_marked_done(store_backend, tmp_path):
     from council.judging.worker import enqueue
 
