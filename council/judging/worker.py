@@ -297,7 +297,7 @@ async def run_worker(
     writes: set[asyncio.Task[None]] = set()
     dry = [False]  # the last claim found fewer items than it asked for
 
-    async def record_finished() -> None:
+    async def record_finished(written: Callable[[], None]) -> None:
         batch = finished[:]
         finished.clear()
         limit = 0 if stop is not None and stop() else len(batch)
@@ -309,6 +309,8 @@ async def run_worker(
                 if not done.done():
                     done.set_exception(exc)
             raise
+        finally:
+            written()
         ready.extend(claimed)
         dry[0] = len(claimed) < limit
         for (_, done), result in zip(batch, results, strict=True):
@@ -323,9 +325,12 @@ async def run_worker(
         done = asyncio.get_running_loop().create_future()
         finished.append((save, done))
         if len(finished) == 1:  # the first this turn: written once the turn's others have joined it
-            task = asyncio.create_task(record_finished())
+            # The call-log rows of this turn go in the same transaction (not one of their own first).
+            written = store.expect_write()
+            task = asyncio.create_task(record_finished(written))
             writes.add(task)
             task.add_done_callback(_settled)
+            task.add_done_callback(lambda _: written())  # even if cancelled before it ran
         await done
 
     def _settled(task: asyncio.Task[None]) -> None:

@@ -11,7 +11,7 @@ them, so it names them only for type checkers.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
@@ -153,6 +153,10 @@ class Store(Protocol):
         inside a batch its item (``item``: a ``BatchItem``; ``item_digest``: a digest of its
         content; ``prompt_id``: its prompt's query hash, or None) in one transaction. A failed
         item is replaced (a resumed batch); a finished one raises ``CouncilFailure``."""
+
+    def expect_write(self) -> Callable[[], None]:
+        """A write transaction is on its way: the call-log rows waiting for a group commit are left
+        to it until the function returned is called (then any left are committed as usual)."""
 
     def record_and_claim(
         self,

@@ -120,6 +120,42 @@ def test_the_call_journal_writes_calls_as_they_start_and_finish(store_backend):
     assert store_backend.recover_interrupted() == []  # this process is alive: nothing to recover
 
 
+async def test_the_journal_leaves_its_rows_to_a_write_that_is_on_its_way(store_backend):
+    """While a write is expected (a worker recording the items that finished in this turn), the
+    call-log rows of the turn wait for it instead of taking a transaction of their own; once it is
+    done, any left are committed at the end of the turn as usual."""
+    import asyncio
+
+    writes: list[str] = []
+    real = store_backend.flush_calls
+
+    def flush() -> None:
+        writes.append("own")
+        real()
+
+    store_backend.flush_calls = flush
+    done = store_backend.expect_write()
+    store_backend.journal("run-w").call_started(call("w-1"))
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # the end of the turn passed: the row still waits
+    assert writes == [] and store_backend.session_calls("run-w") == []
+    store_backend.open_batch("bw", source="w.jsonl", content_sha256="f", settings={}, items=0)  # the write
+    assert [c["call_id"] for c in store_backend.session_calls("run-w")] == ["w-1"]  # carried by it
+    done()
+    store_backend.journal("run-w").call_finished(call("w-1"))
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert writes == ["own"] and store_backend.session_calls("run-w")[0]["ok"] == 1
+    # A write expected, then done without writing: what waited is committed at the end of the turn.
+    done = store_backend.expect_write()
+    store_backend.journal("run-w").call_started(call("w-2"))
+    await asyncio.sleep(0)
+    done()
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert sorted(c["call_id"] for c in store_backend.session_calls("run-w")) == ["w-1", "w-2"]
+
+
 def test_a_call_started_row_written_late_never_undoes_its_finished_row(store_backend):
     # Group commits on several threads may land a call's started row after its finished one.
     journal = store_backend.journal("run-2")
