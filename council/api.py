@@ -128,6 +128,12 @@ class Council:
             synthesis_format=synthesis_format,
         )
 
+    def too_large(self, question: str, history: Sequence[dict[str, str]] = ()) -> bool:
+        """Whether ``question`` (as ``check_request`` returns it) with ``history`` is too large for
+        this council's token limits, known before any call: ``run`` would fail with
+        ``PromptTooLarge`` (:meth:`council.session.runner.SessionRunner.too_large`)."""
+        return self.runner.too_large(question, history)
+
     def run_sync(self, question: str, **kwargs: Any) -> SessionResult:
         """Blocking wrapper (not from inside a running event loop); closes HTTP clients after."""
 

@@ -55,6 +55,14 @@ class QuorumError(CouncilFailure):
     """Too few members or reviewers answered to go on."""
 
 
+class PromptTooLarge(QuorumError):
+    """The request itself is too large for the council: too few members could answer because
+    every member that failed was refused as ``RequestTooLarge`` (its call could never fit its
+    model's ``tpm``). Exit 2, a 400 from the server: the prompt or a setting has to change."""
+
+    exit_code = 2
+
+
 class ProviderError(CouncilFailure):
     """A model call failed; ``message`` carries the provider's own error text."""
 

@@ -289,7 +289,7 @@ def build_server(tools: Tools) -> Any:
                 tools,
                 judges,
                 ctx,
-                lambda clients, keep_text, sink: engine.compare(
+                lambda clients, keep_text, sink, store: engine.compare(
                     prompt,
                     response_a,
                     response_b,
@@ -300,6 +300,7 @@ def build_server(tools: Tools) -> Any:
                     votes=votes or PAIRWISE_VOTES,
                     keep_text=keep_text,
                     sink=sink,
+                    store=store,
                 ),
             )
             text = f"winner: {outcome.winner} (confidence {outcome.confidence:.2f}, {outcome.confidence_level})"
@@ -336,7 +337,7 @@ def build_server(tools: Tools) -> Any:
                 tools,
                 judges,
                 ctx,
-                lambda clients, keep_text, sink: engine.grade(
+                lambda clients, keep_text, sink, store: engine.grade(
                     prompt,
                     response,
                     rubric=loaded_rubric,
@@ -345,6 +346,7 @@ def build_server(tools: Tools) -> Any:
                     votes=votes or GRADE_VOTES,
                     keep_text=keep_text,
                     sink=sink,
+                    store=store,
                 ),
             )
             report = outcome.report
@@ -421,6 +423,8 @@ def build_server(tools: Tools) -> Any:
 async def _judging(tools: Tools, refs: list[str] | None, ctx: Any, work: Callable[..., Awaitable[Any]]) -> Any:
     from council.config import resolve_privacy
     from council.judging.engine import make_judges
+    from council.providers.client import share_limits
+    from council.storage import using_store
 
     clients = make_judges(tools.loaded, refs or ())
     progress = _Progress(ctx, tools.heartbeat)
@@ -430,7 +434,12 @@ async def _judging(tools: Tools, refs: list[str] | None, ctx: Any, work: Callabl
         progress.tick(f"{record.stage} by {record.member}: {'ok' if record.ok else 'failed'}")
 
     try:
-        return await work(clients, resolve_privacy(tools.loaded).store_transcripts, on_call)
+        # The run is recorded in the store, whose rate budgets the judges' rpm/tpm share with every
+        # process on it (docs/methods.md, "Shared rate budget"): opened once for both.
+        with using_store(True) as store:
+            assert store is not None
+            share_limits(clients, store)
+            return await work(clients, resolve_privacy(tools.loaded).store_transcripts, on_call, store)
     finally:
         await progress.flush()
         for client in clients:

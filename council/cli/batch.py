@@ -16,6 +16,7 @@ from council.inputs import MAX_BATCH_BYTES, read_text_file
 from council.outputs import check_output
 
 if TYPE_CHECKING:
+    from council.config import PrivacySettings
     from council.judging.batch import BatchItem, BatchPlan, BatchSummary
     from council.providers.client import ModelClient
 
@@ -223,7 +224,7 @@ def judge_file(
         click.echo(the_id)
         status(f"batch {the_id}: {len(items)} items queued: " + enqueued_text(counts))
 
-    async def work(judges: list[ModelClient], keep_text: bool, cap: float | None) -> BatchSummary:
+    async def work(judges: list[ModelClient], privacy: PrivacySettings, cap: float | None, _store: Any) -> BatchSummary:
         settings = settings_for(judges)
         the_id = batch_id or batching.default_batch_id(content, settings)
         progress = BatchProgress(the_id, len(items), quiet=silent)
@@ -239,7 +240,8 @@ def judge_file(
                 concurrency=concurrency,
                 resume=resume,
                 output=output_path,
-                keep_text=keep_text,
+                keep_text=privacy.store_transcripts,
+                hash_prompts=privacy.hash_queries,
                 on_start=progress.on_start,
                 on_item=progress.on_item,
                 max_cost=cap,
@@ -251,7 +253,7 @@ def judge_file(
             progress.stop()
 
     if enqueue:
-        run_with_judges(config_path, judge_refs, lambda judges, _keep, cap: enqueue_file(judges, cap),
+        run_with_judges(config_path, judge_refs, lambda judges, _privacy, cap, _store: enqueue_file(judges, cap),
                         max_cost=max_cost, cap_each_call=False)  # fmt: skip
         return
     summary = run_with_judges(

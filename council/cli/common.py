@@ -96,6 +96,17 @@ MAX_COST_HELP = (
 )
 
 
+def config_and_privacy(config_path: str | None) -> tuple[Any, Any]:
+    """The config a command runs under (``--config``, else ``$COUNCIL_CONFIG``, else the default
+    file) and its privacy settings (the environment over that file). Every judging command
+    resolves both here, so ``council batch`` and ``council worker`` given the same ``--config``
+    keep (and hash) the same things."""
+    from council.config import load_config, resolve_privacy
+
+    loaded = load_config(config_path)
+    return loaded, resolve_privacy(loaded)
+
+
 def max_cost_option(help: str = MAX_COST_HELP) -> Any:
     """``--max-cost USD``: a hard spend cap (checked by ``council.budget.check_cap``)."""
     return click.option("--max-cost", "max_cost", metavar="USD", help=help)

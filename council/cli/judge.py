@@ -12,8 +12,10 @@ from council.errors import CouncilFailure, InputError
 from council.inputs import read_text_file
 
 if TYPE_CHECKING:
+    from council.config import PrivacySettings
     from council.judging.engine import ComparisonOutcome, GradeOutcome
     from council.providers.client import ModelClient
+    from council.storage import Store
 
 STRATEGIES = ("average", "conservative", "consistency")
 T = TypeVar("T")
@@ -57,32 +59,35 @@ spend_cap_option = max_cost_option()
 def run_with_judges(
     config_path: str | None,
     judge_refs: Sequence[str],
-    work: Callable[[list[ModelClient], bool, float | None], Awaitable[T]],
+    work: Callable[[list[ModelClient], PrivacySettings, float | None, Store | None], Awaitable[T]],
     *,
     max_cost: str | None = None,
     cap_each_call: bool = True,
     use_cache: bool = False,
     refresh: bool = False,
+    in_store: bool = False,
 ) -> T:
-    """Resolve the judges, run ``work(judges, keep_text, cap)`` with them, and close their clients
-    whatever happens. ``keep_text`` is the config's privacy setting (judge reasoning stored?).
+    """Resolve the judges, run ``work(judges, privacy, cap, store)`` with them, and close their clients
+    whatever happens. ``privacy`` is the privacy settings of ``config_path`` (judge reasoning
+    stored? prompts hashed?), resolved as ``council worker`` resolves them.
 
     ``max_cost`` (else ``[budget] max_cost_usd``) caps this invocation's spending; a cap that
     stopped the work is raised after it (``BudgetReached``, exit 1). ``cap_each_call=False``
     (a batch, whose cap is kept with it in the store) only checks the judges can be capped and
     hands ``work`` the cap in force. ``use_cache``/``refresh`` (else ``[cache] enabled``) put the
-    judges on the store's call cache."""
+    judges on the store's call cache. ``in_store`` (compare, grade: their runs are recorded in the
+    store): the store is opened here, once, and handed to ``work``, and judges with an ``rpm`` or
+    ``tpm`` keep it in the store's budgets, one for every process sharing the store, as a batch's
+    workers do (else ``store`` is the cache's, or None)."""
     from council.budget import Budget, BudgetReached, check_cap
-    from council.cli.common import attach_cache, cache_wanted, spend_cap
-    from council.config import load_config, resolve_privacy
+    from council.cli.common import attach_cache, cache_wanted, config_and_privacy, spend_cap
     from council.judging.engine import make_judges
-    from council.providers.client import cap_spending
+    from council.providers.client import cap_spending, share_limits
 
     if max_cost is not None:
         check_cap(max_cost)
-    loaded = load_config(config_path)
+    loaded, privacy = config_and_privacy(config_path)
     judges = make_judges(loaded, judge_refs)
-    keep_text = resolve_privacy(loaded).store_transcripts
     cached = cache_wanted(use_cache, refresh, loaded)
     cap = spend_cap(max_cost, loaded)
     budget = Budget.capped(cap) if cap is not None else None
@@ -94,16 +99,18 @@ def run_with_judges(
 
     async def go() -> T:
         try:
-            return await work(judges, keep_text, cap)
+            return await work(judges, privacy, cap, store)
         finally:
             for judge in judges:
                 await judge.aclose()
 
     from council.storage import using_store
 
-    with using_store(cached) as cache_store:  # only --cache opens the store here
-        if cache_store is not None:
-            attach_cache(judges, cache_store, refresh=refresh)
+    with using_store(cached or in_store) as store:
+        if store is not None and cached:
+            attach_cache(judges, store, refresh=refresh)
+        if store is not None and in_store:
+            share_limits(judges, store)  # one rpm/tpm for every process: docs/methods.md, "Shared rate budget"
         import asyncio
 
         result = asyncio.run(go())
@@ -182,7 +189,7 @@ def compare(
     outcome = run_with_judges(
         config_path,
         judge_refs,
-        lambda judges, keep_text, _cap: engine.compare(
+        lambda judges, privacy, _cap, store: engine.compare(
             prompt,
             response_a,
             response_b,
@@ -194,11 +201,13 @@ def compare(
             strategy=strategy,
             votes=votes or PAIRWISE_VOTES,
             adaptive=adaptive,
-            keep_text=keep_text,
+            keep_text=privacy.store_transcripts,
+            store=store,
         ),
         max_cost=max_cost,
         use_cache=use_cache,
         refresh=refresh,
+        in_store=True,
     )
     _finish(outcome, as_json, render_comparison)
 
@@ -258,7 +267,7 @@ def grade(
     outcome = run_with_judges(
         config_path,
         judge_refs,
-        lambda judges, keep_text, _cap: engine.grade(
+        lambda judges, privacy, _cap, store: engine.grade(
             prompt,
             response,
             rubric=loaded_rubric,
@@ -267,11 +276,13 @@ def grade(
             context=context,
             votes=votes or GRADE_VOTES,
             adaptive=adaptive,
-            keep_text=keep_text,
+            keep_text=privacy.store_transcripts,
+            store=store,
         ),
         max_cost=max_cost,
         use_cache=use_cache,
         refresh=refresh,
+        in_store=True,
     )
     _finish(outcome, as_json, render_grade)
 

@@ -41,8 +41,7 @@ def worker(
     import asyncio
 
     from council.budget import Budget, BudgetReached, check_cap
-    from council.cli.common import status
-    from council.config import load_config, resolve_privacy
+    from council.cli.common import config_and_privacy, status
     from council.errors import CouncilFailure, NotFoundError, UsageError
     from council.judging.batch import batch_budget
     from council.judging.worker import BatchSpec, judges_from_spec, run_worker
@@ -52,8 +51,7 @@ def worker(
     cap = None if max_cost is None else check_cap(max_cost)
     if cap is not None and batch_id is None:
         raise UsageError("--max-cost needs --batch-id: a cap is kept with one batch")
-    loaded = load_config(config_path)
-    privacy = resolve_privacy(loaded)
+    loaded, privacy = config_and_privacy(config_path)
     keep_text = privacy.store_transcripts
     budgets: list[Budget] = []
     with using_store(True) as store:

@@ -349,6 +349,7 @@ async def run_batch(
     output: Path | None = None,
     store: Store | bool = True,
     keep_text: bool | None = None,
+    hash_prompts: bool | None = None,
     on_start: Callable[[BatchPlan], None] | None = None,
     on_item: ProgressSink | None = None,
     max_cost: float | None = None,
@@ -360,7 +361,8 @@ async def run_batch(
     from the database and write ``output`` (JSONL, one result per item, in file order).
 
     ``keep_text`` as in :func:`council.judging.engine.compare` (the results file is written
-    from the database, so it then holds no judge reasoning either).
+    from the database, so it then holds no judge reasoning either); ``hash_prompts`` as in
+    :func:`council.judging.worker.run_worker`.
     ``on_start(plan)`` and ``on_item(item, ok)`` report progress. Without ``resume`` a batch
     id that already has recorded items is refused. With ``resume``, items are matched with
     the recorded ones by id and content: changed items are judged again, unchanged ones keep
@@ -390,7 +392,7 @@ async def run_batch(
         return await _run_batch(
             items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
             opened, keep_text, on_start, on_item, source_path or source, max_cost, provider_batch,
-            on_provider_progress,
+            on_provider_progress, hash_prompts,
         )  # fmt: skip
 
 
@@ -413,6 +415,7 @@ async def _run_batch(
     max_cost: float | None,
     provider_batch: bool,
     on_provider_progress: Callable[[str, str, int, int, int], None] | None,
+    hash_prompts: bool | None,
 ) -> BatchSummary:
     # The batch goes through the queue (council.judging.worker) like a distributed one: this
     # process is one worker of it, and any others started on it (``council worker``, or the
@@ -449,7 +452,7 @@ async def _run_batch(
     t0 = time.perf_counter()
     report = await worker.run_worker(
         store, judges_for=lambda _id, _spec: list(judges), batch_id=batch_id, concurrency=concurrency,
-        keep_text=keep_text, on_item=on_item, keep_judges=judges,
+        keep_text=keep_text, on_item=on_item, keep_judges=judges, hash_prompts=hash_prompts,
         stop=None if budget is None else lambda: budget.reached is not None,
     )  # fmt: skip
     wall = time.perf_counter() - t0

@@ -157,7 +157,7 @@ async def chat_completions(request: Request) -> Response:
         return openai_error(400, "the last message must be a non-empty user message", "invalid_request_error")
     history = protocol.history_messages(earlier)
     try:  # checked before a stream starts: a bad request is a 400, not an error inside a 200
-        check_request(last.text(), seed=req.seed, history=history)
+        question, _ = check_request(last.text(), seed=req.seed, history=history)
     except CouncilError as exc:
         return error_for(exc)
     reply = _Reply(
@@ -169,8 +169,15 @@ async def chat_completions(request: Request) -> Response:
     )
     events = EventLog(server.store)  # so the web app, on any replica, can watch this session too
     if req.stream:
+        source = council
+        if council.too_large(question, history):
+            # No quorum of members can take it: the session fails at once, before any call. Run
+            # it before the stream starts, so the client gets the 400 (and the session is kept).
+            source, failure = await _run_first(council, question, history, req.seed, fmt, events)
+            if failure is not None:
+                return failure
         return StreamingResponse(
-            _stream(council, last.text(), history, req.seed, fmt, reply, progress, events),
+            _stream(source, last.text(), history, req.seed, fmt, reply, progress, events),
             media_type="text/event-stream",
             headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
         )
@@ -188,6 +195,39 @@ async def chat_completions(request: Request) -> Response:
     if result is None:  # the client hung up: the session was cancelled and recorded interrupted
         return Response(status_code=499)
     return JSONResponse(_completion_payload(result, reply))
+
+
+class _Replay:
+    """A session already run, streamed again as ``Council.stream`` would have: its events, then
+    its result."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+
+    async def stream(self, *_: Any, **__: Any) -> AsyncIterator[Any]:
+        for item in self.items:
+            yield item
+
+
+async def _run_first(
+    council: Any,
+    question: str,
+    history: list[dict[str, str]],
+    seed: int | None,
+    fmt: JsonFormat | None,
+    events: EventLog,
+) -> tuple[Any, Response | None]:
+    """Run a session to its end before a stream starts: a ``_Replay`` of it, or the error response."""
+    items: list[Any] = []
+    try:
+        async for item in council.stream(question, history=history, seed=seed, synthesis_format=fmt):
+            items.append(item)
+    except CouncilError as exc:
+        for item in items:
+            events.add(item)
+        events.close()
+        return None, error_for(exc)
+    return _Replay(items), None
 
 
 async def _unless_disconnected(request: Request, work: Any) -> Any:

@@ -8,7 +8,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from council.errors import CouncilError, NotFoundError, UsageError
+from council.errors import CouncilError, NotFoundError, PromptTooLarge, UsageError
 
 #: A failed council would fail again and bill again: OpenAI's SDKs (and LangChain, LiteLLM,
 #: ``llm``) read this header before their default retries.
@@ -31,6 +31,11 @@ def openai_error(
 
 
 def error_for(exc: CouncilError) -> JSONResponse:
+    if isinstance(exc, PromptTooLarge):
+        # As OpenAI answers a prompt over a model's context: a 400 its SDKs never retry, whose
+        # code clients (LangChain, LiteLLM) read as "shorten the messages or use another model".
+        return openai_error(400, str(exc), "invalid_request_error", "context_length_exceeded", param="messages",
+                            headers=NO_RETRY)  # fmt: skip
     if isinstance(exc, NotFoundError):
         return openai_error(404, str(exc), "invalid_request_error", "not_found")
     if isinstance(exc, UsageError):

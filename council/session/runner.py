@@ -21,7 +21,7 @@ from council.bias.records import BiasRecord, QueryHasher, SessionBiasMetadata, c
 from council.budget import BudgetReached
 from council.clock import utc_now
 from council.config import ResolvedCouncil, ResolvedModel
-from council.errors import InputError, ProviderError, QuorumError
+from council.errors import InputError, PromptTooLarge, ProviderError, QuorumError, RequestTooLarge
 from council.inputs import check_text, check_visible
 from council.logs import get_logger
 from council.methods.ranking import Consensus, consensus_ranking
@@ -133,6 +133,7 @@ class _Run:
     persisted: bool = False  # the final status and every row are written
     created: str = ""  # when the session began (ISO, UTC)
     answers: list[MemberAnswer] | None = None  # stage 1's, once it is over: kept if the session stops later
+    too_large: set[str] = field(default_factory=set)  # members whose call could never fit their tpm
 
     seq: int = 0  # the last event's sequence number
 
@@ -157,13 +158,32 @@ class SessionRunner:
         self.hasher: QueryHasher | None = None
 
     # -- stage 1 -------------------------------------------------------------
+    def _member_request(self, member_id: str, question: str, history: Sequence[dict[str, str]]) -> ChatRequest:
+        return ChatRequest(messages=prompts.member_messages(question, history), **self.clients[member_id].defaults())
+
+    def too_large(self, question: str, history: Sequence[dict[str, str]] = ()) -> bool:
+        """Whether this (checked) request is too large for the council, known before any call:
+        so many members' calls could never fit their model's ``tpm`` that no quorum can answer,
+        as :meth:`run` then finds (``PromptTooLarge``). The server asks before a stream starts."""
+        refused = 0
+        for member in self.council.members:
+            if member.spec.tpm is None:  # nothing to count: the common case costs no prompt building
+                continue
+            try:
+                self.clients[member.id].call_tokens(self._member_request(member.id, question, history))
+            except RequestTooLarge:
+                refused += 1
+        return len(self.council.members) - refused < self.council.quorum
+
     async def _answer(self, run: _Run, member: ResolvedModel) -> MemberAnswer:
         client = self.clients[member.id]
-        request = ChatRequest(messages=prompts.member_messages(run.question, run.history), **client.defaults())
+        request = self._member_request(member.id, run.question, run.history)
         t0 = time.perf_counter()
         try:
             response = await client.complete(request, stage="answer", sink=run.calls)
         except ProviderError as exc:
+            if isinstance(exc, RequestTooLarge):
+                run.too_large.add(member.id)
             return _emit_answer(
                 run, MemberAnswer(member=member.id, model=member.model, status="failed", error=str(exc))
             )
@@ -502,7 +522,14 @@ class SessionRunner:
         needed = c.quorum if candidates is None else 1
         if len(usable) < needed:
             causes = "; ".join(f"{f.member}: {f.error}" for f in run.failures) or "no answers"
-            raise QuorumError(f"only {len(usable)} of {len(answers)} members answered (quorum {needed}): {causes}")
+            message = f"only {len(usable)} of {len(answers)} members answered (quorum {needed}): {causes}"
+            if run.failures and all(f.member in run.too_large for f in run.failures):
+                # The request itself is what no member could take: the caller's to change.
+                raise PromptTooLarge(
+                    f"the request is too large for the members' token limits (shorten it, or raise tpm or "
+                    f"lower max_tokens): {message}"
+                )
+            raise QuorumError(message)
         if len(usable) < len(answers):
             run.partial_reasons.append(f"{len(answers) - len(usable)} of {len(answers)} members failed to answer")
 

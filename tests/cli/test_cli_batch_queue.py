@@ -154,3 +154,25 @@ def test_a_worker_keeps_prompt_ids_when_its_config_hashes_queries(tmp_path):
     enqueue(write_batch(tmp_path / "c.jsonl", [{**pair(9), "model_a": "fake/x", "model_b": "fake/y"}]))
     assert invoke_cli("worker").exit_code == 0
     assert len(db_rows(tmp_path / "council-home", "select 1 from judgment_runs where prompt_id is null")) == 1
+
+
+def test_a_plain_batch_keeps_prompt_ids_when_its_config_hashes_queries(tmp_path):
+    """``council batch FILE --config`` takes ``[privacy] hash_queries`` from that file, as
+    ``council worker --config`` does: the judged pairs keep their prompts' salted hashes."""
+    from council.bias.records import QueryHasher
+
+    rows = [{**pair(i), "model_a": "fake/x", "model_b": "fake/y"} for i in range(3)]
+    path = write_batch(tmp_path / "b.jsonl", rows)
+    cfg = tmp_path / "hashing.toml"
+    cfg.write_text("[privacy]\nhash_queries = true\n", encoding="utf-8")
+    result = invoke_cli("batch", str(path), "--judge", "fake/j", "--config", str(cfg), "-o", str(tmp_path / "o.jsonl"))
+    assert result.exit_code == 0, result.stderr
+    stored = db_rows(tmp_path / "council-home", "select prompt_id from judgment_runs order by model_a, id")
+    hasher = QueryHasher(tmp_path / "council-home")
+    assert sorted(r[0] for r in stored) == sorted(hasher.hash(r["prompt"]) for r in rows)
+    # Without hashing in its --config (and none in the environment or default file): no prompt id.
+    plain = tmp_path / "plain.toml"
+    plain.write_text("[privacy]\nhash_queries = false\n", encoding="utf-8")
+    other = write_batch(tmp_path / "c.jsonl", [{**pair(9), "model_a": "fake/x", "model_b": "fake/y"}])
+    assert invoke_cli("batch", str(other), "--judge", "fake/j", "--config", str(plain)).exit_code == 0
+    assert len(db_rows(tmp_path / "council-home", "select 1 from judgment_runs where prompt_id is null")) == 1

@@ -228,3 +228,28 @@ def test_readme_mcp_snippet_is_valid_json():
     snippet = json.loads(readme[start : readme.index("\n}\n", start) + 2])
     entry = snippet["mcpServers"]["council"]
     assert entry["command"] == "council" and entry["args"][:1] == ["mcp"]
+
+
+async def test_compare_judges_with_rpm_wait_on_the_stores_shared_budget(tmp_path, council_home):
+    """A judge's ``rpm`` is one budget with every process on the store (docs/methods.md,
+    "Shared rate budget"), not one per tool call."""
+    import time
+
+    from council.storage import SQLiteStore
+
+    config = tmp_path / "council.toml"
+    config.write_text('[councils.default]\nmembers = ["fake/a", "fake/b"]\n'
+                      '[models.j]\nmodel = "fake/j"\nrpm = 600\nmax_concurrency = 1\n')  # fmt: skip
+    async with Client(server(config, council_home)) as client:
+        store = SQLiteStore.open(council_home / "council.db")
+        try:
+            for _ in range(10):  # another process has just used the budget for the next second
+                store.reserve_rate("rpm:j:fake/j", 0.1)
+        finally:
+            store.close()
+        started = time.monotonic()
+        compared = await client.call_tool(
+            "council_compare", {"prompt": QUESTION, "response_a": "Shallow.", "response_b": "No.", "judges": ["j"]}
+        )
+        assert not compared.is_error, compared.content
+        assert time.monotonic() - started >= 1.0  # its calls waited their turns after the others'

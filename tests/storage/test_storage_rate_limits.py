@@ -251,6 +251,24 @@ def test_a_batch_judge_with_rpm_waits_on_the_shared_budget(url_store, backend_ur
     assert time.monotonic() - started >= 1.1  # its two calls waited their turns after the others'
 
 
+@pytest.mark.parametrize("command", ["compare", "grade"])
+def test_compare_and_grade_judges_with_rpm_wait_on_the_shared_budget(url_store, backend_url, tmp_path, command):
+    from conftest import invoke_cli, write_config
+
+    (tmp_path / "a.txt").write_text("yes")
+    (tmp_path / "b.txt").write_text("no")
+    cfg = write_config(tmp_path / "c.toml", {"j": {"model": "fake/j", "rpm": 600, "max_concurrency": 1}})
+    given = {"compare": ["--a", str(tmp_path / "a.txt"), "--b", str(tmp_path / "b.txt")],
+             "grade": ["--response", str(tmp_path / "a.txt"), "--votes", "2"]}[command]  # fmt: skip
+    started = time.monotonic()
+    for _ in range(10):  # another process has just used the budget for the next second
+        url_store.reserve_rate("rpm:j:fake/j", 0.1)
+    judged = invoke_cli(command, "--prompt", "Q?", *given, "--judge", "j", "--config", str(cfg), "--json",
+                        env={"COUNCIL_DATABASE_URL": backend_url})  # fmt: skip
+    assert judged.exit_code == 0, judged.stderr
+    assert time.monotonic() - started >= 1.1  # its two calls waited their turns after the others'
+
+
 def test_a_member_whose_call_is_larger_than_tpm_fails_in_one_line_and_the_session_goes_on():
     from council.api import Council
 
