@@ -103,8 +103,9 @@ async def test_items_recorded_together_each_lose_their_own_texts_from_stored_err
     judge = ModelClient(resolve_model("fake/j", ConfigFile(), {}, "test"), FakeAPI("fake/j", script=[echo] * 8))
     prompts = [f"Private question number {i} about zebras?" for i in range(4)]
     text = "".join(json.dumps({"id": f"e{i}", "prompt": p, "a": "A.", "b": "B."}) + "\n" for i, p in enumerate(prompts))
-    enqueue(url_store, parse_batch(text, "e.jsonl"), batch_id="e", settings=BatchSettings(judges=["fake/j"], max_attempts=1),
-            judges=[judge], rubrics={}, source="e.jsonl", content_sha256=content_digest(text))  # fmt: skip
+    settings = BatchSettings(judges=["fake/j"], max_attempts=1)
+    enqueue(url_store, parse_batch(text, "e.jsonl"), batch_id="e", settings=settings, judges=[judge], rubrics={},
+            source="e.jsonl", content_sha256=content_digest(text))  # fmt: skip
     writes: list = []
     _spy(url_store, "record_and_claim", writes)
     report = await run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="e", concurrency=4,

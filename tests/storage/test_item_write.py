@@ -39,12 +39,18 @@ async def test_a_judged_items_write_is_one_transaction_of_writes_only(tmp_path):
 @given(
     st.builds(
         CallRecord,
-        stage=st.text(max_size=5), member=st.text(max_size=5), model=st.text(max_size=5),
-        started_at=st.text(max_size=5), latency_ms=st.floats(allow_nan=False),
-        prompt_tokens=st.integers(0, 10**6), cost_usd=st.none() | st.floats(0, 10),
-        ok=st.booleans(), error=st.none() | st.text(max_size=20), cached=st.booleans(),
+        stage=st.text(max_size=5),
+        member=st.text(max_size=5),
+        model=st.text(max_size=5),
+        started_at=st.text(max_size=5),
+        latency_ms=st.floats(allow_nan=False),
+        prompt_tokens=st.integers(0, 10**6),
+        cost_usd=st.none() | st.floats(0, 10),
+        ok=st.booleans(),
+        error=st.none() | st.text(max_size=20),
+        cached=st.booleans(),
         saved_usd=st.none() | st.floats(0, 10),
-    )  # fmt: skip
+    )
 )
 def test_a_call_records_row_is_its_dump(record):
     """The journal and the item's write take a call's row without pydantic's dump: the same dict."""

@@ -442,10 +442,10 @@ async def test_an_items_result_replaces_a_failed_one_and_never_a_finished_or_cha
 async def test_finished_items_are_recorded_with_the_next_claims_in_one_call(store_backend):
     """A worker records the items it finished together and claims as many more in one transaction;
     an item that cannot be recorded is reported and the others are recorded all the same."""
-    from council.judging.worker import enqueue
     import dataclasses
 
     from council.judging.batch_items import item_digest
+    from council.judging.worker import enqueue
     from council.storage import JudgmentSave
 
     text = "".join(json.dumps({"id": f"r{i}", "prompt": f"Q{i}?", "a": "A.", "b": "B."}) + "\n" for i in range(5))
