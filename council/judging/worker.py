@@ -300,7 +300,9 @@ async def run_worker(
     async def record_finished(written: Callable[[], None]) -> None:
         batch = finished[:]
         finished.clear()
-        limit = 0 if stop is not None and stop() else len(batch)
+        # Every place free once these are recorded: theirs, and any an earlier claim left empty.
+        free = concurrency - (sum(in_flight.values()) - len(batch)) - len(ready)
+        limit = 0 if stop is not None and stop() else max(0, free)
         try:
             results, claimed = await call(store.record_and_claim, [save for save, _ in batch], report.worker,
                                           batch_id=batch_id, limit=limit, lease_seconds=lease_seconds)  # fmt: skip

@@ -119,3 +119,28 @@ async def test_items_recorded_together_each_lose_their_own_texts_from_stored_err
         stored += [c["error"] or "" for c in url_store.session_calls(row["run_id"])]
     assert stored and all(s for s in stored) and "bad request" in " ".join(stored)
     assert not any(p in s for p in prompts for s in stored)
+
+
+async def test_items_queued_while_the_worker_runs_fill_every_free_place(url_store):
+    """A claim that found fewer items than places does not leave the places empty: the next
+    results' transaction claims for every place free then, not only for the items it records."""
+    judge = _queued(url_store, 1)
+    real = url_store.claim_items
+    more = "".join(json.dumps({"id": f"n{i}", "prompt": f"N {i}?", "a": "A.", "b": "B."}) + "\n" for i in range(6))
+
+    def claim(*args, **kwargs):
+        rows = real(*args, **kwargs)
+        if not url_store.batch_status("w")["queued"] and url_store.batch_status("w")["items"] == 1:
+            text = '{"id": "p0", "prompt": "Q 0?", "a": "A.", "b": "B."}\n' + more  # new work arrives
+            enqueue(url_store, parse_batch(text, "b.jsonl"), batch_id="w", settings=BatchSettings(judges=["fake/j"]),
+                    judges=[judge], rubrics={}, source="b.jsonl", content_sha256=content_digest(text))  # fmt: skip
+        return rows
+
+    url_store.claim_items = claim
+    writes: list = []
+    _spy(url_store, "record_and_claim", writes)
+    report = await run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w", concurrency=4,
+                              keep_judges=[judge])  # fmt: skip
+    assert report.judged == 7 and url_store.batch_status("w")["done"] == 7
+    _, _, first, (_, claimed) = writes[0]
+    assert first["limit"] == 4 and len(claimed) == 4  # the one place that freed and the three never filled
