@@ -30,12 +30,12 @@ arrangements to enumerate are divided by k! (docs/methods.md, "Kendall's W").
 from __future__ import annotations
 
 import math
+import threading
 from bisect import bisect_left
-from collections import defaultdict
-from collections.abc import Sequence
-from functools import lru_cache
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Hashable, Sequence
 from itertools import combinations, pairwise, permutations
-from typing import Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -75,6 +75,48 @@ class Agreement(BaseModel):
     ballots: int
     """Ballots used: those ranking at least two answers."""
     answers: int
+
+
+_T = TypeVar("_T")
+
+
+class _Once(Generic[_T]):
+    """A function's values cached per arguments, each computed once even when threads ask together.
+
+    The null distributions are computed ahead of need in a worker thread (:func:`null_job`); a
+    second caller of the same design waits for that computation instead of repeating it. The
+    least recently used values beyond ``maxsize`` are dropped."""
+
+    def __init__(self, fn: Callable[..., _T], maxsize: int = 64) -> None:
+        self.fn, self.maxsize = fn, maxsize
+        self.values: OrderedDict[Hashable, _T] = OrderedDict()
+        self.locks: dict[Hashable, threading.Lock] = {}
+        self.guard = threading.Lock()
+
+    @staticmethod
+    def key(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Hashable:
+        return args, tuple(sorted(kwargs.items()))
+
+    def cached(self, *args: Any, **kwargs: Any) -> bool:
+        return self.key(args, kwargs) in self.values
+
+    def __call__(self, *args: Any, **kwargs: Any) -> _T:
+        key = self.key(args, kwargs)
+        with self.guard:
+            if key in self.values:
+                self.values.move_to_end(key)
+                return self.values[key]
+            lock = self.locks.setdefault(key, threading.Lock())
+        with lock:
+            if key in self.values:  # computed by the thread this one waited for
+                return self.values[key]
+            value = self.fn(*args, **kwargs)
+            with self.guard:
+                self.values[key] = value
+                while len(self.values) > self.maxsize:
+                    self.values.popitem(last=False)
+                self.locks.pop(key, None)
+        return value
 
 
 def _grounded_inverse(items: list[str], co: dict[tuple[int, int], int]) -> tuple[list[int], list[list[float]], int]:
@@ -207,8 +249,7 @@ def _enumerated(ballots: Sequence[Sequence[str]]) -> int:
     return total // math.factorial(len(ballots[0])) if _symmetric(ballots) else total
 
 
-@lru_cache(maxsize=64)
-def _null_distribution(
+def _enumerate_null(
     blocks: tuple[tuple[str, ...], ...], fix_first: bool = True
 ) -> tuple[list[float], list[float]]:
     """The statistic's exact null distribution for one design: (sorted values, upper-tail shares).
@@ -251,6 +292,9 @@ def _null_distribution(
     return values, upper
 
 
+_null_distribution = _Once(_enumerate_null)
+
+
 def _exact_p(design: _Design, observed: float) -> float:
     """P(SM ≥ observed) over every arrangement of the ballots, equally likely under the null."""
     values, upper = _null_distribution(tuple(tuple(sorted(b)) for b in design.ballots))
@@ -258,8 +302,7 @@ def _exact_p(design: _Design, observed: float) -> float:
     return upper[i] if i < len(values) else 0.0
 
 
-@lru_cache(maxsize=64)
-def _sampled_null(blocks: tuple[tuple[str, ...], ...], draws: int, seed: int) -> list[float]:
+def _draw_null(blocks: tuple[tuple[str, ...], ...], draws: int, seed: int) -> list[float]:
     """The statistic over ``draws`` arrangements drawn uniformly at random (each ballot an
     independent random order: the null), sorted. Cached, as the exact distribution is.
     numpy, imported here only: a session whose ballots stay within the exact limit never loads it."""
@@ -278,6 +321,9 @@ def _sampled_null(blocks: tuple[tuple[str, ...], ...], draws: int, seed: int) ->
     return sorted(np.maximum(stats, 0.0).tolist())
 
 
+_sampled_null = _Once(_draw_null)
+
+
 def _monte_carlo_p(design: _Design, observed: float, draws: int, seed: int) -> tuple[float, float]:
     """(p, its standard error): (1 + draws with SM ≥ observed) / (1 + draws), never 0 (Phipson
     & Smyth 2010: the observed arrangement is one of the null's)."""
@@ -285,6 +331,36 @@ def _monte_carlo_p(design: _Design, observed: float, draws: int, seed: int) -> t
     hits = len(sample) - bisect_left(sample, observed - _REL_TOL * max(1.0, observed))
     p = (1 + hits) / (1 + draws)
     return p, math.sqrt(p * (1 - p) / draws)
+
+
+def null_job(answer_sets: Sequence[Sequence[str]]) -> Callable[[], None] | None:
+    """The work that :func:`agreement` (with its defaults) will do for ballots ranking these sets
+    of answers, one set per ballot in ballot order, as a function to run ahead of time (in a
+    worker thread, while the ballots are being written); None when it is cached already.
+
+    The null distribution depends only on which answers each ballot ranks, never on the order
+    it gives them, so it can be computed before the reviews come back; the p-value is then a
+    lookup. A session does this so that the Monte-Carlo draws (and importing numpy) are off its
+    critical path (docs/methods.md, "Kendall's W")."""
+    used = [sorted(b) for b in answer_sets if len(b) >= 2]
+    if len(used) < 2:
+        return None
+    blocks = tuple(tuple(b) for b in used)
+    if _enumerated(used) <= EXACT_LIMIT:
+        if _null_distribution.cached(blocks):
+            return None
+
+        def enumerate_it() -> None:
+            _null_distribution(blocks)
+
+        return enumerate_it
+    if _sampled_null.cached(blocks, MC_DRAWS, MC_SEED):
+        return None
+
+    def draw_it() -> None:
+        _sampled_null(blocks, MC_DRAWS, MC_SEED)
+
+    return draw_it
 
 
 def arrangements(ballots: Sequence[Sequence[str]]) -> int:

@@ -24,6 +24,7 @@ from council.config import ResolvedCouncil, ResolvedModel
 from council.errors import InputError, PromptTooLarge, ProviderError, QuorumError, RequestTooLarge
 from council.inputs import check_text, check_visible
 from council.logs import get_logger
+from council.methods.concordance import null_job
 from council.methods.ranking import Consensus, consensus_ranking
 from council.providers.base import ChatRequest
 from council.providers.client import ModelClient
@@ -437,6 +438,22 @@ class SessionRunner:
                 self._record_failure(run, f"{type(exc).__name__}: {exc}")
             raise
 
+    def _prepare_agreement(self, members: Sequence[str]) -> asyncio.Task[None] | None:
+        """Start computing, in a worker thread, the null distribution the consensus's agreement
+        test needs if every reviewer ranks these members' answers. It depends only on which
+        answers each ballot holds, not on their order (docs/methods.md, "Kendall's W"), and for
+        five or more members it is 10,000 draws with numpy: done while the calls are in flight,
+        instead of between the reviews and the chairman's call. None: nothing left to compute."""
+        c = self.council
+        job = null_job([[m for m in members if not (c.self_review == "exclude" and m == r.id)] for r in c.reviewers])
+        if job is None:
+            return None
+
+        async def in_worker() -> None:  # a task: it starts after the stage's calls have set off
+            await asyncio.get_running_loop().run_in_executor(None, job)
+
+        return asyncio.create_task(in_worker())
+
     def _budget_reached(self) -> BudgetReached | None:
         """The spend cap's stop, when a call of this council was refused by it."""
         for client in self.clients.values():
@@ -494,6 +511,7 @@ class SessionRunner:
             detail="members answer",
             expected=len(c.members) if candidates is None else len(candidates),
         )
+        ahead: asyncio.Task[None] | None = None  # the agreement test's null, computing during the calls
         if candidates is not None:
             answers = [
                 MemberAnswer(
@@ -509,7 +527,9 @@ class SessionRunner:
             for a in answers:
                 _emit_answer(run, a)
         else:
-            answers = list(await asyncio.gather(*(self._answer(run, m) for m in c.members)))
+            answering = asyncio.gather(*(self._answer(run, m) for m in c.members))
+            ahead = self._prepare_agreement([m.id for m in c.members])  # for when every member answers
+            answers = list(await answering)
         run.answers = answers
         for a in answers:
             if a.status == "failed":
@@ -537,7 +557,10 @@ class SessionRunner:
         run.emit(
             StageStarted, stage="review", detail="reviewers rank the anonymised answers", expected=len(c.reviewers)
         )
-        reviewed = await asyncio.gather(*(self._review(run, r, usable) for r in c.reviewers))
+        reviewing = asyncio.gather(*(self._review(run, r, usable) for r in c.reviewers))
+        every_member = candidates is None and len(usable) == len(c.members)
+        prepared = ahead if every_member else self._prepare_agreement(list(usable))
+        reviewed = await reviewing
         reviews = [r for r in reviewed if r is not None]
         for r in reviews:
             if not r.valid:
@@ -549,6 +572,8 @@ class SessionRunner:
         # Consensus
         consensus = None
         if len(valid) >= c.review_quorum:
+            if prepared is not None:  # done by now unless the machine is very busy
+                await prepared
             consensus = consensus_ranking([r.ranking for r in valid], usable, seed=run.seed, method=c.consensus)
             run.emit(ConsensusEvent, **consensus_fields(consensus))
         else:

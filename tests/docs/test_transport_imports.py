@@ -101,6 +101,56 @@ def test_model_commands_on_the_native_transport_import_no_sdk(home, args, rich):
         assert "rich" in loaded  # the rendered result
 
 
+#: Records the thread that first imports numpy, then runs a command as PROBE does.
+MAIN_THREAD_PROBE = """
+import json, sys, threading
+first = []
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "numpy" and not first:
+            first.append(threading.current_thread() is threading.main_thread())
+        return None
+sys.meta_path.insert(0, Watch())
+sys.argv = ["council", *sys.argv[1:]]
+from council.cli.main import main
+try:
+    main(exit_fast=False)
+except SystemExit:
+    pass
+sys.stderr.write("\\nPROBE " + json.dumps({"numpy_on_main_thread": first[0] if first else None}) + "\\n")
+"""
+
+
+@pytest.mark.parametrize("self_review", ["include", "exclude"])
+def test_a_larger_councils_agreement_test_is_not_drawn_on_the_event_loop(tmp_path, mock, self_review):
+    # 5 ballots of 5 (or of 4) are beyond the exact enumeration: the Monte-Carlo p needs numpy
+    # (50-170 ms to import) and 10,000 draws. They are done in a worker thread while the
+    # reviews are in flight, never on the loop that sends the calls; the p is the same.
+    names = ["a", "b", "c", "d", "e"]
+    lines = ["[councils.default]", f"members = {json.dumps(names)}", 'chairman = "a"', f'self_review = "{self_review}"']
+    for n in names:
+        lines += [f"[models.{n}]", f'model = "openai/mock-{n}"', f'api_base = "{mock.base_url}"']
+    (tmp_path / "council.toml").write_text("\n".join(lines) + "\n")
+    env = {**os.environ, "COUNCIL_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    env.pop("COUNCIL_CONFIG", None)
+    args = ["run", "Why is the sky blue?", "--json"]
+    proc = subprocess.run([sys.executable, "-c", MAIN_THREAD_PROBE, *args], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    line = next((x for x in proc.stderr.splitlines() if x.startswith("PROBE ")), None)
+    assert line is not None, proc.stderr
+    assert json.loads(line.removeprefix("PROBE ")) == {"numpy_on_main_thread": False}, proc.stderr
+    result = json.loads(proc.stdout)
+    agreement = result["consensus"]["agreement"]
+    assert agreement["p_method"] == "monte-carlo"
+    assert agreement["design"] == ("complete" if self_review == "include" else "balanced incomplete")
+    from council.methods.concordance import agreement as recompute
+
+    ballots = [r["ranking"] for r in result["reviews"] if r["valid"]]
+    assert len(ballots) == 5
+    assert agreement == recompute(ballots).model_dump()
+    assert result["consensus"]["kendall_w_p_value"] == agreement["p_value"]
+
+
 @pytest.mark.parametrize("args", [["bias-report", "--json"], ["sessions", "list"], ["--help"]])
 def test_commands_that_call_no_model_import_no_http_client(home, args):
     _, loaded = run_command(home, *args)
@@ -152,6 +202,21 @@ def test_sqlite_utils_is_loaded_without_numpy_and_numpy_still_imports_after():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["True", "numpy"]
+
+
+def test_opening_the_store_scans_no_installed_package_for_sqlite_utils_plugins(tmp_path):
+    # Loading sqlite-utils' plugins reads every installed distribution's entry points (10-20 ms
+    # of every command's start); the store's connection is council's own, so it runs none.
+    code = (
+        "from council.storage import SQLiteStore\n"
+        "import sqlite_utils.plugins\n"
+        "store = SQLiteStore.open()\n"
+        "store.close()\n"
+        "print(sqlite_utils.plugins._plugins_loaded, store.db.conn is not None)\n"
+    )
+    env = {**os.environ, "COUNCIL_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["False", "True"], out.stderr
 
 
 def test_structlog_is_loaded_without_rich_and_rich_still_imports_after():

@@ -376,3 +376,60 @@ async def test_a_five_member_session_reports_a_monte_carlo_p_with_its_error():
     a = result.consensus.agreement
     assert a.p_method == "monte-carlo" and a.p_draws == 10_000 and 0 < a.p_standard_error < 0.006
     assert f"monte-carlo, 10000 draws, ± {a.p_standard_error:.2g}" in _agreement_text(result.consensus)
+
+
+def test_a_null_computed_ahead_is_the_one_the_test_uses_and_is_not_drawn_again(monkeypatch):
+    # The session computes the null from which answers each reviewer will rank, before the
+    # rankings exist; the p of the rankings must then be a lookup, the same p as computed cold.
+    members = [f"m{i}" for i in range(5)]
+    ballots = [[m for m in reversed(members) if m != r] for r in members]  # self-excluding, 5 ballots of 4
+    cold = concordance.agreement(ballots)
+    assert cold is not None and cold.p_method == "monte-carlo"
+    draws = []
+    monkeypatch.setattr(
+        concordance, "_sampled_null", concordance._Once(lambda *a: draws.append(a) or concordance._draw_null(*a))
+    )
+    job = concordance.null_job([sorted(b) for b in ballots])
+    assert job is not None and draws == []
+    job()
+    assert len(draws) == 1
+    assert concordance.null_job([list(b) for b in ballots]) is None  # cached: nothing left to do
+    assert concordance.agreement(ballots) == cold
+    assert len(draws) == 1
+    # Ballots of fewer than two answers and single ballots test nothing: no work.
+    assert concordance.null_job([["a", "b", "c"]]) is None
+    assert concordance.null_job([["a"], ["b"], ["a", "b"]]) is None
+
+
+def test_a_null_computed_ahead_covers_exact_designs_too(monkeypatch):
+    monkeypatch.setattr(concordance, "_null_distribution", concordance._Once(concordance._enumerate_null))
+    ballots = [["a", "b", "c", "d"], ["d", "c", "b", "a"], ["b", "a", "d", "c"], ["a", "c", "b", "d"]]
+    job = concordance.null_job(ballots)
+    assert job is not None
+    job()
+    assert concordance.null_job(ballots) is None
+    assert concordance.agreement(ballots).p_method == "exact"
+
+
+def test_threads_asking_for_the_same_null_together_compute_it_once():
+    import threading
+    import time
+
+    calls = []
+
+    def slow(key):
+        calls.append(key)
+        time.sleep(0.05)
+        return [key]
+
+    once = concordance._Once(slow, maxsize=2)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(once("x"))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == ["x"] and results == [["x"]] * 4 and all(r is results[0] for r in results)
+    once("y"), once("z")  # beyond maxsize the least recently used value goes
+    assert not once.cached("x") and once.cached("y") and once.cached("z")
+    assert once.locks == {}

@@ -277,3 +277,45 @@ def test_the_text_output_names_the_consensus_method(tmp_path, council_home):
     assert "Consensus ranking (Copeland, pairwise majorities" in result.stdout
     plain = invoke_cli("run", "--config", str(write_config(tmp_path / "d.toml", {}, members=MEMBERS)), QUESTION)
     assert "Consensus ranking (Borda, normalised per ballot" in plain.stdout
+
+
+@pytest.mark.parametrize("self_review", ["exclude", "include"])
+async def test_the_agreement_tests_draws_are_made_off_the_event_loop_with_the_same_p(monkeypatch, self_review):
+    # Five members' ballots are beyond the exact enumeration: 10,000 draws with numpy. The
+    # session makes them in a worker thread while the calls are in flight (they depend only on
+    # which answers each reviewer ranks), never on the loop between the reviews and the chairman.
+    import threading
+
+    from council.methods import concordance
+
+    threads = []
+
+    def draw(*args):
+        threads.append(threading.current_thread())
+        return concordance._draw_null(*args)
+
+    monkeypatch.setattr(concordance, "_sampled_null", concordance._Once(draw))
+    members = ["fake/alpha", "fake/beta", "fake/gamma", "fake/delta", "fake/epsilon"]
+    c = make_council(members, store=False, self_review=self_review)
+    result = await c.run(QUESTION, seed=5)
+    await c.aclose()
+    assert result.status == "complete"
+    assert len(threads) == 1 and threads[0] is not threading.main_thread()  # drawn once, off the loop
+    agreed = result.consensus.agreement
+    assert agreed.p_method == "monte-carlo" and agreed.ballots == 5
+    monkeypatch.undo()
+    assert agreed == concordance.agreement([r.ranking for r in result.reviews])
+    assert result.consensus.kendall_w_p_value == agreed.p_value
+
+
+async def test_a_failed_review_changes_the_design_and_the_agreement_still_holds_its_ballots():
+    from council.methods import concordance
+
+    members = ["fake/alpha", "fake/beta", "fake/gamma", "fake/delta", "fake/epsilon+garbage"]
+    c = make_council(members, store=False, max_review_attempts=1)
+    result = await c.run(QUESTION, seed=5)
+    await c.aclose()
+    valid = [r.ranking for r in result.reviews if r.valid]
+    assert len(valid) == 4 and result.status == "partial"
+    assert result.consensus.agreement == concordance.agreement(valid)
+    assert result.consensus.agreement.ballots == 4
