@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import html
 import re
+import threading
 import unicodedata
 from functools import lru_cache
 
@@ -98,7 +99,41 @@ _FOLD_TABLE = _FoldTable()
 def neutralise(text: str) -> str:
     """``text`` with every tag-like slot name made inert (``</answer>`` -> ``‹/answer>``)."""
     if text.isascii():
-        return _TAG.sub(NEUTRAL_OPENER, text)
+        return _TAG.sub(NEUTRAL_OPENER, text) if "<" in text else text
+    done = _NEUTRALISED.get(text)
+    if done is None:
+        done = _neutralise_folded(text)
+        _NEUTRALISED.keep(text, done)
+    return done
+
+
+class _Recent(dict[str, str]):
+    """The last texts neutralised, up to ``limit`` characters in all, oldest out first. A
+    session quotes each answer in every reviewer's prompt and in the chairman's; folding
+    non-ASCII text costs ~25 µs per 1,000 characters, so each answer is folded once."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit, self.size = limit, 0
+        self.lock = threading.Lock()
+
+    def keep(self, text: str, done: str) -> None:
+        if len(text) > self.limit // 16:
+            return
+        with self.lock:
+            if text in self:
+                return
+            self[text] = done
+            self.size += len(text) + len(done)
+            while self.size > self.limit:
+                oldest = next(iter(self))
+                self.size -= len(oldest) + len(self.pop(oldest))
+
+
+_NEUTRALISED = _Recent(limit=2_000_000)
+
+
+def _neutralise_folded(text: str) -> str:
     folded = text.translate(_FOLD_TABLE)
     starts = [m.start() for m in _TAG.finditer(folded)]
     if not starts:

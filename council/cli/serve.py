@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import gc
+import os
 import socket
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -32,6 +35,9 @@ if TYPE_CHECKING:
 @click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
               help="Also answer requests whose Host header names NAME, e.g. behind a proxy (repeatable; "
               "localhost and the bound address always).")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Server processes sharing the port and the store (uvicorn's workers): one per core "
+              "serves more sessions at once.")
 def serve(
     config_path: str | None,
     host: str,
@@ -40,6 +46,7 @@ def serve(
     max_body_bytes: int,
     cors_origins: tuple[str, ...],
     allowed_hosts: tuple[str, ...],
+    workers: int,
 ) -> None:
     """Serve councils as OpenAI-compatible chat models (model = council name), and the web app at /."""
     from council.config import load_config, resolve_council
@@ -56,12 +63,31 @@ def serve(
     hosts = [check_allowed_host(name) for name in allowed_hosts]
     loaded = load_config(config_path)
     councils = [resolve_council(loaded, name) for name in loaded.config.councils]  # fail now, not on a request
-    _warm_up(councils)
+    from council.storage import open_store
+
+    # A store that cannot be opened (unreachable, refused, read-only) is one line now, not a
+    # traceback from every server process's start-up; its migrations run once, here.
+    open_store().close()
     import uvicorn
 
-    app = create_app(
-        loaded, token=token, max_body_bytes=max_body_bytes, cors_origins=origins, host=host, allowed_hosts=hosts
+    options = WorkerOptions(
+        config_path=os.path.abspath(config_path) if config_path else None,
+        token=token,
+        max_body_bytes=max_body_bytes,
+        cors_origins=tuple(origins),
+        host=host,
+        allowed_hosts=tuple(hosts),
+        debug=bool((click.get_current_context().find_root().obj or {}).get("debug")),
     )
+    if workers == 1:
+        _warm_up(councils)
+        app: Any = create_app(
+            loaded, token=token, max_body_bytes=max_body_bytes, cors_origins=origins, host=host, allowed_hosts=hosts
+        )
+    else:
+        # Each worker process builds its own app from these options (uvicorn pickles the
+        # factory to the processes it spawns): its own store connection, clients and lease.
+        app = functools.partial(worker_app, options)
     sock = _listen(host, port)
     shown = f"[{host}]" if ":" in host else host
     listening = f"http://{shown}:{sock.getsockname()[1]}/v1"
@@ -69,9 +95,59 @@ def serve(
 
     councils_served = ", ".join(sorted(loaded.config.councils))
     web = listening.removesuffix("v1")
-    click.echo(visible(f"council serve: {listening}  councils: {councils_served}  web app: {web}"), err=True)
-    config = uvicorn.Config(app, log_level="warning", access_log=False)
-    uvicorn.Server(config).run(sockets=[sock])
+    processes = f"  processes: {workers}" if workers > 1 else ""
+    click.echo(visible(f"council serve: {listening}  councils: {councils_served}  web app: {web}{processes}"), err=True)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, workers=workers, factory=workers > 1)
+    if workers == 1:
+        uvicorn.Server(config).run(sockets=[sock])
+        return
+    from uvicorn.supervisors import Multiprocess
+
+    # uvicorn's supervisor: the processes accept on the one socket bound here, a process that
+    # dies is replaced, SIGINT/SIGTERM stop them all (each ends its sessions cleanly).
+    supervisor = Multiprocess(config, sockets=[sock])
+    supervisor.run()
+    if any(p.exitcode == STARTUP_FAILURE for p in supervisor.processes):
+        from council.errors import EnvironmentFailure
+
+        raise EnvironmentFailure("a server process could not start (its error is above)")
+
+
+# uvicorn's exit code for a worker that failed before serving.
+STARTUP_FAILURE = 3
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    """What a worker process needs to build the same app as a single-process server."""
+
+    config_path: str | None
+    token: str | None
+    max_body_bytes: int
+    cors_origins: tuple[str, ...]
+    host: str
+    allowed_hosts: tuple[str, ...]
+    debug: bool
+
+
+def worker_app(options: WorkerOptions) -> Any:
+    """The app of one worker process (``--workers N``): the CLI's logging, the config, the
+    warm-up, then :func:`create_app` as one process would call it."""
+    from council.config import load_config, resolve_council
+    from council.logs import configure_logging
+    from council.server.app import create_app
+
+    configure_logging(debug=options.debug)
+    loaded = load_config(options.config_path)
+    _warm_up([resolve_council(loaded, name) for name in loaded.config.councils])
+    return create_app(
+        loaded,
+        token=options.token,
+        max_body_bytes=options.max_body_bytes,
+        cors_origins=options.cors_origins,
+        host=options.host,
+        allowed_hosts=options.allowed_hosts,
+    )
 
 
 def _listen(host: str, port: int) -> socket.socket:

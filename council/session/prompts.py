@@ -54,9 +54,11 @@ def review_messages(
     question: str,
     labelled_answers: Sequence[tuple[str, str]],
     scale: tuple[int, int],
-    schema: dict[str, Any],
+    schema: dict[str, Any] | str,
 ) -> list[dict[str, str]]:
+    """``schema``: the reply's JSON schema, or its compact JSON text (schemas.peer_review_schema_text)."""
     labels = [label for label, _ in labelled_answers]
+    schema_text = schema if isinstance(schema, str) else json.dumps(schema, separators=(",", ":"))
     slots = "\n\n".join(wrap_answer(label, text) for label, text in labelled_answers)
     example = {
         "evaluations": {label: {"reasoning": "<why, citing the answer>", "score": "<integer>"} for label in labels[:1]},
@@ -67,7 +69,7 @@ def review_messages(
         f"Answers ({len(labels)}: {', '.join(labels)}):\n\n{slots}\n\n"
         f'Return JSON with "evaluations" (one entry per label: "reasoning" then "score") and '
         f'"ranking" (all labels, best first). Shape, abbreviated: {json.dumps(example)}\n'
-        f"JSON schema: {json.dumps(schema, separators=(',', ':'))}"
+        f"JSON schema: {schema_text}"
     )
     return [{"role": "system", "content": review_system(scale)}, {"role": "user", "content": user}]
 

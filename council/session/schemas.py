@@ -80,3 +80,9 @@ def peer_review_schema(labels: tuple[str, ...], scale: tuple[int, int]) -> dict[
     may then change.
     """
     return json.loads(_peer_review_schema_json(labels, scale))
+
+
+@lru_cache(maxsize=256)
+def peer_review_schema_text(labels: tuple[str, ...], scale: tuple[int, int]) -> str:
+    """The same schema as compact JSON text, as review prompts quote it (made once, not per review)."""
+    return json.dumps(peer_review_schema(labels, scale), separators=(",", ":"))

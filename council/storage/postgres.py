@@ -567,6 +567,11 @@ class PostgresStore(GroupCommit, SharedOperations):
     save_session = SQLiteStore.save_session
     fail_session = SQLiteStore.fail_session
     _finish_session = SQLiteStore._finish_session
+
+    def _write_rows(self, table: str, rows: Sequence[dict[str, Any]], *, replace: bool = False) -> None:
+        """As SQLiteStore's: ``replace`` upserts on the table's primary key."""
+        self.db[table].insert_all(rows, replace=replace)
+
     list_sessions = SQLiteStore.list_sessions
     get_session = SQLiteStore.get_session
     session_calls = SQLiteStore.session_calls

@@ -125,8 +125,8 @@ class SQLiteStore(GroupCommit, SharedOperations):
         self._write_refused: EnvironmentFailure | None = None  # why writes fail on a read-only store
         self._leased = False  # a file others may share (set by open): its work is owned by leases
         self._lease_due: ownership.Lease | None = None  # this process's lease, not written yet
-        self._lease_path: str | None = None  # the file's resolved path, the lease's key
         self._unscored = False  # records without a score were loaded (a store made from files)
+        self._resolved_key: str | None = None  # the lease's key: the file's resolved path
         self._init_group_commit()  # call-log rows and session events not yet committed
 
     # -- opening -------------------------------------------------------------
@@ -196,12 +196,12 @@ class SQLiteStore(GroupCommit, SharedOperations):
         return lambda sql, params: conn.execute(sql, list(params))
 
     def _lease_key(self) -> str:
-        # Resolved once: every journaled call asks (a path walk with a system call per part).
-        key = self._lease_path
-        if key is None:
+        # Resolved once: every call-log row asks for its owner, and resolving the path is a
+        # system call per component (~5 % of a busy server's CPU, docs/benchmarks.md section 20).
+        if self._resolved_key is None:
             assert self.path is not None
-            key = self._lease_path = str(self.path.resolve())
-        return key
+            self._resolved_key = str(self.path.resolve())
+        return self._resolved_key
 
     @contextmanager
     def immediate(self) -> Iterator[Database]:
@@ -341,7 +341,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
             result.session_id,
             status=result.status,
             **_result_rows(result, keep_text),
-            bias_records=[rec.model_dump(mode="json") for rec in records],
+            bias_records=[rec.row() for rec in records],
             calls=_call_rows(result.session_id, calls),
         )
 
@@ -375,22 +375,37 @@ class SQLiteStore(GroupCommit, SharedOperations):
         private text when transcripts are off; the user's own words kept)."""
         with self._write_transaction():  # nothing read: one round trip on PostgreSQL
             if answers:
-                self.db["answers"].insert_all(redact_document(list(answers)), replace=True)
+                self._write_rows("answers", redact_document(list(answers)), replace=True)
             if reviews:
-                self.db["reviews"].insert_all(redact_document(list(reviews)), replace=True)
+                self._write_rows("reviews", redact_document(list(reviews)), replace=True)
             if bias_records:
-                self.db["bias_records"].insert_all(bias_records)
+                self._write_rows("bias_records", bias_records)
             if calls:
                 self.write_calls(calls)
-            self.db["sessions"].update(
-                session_id,
-                {
-                    "status": status,
-                    "finished_at": utc_now(),
-                    "result": json.dumps(redact_document(result)) if result is not None else None,
-                    "error": redact(error) if error else error,
-                },
+            self.db.conn.execute(
+                "UPDATE sessions SET status = ?, finished_at = ?, result = ?, error = ? WHERE id = ?",
+                [
+                    status,
+                    utc_now(),
+                    json.dumps(redact_document(result)) if result is not None else None,
+                    redact(error) if error else error,
+                    session_id,
+                ],
             )
+
+    def _write_rows(self, table: str, rows: Sequence[dict[str, Any]], *, replace: bool = False) -> None:
+        """Insert ``rows`` (plain values) into ``table`` inside the caller's transaction, one
+        prepared statement per shape of row; ``replace``: a row with the same key replaces the
+        stored one. (sqlite-utils' ``insert_all`` reads the table's columns and converts every
+        value first: ~8 % of a busy server's CPU, docs/benchmarks.md section 20.)"""
+        shapes: dict[tuple[str, ...], list[list[Any]]] = {}
+        for row in rows:
+            columns = tuple(row)
+            shapes.setdefault(columns, []).append([row[c] for c in columns])
+        verb = "INSERT OR REPLACE" if replace else "INSERT"
+        for columns, values in shapes.items():
+            marks = ", ".join("?" for _ in columns)
+            self.db.conn.executemany(f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({marks})", values)
 
     def list_sessions(
         self, *, limit: int = 20, since: str | None = None, council: str | None = None, search: str | None = None

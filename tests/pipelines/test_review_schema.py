@@ -133,3 +133,16 @@ def test_answer_cannot_escape_its_slot():
 def test_chairman_slot_tags_are_stripped_from_the_synthesis():
     assert prompts.clean_synthesis('<answer label="A">\nParis.\n</answer>') == "Paris."
     assert prompts.clean_synthesis("Use <answer> tags like this.") == "Use <answer> tags like this."
+
+
+def test_the_review_prompt_quotes_the_cached_schema_text_as_it_would_the_schema():
+    # The runner passes the schema's compact text, made once per design; the prompt is the
+    # same as from the schema itself.
+    from council.session.schemas import peer_review_schema, peer_review_schema_text
+
+    for labels in (("A", "B"), ("A", "B", "C", "D", "E")):
+        answers = [(label, f"answer {label}") for label in labels]
+        from_dict = prompts.review_messages("q?", answers, (1, 10), peer_review_schema(labels, (1, 10)))
+        from_text = prompts.review_messages("q?", answers, (1, 10), peer_review_schema_text(labels, (1, 10)))
+        assert from_text == from_dict
+        assert '"ranking"' in from_text[1]["content"]

@@ -233,3 +233,27 @@ def test_the_fold_table_folds_as_each_character_would_be(text):
     from council.slots import _FOLD_TABLE, _fold
 
     assert text.translate(_FOLD_TABLE) == "".join(ch if ch < "\x80" else _fold(ch) for ch in text)
+
+
+@given(st.text())
+def test_a_text_neutralised_again_gives_what_folding_it_anew_gives(text):
+    # Texts are remembered (each answer is quoted in every reviewer's prompt): a remembered
+    # result is the one folding gives, and the ASCII shortcut changes nothing.
+    from council.slots import _TAG, NEUTRAL_OPENER, _neutralise_folded
+
+    expected = _TAG.sub(NEUTRAL_OPENER, text) if text.isascii() else _neutralise_folded(text)
+    assert neutralise(text) == expected
+    assert neutralise(text) == expected
+
+
+def test_remembered_texts_stay_within_their_character_budget():
+    from council.slots import _Recent
+
+    recent = _Recent(limit=1_000)
+    for i in range(500):
+        text = f"é{i}" * 10
+        recent.keep(text, text)
+        assert recent.size <= 1_000
+    assert 0 < len(recent) < 500 and f"é{499}" * 10 in recent  # the newest kept, the oldest gone
+    recent.keep("é" * 100, "x")  # longer than a 16th of the budget: never kept
+    assert "é" * 100 not in recent
