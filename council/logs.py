@@ -19,11 +19,15 @@ import re
 import sys
 from typing import Any
 
+from council.redaction import REDACTED, redact, redact_data
 
-def _import_structlog_without_rich() -> Any:
-    """structlog imports rich (~50 ms) when it is installed, only to render exceptions; the CLI
-    imports this module first, so structlog is loaded for the whole process with plain
-    tracebacks. rich itself still imports normally afterwards (the CLI renders with it)."""
+
+def _structlog() -> Any:
+    """structlog, imported at the first event logged or rendered, not with this module: with
+    asyncio it costs ~0.1 s of a command's start-up, and a command that logs nothing (a bias
+    report, a listing) need not pay it. It imports rich (~50 ms) when rich is installed, only
+    to render exceptions: rich is hidden from it, and the console renderer is given plain
+    tracebacks in any case (rich may have been imported by the time structlog is)."""
     if "structlog" in sys.modules:
         return sys.modules["structlog"]
     hidden = "rich" not in sys.modules
@@ -36,10 +40,6 @@ def _import_structlog_without_rich() -> Any:
             del sys.modules["rich"]
     return structlog
 
-
-structlog = _import_structlog_without_rich()
-
-from council.redaction import REDACTED, redact, redact_data
 
 ROOT = "council"
 #: The levels ``COUNCIL_LOG_LEVEL`` accepts (any case); anything else is refused, not ignored.
@@ -61,8 +61,28 @@ def redact_event(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, A
     return event
 
 
+class _Logger:
+    """A structlog logger made at its first use (:func:`_structlog`)."""
+
+    __slots__ = ("_name", "_logger")
+
+    def __init__(self, name: str) -> None:
+        self._name, self._logger = name, None
+
+    def __getattr__(self, attr: str) -> Any:
+        if self._logger is None:
+            self._logger = _wrap(self._name)
+        return getattr(self._logger, attr)
+
+
 def get_logger(name: str) -> Any:
-    """A structlog logger over ``logging.getLogger(name)`` (``name`` under ``council``)."""
+    """A structlog logger over ``logging.getLogger(name)`` (``name`` under ``council``), made at
+    its first use."""
+    return _Logger(name)
+
+
+def _wrap(name: str) -> Any:
+    structlog = _structlog()
     return structlog.wrap_logger(
         logging.getLogger(name),
         processors=[
@@ -122,24 +142,44 @@ def configure_logging(level: str | None = None, debug: bool = False, *, file: bo
     numeric = logging.getLevelName(level_name)
     unconfigure_logging()
     log_file = os.environ.get("COUNCIL_LOG_FILE") if file else None
-    stamp = [structlog.stdlib.add_log_level, structlog.processors.TimeStamper(fmt="iso", utc=True)]
     handler: logging.Handler
     if log_file:
         handler = logging.StreamHandler(_open_private(log_file))
-        renderer: list[Any] = [structlog.processors.JSONRenderer()]
     else:
         handler = _StderrHandler()
-        renderer = [_visible, structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())]
-    handler.setFormatter(
-        structlog.stdlib.ProcessorFormatter(
+    colors = sys.stderr.isatty()
+
+    def formatter() -> logging.Formatter:
+        structlog = _structlog()
+        stamp = [structlog.stdlib.add_log_level, structlog.processors.TimeStamper(fmt="iso", utc=True)]
+        if log_file:
+            renderer: list[Any] = [structlog.processors.JSONRenderer()]
+        else:
+            console = structlog.dev.ConsoleRenderer(colors=colors, exception_formatter=structlog.dev.plain_traceback)
+            renderer = [_visible, console]
+        return structlog.stdlib.ProcessorFormatter(  # type: ignore[no-any-return]
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, *stamp, *renderer],
             foreign_pre_chain=stamp,
         )
-    )
+
+    handler.setFormatter(_LazyFormatter(formatter))
     handler._council_cli = True  # type: ignore[attr-defined]
     logger = logging.getLogger(ROOT)
     logger.addHandler(handler)
     logger.setLevel(numeric)
+
+
+class _LazyFormatter(logging.Formatter):
+    """structlog's formatter, built when the first event is written (:func:`_structlog`)."""
+
+    def __init__(self, build: Any) -> None:
+        super().__init__()
+        self._build, self._formatter = build, None
+
+    def format(self, record: logging.LogRecord) -> str:
+        if self._formatter is None:
+            self._formatter = self._build()
+        return self._formatter.format(record)  # type: ignore[no-any-return]
 
 
 def unconfigure_logging() -> None:

@@ -92,13 +92,12 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The command list from the summaries above (as click would shorten them), importing none."""
-        from click.utils import make_default_short_help
-
         names = self.list_commands(ctx)
         if not names:
             return
         limit = formatter.width - 6 - max(map(len, names))
-        rows = [(name, make_default_short_help(_COMMANDS[name][2], limit)) for name in names]
+        # A bare Command shortens the summary exactly as click shortens a real command's help.
+        rows = [(name, click.Command(name, help=_COMMANDS[name][2]).get_short_help_str(limit)) for name in names]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

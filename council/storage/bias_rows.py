@@ -20,16 +20,21 @@ COLUMNS = (
 )  # fmt: skip
 _KNOWN = frozenset(COLUMNS)
 
-#: The indexes of ``bias_records`` from m017 on, the same on both backends: what the bias
-#: report's passes read (council.storage.bias_sums) and nothing more, since each index
-#: costs every write. Per review and per answer, covering; positions; the scales.
-INDEXES = {
+#: The indexes m017 built, the same on both backends (kept as m017 shipped them).
+M017_INDEXES = {
     "idx_bias_records_review": "session_id, reviewer_id, score_value, position",
     "idx_bias_records_answer_words": (
         "session_id, model_id, self_review, score_value, response_length_chars, response_length_words"
     ),
     "idx_bias_records_position_score_value": "position, score_value",
     "idx_bias_records_scale": "scale_min, scale_max",
+}
+#: The indexes of ``bias_records`` from m019 on: what the bias report's passes read
+#: (council.storage.bias_sums) and nothing more, since each index costs every write: per
+#: answer, covering; positions. The per-review pass and the scales read the review sums
+#: (council.storage.bias_summaries) instead of the per-review and scale indexes.
+INDEXES = {
+    name: on for name, on in M017_INDEXES.items() if name not in ("idx_bias_records_review", "idx_bias_records_scale")
 }
 
 

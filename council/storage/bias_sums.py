@@ -3,15 +3,18 @@
 Every statistic is reduced to per-group sums (n, Σx, Σx², Σxy) by ``GROUP BY`` queries
 that covering indexes answer without touching the table (council.storage.bias_rows.INDEXES);
 council.bias combines the groups into the report. The rows are read in two passes, per
-review and per answer, plus the narrow position and scale indexes; everything else is
-computed from the groups those passes return. Records from files are loaded into an
-in-memory store with the same schema and go through the same queries: one code path.
+review and per answer, plus the narrow position index; everything else is
+computed from the groups those passes return. The per-review pass reads the review sums kept
+as records are written (council.storage.bias_summaries: one row per review instead of one per
+record) whenever they answer the query exactly, and the rows otherwise. Records from files
+are loaded into an in-memory store with the same schema and go through the same queries:
+one code path.
 
 Checks that one record alone cannot show are made here too (docs/methods.md,
 "Record validation"): rows listed invalid by migration m005, and reviews — the records of one
 (session, reviewer) — whose positions are not one answer per position. The per-review
-pass is one ``GROUP BY`` over the review index that also yields the top-position test
-and the reviewers' sums, so the check costs no extra pass unless it finds something.
+pass is one ``GROUP BY`` that also yields the top-position test and the reviewers' sums, so
+the check costs no extra pass unless it finds something.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import secrets
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from council.storage.bias_summaries import MASK_BITS, PACK, REVIEW_TABLE
 from council.storage.data import MAX_MESSAGES, BadRecords, BiasQuery, BiasSums
 from council.storage.second_reader import Background, open_in_snapshot
 
@@ -33,14 +37,6 @@ if TYPE_CHECKING:
 
 INVALID_TABLE = "bias_records_invalid"
 UNSCORED_TABLE = "temp.bias_unscored"
-
-# Packs (score, position) into one number so that one MAX finds the top score with
-# its highest position and one MIN (of position − score·M) the top score with its
-# lowest position: the top is unique when the two agree. Exact for positions below M
-# and scores that differ by more than (max position)/M, i.e. any real score scale.
-PACK = 1 << 20
-# Positions 0..MASK_BITS-1 fit a review's position mask exactly in a float sum (53-bit mantissa).
-MASK_BITS = 53
 
 
 class _Filter:
@@ -90,8 +86,8 @@ def _score_expr(normalize: bool, reference: tuple[int, int]) -> str:
     return f"({lo}.0 + {hi - lo}.0 * (score_value - {smin}) / ({smax} - {smin}))"
 
 
-def _scales(db: Database, f: _Filter) -> list[tuple[int | None, int | None]]:
-    sql = f"SELECT DISTINCT scale_min, scale_max FROM bias_records WHERE {f.base}"
+def _scales(db: Database, f: _Filter, table: str) -> list[tuple[int | None, int | None]]:
+    sql = f"SELECT DISTINCT scale_min, scale_max FROM {table} WHERE {f.base}"
     return [(r[0], r[1]) for r in db.execute(sql, f.base_params).fetchall()]
 
 
@@ -174,9 +170,18 @@ class Reviews:
     ``s`` is the SQL score expression (raw or rescaled)."""
 
     def __init__(
-        self, db: Database, where: str, params: Sequence[Any], s: str, *, skip_rows: bool, unscored: bool = False
+        self,
+        db: Database,
+        where: str,
+        params: Sequence[Any],
+        s: str,
+        *,
+        skip_rows: bool,
+        unscored: bool = False,
+        summaries: bool = False,
     ) -> None:
         self.db = db
+        self.where, self.summaries = where, summaries
         source = f"SELECT id, session_id, reviewer_id, position, {s} AS score FROM bias_records WHERE {where}"
         source_params = list(params)
         if skip_rows:
@@ -188,6 +193,7 @@ class Reviews:
             source_params += list(params)
         self.source, self.source_params = source, source_params
         self.unscored = unscored
+        self.needs_rows = False
         self.bad_count = 0
         self.reviewer_sums: dict[str, tuple[int, float, float]] = {}
 
@@ -197,8 +203,14 @@ class Reviews:
         A review's positions are right when they are 0..k-1, each once. Fast form: the sum of
         2^position over its positions 0..52 equals 2^k - 1 only then (k powers of two add up
         to a number with k one-bits only when no two are equal, and none may be k or more);
-        ``exact`` (reviews of more than 53 answers) counts the distinct positions instead."""
+        ``exact`` (reviews of more than 53 answers) counts the distinct positions instead.
+        From the summaries (``summaries``, never ``exact``): the same columns, added up."""
         m = PACK
+        if self.summaries:
+            sql = f"""SELECT reviewer_id, CAST(SUM(k) AS BIGINT) AS k, TOTAL(mask) AS mask, MAX(top) AS top,
+                             MAX(a) AS a, MIN(b) AS b, TOTAL(total) AS total, TOTAL(total_sq) AS total_sq
+                      FROM {REVIEW_TABLE} WHERE {self.where} GROUP BY session_id, reviewer_id"""
+            return sql, list(self.source_params)
         skip = ""
         if excluded:
             skip = (
@@ -231,10 +243,6 @@ class Reviews:
         of the test when its top score is tied or not every answer in it has a score."""
         m = PACK
         grouped, params = self._grouped(excluded, exact)
-        selected = "TRUE"
-        if reviewers:
-            selected = f"reviewer_id IN ({', '.join('?' for _ in reviewers)})"
-            params += list(reviewers)
         if exact:
             bad = "lo < 0 OR hi >= k OR distinct_n < k"
         else:  # NULL: too big a review for the fast check
@@ -243,34 +251,46 @@ class Reviews:
                 f"WHEN mask = (CAST(1 AS BIGINT) << CAST(k AS INTEGER)) - 1 THEN FALSE ELSE TRUE END"
             )
         scored = "scored" if self.unscored else "k"
+        # One code per review instead of four grouping columns (a third less to sort): NULL too
+        # big for the fast check, -1 bad, -2 left out of the test (a tied top score, or an
+        # answer without a score), else the top-scored position. Which reviewers are selected
+        # is decided below, per reviewer, so no filter value is bound in this statement.
+        usable = f"round(a - top * {m}) = round(b + top * {m}) AND {scored} = k"
+        top_position = f"CAST(round(b + top * {m}) AS INTEGER)"
+        code = f"CASE WHEN ({bad}) IS NULL THEN NULL WHEN {bad} THEN -1 WHEN {usable} THEN {top_position} ELSE -2 END"
         sql = f"""
-            SELECT reviewer_id, {bad} AS bad, {selected} AND {scored} > 0 AS counted, k,
-                   CAST(round(b + top * {m}) AS INTEGER) AS pos,
-                   round(a - top * {m}) = round(b + top * {m}) AND {scored} = k AS usable, COUNT(*),
+            SELECT reviewer_id, k, {code} AS code, {scored} > 0 AS scored, COUNT(*),
                    SUM({scored}), TOTAL(total), TOTAL(total_sq)
-            FROM ({grouped}) g GROUP BY 1, 2, 3, 4, 5, 6"""
+            FROM ({grouped}) g GROUP BY 1, 2, 3, 4"""
         rows = self.db.execute(sql, params).fetchall()
-        if not exact and any(row[1] is None for row in rows):
+        if not exact and any(row[2] is None for row in rows):
+            if self.summaries:  # the exact check needs the rows: the caller reads them instead
+                self.needs_rows = True
+                return 0, 0, {}
             return self.scan(reviewers, excluded, exact=True)
+        selected = set(reviewers)
         reviews = left_out = self.bad_count = 0
         tables: dict[int, list[int]] = {}
         sums: dict[str, list[Any]] = {}
-        for reviewer, bad, counted, k, pos, usable, count, n, total, total_sq in rows:
-            if bad:
+        for reviewer, k, code, has_scores, count, n, total, total_sq in rows:
+            if code == -1:
                 self.bad_count += count
                 continue
             acc = sums.setdefault(reviewer, [0, 0.0, 0.0])
             acc[0] += int(n)  # PostgreSQL's SUM of integers is a numeric
             acc[1] += total
             acc[2] += total_sq
-            if not counted:
+            if not has_scores or (selected and reviewer not in selected):
                 continue
             reviews += count
-            if not usable:
+            if code == -2:
                 left_out += count
                 continue
-            tables.setdefault(k, [0] * k)[pos] += count
-        self.reviewer_sums = {r: (n, total, total_sq) for r, (n, total, total_sq) in sums.items() if n}
+            tables.setdefault(k, [0] * k)[code] += count
+        # In reviewer order whatever order the database grouped in (PostgreSQL hashes): the
+        # report adds the reviewers' figures up in this order, to the last digit.
+        ordered = sorted(sums.items(), key=lambda item: (item[0] is not None, item[0] or ""))
+        self.reviewer_sums = {r: (n, total, total_sq) for r, (n, total, total_sq) in ordered if n}
         return reviews, left_out, tables
 
     def bad(self) -> list[tuple[str, str]]:
@@ -322,20 +342,35 @@ def _count(db: Database, f: _Filter) -> int:
     return db.execute(f"SELECT COUNT(*) FROM bias_records WHERE {f.base}", f.base_params).fetchone()[0]
 
 
+def _summaries_complete(db: Database) -> bool:
+    """Whether the summaries (council.storage.bias_summaries) count every stored record and
+    no listed invalid row is among them, so they answer the report exactly."""
+    sql = f"""SELECT (SELECT COUNT(*) FROM bias_records) = (SELECT COALESCE(SUM(k), 0) FROM {REVIEW_TABLE})
+                     AND NOT EXISTS (SELECT 1 FROM {INVALID_TABLE})"""
+    return bool(db.execute(sql).fetchone()[0])
+
+
 def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
     """Every sum of the bias report (:class:`BiasSums`), in one read snapshot (with the
-    records without a score, when the store was loaded from files that had some)."""
+    records without a score, when the store was loaded from files that had some).
+
+    The per-review pass reads the sums kept as records are written (council.storage.
+    bias_summaries) when those answer the query exactly (every record counted, one scale, no
+    invalid row, no bad review, none of more than 53 answers); the rows otherwise."""
     db = store.db
     unscored = store._unscored
     f = _Filter(query.since, query.reviewers, query.council)
     out = BiasSums()
     conn = db.conn
     own_transaction = not conn.in_transaction
+    summarized = False
 
     def begin() -> None:
+        nonlocal summarized
         if own_transaction:
             conn.execute("BEGIN")  # one read snapshot for every query below
-        out.scales = _scales(db, f)  # its first read: the snapshot begins here
+        summarized = not unscored and _summaries_complete(db)  # its first read: the snapshot begins here
+        out.scales = _scales(db, f, REVIEW_TABLE if summarized else "bias_records")
 
     # On a SQLite file the per-answer pass runs on a second connection in the same snapshot,
     # at the same time as the per-review pass (council.storage.second_reader).
@@ -349,16 +384,22 @@ def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
         lo_ref, hi_ref = query.reference_scale  # records without a scale are taken to be on it
         effective = {(lo if lo is not None else lo_ref, hi if hi is not None else hi_ref) for lo, hi in out.scales}
         out.normalized = len(effective) > 1
+        summarized = summarized and not out.normalized  # the summaries hold raw scores
         s = _score_expr(out.normalized, query.reference_scale)
         unit = query.length_unit or "words"
         if second is not None:  # with the filter as it is now: used unless bad records change it
             ahead_filter = copy.copy(f)
             ahead = Background(
-                second, lambda c: _Answers(c, ahead_filter, s, f"response_length_{unit}", query.max_points)
+                second,
+                lambda c: _Answers(c, ahead_filter, s, f"response_length_{unit}", query.max_points),
             )
         # One pass per review: the positions check and the top-position test together.
-        reviews = Reviews(db, f.base, f.base_params, s, skip_rows=_has_invalid_rows(db), unscored=unscored)
+        skip_rows = _has_invalid_rows(db)
+        reviews = Reviews(db, f.base, f.base_params, s, skip_rows=skip_rows, unscored=unscored, summaries=summarized)
         out.orderings, out.left_out, out.top_positions = reviews.scan(f.reviewers)
+        if summarized and (reviews.bad_count or reviews.needs_rows):  # found, listed and left out from the rows
+            reviews = Reviews(db, f.base, f.base_params, s, skip_rows=skip_rows, unscored=unscored)
+            out.orderings, out.left_out, out.top_positions = reviews.scan(f.reviewers)
         out.bad = _find_bad(db, f, reviews)
         if out.bad and not query.skip_bad:
             return out

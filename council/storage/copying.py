@@ -122,6 +122,25 @@ class _Side:
         )
         return int(self._run(sql, many=rows))
 
+    def rebuild_bias_summaries(self) -> None:
+        """The report's sums summed again from every record (the copy wrote plain rows)."""
+        from council.storage.bias_summaries import rebuild_statements
+
+        if self.postgres:
+            with self.store.connection() as conn, conn.transaction():
+                for statement in rebuild_statements():
+                    conn.execute(statement)
+            return
+        conn = self.store.db.conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in rebuild_statements():
+                conn.execute(statement)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
     def advance_identities(self) -> None:
         if not self.postgres:
             return  # SQLite's next rowid is always past the largest one
@@ -153,4 +172,5 @@ def copy_store(source: Any, target: Any, *, progress: Callable[[TableCopy], None
         if progress is not None:
             progress(result)
     dst.advance_identities()
+    dst.rebuild_bias_summaries()
     return done

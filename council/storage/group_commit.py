@@ -22,7 +22,7 @@ a lock guards the waiting rows, and a call's started row never overwrites its fi
 
 from __future__ import annotations
 
-import asyncio
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -85,10 +85,7 @@ class GroupCommit:
         with self._pending_lock:
             schedule = not self._flush_scheduled
             self._flush_scheduled = True
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
+        loop = _running_loop()
         if loop is None:
             with self._pending_lock:
                 self._flush_scheduled = False
@@ -120,7 +117,7 @@ class GroupCommit:
 
     def _scheduled_flush(self) -> None:
         if self._in_transaction():  # a transaction held across an await: the next turn
-            asyncio.get_running_loop().call_soon(self._scheduled_flush)
+            _running_loop().call_soon(self._scheduled_flush)
             return
         with self._pending_lock:
             self._flush_scheduled = False
@@ -170,3 +167,15 @@ class GroupCommit:
                 self._pending_calls[:0] = rows
                 self._pending_events[:0] = events
             raise
+
+
+def _running_loop() -> Any:
+    """The running event loop, or None. asyncio is not imported for it: no loop runs in a
+    process that never imported asyncio (a bias report, a listing: ~30 ms of start-up saved)."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return None
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

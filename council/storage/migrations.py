@@ -5,7 +5,7 @@ Append new migrations at the end; never edit one that has shipped.
 
 from __future__ import annotations
 
-from council.storage import bias_rows
+from council.storage import bias_rows, bias_summaries
 from council.storage.sqlite import Database, Migrations
 
 migrations = Migrations("council")
@@ -439,7 +439,7 @@ def m017_bias_record_constraints(db: Database) -> None:
         db.execute("PRAGMA ignore_check_constraints = OFF")
     db.execute("DROP TABLE bias_records")  # its triggers and indexes go with it
     db.execute("ALTER TABLE bias_records_m017 RENAME TO bias_records")
-    for name, on in bias_rows.INDEXES.items():
+    for name, on in bias_rows.M017_INDEXES.items():
         db.execute(f"CREATE INDEX {name} ON bias_records ({on})")
 
 
@@ -449,3 +449,13 @@ def m018_judged_pair_prompt_ids(db: Database) -> None:
     # QueryHasher), NULL when queries are not hashed, so the stored lc_win_rate can fit
     # instruction difficulty (docs/methods.md, "Length-controlled win rate").
     db["judgment_runs"].add_column("prompt_id", str)
+
+
+@migrations()
+def m019_bias_summaries(db: Database) -> None:
+    # The bias report's sums per review (council.storage.bias_summaries), kept by every later
+    # write of records and built here from the rows already stored (every row kept): the
+    # per-review pass reads one row per review instead of every record, so the per-review
+    # and scale indexes, which cost every write, go.
+    for statement in bias_summaries.MIGRATION:
+        db.execute(statement)

@@ -30,7 +30,7 @@ from council.clock import utc_now
 from council.errors import ConfigError, CouncilFailure, PrerequisiteError
 from council.logs import get_logger
 from council.redaction import redact
-from council.storage import bias_rows, ownership, postgres_schema, queue
+from council.storage import bias_rows, bias_summaries, ownership, postgres_schema, queue
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
 from council.storage.group_commit import GroupCommit
@@ -142,7 +142,9 @@ def insert_rows(conn: Any, table: str, rows: Sequence[dict[str, Any]], *, upsert
 
 
 def _copy_bias_records(conn: Any, records: Iterable[Mapping[str, Any]], batch_size: int) -> int:
-    """``COPY`` the records into ``bias_records`` (booleans as 0/1, as the SQLite store keeps them)."""
+    """``COPY`` the records into ``bias_records`` (booleans as 0/1, as the SQLite store keeps them),
+    through a staging table whose rows are then folded into the report's sums (one upsert per
+    call, council.storage.bias_summaries)."""
     from psycopg.adapt import Dumper
 
     class _BoolAsInt(Dumper):
@@ -151,15 +153,56 @@ def _copy_bias_records(conn: Any, records: Iterable[Mapping[str, Any]], batch_si
 
     written = 0
     it = iter(records)
+    given: tuple[str, ...] = ()
+    _stage(conn)
     with conn.cursor() as cur:
         cur.adapters.register_dumper(bool, _BoolAsInt)
         while chunk := list(itertools.islice(it, max(1, batch_size))):
             columns, rows = bias_rows.record_rows(chunk)
-            with cur.copy(f"COPY bias_records ({', '.join(map(_quote, columns))}) FROM STDIN") as copy:
+            if given and columns != given:  # some records carry ids, the earlier ones did not
+                _move_staged(conn, given)
+            given = columns
+            with cur.copy(f"COPY {_STAGING} ({', '.join(map(_quote, columns))}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
             written += len(rows)
+    if given:
+        _move_staged(conn, given)
     return written
+
+
+def _write_staged_rows(conn: Any, records: Sequence[Mapping[str, Any]]) -> None:
+    """A few records (a session's), by one INSERT each: COPY cannot run in a pipeline."""
+    if not records:
+        return
+    columns, rows = bias_rows.record_rows(records)
+    _stage(conn)
+    marks = ", ".join("%s" for _ in columns)
+    with conn.cursor() as cur:
+        cur.executemany(
+            f"INSERT INTO {_STAGING} ({', '.join(map(_quote, columns))}) VALUES ({marks})",
+            [tuple(map(_value, row)) for row in rows],
+        )
+    _move_staged(conn, columns)
+
+
+# This connection's own table (a temporary one): the rows of one write before they are
+# stored, so that the fold reads exactly them, whatever other writers commit meanwhile.
+_STAGING = "bias_records_staged"
+_FOLD_STAGED = bias_summaries.fold_statements(_STAGING)
+
+
+def _stage(conn: Any) -> None:
+    # Its columns without their constraints (the id may be left for bias_records to number).
+    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_STAGING} AS SELECT * FROM bias_records WITH NO DATA")
+
+
+def _move_staged(conn: Any, columns: Sequence[str]) -> None:
+    names = ", ".join(map(_quote, columns))
+    conn.execute(f"INSERT INTO bias_records ({names}) SELECT {names} FROM {_STAGING}")
+    for statement in _FOLD_STAGED:
+        conn.execute(statement)
+    conn.execute(f"TRUNCATE {_STAGING}")
 
 
 _UNTYPED_TEMP = re.compile(r"CREATE TABLE temp\.(\w+) \((.*)\)\s*(WITHOUT ROWID)?\s*$", re.S)
@@ -584,6 +627,10 @@ class PostgresStore(GroupCommit, SharedOperations):
     count = SQLiteStore.count
 
     # -- bias records --------------------------------------------------------
+    def _write_session_bias_records(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """A session's records, inside its final write's transaction."""
+        _write_staged_rows(self._local.conn, records)
+
     def insert_bias_records(self, records: Iterable[Mapping[str, Any]], *, batch_size: int = 10_000) -> int:
         """Bulk insert in one transaction, by ``COPY`` (the CHECK constraint holds the rules)."""
         with self.transaction() as conn:

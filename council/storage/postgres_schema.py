@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from council.storage import bias_summaries
+
 # Any fixed 64-bit number, the same in every process: the migrations' advisory lock.
 MIGRATION_LOCK = 0x636F756E63696C  # "council"
 
@@ -215,6 +217,9 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
         ],
     ),
     ("m018_judged_pair_prompt_ids", ["ALTER TABLE judgment_runs ADD COLUMN prompt_id TEXT"]),
+    # The bias report's sums per review, built from the rows already stored, and the
+    # per-review and scale indexes dropped (council.storage.bias_summaries: the same statements as SQLite's m019).
+    ("m019_bias_summaries", bias_summaries.MIGRATION),
 ]
 
 # Primary keys of the tables rows are upserted into (``finish_session`` replaces answers and reviews).

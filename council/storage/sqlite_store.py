@@ -27,7 +27,7 @@ from council.errors import EnvironmentFailure, NotFoundError, UsageError
 from council.home import ensure_home
 from council.logs import get_logger
 from council.redaction import redact, redact_document
-from council.storage import bias_rows, budgets, call_cache, ownership, queue
+from council.storage import bias_rows, bias_summaries, budgets, call_cache, ownership, queue
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.comparisons import count_comparisons
 from council.storage.group_commit import GroupCommit
@@ -60,14 +60,25 @@ def _connect(path: Path | str, *, uri: bool = False) -> sqlite3.Connection:
 
 
 def _write_bias_records(conn: sqlite3.Connection, records: Iterable[Mapping[str, Any]], batch_size: int) -> int:
+    """Insert the records and fold them into the report's sums (council.storage.bias_summaries),
+    inside the caller's transaction. One writer at a time holds the file, so the rows past the
+    largest id before are this call's."""
     written = 0
     it = iter(records)
+    before = conn.execute(f"SELECT COALESCE(MAX(id), {_SMALLEST_ID}) FROM bias_records").fetchone()[0]
     while chunk := list(itertools.islice(it, max(1, batch_size))):
         columns, rows = bias_rows.record_rows(chunk)
         marks = ", ".join("?" for _ in columns)
         conn.executemany(f"INSERT INTO bias_records ({', '.join(columns)}) VALUES ({marks})", rows)
         written += len(rows)
+    if written:
+        for statement in _FOLD_NEW_ROWS:
+            conn.execute(statement, [before])
     return written
+
+
+_SMALLEST_ID = -(2**63)
+_FOLD_NEW_ROWS = bias_summaries.fold_statements("bias_records WHERE id > ?")
 
 
 def _is_locked(exc: BaseException) -> bool:
@@ -379,7 +390,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
             if reviews:
                 self._write_rows("reviews", redact_document(list(reviews)), replace=True)
             if bias_records:
-                self._write_rows("bias_records", bias_records)
+                self._write_session_bias_records(bias_records)
             if calls:
                 self.write_calls(calls)
             self.db.conn.execute(
@@ -522,6 +533,10 @@ class SQLiteStore(GroupCommit, SharedOperations):
         over ``batch_size`` records at a time; the table's CHECK constraint holds the rules."""
         with self.immediate():
             return _write_bias_records(self.db.conn, records, batch_size)
+
+    def _write_session_bias_records(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """A session's records, inside its final write's transaction."""
+        _write_bias_records(self.db.conn, records, len(records))
 
     def load_bias_records(
         self, scored: Iterable[Mapping[str, Any]], unscored: Sequence[Mapping[str, Any]] = ()

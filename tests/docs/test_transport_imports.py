@@ -191,6 +191,24 @@ def test_bias_report_json_renders_nothing_with_rich(home):
     assert "rich" not in loaded
 
 
+def test_a_bias_report_imports_no_logging_library_and_no_event_loop(home):
+    # structlog and asyncio (~0.1 s of start-up) come with the first event logged or the first
+    # session run; a report over stored records logs nothing and runs no loop.
+    from council.bias.records import BiasRecord
+    from council.storage import open_store
+
+    store = open_store(home / "council.db")
+    store.insert_bias_records(
+        [BiasRecord(session_id="s1", reviewer_id=r, model_id=m, position=i, response_length_chars=9,
+                    score_value=3 + i, timestamp="2026-01-01T00:00:00Z").row()
+         for r in ("a", "b") for i, m in enumerate(("a", "b", "c"))]
+    )  # fmt: skip
+    store.close()
+    code, loaded = run_command(home, "bias-report", "--json")
+    assert code == 0 and "sqlite3" in loaded  # the report did read the store
+    assert not loaded & {"structlog", "asyncio", "rich", "aiohttp"}, loaded
+
+
 def test_sqlite_utils_is_loaded_without_numpy_and_numpy_still_imports_after():
     code = (
         "import sys\n"
@@ -223,12 +241,14 @@ def test_structlog_is_loaded_without_rich_and_rich_still_imports_after():
     code = (
         "import sys\n"
         "import council.logs\n"
+        "deferred = 'structlog' not in sys.modules\n"
+        "council.logs.get_logger('council.test').debug('first event')\n"
         "before = 'rich' in sys.modules\n"
         "import rich.console\n"
-        "print(before, 'structlog' in sys.modules, rich.console.__name__)\n"
+        "print(deferred, before, 'structlog' in sys.modules, rich.console.__name__)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["False", "True", "rich.console"]
+    assert out == ["True", "False", "True", "rich.console"]
 
 
 def test_a_council_run_spends_no_time_in_older_generation_collections(home):
