@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from council.logs import get_logger
+from council.redaction import redact
 
 log = get_logger("council.storage")
 
@@ -69,7 +70,11 @@ class GroupCommit:
     def journal_calls(self, rows: Sequence[dict[str, Any]]) -> None:
         """Write call-log rows by group commit: inside a running event loop, every row journaled
         during one turn of the loop is committed together at its end (one transaction instead of
-        two per call); outside one, at once."""
+        two per call); outside one, at once.
+
+        A row's error is redacted here, in the caller's privacy scope: the commit runs in the
+        context of whichever run scheduled it, whose scope does not know this run's private text."""
+        rows = [{**row, "error": redact(row["error"])} if row.get("error") else row for row in rows]
         with self._pending_lock:
             self._pending_calls.extend(rows)
         self._commit_this_turn()
