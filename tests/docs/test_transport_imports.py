@@ -170,8 +170,8 @@ LATER = [
     "council.bias.records",
     "council.methods.bias_indicators",
 ]
-#: Notes what is loaded when the first connection to the mock opens, and the thread that first
-#: asks for each module of LATER; then runs the command.
+#: Notes what is loaded when the first connection to the mock opens (LATER, and the retry loop's
+#: tenacity), and the thread that first asks for each module of LATER; then runs the command.
 FIRST_CALL_PROBE = f"""
 import json, sys, threading
 LATER = {LATER!r}
@@ -179,7 +179,7 @@ port = int(sys.argv.pop(1))
 at_first_call, first_thread = [], {{}}
 def hook(event, args):
     if event == "socket.connect" and not at_first_call and isinstance(args[1], tuple) and args[1][1] == port:
-        at_first_call.append(sorted(m for m in LATER if m in sys.modules))
+        at_first_call.append(sorted(m for m in [*LATER, "tenacity"] if m in sys.modules))
 sys.addaudithook(hook)
 class Watch:
     def find_spec(self, name, path=None, target=None):
@@ -191,7 +191,8 @@ sys.meta_path.insert(0, Watch())
 FIRST_CALL_PROBE += RUN_MAIN
 FIRST_CALL_PROBE += """
 at_exit = sorted(m for m in LATER if m in sys.modules)
-report = {"code": code, "at_first_call": at_first_call, "first_thread": first_thread, "at_exit": at_exit}
+report = {"code": code, "at_first_call": at_first_call, "first_thread": first_thread, "at_exit": at_exit,
+          "retrying": "tenacity" in sys.modules}
 sys.stderr.write("\\nPROBE " + json.dumps(report) + "\\n")
 """
 
@@ -200,12 +201,16 @@ sys.stderr.write("\\nPROBE " + json.dumps(report) + "\\n")
 def test_a_run_sends_its_first_call_before_importing_what_it_needs_only_after(tmp_path, args):
     # Results, bias records and rendering (~25-30 ms of CPU to import) are imported in a worker thread
     # while the first calls are in flight: neither the first call nor the last reply waits.
+    from council.storage import SQLiteStore
+
+    SQLiteStore.open(tmp_path / "council.db").close()  # as after the first command (a new one retries its WAL switch)
     with start_mock_server(latency=0.5) as slow:
         port = str(urlsplit(slow.base_url).port)
         report, proc = run_five_members(tmp_path, slow.base_url, FIRST_CALL_PROBE, port, *args)
     assert report["code"] in (0, None), proc.stderr
     assert report["at_first_call"] == [[]], report
     assert report["at_exit"] == sorted(LATER), report
+    assert report["retrying"] is False  # tenacity comes with the first retry, and none was needed
     # The worker starts as the calls set off; the replies come 0.5 s later.
     assert report["first_thread"] == dict.fromkeys(LATER, "worker"), report
 
