@@ -44,9 +44,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pydantic_core
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 REDACTED = "[redacted]"
 #: Shorter values are not treated as secrets at all (redacting every "abc" would garble text).
@@ -366,6 +369,15 @@ def redacted_json(value: Any) -> str | None:
         if text is not None and _nothing_to_redact_in(text, secrets):
             return text
     return json.dumps(_redact_fields(value, secrets, "reply"), ensure_ascii=False)
+
+
+def redacted_model_json(model: BaseModel) -> str:
+    """:func:`redacted_json` of ``model.model_dump(mode="json")``; when nothing could be redacted,
+    the JSON is written straight from the model (the same text, without the dump in between)."""
+    text = model.model_dump_json()
+    if _nothing_to_redact_in(text, _current_secrets()):
+        return text
+    return redacted_json(model.model_dump(mode="json")) or "null"
 
 
 def _json_text(value: Any) -> str | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -45,6 +45,11 @@ class CallRecord(BaseModel):
     """Answered from the call cache: nothing was sent, nothing paid (``cost_usd`` 0)."""
     saved_usd: float | None = None
     """For a cached call: what the reply cost when it was made (None: unknown)."""
+
+    def row(self) -> dict[str, Any]:
+        """The fields as a new dict, equal to ``model_dump()``: every field is a plain value, and
+        each call's row is taken three times (started, finished, and with its run's result)."""
+        return dict(self.__dict__)
 
 
 CallSink = Callable[[CallRecord], None]

@@ -11,6 +11,7 @@ from council.judging.schemas import EvaluationReport
 from council.methods.averaging import JudgesVerdict, MultiJudgeVerdict
 from council.methods.verdicts import ConfidenceLevel, PairwiseResult, Scale, Side, SideScores, Verdict
 from council.methods.voting import VoteResult
+from council.redaction import redacted_json, redacted_model_json
 from council.usage import Usage
 
 
@@ -61,6 +62,13 @@ class _Stored(BaseModel):
         scores and validity but none of the judge's words."""
         data = self.model_dump(mode="json")
         return data if keep_text else without_judge_text(data)
+
+    def stored_json(self, *, keep_text: bool) -> str:
+        """:meth:`stored_result` as the JSON text stored, redacted (council.redaction); whole, it is
+        written straight from the model (the same text)."""
+        if keep_text:
+            return redacted_model_json(self)
+        return redacted_json(self.stored_result(keep_text=False)) or "null"
 
 
 class ComparisonOutcome(_Stored):

@@ -13,6 +13,7 @@ from pathlib import Path
 from council.storage.copying import TableCopy
 from council.storage.cost import StoreBatchJournal, StoreLedger, StoreReplies, batch_key
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
+from council.storage.judgments import JudgmentSave
 from council.storage.location import StoreLocation
 from council.storage.protocol import Store
 from council.storage.sqlite_store import SQLiteStore
@@ -21,6 +22,7 @@ __all__ = [
     "BiasQuery",
     "BiasSums",
     "ComparisonData",
+    "JudgmentSave",
     "SQLiteStore",
     "Store",
     "StoreBatchJournal",

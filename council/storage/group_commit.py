@@ -9,6 +9,9 @@ event loop a row is written at once.
 A session's events ride the same commits on SQLite (``queue_events``; a server running many
 sessions would otherwise commit for each of their events).
 
+A batch worker that records finished items at the end of a turn says so (``expect_write``):
+the rows of that turn then go in its transaction instead of one of their own.
+
 A store using this mixin provides ``_write_transaction()`` (a context manager: its write
 transaction, which runs inside ``_carry_calls()``), ``_in_transaction()`` (this
 thread holds one) and ``write_calls(rows)``. Rows may be added on one thread and committed
@@ -26,6 +29,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from council.logs import get_logger
+from council.redaction import redact
 
 log = get_logger("council.storage")
 
@@ -37,12 +41,14 @@ class GroupCommit:
     _pending_events: list[tuple[str, Sequence[dict[str, Any]]]]
     _flush_scheduled: bool
     _pending_lock: threading.Lock
+    _writes_expected: int
 
     def _init_group_commit(self) -> None:
         self._pending_calls = []
         self._pending_events = []
         self._flush_scheduled = False
         self._pending_lock = threading.Lock()
+        self._writes_expected = 0
 
     # What each store provides.
     def _write_transaction(self) -> Any:
@@ -64,7 +70,11 @@ class GroupCommit:
     def journal_calls(self, rows: Sequence[dict[str, Any]]) -> None:
         """Write call-log rows by group commit: inside a running event loop, every row journaled
         during one turn of the loop is committed together at its end (one transaction instead of
-        two per call); outside one, at once."""
+        two per call); outside one, at once.
+
+        A row's error is redacted here, in the caller's privacy scope: the commit runs in the
+        context of whichever run scheduled it, whose scope does not know this run's private text."""
+        rows = [{**row, "error": redact(row["error"])} if row.get("error") else row for row in rows]
         with self._pending_lock:
             self._pending_calls.extend(rows)
         self._commit_this_turn()
@@ -88,6 +98,28 @@ class GroupCommit:
         elif schedule:
             loop.call_soon(self._scheduled_flush)
 
+    def expect_write(self) -> Callable[[], None]:
+        """A write transaction of this store is on its way (a batch worker recording the items that
+        finished in this turn of the event loop): until the function returned is called (the write
+        done, or given up), the waiting rows are left to it instead of taking a transaction of their
+        own first; then any left are committed at the end of the turn."""
+        with self._pending_lock:
+            self._writes_expected += 1
+        called = False
+
+        def done() -> None:
+            nonlocal called
+            if called:
+                return
+            called = True
+            with self._pending_lock:
+                self._writes_expected -= 1
+                left = not self._writes_expected and bool(self._pending_calls or self._pending_events)
+            if left:
+                self._commit_this_turn()
+
+        return done
+
     def _scheduled_flush(self) -> None:
         if self._in_transaction():  # a transaction held across an await: the next turn
             _running_loop().call_soon(self._scheduled_flush)
@@ -95,6 +127,8 @@ class GroupCommit:
         with self._pending_lock:
             self._flush_scheduled = False
             if not (self._pending_calls or self._pending_events):  # written meanwhile (or the store closed)
+                return
+            if self._writes_expected:  # the expected write takes them (or schedules this again when done)
                 return
         try:
             self.flush_calls()

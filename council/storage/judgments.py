@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
 
 from council.clock import utc_now
 from council.errors import ItemAlreadyRecorded, UsageError
-from council.redaction import redact, redacted_json
+from council.redaction import redact
 
 if TYPE_CHECKING:
     from council.storage.sqlite_store import SQLiteStore as Store
@@ -78,7 +78,7 @@ def judgment_rows(
 
     ``keep_text=False`` (``COUNCIL_STORE_TRANSCRIPTS=0``) stores verdicts, scores and
     validity but none of the judge's words: no pass output, no reasoning in the result
-    (``outcome.stored_result``)."""
+    (``outcome.stored_json``)."""
     is_compare = kind == "compare"
     flagged = outcome.flagged_for_review if is_compare else bool(outcome.report and outcome.report.flagged_for_review)
     now = utc_now()
@@ -101,7 +101,7 @@ def judgment_rows(
         "completion_tokens": outcome.usage.completion_tokens,
         "cost_usd": outcome.usage.cost_usd,
         "elapsed_ms": outcome.elapsed_ms,
-        "result": redacted_json(outcome.stored_result(keep_text=keep_text)),
+        "result": outcome.stored_json(keep_text=keep_text),
     }
     pass_kind = "pairwise" if is_compare else "grade"
     passes = []
@@ -134,8 +134,34 @@ def judgment_rows(
             "run_id": run_id,
             "finished_at": now,
         }
-    call_rows = [{**c.model_dump(), "session_id": run_id} for c in calls]
+    call_rows = [{**c.row(), "session_id": run_id, "error": redact(c.error) if c.error else c.error} for c in calls]
     return JudgmentRows(run, passes, call_rows, batch_item, keep_text)
+
+
+@dataclass(frozen=True)
+class JudgmentSave:
+    """A finished comparison or grade to record, with what :func:`save_judgment` takes. Its rows
+    are built (and redacted) when it is made, in the privacy scope of the item it belongs to,
+    wherever they are written after (council.judging.worker writes several items together)."""
+
+    kind: str
+    outcome: Any
+    calls: Sequence[CallRecord]
+    _: KW_ONLY
+    keep_text: bool
+    batch_id: str | None = None
+    item: Any = None
+    item_digest: str | None = None
+    prompt_id: str | None = None
+    built: JudgmentRows = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        rows = judgment_rows(self.kind, self.outcome, self.calls, keep_text=self.keep_text, batch_id=self.batch_id,
+                             item=self.item, item_digest=self.item_digest, prompt_id=self.prompt_id)  # fmt: skip
+        object.__setattr__(self, "built", rows)
+
+    def rows(self) -> JudgmentRows:
+        return self.built
 
 
 def save_judgment(
@@ -158,10 +184,46 @@ def save_judgment(
     ``content_sha256`` (the file changed while it was judged). Its queue entry is marked done in
     the same transaction (:func:`finish_item`). ``prompt_id``: the item's prompt as the query
     hash makes it (m018), or None."""
-    rows = judgment_rows(kind, outcome, calls, keep_text=keep_text, batch_id=batch_id, item=item,
-                         item_digest=item_digest, prompt_id=prompt_id)  # fmt: skip
+    save = JudgmentSave(kind, outcome, calls, keep_text=keep_text, batch_id=batch_id, item=item,
+                        item_digest=item_digest, prompt_id=prompt_id)  # fmt: skip
     with store.immediate() as db:
-        record_run(store, db, rows)
+        record_run(store, db, save.rows())
+
+
+def record_and_claim(
+    store: Store,
+    saves: Sequence[JudgmentSave],
+    worker: str,
+    *,
+    batch_id: str | None = None,
+    limit: int = 0,
+    lease_seconds: float,
+) -> tuple[list[ItemAlreadyRecorded | None], list[dict[str, Any]]]:
+    """Record finished batch items, each as :func:`save_judgment` would, and claim up to ``limit``
+    more for ``worker`` (as ``claim_items``), in one transaction: a worker's items that finish
+    together cost one commit, not one each plus one per claim (docs/benchmarks.md, section 17).
+    Returns, per save, None (recorded) or the ``ItemAlreadyRecorded`` it raised (not recorded),
+    and the rows claimed. When one cannot be recorded, the transaction is rolled back and each
+    is recorded in its own (as :func:`save_judgment`), then the claim is made alone."""
+    rows = [save.rows() for save in saves]
+    try:
+        with store.immediate() as db:
+            for row in rows:
+                record_run(store, db, row)
+            claimed = store.claim_within(db, worker, batch_id=batch_id, limit=limit, lease_seconds=lease_seconds)
+        return [None] * len(rows), claimed
+    except ItemAlreadyRecorded:
+        pass  # rare: another worker finished one first, or the file changed while it was judged
+    results: list[ItemAlreadyRecorded | None] = []
+    for row in rows:
+        try:
+            with store.immediate() as db:
+                record_run(store, db, row)
+            results.append(None)
+        except ItemAlreadyRecorded as exc:
+            results.append(exc)
+    claimed = store.claim_items(worker, batch_id=batch_id, limit=limit, lease_seconds=lease_seconds) if limit else []
+    return results, claimed
 
 
 def pair_style(a: str, b: str) -> dict[str, int]:
@@ -209,7 +271,9 @@ def judged_pairs(store: Store, *, since: str | None = None) -> list[dict[str, An
 
 
 def record_run(store: Store, db: Any, rows: JudgmentRows) -> None:
-    """Inside the caller's write transaction: a finished run's rows and its batch item."""
+    """Inside the caller's write transaction: a finished run's rows and its batch item. An item
+    that cannot be recorded raises ``ItemAlreadyRecorded`` after some rows are written: the
+    caller's transaction (or savepoint) is rolled back with it."""
     insert_rows(db.conn, "judgment_runs", [rows.run])
     insert_rows(db.conn, "judgments", rows.passes)
     if rows.calls:
@@ -222,32 +286,38 @@ def record_run(store: Store, db: Any, rows: JudgmentRows) -> None:
         raise ItemAlreadyRecorded(
             f"batch {key[0]}: item {key[1]!r} changed in the queue while it was judged; result dropped"
         )
-    db.execute("DELETE FROM batch_items WHERE batch_id = ? AND item_id = ? AND status = 'failed'", key)
-    try:
-        insert_rows(db.conn, "batch_items", [item])
-    except sqlite3.IntegrityError:  # the (batch_id, item_id) key (PostgreSQL's store raises the same)
+    # One statement: a failed result is replaced, a finished one is kept (no row changed).
+    columns = list(item)
+    names = ", ".join(columns)
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in ("batch_id", "item_id"))
+    cur = db.execute(
+        f"INSERT INTO batch_items ({names}) VALUES ({', '.join('?' * len(columns))})"
+        f" ON CONFLICT (batch_id, item_id) DO UPDATE SET {updates} WHERE batch_items.status = 'failed'",
+        list(item.values()),
+    )
+    if cur.rowcount == 0:
         raise ItemAlreadyRecorded(
             f"batch {key[0]}: item {key[1]!r} is already recorded (another worker finished it first)"
-        ) from None
+        )
 
 
 def finish_item(db: Any, batch_id: str, item_id: str, digest: str | None, status: str, *, keep_text: bool) -> bool:
     """Inside the transaction that records the item's result: mark it done or failed (its
     texts dropped when transcripts are off). False when the queue holds another content
     for it (the file changed while it was judged): that result must not be recorded."""
-    sql = "SELECT digest FROM batch_queue WHERE batch_id = ? AND item_id = ?"
-    row = db.execute(sql, [batch_id, item_id]).fetchone()
-    if row is None:
-        return True  # a batch recorded without the queue (a store written by an older council)
-    if digest is not None and row[0] != digest:
-        return False
-    db.execute(
+    cur = db.execute(
         "UPDATE batch_queue SET state = ?, worker = NULL, lease_until = NULL"
         + ("" if keep_text else ", item = NULL")
-        + " WHERE batch_id = ? AND item_id = ?",
-        ["done" if status == "ok" else "failed", batch_id, item_id],
+        + " WHERE batch_id = ? AND item_id = ?"
+        + ("" if digest is None else " AND digest = ?"),
+        ["done" if status == "ok" else "failed", batch_id, item_id] + ([] if digest is None else [digest]),
     )
-    return True
+    if cur.rowcount:
+        return True
+    # Not updated: another content is queued for it, or a batch recorded without the queue
+    # (a store written by an older council), which has no entry at all.
+    sql = "SELECT 1 FROM batch_queue WHERE batch_id = ? AND item_id = ?"
+    return db.execute(sql, [batch_id, item_id]).fetchone() is None
 
 
 def get_run(store: Store, run_id: str) -> dict[str, Any] | None:

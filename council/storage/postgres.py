@@ -660,6 +660,7 @@ class PostgresStore(GroupCommit, SharedOperations):
 
     # -- judgments and batches: the PostgreSQL wording (the rest is in SharedOperations) --
     claim_items = queue.claim_postgres
+    claim_within = queue.claim_within_postgres  # inside a transaction (judgments.record_and_claim)
 
     def comparisons(
         self,

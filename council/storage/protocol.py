@@ -11,12 +11,14 @@ them, so it names them only for type checkers.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
 
 if TYPE_CHECKING:
+    from council.errors import ItemAlreadyRecorded
+    from council.storage.judgments import JudgmentSave
     from council.usage import CallJournal, CallRecord
 
 
@@ -151,6 +153,23 @@ class Store(Protocol):
         inside a batch its item (``item``: a ``BatchItem``; ``item_digest``: a digest of its
         content; ``prompt_id``: its prompt's query hash, or None) in one transaction. A failed
         item is replaced (a resumed batch); a finished one raises ``CouncilFailure``."""
+
+    def expect_write(self) -> Callable[[], None]:
+        """A write transaction is on its way: the call-log rows waiting for a group commit are left
+        to it until the function returned is called (then any left are committed as usual)."""
+
+    def record_and_claim(
+        self,
+        saves: Sequence[JudgmentSave],
+        worker: str,
+        *,
+        batch_id: str | None = None,
+        limit: int = 0,
+        lease_seconds: float,
+    ) -> tuple[list[ItemAlreadyRecorded | None], list[dict[str, Any]]]:
+        """Batch items that finished together, each recorded as ``save_judgment`` records it, and
+        up to ``limit`` more claimed for ``worker`` as ``claim_items`` claims them, in one
+        transaction. Per save: None (recorded) or why it was not; and the rows claimed."""
 
     def judged_pairs(self, *, since: str | None = None) -> list[dict[str, Any]]:
         """Every judged pair the leaderboard counts, oldest first, with its answers' lengths and

@@ -119,18 +119,37 @@ _CLAIMABLE = "(state = 'queued' OR (state = 'running' AND lease_until < ?))"
 def claim_sqlite(
     store: Any, worker: str, *, batch_id: str | None = None, limit: int = 1, lease_seconds: float
 ) -> list[dict[str, Any]]:
-    now = store.clock()
-    where = _CLAIMABLE + ("" if batch_id is None else " AND batch_id = ?")
-    params: list[Any] = [now] + ([] if batch_id is None else [batch_id])
     with store.immediate() as db:
-        rows = list(
-            db.query(
-                "UPDATE batch_queue SET state = 'running', worker = ?, lease_until = ?, attempts = attempts + 1"
-                f" WHERE rowid IN (SELECT rowid FROM batch_queue WHERE {where} ORDER BY batch_id, position LIMIT ?)"
-                " RETURNING batch_id, item_id, digest, item",
-                [worker, now + lease_seconds, *params, limit],
-            )
+        return claim_within_sqlite(store, db, worker, batch_id=batch_id, limit=limit, lease_seconds=lease_seconds)
+
+
+def claim_within_sqlite(
+    store: Any, db: Any, worker: str, *, batch_id: str | None = None, limit: int = 1, lease_seconds: float
+) -> list[dict[str, Any]]:
+    """``claim_items`` inside the caller's write transaction (``db``)."""
+    if limit < 1:
+        return []
+    now = store.clock()
+    if batch_id is None:
+        chosen = f"SELECT rowid FROM batch_queue WHERE {_CLAIMABLE} ORDER BY batch_id, position LIMIT ?"
+        params: list[Any] = [now, limit]
+    else:
+        # The first queued items read in order from the (batch_id, state, position) index, with the
+        # running ones whose lease passed: not every item of the batch read and sorted per claim.
+        chosen = (
+            "SELECT rowid FROM (SELECT * FROM (SELECT rowid, position FROM batch_queue"
+            " WHERE batch_id = ? AND state = 'queued' ORDER BY position LIMIT ?)"
+            " UNION ALL SELECT rowid, position FROM batch_queue WHERE batch_id = ? AND state = 'running'"
+            " AND lease_until < ?) ORDER BY position LIMIT ?"
         )
+        params = [batch_id, limit, batch_id, now, limit]
+    rows = list(
+        db.query(
+            "UPDATE batch_queue SET state = 'running', worker = ?, lease_until = ?, attempts = attempts + 1"
+            f" WHERE rowid IN ({chosen}) RETURNING batch_id, item_id, digest, item",
+            [worker, now + lease_seconds, *params],
+        )
+    )
     return _decode(rows)
 
 
@@ -139,18 +158,29 @@ def claim_postgres(
 ) -> list[dict[str, Any]]:
     # One statement (atomic on its own: no BEGIN and COMMIT round trips), timed by the
     # database's clock when it runs.
+    with store.connection() as conn:
+        return _claim_postgres(conn, worker, batch_id, limit, lease_seconds)
+
+
+def claim_within_postgres(
+    store: Any, db: Any, worker: str, *, batch_id: str | None = None, limit: int = 1, lease_seconds: float
+) -> list[dict[str, Any]]:
+    """``claim_items`` inside the caller's transaction (``db``, the store's ``immediate()``)."""
+    return _claim_postgres(db.conn.raw, worker, batch_id, limit, lease_seconds) if limit >= 1 else []
+
+
+def _claim_postgres(conn: Any, worker: str, batch_id: str | None, limit: int, lease_seconds: float) -> list[Any]:
     now = "extract(epoch from statement_timestamp())"
     where = _CLAIMABLE.replace("?", now) + ("" if batch_id is None else " AND batch_id = %(batch)s")
-    with store.connection() as conn:
-        rows = conn.execute(
-            f"UPDATE batch_queue q SET state = 'running', worker = %(worker)s, lease_until = {now} + %(lease)s,"
-            " attempts = q.attempts + 1"
-            f" FROM (SELECT batch_id, item_id FROM batch_queue WHERE {where}"
-            "       ORDER BY batch_id, position LIMIT %(limit)s FOR UPDATE SKIP LOCKED) c"
-            " WHERE q.batch_id = c.batch_id AND q.item_id = c.item_id"
-            " RETURNING q.batch_id, q.item_id, q.digest, q.item",
-            {"worker": worker, "lease": lease_seconds, "batch": batch_id, "limit": limit},
-        ).fetchall()
+    rows = conn.execute(
+        f"UPDATE batch_queue q SET state = 'running', worker = %(worker)s, lease_until = {now} + %(lease)s,"
+        " attempts = q.attempts + 1"
+        f" FROM (SELECT batch_id, item_id FROM batch_queue WHERE {where}"
+        "       ORDER BY batch_id, position LIMIT %(limit)s FOR UPDATE SKIP LOCKED) c"
+        " WHERE q.batch_id = c.batch_id AND q.item_id = c.item_id"
+        " RETURNING q.batch_id, q.item_id, q.digest, q.item",
+        {"worker": worker, "lease": lease_seconds, "batch": batch_id, "limit": limit},
+    ).fetchall()
     return _decode(rows)
 
 

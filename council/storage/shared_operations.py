@@ -29,6 +29,7 @@ class SharedOperations:
 
     # -- judgments and batches, the batch queue's claims ---------------------------------
     save_judgment = judgments.save_judgment
+    record_and_claim = judgments.record_and_claim
     judged_pairs = judgments.judged_pairs
     judgment_run = judgments.get_run
     judgment_passes = judgments.run_passes

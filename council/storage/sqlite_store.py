@@ -569,6 +569,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
     # -- judgments, batches, the leaderboard: the SQLite wording ------------------------
     # (the operations both backends share are in SharedOperations)
     claim_items = queue.claim_sqlite
+    claim_within = queue.claim_within_sqlite  # inside a write transaction (judgments.record_and_claim)
     comparisons = count_comparisons
     bias_sums = sum_bias_records
 
@@ -621,7 +622,7 @@ def _result_rows(result: Any, keep_text: bool) -> dict[str, Any]:
 
 
 def _call_rows(session_id: str, calls: Sequence[CallRecord]) -> list[dict[str, Any]]:
-    return [{"session_id": session_id, **c.model_dump()} for c in calls]
+    return [{"session_id": session_id, **c.row()} for c in calls]
 
 
 class _Journal:
@@ -632,7 +633,7 @@ class _Journal:
         self.session_id = session_id
 
     def _row(self, record: CallRecord) -> dict[str, Any]:
-        return {"session_id": self.session_id, **self.store._owner(), **record.model_dump()}
+        return {"session_id": self.session_id, **self.store._owner(), **record.row()}
 
     def call_started(self, record: CallRecord) -> None:
         self.store.journal_calls([{**self._row(record), "ok": None, "latency_ms": None, "error": None}])

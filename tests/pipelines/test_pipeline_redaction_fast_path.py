@@ -67,3 +67,22 @@ def test_the_secrets_known_follow_every_change_of_the_environment_and_the_regist
     assert redaction.redact(f"got {secret}") == f"got {REDACTED}"
     monkeypatch.setattr(redaction, "_registered", {other})  # another registry of the same size
     assert redaction.redact(f"got {secret} and {other}") == f"got {secret} and {REDACTED}"
+
+
+async def test_an_outcome_serialized_from_the_model_is_stored_as_its_dump_would_be(monkeypatch):
+    """redacted_model_json (a judged item's stored result) writes JSON straight from the model; it
+    equals redacted_json of the model's dump, a secret in it cut as there."""
+    from fake_judges import fake_client
+
+    from council.judging.engine import compare, grade
+    from council.redaction import redacted_json, redacted_model_json
+
+    judged = await compare("Which? é \u2028", "A, in detail.", "B.", judges=[fake_client()], store=None)
+    graded = await grade("Capital?", "Paris", judges=[fake_client()], store=None)
+    failed = judged.model_copy(update={"success": False, "error": f"provider error: key {STRONG} refused"})
+    monkeypatch.setattr(redaction, "_registered", {STRONG})
+    for outcome in (judged, graded, failed):
+        assert redacted_model_json(outcome) == redacted_json(outcome.model_dump(mode="json"))
+    assert STRONG not in redacted_model_json(failed) and REDACTED in redacted_model_json(failed)
+    with private_scope(keep_text=False, texts=["A, in detail."]):
+        assert redacted_model_json(judged) == redacted_json(judged.model_dump(mode="json"))

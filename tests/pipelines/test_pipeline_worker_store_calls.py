@@ -34,26 +34,38 @@ def _spy(store, name: str, seen: list) -> None:
     setattr(store, name, spy)
 
 
-async def test_a_worker_claims_as_many_items_as_it_has_free_places_at_once(url_store):
+async def test_a_worker_fills_its_places_in_one_claim_then_claims_with_the_results_that_free_them(url_store):
     judge = _queued(url_store, 10)
     claims: list = []
+    writes: list = []
     _spy(url_store, "claim_items", claims)
+    _spy(url_store, "record_and_claim", writes)
     report = await run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w", concurrency=4,
                               keep_judges=[judge])  # fmt: skip
     assert report.judged == 10 and url_store.batch_status("w")["done"] == 10
     [(_, _, first, taken), *_] = claims
     assert first["limit"] == 4 and len(taken) == 4  # one round trip fills every place
-    assert sum(len(taken) for *_, taken in claims) == 10  # each item claimed once
-    assert all(0 < kwargs["limit"] <= 4 for _, _, kwargs, _ in claims)
+    # Then each transaction recording finished items claims as many more: a claim of its own only
+    # at the start and once the queue is empty (to see whether the worker is done).
+    assert len(claims) <= 2, claims
+    claimed = [r["item_id"] for *_, rows in claims for r in rows]
+    claimed += [r["item_id"] for *_, (_, rows) in writes for r in rows]
+    assert sorted(claimed) == sorted(f"p{i}" for i in range(10))  # each item claimed once
+    saves = [save for _, _, _, (results, _) in writes for save in results]
+    assert len(saves) == 10 and saves == [None] * 10
+    assert all(kwargs["limit"] <= 4 for _, _, kwargs, _ in writes)
+    if not url_store.threadsafe:  # on the event loop: the items finishing together share a commit
+        assert len(writes) < 10
 
 
 async def test_a_pooled_store_is_called_off_the_event_loop_with_the_items_privacy(url_store):
     judge = _queued(url_store, 3)
     saves: list = []
-    _spy(url_store, "save_judgment", saves)
+    _spy(url_store, "record_and_claim", saves)
     report = await run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w", concurrency=2,
                               keep_text=False, keep_judges=[judge])  # fmt: skip
-    assert report.judged == 3 and len(saves) == 3
+    assert report.judged == 3
+    assert sum(len(results) for *_, (results, _) in saves) == 3
     on_loop = {main for main, *_ in saves}
     assert on_loop == ({False} if url_store.threadsafe else {True})
     # The item's scope (transcripts off, its texts private) holds where the result is written.
@@ -66,15 +78,69 @@ async def test_many_items_in_flight_share_a_few_store_threads(url_store):
 
     judge = _queued(url_store, 40)
     threads: set[str] = set()
-    real = url_store.save_judgment
+    real = url_store.record_and_claim
 
     def save(*args, **kwargs):
         threads.add(threading.current_thread().name)
         return real(*args, **kwargs)
 
-    url_store.save_judgment = save
+    url_store.record_and_claim = save
     report = await run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w", concurrency=40,
                               keep_judges=[judge])  # fmt: skip
     assert report.judged == 40 and url_store.batch_status("w")["done"] == 40
     # Never more threads than the pool has connections to spare (calls queue for a thread, not a connection).
     assert 1 <= len(threads) <= (STORE_THREADS if url_store.threadsafe else 1)
+
+
+async def test_items_recorded_together_each_lose_their_own_texts_from_stored_errors(url_store):
+    """Transcripts off: an error quoting the item's prompt is stored without it, for every item of a
+    commit shared by several (each item's rows are built in its own privacy scope)."""
+    from council.errors import ProviderError
+
+    def echo(request):  # a provider whose error quotes the request
+        raise ProviderError(f"bad request: {request.messages[-1]['content'][:4000]}", status_code=400)
+
+    judge = ModelClient(resolve_model("fake/j", ConfigFile(), {}, "test"), FakeAPI("fake/j", script=[echo] * 8))
+    prompts = [f"Private question number {i} about zebras?" for i in range(4)]
+    text = "".join(json.dumps({"id": f"e{i}", "prompt": p, "a": "A.", "b": "B."}) + "\n" for i, p in enumerate(prompts))
+    settings = BatchSettings(judges=["fake/j"], max_attempts=1)
+    enqueue(url_store, parse_batch(text, "e.jsonl"), batch_id="e", settings=settings, judges=[judge], rubrics={},
+            source="e.jsonl", content_sha256=content_digest(text))  # fmt: skip
+    writes: list = []
+    _spy(url_store, "record_and_claim", writes)
+    report = await run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="e", concurrency=4,
+                              keep_text=False, keep_judges=[judge])  # fmt: skip
+    assert report.judged == 4 and report.failed == 4
+    if not url_store.threadsafe:
+        assert any(len(results) > 1 for *_, (results, _) in writes)  # some commit held several items
+    stored = []
+    for row in url_store.batch_rows("e"):
+        stored.append(row["error"] or "")
+        stored += [c["error"] or "" for c in url_store.session_calls(row["run_id"])]
+    assert stored and all(s for s in stored) and "bad request" in " ".join(stored)
+    assert not any(p in s for p in prompts for s in stored)
+
+
+async def test_items_queued_while_the_worker_runs_fill_every_free_place(url_store):
+    """A claim that found fewer items than places does not leave the places empty: the next
+    results' transaction claims for every place free then, not only for the items it records."""
+    judge = _queued(url_store, 1)
+    real = url_store.claim_items
+    more = "".join(json.dumps({"id": f"n{i}", "prompt": f"N {i}?", "a": "A.", "b": "B."}) + "\n" for i in range(6))
+
+    def claim(*args, **kwargs):
+        rows = real(*args, **kwargs)
+        if not url_store.batch_status("w")["queued"] and url_store.batch_status("w")["items"] == 1:
+            text = '{"id": "p0", "prompt": "Q 0?", "a": "A.", "b": "B."}\n' + more  # new work arrives
+            enqueue(url_store, parse_batch(text, "b.jsonl"), batch_id="w", settings=BatchSettings(judges=["fake/j"]),
+                    judges=[judge], rubrics={}, source="b.jsonl", content_sha256=content_digest(text))  # fmt: skip
+        return rows
+
+    url_store.claim_items = claim
+    writes: list = []
+    _spy(url_store, "record_and_claim", writes)
+    report = await run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w", concurrency=4,
+                              keep_judges=[judge])  # fmt: skip
+    assert report.judged == 7 and url_store.batch_status("w")["done"] == 7
+    _, _, first, (_, claimed) = writes[0]
+    assert first["limit"] == 4 and len(claimed) == 4  # the one place that freed and the three never filled

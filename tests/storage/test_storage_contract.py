@@ -120,6 +120,42 @@ def test_the_call_journal_writes_calls_as_they_start_and_finish(store_backend):
     assert store_backend.recover_interrupted() == []  # this process is alive: nothing to recover
 
 
+async def test_the_journal_leaves_its_rows_to_a_write_that_is_on_its_way(store_backend):
+    """While a write is expected (a worker recording the items that finished in this turn), the
+    call-log rows of the turn wait for it instead of taking a transaction of their own; once it is
+    done, any left are committed at the end of the turn as usual."""
+    import asyncio
+
+    writes: list[str] = []
+    real = store_backend.flush_calls
+
+    def flush() -> None:
+        writes.append("own")
+        real()
+
+    store_backend.flush_calls = flush
+    done = store_backend.expect_write()
+    store_backend.journal("run-w").call_started(call("w-1"))
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # the end of the turn passed: the row still waits
+    assert writes == [] and store_backend.session_calls("run-w") == []
+    store_backend.open_batch("bw", source="w.jsonl", content_sha256="f", settings={}, items=0)  # the write
+    assert [c["call_id"] for c in store_backend.session_calls("run-w")] == ["w-1"]  # carried by it
+    done()
+    store_backend.journal("run-w").call_finished(call("w-1"))
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert writes == ["own"] and store_backend.session_calls("run-w")[0]["ok"] == 1
+    # A write expected, then done without writing: what waited is committed at the end of the turn.
+    done = store_backend.expect_write()
+    store_backend.journal("run-w").call_started(call("w-2"))
+    await asyncio.sleep(0)
+    done()
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert sorted(c["call_id"] for c in store_backend.session_calls("run-w")) == ["w-1", "w-2"]
+
+
 def test_a_call_started_row_written_late_never_undoes_its_finished_row(store_backend):
     # Group commits on several threads may land a call's started row after its finished one.
     journal = store_backend.journal("run-2")
@@ -327,6 +363,24 @@ def test_the_batch_queue_hands_each_item_to_one_worker_under_a_lease(store_backe
         store.enqueue_batch("qb", items=[queued(0)], **{**common, "settings": {**settings, "votes": 3}})
 
 
+def test_claims_take_the_batchs_items_in_file_order_whether_queued_or_back_from_a_passed_lease(store_backend):
+    settings = BatchSettings(judges=["fake/j"]).model_dump(mode="json")
+    common = {"source": "o.jsonl", "content_sha256": "c1", "settings": settings, "spec": {"judges": ["fake/j"]}}
+    store_backend.enqueue_batch("ob", items=[queued(i) for i in range(6)], **common)
+    store_backend.enqueue_batch("oa", items=[queued(i) for i in range(2)], **common)  # another batch, first by id
+    # q1 and q3 held by a worker that died (their leases passed), q0 by a live one.
+    [first] = store_backend.claim_items("live", batch_id="ob", lease_seconds=60)
+    assert first["item_id"] == "q0"
+    assert [r["item_id"] for r in store_backend.claim_items("dead", batch_id="ob", limit=3, lease_seconds=-1)] == [
+        "q1", "q2", "q3"]  # fmt: skip
+    store_backend.release_claims("nobody")
+    taken = store_backend.claim_items("w", batch_id="ob", limit=4, lease_seconds=60)
+    assert [r["item_id"] for r in taken] == ["q1", "q2", "q3", "q4"]
+    assert [r["item_id"] for r in store_backend.claim_items("w", batch_id="ob", limit=4, lease_seconds=60)] == ["q5"]
+    assert [(r["batch_id"], r["item_id"]) for r in store_backend.claim_items("w", limit=9, lease_seconds=60)] == [
+        ("oa", "q0"), ("oa", "q1")]  # fmt: skip
+
+
 async def test_a_queued_item_is_recorded_once_and_marked_done(store_backend, tmp_path):
     from council.judging.worker import enqueue
 
@@ -345,6 +399,90 @@ async def test_a_queued_item_is_recorded_once_and_marked_done(store_backend, tmp
     with pytest.raises(CouncilFailure, match="already recorded"):  # a second worker's late result
         store_backend.save_judgment("compare", late, [], keep_text=False, batch_id="xb", item=items[0])
     assert store_backend.batch_status("xb")["done"] == 1
+
+
+async def test_an_items_result_replaces_a_failed_one_and_never_a_finished_or_changed_one(store_backend):
+    """The queue's item and the result are written together: a failed result is replaced by a later
+    one (its run stays on record), a finished one is never replaced, and a result judged from content
+    the queue no longer holds is dropped whole: none of its rows are written."""
+    from council.judging.worker import enqueue
+
+    text = '{"id": "x", "prompt": "Q?", "a": "A.", "b": "B."}\n'
+    [item] = parse_batch(text, "x.jsonl")
+    enqueue(store_backend, [item], batch_id="fb", settings=BatchSettings(judges=["fake/j"]), judges=[fake_client()],
+            rubrics={}, source="x.jsonl", content_sha256=content_digest(text))  # fmt: skip
+    [claimed] = store_backend.claim_items("w", batch_id="fb", lease_seconds=60)
+    judged = await compare("Q?", "A.", "B.", judges=[fake_client()], store=None)
+    failed = judged.model_copy(update={"run_id": "run-failed", "success": False, "error": "provider error: down"})
+    save = {"keep_text": True, "batch_id": "fb", "item": item}
+    store_backend.save_judgment("compare", failed, [call("f1", ok=False)], item_digest=claimed["digest"], **save)
+    assert store_backend.batch_item_status("fb") == {"x": "failed"}
+    assert store_backend.batch_status("fb")["failed"] == 1
+    # A result judged from other content than the queue holds now: nothing of it is written.
+    stale = judged.model_copy(update={"run_id": "run-stale"})
+    with pytest.raises(CouncilFailure, match="changed in the queue"):
+        store_backend.save_judgment("compare", stale, [call("s1")], item_digest="another-digest", **save)
+    assert store_backend.judgment_run("run-stale") is None and store_backend.session_calls("run-stale") == []
+    assert store_backend.batch_item_status("fb") == {"x": "failed"}
+    # The failed result is replaced; its run stays on record.
+    store_backend.save_judgment("compare", judged, [call("ok1")], item_digest=claimed["digest"], **save)
+    [row] = store_backend.batch_rows("fb")
+    assert (row["status"], row["run_id"], row["winner"]) == ("ok", judged.run_id, judged.winner)
+    assert store_backend.judgment_run("run-failed")["status"] == "failed"
+    assert [c["call_id"] for c in store_backend.session_calls(judged.run_id)] == ["ok1"]
+    assert store_backend.batch_status("fb")["done"] == 1
+    # A finished result is never replaced, and the late one leaves nothing behind.
+    late = judged.model_copy(update={"run_id": "run-late"})
+    with pytest.raises(CouncilFailure, match="already recorded"):
+        store_backend.save_judgment("compare", late, [call("l1")], item_digest=claimed["digest"], **save)
+    assert store_backend.judgment_run("run-late") is None and store_backend.session_calls("run-late") == []
+    assert store_backend.batch_rows("fb")[0]["run_id"] == judged.run_id
+
+
+async def test_finished_items_are_recorded_with_the_next_claims_in_one_call(store_backend):
+    """A worker records the items it finished together and claims as many more in one transaction;
+    an item that cannot be recorded is reported and the others are recorded all the same."""
+    import dataclasses
+
+    from council.judging.batch_items import item_digest
+    from council.judging.worker import enqueue
+    from council.storage import JudgmentSave
+
+    text = "".join(json.dumps({"id": f"r{i}", "prompt": f"Q{i}?", "a": "A.", "b": "B."}) + "\n" for i in range(5))
+    items = parse_batch(text, "r.jsonl")
+    enqueue(store_backend, items, batch_id="rb", settings=BatchSettings(judges=["fake/j"]), judges=[fake_client()],
+            rubrics={}, source="r.jsonl", content_sha256=content_digest(text))  # fmt: skip
+    held = store_backend.claim_items("w", batch_id="rb", limit=3, lease_seconds=60)
+    assert [r["item_id"] for r in held] == ["r0", "r1", "r2"]
+    digests = {r["item_id"]: r["digest"] for r in held}
+
+    async def judged(i: int) -> JudgmentSave:
+        outcome = await compare(f"Q{i}?", "A.", "B.", judges=[fake_client()], store=None)
+        return JudgmentSave("compare", outcome, [call(f"c{i}")], keep_text=True, batch_id="rb", item=items[i],
+                            item_digest=digests.get(f"r{i}", "stale"))  # fmt: skip
+
+    first, second = await judged(0), await judged(1)
+    results, claimed = store_backend.record_and_claim([first, second], "w", batch_id="rb", limit=2,
+                                                      lease_seconds=60)  # fmt: skip
+    assert results == [None, None] and [r["item_id"] for r in claimed] == ["r3", "r4"]
+    assert claimed[0]["item"]["prompt"] == "Q3?" and claimed[0]["digest"] == item_digest(items[3])
+    assert store_backend.batch_item_status("rb") == {"r0": "ok", "r1": "ok"}
+    assert store_backend.batch_status("rb") | {"cost_usd": None} == {
+        "batch_id": "rb", "items": 5, "queued": 0, "running": 3, "done": 2, "failed": 0, "cost_usd": None}  # fmt: skip
+    assert [c["call_id"] for c in store_backend.session_calls(first.outcome.run_id)] == ["c0"]
+    # r0 again (already recorded), r2 (recorded), r3 judged from content no longer queued:
+    again, third, stale = await judged(0), await judged(2), await judged(3)
+    stale = dataclasses.replace(stale, item_digest="stale")
+    results, claimed = store_backend.record_and_claim([again, third, stale], "w", batch_id="rb", limit=3,
+                                                      lease_seconds=60)  # fmt: skip
+    assert claimed == []  # nothing left to claim
+    assert results[1] is None and all(isinstance(r, CouncilFailure) for r in (results[0], results[2]))
+    assert "already recorded" in str(results[0]) and "changed in the queue" in str(results[2])
+    assert store_backend.batch_item_status("rb") == {"r0": "ok", "r1": "ok", "r2": "ok"}
+    assert store_backend.judgment_run(again.outcome.run_id) is None and store_backend.session_calls("c3") == []
+    assert store_backend.judgment_run(stale.outcome.run_id) is None
+    # Nothing to record: a claim alone.
+    assert store_backend.record_and_claim([], "w2", batch_id="rb", limit=1, lease_seconds=60) == ([], [])
 
 
 def test_an_edited_batch_file_is_reconciled_item_by_item(store_backend):

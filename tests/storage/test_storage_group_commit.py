@@ -170,3 +170,24 @@ def test_closing_the_store_writes_the_events_still_waiting(lite):
 
     asyncio.run(run())
     assert _events_on_disk(lite) == [("s-1", 1)]
+
+
+def test_each_call_row_is_redacted_in_its_own_privacy_scope_whoever_commits_it(store):
+    """Two runs with transcripts off journal in one turn: the commit runs in the first one's
+    context, yet the second run's private text never reaches the disk in its error."""
+    from council.redaction import private_scope
+
+    def failed(i: int, error: str) -> CallRecord:
+        return _record(i).model_copy(update={"ok": False, "error": error})
+
+    async def main() -> None:
+        with private_scope(keep_text=False, texts=["first run's secret question"]):
+            store.journal("s1").call_finished(failed(1, "upstream said: first run's secret question"))
+        with private_scope(keep_text=False, texts=["second run's secret question"]):
+            store.journal("s2").call_finished(failed(2, "upstream said: second run's secret question"))
+        await asyncio.sleep(0.05)
+
+    asyncio.run(main())
+    errors = [e for (e,) in _on_disk(store, "SELECT error FROM calls ORDER BY call_id")]
+    assert len(errors) == 2
+    assert not any("secret question" in e for e in errors), errors
