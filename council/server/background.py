@@ -75,11 +75,13 @@ class LiveSessions:
 
     def __init__(self, store: Any) -> None:
         self.store = store
-        self.tasks: set[asyncio.Task[None]] = set()
+        self.tasks: set[asyncio.Task[BaseException | None]] = set()
 
-    async def start(self, council: Any, question: str, seed: int | None) -> str:
+    async def start(self, council: Any, question: str, seed: int | None, *, to_end: bool = False) -> str:
         """Start the session; its id once it exists (its first event), or the error that stopped
-        it before (a ``CouncilError`` the caller turns into a 4xx/502)."""
+        it before (a ``CouncilError`` the caller turns into a 4xx/502). With ``to_end``, its id
+        once it has ended, or the error it ended with: for a session known to fail at once
+        (``Council.too_large``), whose caller gets that error rather than a 202."""
         started: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         events = EventLog(self.store)
 
@@ -88,7 +90,7 @@ class LiveSessions:
             if not started.done():
                 started.set_result(event.session_id)
 
-        async def run() -> None:
+        async def run() -> BaseException | None:
             failure: BaseException | None = None
             try:
                 await council.run(question, seed=seed, on_event=on_event)
@@ -101,10 +103,15 @@ class LiveSessions:
                 events.close()
                 if not started.done():  # ended before it began: the request gets the reason
                     started.set_exception(failure or CouncilFailure("the session ended before it started"))
+            return failure
 
         task = asyncio.create_task(run())
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+        if to_end:  # shielded: a client that hangs up leaves it running, as any background session
+            failure = await asyncio.shield(task)
+            if isinstance(failure, CouncilError) and started.exception() is None:
+                raise failure  # the session exists, stored failed with this reason
         return await started
 
     async def aclose(self) -> None:

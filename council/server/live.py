@@ -1,7 +1,8 @@
 """Sessions started over HTTP, and every session's events served from the store.
 
 ``POST /v1/sessions {"council", "question", "seed"?}`` starts a session in the server's
-background and answers ``{"session_id"}`` as soon as the session exists (202). Its events
+background and answers ``{"session_id"}`` as soon as the session exists (202); one known to fail
+at once, too large for a quorum of members' ``tpm``, gets the chat route's 400. Its events
 (:mod:`council.session.events`), like those of every session the server runs (chat completions
 too), are written to the store in batches (:mod:`council.server.background`), and
 ``GET /v1/sessions/{id}/events`` streams them as SSE from the store, polling it, so any replica
@@ -49,7 +50,8 @@ async def start_session(request: Request) -> Response:
         req = parse_as(StartSession, await read_json(request, server.max_body_bytes))
         council = server.council(req.council)
         question, _ = check_request(req.question, seed=req.seed)
-        session_id = await server.live.start(council, question, req.seed)
+        # One no quorum of members can take fails at once: the caller gets that 400, as from the chat route.
+        session_id = await server.live.start(council, question, req.seed, to_end=council.too_large(question))
     except RequestError as exc:
         return exc.response
     except CouncilError as exc:  # refused before it began (the session's reason, as a 4xx/502)

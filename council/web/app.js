@@ -215,7 +215,7 @@ async function homeView(main) {
   const question = el("textarea", { id: "ask-question", name: "question", rows: 3, required: true,
     placeholder: "Ask the council a question" });
   const seed = el("input", { id: "ask-seed", name: "seed", type: "number", min: 0, placeholder: "seed (optional)" });
-  const form = el("form", { id: "ask", class: "card ask", onsubmit: (ev) => { ev.preventDefault(); ask(councilSelect, question, seed); } },
+  const form = el("form", { id: "ask", class: "card ask", onsubmit: (ev) => { ev.preventDefault(); ask(councilSelect, question, seed, () => loadSessions(list, search.value)); } },
     el("h2", {}, "Ask a council"),
     el("label", { for: "ask-question" }, "Question"), question,
     el("div", { class: "row" },
@@ -235,7 +235,9 @@ async function homeView(main) {
   loadSessions(list, "");
 }
 
-async function ask(councilSelect, question, seed) {
+// A refused question (e.g. too large for the members' tpm: a 400 naming the limit) stays typed,
+// its one-line reason shown; the session the server kept failed appears in the list (onRefused).
+async function ask(councilSelect, question, seed, onRefused) {
   const body = { council: councilSelect.value, question: question.value };
   if (seed.value !== "") body.seed = Number(seed.value);
   try {
@@ -243,6 +245,7 @@ async function ask(councilSelect, question, seed) {
     location.hash = "#/session/" + encodeURIComponent(started.session_id);
   } catch (err) {
     showError(err.message);
+    onRefused();
   }
 }
 

@@ -253,3 +253,22 @@ async def test_compare_judges_with_rpm_wait_on_the_stores_shared_budget(tmp_path
         )
         assert not compared.is_error, compared.content
         assert time.monotonic() - started >= 1.0  # its calls waited their turns after the others'
+
+
+async def test_a_question_too_large_for_the_members_tpm_is_one_line_naming_the_limit(tmp_path, council_home):
+    config = tmp_path / "council.toml"
+    lines = ["[councils.default]", 'members = ["a", "b", "c"]', 'chairman = "fake/chair"']
+    for alias in "abc":
+        lines += [f"[models.{alias}]", f'model = "fake/{alias}"', "tpm = 2000", "max_tokens = 50"]
+    config.write_text("\n".join(lines) + "\n")
+    async with Client(server(config, council_home)) as client:
+        refused = await client.call_tool("council_run", {"question": QUESTION + " Please be thorough." * 150})
+        assert refused.is_error and refused.structured_content is None
+        [block] = refused.content
+        assert block.text.startswith("error: the request is too large for the members' token limits")
+        assert "[models.a] tpm = 2000" in block.text and "\n" not in block.text
+        # Nothing lost: the session is kept, failed, with the same reason.
+        [kept] = (await client.call_tool("council_sessions", {})).structured_content["sessions"]
+        assert kept["status"] == "failed"
+        shown = await client.call_tool("council_sessions", {"session_id": kept["session_id"]})
+        assert "tpm = 2000" in shown.content[0].text

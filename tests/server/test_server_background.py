@@ -37,6 +37,24 @@ async def test_a_session_that_never_began_gives_its_reason_to_the_request():
         await live.start(_Refuses(), "q", None)
 
 
+async def test_to_end_gives_the_id_of_a_session_that_ended_well_or_the_error_it_ended_with():
+    store = memory_store()
+    council = Council.from_config(CONFIG, store=store)
+    live = LiveSessions(store)
+    session_id = await live.start(council, "Why is the sky blue?", 3, to_end=True)
+    assert store.get_session(session_id)["status"] == "complete" and not live.tasks  # ended already
+    members = ["fake/alpha+fail", "fake/beta+fail", "fake/gamma"]
+    failing = Council.from_config({"councils": {"default": {"members": members, "chairman": "fake/gamma"}}},
+                                  store=store)  # fmt: skip
+    with pytest.raises(QuorumError, match="only 1 of 3"):
+        await live.start(failing, "Why?", None, to_end=True)
+    [failed] = [s for s in store.list_sessions() if s["id"] != session_id]
+    assert store.get_session(failed["id"])["status"] == "failed"  # the session exists, with its reason
+    assert store.events_after(failed["id"])[-1][1] == "session_finished"
+    await council.aclose()
+    await failing.aclose()
+
+
 class _Silent:
     async def run(self, question, **kwargs):
         return None
@@ -73,7 +91,7 @@ def test_post_sessions_answers_a_refusal_before_the_start_with_its_error_not_a_5
     app = create_app(load_config(CONFIG))
     with TestClient(app, base_url="http://127.0.0.1") as client:
 
-        async def refuse(council, question, seed):
+        async def refuse(council, question, seed, to_end=False):
             raise QuorumError("only 0 of 3 members answered")
 
         app.state.council_server.live.start = refuse

@@ -90,3 +90,27 @@ async def test_a_session_run_before_its_stream_is_replayed_whole_or_answered_wit
     _, failure = await _run_first(Stub(fail=True), "q", [], None, None, EventLog(store))
     assert failure.status_code == 400 and b"context_length_exceeded" in failure.body
     assert store.events == [{"session_id": "s", "type": "notice"}]
+
+
+def test_starting_a_session_no_member_can_take_is_the_same_400_and_the_session_is_kept(served):
+    """``POST /v1/sessions`` answers as the chat route does (not a 202 for a session already lost)."""
+    before = {s["session_id"] for s in sessions(served)}
+    started = httpx.post(f"{served}/v1/sessions", json={"council": "default", "question": TOO_LONG}, timeout=30)
+    assert started.status_code == 400, started.text
+    assert started.headers["x-should-retry"] == "false"
+    error = started.json()["error"]
+    assert error["code"] == "context_length_exceeded" and error["type"] == "invalid_request_error"
+    assert error["param"] == "messages" and "[models.a] tpm = 2000" in error["message"]
+    assert "\n" not in error["message"]
+    [new] = [s for s in sessions(served) if s["session_id"] not in before]
+    kept = httpx.get(f"{served}/v1/sessions/{new['session_id']}").json()
+    assert kept["status"] == "failed" and kept["error"] in error["message"]
+    # Its events are kept too: a client that watches it sees why it ended.
+    events = httpx.get(f"{served}/v1/sessions/{new['session_id']}/events", timeout=30).text
+    assert "event: session_finished" in events and "tpm = 2000" in events
+
+
+def test_starting_a_session_that_fits_is_still_a_202(served):
+    started = httpx.post(f"{served}/v1/sessions", json={"council": "default", "question": "Why?"}, timeout=30)
+    assert started.status_code == 202, started.text
+    assert started.headers["location"] == f"/v1/sessions/{started.json()['session_id']}"

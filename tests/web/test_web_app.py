@@ -184,3 +184,38 @@ def test_the_leaderboard_and_bias_report_views_show_the_apis_data(served, browse
     assert all(key in page.text_content("main") for key in list(report)[:3])
     assert page.is_hidden("#error")
     page.close()
+
+
+@pytest.fixture(scope="module")
+def served_tight(tmp_path_factory):
+    """A council whose members' ``tpm`` no long question fits (fake models: no calls go out)."""
+    root = tmp_path_factory.mktemp("tight")
+    config = root / "council.toml"
+    lines = ["[councils.default]", 'members = ["a", "b", "c"]', 'chairman = "fake/chair"']
+    for alias in "abc":
+        lines += [f"[models.{alias}]", f'model = "fake/{alias}"', "tpm = 2000", "max_tokens = 50"]
+    config.write_text("\n".join(lines) + "\n")
+    (root / "home").mkdir()
+    with council_serve(config, root / "home", "--token", TOKEN) as (base, _):
+        yield base
+
+
+def test_a_question_too_large_for_the_members_tpm_is_one_line_naming_the_limit(served_tight, browser):
+    page = open_app(browser, served_tight)
+    question = "Why is the sky blue? " + "Please be thorough. " * 150  # ~3,000 bytes, > tpm = 2000
+    page.fill("#ask-question", question)
+    page.click("#ask-submit")
+    page.wait_for_selector("#error:not([hidden])")
+    shown = page.text_content("#error")
+    assert "too large" in shown and "[models.a] tpm = 2000" in shown and "\n" not in shown
+    assert "#/session/" not in page.url  # no view of a session that never ran
+    assert page.input_value("#ask-question") == question  # nothing to type again
+    # Nothing lost: the failed session is listed, and opening it shows the same reason.
+    [kept] = httpx.get(f"{served_tight}/v1/sessions", headers=AUTH).json()
+    link = f'#sessions a[href="#/session/{kept["session_id"]}"]'
+    page.wait_for_selector(link)
+    page.click(link)
+    page.wait_for_selector("#status.failed")
+    assert "[models.a] tpm = 2000" in page.text_content("#main .error-text")
+    assert [p for p in page.problems if "status of 400" not in p] == []  # Chromium logs the 400 itself
+    page.close()
