@@ -6,7 +6,9 @@ stays fast; nothing here configures logging or touches the network.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from council.lazy_exports import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -47,10 +49,4 @@ if TYPE_CHECKING:  # pragma: no cover  # the lazy exports above, for type checke
     from council.session.results import SessionResult  # noqa: F401
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'council' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

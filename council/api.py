@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from council.asking import JsonFormat
 from council.budget import Budget
@@ -25,8 +25,10 @@ from council.errors import UsageError
 from council.providers.client import ModelClient, RetryPolicy, cap_spending
 from council.providers.registry import make_api
 from council.session import Candidate, EventSink, SessionEvent, SessionRunner
-from council.session.results import SessionResult
 from council.storage import Store, using_store
+
+if TYPE_CHECKING:  # imported once the session's replies come in (council.session.runner)
+    from council.session.results import SessionResult
 
 
 def attach_call_cache(clients: Iterable[ModelClient], store: Store, *, refresh: bool = False) -> None:

@@ -27,7 +27,10 @@ Part 2, the whole process (goal: ≤ 1.3 × the critical path, ``--process-membe
 fresh process each time, output piped (rendered as for a file), from start to exit: interpreter
 start, imports, config, database, the session, rendering. ``python -c pass`` is the floor. The
 modules' bytecode is written by the warm-up run (as installing the package writes it), also when
-PYTHONDONTWRITEBYTECODE is set.
+PYTHONDONTWRITEBYTECODE is set. With ``--marks`` as many more processes run under a probe that
+notes when each call to a model starts and ends (wrapping ``ModelClient.complete``): where the
+time goes, from the process's start to its first call, stage by stage, and from the last reply
+to its exit.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import json
 import os
 import resource
 import statistics
@@ -134,7 +138,55 @@ async def raw_stage(base_url: str, n: int, repeats: int) -> float:
     return statistics.median(spans)
 
 
-def whole_process(members: int, latency: float, repeats: int, transport: str) -> dict[str, Any]:
+#: Runs the command with every model call's start and end noted (wall clock, and the CPU time of
+#: the main thread, which runs the event loop: what the calls wait for), printed at exit.
+MARKS_PROBE = """
+import atexit, json, sys, time
+from council.providers.client import ModelClient
+calls = []
+complete = ModelClient.complete
+async def noted(self, request, *, stage, **kwargs):
+    t0, c0 = time.time(), time.thread_time()
+    try:
+        return await complete(self, request, stage=stage, **kwargs)
+    finally:
+        calls.append((stage, t0, time.time(), c0, time.thread_time()))
+ModelClient.complete = noted
+atexit.register(lambda: sys.stderr.write("\\nMARKS " + json.dumps([calls, time.thread_time()]) + "\\n"))
+sys.argv = ["council", *sys.argv[1:]]
+from council.cli.main import main
+main()
+"""
+MARKS = [
+    "start → 1st call",
+    "stage 1",
+    "stage 2",
+    "reviews → chairman",
+    "stage 3",
+    "last reply → exit",
+    "total",
+    "main thread CPU before the 1st call",
+    "main thread CPU after the last reply",
+]
+
+
+def marks_of(noted: list[Any], started: float, ended: float) -> dict[str, float]:
+    """The phases of one process, in ms, from its calls' (stage, start, end, CPU at start, CPU
+    at end) and the main thread's CPU at exit."""
+    calls, cpu_at_exit = noted
+
+    def span(stage: str) -> tuple[float, float]:
+        of = [(c[1], c[2]) for c in calls if c[0] == stage]
+        return min(a for a, _ in of), max(b for _, b in of)
+
+    (a1, b1), (a2, b2), (a3, b3) = span("answer"), span("review"), span("synthesis")
+    last = max(calls, key=lambda c: c[2])
+    ms = [a1 - started, b1 - a1, b2 - a2, a3 - b2, b3 - a3, ended - last[2], ended - started]
+    ms += [min(c[3] for c in calls), cpu_at_exit - last[4]]
+    return {k: v * 1000 for k, v in zip(MARKS, ms, strict=True)}
+
+
+def whole_process(members: int, latency: float, repeats: int, transport: str, marks: bool = False) -> dict[str, Any]:
     """Wall times of ``council run`` as a fresh process, and of ``python -c pass``."""
     from mock_server import start_mock_server
 
@@ -148,7 +200,7 @@ def whole_process(members: int, latency: float, repeats: int, transport: str) ->
         # council's ~70 modules from source first (~70 ms of CPU that no installed copy pays).
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         argv = [*entry_point(), "run", "Why is the sky blue?", "--config", str(path)]
-        spans, floors, cpus = [], [], []
+        spans, floors, cpus, phases = [], [], [], []
         for i in range(repeats + 1):  # the first warms the OS file cache and writes the bytecode
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
@@ -165,7 +217,23 @@ def whole_process(members: int, latency: float, repeats: int, transport: str) ->
                 spans.append(span)
                 floors.append(floor)
                 cpus.append(cpu)
-    return {"spans": spans, "floor": statistics.median(floors), "cpu": statistics.median(cpus), "argv": argv[:2]}
+        for _ in range(repeats if marks else 0):  # after the warm-up above, as the plain runs
+            started = time.time()
+            probed = [sys.executable, "-c", MARKS_PROBE, *argv[1:]]
+            proc = subprocess.run(probed, env=env, capture_output=True, text=True)
+            ended = time.time()
+            line = next((x for x in proc.stderr.splitlines() if x.startswith("MARKS ")), None)
+            if proc.returncode != 0 or line is None:
+                raise SystemExit(f"council run under the probe failed ({proc.returncode}): {proc.stderr[-500:]}")
+            phases.append(marks_of(json.loads(line.removeprefix("MARKS ")), started, ended))
+    return {
+        "spans": spans,
+        "floor": statistics.median(floors),
+        "cpu": statistics.median(cpus),
+        "cpus": cpus,
+        "argv": argv[:2],
+        "phases": phases,
+    }
 
 
 def main() -> int:
@@ -179,6 +247,7 @@ def main() -> int:
     parser.add_argument("--process-members", type=int, default=5)
     parser.add_argument("--process-latency", type=float, default=0.25)
     parser.add_argument("--process-repeats", type=int, default=5)
+    parser.add_argument("--marks", action="store_true", help="part 2: also where each process's time goes")
     args = parser.parse_args()
     counts = [int(x) for x in args.members.split(",") if x]
 
@@ -202,7 +271,7 @@ def main() -> int:
 
 def process_part(args: argparse.Namespace) -> bool:
     critical = 3 * args.process_latency
-    r = whole_process(args.process_members, args.process_latency, args.process_repeats, args.transport)
+    r = whole_process(args.process_members, args.process_latency, args.process_repeats, args.transport, args.marks)
     spans = r["spans"]
     span = statistics.median(spans)
     ratio = span / critical
@@ -226,6 +295,12 @@ def process_part(args: argparse.Namespace) -> bool:
         f"waits, so on an idle machine the wall time is about CP + CPU = {(critical + r['cpu']) * 1000:.0f} ms "
         f"({(critical + r['cpu']) / critical:.3f} × CP)"
     )
+    print(f"CPU of each process, ms: {' '.join(f'{c * 1000:.0f}' for c in r['cpus'])}")
+    if r["phases"]:
+        print(f"where the time goes ({len(r['phases'])} processes under a probe; median (min) ms; wall clock):")
+        for mark in MARKS:
+            values = [p[mark] for p in r["phases"]]
+            print(f"  {mark:<36} {statistics.median(values):>7.0f} ({min(values):.0f})")
     print(f"goal whole process ≤ {PROCESS_GOAL} × critical path: {verdict} ({ratio:.3f})")
     return ratio <= PROCESS_GOAL
 

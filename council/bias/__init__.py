@@ -1,18 +1,18 @@
 """Bias auditing: per-session indicators, privacy-safe records, the cross-session report.
 
 Diagnostic only — nothing here changes a score (docs/methods.md, "Bias audit"). ``stats``
-holds the pure formulas, ``records`` the record schema, query hashing and per-session metadata,
-``report`` the SQL cross-session report, ``html`` its self-contained HTML page and
-``export`` the JSONL/CSV export.
+holds the pure formulas, ``records`` the record schema and per-session metadata, ``query_hash``
+query hashing, ``report`` the SQL cross-session report, ``html`` its self-contained HTML page
+and ``export`` the JSONL/CSV export.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from council.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "BiasRecord": "council.bias.records",
-    "QueryHasher": "council.bias.records",
+    "QueryHasher": "council.bias.query_hash",
     "SessionBiasMetadata": "council.bias.records",
     "session_bias_metadata": "council.bias.records",
     "BiasReport": "council.bias.report",
@@ -25,10 +25,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'council.bias' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -22,8 +22,6 @@ from council.methods.significance import p_text
 from council.terminal import visible
 
 if TYPE_CHECKING:
-    from council.api import Council
-    from council.session import SessionEvent
     from council.session.results import SessionResult
 
 
@@ -98,57 +96,6 @@ def heading(*parts: object) -> None:
     out.print(styled(*parts), soft_wrap=not out.is_terminal)
 
 
-class ProgressDisplay:
-    """A live progress line on stderr while a session runs (off when not a terminal)."""
-
-    def __init__(self, council: Council, enabled: bool = True) -> None:
-        r = council.resolved
-        self.total = {"answer": len(r.members), "review": len(r.reviewers), "synthesis": 1}
-        self.done = {"answer": 0, "review": 0, "synthesis": 0}
-        self.enabled = enabled and err.is_terminal
-        self._progress: Any = None
-        self._task: Any = None
-        if enabled and r.offline_default:
-            err.print("No configuration found: running the small offline default (local models).", style="yellow")
-
-    def __enter__(self) -> ProgressDisplay:
-        if self.enabled:
-            from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-            self._progress = Progress(
-                SpinnerColumn(),
-                TextColumn("{task.description}", markup=False),
-                BarColumn(),
-                TimeElapsedColumn(),
-                console=err,
-                transient=True,
-            )
-            self._progress.__enter__()
-            self._task = self._progress.add_task("starting", total=sum(self.total.values()))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._progress is not None:
-            self._progress.__exit__(*exc)
-
-    def on_event(self, event: SessionEvent) -> None:
-        if self._progress is None:
-            return
-        kind = event.type
-        if kind in self.done:
-            self.done[kind] += 1
-            self._progress.advance(self._task)
-            stage = kind
-        elif kind == "stage":
-            stage = event.stage
-        else:
-            return
-        desc = f"{stage}: {self.done[stage]}/{self.total[stage]}"
-        if kind == "stage" and event.detail:
-            desc = f"{event.detail} ({self.done[stage]}/{self.total[stage]})"
-        self._progress.update(self._task, description=desc)
-
-
 def _agreement_text(consensus: Any) -> str:
     """Kendall's W with its test, saying when the agreement could be chance."""
     a = consensus.agreement
@@ -196,8 +143,12 @@ def render_header(result: SessionResult) -> None:
     status_style = {"complete": "green", "partial": "yellow", "failed": "red", "interrupted": "red"}
     out.print(
         styled(
-            ("Session", "bold"), f" {result.session_id}  council ", (visible(result.council), "bold"),
-            "  status ", (result.status, status_style.get(result.status, "white")), f"  seed {result.seed}",
+            ("Session", "bold"),
+            f" {result.session_id}  council ",
+            (visible(result.council), "bold"),
+            "  status ",
+            (result.status, status_style.get(result.status, "white")),
+            f"  seed {result.seed}",
         )  # fmt: skip
     )
 

@@ -65,11 +65,11 @@ def run(
     from council.api import Council
     from council.budget import BudgetReached, check_cap
     from council.cli.common import cache_wanted, quiet, spend_cap, status
-    from council.cli.render import ProgressDisplay, render_result, report_problems
-    from council.cli.views import SessionView, show_option_parts
+    from council.cli.progress import ProgressDisplay
+    from council.cli.show_parts import show_option_parts
     from council.config import load_config
     from council.session import load_candidates
-    from council.session.runner import check_request
+    from council.session.runner import check_request, import_ahead
 
     # Everything the user gave is checked before the database is opened or a model called.
     parts = show_option_parts(show, as_json)
@@ -85,11 +85,17 @@ def run(
         status("note: the call cache repeats kept answers; answers sampled at temperature > 0 are meant to vary")
     # The parts shown as they arrive are the progress; a live bar would interleave with them.
     progress = ProgressDisplay(council, enabled=not as_json and not quiet() and not parts)
-    view = SessionView(parts)
+    view = None
+    if parts:
+        from council.cli.views import SessionView
+
+        view = SessionView(parts)
+    import_ahead("council.cli.render")  # the result is rendered (or its problems told) once it is in
 
     def on_event(event):  # type: ignore[no-untyped-def]
         progress.on_event(event)
-        view(event)
+        if view is not None:
+            view(event)
 
     async def go():  # type: ignore[no-untyped-def]
         try:
@@ -108,6 +114,8 @@ def run(
         if budget is not None:  # the final figure: calls in flight have settled since
             raise BudgetReached(*budget.totals()) from None
         raise
+    from council.cli.render import render_result, report_problems
+
     if as_json:
         click.echo(result.model_dump_json(indent=2))
     else:

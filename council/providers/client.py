@@ -27,7 +27,6 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
 from pydantic import BaseModel
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
 from council.budget import Budget, BudgetReached, CallPrice, prompt_tokens_bound
 from council.call_cache import CACHE_VERSION, CallCache, request_key
@@ -419,6 +418,9 @@ class ModelClient:
         # Retries run in tenacity's loop, whose first attempt is the one that just failed (its
         # outcome replayed, not sent again): the backoff and the stop are tenacity's, and a call
         # that succeeds at once skips the loop's bookkeeping, which cost more than the call's own.
+        # Imported here, by the first retry: a run's first call does not wait for it.
+        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
         policy = self.retry
         attempt = 0
         async for state in AsyncRetrying(

@@ -11,17 +11,59 @@ The consensus and the reviewers' agreement are pure methods: :mod:`council.metho
 :mod:`council.methods.concordance`.
 """
 
-from council.methods.ranking import Consensus, ConsensusEntry, consensus_ranking
-from council.session.candidates import Candidate, load_candidates, parse_candidates
-from council.session.events import SessionEvent, parse_event
-from council.session.results import Failure, MemberAnswer, Review, SessionResult, SessionStatus, Synthesis
-from council.session.runner import (
-    OFFLINE_NOTICE,
-    EventSink,
-    SessionRunner,
-    reviewer_order,
-    scrub_transcripts,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from council.lazy_exports import lazy_exports
+
+# Imported when first asked for: a run's first call needs the runner and its events, not the
+# result models (docs/benchmarks.md, section 20).
+_EXPORTS = {
+    "Consensus": "council.methods.ranking",
+    "ConsensusEntry": "council.methods.ranking",
+    "consensus_ranking": "council.methods.ranking",
+    "Candidate": "council.session.candidates",
+    "load_candidates": "council.session.candidates",
+    "parse_candidates": "council.session.candidates",
+    "SessionEvent": "council.session.events",
+    "parse_event": "council.session.events",
+    "Failure": "council.session.results",
+    "MemberAnswer": "council.session.results",
+    "Review": "council.session.results",
+    "SessionResult": "council.session.results",
+    "SessionStatus": "council.session.results",
+    "Synthesis": "council.session.results",
+    "OFFLINE_NOTICE": "council.session.runner",
+    "EventSink": "council.session.runner",
+    "SessionRunner": "council.session.runner",
+    "reviewer_order": "council.session.runner",
+    "scrub_transcripts": "council.session.runner",
+}
+
+if TYPE_CHECKING:  # pragma: no cover  # the lazy exports above, for type checkers
+    from council.methods.ranking import Consensus, ConsensusEntry, consensus_ranking  # noqa: F401
+    from council.session.candidates import Candidate, load_candidates, parse_candidates  # noqa: F401
+    from council.session.events import SessionEvent, parse_event  # noqa: F401
+    from council.session.results import (  # noqa: F401
+        Failure,
+        MemberAnswer,
+        Review,
+        SessionResult,
+        SessionStatus,
+        Synthesis,
+    )
+    from council.session.runner import (  # noqa: F401
+        OFFLINE_NOTICE,
+        EventSink,
+        SessionRunner,
+        reviewer_order,
+        scrub_transcripts,
+    )
+
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)
+
 
 __all__ = [
     "OFFLINE_NOTICE",

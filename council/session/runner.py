@@ -7,17 +7,19 @@ bias statistics) meets I/O (model clients, storage).
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import random
 import secrets
+import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from council.asking import JsonFormat, ask_valid
-from council.bias.records import BiasRecord, QueryHasher, SessionBiasMetadata, count_words, session_bias_metadata
+from council.bias.query_hash import QueryHasher
 from council.budget import BudgetReached
 from council.clock import utc_now
 from council.config import ResolvedCouncil, ResolvedModel
@@ -50,7 +52,6 @@ from council.session.events import (
     review_fields,
     synthesis_fields,
 )
-from council.session.results import Failure, MemberAnswer, Review, SessionResult, SessionStatus, Synthesis
 from council.session.schemas import (
     PEER_REVIEW_SCHEMA_NAME,
     answer_labels,
@@ -60,6 +61,10 @@ from council.session.schemas import (
 )
 from council.storage import Store
 from council.usage import CallLog, Usage
+
+if TYPE_CHECKING:
+    from council.bias.records import BiasRecord, SessionBiasMetadata
+    from council.session.results import Failure, MemberAnswer, Review, SessionResult, SessionStatus, Synthesis
 
 log = get_logger("council.session")
 
@@ -72,6 +77,35 @@ OFFLINE_NOTICE = (
 
 EventSink = Callable[[SessionEvent], None]
 """Receives each event of a session as it happens (:mod:`council.session.events`)."""
+
+#: What a session needs only once replies come in (the result and bias-record models) and what
+#: a host adds with :func:`import_ahead`: imported where used, and by the process's first
+#: session in a worker thread while its first calls are in flight, so that neither the first
+#: call nor the last reply waits for them (docs/benchmarks.md, section 20).
+_AHEAD = ["council.session.results", "council.bias.records"]
+
+
+def import_ahead(*modules: str) -> None:
+    """Have the first session import ``modules`` while its first calls are in flight (a host's
+    own, e.g. the CLI's rendering, used once the session is over)."""
+    _AHEAD.extend(m for m in modules if m not in _AHEAD)
+
+
+def _import_all_ahead() -> None:
+    for name in list(_AHEAD):
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # imported again where used, and the error raised there
+            log.debug("import ahead failed", module=name, error=str(exc))
+
+
+def _in_worker(job: Callable[[], Any]) -> asyncio.Task[None]:
+    """``job`` in a worker thread, from a task: it starts after the calls just set off."""
+
+    async def in_worker() -> None:
+        await asyncio.get_running_loop().run_in_executor(None, job)
+
+    return asyncio.create_task(in_worker())
 
 
 #: Seeds are stored as SQLite integers (signed 64-bit) and sent to providers: 0 to 2**63 - 1.
@@ -190,11 +224,16 @@ class SessionRunner:
         try:
             response = await client.complete(request, stage="answer", sink=run.calls)
         except ProviderError as exc:
+            from council.session.results import MemberAnswer
+
             if isinstance(exc, RequestTooLarge):
                 run.too_large.add(member.id)
             return _emit_answer(
                 run, MemberAnswer(member=member.id, model=member.model, status="failed", error=str(exc))
             )
+        from council.bias.records import count_words  # imported ahead by now (_import_all_ahead)
+        from council.session.results import MemberAnswer
+
         text = response.text.strip()
         add_private(text)
         latency = (time.perf_counter() - t0) * 1000
@@ -216,6 +255,8 @@ class SessionRunner:
 
     # -- stage 2 -------------------------------------------------------------
     async def _review(self, run: _Run, reviewer: ResolvedModel, answers: dict[str, MemberAnswer]) -> Review | None:
+        from council.session.results import Review
+
         c = self.council
         candidates = [m for m in answers if not (c.self_review == "exclude" and m == reviewer.id)]
         if not candidates:
@@ -271,6 +312,8 @@ class SessionRunner:
 
     # -- stage 3 -------------------------------------------------------------
     async def _synthesise(self, run: _Run, ranked: list[MemberAnswer]) -> Synthesis:
+        from council.session.results import Failure, Synthesis
+
         c = self.council
         labelled = [(label, self._review_text(a)) for label, a in zip(answer_labels(len(ranked)), ranked, strict=True)]
         fmt = run.synthesis_format
@@ -328,6 +371,8 @@ class SessionRunner:
         self, run: _Run, chair: ResolvedModel, messages: list[dict[str, str]], fmt: JsonFormat, fallback: bool
     ) -> Synthesis:
         """The chairman's answer as the caller's structured output: validated, re-asked like a review."""
+        from council.session.results import Synthesis
+
         reply = await ask_valid(
             self.clients[chair.id],
             messages,
@@ -456,13 +501,7 @@ class SessionRunner:
         instead of between the reviews and the chairman's call. None: nothing left to compute."""
         c = self.council
         job = null_job([[m for m in members if not (c.self_review == "exclude" and m == r.id)] for r in c.reviewers])
-        if job is None:
-            return None
-
-        async def in_worker() -> None:  # a task: it starts after the stage's calls have set off
-            await asyncio.get_running_loop().run_in_executor(None, job)
-
-        return asyncio.create_task(in_worker())
+        return None if job is None else _in_worker(job)
 
     def _budget_reached(self) -> BudgetReached | None:
         """The spend cap's stop, when a call of this council was refused by it."""
@@ -523,6 +562,9 @@ class SessionRunner:
         )
         ahead: asyncio.Task[None] | None = None  # the agreement test's null, computing during the calls
         if candidates is not None:
+            from council.bias.records import count_words
+            from council.session.results import MemberAnswer
+
             answers = [
                 MemberAnswer(
                     member=cand.id,
@@ -539,7 +581,12 @@ class SessionRunner:
         else:
             answering = asyncio.gather(*(self._answer(run, m) for m in c.members))
             ahead = self._prepare_agreement([m.id for m in c.members])  # for when every member answers
+            if any(name not in sys.modules for name in _AHEAD):  # the process's first session
+                importing = _in_worker(_import_all_ahead)  # noqa: F841 (a task is kept while it runs)
             answers = list(await answering)
+        from council.bias.records import BiasRecord, session_bias_metadata
+        from council.session.results import Failure, Synthesis
+
         run.answers = answers
         for a in answers:
             if a.status == "failed":
@@ -652,6 +699,8 @@ class SessionRunner:
     ) -> SessionResult:
         """The session's result from what it has done: its answers (``run.answers``) and what
         the later stages gave; a session stopped early has no reviews, consensus or synthesis."""
+        from council.session.results import SessionResult, Synthesis
+
         c = self.council
         answers = run.answers or []
         models = {a.member: a.model for a in answers}

@@ -101,7 +101,7 @@ def test_creation_race_uses_the_winners_salt(council_home, monkeypatch):
         os.close(fd)
         return real_link(src, dst)  # now raises FileExistsError
 
-    monkeypatch.setattr(rec_mod.os, "link", lose_the_race)
+    monkeypatch.setattr(os, "link", lose_the_race)
     digest = QueryHasher(council_home).hash("q")
     import hmac
 

@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
         "council.budget",
         "council.call_cache",
         "council.html_parts",
+        "council.lazy_exports",
     ),
     ("council.config",),
     ("council.providers", "council.storage"),

@@ -13,6 +13,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from mock_server import start_mock_server
@@ -32,16 +34,19 @@ NOT_FOR_HELP = {
     "confusable_homoglyphs",
 }
 WATCHED = sorted(NEVER | NOT_FOR_HELP)
-PROBE = f"""
-import json, sys
+#: Runs the command in sys.argv as the console script does, without its fast exit (``code``: its status).
+RUN_MAIN = """
 sys.argv = ["council", *sys.argv[1:]]
+from council.cli.main import main
 try:
-    from council.cli.main import main
     main(exit_fast=False)
 except SystemExit as exc:
     code = exc.code
 else:
     code = 0
+"""
+PROBE = "import json, sys\n" + RUN_MAIN
+PROBE += f"""
 loaded = sorted({{m.split(".")[0] for m in sys.modules}} & set({WATCHED!r}))
 sys.stderr.write("\\nPROBE " + json.dumps({{"code": code, "loaded": loaded}}) + "\\n")
 """
@@ -101,7 +106,7 @@ def test_model_commands_on_the_native_transport_import_no_sdk(home, args, rich):
         assert "rich" in loaded  # the rendered result
 
 
-#: Records the thread that first imports numpy, then runs a command as PROBE does.
+#: Records the thread that first imports numpy, then runs a command.
 MAIN_THREAD_PROBE = """
 import json, sys, threading
 first = []
@@ -111,14 +116,28 @@ class Watch:
             first.append(threading.current_thread() is threading.main_thread())
         return None
 sys.meta_path.insert(0, Watch())
-sys.argv = ["council", *sys.argv[1:]]
-from council.cli.main import main
-try:
-    main(exit_fast=False)
-except SystemExit:
-    pass
+"""
+MAIN_THREAD_PROBE += RUN_MAIN
+MAIN_THREAD_PROBE += """
 sys.stderr.write("\\nPROBE " + json.dumps({"numpy_on_main_thread": first[0] if first else None}) + "\\n")
 """
+
+
+def run_five_members(home: Path, base_url: str, probe: str, *args: str, council: str = "") -> tuple[Any, Any]:
+    """``council ARGS`` under ``probe`` on a council of 5 members on the mock at ``base_url``
+    (``council``: a line more for it): the probe's report and the finished process."""
+    names = ["a", "b", "c", "d", "e"]
+    lines = ["[councils.default]", f"members = {json.dumps(names)}", 'chairman = "a"', council]
+    for n in names:
+        lines += [f"[models.{n}]", f'model = "openai/mock-{n}"', f'api_base = "{base_url}"']
+    (home / "council.toml").write_text("\n".join(lines) + "\n")
+    env = {**os.environ, "COUNCIL_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    env.pop("COUNCIL_CONFIG", None)
+    proc = subprocess.run([sys.executable, "-c", probe, *args], env=env, cwd=home,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    line = next((x for x in proc.stderr.splitlines() if x.startswith("PROBE ")), None)
+    assert line is not None, proc.stderr
+    return json.loads(line.removeprefix("PROBE ")), proc
 
 
 @pytest.mark.parametrize("self_review", ["include", "exclude"])
@@ -126,19 +145,10 @@ def test_a_larger_councils_agreement_test_is_not_drawn_on_the_event_loop(tmp_pat
     # 5 ballots of 5 (or of 4) are beyond the exact enumeration: the Monte-Carlo p needs numpy
     # (50-170 ms to import) and 10,000 draws. They are done in a worker thread while the
     # reviews are in flight, never on the loop that sends the calls; the p is the same.
-    names = ["a", "b", "c", "d", "e"]
-    lines = ["[councils.default]", f"members = {json.dumps(names)}", 'chairman = "a"', f'self_review = "{self_review}"']
-    for n in names:
-        lines += [f"[models.{n}]", f'model = "openai/mock-{n}"', f'api_base = "{mock.base_url}"']
-    (tmp_path / "council.toml").write_text("\n".join(lines) + "\n")
-    env = {**os.environ, "COUNCIL_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)}
-    env.pop("COUNCIL_CONFIG", None)
     args = ["run", "Why is the sky blue?", "--json"]
-    proc = subprocess.run([sys.executable, "-c", MAIN_THREAD_PROBE, *args], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
-    line = next((x for x in proc.stderr.splitlines() if x.startswith("PROBE ")), None)
-    assert line is not None, proc.stderr
-    assert json.loads(line.removeprefix("PROBE ")) == {"numpy_on_main_thread": False}, proc.stderr
+    report, proc = run_five_members(tmp_path, mock.base_url, MAIN_THREAD_PROBE, *args,
+                                    council=f'self_review = "{self_review}"')  # fmt: skip
+    assert report == {"numpy_on_main_thread": False}, proc.stderr
     result = json.loads(proc.stdout)
     agreement = result["consensus"]["agreement"]
     assert agreement["p_method"] == "monte-carlo"
@@ -149,6 +159,60 @@ def test_a_larger_councils_agreement_test_is_not_drawn_on_the_event_loop(tmp_pat
     assert len(ballots) == 5
     assert agreement == recompute(ballots).model_dump()
     assert result["consensus"]["kendall_w_p_value"] == agreement["p_value"]
+
+
+#: What a run needs only once its replies are in: the result and bias-record models, the
+#: rendering (rich). Each is imported where it is used, never before the first call.
+LATER = [
+    "rich",
+    "council.cli.render",
+    "council.session.results",
+    "council.bias.records",
+    "council.methods.bias_indicators",
+]
+#: Notes what is loaded when the first connection to the mock opens (LATER, and the retry loop's
+#: tenacity), and the thread that first asks for each module of LATER; then runs the command.
+FIRST_CALL_PROBE = f"""
+import json, sys, threading
+LATER = {LATER!r}
+port = int(sys.argv.pop(1))
+at_first_call, first_thread = [], {{}}
+def hook(event, args):
+    if event == "socket.connect" and not at_first_call and isinstance(args[1], tuple) and args[1][1] == port:
+        at_first_call.append(sorted(m for m in [*LATER, "tenacity"] if m in sys.modules))
+sys.addaudithook(hook)
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name in LATER and name not in first_thread:
+            first_thread[name] = "main" if threading.current_thread() is threading.main_thread() else "worker"
+        return None
+sys.meta_path.insert(0, Watch())
+"""
+FIRST_CALL_PROBE += RUN_MAIN
+FIRST_CALL_PROBE += """
+at_exit = sorted(m for m in LATER if m in sys.modules)
+report = {"code": code, "at_first_call": at_first_call, "first_thread": first_thread, "at_exit": at_exit,
+          "retrying": "tenacity" in sys.modules}
+sys.stderr.write("\\nPROBE " + json.dumps(report) + "\\n")
+"""
+
+
+@pytest.mark.parametrize("args", [["run", "Why is the sky blue?"], ["run", "Why is the sky blue?", "--json"]])
+def test_a_run_sends_its_first_call_before_importing_what_it_needs_only_after(tmp_path, args):
+    # Results, bias records and rendering (~25-30 ms of CPU to import) are imported in a worker thread
+    # while the first calls are in flight: neither the first call nor the last reply waits.
+    from council.storage import SQLiteStore
+
+    SQLiteStore.open(tmp_path / "council.db").close()  # as after the first command (a new one retries its WAL switch)
+    with start_mock_server(latency=0.5) as slow:
+        port = str(urlsplit(slow.base_url).port)
+        report, proc = run_five_members(tmp_path, slow.base_url, FIRST_CALL_PROBE, port, *args)
+    assert report["code"] in (0, None), proc.stderr
+    assert report["at_first_call"] == [[]], report
+    assert report["at_exit"] == sorted(LATER), report
+    assert report["retrying"] is False  # tenacity comes with the first retry, and none was needed
+    # The worker starts as the calls set off; the replies come 0.5 s later.
+    assert report["first_thread"] == dict.fromkeys(LATER, "worker"), report
 
 
 @pytest.mark.parametrize("args", [["bias-report", "--json"], ["sessions", "list"], ["--help"]])
