@@ -598,7 +598,7 @@ class SessionRunner:
         usable = {a.member: a for a in answers if a.usable}
         needed = c.quorum if candidates is None else 1
         if len(usable) < needed:
-            causes = "; ".join(f"{f.member}: {f.error}" for f in run.failures) or "no answers"
+            causes = "; ".join(_cause(f) for f in run.failures) or "no answers"
             message = f"only {len(usable)} of {len(answers)} members answered (quorum {needed}): {causes}"
             if run.failures and all(f.member in run.too_large for f in run.failures):
                 # The request itself is what no member could take: the caller's to change.
@@ -771,3 +771,11 @@ def scrub_transcripts(result: SessionResult) -> SessionResult:
             "synthesis": result.synthesis.model_copy(update={"text": None}),
         }
     )
+
+
+def _cause(failure: Failure) -> str:
+    """A failure as ``member: error``, naming the member once when the error already starts with
+    it (a provider error names its model, often the member's own name)."""
+    if failure.error.startswith(f"{failure.member}: "):
+        return failure.error
+    return f"{failure.member}: {failure.error}"

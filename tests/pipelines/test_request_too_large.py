@@ -30,6 +30,7 @@ def test_a_question_too_large_for_every_member_is_refused_unsent_and_stored_fail
     message = str(refused.value)
     assert refused.value.exit_code == 2 and "\n" not in message
     assert "too large" in message and "[models.a] tpm = 2000" in message and "[models.c] tpm = 3000" in message
+    assert "a: a call of up to" in message and "a: a: " not in message  # member and model named once
     [listed] = store.list_sessions()
     session = store.get_session(listed["id"])
     assert session["status"] == "failed" and "[models.b] tpm = 2000" in session["error"]
