@@ -291,9 +291,10 @@ def process_part(args: argparse.Namespace) -> bool:
         f"database, the session's own work, rendering)"
     )
     print(
-        f"CPU of the process (user + system, median): {r['cpu'] * 1000:.0f} ms; almost none of it overlaps the "
-        f"waits, so on an idle machine the wall time is about CP + CPU = {(critical + r['cpu']) * 1000:.0f} ms "
-        f"({(critical + r['cpu']) / critical:.3f} × CP)"
+        f"CPU of the process (user + system, median): {r['cpu'] * 1000:.0f} ms; CP + CPU = "
+        f"{(critical + r['cpu']) * 1000:.0f} ms ({(critical + r['cpu']) / critical:.3f} × CP) would be the wall time "
+        f"if none of it overlapped the waits (what a run imports and computes in worker threads while its calls "
+        f"are in flight does; --marks shows the main thread's share)"
     )
     print(f"CPU of each process, ms: {' '.join(f'{c * 1000:.0f}' for c in r['cpus'])}")
     if r["phases"]:
