@@ -50,7 +50,7 @@ def serve(
 ) -> None:
     """Serve councils as OpenAI-compatible chat models (model = council name), and the web app at /."""
     from council.config import load_config, resolve_council
-    from council.server.app import create_app, is_loopback
+    from council.server.app import is_loopback
     from council.server.guard import check_allowed_host
     from council.server.protocol import check_cors_origin
 
@@ -80,10 +80,7 @@ def serve(
         debug=bool((click.get_current_context().find_root().obj or {}).get("debug")),
     )
     if workers == 1:
-        _warm_up(councils)
-        app: Any = create_app(
-            loaded, token=token, max_body_bytes=max_body_bytes, cors_origins=origins, host=host, allowed_hosts=hosts
-        )
+        app: Any = _app(loaded, councils, options)
     else:
         # Each worker process builds its own app from these options (uvicorn pickles the
         # factory to the processes it spawns): its own store connection, clients and lease.
@@ -135,11 +132,17 @@ def worker_app(options: WorkerOptions) -> Any:
     warm-up, then :func:`create_app` as one process would call it."""
     from council.config import load_config, resolve_council
     from council.logs import configure_logging
-    from council.server.app import create_app
 
     configure_logging(debug=options.debug)
     loaded = load_config(options.config_path)
-    _warm_up([resolve_council(loaded, name) for name in loaded.config.councils])
+    return _app(loaded, [resolve_council(loaded, name) for name in loaded.config.councils], options)
+
+
+def _app(loaded: Any, councils: Sequence[ResolvedCouncil], options: WorkerOptions) -> Any:
+    """The warm-up, then the app: the same in the one process and in each worker process."""
+    from council.server.app import create_app
+
+    _warm_up(councils)
     return create_app(
         loaded,
         token=options.token,
