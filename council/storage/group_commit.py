@@ -26,10 +26,13 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from council.logs import get_logger
 from council.redaction import redact
+
+if TYPE_CHECKING:
+    from council.usage import CallRecord
 
 log = get_logger("council.storage")
 
@@ -70,11 +73,7 @@ class GroupCommit:
     def journal_calls(self, rows: Sequence[dict[str, Any]]) -> None:
         """Write call-log rows by group commit: inside a running event loop, every row journaled
         during one turn of the loop is committed together at its end (one transaction instead of
-        two per call); outside one, at once.
-
-        A row's error is redacted here, in the caller's privacy scope: the commit runs in the
-        context of whichever run scheduled it, whose scope does not know this run's private text."""
-        rows = [{**row, "error": redact(row["error"])} if row.get("error") else row for row in rows]
+        two per call); outside one, at once. The rows are :func:`call_row`'s, already redacted."""
         with self._pending_lock:
             self._pending_calls.extend(rows)
         self._commit_this_turn()
@@ -172,6 +171,17 @@ class GroupCommit:
                 self._pending_calls[:0] = rows
                 self._pending_events[:0] = events
             raise
+
+
+def call_row(record: CallRecord, **extra: Any) -> dict[str, Any]:
+    """A call-log row of ``record`` (with ``extra`` columns), its error redacted here, in the
+    privacy scope of the run the call belongs to: every call row is made this way, because it
+    may be committed later from another run's context (a group commit, a worker's shared
+    transaction), whose scope does not know this run's private text."""
+    row = {**extra, **record.row()}
+    if row.get("error"):
+        row["error"] = redact(row["error"])
+    return row
 
 
 def _running_loop() -> Any:

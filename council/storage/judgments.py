@@ -20,6 +20,7 @@ from pydantic_core import to_json
 from council.clock import utc_now
 from council.errors import ItemAlreadyRecorded, UsageError
 from council.redaction import redact
+from council.storage.group_commit import call_row
 
 if TYPE_CHECKING:
     from council.storage.sqlite_store import SQLiteStore as Store
@@ -134,7 +135,7 @@ def judgment_rows(
             "run_id": run_id,
             "finished_at": now,
         }
-    call_rows = [{**c.row(), "session_id": run_id, "error": redact(c.error) if c.error else c.error} for c in calls]
+    call_rows = [call_row(c, session_id=run_id) for c in calls]
     return JudgmentRows(run, passes, call_rows, batch_item, keep_text)
 
 

@@ -30,7 +30,7 @@ from council.redaction import redact, redact_document
 from council.storage import bias_rows, bias_summaries, budgets, call_cache, ownership, queue
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.comparisons import count_comparisons
-from council.storage.group_commit import GroupCommit
+from council.storage.group_commit import GroupCommit, call_row
 from council.storage.migrations import migrations
 from council.storage.opening import connect_checked, set_schema_version, write_refused
 from council.storage.rate_limits import adjust_sqlite, reserve_sqlite
@@ -293,8 +293,9 @@ class SQLiteStore(GroupCommit, SharedOperations):
         return _Journal(self, session_id)
 
     def write_calls(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Insert call-log rows, or complete the rows already written for them (by ``call_id``).
-        Run inside the caller's transaction."""
+        """Insert call-log rows (``group_commit.call_row``'s: redacted where they were made), or
+        complete the rows already written for them (by ``call_id``). Run inside the caller's
+        transaction."""
         # One statement per shape of row. A call's finished row completes its started row; a
         # started row (``ok`` NULL) never overwrites a row already there, so the order they are
         # written in does not matter (group commits on several threads may land a started row
@@ -305,7 +306,6 @@ class SQLiteStore(GroupCommit, SharedOperations):
             started = row.get("ok") is None
             if started and row["call_id"] in finished:
                 continue
-            row = {**row, "error": redact(row["error"]) if row.get("error") else row.get("error")}
             columns = tuple(c for c in _CALL_COLUMNS if c in row)
             shapes.setdefault((columns, started), []).append([row[c] for c in columns])
         for (columns, started), values in shapes.items():
@@ -622,7 +622,7 @@ def _result_rows(result: Any, keep_text: bool) -> dict[str, Any]:
 
 
 def _call_rows(session_id: str, calls: Sequence[CallRecord]) -> list[dict[str, Any]]:
-    return [{"session_id": session_id, **c.row()} for c in calls]
+    return [call_row(c, session_id=session_id) for c in calls]
 
 
 class _Journal:
@@ -633,7 +633,7 @@ class _Journal:
         self.session_id = session_id
 
     def _row(self, record: CallRecord) -> dict[str, Any]:
-        return {"session_id": self.session_id, **self.store._owner(), **record.row()}
+        return call_row(record, session_id=self.session_id, **self.store._owner())
 
     def call_started(self, record: CallRecord) -> None:
         self.store.journal_calls([{**self._row(record), "ok": None, "latency_ms": None, "error": None}])
