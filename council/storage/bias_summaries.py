@@ -32,19 +32,29 @@ FILTERED = ('"timestamp"', "council", "scale_min", "scale_max")
 REVIEW_KEY = ("session_id", "reviewer_id", *FILTERED)
 
 _ADD, _MAX, _MIN = "+", "max", "min"
+
+
+def review_aggregates(score: str) -> dict[str, str]:
+    """What the per-review pass takes of each review, as aggregates over its records whose score
+    is ``score`` (SQL): the report's pass over the rows and the summaries' folds use these same
+    expressions, so that the two read the same sums."""
+    return {
+        "k": "COUNT(*)",
+        "mask": f"TOTAL(CASE WHEN position BETWEEN 0 AND {MASK_BITS - 1} "
+        f"THEN CAST(1 AS BIGINT) << CAST(position AS INTEGER) END)",
+        "top": f"MAX({score})",
+        "a": f"MAX({score} * {PACK} + position)",
+        "b": f"MIN(position - {score} * {PACK})",
+        "total": f"TOTAL({score})",
+        "total_sq": f"TOTAL({score} * {score})",
+    }
+
+
+# How two summary rows of one column combine.
+_COMBINED = {"k": _ADD, "mask": _ADD, "top": _MAX, "a": _MAX, "b": _MIN, "total": _ADD, "total_sq": _ADD}
 # column: (its aggregate over records, how two rows of it combine)
 REVIEW_SUMS: dict[str, tuple[str, str]] = {
-    "k": ("COUNT(*)", _ADD),
-    "mask": (
-        f"TOTAL(CASE WHEN position BETWEEN 0 AND {MASK_BITS - 1} "
-        f"THEN CAST(1 AS BIGINT) << CAST(position AS INTEGER) END)",
-        _ADD,
-    ),
-    "top": ("MAX(score_value)", _MAX),
-    "a": (f"MAX(score_value * {PACK} + position)", _MAX),
-    "b": (f"MIN(position - score_value * {PACK})", _MIN),
-    "total": ("TOTAL(score_value)", _ADD),
-    "total_sq": ("TOTAL(score_value * score_value)", _ADD),
+    column: (aggregate, _COMBINED[column]) for column, aggregate in review_aggregates("score_value").items()
 }
 _INTEGER = {"k"}
 _TABLES = ((REVIEW_TABLE, REVIEW_KEY, REVIEW_SUMS),)

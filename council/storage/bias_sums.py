@@ -24,7 +24,7 @@ import secrets
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from council.storage.bias_summaries import MASK_BITS, PACK, REVIEW_TABLE
+from council.storage.bias_summaries import MASK_BITS, PACK, REVIEW_TABLE, review_aggregates
 from council.storage.data import MAX_MESSAGES, BadRecords, BiasQuery, BiasSums
 from council.storage.second_reader import Background, open_in_snapshot
 
@@ -205,7 +205,6 @@ class Reviews:
         to a number with k one-bits only when no two are equal, and none may be k or more);
         ``exact`` (reviews of more than 53 answers) counts the distinct positions instead.
         From the summaries (``summaries``, never ``exact``): the same columns, added up."""
-        m = PACK
         if self.summaries:
             sql = f"""SELECT reviewer_id, CAST(SUM(k) AS BIGINT) AS k, TOTAL(mask) AS mask, MAX(top) AS top,
                              MAX(a) AS a, MIN(b) AS b, TOTAL(total) AS total, TOTAL(total_sq) AS total_sq
@@ -217,18 +216,15 @@ class Reviews:
                 f"WHERE NOT EXISTS (SELECT 1 FROM {excluded} e WHERE e.session_id = r.session_id "
                 f"AND e.reviewer_id = r.reviewer_id)"
             )
+        agg = review_aggregates("score")  # the summaries' own expressions, over these rows
         if exact:
             check = "MIN(position) AS lo, MAX(position) AS hi, COUNT(DISTINCT position) AS distinct_n"
         else:
-            check = (
-                f"TOTAL(CASE WHEN position BETWEEN 0 AND {MASK_BITS - 1} "
-                f"THEN CAST(1 AS BIGINT) << CAST(position AS INTEGER) END) AS mask"
-            )
+            check = f"{agg['mask']} AS mask"
         # Without unscored records every record has a score: k counts them, with no second count.
         scored = "COUNT(score) AS scored," if self.unscored else ""
-        sql = f"""SELECT r.reviewer_id, COUNT(*) AS k, {scored} {check}, MAX(score) AS top,
-                         MAX(score * {m} + position) AS a, MIN(position - score * {m}) AS b,
-                         TOTAL(score) AS total, TOTAL(score * score) AS total_sq
+        sql = f"""SELECT r.reviewer_id, {agg["k"]} AS k, {scored} {check}, {agg["top"]} AS top,
+                         {agg["a"]} AS a, {agg["b"]} AS b, {agg["total"]} AS total, {agg["total_sq"]} AS total_sq
                   FROM ({self.source}) r {skip} GROUP BY r.session_id, r.reviewer_id"""
         return sql, list(self.source_params)
 
