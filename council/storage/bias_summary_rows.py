@@ -166,22 +166,15 @@ def _answer_rows(answers: dict[tuple[str, str], list[Any]]) -> tuple[list[Any], 
             row = sessions[session] = [0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, []]
         row[0] += n
         row[1] += 1
-        if n_words:
-            x = words / n_words  # AVG of the non-NULL lengths
-            row[2] += 1
-            row[3] += x
-            row[4] += y
-            row[5] += x * x
-            row[6] += y * y
-            row[7] += x * y
-        if n_chars:
-            x = chars / n_chars
-            row[8] += 1
-            row[9] += x
-            row[10] += y
-            row[11] += x * x
-            row[12] += y * y
-            row[13] += x * y
+        for at, length, count in ((2, words, n_words), (8, chars, n_chars)):  # per unit, at its columns
+            if count:
+                x = length / count  # AVG of the non-NULL lengths
+                row[at] += 1
+                row[at + 1] += x
+                row[at + 2] += y
+                row[at + 3] += x * x
+                row[at + 4] += y * y
+                row[at + 5] += x * y
         row[14] += rest
         if self_n == 1 and n > 1:  # d = own − mean of the others (bias_summaries.fold_statements)
             selves.append((model, session, _least([v[0] for v in rest]), _least([v[1] for v in rest]),
