@@ -220,7 +220,7 @@ def run_aggregated_bias_audit(
     if len(valid) < min_sessions:
         return AggregatedBiasResult(0.0, (0.0, 0.0), len(valid), "insufficient")
     z_values = [0.5 * math.log((1 + r) / (1 - r)) for r in valid]
-    pooled_z = statistics.mean(z_values)
+    pooled_z = math.fsum(z_values) / len(z_values)  # statistics.mean's exact fractions cost 2 µs a session
     pooled_r = _tanh_from_z(pooled_z)
     n = len(z_values)
     if n <= 3:

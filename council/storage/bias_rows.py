@@ -29,13 +29,13 @@ M017_INDEXES = {
     "idx_bias_records_position_score_value": "position, score_value",
     "idx_bias_records_scale": "scale_min, scale_max",
 }
-#: The indexes of ``bias_records`` from m019 on: what the bias report's passes read
+#: The indexes of ``bias_records`` from m020 on: what the bias report reads of the rows
 #: (council.storage.bias_sums) and nothing more, since each index costs every write: per
-#: answer, covering; positions. The per-review pass and the scales read the review sums
-#: (council.storage.bias_summaries) instead of the per-review and scale indexes.
-INDEXES = {
-    name: on for name, on in M017_INDEXES.items() if name not in ("idx_bias_records_review", "idx_bias_records_scale")
-}
+#: answer, covering (the pass over the rows with a reviewer filter, the scatter points, a
+#: session's records when a write adds to it). The reviews, the scales and the positions
+#: come from the summaries (council.storage.bias_summaries) instead of the per-review (m019),
+#: scale (m019) and position (m020) indexes.
+INDEXES = {name: on for name, on in M017_INDEXES.items() if name == "idx_bias_records_answer_words"}
 
 
 def record_rows(records: Iterable[Mapping[str, Any]]) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:

@@ -1,30 +1,44 @@
-"""The bias report's queries over ``bias_records``: per-group sums, read in one snapshot.
+"""The bias report's queries: per-group sums, read in one snapshot.
 
-Every statistic is reduced to per-group sums (n, Σx, Σx², Σxy) by ``GROUP BY`` queries
-that covering indexes answer without touching the table (council.storage.bias_rows.INDEXES);
-council.bias combines the groups into the report. The rows are read in two passes, per
-review and per answer, plus the narrow position index; everything else is
-computed from the groups those passes return. The per-review pass reads the review sums kept
-as records are written (council.storage.bias_summaries: one row per review instead of one per
-record) whenever they answer the query exactly, and the rows otherwise. Records from files
-are loaded into an in-memory store with the same schema and go through the same queries:
-one code path.
+Every statistic is reduced to per-group sums (n, Σx, Σx², Σxy); council.bias combines the
+groups into the report. The sums come from one of two places:
+
+* the summaries kept as records are written (council.storage.bias_summaries: one row per
+  session, per review and per self-reviewed answer, and sums per position), whenever they
+  answer the query exactly: every stored record counted, no filter cutting through a
+  session, one scale, no bad review, no invalid row; the per-answer sums of a report with a
+  reviewer filter, and the positions' of one with ``--since``, come from the rows;
+* the rows otherwise: one pass per review, one per answer (over the covering per-answer
+  index) and one per position, each a ``GROUP BY``.
+
+Records from files are loaded into an in-memory store with the same schema and go through the
+same queries: one code path.
 
 Checks that one record alone cannot show are made here too (docs/methods.md,
 "Record validation"): rows listed invalid by migration m005, and reviews — the records of one
-(session, reviewer) — whose positions are not one answer per position. The per-review
-pass is one ``GROUP BY`` that also yields the top-position test and the reviewers' sums, so
-the check costs no extra pass unless it finds something.
+(session, reviewer) — whose positions are not one answer per position. The per-review pass
+yields the top-position test and the reviewers' sums together with that check, so the check
+costs no extra pass unless it finds something.
 """
 
 from __future__ import annotations
 
 import copy
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from council.storage.bias_summaries import MASK_BITS, PACK, REVIEW_TABLE, review_aggregates
+from council.storage.bias_summaries import (
+    LENGTH_SUMS,
+    LENGTHS,
+    POSITION_TABLE,
+    REVIEW_TABLE,
+    SELF_TABLE,
+    SESSION_TABLE,
+    mask_check,
+    review_aggregates,
+    review_code,
+)
 from council.storage.data import MAX_MESSAGES, BadRecords, BiasQuery, BiasSums
 from council.storage.second_reader import Background, open_in_snapshot
 
@@ -40,18 +54,23 @@ UNSCORED_TABLE = "temp.bias_unscored"
 
 
 class _Filter:
-    """WHERE clauses: ``base`` = since + council; ``full`` adds the reviewer filter."""
+    """WHERE clauses: ``base`` = since + council; ``full`` adds the reviewer filter;
+    ``summary`` is ``base`` over the summaries' columns (the earliest timestamp and council
+    of a summary row's records: when no session is cut through, they stand for all of them)."""
 
     def __init__(self, since: str | None, reviewers: Sequence[str], council: str | None) -> None:
         self.reviewers = list(reviewers)
         self.since, self.council = since, council
         base: list[str] = []
+        summary: list[str] = []
         self.base_params: list[Any] = []
         if since:
             base.append("timestamp >= ?")
+            summary.append("ts_min >= ?")
             self.base_params.append(since)
         if council:
             base.append("council = ?")
+            summary.append("council_min = ?")
             self.base_params.append(council)
         full = list(base)
         self.full_params = list(self.base_params)
@@ -60,6 +79,7 @@ class _Filter:
             self.full_params.extend(reviewers)
         self.base = " AND ".join(base) or "TRUE"
         self.full = " AND ".join(full) or "TRUE"
+        self.summary = " AND ".join(summary) or "TRUE"
 
     def exclude(self, clause: str) -> None:
         """Leave out records matching nothing in ``clause`` (bad rows and reviews) everywhere."""
@@ -76,6 +96,22 @@ class _Filter:
             parts.append("council = ?")
         return " AND ".join(parts) or "TRUE"
 
+    def cuts_a_session(self) -> tuple[str, list[Any]]:
+        """SQL over the session summaries: a session some of whose records the filter keeps
+        and others it leaves out (conservatively, for councils). Then the summaries, which
+        stand for whole sessions, cannot answer it."""
+        parts: list[str] = []
+        params: list[Any] = []
+        if self.since:
+            parts.append("(ts_max >= ? AND (ts_min < ? OR ts_nulls > 0))")
+            params += [self.since, self.since]
+        if self.council:
+            parts.append(
+                "(council_min <= ? AND council_max >= ? AND (council_nulls > 0 OR council_min <> council_max))"
+            )
+            params += [self.council, self.council]
+        return " OR ".join(parts) or "FALSE", params
+
 
 def _score_expr(normalize: bool, reference: tuple[int, int]) -> str:
     """The score as SQL: raw, or rescaled to the reference scale when records use different scales."""
@@ -86,8 +122,11 @@ def _score_expr(normalize: bool, reference: tuple[int, int]) -> str:
     return f"({lo}.0 + {hi - lo}.0 * (score_value - {smin}) / ({smax} - {smin}))"
 
 
-def _scales(db: Database, f: _Filter, table: str) -> list[tuple[int | None, int | None]]:
-    sql = f"SELECT DISTINCT scale_min, scale_max FROM {table} WHERE {f.base}"
+def _scales(db: Database, f: _Filter, summarized: bool) -> list[tuple[int | None, int | None]]:
+    if summarized:  # every selected session has one scale (checked by _summaries_answer)
+        sql = f"SELECT DISTINCT scale_min, scale_max FROM {SESSION_TABLE} WHERE {f.summary}"
+    else:
+        sql = f"SELECT DISTINCT scale_min, scale_max FROM bias_records WHERE {f.base}"
     return [(r[0], r[1]) for r in db.execute(sql, f.base_params).fetchall()]
 
 
@@ -97,22 +136,38 @@ def _position_sums(db: Database, f: _Filter, s: str) -> dict[int, tuple[int, flo
     return {r[0]: (r[1], r[2], r[3]) for r in db.execute(sql, f.full_params)}
 
 
-class _Answers:
-    """The per-answer pass: one ``GROUP BY (session, model)`` over the answer index, kept as
-    one materialized table inside a single statement that reads it three ways: the
-    per-session sums of the length correlation, the self-preference per model and the first
-    scatter points. Columns of an answer: ``n``/``total`` over all reviewers (base filter),
-    ``fn``/``ftotal`` over the selected reviewers, ``x`` the response length,
-    ``self_n``/``self_total`` the self-review scores."""
+def _in_session_order(rows: Iterable[tuple[str, Sequence[Any]]]) -> list[tuple[Any, ...]]:
+    """(session id, (answers, records, n, Σx, Σy, Σx², Σy², Σxy)) rows as the report takes
+    them: in session id order (code points, whatever the database's collation or grouping:
+    SQLite's rows come sorted already), without the id, the counts as ints (PostgreSQL's SUM
+    of integers is a numeric)."""
+    ordered = sorted(rows, key=lambda row: row[0])
+    return [(int(v[0]), int(v[1]), int(v[2]), *v[3:]) for _, v in ordered]
 
-    def __init__(self, db: Database, f: _Filter, s: str, length_column: str, max_points: int) -> None:
+
+class _Answers:
+    """The per-answer sums: per session, the length correlation's; per model, self-preference;
+    and the first scatter points. :meth:`from_rows` reads them in one ``GROUP BY (session,
+    model)`` over the answer index; :meth:`from_summaries` from the summary tables."""
+
+    sessions: list[Any]
+    self_preference: dict[str, tuple[int, float, float, float, float]]
+    points: list[tuple[float, float]]
+
+    def __init__(self) -> None:
+        self.sessions, self.self_preference, self.points = [], {}, []
+
+    @classmethod
+    def from_rows(cls, db: Database, f: _Filter, s: str, length_column: str, max_points: int) -> _Answers:
+        """One ``GROUP BY (session, model)``, kept as one materialized table inside a single
+        statement that reads it three ways. Columns of an answer: ``n``/``total`` over all
+        reviewers (base filter), ``fn``/``ftotal`` over the selected reviewers, ``x`` the
+        response length, ``self_n``/``self_total`` the self-review scores."""
         params: list[Any] = []
         selected = ""
         if f.reviewers:
             chosen = f"reviewer_id IN ({', '.join('?' for _ in f.reviewers)})"
-            selected = (
-                f"COUNT(CASE WHEN {chosen} THEN 1 END) AS fn, TOTAL(CASE WHEN {chosen} THEN {s} END) AS ftotal,"
-            )
+            selected = f"COUNT(CASE WHEN {chosen} THEN 1 END) AS fn, TOTAL(CASE WHEN {chosen} THEN {s} END) AS ftotal,"
             params += [*f.reviewers, *f.reviewers]
             fn, ftotal = "fn", "ftotal"
         else:  # every reviewer is selected: the same columns
@@ -126,20 +181,20 @@ class _Answers:
             own_where += f" AND model_id IN ({', '.join('?' for _ in f.reviewers)})"
             params += list(f.reviewers)
         # Session sums, x = length, y = mean score received: answers, records, then over the
-        # answers with a length n, Σx, Σy, Σx², Σy², Σxy. Points: the first answers in (session
-        # id, model) order; session ids are random UUIDs, so an arbitrary subset.
+        # answers with a length n, Σx, Σy, Σx², Σy², Σxy (council.storage.bias_summaries keeps
+        # the same sums per session). Points: the first answers in (session id, model) order;
+        # session ids are random UUIDs, so an arbitrary subset.
         sql = f"""
             WITH a AS MATERIALIZED (
                 SELECT session_id, model_id, COUNT(*) AS n, TOTAL({s}) AS total, {selected}
                        AVG({length_column}) AS x, TOTAL(self_review) AS self_n, TOTAL(self_review * {s}) AS self_total
                 FROM bias_records WHERE {f.base} AND session_id IS NOT NULL AND model_id IS NOT NULL
                 GROUP BY session_id, model_id)
-            SELECT 0, NULL, COUNT(*), SUM({fn}), COUNT(x), TOTAL(x), TOTAL(CASE WHEN x IS NOT NULL THEN y END),
+            SELECT 0, session_id, COUNT(*), SUM({fn}), COUNT(x), TOTAL(x), TOTAL(CASE WHEN x IS NOT NULL THEN y END),
                    TOTAL(x * x), TOTAL(CASE WHEN x IS NOT NULL THEN y * y END), TOTAL(x * y)
             FROM (SELECT session_id, {fn}, x, {ftotal} / {fn} AS y FROM a WHERE {fn} > 0) p GROUP BY session_id
             UNION ALL
-            SELECT 1, model_id, COUNT(*), TOTAL(own), TOTAL(others), TOTAL(own - others),
-                   TOTAL((own - others) * (own - others)), NULL, NULL, NULL
+            SELECT 1, model_id, {_SELF_SUMS}, NULL, NULL, NULL
             FROM (SELECT model_id, self_total AS own, (total - self_total) / (n - self_n) AS others
                   FROM a WHERE {own_where}) o GROUP BY model_id
             UNION ALL
@@ -147,22 +202,87 @@ class _Answers:
             FROM (SELECT x, {ftotal} / {fn} AS y FROM a WHERE {fn} > 0 AND x IS NOT NULL
                   ORDER BY session_id, model_id LIMIT ?) q"""
         params.append(max(0, max_points))
-        self.sessions: list[Any] = []
-        self.self_preference: dict[str, tuple[int, float, float, float, float]] = {}
-        self.points: list[tuple[float, float]] = []
-        for part, model, *v in db.execute(sql, params).fetchall():
+        out = cls()
+        sessions = []
+        for part, key, *v in db.execute(sql, params).fetchall():
             if part == 0:
-                self.sessions.append((int(v[0]), int(v[1]), int(v[2]), *v[3:]))
+                sessions.append((key, v))
             elif part == 1:
-                self.self_preference[model] = (int(v[0]), v[1], v[2], v[3], v[4])
+                out.self_preference[key] = (int(v[0]), v[1], v[2], v[3], v[4])
             else:
-                self.points.append((float(v[0]), float(v[1])))
+                out.points.append((float(v[0]), float(v[1])))
+        out.sessions = _in_session_order(sessions)
+        return out
+
+    @classmethod
+    def from_summaries(cls, db: Database, f: _Filter, unit: str | None, max_points: int) -> tuple[_Answers, str]:
+        """The same sums from the summaries (no reviewer filter: every reviewer's scores), and
+        the length unit: ``unit``, else words unless no selected answer has a word count.
+        The points are the rows' first answers (the per-answer index, read in order and
+        stopped after ``max_points``)."""
+        if unit is None:
+            sql = f"""SELECT EXISTS (SELECT 1 FROM {SESSION_TABLE} WHERE {f.summary}),
+                             EXISTS (SELECT 1 FROM {SESSION_TABLE} WHERE {f.summary} AND words_n > 0)"""
+            any_session, any_words = db.execute(sql, [*f.base_params, *f.base_params]).fetchone()
+            unit = "chars" if any_session and not any_words else "words"
+        # In key order: session id order (code points: the column's collation on PostgreSQL).
+        columns = ", ".join(f"{unit}_{c}" for c in ("n", *LENGTH_SUMS))
+        sql = f"SELECT answers, records, {columns} FROM {SESSION_TABLE} WHERE {f.summary} ORDER BY session_id"
+        out = cls()
+        out.sessions = db.execute(sql, f.base_params).fetchall()
+        sql = f"SELECT model_id, {_SELF_SUMS} FROM {SELF_TABLE} WHERE {f.summary} GROUP BY model_id"
+        for model, *v in db.execute(sql, f.base_params).fetchall():
+            out.self_preference[model] = (int(v[0]), v[1], v[2], v[3], v[4])
+        if max_points > 0:
+            sql = f"""SELECT AVG({LENGTHS[unit]}) AS x, TOTAL(score_value) / COUNT(*) AS y FROM bias_records
+                      WHERE {f.base} GROUP BY session_id, model_id HAVING AVG({LENGTHS[unit]}) IS NOT NULL
+                      ORDER BY session_id, model_id LIMIT ?"""
+            out.points = [(float(x), float(y)) for x, y in db.execute(sql, [*f.base_params, max_points])]
+        return out, unit
+
+
+# Self-preference per model from (own, others) per answer: n, Σown, Σothers, Σd, Σd².
+_SELF_SUMS = "COUNT(*), TOTAL(own), TOTAL(others), TOTAL(own - others), TOTAL((own - others) * (own - others))"
+
+
+def _tally(
+    rows: Iterable[Sequence[Any]], reviewers: Sequence[str]
+) -> tuple[int, int, int, dict[int, list[int]], dict[str, tuple[int, float, float]]]:
+    """Reviews grouped by (reviewer, k, outcome code, has scores) → (reviews, reviews left out,
+    bad reviews, review size k → counts of the top-scored position, every reviewer's (n, Σs,
+    Σs²) over the good reviews). Only the selected reviewers' valid reviews with a score count
+    in the test; a review is left out of it when its top score is tied or not every answer in
+    it has a score."""
+    selected = set(reviewers)
+    reviews = left_out = bad = 0
+    tables: dict[int, list[int]] = {}
+    sums: dict[str, list[Any]] = {}
+    for reviewer, k, code, has_scores, count, n, total, total_sq in rows:
+        if code == -1:
+            bad += count
+            continue
+        acc = sums.setdefault(reviewer, [0, 0.0, 0.0])
+        acc[0] += int(n)  # PostgreSQL's SUM of integers is a numeric
+        acc[1] += total
+        acc[2] += total_sq
+        if not has_scores or (selected and reviewer not in selected):
+            continue
+        reviews += count
+        if code == -2:
+            left_out += count
+            continue
+        tables.setdefault(k, [0] * k)[code] += count
+    # In reviewer order whatever order the database grouped in (PostgreSQL hashes): the
+    # report adds the reviewers' figures up in this order, to the last digit.
+    ordered = sorted(sums.items(), key=lambda item: (item[0] is not None, item[0] or ""))
+    reviewer_sums = {r: (n, total, total_sq) for r, (n, total, total_sq) in ordered if n}
+    return reviews, left_out, bad, tables, reviewer_sums
 
 
 class Reviews:
-    """The per-review pass: one ``GROUP BY (session, reviewer)`` over the records matching
-    ``where`` (plus the unscored records, which occupy a position without a score), leaving
-    out the invalid rows when ``skip_rows``.
+    """The per-review pass over the rows: one ``GROUP BY (session, reviewer)`` over the records
+    matching ``where`` (plus the unscored records, which occupy a position without a score),
+    leaving out the invalid rows when ``skip_rows``.
 
     :meth:`scan` streams it once and returns the top-position counts, the number of bad
     reviews and every reviewer's sums (so no other pass reads the rows by reviewer); only
@@ -178,10 +298,8 @@ class Reviews:
         *,
         skip_rows: bool,
         unscored: bool = False,
-        summaries: bool = False,
     ) -> None:
         self.db = db
-        self.where, self.summaries = where, summaries
         source = f"SELECT id, session_id, reviewer_id, position, {s} AS score FROM bias_records WHERE {where}"
         source_params = list(params)
         if skip_rows:
@@ -193,23 +311,13 @@ class Reviews:
             source_params += list(params)
         self.source, self.source_params = source, source_params
         self.unscored = unscored
-        self.needs_rows = False
         self.bad_count = 0
         self.reviewer_sums: dict[str, tuple[int, float, float]] = {}
 
-    def _grouped(self, excluded: str | None, exact: bool) -> tuple[str, list[Any]]:
-        """Per review: its size k, what the positions check needs, the packed top scores, the sums.
-
-        A review's positions are right when they are 0..k-1, each once. Fast form: the sum of
-        2^position over its positions 0..52 equals 2^k - 1 only then (k powers of two add up
-        to a number with k one-bits only when no two are equal, and none may be k or more);
-        ``exact`` (reviews of more than 53 answers) counts the distinct positions instead.
-        From the summaries (``summaries``, never ``exact``): the same columns, added up."""
-        if self.summaries:
-            sql = f"""SELECT reviewer_id, CAST(SUM(k) AS BIGINT) AS k, TOTAL(mask) AS mask, MAX(top) AS top,
-                             MAX(a) AS a, MIN(b) AS b, TOTAL(total) AS total, TOTAL(total_sq) AS total_sq
-                      FROM {REVIEW_TABLE} WHERE {self.where} GROUP BY session_id, reviewer_id"""
-            return sql, list(self.source_params)
+    def _grouped(self, excluded: str | None, exact: bool) -> str:
+        """Per review: its size k, what the positions check needs, the packed top scores, the
+        sums; ``exact`` (reviews of more than 53 answers) counts the distinct positions for
+        the check instead of the fast mask (council.storage.bias_summaries.review_code)."""
         skip = ""
         if excluded:
             skip = (
@@ -223,70 +331,30 @@ class Reviews:
             check = f"{agg['mask']} AS mask"
         # Without unscored records every record has a score: k counts them, with no second count.
         scored = "COUNT(score) AS scored," if self.unscored else ""
-        sql = f"""SELECT r.reviewer_id, {agg["k"]} AS k, {scored} {check}, {agg["top"]} AS top,
-                         {agg["a"]} AS a, {agg["b"]} AS b, {agg["total"]} AS total, {agg["total_sq"]} AS total_sq
-                  FROM ({self.source}) r {skip} GROUP BY r.session_id, r.reviewer_id"""
-        return sql, list(self.source_params)
+        return f"""SELECT r.reviewer_id, {agg["k"]} AS k, {scored} {check}, {agg["top"]} AS top,
+                          {agg["a"]} AS a, {agg["b"]} AS b, {agg["total"]} AS total, {agg["total_sq"]} AS total_sq
+                   FROM ({self.source}) r {skip} GROUP BY r.session_id, r.reviewer_id"""
 
     def scan(
         self, reviewers: Sequence[str], excluded: str | None = None, *, exact: bool = False
     ) -> tuple[int, int, dict[int, list[int]]]:
         """(reviews, reviews left out, review size k → counts of the top-scored position), and
         ``bad_count`` set to the number of bad reviews (over every reviewer), ``reviewer_sums``
-        to every reviewer's (n, Σs, Σs²) over the good reviews.
-
-        Only the selected reviewers' valid reviews with a score count. A review is left out
-        of the test when its top score is tied or not every answer in it has a score."""
-        m = PACK
-        grouped, params = self._grouped(excluded, exact)
-        if exact:
-            bad = "lo < 0 OR hi >= k OR distinct_n < k"
-        else:  # NULL: too big a review for the fast check
-            bad = (
-                f"CASE WHEN k > {MASK_BITS} THEN NULL "
-                f"WHEN mask = (CAST(1 AS BIGINT) << CAST(k AS INTEGER)) - 1 THEN FALSE ELSE TRUE END"
-            )
+        to every reviewer's (n, Σs, Σs²) over the good reviews (:func:`_tally`)."""
         scored = "scored" if self.unscored else "k"
-        # One code per review instead of four grouping columns (a third less to sort): NULL too
-        # big for the fast check, -1 bad, -2 left out of the test (a tied top score, or an
-        # answer without a score), else the top-scored position. Which reviewers are selected
-        # is decided below, per reviewer, so no filter value is bound in this statement.
-        usable = f"round(a - top * {m}) = round(b + top * {m}) AND {scored} = k"
-        top_position = f"CAST(round(b + top * {m}) AS INTEGER)"
-        code = f"CASE WHEN ({bad}) IS NULL THEN NULL WHEN {bad} THEN -1 WHEN {usable} THEN {top_position} ELSE -2 END"
+        bad = "lo < 0 OR hi >= k OR distinct_n < k" if exact else mask_check("k", "mask")
+        code = review_code("k", scored, "top", "a", "b", bad=bad)  # NULL: too big for the fast check
+        # One code per review instead of four grouping columns (a third less to sort). Which
+        # reviewers are selected is decided in Python, per reviewer, so no filter value is
+        # bound in this statement.
         sql = f"""
             SELECT reviewer_id, k, {code} AS code, {scored} > 0 AS scored, COUNT(*),
                    SUM({scored}), TOTAL(total), TOTAL(total_sq)
-            FROM ({grouped}) g GROUP BY 1, 2, 3, 4"""
-        rows = self.db.execute(sql, params).fetchall()
+            FROM ({self._grouped(excluded, exact)}) g GROUP BY 1, 2, 3, 4"""
+        rows = self.db.execute(sql, self.source_params).fetchall()
         if not exact and any(row[2] is None for row in rows):
-            if self.summaries:  # the exact check needs the rows: the caller reads them instead
-                self.needs_rows = True
-                return 0, 0, {}
             return self.scan(reviewers, excluded, exact=True)
-        selected = set(reviewers)
-        reviews = left_out = self.bad_count = 0
-        tables: dict[int, list[int]] = {}
-        sums: dict[str, list[Any]] = {}
-        for reviewer, k, code, has_scores, count, n, total, total_sq in rows:
-            if code == -1:
-                self.bad_count += count
-                continue
-            acc = sums.setdefault(reviewer, [0, 0.0, 0.0])
-            acc[0] += int(n)  # PostgreSQL's SUM of integers is a numeric
-            acc[1] += total
-            acc[2] += total_sq
-            if not has_scores or (selected and reviewer not in selected):
-                continue
-            reviews += count
-            if code == -2:
-                left_out += count
-                continue
-            tables.setdefault(k, [0] * k)[code] += count
-        # In reviewer order whatever order the database grouped in (PostgreSQL hashes): the
-        # report adds the reviewers' figures up in this order, to the last digit.
-        ordered = sorted(sums.items(), key=lambda item: (item[0] is not None, item[0] or ""))
-        self.reviewer_sums = {r: (n, total, total_sq) for r, (n, total, total_sq) in ordered if n}
+        reviews, left_out, self.bad_count, tables, self.reviewer_sums = _tally(rows, reviewers)
         return reviews, left_out, tables
 
     def bad(self) -> list[tuple[str, str]]:
@@ -297,6 +365,32 @@ class Reviews:
     def positions(self, session: str, reviewer: str) -> list[tuple[int, int]]:
         sql = f"SELECT position, id FROM ({self.source}) r WHERE session_id = ? AND reviewer_id = ?"
         return [(p, i) for p, i in self.db.execute(sql, [*self.source_params, session, reviewer])]
+
+
+def _summary_reviews(db: Database, f: _Filter, reviewers: Sequence[str]) -> tuple[Any, ...] | None:
+    """The per-review pass from the review outcomes kept as records are written: the same
+    groups as :meth:`Reviews.scan`'s, one row per review read. None when a review is bad or
+    too big for the fast check: the rows then tell which, and are read instead."""
+    sql = f"""SELECT reviewer_id, k, code, TRUE, COUNT(*), SUM(k), TOTAL(total), TOTAL(total_sq)
+              FROM {REVIEW_TABLE} WHERE {f.summary} GROUP BY reviewer_id, k, code"""
+    rows = db.execute(sql, f.base_params).fetchall()
+    if any(row[2] is None or row[2] == -1 for row in rows):
+        return None
+    return _tally(rows, reviewers)
+
+
+def _summary_positions(db: Database, f: _Filter) -> dict[int, tuple[int, float, float]]:
+    """The positions' sums from the position sums (no ``--since``: they hold no timestamps)."""
+    where, params = [], []
+    if f.council:
+        where.append("has_council = 1 AND council_key = ?")
+        params.append(f.council)
+    if f.reviewers:
+        where.append(f"reviewer_id IN ({', '.join('?' for _ in f.reviewers)})")
+        params += f.reviewers
+    sql = f"""SELECT position, SUM(n), TOTAL(total), TOTAL(total_sq) FROM {POSITION_TABLE}
+              WHERE {" AND ".join(where) or "TRUE"} GROUP BY position ORDER BY position"""
+    return {r[0]: (int(r[1]), r[2], r[3]) for r in db.execute(sql, params)}
 
 
 def _find_bad(db: Database, f: _Filter, reviews: Reviews) -> BadRecords:
@@ -340,19 +434,33 @@ def _count(db: Database, f: _Filter) -> int:
 
 def _summaries_complete(db: Database) -> bool:
     """Whether the summaries (council.storage.bias_summaries) count every stored record and
-    no listed invalid row is among them, so they answer the report exactly."""
-    sql = f"""SELECT (SELECT COUNT(*) FROM bias_records) = (SELECT COALESCE(SUM(k), 0) FROM {REVIEW_TABLE})
-                     AND NOT EXISTS (SELECT 1 FROM {INVALID_TABLE})"""
+    no listed invalid row is among them. They are recomputed from all of a session's rows at
+    every write to it, so equal counts mean they give what the rows give; a row written past
+    them (by hand, or by an older council) sends the report to the rows."""
+    sql = f"""SELECT c = (SELECT COALESCE(SUM(records), 0) FROM {SESSION_TABLE})
+                     AND c = (SELECT COALESCE(SUM(n), 0) FROM {POSITION_TABLE})
+                     AND NOT EXISTS (SELECT 1 FROM {INVALID_TABLE})
+              FROM (SELECT COUNT(*) AS c FROM bias_records) counted"""
     return bool(db.execute(sql).fetchone()[0])
+
+
+def _summaries_answer(db: Database, f: _Filter) -> bool:
+    """Whether the summaries answer this query exactly: complete, no session cut through by
+    the filter, and every selected session on one scale (the summaries hold raw scores)."""
+    if not _summaries_complete(db):
+        return False
+    cut, params = f.cuts_a_session()
+    sql = f"""SELECT NOT EXISTS (SELECT 1 FROM {SESSION_TABLE} WHERE {cut})
+                     AND NOT EXISTS (SELECT 1 FROM {SESSION_TABLE} WHERE scale_uniform = 0 AND {f.summary})"""
+    return bool(db.execute(sql, [*params, *f.base_params]).fetchone()[0])
 
 
 def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
     """Every sum of the bias report (:class:`BiasSums`), in one read snapshot (with the
     records without a score, when the store was loaded from files that had some).
 
-    The per-review pass reads the sums kept as records are written (council.storage.
-    bias_summaries) when those answer the query exactly (every record counted, one scale, no
-    invalid row, no bad review, none of more than 53 answers); the rows otherwise."""
+    From the summaries kept as records are written when they answer the query exactly
+    (:func:`_summaries_answer`, and no bad review), from the rows otherwise."""
     db = store.db
     unscored = store._unscored
     f = _Filter(query.since, query.reviewers, query.council)
@@ -365,11 +473,12 @@ def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
         nonlocal summarized
         if own_transaction:
             conn.execute("BEGIN")  # one read snapshot for every query below
-        summarized = not unscored and _summaries_complete(db)  # its first read: the snapshot begins here
-        out.scales = _scales(db, f, REVIEW_TABLE if summarized else "bias_records")
+        summarized = not unscored and _summaries_answer(db, f)  # its first read: the snapshot begins here
+        out.scales = _scales(db, f, summarized)
 
-    # On a SQLite file the per-answer pass runs on a second connection in the same snapshot,
-    # at the same time as the per-review pass (council.storage.second_reader).
+    # On a SQLite file a pass runs on a second connection in the same snapshot, at the same
+    # time as the others (council.storage.second_reader): the positions' when the summaries
+    # answer, the per-answer pass's otherwise.
     second = None
     if own_transaction and getattr(store, "path", None) is not None and not unscored:
         second = open_in_snapshot(store.path, begin)
@@ -382,20 +491,22 @@ def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
         out.normalized = len(effective) > 1
         summarized = summarized and not out.normalized  # the summaries hold raw scores
         s = _score_expr(out.normalized, query.reference_scale)
+        if summarized:
+            answered = _from_summaries(db, f, query, out, second)
+            second = None  # taken by the positions' pass (closed once it is done)
+            if answered:
+                return out
         unit = query.length_unit or "words"
         if second is not None:  # with the filter as it is now: used unless bad records change it
             ahead_filter = copy.copy(f)
             ahead = Background(
                 second,
-                lambda c: _Answers(c, ahead_filter, s, f"response_length_{unit}", query.max_points),
+                lambda c: _Answers.from_rows(c, ahead_filter, s, f"response_length_{unit}", query.max_points),
             )
+            second = None
         # One pass per review: the positions check and the top-position test together.
-        skip_rows = _has_invalid_rows(db)
-        reviews = Reviews(db, f.base, f.base_params, s, skip_rows=skip_rows, unscored=unscored, summaries=summarized)
+        reviews = Reviews(db, f.base, f.base_params, s, skip_rows=_has_invalid_rows(db), unscored=unscored)
         out.orderings, out.left_out, out.top_positions = reviews.scan(f.reviewers)
-        if summarized and (reviews.bad_count or reviews.needs_rows):  # found, listed and left out from the rows
-            reviews = Reviews(db, f.base, f.base_params, s, skip_rows=skip_rows, unscored=unscored)
-            out.orderings, out.left_out, out.top_positions = reviews.scan(f.reviewers)
         out.bad = _find_bad(db, f, reviews)
         if out.bad and not query.skip_bad:
             return out
@@ -416,12 +527,14 @@ def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
         if ahead is not None and not out.bad:
             answers = ahead.result()
         else:
-            answers = _Answers(db, f, s, f"response_length_{unit}", query.max_points)
+            answers = _Answers.from_rows(db, f, s, f"response_length_{unit}", query.max_points)
         if query.length_unit is None and answers.sessions and not any(row[2] for row in answers.sessions):
             out.length_unit = "chars"  # no word count anywhere: characters, which every record has
-            answers = _Answers(db, f, s, "response_length_chars", query.max_points)
+            answers = _Answers.from_rows(db, f, s, "response_length_chars", query.max_points)
         out.sessions, out.self_preference, out.points = answers.sessions, answers.self_preference, answers.points
     finally:
+        if second is not None:
+            second.close()
         if ahead is not None:
             try:
                 ahead.result()  # never left running past the snapshot (its errors surfaced above if used)
@@ -430,3 +543,51 @@ def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
         if own_transaction and conn.in_transaction:
             conn.execute("ROLLBACK")
     return out
+
+
+def _from_summaries(db: Database, f: _Filter, query: BiasQuery, out: BiasSums, second: Any) -> bool:
+    """``out`` filled from the summaries (raw scores, no bad review); False when a review is
+    bad or too big for the fast check, which the rows tell (``out`` to be filled again from
+    them). On ``second`` (closed after), when there is one, the longest other pass runs
+    meanwhile: the per-review tally, or with ``--since`` the positions' pass over the rows
+    (the position sums hold no timestamps)."""
+    positions_from_rows = bool(f.since)
+    ahead = None
+    if second is not None:
+        if positions_from_rows:
+            ahead = Background(second, lambda c: _position_sums(c, f, "score_value"))
+        else:
+            ahead = Background(second, lambda c: _summary_reviews(c, f, f.reviewers))
+    try:
+        if ahead is None or positions_from_rows:
+            tallied = _summary_reviews(db, f, f.reviewers)
+            if tallied is None:
+                return False
+        if f.reviewers:  # the selected reviewers' own scores per answer: the rows'
+            unit = query.length_unit or "words"
+            answers = _Answers.from_rows(db, f, "score_value", LENGTHS[unit], query.max_points)
+            if query.length_unit is None and answers.sessions and not any(row[2] for row in answers.sessions):
+                unit = "chars"
+                answers = _Answers.from_rows(db, f, "score_value", LENGTHS[unit], query.max_points)
+        else:
+            answers, unit = _Answers.from_summaries(db, f, query.length_unit, query.max_points)
+        if positions_from_rows:
+            positions = ahead.result() if ahead is not None else _position_sums(db, f, "score_value")
+        else:
+            positions = _summary_positions(db, f)
+            if ahead is not None:
+                tallied = ahead.result()
+        ahead = None
+        if tallied is None:
+            return False
+        out.orderings, out.left_out, _bad, out.top_positions, out.reviewers = tallied
+        out.length_unit = unit  # type: ignore[assignment]
+        out.sessions, out.self_preference, out.points = answers.sessions, answers.self_preference, answers.points
+        out.positions = positions
+        return True
+    finally:
+        if ahead is not None:
+            try:
+                ahead.result()
+            except Exception:
+                pass

@@ -123,18 +123,18 @@ class _Side:
         return int(self._run(sql, many=rows))
 
     def rebuild_bias_summaries(self) -> None:
-        """The report's sums summed again from every record (the copy wrote plain rows)."""
+        """The report's summaries computed again from every record (the copy wrote plain rows)."""
         from council.storage.bias_summaries import rebuild_statements
 
         if self.postgres:
             with self.store.connection() as conn, conn.transaction():
-                for statement in rebuild_statements():
+                for statement in rebuild_statements(postgres=True):
                     conn.execute(statement)
             return
         conn = self.store.db.conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in rebuild_statements():
+            for statement in rebuild_statements(postgres=False):
                 conn.execute(statement)
         except BaseException:
             conn.execute("ROLLBACK")

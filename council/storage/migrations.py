@@ -457,5 +457,15 @@ def m019_bias_summaries(db: Database) -> None:
     # write of records and built here from the rows already stored (every row kept): the
     # per-review pass reads one row per review instead of every record, so the per-review
     # and scale indexes, which cost every write, go.
-    for statement in bias_summaries.MIGRATION:
+    for statement in bias_summaries.M019:
+        db.execute(statement)
+
+
+@migrations()
+def m020_bias_session_summaries(db: Database) -> None:
+    # The bias report's summaries per session, review and self-reviewed answer
+    # (council.storage.bias_summaries), recomputed for the sessions every later write touches
+    # and computed here from the rows already stored; m019's per-review sums, which they
+    # replace, dropped.
+    for statement in bias_summaries.migration(postgres=False):
         db.execute(statement)

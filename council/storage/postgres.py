@@ -143,8 +143,8 @@ def insert_rows(conn: Any, table: str, rows: Sequence[dict[str, Any]], *, upsert
 
 def _copy_bias_records(conn: Any, records: Iterable[Mapping[str, Any]], batch_size: int) -> int:
     """``COPY`` the records into ``bias_records`` (booleans as 0/1, as the SQLite store keeps them),
-    through a staging table whose rows are then folded into the report's sums (one upsert per
-    call, council.storage.bias_summaries)."""
+    through a staging table from which the report's summaries of their sessions are then
+    computed (council.storage.bias_summaries)."""
     from psycopg.adapt import Dumper
 
     class _BoolAsInt(Dumper):
@@ -187,9 +187,9 @@ def _write_staged_rows(conn: Any, records: Sequence[Mapping[str, Any]]) -> None:
 
 
 # This connection's own table (a temporary one): the rows of one write before they are
-# stored, so that the fold reads exactly them, whatever other writers commit meanwhile.
+# stored, so that the summaries are computed from exactly them, whatever other writers commit
+# meanwhile.
 _STAGING = "bias_records_staged"
-_FOLD_STAGED = bias_summaries.fold_statements(_STAGING)
 
 
 def _stage(conn: Any) -> None:
@@ -200,8 +200,7 @@ def _stage(conn: Any) -> None:
 def _move_staged(conn: Any, columns: Sequence[str]) -> None:
     names = ", ".join(map(_quote, columns))
     conn.execute(f"INSERT INTO bias_records ({names}) SELECT {names} FROM {_STAGING}")
-    for statement in _FOLD_STAGED:
-        conn.execute(statement)
+    bias_summaries.fold_staged(conn, _STAGING)
     conn.execute(f"TRUNCATE {_STAGING}")
 
 

@@ -219,7 +219,10 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     ("m018_judged_pair_prompt_ids", ["ALTER TABLE judgment_runs ADD COLUMN prompt_id TEXT"]),
     # The bias report's sums per review, built from the rows already stored, and the
     # per-review and scale indexes dropped (council.storage.bias_summaries: the same statements as SQLite's m019).
-    ("m019_bias_summaries", bias_summaries.MIGRATION),
+    ("m019_bias_summaries", bias_summaries.M019),
+    # The report's summaries per session, review and self-reviewed answer, computed from the rows
+    # already stored; m019's per-review sums dropped (the same statements as SQLite's m020).
+    ("m020_bias_session_summaries", bias_summaries.migration(postgres=True)),
 ]
 
 # Primary keys of the tables rows are upserted into (``finish_session`` replaces answers and reviews).

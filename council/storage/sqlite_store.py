@@ -27,7 +27,8 @@ from council.errors import EnvironmentFailure, NotFoundError, UsageError
 from council.home import ensure_home
 from council.logs import get_logger
 from council.redaction import redact, redact_document
-from council.storage import bias_rows, bias_summaries, budgets, call_cache, ownership, queue
+from council.storage import bias_rows, budgets, call_cache, ownership, queue
+from council.storage.bias_summary_rows import write_summaries
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
 from council.storage.comparisons import count_comparisons
 from council.storage.group_commit import GroupCommit, call_row
@@ -60,25 +61,22 @@ def _connect(path: Path | str, *, uri: bool = False) -> sqlite3.Connection:
 
 
 def _write_bias_records(conn: sqlite3.Connection, records: Iterable[Mapping[str, Any]], batch_size: int) -> int:
-    """Insert the records and fold them into the report's sums (council.storage.bias_summaries),
-    inside the caller's transaction. One writer at a time holds the file, so the rows past the
-    largest id before are this call's."""
+    """Insert the records and the report's summaries of their sessions (council.storage.
+    bias_summary_rows), a chunk at a time, inside the caller's transaction. One writer at a
+    time holds the file, so the rows past the largest id before a chunk are that chunk's."""
     written = 0
     it = iter(records)
-    before = conn.execute(f"SELECT COALESCE(MAX(id), {_SMALLEST_ID}) FROM bias_records").fetchone()[0]
     while chunk := list(itertools.islice(it, max(1, batch_size))):
+        before = conn.execute(f"SELECT COALESCE(MAX(id), {_SMALLEST_ID}) FROM bias_records").fetchone()[0]
         columns, rows = bias_rows.record_rows(chunk)
         marks = ", ".join("?" for _ in columns)
         conn.executemany(f"INSERT INTO bias_records ({', '.join(columns)}) VALUES ({marks})", rows)
+        write_summaries(conn, columns, rows, before)
         written += len(rows)
-    if written:
-        for statement in _FOLD_NEW_ROWS:
-            conn.execute(statement, [before])
     return written
 
 
 _SMALLEST_ID = -(2**63)
-_FOLD_NEW_ROWS = bias_summaries.fold_statements("bias_records WHERE id > ?")
 
 
 def _is_locked(exc: BaseException) -> bool:

@@ -80,7 +80,10 @@ def test_every_kept_index_is_read_by_the_report_and_nothing_sorts_the_table():
         plans.append(plan)
         used |= set(re.findall(r"USING (?:COVERING )?INDEX (\w+)", plan))
         assert not re.search(r"SCAN bias_records\b(?! USING)", plan), plan  # no pass reads the table itself
-    assert used == {*INDEXES, "idx_bias_review_sums_key"}, plans  # the review pass reads the review sums (m019)
+    assert used == set(INDEXES), plans
+    # Per review, per session, per self-reviewed answer and per position the report reads the summaries (m020).
+    for table in ("bias_review_outcomes", "bias_session_sums", "bias_self_sums", "bias_position_sums"):
+        assert any(f"SCAN {table}" in plan for plan in plans), (table, plans)
     store.close()
 
 

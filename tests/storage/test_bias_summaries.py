@@ -1,4 +1,4 @@
-"""The bias report's sums kept as records are written (m019, council.storage.bias_summaries):
+"""The bias report's summaries kept as records are written (m020, council.storage.bias_summaries):
 the report reads them when they answer its query exactly and gives what the rows give."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from council.bias.records import BiasRecord
 from council.storage import BiasQuery, SQLiteStore
 from council.storage import bias_sums as sums_module
-from council.storage.bias_summaries import REVIEW_TABLE
+from council.storage.bias_summaries import ALL_TABLES, REVIEW_TABLE, SELF_TABLE, SESSION_TABLE
 from council.storage.copying import copy_store
 from council.storage.migrations import migrations
 from council.storage.sqlite import Database
@@ -87,6 +87,9 @@ def record_sets(draw: st.DrawFn) -> list[dict[str, Any]]:
         day = draw(st.integers(1, 4))
         scale = (0, 5) if mixed and draw(st.booleans()) else None
         for reviewer in draw(st.lists(st.sampled_from(MODELS), min_size=1, max_size=3, unique=True)):
+            if draw(st.integers(0, 6)) == 0:  # a review on another day or council than the session's others
+                day = draw(st.integers(1, 4))
+                council = draw(st.sampled_from(["default", "research", None]))
             order = draw(st.permutations(models))
             broken = draw(st.integers(0, 12)) == 0  # a position given twice: a bad review
             for pos, model in enumerate(order):
@@ -138,14 +141,53 @@ def test_the_summaries_give_the_sums_of_the_rows(records, cuts, queries, monkeyp
 @pytest.mark.parametrize(
     "query", [BiasQuery(), BiasQuery(reviewers=("r1",)), BiasQuery(since="2026-01-01T00:00:00Z", council="default")]
 )
-def test_the_review_pass_reads_the_summaries_not_the_rows(query):
+def test_the_report_reads_the_summaries_not_the_rows(query):
     store = SQLiteStore.memory()
     store.insert_bias_records([row("s1", "r1", m, i, 3 + i, council="default") for i, m in enumerate(MODELS)])
     store.insert_bias_records([row("s1", "r2", m, 3 - i, 4 + i, council="default") for i, m in enumerate(MODELS)])
     seen = statements(store, query)
-    assert any(f"FROM {REVIEW_TABLE} WHERE" in sql and "GROUP BY session_id, reviewer_id" in sql for sql in seen)
+    assert any(f"FROM {REVIEW_TABLE} WHERE" in sql and "GROUP BY reviewer_id, k, code" in sql for sql in seen)
     assert not any("FROM bias_records" in sql and "GROUP BY r.session_id, r.reviewer_id" in sql for sql in seen)
+    # Per answer: the summaries, unless a reviewer filter asks for the selected reviewers' scores.
+    assert any("records, words_n" in sql and f"FROM {SESSION_TABLE} WHERE" in sql for sql in seen) == (
+        not query.reviewers
+    )
+    assert any(f"FROM {SELF_TABLE} WHERE" in sql for sql in seen) == (not query.reviewers)
+    assert any("WITH a AS MATERIALIZED" in sql for sql in seen) == bool(query.reviewers)
     assert store.db.execute(f"SELECT COUNT(*), SUM(k) FROM {REVIEW_TABLE}").fetchone() == (2, 8)
+    assert store.db.execute(f"SELECT records, answers FROM {SESSION_TABLE}").fetchall() == [(8, 4)]
+    store.close()
+
+
+def test_a_filter_cutting_through_a_session_sends_the_report_to_the_rows(monkeypatch):
+    # The summaries stand for whole sessions: a --since or --council that keeps some of a
+    # session's records and not others is answered from the rows, and gives what they give.
+    store = SQLiteStore.memory()
+    store.insert_bias_records([row("s1", "r1", m, i, 3 + i, council="default") for i, m in enumerate(MODELS)])
+    later = {"timestamp": "2026-01-03T00:00:00Z", "council": "research"}
+    store.insert_bias_records([row("s1", "r2", m, 3 - i, 4 + i, **later) for i, m in enumerate(MODELS)])
+    for query in (BiasQuery(since="2026-01-02T00:00:00Z"), BiasQuery(council="research")):
+        seen = " ".join(statements(store, query))
+        assert f"FROM {REVIEW_TABLE} WHERE" not in seen and "GROUP BY r.session_id, r.reviewer_id" in seen
+        summed = store.bias_sums(query)
+        assert summed.orderings == 1 and summed.reviewers == {"r2": (4, 22.0, 126.0)}
+        close(summed, from_rows(store, query, monkeypatch))
+    # A filter keeping or leaving out whole sessions is still answered from the summaries.
+    seen = " ".join(statements(store, BiasQuery(since="2025-12-01T00:00:00Z")))
+    assert f"FROM {REVIEW_TABLE} WHERE" in seen
+    store.close()
+
+
+def test_a_bad_review_sends_the_report_to_the_rows_which_list_it(monkeypatch):
+    store = SQLiteStore.memory()
+    store.insert_bias_records([row("s1", "r1", m, i, 3 + i) for i, m in enumerate(MODELS)])
+    store.insert_bias_records([row("s1", "r2", m, 0, 4 + i) for i, m in enumerate(MODELS)])  # every answer at 0
+    assert store.db.execute(f"SELECT code FROM {REVIEW_TABLE} ORDER BY reviewer_id").fetchall() == [(3,), (-1,)]
+    summed = store.bias_sums(BiasQuery())
+    assert summed.bad.reviews == [("s1", "r2")] and summed.reviewers == {}
+    skipped = store.bias_sums(BiasQuery(skip_bad=True))
+    assert skipped.orderings == 1 and skipped.skipped_records == 4
+    close(skipped, from_rows(store, BiasQuery(skip_bad=True), monkeypatch))
     store.close()
 
 
@@ -166,20 +208,24 @@ def test_a_record_written_past_the_summaries_sends_the_report_to_the_rows(monkey
     store.close()
 
 
-def test_m019_sums_the_rows_already_stored_and_keeps_them(tmp_path, monkeypatch):
+@pytest.mark.parametrize("before", ["m019_bias_summaries", "m020_bias_session_summaries"])
+def test_m020_summarizes_the_rows_already_stored_and_keeps_them(before, tmp_path, monkeypatch):
+    # A database from before m019 (no summaries) or from m019 (per-review sums, now dropped).
     path = tmp_path / "council.db"
     legacy = Database(sqlite3.connect(path, isolation_level=None))
-    migrations.apply(legacy, stop_before="m019_bias_summaries")
+    migrations.apply(legacy, stop_before=before)
     rows = [row(f"s{s}", f"r{r}", m, (i + r) % 4, 1 + (s + i + r) % 10) for s in range(3) for r in range(2)
             for i, m in enumerate(MODELS)]  # fmt: skip
     legacy["bias_records"].insert_all(rows)
-    before = legacy.execute("SELECT * FROM bias_records ORDER BY id").fetchall()
+    before_rows = legacy.execute("SELECT * FROM bias_records ORDER BY id").fetchall()
     legacy.conn.close()
 
     store = SQLiteStore.open(path)
-    assert store.db.execute("SELECT * FROM bias_records ORDER BY id").fetchall() == before
+    assert store.db.execute("SELECT * FROM bias_records ORDER BY id").fetchall() == before_rows
     assert sums_module._summaries_complete(store.db)
     assert store.db.execute(f"SELECT COUNT(*) FROM {REVIEW_TABLE}").fetchone()[0] == 6
+    assert store.db.execute(f"SELECT COUNT(*) FROM {SESSION_TABLE}").fetchone()[0] == 3
+    assert "bias_review_sums" not in store.db.table_names()
     close(store.bias_sums(BiasQuery()), from_rows(store, BiasQuery(), monkeypatch))
     store.close()
 
@@ -262,8 +308,8 @@ def test_writers_at_once_on_postgresql_add_up_in_the_summaries(postgres_url, mon
         store.close()
 
 
-def test_m019_on_postgresql_sums_the_rows_already_stored(postgres_url, monkeypatch):
-    # A database from before m019: its rows written by plain INSERTs, then m019 applied.
+def test_m020_on_postgresql_summarizes_the_rows_already_stored(postgres_url, monkeypatch):
+    # A database from m019: its rows written by plain INSERTs, then m020 applied.
     import psycopg
 
     from council.storage import open_location
@@ -272,8 +318,10 @@ def test_m019_on_postgresql_sums_the_rows_already_stored(postgres_url, monkeypat
     rows = [row(f"s{s}", f"r{r}", m, (i + r) % 4, 1 + (s + i + r) % 10) for s in range(3) for r in range(2)
             for i, m in enumerate(MODELS)]  # fmt: skip
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(f"DROP TABLE {REVIEW_TABLE}")
-        conn.execute("DELETE FROM _council_migrations WHERE name = 'm019_bias_summaries'")
+        for table in ALL_TABLES:
+            conn.execute(f"DROP TABLE {table}")
+        conn.execute("CREATE TABLE bias_review_sums (k BIGINT)")  # m019's table, which m020 drops
+        conn.execute("DELETE FROM _council_migrations WHERE name = 'm020_bias_session_summaries'")
         names = ", ".join(f'"{c}"' for c in rows[0])
         with conn.cursor() as cur:
             cur.executemany(
@@ -284,6 +332,69 @@ def test_m019_on_postgresql_sums_the_rows_already_stored(postgres_url, monkeypat
     try:
         assert sums_module._summaries_complete(store.db) and store.count("bias_records") == 24
         assert int(store.db.execute(f"SELECT COUNT(*) FROM {REVIEW_TABLE}").fetchone()[0]) == 6
+        assert store.db.execute("SELECT to_regclass('bias_review_sums')").fetchone()[0] is None
         close(store.bias_sums(BiasQuery()), from_rows(store, BiasQuery(), monkeypatch))
     finally:
         store.close()
+
+
+def summary_tables(store: SQLiteStore) -> dict[str, list[tuple[Any, ...]]]:
+    """The summaries' rows without their ids and runs of ids (which differ with the writes' cuts)."""
+    tables = {}
+    for table in ALL_TABLES:
+        columns = [c for c in store.db[table].columns_dict if c != "id" and not c.endswith(("_from", "_to"))]
+        order = ", ".join(columns[:4])
+        tables[table] = store.db.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {order}").fetchall()
+    return tables
+
+
+def assert_runs_name_the_rows(store: SQLiteStore) -> None:
+    """Every review and self row lies in its own session's run of ids, and every run holds only
+    its session's rows (what a write deletes when it computes a session again)."""
+    for table, first, last in ((REVIEW_TABLE, "reviews_from", "reviews_to"), (SELF_TABLE, "selves_from", "selves_to")):
+        outside = store.db.execute(
+            f"""SELECT COUNT(*) FROM {table} t WHERE NOT EXISTS (SELECT 1 FROM {SESSION_TABLE} s
+                WHERE s.session_id = t.session_id AND t.id BETWEEN s.{first} AND s.{last})"""
+        ).fetchone()[0]
+        foreign = store.db.execute(
+            f"""SELECT COUNT(*) FROM {SESSION_TABLE} s JOIN {table} t ON t.id BETWEEN s.{first} AND s.{last}
+                WHERE t.session_id <> s.session_id"""
+        ).fetchone()[0]
+        assert (outside, foreign) == (0, 0), table
+
+
+@settings(max_examples=60, deadline=None)
+@given(records=record_sets(), cuts=st.lists(st.integers(0, 200), max_size=4))
+def test_the_summaries_computed_in_python_are_the_statements_own(records, cuts):
+    # A write computes its sessions' summaries in Python (council.storage.bias_summary_rows),
+    # again from all of a session's records when it adds to one: that is what the statements
+    # give when they sum every row again (the rebuild of m020 and of a store copy).
+    from council.storage.bias_summaries import rebuild_statements
+
+    store = SQLiteStore.memory()
+    try:
+        bounds = sorted({0, len(records), *(c for c in cuts if c < len(records))})
+        for lo, hi in zip(bounds, bounds[1:], strict=False):
+            store.insert_bias_records(records[lo:hi])
+            assert_runs_name_the_rows(store)
+        written = summary_tables(store)
+        for statement in rebuild_statements(postgres=False):
+            store.db.execute(statement)
+        close(written, summary_tables(store))
+        assert_runs_name_the_rows(store)
+    finally:
+        store.close()
+
+
+def test_a_value_sqlite_would_convert_is_summed_as_stored(monkeypatch):
+    from council.storage import bias_summary_rows
+
+    rows = [row("s1", "r1", m, i, 3 + i) for i, m in enumerate(MODELS)]
+    rows[1]["score_value"] = "4"  # SQLite stores the text as the number 4.0
+    assert bias_summary_rows.canonical(list(rows[0]), [tuple(r.values()) for r in rows]) is None
+    store = SQLiteStore.memory()
+    store.insert_bias_records(rows)
+    assert sums_module._summaries_complete(store.db)
+    assert store.db.execute(f"SELECT k, code, total FROM {REVIEW_TABLE}").fetchall() == [(4, 3, 18.0)]
+    close(store.bias_sums(BiasQuery()), from_rows(store, BiasQuery(), monkeypatch))
+    store.close()

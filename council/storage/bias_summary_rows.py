@@ -1,0 +1,271 @@
+"""The bias report's summaries computed in Python from the records a write brings (SQLite).
+
+A session's records are normally written at once, so a write usually brings whole new
+sessions, whose summaries need nothing but the new rows: computed here from the rows already
+in memory, they cost less than the ``GROUP BY`` statements of council.storage.bias_summaries,
+which sort every new row twice (docs/benchmarks.md, section 24). A write adding to a session
+already summarized reads that session's records back (the per-answer index) and computes it
+again. The values are the statements' own: the same aggregates, in the same types, with
+SQLite's rounding; a hypothesis test holds the two to each other.
+
+The review and self rows are appended, each session's in one run of ids that its session row
+names, so that no write pays for a key of random session ids, and the rows a session loses
+when it is computed again are found by their ids.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+from collections.abc import Sequence
+from operator import itemgetter
+from typing import Any
+
+from council.storage.bias_summaries import (
+    ADD_POSITION_SUMS,
+    LENGTHS,
+    MASK_BITS,
+    PACK,
+    REVIEW_COLUMNS,
+    REVIEW_TABLE,
+    SELF_COLUMNS,
+    SELF_TABLE,
+    SESSION_COLUMNS,
+    SESSION_TABLE,
+)
+
+#: The columns the summaries read of a record, in the order :func:`canonical` gives them.
+FIELDS = ("session_id", "reviewer_id", "model_id", "position", "score_value", "timestamp", "council",
+          "scale_min", "scale_max", "self_review", *LENGTHS.values())  # fmt: skip
+_TEXT, _WHOLE = {str, type(None)}, {int, bool, type(None)}
+# The Python types a field's values must all have to be summed as SQLite stores them.
+_TYPES = [{str}, {str}, {str}, {int, bool}, {int, float, bool}, _TEXT, _TEXT, *([_WHOLE] * (len(FIELDS) - 7))]
+
+
+def _round(x: float) -> float:
+    """SQLite's round(): half away from zero (Python's rounds half to even)."""
+    return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
+
+
+def canonical(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]] | None:
+    """``rows`` (tuples of ``columns``) as tuples of :data:`FIELDS`, or None when a value is not
+    of the type SQLite stores it as (a score given as the text "7" is stored as 7.0)."""
+    records = list(map(itemgetter(*(columns.index(name) for name in FIELDS)), rows))
+    columns_of = zip(*records, strict=True)
+    if records and not all(set(map(type, values)) <= types for values, types in zip(columns_of, _TYPES, strict=True)):
+        return None
+    return records
+
+
+def summary_rows(records: Sequence[Sequence[Any]]) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+    """The session, review and self rows (without ids or runs) of every session in ``records``
+    (tuples of :data:`FIELDS`, every record of each session), in session order, and the
+    records' position sums: (position, reviewer, has council, council or '', n, Σs, Σs²)."""
+    reviews: dict[tuple[str, str], list[Any]] = {}
+    answers: dict[tuple[str, str], list[Any]] = {}
+    positions: dict[tuple[Any, ...], list[Any]] = {}
+    bits = [1 << p for p in range(MASK_BITS)]
+    for session, reviewer, model, position, score, ts, council, lo, hi, own, words, chars in records:
+        s = float(score)  # score_value is a REAL column
+        ss = s * s
+        a, b = s * PACK + position, position - s * PACK
+        r = reviews.get((session, reviewer))
+        if r is None:  # k, mask, top, a, b, Σs, Σs², MIN(timestamp), MIN(council)
+            bit = bits[position] if position < MASK_BITS else 0
+            reviews[session, reviewer] = [1, bit, s, a, b, s, ss, ts, council]
+        else:
+            r[0] += 1
+            if position < MASK_BITS:  # never negative: the table's CHECK
+                r[1] += bits[position]
+            if s > r[2]:
+                r[2] = s
+            if a > r[3]:
+                r[3] = a
+            if b < r[4]:
+                r[4] = b
+            r[5] += s
+            r[6] += ss
+            if ts != r[7] and ts is not None and (r[7] is None or ts < r[7]):
+                r[7] = ts
+            if council != r[8] and council is not None and (r[8] is None or council < r[8]):
+                r[8] = council
+        # n, Σs, Σwords, words counted, Σchars, chars counted, Σself, Σself·s, the records' other values
+        t = answers.get((session, model))
+        if t is None:
+            answers[session, model] = [1, s, words or 0, words is not None, chars or 0, chars is not None,
+                                       own or 0, (own or 0) * s, [(ts, council, lo, hi)]]  # fmt: skip
+        else:
+            t[0] += 1
+            t[1] += s
+            if words is not None:
+                t[2] += words
+                t[3] += 1
+            if chars is not None:
+                t[4] += chars
+                t[5] += 1
+            if own:
+                t[6] += own
+                t[7] += own * s
+            t[8].append((ts, council, lo, hi))
+        key = (position, reviewer, council)
+        p = positions.get(key)
+        if p is None:
+            positions[key] = [1, s, ss]
+        else:
+            p[0] += 1
+            p[1] += s
+            p[2] += ss
+    sessions, selves = _answer_rows(answers)
+    return (
+        sessions,
+        [_review_row(key, reviews[key]) for key in sorted(reviews)],
+        selves,
+        [(position, reviewer, 0 if council is None else 1, "" if council is None else council, *sums)
+         for (position, reviewer, council), sums in positions.items()],
+    )  # fmt: skip
+
+
+def _review_row(key: tuple[str, str], r: list[Any]) -> tuple[Any, ...]:
+    """(session, reviewer, ts_min, council_min, k, code, Σs, Σs²): bias_summaries.review_code."""
+    k, mask, top, a, b, total, total_sq, ts, council = r
+    if k > MASK_BITS:
+        code = None
+    elif mask != (1 << k) - 1:
+        code = -1
+    elif _round(a - top * PACK) == _round(b + top * PACK):
+        code = int(_round(b + top * PACK))
+    else:
+        code = -2
+    return (*key, ts, council, k, code, float(total), float(total_sq))
+
+
+def _least(values: Any) -> Any:
+    """MIN over SQL values: the smallest non-NULL one, or NULL."""
+    present = [v for v in values if v is not None]
+    return min(present) if present else None
+
+
+def _greatest(values: Any) -> Any:
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
+
+
+def _answer_rows(answers: dict[tuple[str, str], list[Any]]) -> tuple[list[Any], list[Any]]:
+    """The session rows, from their answers in model order as the statements' GROUP BY sums
+    them (bias_summaries._session_columns), and the self-reviewed answers' rows."""
+    sessions: dict[str, list[Any]] = {}
+    selves = []
+    for (session, model), (n, total, words, n_words, chars, n_chars, self_n, self_total, rest) in sorted(
+        answers.items()
+    ):
+        y = total / n
+        row = sessions.get(session)
+        if row is None:
+            # records, answers, per unit n, Σx, Σy, Σx², Σy², Σxy, the records' (ts, council, scale)
+            row = sessions[session] = [0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, []]
+        row[0] += n
+        row[1] += 1
+        for at, length, count in ((2, words, n_words), (8, chars, n_chars)):  # per unit, at its columns
+            if count:
+                x = length / count  # AVG of the non-NULL lengths
+                row[at] += 1
+                row[at + 1] += x
+                row[at + 2] += y
+                row[at + 3] += x * x
+                row[at + 4] += y * y
+                row[at + 5] += x * y
+        row[14] += rest
+        if self_n == 1 and n > 1:  # d = own − mean of the others (bias_summaries.fold_statements)
+            selves.append((model, session, _least([v[0] for v in rest]), _least([v[1] for v in rest]),
+                           float(self_total), (total - self_total) / (n - float(self_n))))  # fmt: skip
+    out = []
+    for session, row in sessions.items():
+        records, rest = row[0], row[14]
+        if len(set(rest)) == 1:  # the usual session: one timestamp, council and scale
+            ts, council, lo, hi = rest[0]
+            nulls = records if ts is None else 0
+            council_nulls = records if council is None else 0
+            attributes = (ts, ts, nulls, council, council, council_nulls, lo, hi, 1)
+        else:
+            attributes = _attributes(records, rest)
+        out.append((session, records, row[1], *attributes, *row[2:14]))
+    return out, selves
+
+
+def _attributes(records: int, rest: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """(ts_min, ts_max, ts_nulls, council_min, council_max, council_nulls, scale_min, scale_max,
+    scale_uniform) of a session's records' (timestamp, council, scale_min, scale_max)."""
+    timestamps, councils, lows, highs = zip(*rest, strict=True)
+    scaled = [v for v in lows if v is not None]
+    present_hi = [v for v in highs if v is not None]
+    one_scale = bool(scaled) and min(scaled) == max(scaled) and min(present_hi) == max(present_hi)
+    all_scaled = len(scaled) == records and one_scale
+    return (
+        _least(timestamps), _greatest(timestamps), timestamps.count(None),
+        _least(councils), _greatest(councils), councils.count(None),
+        min(scaled) if all_scaled else None, min(present_hi) if all_scaled else None,
+        1 if not scaled or all_scaled else 0,
+    )  # fmt: skip
+
+
+def write_summaries(conn: Any, columns: Sequence[str], rows: Sequence[Sequence[Any]], before: int) -> None:
+    """After ``rows`` (tuples of ``columns``) were inserted, the ids past ``before`` being
+    theirs: their scores added to the position sums and their sessions summarized, inside
+    the write's transaction. A session already summarized is computed again from all of its
+    records, its old rows deleted by their runs of ids."""
+    records = canonical(columns, rows)
+    if records is None:  # as stored, which is what the statements would read
+        records = conn.execute(
+            f"SELECT {', '.join(FIELDS)} FROM bias_records NOT INDEXED WHERE id > ?", [before]
+        ).fetchall()
+    collecting = gc.isenabled()
+    gc.disable()  # the tuples made here hold no cycles: collections would only scan them
+    try:
+        sessions = sorted({record[0] for record in records})
+        stored = conn.execute(
+            f"SELECT session_id, reviews_from, reviews_to, selves_from, selves_to FROM {SESSION_TABLE} "
+            "WHERE session_id IN (SELECT value FROM json_each(?))",
+            [json.dumps(sessions)],
+        ).fetchall()
+        summed, reviews, selves, positions = summary_rows(records)
+        if stored:  # those sessions again, from all of their records (the new ones were inserted)
+            again = [row[0] for row in stored]
+            conn.executemany(f"DELETE FROM {SESSION_TABLE} WHERE session_id = ?", [(s,) for s in again])
+            for table, at in ((REVIEW_TABLE, 1), (SELF_TABLE, 3)):
+                runs = [(row[at], row[at + 1]) for row in stored if row[at] is not None]
+                conn.executemany(f"DELETE FROM {table} WHERE id BETWEEN ? AND ?", runs)
+            known = set(again)
+            records = [r for r in records if r[0] not in known] + conn.execute(
+                f"SELECT {', '.join(FIELDS)} FROM bias_records WHERE session_id IN (SELECT value FROM json_each(?))",
+                [json.dumps(again)],
+            ).fetchall()
+            summed, reviews, selves, _ = summary_rows(records)
+        conn.executemany(ADD_POSITION_SUMS, positions)  # the new records' scores only
+        _insert(conn, summed, reviews, selves)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _insert(conn: Any, sessions: list[Any], reviews: list[Any], selves: list[Any]) -> None:
+    """The rows, each session's review and self rows given ids in one run its row names."""
+    runs: dict[str, list[Any]] = {row[0]: [None, None, None, None] for row in sessions}
+    numbered: dict[str, list[tuple[Any, ...]]] = {}
+    for table, rows, session_at, run_at in ((REVIEW_TABLE, reviews, 0, 0), (SELF_TABLE, selves, 1, 2)):
+        first = conn.execute(f"SELECT COALESCE(MAX(id), 0) + 1 FROM {table}").fetchone()[0]
+        numbered[table] = [(first + i, *row) for i, row in enumerate(rows)]
+        for i, row in enumerate(rows):  # rows come in session order: each session's are one run
+            run = runs[row[session_at]]
+            if run[run_at] is None:
+                run[run_at] = first + i
+            run[run_at + 1] = first + i
+    for table, columns, values in (
+        (SESSION_TABLE, SESSION_COLUMNS, [(*row, *runs[row[0]]) for row in sessions]),
+        (REVIEW_TABLE, REVIEW_COLUMNS, numbered[REVIEW_TABLE]),
+        (SELF_TABLE, SELF_COLUMNS, numbered[SELF_TABLE]),
+    ):
+        if values:
+            conn.executemany(
+                f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})", values
+            )
