@@ -59,6 +59,7 @@ from council.session.schemas import (
     peer_review_schema,
     peer_review_schema_text,
 )
+from council.slots import tag_pattern
 from council.storage import Store
 from council.usage import CallLog, Usage
 
@@ -78,11 +79,13 @@ OFFLINE_NOTICE = (
 EventSink = Callable[[SessionEvent], None]
 """Receives each event of a session as it happens (:mod:`council.session.events`)."""
 
-#: What a session needs only once replies come in (the result and bias-record models) and what
+#: What a session needs only once replies come in (the result and bias-record models, the
+#: lookalikes table that neutralises non-ASCII answers quoted in the reviewers' prompts) and what
 #: a host adds with :func:`import_ahead`: imported where used, and by the process's first
 #: session in a worker thread while its first calls are in flight, so that neither the first
-#: call nor the last reply waits for them (docs/benchmarks.md, section 20).
-_AHEAD = ["council.session.results", "council.bias.records"]
+#: call nor the last reply waits for them (docs/benchmarks.md, section 20). The slot tag
+#: pattern is compiled there too.
+_AHEAD = ["council.session.results", "council.bias.records", "council.slot_lookalikes"]
 
 
 def import_ahead(*modules: str) -> None:
@@ -91,12 +94,17 @@ def import_ahead(*modules: str) -> None:
     _AHEAD.extend(m for m in modules if m not in _AHEAD)
 
 
+def _ahead_pending() -> bool:
+    return any(name not in sys.modules for name in _AHEAD) or not tag_pattern.cache_info().currsize
+
+
 def _import_all_ahead() -> None:
     for name in list(_AHEAD):
         try:
             importlib.import_module(name)
         except Exception as exc:  # imported again where used, and the error raised there
             log.debug("import ahead failed", module=name, error=str(exc))
+    tag_pattern()
 
 
 def _in_worker(job: Callable[[], Any]) -> asyncio.Task[None]:
@@ -581,7 +589,7 @@ class SessionRunner:
         else:
             answering = asyncio.gather(*(self._answer(run, m) for m in c.members))
             ahead = self._prepare_agreement([m.id for m in c.members])  # for when every member answers
-            if any(name not in sys.modules for name in _AHEAD):  # the process's first session
+            if _ahead_pending():  # the process's first session
                 importing = _in_worker(_import_all_ahead)  # noqa: F841 (a task is kept while it runs)
             answers = list(await answering)
         from council.bias.records import BiasRecord, session_bias_metadata

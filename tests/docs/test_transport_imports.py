@@ -162,31 +162,45 @@ def test_a_larger_councils_agreement_test_is_not_drawn_on_the_event_loop(tmp_pat
 
 
 #: What a run needs only once its replies are in: the result and bias-record models, the
-#: rendering (rich). Each is imported where it is used, never before the first call.
+#: rendering (rich), the lookalikes table that neutralises non-ASCII answers in the reviewers'
+#: prompts. Each is imported where it is used, never before the first call.
 LATER = [
     "rich",
     "council.cli.render",
     "council.session.results",
     "council.bias.records",
     "council.methods.bias_indicators",
+    "council.slot_lookalikes",
 ]
-#: Notes what is loaded when the first connection to the mock opens (LATER, and the retry loop's
-#: tenacity), and the thread that first asks for each module of LATER; then runs the command.
+#: Notes what is loaded when the first connection to the mock opens (LATER, the retry loop's
+#: tenacity, the slot tag pattern: "slot pattern" once compiled), and the thread that first asks
+#: for each module of LATER and compiles the pattern; then runs the command.
 FIRST_CALL_PROBE = f"""
-import json, sys, threading
+import json, re, sys, threading
 LATER = {LATER!r}
 port = int(sys.argv.pop(1))
 at_first_call, first_thread = [], {{}}
+def loaded():
+    return sorted(m for m in [*LATER, "tenacity", "slot pattern"] if m in sys.modules or m in first_thread)
 def hook(event, args):
     if event == "socket.connect" and not at_first_call and isinstance(args[1], tuple) and args[1][1] == port:
-        at_first_call.append(sorted(m for m in [*LATER, "tenacity"] if m in sys.modules))
+        at_first_call.append(loaded())
 sys.addaudithook(hook)
+def note(name):
+    if name not in first_thread:
+        first_thread[name] = "main" if threading.current_thread() is threading.main_thread() else "worker"
 class Watch:
     def find_spec(self, name, path=None, target=None):
-        if name in LATER and name not in first_thread:
-            first_thread[name] = "main" if threading.current_thread() is threading.main_thread() else "worker"
+        if name in LATER:
+            note(name)
         return None
 sys.meta_path.insert(0, Watch())
+compile_pattern = re.compile
+def compile_noted(pattern, flags=0):
+    if isinstance(pattern, str) and pattern.startswith("[<\uff1c"):  # council.slots' tag pattern
+        note("slot pattern")
+    return compile_pattern(pattern, flags)
+re.compile = compile_noted
 """
 FIRST_CALL_PROBE += RUN_MAIN
 FIRST_CALL_PROBE += """
@@ -199,8 +213,9 @@ sys.stderr.write("\\nPROBE " + json.dumps(report) + "\\n")
 
 @pytest.mark.parametrize("args", [["run", "Why is the sky blue?"], ["run", "Why is the sky blue?", "--json"]])
 def test_a_run_sends_its_first_call_before_importing_what_it_needs_only_after(tmp_path, args):
-    # Results, bias records and rendering (~25-30 ms of CPU to import) are imported in a worker thread
-    # while the first calls are in flight: neither the first call nor the last reply waits.
+    # Results, bias records and rendering (~25-30 ms of CPU to import), the lookalikes table and
+    # the slot tag pattern (~25 ms each) are made ready in a worker thread while the first calls
+    # are in flight: neither the first call nor the last reply waits.
     from council.storage import SQLiteStore
 
     SQLiteStore.open(tmp_path / "council.db").close()  # as after the first command (a new one retries its WAL switch)
@@ -212,7 +227,7 @@ def test_a_run_sends_its_first_call_before_importing_what_it_needs_only_after(tm
     assert report["at_exit"] == sorted(LATER), report
     assert report["retrying"] is False  # tenacity comes with the first retry, and none was needed
     # The worker starts as the calls set off; the replies come 0.5 s later.
-    assert report["first_thread"] == dict.fromkeys(LATER, "worker"), report
+    assert report["first_thread"] == dict.fromkeys([*LATER, "slot pattern"], "worker"), report
 
 
 @pytest.mark.parametrize("args", [["bias-report", "--json"], ["sessions", "list"], ["--help"]])
