@@ -412,3 +412,49 @@ def test_a_profiled_command_still_writes_its_profile(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert out.stat().st_size > 0
+
+
+def _install_noting_plugin(where: Path) -> Path:
+    """A pydantic plugin, installed (on PYTHONPATH) as a distribution would install one: it notes
+    the name of each model that pydantic builds a validator for, in the file it returns."""
+    noted = where / "noted.txt"
+    (where / "noting_plugin.py").write_text(
+        "class Plugin:\n"
+        "    def new_schema_validator(self, schema, schema_type, path, kind, config, settings):\n"
+        f"        with open({str(noted)!r}, 'a') as f:\n"
+        "            f.write(path.name + '\\n')\n"
+        "        return None, None, None\n"
+        "plugin = Plugin()\n"
+    )
+    dist = where / "noting_plugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: noting-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[pydantic]\nnoting = noting_plugin:plugin\n")
+    return noted
+
+
+@pytest.mark.parametrize("setting", [None, "", "other"])
+def test_the_command_loads_no_pydantic_plugin_unless_asked_and_the_library_does(home, tmp_path, setting):
+    # Finding pydantic's plugins reads every installed distribution's entry points (10-20 ms of
+    # each command's start): the command runs without them, unless PYDANTIC_DISABLE_PLUGINS is set
+    # (empty: load them all). Used from Python, council leaves pydantic's plugins as they are.
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    noted = _install_noting_plugin(plugins)
+    env = {**os.environ, "COUNCIL_HOME": str(home), "PYTHONPATH": os.pathsep.join([str(ROOT), str(plugins)])}
+    env.pop("COUNCIL_CONFIG", None)
+    env.pop("PYDANTIC_DISABLE_PLUGINS", None)
+    if setting is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = setting
+    command = [sys.executable, "-m", "council", "run", "Why is the sky blue?", "--json"]
+    proc = subprocess.run(command, env=env, cwd=home, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    seen = set(noted.read_text().split()) if noted.exists() else set()
+    assert ("ConfigFile" in seen) is (setting is not None), seen
+    noted.unlink(missing_ok=True)
+    library = "from council.config import load_config\nload_config('council.toml')\n"
+    env.pop("PYDANTIC_DISABLE_PLUGINS", None)
+    proc = subprocess.run([sys.executable, "-c", library], env=env, cwd=home, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "ConfigFile" in noted.read_text().split()
