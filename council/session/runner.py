@@ -33,25 +33,7 @@ from council.providers.client import ModelClient
 from council.redaction import add_private, private_scope
 from council.session import prompts
 from council.session.candidates import Candidate, check_candidates
-from council.session.events import (
-    AnswerEvent,
-    ConsensusEvent,
-    EventBase,
-    Notice,
-    ReviewEvent,
-    SessionEvent,
-    SessionFinished,
-    SessionStarted,
-    StageStarted,
-    SynthesisDelta,
-    SynthesisEvent,
-    answer_fields,
-    consensus_fields,
-    finished_fields,
-    private_view,
-    review_fields,
-    synthesis_fields,
-)
+from council.session.early_events import EventBase, Notice, SessionStarted, StageStarted, private_view
 from council.session.schemas import (
     PEER_REVIEW_SCHEMA_NAME,
     answer_labels,
@@ -65,6 +47,7 @@ from council.usage import CallLog, Usage
 
 if TYPE_CHECKING:
     from council.bias.records import BiasRecord, SessionBiasMetadata
+    from council.session.events import SessionEvent
     from council.session.results import Failure, MemberAnswer, Review, SessionResult, SessionStatus, Synthesis
 
 log = get_logger("council.session")
@@ -76,16 +59,16 @@ OFFLINE_NOTICE = (
 )
 
 
-EventSink = Callable[[SessionEvent], None]
+EventSink = Callable[["SessionEvent"], None]
 """Receives each event of a session as it happens (:mod:`council.session.events`)."""
 
-#: What a session needs only once replies come in (the result and bias-record models, the
-#: lookalikes table that neutralises non-ASCII answers quoted in the reviewers' prompts) and what
-#: a host adds with :func:`import_ahead`: imported where used, and by the process's first
-#: session in a worker thread while its first calls are in flight, so that neither the first
-#: call nor the last reply waits for them (docs/benchmarks.md, section 20). The slot tag
-#: pattern is compiled there too.
-_AHEAD = ["council.session.results", "council.bias.records", "council.slot_lookalikes"]
+#: What a session needs only once replies come in (the result and bias-record models, the events
+#: that tell of them, the lookalikes table that neutralises non-ASCII answers quoted in the
+#: reviewers' prompts) and what a host adds with :func:`import_ahead`: imported where used, and
+#: by the process's first session in a worker thread while its first calls are in flight, so
+#: that neither the first call nor the last reply waits for them (docs/benchmarks.md, section
+#: 20). The slot tag pattern is compiled there too.
+_AHEAD = ["council.session.results", "council.session.events", "council.bias.records", "council.slot_lookalikes"]
 
 
 def import_ahead(*modules: str) -> None:
@@ -320,6 +303,7 @@ class SessionRunner:
 
     # -- stage 3 -------------------------------------------------------------
     async def _synthesise(self, run: _Run, ranked: list[MemberAnswer]) -> Synthesis:
+        from council.session.events import SynthesisDelta
         from council.session.results import Failure, Synthesis
 
         c = self.council
@@ -528,6 +512,8 @@ class SessionRunner:
         # "session_finished") must not flip it to failed nor write its call log a second time.
         if run.persisted:
             return
+        from council.session.events import SessionFinished
+
         try:
             usage = Usage.of(run.calls)
             duration = (time.perf_counter() - run.t0) * 1000
@@ -593,6 +579,7 @@ class SessionRunner:
                 importing = _in_worker(_import_all_ahead)  # noqa: F841 (a task is kept while it runs)
             answers = list(await answering)
         from council.bias.records import BiasRecord, session_bias_metadata
+        from council.session.events import ConsensusEvent, SessionFinished, consensus_fields, finished_fields
         from council.session.results import Failure, Synthesis
 
         run.answers = answers
@@ -747,16 +734,22 @@ class SessionRunner:
 
 
 def _emit_answer(run: _Run, a: MemberAnswer) -> MemberAnswer:
+    from council.session.events import AnswerEvent, answer_fields
+
     run.emit(AnswerEvent, **answer_fields(a))
     return a
 
 
 def _emit_review(run: _Run, r: Review) -> Review:
+    from council.session.events import ReviewEvent, review_fields
+
     run.emit(ReviewEvent, **review_fields(r))
     return r
 
 
 def _emit_synthesis(run: _Run, s: Synthesis) -> Synthesis:
+    from council.session.events import SynthesisEvent, synthesis_fields
+
     run.emit(SynthesisEvent, **synthesis_fields(s))
     return s
 

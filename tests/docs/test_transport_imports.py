@@ -161,13 +161,14 @@ def test_a_larger_councils_agreement_test_is_not_drawn_on_the_event_loop(tmp_pat
     assert result["consensus"]["kendall_w_p_value"] == agreement["p_value"]
 
 
-#: What a run needs only once its replies are in: the result and bias-record models, the
-#: rendering (rich), the lookalikes table that neutralises non-ASCII answers in the reviewers'
-#: prompts. Each is imported where it is used, never before the first call.
+#: What a run needs only once its replies are in: the result and bias-record models, the events
+#: that tell of replies, the rendering (rich), the lookalikes table that neutralises non-ASCII
+#: answers in the reviewers' prompts. Each is imported where it is used, never before the first call.
 LATER = [
     "rich",
     "council.cli.render",
     "council.session.results",
+    "council.session.events",
     "council.bias.records",
     "council.methods.bias_indicators",
     "council.slot_lookalikes",
