@@ -71,10 +71,18 @@ EventSink = Callable[["SessionEvent"], None]
 _AHEAD = ["council.session.results", "council.session.events", "council.bias.records", "council.slot_lookalikes"]
 
 
-def import_ahead(*modules: str) -> None:
+#: What hosts asked to run on the event loop once the ahead imports are done (:func:`import_ahead`'s
+#: ``then``): each is run by the next session, once.
+_THEN: list[Callable[[], None]] = []
+
+
+def import_ahead(*modules: str, then: Callable[[], None] | None = None) -> None:
     """Have the first session import ``modules`` while its first calls are in flight (a host's
-    own, e.g. the CLI's rendering, used once the session is over)."""
+    own, e.g. the CLI's rendering, used once the session is over). ``then``: called on the next
+    session's event loop once they are imported (the CLI's live progress line starts so)."""
     _AHEAD.extend(m for m in modules if m not in _AHEAD)
+    if then is not None:
+        _THEN.append(then)
 
 
 def _ahead_pending() -> bool:
@@ -88,6 +96,19 @@ def _import_all_ahead() -> None:
         except Exception as exc:  # imported again where used, and the error raised there
             log.debug("import ahead failed", module=name, error=str(exc))
     tag_pattern()
+
+
+def _start_ahead(worker: bool = True) -> asyncio.Task[None] | None:
+    """The ahead imports in a worker thread (in the process's first session; ``worker``: the
+    first calls have just set off), then each ``then`` on the loop, at once if none are due."""
+    task = _in_worker(_import_all_ahead) if worker and _ahead_pending() else None
+    while _THEN:
+        then = _THEN.pop(0)
+        if task is None:
+            asyncio.get_running_loop().call_soon(then)
+        else:
+            task.add_done_callback(lambda _, then=then: then())
+    return task
 
 
 def _in_worker(job: Callable[[], Any]) -> asyncio.Task[None]:
@@ -572,11 +593,11 @@ class SessionRunner:
             ]
             for a in answers:
                 _emit_answer(run, a)
+            _start_ahead(worker=False)
         else:
             answering = asyncio.gather(*(self._answer(run, m) for m in c.members))
             ahead = self._prepare_agreement([m.id for m in c.members])  # for when every member answers
-            if _ahead_pending():  # the process's first session
-                importing = _in_worker(_import_all_ahead)  # noqa: F841 (a task is kept while it runs)
+            importing = _start_ahead()  # noqa: F841 (a task is kept while it runs)
             answers = list(await answering)
         from council.bias.records import BiasRecord, session_bias_metadata
         from council.session.events import ConsensusEvent, SessionFinished, consensus_fields, finished_fields

@@ -123,15 +123,17 @@ sys.stderr.write("\\nPROBE " + json.dumps({"numpy_on_main_thread": first[0] if f
 """
 
 
-def run_five_members(home: Path, base_url: str, probe: str, *args: str, council: str = "") -> tuple[Any, Any]:
+def run_five_members(
+    home: Path, base_url: str, probe: str, *args: str, council: str = "", env: dict[str, str] | None = None
+) -> tuple[Any, Any]:
     """``council ARGS`` under ``probe`` on a council of 5 members on the mock at ``base_url``
-    (``council``: a line more for it): the probe's report and the finished process."""
+    (``council``: a line more for it; ``env``: more variables): the probe's report and the finished process."""
     names = ["a", "b", "c", "d", "e"]
     lines = ["[councils.default]", f"members = {json.dumps(names)}", 'chairman = "a"', council]
     for n in names:
         lines += [f"[models.{n}]", f'model = "openai/mock-{n}"', f'api_base = "{base_url}"']
     (home / "council.toml").write_text("\n".join(lines) + "\n")
-    env = {**os.environ, "COUNCIL_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "COUNCIL_HOME": str(home), "PYTHONPATH": str(ROOT), **(env or {})}
     env.pop("COUNCIL_CONFIG", None)
     proc = subprocess.run([sys.executable, "-c", probe, *args], env=env, cwd=home,
                           capture_output=True, text=True, timeout=120)  # fmt: skip
@@ -229,6 +231,23 @@ def test_a_run_sends_its_first_call_before_importing_what_it_needs_only_after(tm
     assert report["retrying"] is False  # tenacity comes with the first retry, and none was needed
     # The worker starts as the calls set off; the replies come 0.5 s later.
     assert report["first_thread"] == dict.fromkeys([*LATER, "slot pattern"], "worker"), report
+
+
+def test_a_run_on_a_terminal_starts_its_progress_line_once_its_first_calls_are_in_flight(tmp_path):
+    # The live progress line needs rich (~50 ms of CPU to import before the first call): it starts
+    # once the worker thread has imported it, while the first calls are in flight, and shows each stage.
+    from council.storage import SQLiteStore
+
+    SQLiteStore.open(tmp_path / "council.db").close()
+    with start_mock_server(latency=0.5) as slow:
+        port = str(urlsplit(slow.base_url).port)
+        report, proc = run_five_members(tmp_path, slow.base_url, FIRST_CALL_PROBE, port, "run", "Why is the sky blue?",
+                                        env={"TTY_COMPATIBLE": "1"})  # fmt: skip
+    assert report["code"] in (0, None), proc.stderr
+    assert report["at_first_call"] == [[]], report
+    assert report["first_thread"] == dict.fromkeys([*LATER, "slot pattern"], "worker"), report
+    for shown in ("members answer (0/5)", "reviewers rank the anonymised answers", "synthesis: 1/1"):
+        assert shown in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("args", [["bias-report", "--json"], ["sessions", "list"], ["--help"]])
