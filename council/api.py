@@ -24,10 +24,11 @@ from council.config import LoadedConfig, ResolvedCouncil, load_config, resolve_c
 from council.errors import UsageError
 from council.providers.client import ModelClient, RetryPolicy, cap_spending
 from council.providers.registry import make_api
-from council.session import Candidate, EventSink, SessionEvent, SessionRunner
+from council.session import Candidate, EventSink, SessionRunner
 from council.storage import Store, using_store
 
 if TYPE_CHECKING:  # imported once the session's replies come in (council.session.runner)
+    from council.session.events import SessionEvent
     from council.session.results import SessionResult
 
 

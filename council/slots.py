@@ -52,10 +52,15 @@ def _spelled(name: str) -> str:
     return f"[{INVISIBLE}]*".join(re.escape(ch) for ch in name)
 
 
-_TAG = re.compile(
-    f"[{_OPENERS}](?=[\\s/{INVISIBLE}]*(?:{'|'.join(_spelled(n) for n in SLOT_NAMES)}))",
-    re.IGNORECASE,
-)
+@lru_cache(maxsize=1)
+def tag_pattern() -> re.Pattern[str]:
+    """The opening sign of any tag-like slot name. Compiled at first need: it takes ~25 ms of CPU
+    (the invisible characters' class, spelled ~40 times), and ASCII text without ``<`` never needs
+    it; a run compiles it in a worker thread while its first calls are in flight."""
+    return re.compile(
+        f"[{_OPENERS}](?=[\\s/{INVISIBLE}]*(?:{'|'.join(_spelled(n) for n in SLOT_NAMES)}))",
+        re.IGNORECASE,
+    )
 
 
 def _confusables() -> dict[str, str]:
@@ -99,7 +104,7 @@ _FOLD_TABLE = _FoldTable()
 def neutralise(text: str) -> str:
     """``text`` with every tag-like slot name made inert (``</answer>`` -> ``‹/answer>``)."""
     if text.isascii():
-        return _TAG.sub(NEUTRAL_OPENER, text) if "<" in text else text
+        return tag_pattern().sub(NEUTRAL_OPENER, text) if "<" in text else text
     done = _NEUTRALISED.get(text)
     if done is None:
         done = _neutralise_folded(text)
@@ -135,7 +140,7 @@ _NEUTRALISED = _Recent(limit=2_000_000)
 
 def _neutralise_folded(text: str) -> str:
     folded = text.translate(_FOLD_TABLE)
-    starts = [m.start() for m in _TAG.finditer(folded)]
+    starts = [m.start() for m in tag_pattern().finditer(folded)]
     if not starts:
         return text
     chars = list(text)

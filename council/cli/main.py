@@ -188,6 +188,11 @@ def main(*, exit_fast: bool = True) -> None:
     import gc
 
     gc.set_threshold(*START_UP_GC_THRESHOLD)
+    # Finding pydantic's plugins reads every installed distribution's entry points (10-20 ms of
+    # each command's start) for tools that watch an application's own models: the command runs
+    # without them unless PYDANTIC_DISABLE_PLUGINS is set (empty: load them all). Used from Python,
+    # council leaves pydantic's plugins to the application (README, the table of environment variables).
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
     try:
         cli(prog_name="council")

@@ -1,7 +1,8 @@
 """The live progress line of ``council run`` on stderr.
 
 rich (``council.cli.render``) is imported only when the line can show, i.e. stderr may be a
-terminal: a piped run sends its first call without it (docs/benchmarks.md, section 20).
+terminal, and then in a worker thread while the first calls are in flight: no run's first call
+waits for it (docs/benchmarks.md, section 20).
 """
 
 from __future__ import annotations
@@ -30,51 +31,64 @@ def may_be_terminal(stream: Any) -> bool:
 
 
 class ProgressDisplay:
-    """A live progress line on stderr while a session runs (off when not a terminal)."""
+    """A live progress line on stderr while a session runs (off when not a terminal). It shows
+    once the session's first calls are in flight and a worker thread has imported rich for it
+    (``council.session.runner.import_ahead``): the calls do not wait for the import (~50 ms)."""
 
     def __init__(self, council: Council, enabled: bool = True) -> None:
         r = council.resolved
         self.total = {"answer": len(r.members), "review": len(r.reviewers), "synthesis": 1}
         self.done = {"answer": 0, "review": 0, "synthesis": 0}
-        self.enabled = False
+        self.wanted = enabled and (r.offline_default or may_be_terminal(sys.stderr))
+        self.description = "starting"
+        self._open = False
         self._progress: Any = None
         self._task: Any = None
-        if enabled and (r.offline_default or may_be_terminal(sys.stderr)):
+        if self.wanted and r.offline_default:
             from council.cli.render import err
 
-            self.enabled = err.is_terminal
-            if r.offline_default:
-                err.print("No configuration found: running the small offline default (local models).", style="yellow")
+            err.print("No configuration found: running the small offline default (local models).", style="yellow")
 
     def __enter__(self) -> ProgressDisplay:
-        if self.enabled:
-            from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+        self._open = True
+        if self.wanted:
+            from council.session.runner import import_ahead
 
-            from council.cli.render import err
-
-            self._progress = Progress(
-                SpinnerColumn(),
-                TextColumn("{task.description}", markup=False),
-                BarColumn(),
-                TimeElapsedColumn(),
-                console=err,
-                transient=True,
-            )
-            self._progress.__enter__()
-            self._task = self._progress.add_task("starting", total=sum(self.total.values()))
+            import_ahead("council.cli.render", "rich.progress", then=self.start)
         return self
 
+    def start(self) -> None:
+        """Show the line as far as the session has got (on the event loop; a no-op once it is over)."""
+        if not self._open or self._progress is not None:
+            return
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        from council.cli.render import err
+
+        if not err.is_terminal:
+            return
+        self._progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}", markup=False),
+            BarColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        )
+        self._progress.__enter__()
+        self._task = self._progress.add_task(
+            self.description, total=sum(self.total.values()), completed=sum(self.done.values())
+        )
+
     def __exit__(self, *exc: object) -> None:
+        self._open = False
         if self._progress is not None:
             self._progress.__exit__(*exc)
 
     def on_event(self, event: SessionEvent) -> None:
-        if self._progress is None:
-            return
         kind = event.type
         if kind in self.done:
             self.done[kind] += 1
-            self._progress.advance(self._task)
             stage = kind
         elif kind == "stage":
             stage = event.stage
@@ -83,4 +97,9 @@ class ProgressDisplay:
         desc = f"{stage}: {self.done[stage]}/{self.total[stage]}"
         if kind == "stage" and event.detail:
             desc = f"{event.detail} ({self.done[stage]}/{self.total[stage]})"
+        self.description = desc
+        if self._progress is None:
+            return
+        if kind in self.done:
+            self._progress.advance(self._task)
         self._progress.update(self._task, description=desc)

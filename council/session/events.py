@@ -18,7 +18,9 @@ chairman and those of its fallback.
 
 Privacy: with transcripts off, no event carries the question, an answer, a reviewer's
 reasoning or the synthesis (:func:`private_view`, the one place that decides, follows the
-session's :mod:`council.redaction` scope). The published JSON Schema is
+session's :mod:`council.redaction` scope). The events told before any reply, their base and
+:func:`private_view` are defined in :mod:`council.session.early_events` (a run's first calls
+need only those) and exported here with the rest. The published JSON Schema is
 docs/schemas/session-events.json (:func:`events_json_schema`; a test keeps it equal).
 """
 
@@ -28,45 +30,16 @@ import functools
 import json
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import Field, TypeAdapter
 
 from council.methods.ranking import Consensus, ConsensusEntry
-from council.redaction import keeps_text
+from council.session.early_events import EventBase, Notice, SessionStarted, StageStarted, private_view
 from council.usage import Usage
 
 if TYPE_CHECKING:  # the result models are imported once replies come in, not before the first call
     from council.session.results import MemberAnswer, Review, SessionResult, Synthesis
 
 SCHEMA_ID = "https://council.invalid/schemas/session-events.json"
-
-
-class EventBase(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    seq: int = Field(0, ge=0, description="1, 2, 3, … within a session (0: not yet numbered)")
-    session_id: str
-    at: str = Field("", description="When it happened: UTC ISO-8601")
-
-
-class SessionStarted(EventBase):
-    type: Literal["session_started"] = "session_started"
-    council: str
-    question: str | None = Field(description="None when transcripts are off")
-    members: list[str]
-    reviewers: list[str]
-    models: dict[str, str] = Field(description="member / reviewer / chairman id → model string")
-    seed: int
-    scale: tuple[int, int]
-    self_review: str
-    synthesis: bool = Field(description="A synthesis was asked for")
-    offline_default: bool = False
-
-
-class StageStarted(EventBase):
-    type: Literal["stage"] = "stage"
-    stage: Literal["answer", "review", "synthesis"]
-    detail: str = ""
-    expected: int = Field(0, description="How many answers / reviews / syntheses this stage waits for")
 
 
 class AnswerEvent(EventBase):
@@ -120,12 +93,6 @@ class SynthesisEvent(EventBase):
     error: str | None = None
 
 
-class Notice(EventBase):
-    type: Literal["notice"] = "notice"
-    level: Literal["info", "warning", "error"] = "info"
-    text: str
-
-
 class SessionFinished(EventBase):
     type: Literal["session_finished"] = "session_finished"
     status: Literal["complete", "partial", "failed", "interrupted"]
@@ -174,22 +141,6 @@ def parse_event(data: dict[str, Any] | str | bytes) -> Any:
     if isinstance(data, str | bytes):
         return _adapter().validate_json(data)
     return _adapter().validate_python(data)
-
-
-def private_view(event: Any) -> Any | None:
-    """``event`` as it may leave the session: without question, answer, reasoning or synthesis
-    text when the current scope keeps no text (synthesis deltas are then dropped: None)."""
-    if keeps_text():
-        return event
-    if isinstance(event, SynthesisDelta):
-        return None
-    if isinstance(event, SessionStarted):
-        return event.model_copy(update={"question": None})
-    if isinstance(event, AnswerEvent | SynthesisEvent):
-        return event.model_copy(update={"text": None})
-    if isinstance(event, ReviewEvent):
-        return event.model_copy(update={"reasoning": {}})
-    return event
 
 
 def answer_fields(a: MemberAnswer) -> dict[str, Any]:

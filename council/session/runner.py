@@ -33,25 +33,7 @@ from council.providers.client import ModelClient
 from council.redaction import add_private, private_scope
 from council.session import prompts
 from council.session.candidates import Candidate, check_candidates
-from council.session.events import (
-    AnswerEvent,
-    ConsensusEvent,
-    EventBase,
-    Notice,
-    ReviewEvent,
-    SessionEvent,
-    SessionFinished,
-    SessionStarted,
-    StageStarted,
-    SynthesisDelta,
-    SynthesisEvent,
-    answer_fields,
-    consensus_fields,
-    finished_fields,
-    private_view,
-    review_fields,
-    synthesis_fields,
-)
+from council.session.early_events import EventBase, Notice, SessionStarted, StageStarted, private_view
 from council.session.schemas import (
     PEER_REVIEW_SCHEMA_NAME,
     answer_labels,
@@ -59,11 +41,13 @@ from council.session.schemas import (
     peer_review_schema,
     peer_review_schema_text,
 )
+from council.slots import tag_pattern
 from council.storage import Store
 from council.usage import CallLog, Usage
 
 if TYPE_CHECKING:
     from council.bias.records import BiasRecord, SessionBiasMetadata
+    from council.session.events import SessionEvent
     from council.session.results import Failure, MemberAnswer, Review, SessionResult, SessionStatus, Synthesis
 
 log = get_logger("council.session")
@@ -75,20 +59,34 @@ OFFLINE_NOTICE = (
 )
 
 
-EventSink = Callable[[SessionEvent], None]
+EventSink = Callable[["SessionEvent"], None]
 """Receives each event of a session as it happens (:mod:`council.session.events`)."""
 
-#: What a session needs only once replies come in (the result and bias-record models) and what
-#: a host adds with :func:`import_ahead`: imported where used, and by the process's first
-#: session in a worker thread while its first calls are in flight, so that neither the first
-#: call nor the last reply waits for them (docs/benchmarks.md, section 20).
-_AHEAD = ["council.session.results", "council.bias.records"]
+#: What a session needs only once replies come in (the result and bias-record models, the events
+#: that tell of them, the lookalikes table that neutralises non-ASCII answers quoted in the
+#: reviewers' prompts) and what a host adds with :func:`import_ahead`: imported where used, and
+#: by the process's first session in a worker thread while its first calls are in flight, so
+#: that neither the first call nor the last reply waits for them (docs/benchmarks.md, section
+#: 20). The slot tag pattern is compiled there too.
+_AHEAD = ["council.session.results", "council.session.events", "council.bias.records", "council.slot_lookalikes"]
 
 
-def import_ahead(*modules: str) -> None:
+#: What hosts asked to run on the event loop once the ahead imports are done (:func:`import_ahead`'s
+#: ``then``): each is run by the next session, once.
+_THEN: list[Callable[[], None]] = []
+
+
+def import_ahead(*modules: str, then: Callable[[], None] | None = None) -> None:
     """Have the first session import ``modules`` while its first calls are in flight (a host's
-    own, e.g. the CLI's rendering, used once the session is over)."""
+    own, e.g. the CLI's rendering, used once the session is over). ``then``: called on the next
+    session's event loop once they are imported (the CLI's live progress line starts so)."""
     _AHEAD.extend(m for m in modules if m not in _AHEAD)
+    if then is not None:
+        _THEN.append(then)
+
+
+def _ahead_pending() -> bool:
+    return any(name not in sys.modules for name in _AHEAD) or not tag_pattern.cache_info().currsize
 
 
 def _import_all_ahead() -> None:
@@ -97,6 +95,20 @@ def _import_all_ahead() -> None:
             importlib.import_module(name)
         except Exception as exc:  # imported again where used, and the error raised there
             log.debug("import ahead failed", module=name, error=str(exc))
+    tag_pattern()
+
+
+def _start_ahead(worker: bool = True) -> asyncio.Task[None] | None:
+    """The ahead imports in a worker thread (in the process's first session; ``worker``: the
+    first calls have just set off), then each ``then`` on the loop, at once if none are due."""
+    task = _in_worker(_import_all_ahead) if worker and _ahead_pending() else None
+    while _THEN:
+        then = _THEN.pop(0)
+        if task is None:
+            asyncio.get_running_loop().call_soon(then)
+        else:
+            task.add_done_callback(lambda _, then=then: then())
+    return task
 
 
 def _in_worker(job: Callable[[], Any]) -> asyncio.Task[None]:
@@ -312,6 +324,7 @@ class SessionRunner:
 
     # -- stage 3 -------------------------------------------------------------
     async def _synthesise(self, run: _Run, ranked: list[MemberAnswer]) -> Synthesis:
+        from council.session.events import SynthesisDelta
         from council.session.results import Failure, Synthesis
 
         c = self.council
@@ -520,6 +533,8 @@ class SessionRunner:
         # "session_finished") must not flip it to failed nor write its call log a second time.
         if run.persisted:
             return
+        from council.session.events import SessionFinished
+
         try:
             usage = Usage.of(run.calls)
             duration = (time.perf_counter() - run.t0) * 1000
@@ -578,13 +593,14 @@ class SessionRunner:
             ]
             for a in answers:
                 _emit_answer(run, a)
+            _start_ahead(worker=False)
         else:
             answering = asyncio.gather(*(self._answer(run, m) for m in c.members))
             ahead = self._prepare_agreement([m.id for m in c.members])  # for when every member answers
-            if any(name not in sys.modules for name in _AHEAD):  # the process's first session
-                importing = _in_worker(_import_all_ahead)  # noqa: F841 (a task is kept while it runs)
+            importing = _start_ahead()  # noqa: F841 (a task is kept while it runs)
             answers = list(await answering)
         from council.bias.records import BiasRecord, session_bias_metadata
+        from council.session.events import ConsensusEvent, SessionFinished, consensus_fields, finished_fields
         from council.session.results import Failure, Synthesis
 
         run.answers = answers
@@ -739,16 +755,22 @@ class SessionRunner:
 
 
 def _emit_answer(run: _Run, a: MemberAnswer) -> MemberAnswer:
+    from council.session.events import AnswerEvent, answer_fields
+
     run.emit(AnswerEvent, **answer_fields(a))
     return a
 
 
 def _emit_review(run: _Run, r: Review) -> Review:
+    from council.session.events import ReviewEvent, review_fields
+
     run.emit(ReviewEvent, **review_fields(r))
     return r
 
 
 def _emit_synthesis(run: _Run, s: Synthesis) -> Synthesis:
+    from council.session.events import SynthesisEvent, synthesis_fields
+
     run.emit(SynthesisEvent, **synthesis_fields(s))
     return s
 

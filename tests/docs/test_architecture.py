@@ -49,6 +49,7 @@ PURE = (
     "council.session.prompts",
     "council.session.results",
     "council.session.events",
+    "council.session.early_events",
     "council.judging.schemas",
     "council.judging.prompts",
     "council.judging.grade_report",

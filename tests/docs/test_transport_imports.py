@@ -123,15 +123,17 @@ sys.stderr.write("\\nPROBE " + json.dumps({"numpy_on_main_thread": first[0] if f
 """
 
 
-def run_five_members(home: Path, base_url: str, probe: str, *args: str, council: str = "") -> tuple[Any, Any]:
+def run_five_members(
+    home: Path, base_url: str, probe: str, *args: str, council: str = "", env: dict[str, str] | None = None
+) -> tuple[Any, Any]:
     """``council ARGS`` under ``probe`` on a council of 5 members on the mock at ``base_url``
-    (``council``: a line more for it): the probe's report and the finished process."""
+    (``council``: a line more for it; ``env``: more variables): the probe's report and the finished process."""
     names = ["a", "b", "c", "d", "e"]
     lines = ["[councils.default]", f"members = {json.dumps(names)}", 'chairman = "a"', council]
     for n in names:
         lines += [f"[models.{n}]", f'model = "openai/mock-{n}"', f'api_base = "{base_url}"']
     (home / "council.toml").write_text("\n".join(lines) + "\n")
-    env = {**os.environ, "COUNCIL_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "COUNCIL_HOME": str(home), "PYTHONPATH": str(ROOT), **(env or {})}
     env.pop("COUNCIL_CONFIG", None)
     proc = subprocess.run([sys.executable, "-c", probe, *args], env=env, cwd=home,
                           capture_output=True, text=True, timeout=120)  # fmt: skip
@@ -161,32 +163,47 @@ def test_a_larger_councils_agreement_test_is_not_drawn_on_the_event_loop(tmp_pat
     assert result["consensus"]["kendall_w_p_value"] == agreement["p_value"]
 
 
-#: What a run needs only once its replies are in: the result and bias-record models, the
-#: rendering (rich). Each is imported where it is used, never before the first call.
+#: What a run needs only once its replies are in: the result and bias-record models, the events
+#: that tell of replies, the rendering (rich), the lookalikes table that neutralises non-ASCII
+#: answers in the reviewers' prompts. Each is imported where it is used, never before the first call.
 LATER = [
     "rich",
     "council.cli.render",
     "council.session.results",
+    "council.session.events",
     "council.bias.records",
     "council.methods.bias_indicators",
+    "council.slot_lookalikes",
 ]
-#: Notes what is loaded when the first connection to the mock opens (LATER, and the retry loop's
-#: tenacity), and the thread that first asks for each module of LATER; then runs the command.
+#: Notes what is loaded when the first connection to the mock opens (LATER, the retry loop's
+#: tenacity, the slot tag pattern: "slot pattern" once compiled), and the thread that first asks
+#: for each module of LATER and compiles the pattern; then runs the command.
 FIRST_CALL_PROBE = f"""
-import json, sys, threading
+import json, re, sys, threading
 LATER = {LATER!r}
 port = int(sys.argv.pop(1))
 at_first_call, first_thread = [], {{}}
+def loaded():
+    return sorted(m for m in [*LATER, "tenacity", "slot pattern"] if m in sys.modules or m in first_thread)
 def hook(event, args):
     if event == "socket.connect" and not at_first_call and isinstance(args[1], tuple) and args[1][1] == port:
-        at_first_call.append(sorted(m for m in [*LATER, "tenacity"] if m in sys.modules))
+        at_first_call.append(loaded())
 sys.addaudithook(hook)
+def note(name):
+    if name not in first_thread:
+        first_thread[name] = "main" if threading.current_thread() is threading.main_thread() else "worker"
 class Watch:
     def find_spec(self, name, path=None, target=None):
-        if name in LATER and name not in first_thread:
-            first_thread[name] = "main" if threading.current_thread() is threading.main_thread() else "worker"
+        if name in LATER:
+            note(name)
         return None
 sys.meta_path.insert(0, Watch())
+compile_pattern = re.compile
+def compile_noted(pattern, flags=0):
+    if isinstance(pattern, str) and pattern.startswith("[<\uff1c"):  # council.slots' tag pattern
+        note("slot pattern")
+    return compile_pattern(pattern, flags)
+re.compile = compile_noted
 """
 FIRST_CALL_PROBE += RUN_MAIN
 FIRST_CALL_PROBE += """
@@ -199,8 +216,9 @@ sys.stderr.write("\\nPROBE " + json.dumps(report) + "\\n")
 
 @pytest.mark.parametrize("args", [["run", "Why is the sky blue?"], ["run", "Why is the sky blue?", "--json"]])
 def test_a_run_sends_its_first_call_before_importing_what_it_needs_only_after(tmp_path, args):
-    # Results, bias records and rendering (~25-30 ms of CPU to import) are imported in a worker thread
-    # while the first calls are in flight: neither the first call nor the last reply waits.
+    # Results, bias records and rendering (~25-30 ms of CPU to import), the lookalikes table and
+    # the slot tag pattern (~25 ms each) are made ready in a worker thread while the first calls
+    # are in flight: neither the first call nor the last reply waits.
     from council.storage import SQLiteStore
 
     SQLiteStore.open(tmp_path / "council.db").close()  # as after the first command (a new one retries its WAL switch)
@@ -212,7 +230,24 @@ def test_a_run_sends_its_first_call_before_importing_what_it_needs_only_after(tm
     assert report["at_exit"] == sorted(LATER), report
     assert report["retrying"] is False  # tenacity comes with the first retry, and none was needed
     # The worker starts as the calls set off; the replies come 0.5 s later.
-    assert report["first_thread"] == dict.fromkeys(LATER, "worker"), report
+    assert report["first_thread"] == dict.fromkeys([*LATER, "slot pattern"], "worker"), report
+
+
+def test_a_run_on_a_terminal_starts_its_progress_line_once_its_first_calls_are_in_flight(tmp_path):
+    # The live progress line needs rich (~50 ms of CPU to import before the first call): it starts
+    # once the worker thread has imported it, while the first calls are in flight, and shows each stage.
+    from council.storage import SQLiteStore
+
+    SQLiteStore.open(tmp_path / "council.db").close()
+    with start_mock_server(latency=0.5) as slow:
+        port = str(urlsplit(slow.base_url).port)
+        report, proc = run_five_members(tmp_path, slow.base_url, FIRST_CALL_PROBE, port, "run", "Why is the sky blue?",
+                                        env={"TTY_COMPATIBLE": "1"})  # fmt: skip
+    assert report["code"] in (0, None), proc.stderr
+    assert report["at_first_call"] == [[]], report
+    assert report["first_thread"] == dict.fromkeys([*LATER, "slot pattern"], "worker"), report
+    for shown in ("members answer (0/5)", "reviewers rank the anonymised answers", "synthesis: 1/1"):
+        assert shown in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("args", [["bias-report", "--json"], ["sessions", "list"], ["--help"]])
@@ -397,3 +432,49 @@ def test_a_profiled_command_still_writes_its_profile(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert out.stat().st_size > 0
+
+
+def _install_noting_plugin(where: Path) -> Path:
+    """A pydantic plugin, installed (on PYTHONPATH) as a distribution would install one: it notes
+    the name of each model that pydantic builds a validator for, in the file it returns."""
+    noted = where / "noted.txt"
+    (where / "noting_plugin.py").write_text(
+        "class Plugin:\n"
+        "    def new_schema_validator(self, schema, schema_type, path, kind, config, settings):\n"
+        f"        with open({str(noted)!r}, 'a') as f:\n"
+        "            f.write(path.name + '\\n')\n"
+        "        return None, None, None\n"
+        "plugin = Plugin()\n"
+    )
+    dist = where / "noting_plugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: noting-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[pydantic]\nnoting = noting_plugin:plugin\n")
+    return noted
+
+
+@pytest.mark.parametrize("setting", [None, "", "other"])
+def test_the_command_loads_no_pydantic_plugin_unless_asked_and_the_library_does(home, tmp_path, setting):
+    # Finding pydantic's plugins reads every installed distribution's entry points (10-20 ms of
+    # each command's start): the command runs without them, unless PYDANTIC_DISABLE_PLUGINS is set
+    # (empty: load them all). Used from Python, council leaves pydantic's plugins as they are.
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    noted = _install_noting_plugin(plugins)
+    env = {**os.environ, "COUNCIL_HOME": str(home), "PYTHONPATH": os.pathsep.join([str(ROOT), str(plugins)])}
+    env.pop("COUNCIL_CONFIG", None)
+    env.pop("PYDANTIC_DISABLE_PLUGINS", None)
+    if setting is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = setting
+    command = [sys.executable, "-m", "council", "run", "Why is the sky blue?", "--json"]
+    proc = subprocess.run(command, env=env, cwd=home, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    seen = set(noted.read_text().split()) if noted.exists() else set()
+    assert ("ConfigFile" in seen) is (setting is not None), seen
+    noted.unlink(missing_ok=True)
+    library = "from council.config import load_config\nload_config('council.toml')\n"
+    env.pop("PYDANTIC_DISABLE_PLUGINS", None)
+    proc = subprocess.run([sys.executable, "-c", library], env=env, cwd=home, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "ConfigFile" in noted.read_text().split()
