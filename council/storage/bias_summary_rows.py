@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any
 
+from council.storage.bias_rows import COLUMNS
 from council.storage.bias_summaries import (
     ADD_POSITION_SUMS,
-    LENGTHS,
     MASK_BITS,
     PACK,
     REVIEW_COLUMNS,
@@ -35,12 +35,17 @@ from council.storage.bias_summaries import (
     SESSION_TABLE,
 )
 
-#: The columns the summaries read of a record, in the order :func:`canonical` gives them.
-FIELDS = ("session_id", "reviewer_id", "model_id", "position", "score_value", "timestamp", "council",
-          "scale_min", "scale_max", "self_review", *LENGTHS.values())  # fmt: skip
+#: A record's columns as the summaries read them: the table's, without the id.
+FIELDS = COLUMNS[1:]
 _TEXT, _WHOLE = {str, type(None)}, {int, bool, type(None)}
-# The Python types a field's values must all have to be summed as SQLite stores them.
-_TYPES = [{str}, {str}, {str}, {int, bool}, {int, float, bool}, _TEXT, _TEXT, *([_WHOLE] * (len(FIELDS) - 7))]
+# The Python types every value of a column must have to be summed as SQLite stores it (the
+# columns the summaries do not read are not checked).
+_TYPES = {
+    "session_id": {str}, "reviewer_id": {str}, "model_id": {str}, "position": {int, bool},
+    "score_value": {int, float, bool}, "timestamp": _TEXT, "council": _TEXT, "scale_min": _WHOLE,
+    "scale_max": _WHOLE, "self_review": _WHOLE, "response_length_words": _WHOLE, "response_length_chars": _WHOLE,
+}  # fmt: skip
+_CHECKS = [(FIELDS.index(name), types) for name, types in _TYPES.items()]
 
 
 def _round(x: float) -> float:
@@ -48,14 +53,16 @@ def _round(x: float) -> float:
     return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
 
 
-def canonical(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]] | None:
-    """``rows`` (tuples of ``columns``) as tuples of :data:`FIELDS`, or None when a value is not
-    of the type SQLite stores it as (a score given as the text "7" is stored as 7.0)."""
-    records = list(map(itemgetter(*(columns.index(name) for name in FIELDS)), rows))
-    columns_of = zip(*records, strict=True)
-    if records and not all(set(map(type, values)) <= types for values, types in zip(columns_of, _TYPES, strict=True)):
-        return None
-    return records
+def canonical(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Sequence[Sequence[Any]] | None:
+    """``rows`` (tuples of ``columns``) as tuples of :data:`FIELDS` (the rows themselves when
+    they are already), or None when a value is not of the type SQLite stores it as (a score
+    given as the text "7" is stored as 7.0)."""
+    if tuple(columns) != FIELDS:
+        rows = list(map(itemgetter(*(columns.index(name) for name in FIELDS)), rows))
+    for at, types in _CHECKS:
+        if not set(map(type, map(itemgetter(at), rows))) <= types:
+            return None
+    return rows
 
 
 def summary_rows(records: Sequence[Sequence[Any]]) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
@@ -66,7 +73,7 @@ def summary_rows(records: Sequence[Sequence[Any]]) -> tuple[list[Any], list[Any]
     answers: dict[tuple[str, str], list[Any]] = {}
     positions: dict[tuple[Any, ...], list[Any]] = {}
     bits = [1 << p for p in range(MASK_BITS)]
-    for session, reviewer, model, position, score, ts, council, lo, hi, own, words, chars in records:
+    for _, session, reviewer, model, position, chars, score, _, ts, lo, hi, own, council, words in records:
         s = float(score)  # score_value is a REAL column
         ss = s * s
         a, b = s * PACK + position, position - s * PACK
@@ -222,7 +229,7 @@ def write_summaries(conn: Any, columns: Sequence[str], rows: Sequence[Sequence[A
     collecting = gc.isenabled()
     gc.disable()  # the tuples made here hold no cycles: collections would only scan them
     try:
-        sessions = sorted({record[0] for record in records})
+        sessions = sorted({record[1] for record in records})  # FIELDS[1]: session_id
         stored = conn.execute(
             f"SELECT session_id, reviews_from, reviews_to, selves_from, selves_to FROM {SESSION_TABLE} "
             "WHERE session_id IN (SELECT value FROM json_each(?))",
@@ -236,7 +243,7 @@ def write_summaries(conn: Any, columns: Sequence[str], rows: Sequence[Sequence[A
                 runs = [(row[at], row[at + 1]) for row in stored if row[at] is not None]
                 conn.executemany(f"DELETE FROM {table} WHERE id BETWEEN ? AND ?", runs)
             known = set(again)
-            records = [r for r in records if r[0] not in known] + conn.execute(
+            records = [r for r in records if r[1] not in known] + conn.execute(
                 f"SELECT {', '.join(FIELDS)} FROM bias_records WHERE session_id IN (SELECT value FROM json_each(?))",
                 [json.dumps(again)],
             ).fetchall()
