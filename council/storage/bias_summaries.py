@@ -181,18 +181,23 @@ def _session_columns() -> str:
     return ", ".join(parts)
 
 
-def fold_statements(source: str, *, replace: bool) -> list[str]:
+def fold_statements(source: str, *, replace: bool, postgres: bool) -> list[str]:
     """The summaries of every session in ``source`` (``bias_records``, or a write's staging
     table) computed from ``source``'s rows, each session's review and self rows inserted in
     one run of ids. ``replace``: the sessions named in the temporary table ``TOUCHED`` lose
     their rows first (``source`` must then hold every record of them); otherwise none of them
-    has rows yet."""
+    has rows yet.
+
+    The per-answer sums pass through a temporary table made once per connection and emptied
+    after, never dropped: psycopg forgets every prepared statement of the connection when a
+    DROP goes by, which broke a pipeline's prepared insert of the next session's rows."""
     agg = review_aggregates("score_value")
     code = review_code("k", "k", "top", "a", "b", bad=mask_check("k", "mask"))
     statements = []
     if replace:
         touched = f"session_id IN (SELECT session_id FROM {TOUCHED})"
         statements += [f"DELETE FROM {table} WHERE {touched}" for table in (SESSION_TABLE, REVIEW_TABLE, SELF_TABLE)]
+    answers = f"SELECT {_answer_columns()} FROM {{rows}} GROUP BY session_id, model_id"
     statements += [
         f"""INSERT INTO {REVIEW_TABLE} ({", ".join(REVIEW_COLUMNS[1:])})
             SELECT session_id, reviewer_id, ts_min, council_min, k, {code}, total, total_sq
@@ -200,7 +205,8 @@ def fold_statements(source: str, *, replace: bool) -> list[str]:
                          {", ".join(f"{sql} AS {name}" for name, sql in agg.items())}
                   FROM {source} GROUP BY session_id, reviewer_id) r
             ORDER BY session_id, reviewer_id""",
-        f"CREATE TEMP TABLE {_ANSWERS} AS SELECT {_answer_columns()} FROM {source} GROUP BY session_id, model_id",
+        f"CREATE TEMP TABLE IF NOT EXISTS {_ANSWERS} AS {answers.format(rows='bias_records WHERE FALSE')}",
+        f"INSERT INTO {_ANSWERS} {answers.format(rows=source)}",
         f"INSERT INTO {SESSION_TABLE} ({', '.join(SESSION_COLUMNS[:-4])}) "
         f"SELECT {_session_columns()} FROM {_ANSWERS} GROUP BY session_id",
         # d = own score − mean of the other reviewers' scores (the report's pass over the rows
@@ -208,9 +214,13 @@ def fold_statements(source: str, *, replace: bool) -> list[str]:
         f"""INSERT INTO {SELF_TABLE} ({", ".join(SELF_COLUMNS[1:])})
             SELECT model_id, session_id, ts_min, council_min, self_total, (total - self_total) / (n - self_n)
             FROM {_ANSWERS} WHERE self_n = 1 AND n > 1 ORDER BY session_id, model_id""",
-        f"DROP TABLE {_ANSWERS}",
+        _empty(_ANSWERS, postgres=postgres),
     ]
     return statements
+
+
+def _empty(table: str, *, postgres: bool) -> str:
+    return f"TRUNCATE {table}" if postgres else f"DELETE FROM {table}"
 
 
 def fold_staged(conn: Any, staged: str) -> None:
@@ -224,7 +234,8 @@ def fold_staged(conn: Any, staged: str) -> None:
     the rows it added. When none of the sessions was summarized yet (the usual case: a
     session's records are written at once) they are computed from the staged rows alone;
     otherwise from all of their records."""
-    conn.execute(f"CREATE TEMP TABLE {TOUCHED} AS SELECT DISTINCT session_id FROM {staged}")
+    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {TOUCHED} (session_id TEXT PRIMARY KEY)")
+    conn.execute(f"INSERT INTO {TOUCHED} SELECT DISTINCT session_id FROM {staged}")
     conn.execute(_TAKE_SESSIONS)
     found = conn.execute(
         f"SELECT EXISTS (SELECT 1 FROM {SESSION_TABLE} "
@@ -233,12 +244,12 @@ def fold_staged(conn: Any, staged: str) -> None:
     stored = found[0] if isinstance(found, tuple) else next(iter(found.values()))  # psycopg rows may be dicts
     if stored:
         statements = fold_statements(
-            f"bias_records WHERE session_id IN (SELECT session_id FROM {TOUCHED})", replace=True
+            f"bias_records WHERE session_id IN (SELECT session_id FROM {TOUCHED})", replace=True, postgres=True
         )
     else:
         placeholders = f"DELETE FROM {SESSION_TABLE} WHERE session_id IN (SELECT session_id FROM {TOUCHED})"
-        statements = [placeholders, *fold_statements(staged, replace=False)]
-    for statement in [*statements, add_positions(staged), f"DROP TABLE {TOUCHED}"]:
+        statements = [placeholders, *fold_statements(staged, replace=False, postgres=True)]
+    for statement in [*statements, add_positions(staged), _empty(TOUCHED, postgres=True)]:
         conn.execute(statement)
 
 
@@ -285,7 +296,7 @@ def rebuild_statements(*, postgres: bool) -> list[str]:
     copy); on SQLite each session row names its run of review and self rows."""
     statements = [
         *(f"DELETE FROM {table}" for table in ALL_TABLES),
-        *fold_statements("bias_records", replace=False),
+        *fold_statements("bias_records", replace=False, postgres=postgres),
         add_positions("bias_records"),
     ]
     if not postgres:

@@ -245,6 +245,55 @@ def test_a_session_saved_whole_and_a_store_copy_keep_the_summaries(tmp_path, mon
     target.close()
 
 
+def test_many_sessions_saved_one_after_another_on_one_connection(store_backend, monkeypatch):
+    # A server saves session after session on one connection: whatever the summaries' upkeep
+    # runs in each write must leave the next write's statements working (psycopg prepares a
+    # statement run five times, and forgets every prepared one when it sees a DROP).
+    for i in range(12):
+        session = f"s{i}"
+        store_backend.begin_session(session, council="default", question="q")
+        saved = [record(session, f"r{j}", m, (i + j + p) % 4, 1 + (i + p) % 9, council="default").model_dump(mode="json")
+                 for j in range(2) for p, m in enumerate(MODELS)]  # fmt: skip
+        store_backend._finish_session(
+            session, status="ok", result=None, bias_records=saved,
+            answers=[{"session_id": session, "member": m, "model": m, "text": "t", "status": "ok"} for m in MODELS],
+        )  # fmt: skip
+    assert sums_module._summaries_complete(store_backend.db) and store_backend.count("bias_records") == 96
+    summed = store_backend.bias_sums(BiasQuery())
+    assert summed.orderings == 24 and len(summed.sessions) == 12
+    close(summed, from_rows(store_backend, BiasQuery(), monkeypatch))
+
+
+def test_a_council_saves_session_after_session_on_postgresql(postgres_url, monkeypatch):
+    # The whole save path (calls, events, answers, reviews, bias records) on one connection for
+    # a dozen sessions: psycopg prepares a statement run five times and forgets every prepared
+    # statement when a DROP goes by, so nothing in the summaries' upkeep may DROP.
+    import asyncio
+
+    from council import Council
+    from council.storage import open_location
+    from council.storage.location import parse
+
+    members = ["fake/alpha", "fake/beta", "fake/gamma"]
+    store = open_location(parse(postgres_url))
+    council = Council.from_config({"councils": {"default": {"members": members, "chairman": members[0]}}}, store=store)
+
+    async def sessions() -> list[str]:
+        try:
+            return [(await council.run(f"Question {i}?", seed=i)).status for i in range(12)]
+        finally:
+            await council.aclose()
+
+    try:
+        assert asyncio.run(sessions()) == ["complete"] * 12
+        assert sums_module._summaries_complete(store.db)
+        summed = store.bias_sums(BiasQuery())
+        assert len(summed.sessions) == 12 and summed.orderings == 36
+        close(summed, from_rows(store, BiasQuery(), monkeypatch))
+    finally:
+        store.close()
+
+
 def test_both_backends_keep_the_summaries_of_records_written_in_parts(store_backend, monkeypatch):
     # One review's records in two calls (COPY through the staging table on PostgreSQL), then a
     # session's records by its final write: the summaries add up to what the rows give.
