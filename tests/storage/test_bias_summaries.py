@@ -246,14 +246,13 @@ def test_a_session_saved_whole_and_a_store_copy_keep_the_summaries(tmp_path, mon
 
 
 def test_many_sessions_saved_one_after_another_on_one_connection(store_backend, monkeypatch):
-    # A server saves session after session on one connection: whatever the summaries' upkeep
-    # runs in each write must leave the next write's statements working (psycopg prepares a
-    # statement run five times, and forgets every prepared one when it sees a DROP).
+    # Session after session saved on one store, as a server does: each write's summaries add up
+    # to what the rows give (the whole save path on PostgreSQL: the test below).
     for i in range(12):
         session = f"s{i}"
         store_backend.begin_session(session, council="default", question="q")
-        saved = [record(session, f"r{j}", m, (i + j + p) % 4, 1 + (i + p) % 9, council="default").model_dump(mode="json")
-                 for j in range(2) for p, m in enumerate(MODELS)]  # fmt: skip
+        saved = [record(session, f"r{j}", m, (i + j + p) % 4, 1 + (i + p) % 9, council="default")
+                 .model_dump(mode="json") for j in range(2) for p, m in enumerate(MODELS)]  # fmt: skip
         store_backend._finish_session(
             session, status="ok", result=None, bias_records=saved,
             answers=[{"session_id": session, "member": m, "model": m, "text": "t", "status": "ok"} for m in MODELS],
