@@ -53,9 +53,6 @@ POSITION_TABLE = "bias_position_sums"
 ALL_TABLES = (SESSION_TABLE, REVIEW_TABLE, SELF_TABLE, POSITION_TABLE)
 #: The position sums' key: a council's absence is a flag (a key column cannot be NULL).
 POSITION_KEY = ("position", "reviewer_id", "has_council", "council_key")
-#: The sessions a write touched (a temporary table, dropped by the write).
-TOUCHED = "bias_touched_sessions"
-_ANSWERS = "bias_touched_answers"
 
 #: Length units of the correlation's sums: column prefix → the records' column.
 LENGTHS = {"words": "response_length_words", "chars": "response_length_chars"}
@@ -181,23 +178,26 @@ def _session_columns() -> str:
     return ", ".join(parts)
 
 
-def fold_statements(source: str, *, replace: bool, postgres: bool) -> list[str]:
+def fold_statements(source: str, *, replace: str | None = None) -> list[str]:
     """The summaries of every session in ``source`` (``bias_records``, or a write's staging
     table) computed from ``source``'s rows, each session's review and self rows inserted in
-    one run of ids. ``replace``: the sessions named in the temporary table ``TOUCHED`` lose
-    their rows first (``source`` must then hold every record of them); otherwise none of them
-    has rows yet.
+    one run of ids. ``replace``: SQL selecting the ``session_id`` of sessions whose rows go
+    first (``source`` must then hold every record of them); otherwise none of them has rows
+    yet but a placeholder session row (council.storage.bias_summaries.fold_staged), which the
+    session's row replaces.
 
-    The per-answer sums pass through a temporary table made once per connection and emptied
-    after, never dropped: psycopg forgets every prepared statement of the connection when a
-    DROP goes by, which broke a pipeline's prepared insert of the next session's rows."""
+    The per-answer sums are a common table expression of each statement that reads them, not
+    a temporary table: no statement here creates or drops anything (psycopg forgets every
+    prepared statement of a connection when it sees a DROP)."""
     agg = review_aggregates("score_value")
     code = review_code("k", "k", "top", "a", "b", bad=mask_check("k", "mask"))
     statements = []
-    if replace:
-        touched = f"session_id IN (SELECT session_id FROM {TOUCHED})"
+    if replace is not None:
+        touched = f"session_id IN ({replace})"
         statements += [f"DELETE FROM {table} WHERE {touched}" for table in (SESSION_TABLE, REVIEW_TABLE, SELF_TABLE)]
-    answers = f"SELECT {_answer_columns()} FROM {{rows}} GROUP BY session_id, model_id"
+    answers = f"WITH a AS (SELECT {_answer_columns()} FROM {source} GROUP BY session_id, model_id)"
+    session_columns = SESSION_COLUMNS[:-4]
+    replaced = ", ".join(f"{c} = excluded.{c}" for c in session_columns[1:])
     statements += [
         f"""INSERT INTO {REVIEW_TABLE} ({", ".join(REVIEW_COLUMNS[1:])})
             SELECT session_id, reviewer_id, ts_min, council_min, k, {code}, total, total_sq
@@ -205,22 +205,17 @@ def fold_statements(source: str, *, replace: bool, postgres: bool) -> list[str]:
                          {", ".join(f"{sql} AS {name}" for name, sql in agg.items())}
                   FROM {source} GROUP BY session_id, reviewer_id) r
             ORDER BY session_id, reviewer_id""",
-        f"CREATE TEMP TABLE IF NOT EXISTS {_ANSWERS} AS {answers.format(rows='bias_records WHERE FALSE')}",
-        f"INSERT INTO {_ANSWERS} {answers.format(rows=source)}",
-        f"INSERT INTO {SESSION_TABLE} ({', '.join(SESSION_COLUMNS[:-4])}) "
-        f"SELECT {_session_columns()} FROM {_ANSWERS} GROUP BY session_id",
+        # WHERE TRUE: an upsert's SELECT needs a WHERE for SQLite to parse it.
+        f"{answers} INSERT INTO {SESSION_TABLE} ({', '.join(session_columns)}) "
+        f"SELECT {_session_columns()} FROM a WHERE TRUE GROUP BY session_id "
+        f"ON CONFLICT (session_id) DO UPDATE SET {replaced}",
         # d = own score − mean of the other reviewers' scores (the report's pass over the rows
         # computes the same, bias_sums._Answers).
-        f"""INSERT INTO {SELF_TABLE} ({", ".join(SELF_COLUMNS[1:])})
+        f"""{answers} INSERT INTO {SELF_TABLE} ({", ".join(SELF_COLUMNS[1:])})
             SELECT model_id, session_id, ts_min, council_min, self_total, (total - self_total) / (n - self_n)
-            FROM {_ANSWERS} WHERE self_n = 1 AND n > 1 ORDER BY session_id, model_id""",
-        _empty(_ANSWERS, postgres=postgres),
+            FROM a WHERE self_n = 1 AND n > 1 ORDER BY session_id, model_id""",
     ]
     return statements
-
-
-def _empty(table: str, *, postgres: bool) -> str:
-    return f"TRUNCATE {table}" if postgres else f"DELETE FROM {table}"
 
 
 def fold_staged(conn: Any, staged: str) -> None:
@@ -234,38 +229,27 @@ def fold_staged(conn: Any, staged: str) -> None:
     the rows it added. When none of the sessions was summarized yet (the usual case: a
     session's records are written at once) they are computed from the staged rows alone;
     otherwise from all of their records."""
-    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {TOUCHED} (session_id TEXT PRIMARY KEY)")
-    conn.execute(f"INSERT INTO {TOUCHED} SELECT DISTINCT session_id FROM {staged}")
-    conn.execute(_TAKE_SESSIONS)
-    found = conn.execute(
-        f"SELECT EXISTS (SELECT 1 FROM {SESSION_TABLE} "
-        f"WHERE session_id IN (SELECT session_id FROM {TOUCHED}) AND records >= 0)"
-    ).fetchone()
-    stored = found[0] if isinstance(found, tuple) else next(iter(found.values()))  # psycopg rows may be dicts
+    taken = conn.execute(_take_sessions(staged)).fetchall()
+    stored = any((row[0] if isinstance(row, tuple) else row["records"]) >= 0 for row in taken)
     if stored:
-        statements = fold_statements(
-            f"bias_records WHERE session_id IN (SELECT session_id FROM {TOUCHED})", replace=True, postgres=True
-        )
+        sessions = f"SELECT session_id FROM {staged}"
+        statements = fold_statements(f"bias_records WHERE session_id IN ({sessions})", replace=sessions)
     else:
-        placeholders = f"DELETE FROM {SESSION_TABLE} WHERE session_id IN (SELECT session_id FROM {TOUCHED})"
-        statements = [placeholders, *fold_statements(staged, replace=False, postgres=True)]
-    for statement in [*statements, add_positions(staged), _empty(TOUCHED, postgres=True)]:
+        statements = fold_statements(staged)
+    for statement in [*statements, add_positions(staged)]:
         conn.execute(statement)
 
 
-def _take_sessions() -> str:
-    """PostgreSQL: lock the touched sessions' summary rows, a placeholder (records = -1, seen
-    by no other transaction) for a session not summarized yet."""
+def _take_sessions(staged: str) -> str:
+    """PostgreSQL: lock the summary rows of ``staged``'s sessions, with a placeholder (records =
+    -1, seen by no other transaction) for a session not summarized yet; returns their records."""
     zero = [c for c in SESSION_COLUMNS[2:-4] if c.endswith(("_nulls", "_uniform", "answers")) or c.startswith(
         tuple(f"{unit}_" for unit in LENGTHS))]  # fmt: skip
     return (
         f"INSERT INTO {SESSION_TABLE} (session_id, records, {', '.join(zero)}) "
-        f"SELECT session_id, -1, {', '.join('0' for _ in zero)} FROM {TOUCHED} ORDER BY session_id "
-        f"ON CONFLICT (session_id) DO UPDATE SET records = {SESSION_TABLE}.records"
+        f"SELECT DISTINCT session_id, -1, {', '.join('0' for _ in zero)} FROM {staged} ORDER BY session_id "
+        f"ON CONFLICT (session_id) DO UPDATE SET records = {SESSION_TABLE}.records RETURNING records"
     )
-
-
-_TAKE_SESSIONS = _take_sessions()
 
 
 def _position_upsert(rows: str) -> str:
@@ -296,7 +280,7 @@ def rebuild_statements(*, postgres: bool) -> list[str]:
     copy); on SQLite each session row names its run of review and self rows."""
     statements = [
         *(f"DELETE FROM {table}" for table in ALL_TABLES),
-        *fold_statements("bias_records", replace=False, postgres=postgres),
+        *fold_statements("bias_records"),
         add_positions("bias_records"),
     ]
     if not postgres:
