@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from council.cli.common import cache_options, max_cost_option, output_option, quiet
+from council.cli.common import cache_options, lease_seconds_option, max_cost_option, output_option, quiet
 from council.cli.judge import STRATEGIES, adaptive_option, batch_judge_option, config_option, votes_option
 from council.errors import CouncilFailure, UsageError
 from council.inputs import MAX_BATCH_BYTES, read_text_file
@@ -119,6 +119,7 @@ def batch() -> None:
     help="Continue this batch: keep finished items, judge the rest and any item edited since (matched by id).",
 )
 @click.option("--batch-id", help="Name the batch (default: a hash of the file and the settings).")
+@lease_seconds_option
 @output_option(
     "Results JSONL, one line per item in file order (default: FILE with .results.jsonl).", allow_dash=False
 )
@@ -159,6 +160,7 @@ def judge_file(
     concurrency: int,
     resume: bool,
     batch_id: str | None,
+    lease_seconds: float,
     output: str | None,
     judge_refs: tuple[str, ...],
     strategy: str,
@@ -238,6 +240,7 @@ def judge_file(
                 content_sha256=batching.content_digest(content),
                 rubrics=rubrics,
                 concurrency=concurrency,
+                lease_seconds=lease_seconds,
                 resume=resume,
                 output=output_path,
                 keep_text=privacy.store_transcripts,

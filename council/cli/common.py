@@ -112,6 +112,20 @@ def max_cost_option(help: str = MAX_COST_HELP) -> Any:
     return click.option("--max-cost", "max_cost", metavar="USD", help=help)
 
 
+def lease_seconds_option(command: Any) -> Any:
+    """``--lease-seconds``: how long a batch item stays held by a worker that stopped renewing
+    its claim (council.storage.queue); ``council batch`` and ``council worker`` share it."""
+    return click.option(
+        "--lease-seconds",
+        type=click.FloatRange(1, 3600),
+        default=60.0,
+        show_default=True,
+        help="How long an item claimed by a process that stopped answering (killed, or cut off from the store) "
+        "stays held before another takes it, e.g. a --resume of the same batch (a live process renews its claims "
+        "every third of this).",
+    )(command)
+
+
 def spend_cap(max_cost: str | None, loaded: Any) -> float | None:
     """The cap in force: ``--max-cost``, else the config's ``[budget] max_cost_usd``, else none."""
     from council.budget import check_cap

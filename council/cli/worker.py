@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from council.cli.common import max_cost_option
+from council.cli.common import lease_seconds_option, max_cost_option
 from council.cli.judge import config_option
 
 
@@ -13,14 +13,7 @@ from council.cli.judge import config_option
 @config_option
 @click.option("--concurrency", type=click.IntRange(1, 1000), default=8, show_default=True, help="Items in flight.")
 @click.option("--follow", is_flag=True, help="Keep waiting for new items when the queue is empty (stop with Ctrl-C).")
-@click.option(
-    "--lease-seconds",
-    type=click.FloatRange(1, 3600),
-    default=60.0,
-    show_default=True,
-    help="How long an item claimed by a worker that stopped answering stays held before another worker takes it "
-    "(a live worker renews its claims every third of this).",
-)
+@lease_seconds_option
 @max_cost_option(
     "Replace the batch's stored spend cap (needs --batch-id); every worker of the batch honours the stored cap."
 )

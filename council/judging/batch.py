@@ -345,6 +345,7 @@ async def run_batch(
     content_sha256: str,
     rubrics: Mapping[str, Rubric] | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
+    lease_seconds: float | None = None,
     resume: bool = False,
     output: Path | None = None,
     store: Store | bool = True,
@@ -363,6 +364,8 @@ async def run_batch(
     ``keep_text`` as in :func:`council.judging.engine.compare` (the results file is written
     from the database, so it then holds no judge reasoning either); ``hash_prompts`` as in
     :func:`council.judging.worker.run_worker`.
+    ``lease_seconds``: how long an item this process claimed stays held if it stops renewing
+    the claim (killed): a ``resume`` waits that long for such items (default: the worker's).
     ``on_start(plan)`` and ``on_item(item, ok)`` report progress. Without ``resume`` a batch
     id that already has recorded items is refused. With ``resume``, items are matched with
     the recorded ones by id and content: changed items are judged again, unchanged ones keep
@@ -392,7 +395,7 @@ async def run_batch(
         return await _run_batch(
             items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
             opened, keep_text, on_start, on_item, source_path or source, max_cost, provider_batch,
-            on_provider_progress, hash_prompts,
+            on_provider_progress, hash_prompts, lease_seconds,
         )  # fmt: skip
 
 
@@ -416,6 +419,7 @@ async def _run_batch(
     provider_batch: bool,
     on_provider_progress: Callable[[str, str, int, int, int], None] | None,
     hash_prompts: bool | None,
+    lease_seconds: float | None,
 ) -> BatchSummary:
     # The batch goes through the queue (council.judging.worker) like a distributed one: this
     # process is one worker of it, and any others started on it (``council worker``, or the
@@ -454,6 +458,7 @@ async def _run_batch(
         store, judges_for=lambda _id, _spec: list(judges), batch_id=batch_id, concurrency=concurrency,
         keep_text=keep_text, on_item=on_item, keep_judges=judges, hash_prompts=hash_prompts,
         stop=None if budget is None else lambda: budget.reached is not None,
+        lease_seconds=worker.DEFAULT_LEASE_SECONDS if lease_seconds is None else lease_seconds,
     )  # fmt: skip
     wall = time.perf_counter() - t0
 

@@ -252,7 +252,8 @@ async def run_worker(
             told.append(True)
             log.warning(
                 f"waiting for {held} item(s) held by another worker: they are recorded when it finishes them, "
-                f"or return to the queue within {lease_seconds:g} s if it has stopped"
+                "or return to the queue once their claims' lease passes if it has stopped (the --lease-seconds "
+                f"of the process holding them, by default {DEFAULT_LEASE_SECONDS:g} s after its last renewal)"
             )
         return held > 0
 

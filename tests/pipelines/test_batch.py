@@ -29,6 +29,7 @@ from council.judging.batch import (
 from council.storage import SQLiteStore
 
 ITEMS = 300
+NOW = "((julianday('now') - 2440587.5) * 86400.0)"  # the SQLite store's clock (council.storage.ownership)
 
 
 def council_cli(*args: str, home: Path) -> CliResult:
@@ -39,8 +40,10 @@ def council_cli(*args: str, home: Path) -> CliResult:
 def start_batch(*args: str, home: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "COUNCIL_HOME": str(home)}
     return subprocess.Popen(
-        [sys.executable, "-m", "council", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-    )
+        [sys.executable, "-m", "council", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        # A background test runner may ignore SIGINT; the child must see it as a terminal would.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
 
 
 def db_rows(home: Path, sql: str) -> list[tuple]:
@@ -180,7 +183,9 @@ def test_resume_after_kill_9_records_every_item_exactly_once(
 ):
     output = tmp_path / "results.jsonl"
     args = ["batch", str(batch_file), "--config", str(judge_config), "--output", str(output)]
-    proc = start_batch(*args, "--concurrency", "4", home=council_home)
+    # A 2 s claim lease: the resume below takes the items the killed process held 2 s after its
+    # last renewal instead of the default 60 (the queue's leases: tests/pipelines/test_pipeline_batch_workers.py).
+    proc = start_batch(*args, "--concurrency", "4", "--lease-seconds", "2", home=council_home)
     deadline = time.monotonic() + 60
     recorded = 0
     while time.monotonic() < deadline and proc.poll() is None:
@@ -197,6 +202,8 @@ def test_resume_after_kill_9_records_every_item_exactly_once(
     before = db_rows(council_home, "select count(*) from batch_items")[0][0]
     assert 30 <= before < ITEMS
     assert not output.exists()
+    held = db_rows(council_home, f"select max(lease_until) - {NOW} from batch_queue where state = 'running'")[0][0]
+    assert held is not None and held <= 2.0  # what the killed process held, under its --lease-seconds
     # nothing half-written: every recorded item has its run, both passes and both calls; no orphans
     assert db_rows(council_home, "select count(*) from judgment_runs")[0][0] == before
     assert db_rows(council_home, "select count(*) from judgments")[0][0] == 2 * before
@@ -221,6 +228,30 @@ def test_resume_after_kill_9_records_every_item_exactly_once(
     assert [json.loads(line)["id"] for line in lines] == ids
     _, _, reference = uninterrupted
     assert output.read_text() == reference.read_text()  # same results as a run that was never interrupted
+
+
+def test_ctrl_c_returns_the_items_in_flight_to_the_queue_at_once(tmp_path, council_home, batch_file, judge_config):
+    """A Ctrl-C is not a crash: the claims are released on the way out, so a resume takes those
+    items at once instead of waiting for their lease (60 s by default)."""
+    args = ["batch", str(batch_file), "--config", str(judge_config), "--output", str(tmp_path / "out.jsonl")]
+    proc = start_batch(*args, "--concurrency", "8", home=council_home)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if db_rows(council_home, "select count(*) from batch_items")[0][0] >= 10:
+                break
+        except sqlite3.OperationalError:  # the database or its tables do not exist yet
+            pass
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "interrupted"
+    recorded = db_rows(council_home, "select count(*) from batch_items")[0][0]
+    assert 10 <= recorded < ITEMS
+    states = dict(db_rows(council_home, "select state, count(*) from batch_queue group by state"))
+    assert "running" not in states, states  # released, not left to their lease
+    assert states == {"done": recorded, "queued": ITEMS - recorded}
 
 
 def test_a_bad_line_is_rejected_with_its_number_and_nothing_is_written(tmp_path, council_home, judge_config):

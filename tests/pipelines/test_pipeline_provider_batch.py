@@ -152,8 +152,10 @@ def test_a_process_killed_between_submit_and_collect_is_resumed_by_collecting(tm
         config, items = config_for(tmp_path, server), pairs(tmp_path, 5)
         args = ["batch", str(items), "--judge", "j", "--config", str(config), "--provider-batch", "--batch-id", "k"]
         env = {**os.environ, "COUNCIL_HOME": str(council_home), "MOCK_KEY": "unused"}
-        proc = subprocess.Popen([sys.executable, "-m", "council", *args], env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        # A 2 s claim lease: the resume takes the killed process's items 2 s after its last renewal.
+        command = [sys.executable, "-m", "council", *args, "--lease-seconds", "2"]
+        proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)  # fmt: skip
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if submitted(council_home) == 1:
