@@ -99,7 +99,9 @@ async def _events(store: Any, session_id: str, after: int) -> AsyncIterator[byte
             quiet = 0.0
             continue
         polls += 1
-        if polls % STATUS_EVERY == 0:
+        # Caught up: has the session ended (a reconnect after its last event, a session the CLI
+        # ran)? Asked at once, then every STATUS_EVERY polls while it runs.
+        if polls % STATUS_EVERY == 1:
             row = store.get_session(session_id)
             if row["status"] != "running" and not store.events_after(session_id, cursor, 1):
                 yield _finished_from_row(row)  # run without events (the CLI), or ended unrecorded

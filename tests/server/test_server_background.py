@@ -122,3 +122,23 @@ def test_a_session_below_quorum_is_served_with_the_answers_that_came():
     assert stored["status"] == "failed" and "quorum" in stored["error"]  # the web app shows both
     kept = next(a for a in stored["answers"] if a["member"] == "fake/gamma")
     assert kept["status"] == "ok" and kept["text"]
+
+
+async def test_a_stream_that_has_caught_up_with_an_ended_session_ends_without_waiting(monkeypatch):
+    """A reconnect after a session's last event (an EventSource does that) and a session the CLI
+    ran (no events) end at the first look, not after a round of polls."""
+    from council.server import live as streams
+
+    store = memory_store()
+    council = Council.from_config(CONFIG, store=store)
+    result = await council.run("Why is the sky blue?", seed=3)  # the library's run: no events stored
+    await council.aclose()
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr(streams.asyncio, "sleep", sleep)
+    chunks = [chunk async for chunk in streams._events(store, result.session_id, 0)]
+    assert slept == [] and chunks[-1].startswith(b"event: session_finished\n")
+    assert b'"status": "complete"' in chunks[-1]
