@@ -38,6 +38,10 @@ log = get_logger("council.judging")
 
 #: A claim outlives the worker's last heartbeat by this long; heartbeats come every third of it.
 DEFAULT_LEASE_SECONDS = 60.0
+_STORE_DOWN = (
+    "the store stopped answering mid-batch ({}); "
+    "the items this worker held return to the queue when their lease passes: run a worker again"
+)
 #: How often an idle worker looks for new items (``--follow``, or others' items still running).
 POLL_SECONDS = 1.0
 #: Threads a worker calls a pooled store from (council.storage.postgres keeps up to 8 connections).
@@ -206,6 +210,9 @@ async def run_worker(
     store_down = False
 
     def store_op(op: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        nonlocal store_down
+        if store_down:  # the calls queued behind the one that found it fail at once, not after a wait each
+            raise CouncilFailure(_STORE_DOWN.format("it failed a moment ago"))
         try:
             return op(*args, **kwargs)
         except (ItemAlreadyRecorded, UsageError):
@@ -215,12 +222,8 @@ async def run_worker(
             # may say so itself); anything else that is not the driver's is a bug.
             if not isinstance(exc, CouncilFailure) and not _store_failed(exc):
                 raise
-            nonlocal store_down
             store_down = True
-            raise CouncilFailure(
-                f"the store stopped answering mid-batch ({' '.join(redact(str(exc)).split())[:300]}); "
-                "the items this worker held return to the queue when their lease passes: run a worker again"
-            ) from None
+            raise CouncilFailure(_STORE_DOWN.format(" ".join(redact(str(exc)).split())[:300])) from None
 
     # A store whose operations may run on several threads at once (a connection pool) is called
     # off the event loop: its round trips then overlap each other and the judges' calls instead

@@ -42,6 +42,8 @@ from council.storage.sqlite_store import SQLiteStore
 log = get_logger("council.storage")
 
 CONNECT_TIMEOUT_S = 10
+#: How long a call waits for a connection while the server is known to be away (see connection()).
+AWAY_TIMEOUT_S = 1.0
 MIN_ID_PREFIX = 8
 _CALL_COLUMNS = ("call_id", "session_id", "owner", "stage", "member", "model", "started_at", "latency_ms",
                  "prompt_tokens", "completion_tokens", "cost_usd", "attempt", "ok", "error")  # fmt: skip
@@ -391,6 +393,7 @@ class PostgresStore(GroupCommit, SharedOperations):
         self._lease_lock = threading.Lock()
         self._local = threading.local()
         self._unscored = False  # records without a score are only ever loaded into SQLite
+        self.away = False  # the server was found gone and no operation has succeeded since
         self._init_group_commit()  # call-log rows not yet committed: written by the next transaction
 
     # -- opening -------------------------------------------------------------
@@ -434,13 +437,28 @@ class PostgresStore(GroupCommit, SharedOperations):
         psycopg = _psycopg()
         from psycopg_pool import PoolTimeout
 
+        # Once the server is found gone, each later call would wait the whole CONNECT_TIMEOUT_S
+        # for a connection the pool cannot make: a worker meeting a stopped server took 30-60 s
+        # to say so, one wait after another. Until an operation succeeds again, a call waits
+        # AWAY_TIMEOUT_S (a server back by then is used at once: the pool reconnects by itself).
         try:
-            with self.pool.connection() as conn:
+            with self.pool.connection(timeout=AWAY_TIMEOUT_S if self.away else None) as conn:
                 yield conn
+            self.away = False
         except (psycopg.OperationalError, PoolTimeout) as exc:
+            if self._gone(exc):
+                self.away = True
             raise CouncilFailure(
                 f"the PostgreSQL store {display_url(self.url)} failed: {_one_line(exc, self.url)}"
             ) from None
+
+    def _gone(self, exc: Exception) -> bool:
+        """Whether ``exc`` says the server is away: a connection that failed or broke (no SQLSTATE:
+        a query the server refused, a deadlock or a cancelled statement has one), or a wait for
+        a connection that timed out with none left in the pool (not one that found all busy)."""
+        if isinstance(exc, _psycopg().OperationalError):
+            return getattr(exc, "sqlstate", None) is None
+        return self.pool.get_stats().get("pool_size", 0) == 0
 
     def close(self) -> None:
         try:

@@ -272,9 +272,41 @@ def test_a_server_that_goes_away_is_one_line_and_nothing_half_written(postgres_s
         result = invoke_cli("sessions", "list", env={"COUNCIL_DATABASE_URL": url})
         assert result.exit_code == 1 and len(result.error_lines) == 1, result.stderr
         assert "cannot connect to the PostgreSQL store" in result.stderr
+        # Known away now: the next call waits for a connection a second, not the whole 10 s again
+        # (a worker meeting a stopped server took 30-60 s, one 10 s wait after another).
+        assert store.away
+        for _ in range(10):  # the pool's other connections broke too: each says so once, at once
+            with pytest.raises(CouncilFailure) as again:
+                store.get_session("s-before-stop")
+            if "couldn't get a connection" in str(again.value):
+                break
+        assert "couldn't get a connection after 1.00 sec" in str(again.value)
         store.close()
     finally:
         own.stop()
+
+
+def test_a_refused_statement_is_not_taken_for_a_server_gone_and_success_ends_the_away_state(postgres_server):
+    from council.errors import CouncilFailure
+    from council.storage.postgres import PostgresStore
+
+    store = PostgresStore.open(postgres_server.fresh_database())
+    try:
+        with pytest.raises(CouncilFailure, match="canceling statement due to statement timeout"):
+            with store.transaction() as conn:  # an OperationalError with a SQLSTATE: the server answered
+                conn.execute("SET LOCAL statement_timeout = 10")
+                conn.execute("SELECT pg_sleep(1)")
+        assert not store.away
+        asked: list[float | None] = []
+        connection = store.pool.connection
+        store.pool.connection = lambda timeout=None: asked.append(timeout) or connection(timeout=timeout)
+        store.away = True  # as after a failure: the next call waits briefly, and its success ends it
+        store.begin_session("s-back", council="default")
+        assert not store.away
+        store.get_session("s-back")
+        assert asked[0] == 1.0 and set(asked[1:]) == {None}, asked
+    finally:
+        store.close()
 
 
 def test_the_council_file_names_the_store_and_the_environment_wins(tmp_path, council_home, monkeypatch):
