@@ -35,7 +35,9 @@ def fake_config(tmp_path: Path, chairman: str = "fake/alpha") -> Path:
     path = tmp_path / "council.toml"
     path.write_text(
         '[councils.default]\nmembers = ["fake/alpha", "fake/beta", "fake/gamma"]\n'
-        f'chairman = "{chairman}"\n[councils.broken]\nmembers = ["fake/alpha", "fake/beta"]\nchairman = "fake/c+fail"\n'
+        f'chairman = "{chairman}"\n[councils.broken]\nmembers = ["fake/alpha", "fake/beta"]\nchairman = "failing"\n'
+        # Not retried: the test is about the failure's report, not 9 s of backoff before it.
+        '[models.failing]\nmodel = "fake/c+fail"\nretries = 0\n'
     )
     return path
 
