@@ -241,6 +241,20 @@ class _Answers:
         return out, unit
 
 
+def _answers_from_rows(
+    db: Database, f: _Filter, s: str, query: BiasQuery, first: _Answers | None = None
+) -> tuple[_Answers, Any]:
+    """The per-answer pass over the rows (``first``, when it ran already, in words unless the
+    query named the unit) and its length unit: the query's, else words unless no answer has a
+    word count, then characters, which every record has."""
+    unit = query.length_unit or "words"
+    answers = first if first is not None else _Answers.from_rows(db, f, s, LENGTHS[unit], query.max_points)
+    if query.length_unit is None and answers.sessions and not any(row[2] for row in answers.sessions):
+        unit = "chars"
+        answers = _Answers.from_rows(db, f, s, LENGTHS[unit], query.max_points)
+    return answers, unit
+
+
 # Self-preference per model from (own, others) per answer: n, Σown, Σothers, Σd, Σd².
 _SELF_SUMS = "COUNT(*), TOTAL(own), TOTAL(others), TOTAL(own - others), TOTAL((own - others) * (own - others))"
 
@@ -500,8 +514,7 @@ def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
         if second is not None:  # with the filter as it is now: used unless bad records change it
             ahead_filter = copy.copy(f)
             ahead = Background(
-                second,
-                lambda c: _Answers.from_rows(c, ahead_filter, s, f"response_length_{unit}", query.max_points),
+                second, lambda c: _Answers.from_rows(c, ahead_filter, s, LENGTHS[unit], query.max_points)
             )
             second = None
         # One pass per review: the positions check and the top-position test together.
@@ -523,14 +536,8 @@ def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
             ).fetchone()[0]
         out.reviewers = reviews.reviewer_sums
         out.positions = _position_sums(db, f, s)
-        out.length_unit = unit
-        if ahead is not None and not out.bad:
-            answers = ahead.result()
-        else:
-            answers = _Answers.from_rows(db, f, s, f"response_length_{unit}", query.max_points)
-        if query.length_unit is None and answers.sessions and not any(row[2] for row in answers.sessions):
-            out.length_unit = "chars"  # no word count anywhere: characters, which every record has
-            answers = _Answers.from_rows(db, f, s, "response_length_chars", query.max_points)
+        first = ahead.result() if ahead is not None and not out.bad else None
+        answers, out.length_unit = _answers_from_rows(db, f, s, query, first)
         out.sessions, out.self_preference, out.points = answers.sessions, answers.self_preference, answers.points
     finally:
         if second is not None:
@@ -564,11 +571,7 @@ def _from_summaries(db: Database, f: _Filter, query: BiasQuery, out: BiasSums, s
             if tallied is None:
                 return False
         if f.reviewers:  # the selected reviewers' own scores per answer: the rows'
-            unit = query.length_unit or "words"
-            answers = _Answers.from_rows(db, f, "score_value", LENGTHS[unit], query.max_points)
-            if query.length_unit is None and answers.sessions and not any(row[2] for row in answers.sessions):
-                unit = "chars"
-                answers = _Answers.from_rows(db, f, "score_value", LENGTHS[unit], query.max_points)
+            answers, unit = _answers_from_rows(db, f, "score_value", query)
         else:
             answers, unit = _Answers.from_summaries(db, f, query.length_unit, query.max_points)
         if positions_from_rows:
