@@ -229,8 +229,8 @@ def fold_staged(conn: Any, staged: str) -> None:
     the rows it added. When none of the sessions was summarized yet (the usual case: a
     session's records are written at once) they are computed from the staged rows alone;
     otherwise from all of their records."""
-    taken = conn.execute(_take_sessions(staged)).fetchall()
-    stored = any((row[0] if isinstance(row, tuple) else row["records"]) >= 0 for row in taken)
+    taken = conn.execute(_take_sessions(staged)).fetchall()  # the store's connections return dicts
+    stored = any(row["records"] >= 0 for row in taken)
     if stored:
         sessions = f"SELECT session_id FROM {staged}"
         statements = fold_statements(f"bias_records WHERE session_id IN ({sessions})", replace=sessions)
