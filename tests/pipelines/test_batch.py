@@ -27,9 +27,9 @@ from council.judging.batch import (
     run_batch,
 )
 from council.storage import SQLiteStore
+from council.storage.ownership import SQLITE_CLOCK
 
 ITEMS = 300
-NOW = "((julianday('now') - 2440587.5) * 86400.0)"  # the SQLite store's clock (council.storage.ownership)
 
 
 def council_cli(*args: str, home: Path) -> CliResult:
@@ -202,7 +202,8 @@ def test_resume_after_kill_9_records_every_item_exactly_once(
     before = db_rows(council_home, "select count(*) from batch_items")[0][0]
     assert 30 <= before < ITEMS
     assert not output.exists()
-    held = db_rows(council_home, f"select max(lease_until) - {NOW} from batch_queue where state = 'running'")[0][0]
+    left = f"select max(lease_until) - {SQLITE_CLOCK.now} from batch_queue where state = 'running'"
+    held = db_rows(council_home, left)[0][0]
     assert held is not None and held <= 2.0  # what the killed process held, under its --lease-seconds
     # nothing half-written: every recorded item has its run, both passes and both calls; no orphans
     assert db_rows(council_home, "select count(*) from judgment_runs")[0][0] == before
