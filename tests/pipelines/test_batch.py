@@ -46,6 +46,18 @@ def start_batch(*args: str, home: Path) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
+def wait_until_recorded(proc: subprocess.Popen[str], home: Path, items: int) -> None:
+    """Until the running batch ``proc`` has recorded ``items`` items (or ended, or 60 s passed)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if db_rows(home, "select count(*) from batch_items")[0][0] >= items:
+                return
+        except sqlite3.OperationalError:  # the database or its tables do not exist yet
+            pass
+        time.sleep(0.05)
+
+
 def db_rows(home: Path, sql: str) -> list[tuple]:
     db = sqlite3.connect(home / "council.db", timeout=10)
     try:
@@ -186,16 +198,7 @@ def test_resume_after_kill_9_records_every_item_exactly_once(
     # A 2 s claim lease: the resume below takes the items the killed process held 2 s after its
     # last renewal instead of the default 60 (the queue's leases: tests/pipelines/test_pipeline_batch_workers.py).
     proc = start_batch(*args, "--concurrency", "4", "--lease-seconds", "2", home=council_home)
-    deadline = time.monotonic() + 60
-    recorded = 0
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            recorded = db_rows(council_home, "select count(*) from batch_items")[0][0]
-        except sqlite3.OperationalError:  # the database or its tables do not exist yet
-            recorded = 0
-        if recorded >= 30:
-            break
-        time.sleep(0.05)
+    wait_until_recorded(proc, council_home, 30)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGKILL, "the batch must still have been running when killed"
@@ -236,14 +239,7 @@ def test_ctrl_c_returns_the_items_in_flight_to_the_queue_at_once(tmp_path, counc
     items at once instead of waiting for their lease (60 s by default)."""
     args = ["batch", str(batch_file), "--config", str(judge_config), "--output", str(tmp_path / "out.jsonl")]
     proc = start_batch(*args, "--concurrency", "8", home=council_home)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if db_rows(council_home, "select count(*) from batch_items")[0][0] >= 10:
-                break
-        except sqlite3.OperationalError:  # the database or its tables do not exist yet
-            pass
-        time.sleep(0.05)
+    wait_until_recorded(proc, council_home, 10)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
