@@ -8,7 +8,9 @@
 #      x86-64 CPU baseline: the default build targets the build machine's CPU and crashes at
 #      the first decode on CPUs with AMX. Without the multimodal library (LLAVA_BUILD=OFF:
 #      council's local models are text only, and llama_cpp loads it only for image chats),
-#      which is 53 of the 193 build steps: 463 s instead of 586 s on 2 cores (docs/benchmarks.md).
+#      which is 53 of the 193 build steps, and without llama.cpp's "common" library, which the
+#      Python package never loads (scripts/llama_cpp_without_common.cmake), 57 of the other 140:
+#      83 steps, 210-252 s instead of 509 s on 2 cores (docs/benchmarks.md, sections 25 and 26).
 #      Skipped when 0.3.36 is already importable.
 #      Set CMAKE_ARGS yourself to build differently (e.g. for a GPU).
 #   2. council itself, editable, with the extras in $COUNCIL_EXTRAS (default "dev,local,postgres,mcp";
@@ -18,9 +20,10 @@
 set -euo pipefail
 
 LLAMA_CPP_VERSION="0.3.36"
-PORTABLE_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF"
-
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# printf %q: the build splits CMAKE_ARGS like a shell, so a checkout path with spaces stays one word.
+PORTABLE_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF"
+PORTABLE_CMAKE_ARGS+=" -DCMAKE_PROJECT_llama.cpp_INCLUDE=$(printf '%q' "$REPO_ROOT/scripts/llama_cpp_without_common.cmake")"
 EXTRAS="${COUNCIL_EXTRAS:-dev,local,postgres,mcp}"
 
 if [[ -n "${PYTHON:-}" ]]; then
@@ -54,7 +57,7 @@ if [[ ",$EXTRAS," == *",local,"* ]]; then
         if ! command -v c++ >/dev/null 2>&1 && ! command -v g++ >/dev/null 2>&1; then
             die "building llama-cpp-python needs a C/C++ compiler (Debian/Ubuntu: apt-get install build-essential)"
         fi
-        log "building llama-cpp-python $LLAMA_CPP_VERSION from source (takes 4-8 minutes on 2 cores)..."
+        log "building llama-cpp-python $LLAMA_CPP_VERSION from source (takes 3-5 minutes on 2 cores)..."
         # --no-cache-dir: otherwise pip may reuse a cached wheel built for another CPU.
         CMAKE_ARGS="${CMAKE_ARGS:-$PORTABLE_CMAKE_ARGS}" \
             "$PY" -m pip install --no-cache-dir "llama-cpp-python==$LLAMA_CPP_VERSION"
