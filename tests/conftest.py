@@ -31,6 +31,25 @@ settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True
 settings.register_profile("dev", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
+# Under pytest-xdist the other worker keeps a core busy, and llama.cpp's threads spin-wait on each
+# other: a local model on one thread is then faster than on two (a grade: 39 s against 30 s idle,
+# but over 300 s for the slowest test with two threads beside another worker). Set before any test
+# starts a process, so the `council` subprocesses inherit it too.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("COUNCIL_LOCAL_THREADS", "1")
+
+
+def pytest_collection_modifyitems(items):
+    """Under pytest-xdist (``--dist loadgroup``), the local-model tests run one after another on one worker.
+
+    Each decodes on two threads; two at once on a 2-core machine only slow each other, while the
+    other worker gets through the rest of the suite.
+    """
+    for item in items:
+        if item.get_closest_marker("local_model"):
+            item.add_marker(pytest.mark.xdist_group("local_model"))
+
+
 _ENV_TO_CLEAR = (
     "COUNCIL_CONFIG",
     "COUNCIL_HASH_QUERIES",

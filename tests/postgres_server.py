@@ -6,7 +6,8 @@ binaries are installed. When neither works, PostgreSQL tests skip with one line 
 FAIL in CI (``CI`` set): a missing server must never pass for a green run there.
 
 Each test gets its own database, created from a template that already holds the migrated
-schema (~30 ms with fsync off), so tests never see each other's rows.
+schema (~30 ms with fsync off), so tests never see each other's rows; each test process
+(pytest-xdist worker) has its own template.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "postgres_test_server.sh"
-TEMPLATE = "council_test_template"
+# One template per pytest-xdist worker: a worker drops and recreates its template at start, which
+# must not pull the template from under another worker's CREATE DATABASE.
+TEMPLATE = "council_test_template_" + os.environ.get("PYTEST_XDIST_WORKER", "main")
 
 
 def in_ci() -> bool:
