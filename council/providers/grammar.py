@@ -128,6 +128,40 @@ def _field_cap(name: str) -> int:
     return REASONING_CHARS if "reasoning" in name.lower() else SHORT_TEXT_CHARS
 
 
+NOTE_MIN_CHARS = 6
+"""The shortest note of a detected bias under the grammar."""
+
+
+def _note_pattern(min_length: int, max_length: int) -> str | None:
+    """A note that says something: a letter first, then prose, no trailing space."""
+    if max_length < min_length:
+        return None
+    return f"^{_LETTER}{_PROSE}{{{min_length - 2},{max_length - 2}}}{_PROSE_END}$"
+
+
+def _detected_needs_a_note(node: dict[str, Any]) -> dict[str, Any] | None:
+    """A bias check (``{"note": str, "detected": bool}``) as two alternatives: not detected, with
+    any note; or detected, with a note in words.
+
+    The validator refuses a detected bias without a note (``schemas.BiasCheck``), a rule between
+    two fields that the schema does not state. Held only to the schema, a tiny decoder writes
+    ``{"note": "", "detected": true}``; under these alternatives, an empty note leaves only
+    ``false`` open, whichever field it writes first."""
+    properties = node.get("properties")
+    if not isinstance(properties, Mapping) or set(properties) != {"note", "detected"}:
+        return None
+    note, detected = properties["note"], properties["detected"]
+    if detected.get("type") != "boolean" or not _is_free_string(note) or not isinstance(note.get("maxLength"), int):
+        return None
+    pattern = _note_pattern(NOTE_MIN_CHARS, note["maxLength"])
+    if pattern is None:
+        return None
+    clear = {**node, "properties": {"note": note, "detected": {**detected, "const": False}}}
+    flagged = {**node, "properties": {"note": {**note, "pattern": pattern}, "detected": {**detected, "const": True}}}
+    kept = {k: v for k, v in node.items() if k in ("title", "description")}
+    return {**kept, "anyOf": [clear, flagged]}
+
+
 def _rewrite(node: Any, max_permutations: int, max_string_length: int | None, name: str = "") -> Any:
     if isinstance(node, list):
         return [_rewrite(item, max_permutations, max_string_length, name) for item in node]
@@ -144,6 +178,8 @@ def _rewrite(node: Any, max_permutations: int, max_string_length: int | None, na
         out["properties"] = {
             key: _rewrite(sub, max_permutations, max_string_length, str(key)) for key, sub in properties.items()
         }
+        if max_string_length is not None:
+            out = _detected_needs_a_note(out) or out
     if max_string_length is not None and _is_free_string(node):
         caps = [max_string_length, _field_cap(name)]
         if isinstance(node.get("maxLength"), int):
@@ -184,7 +220,9 @@ def constrain_schema_for_grammar(
       at most :data:`REASONING_CHARS` (a property named like "reasoning") or
       :data:`SHORT_TEXT_CHARS` (any other), and every open-ended array at most
       :data:`MAX_FREE_ITEMS` items: this bounds the whole reply, so a tiny model's pass takes
-      seconds and is never cut off mid-JSON.
+      seconds and is never cut off mid-JSON;
+    - with ``max_string_length``, a bias check's ``detected: true`` comes only with a note in
+      words (:func:`_detected_needs_a_note`), as the validator requires.
 
     Anything else is kept as it is. The input is not modified. The result accepts a subset
     of what the input accepts, so a reply generated under it also validates against it.

@@ -139,3 +139,48 @@ def test_peer_review_ranking_is_an_enum_of_permutations_under_the_grammar():
     constrained = constrain_schema_for_grammar(peer_review_schema(("A", "B", "C"), (1, 10)), max_string_length=200)
     ranking = constrained["properties"]["ranking"]
     assert len(ranking["enum"]) == 6 and all(sorted(r) == ["A", "B", "C"] for r in ranking["enum"])
+
+
+def _bias_checks(constrained: dict[str, Any]) -> list[dict[str, Any]]:
+    checks = constrained["properties"]["bias_checklist"]["properties"]
+    assert checks
+    return list(checks.values())
+
+
+@pytest.mark.parametrize("name", ["grade", "pairwise-checklist"])
+def test_under_the_grammar_a_detected_bias_always_has_a_note(name):
+    # A tiny local judge wrote {"note": "", "detected": true} three times in a row for a response
+    # file ending in a newline, and `council grade` failed: the validator requires the note
+    # (schemas.BiasCheck), and the grammar let the decoder leave it out.
+    from jsonschema import Draft202012Validator
+
+    constrained = constrain_schema_for_grammar(JUDGE_SCHEMAS[name], max_string_length=400)
+    for check in _bias_checks(constrained):
+        validator = Draft202012Validator(check)
+        assert not validator.is_valid({"note": "", "detected": True})
+        assert not validator.is_valid({"note": "   ", "detected": True})
+        assert validator.is_valid({"note": "", "detected": False})
+        assert validator.is_valid({"note": "Answer B is longer, so I checked.", "detected": True})
+        assert validator.is_valid({"note": "Answer B is longer, so I checked.", "detected": False})
+
+
+def _detected_note_patterns() -> set[str]:
+    checks = _bias_checks(constrain_schema_for_grammar(JUDGE_SCHEMAS["grade"], max_string_length=400))
+    return {
+        branch["properties"]["note"]["pattern"]
+        for check in checks
+        for branch in check.get("anyOf", [])
+        if "pattern" in branch["properties"]["note"]
+    }
+
+
+@given(st.data())
+def test_every_note_the_grammar_allows_for_a_detected_bias_is_valid(data):
+    from council.judging.schemas import rubric_grade_model
+
+    (pattern,) = _detected_note_patterns()
+    note = data.draw(st.from_regex(pattern, fullmatch=True, alphabet=st.characters(codec="ascii")))
+    model = rubric_grade_model(load_rubric("general"), load_bias_checklist())
+    check = model.model_fields["bias_checklist"].annotation
+    item_type = next(iter(check.model_fields.values())).annotation
+    assert item_type.model_validate({"note": note, "detected": True}).note == note

@@ -64,7 +64,9 @@ def test_offline_default_judge_compares_with_every_pass_valid(council_home, tmp_
 
 
 def test_offline_default_judge_grades_and_batches(council_home, tmp_path):
-    (tmp_path / "r.txt").write_text("Paris is the capital of France.", encoding="utf-8")
+    # With a final newline, as editors save a file: SmolLM2 then flagged a bias with an empty note in
+    # every attempt until the grammar required the note (grammar._detected_needs_a_note).
+    (tmp_path / "r.txt").write_text("Paris is the capital of France.\n", encoding="utf-8")
     proc = _council(
         council_home, "grade", "--prompt", "What is the capital of France?",
         "--response", str(tmp_path / "r.txt"), "--votes", "1", "--json",
