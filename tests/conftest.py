@@ -32,9 +32,9 @@ settings.register_profile("dev", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 # Under pytest-xdist the other worker keeps a core busy, and llama.cpp's threads spin-wait on each
-# other: a local model on one thread is then faster than on two (a grade: 39 s against 30 s idle,
-# but over 300 s for the slowest test with two threads beside another worker). Set before any test
-# starts a process, so the `council` subprocesses inherit it too.
+# other, so a local model runs on one thread. Idle, a grade takes 30 s on two threads and 39 s on
+# one; beside another worker, the slowest local test took over 300 s on two threads (123 s alone)
+# and 192 s on one. Set before any test starts a process, so `council` subprocesses inherit it.
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("COUNCIL_LOCAL_THREADS", "1")
 
@@ -42,7 +42,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 def pytest_collection_modifyitems(items):
     """Under pytest-xdist (``--dist loadgroup``), the local-model tests run one after another on one worker.
 
-    Each decodes on two threads; two at once on a 2-core machine only slow each other, while the
+    Each keeps a core busy; two at once on a 2-core machine would only slow each other, while the
     other worker gets through the rest of the suite.
     """
     for item in items:

@@ -141,7 +141,7 @@ def _note_pattern(min_length: int, max_length: int) -> str | None:
 
 def _detected_needs_a_note(node: dict[str, Any]) -> dict[str, Any] | None:
     """A bias check (``{"note": str, "detected": bool}``) as two alternatives: not detected, with
-    any note; or detected, with a note in words.
+    any note; or detected, with a note that says something (:func:`_note_pattern`).
 
     The validator refuses a detected bias without a note (``schemas.BiasCheck``), a rule between
     two fields that the schema does not state. Held only to the schema, a tiny decoder writes
@@ -221,8 +221,8 @@ def constrain_schema_for_grammar(
       :data:`SHORT_TEXT_CHARS` (any other), and every open-ended array at most
       :data:`MAX_FREE_ITEMS` items: this bounds the whole reply, so a tiny model's pass takes
       seconds and is never cut off mid-JSON;
-    - with ``max_string_length``, a bias check's ``detected: true`` comes only with a note in
-      words (:func:`_detected_needs_a_note`), as the validator requires.
+    - with ``max_string_length``, a bias check's ``detected: true`` comes only with a note
+      (:func:`_detected_needs_a_note`), as the validator requires.
 
     Anything else is kept as it is. The input is not modified. The result accepts a subset
     of what the input accepts, so a reply generated under it also validates against it.
