@@ -214,6 +214,12 @@ sys.stderr.write("\\nPROBE " + json.dumps(report) + "\\n")
 """
 
 
+# How long the mock takes to answer: the worker thread's imports must be done before the first
+# replies, even beside other busy test processes. At 0.5 s, with four pytest-xdist workers on two
+# cores, the slot pattern was once compiled by the main thread as a reply came in.
+FLIGHT_S = 1.0
+
+
 @pytest.mark.parametrize("args", [["run", "Why is the sky blue?"], ["run", "Why is the sky blue?", "--json"]])
 def test_a_run_sends_its_first_call_before_importing_what_it_needs_only_after(tmp_path, args):
     # Results, bias records and rendering (~25-30 ms of CPU to import), the lookalikes table and
@@ -222,14 +228,14 @@ def test_a_run_sends_its_first_call_before_importing_what_it_needs_only_after(tm
     from council.storage import SQLiteStore
 
     SQLiteStore.open(tmp_path / "council.db").close()  # as after the first command (a new one retries its WAL switch)
-    with start_mock_server(latency=0.5) as slow:
+    with start_mock_server(latency=FLIGHT_S) as slow:
         port = str(urlsplit(slow.base_url).port)
         report, proc = run_five_members(tmp_path, slow.base_url, FIRST_CALL_PROBE, port, *args)
     assert report["code"] in (0, None), proc.stderr
     assert report["at_first_call"] == [[]], report
     assert report["at_exit"] == sorted(LATER), report
     assert report["retrying"] is False  # tenacity comes with the first retry, and none was needed
-    # The worker starts as the calls set off; the replies come 0.5 s later.
+    # The worker starts as the calls set off; the replies come FLIGHT_S later.
     assert report["first_thread"] == dict.fromkeys([*LATER, "slot pattern"], "worker"), report
 
 
@@ -239,7 +245,7 @@ def test_a_run_on_a_terminal_starts_its_progress_line_once_its_first_calls_are_i
     from council.storage import SQLiteStore
 
     SQLiteStore.open(tmp_path / "council.db").close()
-    with start_mock_server(latency=0.5) as slow:
+    with start_mock_server(latency=FLIGHT_S) as slow:
         port = str(urlsplit(slow.base_url).port)
         report, proc = run_five_members(tmp_path, slow.base_url, FIRST_CALL_PROBE, port, "run", "Why is the sky blue?",
                                         env={"TTY_COMPATIBLE": "1"})  # fmt: skip

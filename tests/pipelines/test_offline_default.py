@@ -11,7 +11,9 @@ import pytest
 
 pytest.importorskip("llama_cpp", reason="the offline default needs the 'local' extra (bash scripts/install.sh)")
 
-pytestmark = [pytest.mark.local_model, pytest.mark.slow]
+# Each test waits up to 900 s for its `council` process; pytest-timeout's 300 s (a hang guard) is
+# too short for the slowest beside other busy test processes (192 s beside one, over 300 beside three).
+pytestmark = [pytest.mark.local_model, pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def test_offline_default_runs_a_real_two_model_council(council_home):
