@@ -76,7 +76,7 @@ def test_four_processes_share_one_budget_exactly(backend_url):
     # The starts are one interval apart whichever process reserved them: 100 calls take 99
     # intervals, and no window holds more than its share. A process descheduled between the
     # reservation and its clock read sees its start late: allow 20 ms of that (2 cores shared).
-    assert starts[-1] - starts[0] >= (len(starts) - 1) * interval * 0.99
+    assert starts[-1] - starts[0] >= (len(starts) - 1) * interval - 0.02
     window, jitter = 0.25, 0.02
     most = max(sum(1 for t in starts if s <= t < s + window) for s in starts)
     assert most <= (window + jitter) / interval + 1, most

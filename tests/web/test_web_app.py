@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 
 import httpx
 import pytest
@@ -171,7 +172,13 @@ def test_layout_holds_at_a_laptops_and_a_phones_width(served, browser, width):
 
 
 def test_the_leaderboard_and_bias_report_views_show_the_apis_data(served, browser):
-    httpx.post(f"{served}/v1/sessions", json={"council": "default", "question": "Name a prime."}, headers=AUTH)
+    started = httpx.post(f"{served}/v1/sessions", json={"council": "default", "question": "Name a prime."}, headers=AUTH)
+    # The session runs in the background: the leaderboard has its models once it has finished
+    # (on a busy machine, not always by the time a browser page is open).
+    url, deadline = f"{served}/v1/sessions/{started.json()['session_id']}", time.monotonic() + 60
+    while httpx.get(url, headers=AUTH).json().get("status") in (None, "running"):
+        assert time.monotonic() < deadline, "the session did not finish"
+        time.sleep(0.05)
     page = open_app(browser, served)
     board = httpx.get(f"{served}/v1/leaderboard", headers=AUTH).json()
     page.goto(served + "/#/leaderboard")
