@@ -172,7 +172,8 @@ def test_layout_holds_at_a_laptops_and_a_phones_width(served, browser, width):
 
 
 def test_the_leaderboard_and_bias_report_views_show_the_apis_data(served, browser):
-    started = httpx.post(f"{served}/v1/sessions", json={"council": "default", "question": "Name a prime."}, headers=AUTH)
+    question = {"council": "default", "question": "Name a prime."}
+    started = httpx.post(f"{served}/v1/sessions", json=question, headers=AUTH)
     # The session runs in the background: the leaderboard has its models once it has finished
     # (on a busy machine, not always by the time a browser page is open).
     url, deadline = f"{served}/v1/sessions/{started.json()['session_id']}", time.monotonic() + 60
