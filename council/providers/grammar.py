@@ -30,6 +30,11 @@ STRICT_CHARS_PER_TOKEN = 1.0
 """The worst case (digits, punctuation): used for the retry after a reply was cut off."""
 
 
+def _annotations(node: Mapping[str, Any]) -> dict[str, Any]:
+    """What a rewritten node keeps of the original besides its new constraint: its title and description."""
+    return {k: v for k, v in node.items() if k in ("title", "description")}
+
+
 def _enum_labels(items: Any) -> list[str] | None:
     """The string labels an array item may take (``enum`` or ``const``), else None."""
     if not isinstance(items, dict):
@@ -56,7 +61,7 @@ def _permutation_enum(node: dict[str, Any], max_permutations: int) -> dict[str, 
         return None
     if math.perm(len(labels), n) > max_permutations:
         return None
-    kept = {k: v for k, v in node.items() if k in ("title", "description")}
+    kept = _annotations(node)
     return {**kept, "enum": [list(p) for p in itertools.permutations(labels, n)]}
 
 
@@ -68,7 +73,7 @@ def _integer_enum(node: dict[str, Any]) -> dict[str, Any] | None:
         return None
     if hi < lo or hi - lo + 1 > MAX_INTEGER_ENUM:
         return None
-    kept = {k: v for k, v in node.items() if k in ("title", "description")}
+    kept = _annotations(node)
     return {**kept, "enum": list(range(lo, hi + 1))}
 
 
@@ -88,7 +93,7 @@ def _number_enum(node: dict[str, Any]) -> dict[str, Any] | None:
     lo, hi = numbers
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         return None
-    kept = {k: v for k, v in node.items() if k in ("title", "description")}
+    kept = _annotations(node)
     return {**kept, "enum": [round(lo + k * (hi - lo) / NUMBER_STEPS, 6) for k in range(NUMBER_STEPS + 1)]}
 
 
@@ -158,7 +163,7 @@ def _detected_needs_a_note(node: dict[str, Any]) -> dict[str, Any] | None:
         return None
     clear = {**node, "properties": {"note": note, "detected": {**detected, "const": False}}}
     flagged = {**node, "properties": {"note": {**note, "pattern": pattern}, "detected": {**detected, "const": True}}}
-    kept = {k: v for k, v in node.items() if k in ("title", "description")}
+    kept = _annotations(node)
     return {**kept, "anyOf": [clear, flagged]}
 
 
