@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -121,9 +123,23 @@ class Budget:
         return cls(MemoryLedger(check_cap(cap)))
 
     def reserve(self, amount: float) -> Any:
-        """A token for :meth:`settle`, or ``BudgetReached``."""
+        """A token for :meth:`settle`, or ``BudgetReached``. A call started within
+        :func:`together`'s block draws on its group's one reservation."""
         if self.reached is not None:
             raise self.reached
+        group = _GROUP.get()
+        if group is not None and group.budget is self and group.calls_left > 0:
+            if group.token is None:  # the first call of the group reserves for all of them
+                group.token = self._reserve(amount * group.calls_left)
+                group.left = amount * group.calls_left
+            if amount <= group.left * (1 + 1e-9):
+                group.left -= amount
+                group.calls_left -= 1
+                group.in_flight += 1
+                return _Drawn(group)
+        return self._reserve(amount)
+
+    def _reserve(self, amount: float) -> Any:
         token, spent, cap = self.ledger.reserve(amount)
         if token is None:
             self.reached = BudgetReached(spent, cap)
@@ -131,7 +147,13 @@ class Budget:
         return token
 
     def settle(self, token: Any, actual: float) -> None:
-        self.ledger.settle(token, actual)
+        if isinstance(token, _Drawn):
+            group = token.group
+            group.spent += actual
+            group.in_flight -= 1
+            group.settle_if_over()
+        else:
+            self.ledger.settle(token, actual)
 
     def totals(self) -> tuple[float, float]:
         return self.ledger.totals()
@@ -155,3 +177,54 @@ class CallPrice:
         if limit is None:
             return None
         return prompt_tokens * self.input + limit * self.output
+
+
+@dataclass(eq=False)
+class _Group:
+    """Calls that are worth something only together, reserving as one (:func:`together`)."""
+
+    budget: Budget
+    calls_left: int
+    token: Any = None
+    left: float = 0.0
+    spent: float = 0.0
+    in_flight: int = 0
+    open: bool = True
+
+    def settle_if_over(self) -> None:
+        """Settle the group's reservation once its block has ended and no call of it is in flight."""
+        if not self.open and self.in_flight == 0 and self.token is not None:
+            token, self.token = self.token, None
+            self.budget.ledger.settle(token, self.spent)
+
+
+@dataclass(frozen=True)
+class _Drawn:
+    """A call's share of its group's reservation."""
+
+    group: _Group
+
+
+_GROUP: ContextVar[_Group | None] = ContextVar("council_budget_group", default=None)
+
+
+@contextmanager
+def together(budget: Budget | None, calls: int) -> Iterator[None]:
+    """The first ``calls`` calls started within the block (in it or in tasks it creates) reserve
+    as one: the first reserves its worst case for each of them, the others draw on that, so
+    either all of them start or none does (docs/methods.md, "Spend caps"). A position-swapped
+    vote's two passes are such calls: one sent alone would be spent for nothing. A call whose
+    worst case exceeds what is left of the group's reservation, or a call beyond ``calls``
+    (a retry), reserves on its own. The reservation is settled at what the calls spent once
+    the block has ended and the last of them has. No budget: nothing to do."""
+    if budget is None:
+        yield
+        return
+    group = _Group(budget, calls)
+    reset = _GROUP.set(group)
+    try:
+        yield
+    finally:
+        _GROUP.reset(reset)
+        group.open = False
+        group.settle_if_over()

@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from council.budget import together
 from council.config import LoadedConfig, resolve_council, resolve_model
 from council.errors import InputError, UsageError
 from council.judging.grading import grade
@@ -216,7 +217,9 @@ class _Comparison:
     async def one_vote(self, client: ModelClient, vote: int) -> PairwiseResult:
         t0 = time.perf_counter()
         numbers = (1, 2) if self.swap else (1,)
-        done = await asyncio.gather(*(self.one_pass(client, vote, n) for n in numbers))
+        # A vote needs both of its passes: under a spend cap they start together or not at all.
+        with together(client.budget, len(numbers)):
+            done = await asyncio.gather(*(self.one_pass(client, vote, n) for n in numbers))
         invalid = [r for r, parsed in done if parsed is None]
         if invalid:
             raise _JudgeFailed(f"{client.id}: pass {invalid[0].pass_number} of vote {vote + 1}: {invalid[0].problem}")

@@ -125,6 +125,8 @@ def test_workers_with_max_cost_stop_claiming_at_the_cap_and_the_batch_resumes(tm
         stopped = status(env)
         # Claiming stopped: the rest is queued (none failed, none held), ready for a later worker.
         assert 0 < stopped["done"] < 24 and stopped["failed"] == stopped["running"] == 0, (stopped, outputs)
+        # Nothing was spent on an item left unfinished: an item's two passes reserve as one.
+        assert len(mock.logged_requests()) == 2 * stopped["done"], (stopped, outputs)
         assert stopped["queued"] == 24 - stopped["done"]
         assert stopped["cost_usd"] <= 0.1
         # A worker without a cap honours the stored one. The capped workers stopped when a call's worst case

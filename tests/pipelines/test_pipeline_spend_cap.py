@@ -7,8 +7,10 @@ import asyncio
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from council.budget import Budget, BudgetReached, CallPrice, check_cap, prompt_tokens_bound, usd
+from council.budget import Budget, BudgetReached, CallPrice, check_cap, prompt_tokens_bound, together, usd
 from council.config import ModelSpec, ResolvedModel
 from council.errors import ProviderError, UsageError
 from council.providers.base import ChatRequest
@@ -209,3 +211,84 @@ async def test_over_real_http_the_server_sees_only_the_calls_that_fit(tmp_path):
     assert all(isinstance(r, BudgetReached) for r in results if isinstance(r, BaseException))
     spent, cap = budget.totals()
     assert spent == pytest.approx(sum(r.cost_usd for r in sent)) and spent <= cap
+
+
+# -- calls that are only worth something together (a vote's two passes) reserve as one -------------
+
+
+async def test_calls_started_together_reserve_as_one_and_none_is_sent_when_they_do_not_all_fit():
+    client = priced(latency=0.01)
+    worst = client.worst_case(request())
+    budget = Budget.capped(worst * 1.5)  # one fits, two do not
+    cap_spending([client], budget)
+    with together(budget, 2):
+        results = await asyncio.gather(*(client.complete(request(), stage="t") for _ in range(2)),
+                                       return_exceptions=True)  # fmt: skip
+    assert all(isinstance(r, BudgetReached) for r in results), results
+    assert client.api.history == [] and budget.totals()[0] == 0.0
+
+
+async def test_calls_together_that_fit_are_sent_and_settle_at_their_real_cost():
+    client = priced(latency=0.01)
+    worst = client.worst_case(request())
+    budget = Budget.capped(worst * 3.5)
+    cap_spending([client], budget)
+    with together(budget, 2):
+        sent = await asyncio.gather(*(client.complete(request(), stage="t") for _ in range(2)))
+    assert len(client.api.history) == 2
+    spent = budget.totals()[0]
+    assert spent == pytest.approx(sum(r.cost_usd for r in sent)) and spent < 2 * worst
+    assert budget.ledger.reserved == {}  # the one reservation is settled
+    # A third call (beyond the two) reserves on its own, as any call outside the block does.
+    await client.complete(request(), stage="t")
+    assert budget.ledger.reserved == {} and len(client.api.history) == 3
+
+
+async def test_a_call_of_the_group_still_in_flight_when_the_block_ends_is_counted_when_it_ends():
+    client = priced(latency=0.05)
+    budget = Budget.capped(client.worst_case(request()) * 10)
+    cap_spending([client], budget)
+    with together(budget, 2):
+        late = asyncio.ensure_future(client.complete(request(), stage="t"))
+        await asyncio.sleep(0.01)  # it has reserved for both and is in flight
+    assert budget.ledger.reserved != {}  # held until the call ends
+    reply = await late
+    assert budget.ledger.reserved == {} and budget.totals()[0] == pytest.approx(reply.cost_usd)
+
+
+async def test_a_judge_vote_under_a_cap_that_fits_one_pass_but_not_both_sends_neither():
+    """Position swap: a vote needs both passes; a pass sent alone would be spent for nothing."""
+    from council.budget import MemoryLedger
+    from council.judging.engine import compare
+
+    class Noting(MemoryLedger):
+        amounts: list[float] = []
+
+        def reserve(self, amount):
+            self.amounts.append(amount)
+            return super().reserve(amount)
+
+    probe = priced("j", max_tokens=4000)
+    probe_budget = Budget(Noting(cap=1.0))
+    cap_spending([probe], probe_budget)
+    outcome = await compare("Capital of France?", "Paris.", "Lyon.", judges=[probe], store=None)
+    assert outcome.success and len(probe.api.history) == 2
+    one_pass = sum(Noting.amounts) / 2  # both passes' prompts have the same length: the same worst case
+    judge = priced("j", max_tokens=4000, latency=0.01)  # both passes in flight at once
+    budget = Budget.capped(one_pass * 1.5)
+    cap_spending([judge], budget)
+    outcome = await compare("Capital of France?", "Paris.", "Lyon.", judges=[judge], store=None)
+    assert not outcome.success and "budget reached" in (outcome.error or ""), outcome.error
+    assert judge.api.history == [] and budget.totals()[0] == 0.0
+
+
+@settings(max_examples=60)
+@given(prompt=st.text(min_size=1, max_size=80), a=st.text(max_size=200), b=st.text(max_size=200))
+def test_a_votes_two_passes_have_the_same_worst_case(prompt, a, b):
+    """Why a vote's group reserves the first pass's worst case twice: the second pass's prompt
+    holds the same texts in the other order, so its bound is the same."""
+    from council.judging.prompts import pairwise_template
+    from council.judging.rubrics import load_bias_checklist
+
+    template = pairwise_template(["accuracy", "clarity"], bias_checklist=load_bias_checklist())
+    assert prompt_tokens_bound(template.messages(prompt, a, b)) == prompt_tokens_bound(template.messages(prompt, b, a))
