@@ -9,7 +9,9 @@ the library (``council.judging.batch.run_batch``, the call ``council batch`` mak
 vote, a fresh store: a SQLite file, or with ``--postgres`` a fresh database on a throwaway
 PostgreSQL server from scripts/postgres_test_server.sh), which also records every request body
 it sends; then a bare client replaying those bodies: one ``aiohttp.ClientSession``, ``--concurrency`` requests in flight,
-each reply read and parsed as JSON, nothing else. Best of ``--repeat`` each, interleaved, so
+each reply read and parsed as JSON, nothing else. The process runs with the garbage collector's
+thresholds the ``council`` command sets (``--collector default``: Python's own), both parts
+alike. Best of ``--repeat`` each, interleaved, so
 both see the same machine. It prints council ÷ bare throughput (goal ≥ 0.9) and council's own
 CPU per call (its CPU per call minus the bare client's; goal ≤ 0.3 ms), with the load average,
 since the machine may be shared: the ratio is what to compare between runs, not the seconds.
@@ -109,7 +111,19 @@ def main() -> int:
     parser.add_argument(
         "--postgres", action="store_true", help="council's store: a fresh PostgreSQL database per run (else SQLite)"
     )
+    parser.add_argument(
+        "--collector",
+        choices=("cli", "default"),
+        default="cli",
+        help="the garbage collector's thresholds: the `council` command's (default) or Python's own",
+    )
     args = parser.parse_args()
+    if args.collector == "cli":  # as `council batch` runs (council.cli.main.main sets it first)
+        import gc
+
+        from council.cli.main import START_UP_GC_THRESHOLD
+
+        gc.set_threshold(*START_UP_GC_THRESHOLD)
     print("$ python " + " ".join(["scripts/bench_bare_client.py", *sys.argv[1:]]))
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
 
@@ -139,7 +153,7 @@ def main() -> int:
     print(
         f"{args.pairs} pairs, swap on, 1 vote: {calls:.0f} judge calls, {args.concurrency} in flight, "
         f"mock at {args.latency * 1000:g} ms, council's store {store}; latency bound {bound:.2f} s; "
-        f"best of {args.repeat}, interleaved"
+        f"best of {args.repeat}, interleaved; collector thresholds: {args.collector}"
     )
     print(f"{'':8} {'wall s':>7} {'(runs)':>20} {'bound/wall':>10} {'cpu ms/call':>11} {'server ms/call':>14}")
     for name, runs in (("council", council), ("bare", bare)):
