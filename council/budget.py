@@ -216,9 +216,11 @@ def together(budget: Budget | None, calls: int) -> Iterator[None]:
     vote's two passes are such calls: one sent alone would be spent for nothing. A call whose
     worst case exceeds what is left of the group's reservation, or a call beyond ``calls``
     (a retry), reserves on its own. The reservation is settled at what the calls spent once
-    the block has ended and the last of them has. No budget: nothing to do."""
-    if budget is None:
-        yield
+    the block has ended and the last of them has. Within an enclosing group of the same budget
+    with room for ``calls`` more, the calls are that group's. No budget: nothing to do."""
+    outer = _GROUP.get()
+    if budget is None or (outer is not None and outer.budget is budget and outer.calls_left >= calls):
+        yield  # no cap; or these calls are already counted in an enclosing group
         return
     group = _Group(budget, calls)
     reset = _GROUP.set(group)

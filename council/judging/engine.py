@@ -63,7 +63,7 @@ from council.methods.swap import (
     read_pass,
 )
 from council.methods.verdicts import PairwiseMetadata, PairwiseResult, Scale, check_scale
-from council.methods.voting import PAIRWISE_VOTES, VoteResult, run_votes
+from council.methods.voting import PAIRWISE_VOTES, VoteResult, min_votes_for_decision, run_votes
 from council.providers.client import ModelClient
 from council.storage import Store
 from council.usage import CallRecord, CallSink, Usage
@@ -243,8 +243,12 @@ class _Comparison:
             results[vote] = await self.one_vote(client, vote)
             return results[vote].winner
 
+        # The votes the verdict needs start together or not at all under a spend cap: all of them,
+        # or an adaptive vote's first round (each later vote's passes are grouped in one_vote).
+        needed = min_votes_for_decision(self.votes) if self.adaptive else self.votes
         try:
-            vote, _, votes_saved = await run_votes(judge_once, self.votes, self.adaptive)
+            with together(client.budget, needed * (2 if self.swap else 1)):
+                vote, _, votes_saved = await run_votes(judge_once, self.votes, self.adaptive)
         except _JudgeFailed as exc:
             metadata = PairwiseMetadata(positions_swapped=self.swap, judge_model=client.model)
             failed = PairwiseResult.failure(str(exc), strategy=self.strategy, metadata=metadata)

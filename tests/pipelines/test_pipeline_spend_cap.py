@@ -256,8 +256,10 @@ async def test_a_call_of_the_group_still_in_flight_when_the_block_ends_is_counte
     assert budget.ledger.reserved == {} and budget.totals()[0] == pytest.approx(reply.cost_usd)
 
 
-async def test_a_judge_vote_under_a_cap_that_fits_one_pass_but_not_both_sends_neither():
-    """Position swap: a vote needs both passes; a pass sent alone would be spent for nothing."""
+@pytest.mark.parametrize("votes", [1, 3])
+async def test_a_judges_votes_under_a_cap_that_fits_all_passes_but_one_send_none(votes):
+    """Position swap: a vote needs both passes, a verdict all of its votes; a pass sent alone
+    would be spent for nothing."""
     from council.budget import MemoryLedger
     from council.judging.engine import compare
 
@@ -274,10 +276,10 @@ async def test_a_judge_vote_under_a_cap_that_fits_one_pass_but_not_both_sends_ne
     outcome = await compare("Capital of France?", "Paris.", "Lyon.", judges=[probe], store=None)
     assert outcome.success and len(probe.api.history) == 2
     one_pass = sum(Noting.amounts) / 2  # both passes' prompts have the same length: the same worst case
-    judge = priced("j", max_tokens=4000, latency=0.01)  # both passes in flight at once
-    budget = Budget.capped(one_pass * 1.5)
+    judge = priced("j", max_tokens=4000, latency=0.01)  # the passes in flight at once
+    budget = Budget.capped(one_pass * (2 * votes - 0.5))
     cap_spending([judge], budget)
-    outcome = await compare("Capital of France?", "Paris.", "Lyon.", judges=[judge], store=None)
+    outcome = await compare("Capital of France?", "Paris.", "Lyon.", judges=[judge], store=None, votes=votes)
     assert not outcome.success and "budget reached" in (outcome.error or ""), outcome.error
     assert judge.api.history == [] and budget.totals()[0] == 0.0
 
@@ -292,3 +294,24 @@ def test_a_votes_two_passes_have_the_same_worst_case(prompt, a, b):
 
     template = pairwise_template(["accuracy", "clarity"], bias_checklist=load_bias_checklist())
     assert prompt_tokens_bound(template.messages(prompt, a, b)) == prompt_tokens_bound(template.messages(prompt, b, a))
+
+
+async def test_groups_within_a_group_are_its_calls_and_calls_beyond_it_group_anew():
+    client = priced(latency=0.01)
+    worst = client.worst_case(request())
+    budget = Budget.capped(worst * 100)
+    cap_spending([client], budget)
+    reservations = []
+    reserve = budget.ledger.reserve
+    budget.ledger.reserve = lambda amount: reservations.append(amount) or reserve(amount)
+
+    async def pair():
+        with together(budget, 2):
+            await asyncio.gather(*(client.complete(request(), stage="t") for _ in range(2)))
+
+    with together(budget, 4):  # as a judge's two votes, each vote's two passes
+        await asyncio.gather(pair(), pair())
+        assert reservations == [pytest.approx(4 * worst)]
+        await pair()  # a later (adaptive) vote: beyond the group's four calls, a group of its own
+    assert reservations == [pytest.approx(4 * worst), pytest.approx(2 * worst)]
+    assert budget.ledger.reserved == {} and len(client.api.history) == 6
