@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -208,8 +208,7 @@ class _Drawn:
 _GROUP: ContextVar[_Group | None] = ContextVar("council_budget_group", default=None)
 
 
-@contextmanager
-def together(budget: Budget | None, calls: int) -> Iterator[None]:
+def together(budget: Budget | None, calls: int) -> AbstractContextManager[None]:
     """The first ``calls`` calls started within the block (in it or in tasks it creates) reserve
     as one: the first reserves its worst case for each of them, the others draw on that, so
     either all of them start or none does (docs/methods.md, "Spend caps"). A position-swapped
@@ -218,10 +217,19 @@ def together(budget: Budget | None, calls: int) -> Iterator[None]:
     (a retry), reserves on its own. The reservation is settled at what the calls spent once
     the block has ended and the last of them has. Within an enclosing group of the same budget
     with room for ``calls`` more, the calls are that group's. No budget: nothing to do."""
+    if budget is None:  # the usual case, on every vote: no generator to run
+        return _NOTHING
     outer = _GROUP.get()
-    if budget is None or (outer is not None and outer.budget is budget and outer.calls_left >= calls):
-        yield  # no cap; or these calls are already counted in an enclosing group
-        return
+    if outer is not None and outer.budget is budget and outer.calls_left >= calls:
+        return _NOTHING  # these calls are already counted in the enclosing group
+    return _grouped(budget, calls)
+
+
+_NOTHING = nullcontext()
+
+
+@contextmanager
+def _grouped(budget: Budget, calls: int) -> Iterator[None]:
     group = _Group(budget, calls)
     reset = _GROUP.set(group)
     try:
