@@ -5,7 +5,7 @@ flight have reserved. Every model call goes through ``ModelClient``, which asks 
 for the call's worst case before it starts (:func:`worst_case`); a reservation that could
 take spent + reserved past the cap is refused, so no call starts that could overshoot,
 however many are in flight. When the call ends its reservation is settled at its real cost.
-Calls worth something only together (a pairwise judge's passes) reserve as one (:func:`together`).
+Calls worth something only together (a judge's passes and votes) reserve as one (:func:`together`).
 
 Two ledgers: :class:`MemoryLedger` for one invocation (run, compare, grade), and the
 store's (``council.storage.StoreLedger``) for a batch, whose cap and spending are kept with

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from council.budget import together
 from council.errors import InputError, InvalidOutputError
 from council.judging.grade_report import combine_judge_reports, compile_evaluation_report
 from council.judging.outcomes import GradeOutcome, JudgeGrade, JudgmentPass, judge_failures
@@ -94,7 +95,10 @@ class _Grading:
     async def judge(self, client: ModelClient) -> JudgeGrade:
         n = self.votes
         cast = min_votes_for_decision(n) if self.adaptive else n
-        replies = list(await asyncio.gather(*(self.one_vote(client, i) for i in range(cast))))
+        # Under a spend cap the votes asked for start together or not at all: compiled from the votes
+        # that came back, a grade would otherwise be kept with one the cap refused (docs/methods.md).
+        with together(client.budget, cast):
+            replies = list(await asyncio.gather(*(self.one_vote(client, i) for i in range(cast))))
         names = self.rubric.criterion_names
         while self.adaptive and cast < n and not _grade_decided([g for g in replies if g is not None], n, names):
             replies.append(await self.one_vote(client, cast))

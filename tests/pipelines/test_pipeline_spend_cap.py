@@ -315,3 +315,28 @@ async def test_groups_within_a_group_are_its_calls_and_calls_beyond_it_group_ane
         await pair()  # a later (adaptive) vote: beyond the group's four calls, a group of its own
     assert reservations == [pytest.approx(4 * worst), pytest.approx(2 * worst)]
     assert budget.ledger.reserved == {} and len(client.api.history) == 6
+
+
+async def test_a_grades_votes_under_a_cap_that_fits_all_but_one_send_none():
+    """Compiled from fewer votes than asked, a grade would be recorded with a missing vote; under a
+    cap its votes start together or not at all, as a pairwise judge's passes do."""
+    from council.budget import MemoryLedger
+    from council.judging.engine import grade
+
+    amounts: list[float] = []
+
+    class Noting(MemoryLedger):
+        def reserve(self, amount):
+            amounts.append(amount)
+            return super().reserve(amount)
+
+    probe = priced("g", max_tokens=4000)
+    cap_spending([probe], Budget(Noting(cap=10.0)))
+    assert (await grade("Capital of France?", "Paris.", judges=[probe], store=None, votes=1)).success
+    one_vote = amounts[0]
+    judge = priced("g", max_tokens=4000, latency=0.01)  # the votes in flight at once
+    budget = Budget.capped(one_vote * 2.5)
+    cap_spending([judge], budget)
+    outcome = await grade("Capital of France?", "Paris.", judges=[judge], store=None, votes=3)
+    assert not outcome.success and "budget reached" in (outcome.error or ""), outcome.error
+    assert judge.api.history == [] and budget.totals()[0] == 0.0
