@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 
 import httpx
 import pytest
-from mock_server import start_mock_server
+from mock_server import start_mock_server, wait_for
 from serve_helpers import council_serve
 
 playwright = pytest.importorskip("playwright.sync_api")
@@ -176,10 +175,9 @@ def test_the_leaderboard_and_bias_report_views_show_the_apis_data(served, browse
     started = httpx.post(f"{served}/v1/sessions", json=question, headers=AUTH)
     # The session runs in the background: the leaderboard has its models once it has finished
     # (on a busy machine, not always by the time a browser page is open).
-    url, deadline = f"{served}/v1/sessions/{started.json()['session_id']}", time.monotonic() + 60
-    while httpx.get(url, headers=AUTH).json().get("status") in (None, "running"):
-        assert time.monotonic() < deadline, "the session did not finish"
-        time.sleep(0.05)
+    url = f"{served}/v1/sessions/{started.json()['session_id']}"
+    finished = wait_for(lambda: httpx.get(url, headers=AUTH).json().get("status") not in (None, "running"), 60, 0.05)
+    assert finished, "the session did not finish"
     page = open_app(browser, served)
     board = httpx.get(f"{served}/v1/leaderboard", headers=AUTH).json()
     page.goto(served + "/#/leaderboard")
