@@ -187,6 +187,7 @@ class _Comparison:
         self.names = list(criterion_names(self.criteria))
         self.model = pairwise_pass_model(self.criteria, self.scale, self.allow_tie)
         self.template = _template(self.criteria, self.scale, self.allow_tie, self.checklist, self.model)
+        self.pass_numbers = (1, 2) if self.swap else (1,)  # a vote's passes: both orders with swap
 
     async def one_pass(self, client: ModelClient, vote: int, pass_number: int) -> tuple[JudgmentPass, PassView | None]:
         first, second = (self.response_a, self.response_b) if pass_number == 1 else (self.response_b, self.response_a)
@@ -216,10 +217,9 @@ class _Comparison:
 
     async def one_vote(self, client: ModelClient, vote: int) -> PairwiseResult:
         t0 = time.perf_counter()
-        numbers = (1, 2) if self.swap else (1,)
         # A vote needs both of its passes: under a spend cap they start together or not at all.
-        with together(client.budget, len(numbers)):
-            done = await asyncio.gather(*(self.one_pass(client, vote, n) for n in numbers))
+        with together(client.budget, len(self.pass_numbers)):
+            done = await asyncio.gather(*(self.one_pass(client, vote, n) for n in self.pass_numbers))
         invalid = [r for r, parsed in done if parsed is None]
         if invalid:
             raise _JudgeFailed(f"{client.id}: pass {invalid[0].pass_number} of vote {vote + 1}: {invalid[0].problem}")
@@ -247,7 +247,7 @@ class _Comparison:
         # or an adaptive vote's first round (each later vote's passes are grouped in one_vote).
         needed = min_votes_for_decision(self.votes) if self.adaptive else self.votes
         try:
-            with together(client.budget, needed * (2 if self.swap else 1)):
+            with together(client.budget, needed * len(self.pass_numbers)):
                 vote, _, votes_saved = await run_votes(judge_once, self.votes, self.adaptive)
         except _JudgeFailed as exc:
             metadata = PairwiseMetadata(positions_swapped=self.swap, judge_model=client.model)
@@ -273,7 +273,7 @@ class _Comparison:
             result=merged,
             votes=summaries,
             vote=vote,
-            calls_saved=votes_saved * (2 if self.swap else 1),
+            calls_saved=votes_saved * len(self.pass_numbers),
         )
 
 
