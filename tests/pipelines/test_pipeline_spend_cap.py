@@ -39,6 +39,19 @@ def request(text: str = "hello there", max_tokens: int | None = 50) -> ChatReque
     return ChatRequest(messages=[{"role": "user", "content": text}], max_tokens=max_tokens)
 
 
+def noting(budget: Budget) -> list[float]:
+    """The amounts ``budget``'s ledger is asked to reserve, from now on, in order."""
+    amounts: list[float] = []
+    reserve = budget.ledger.reserve
+
+    def noted(amount: float):
+        amounts.append(amount)
+        return reserve(amount)
+
+    budget.ledger.reserve = noted  # type: ignore[method-assign]
+    return amounts
+
+
 @pytest.mark.parametrize("bad", ["0", "-1", "nan", "NaN", "inf", "-inf", "", "1e400", "abc", 0, -0.5, True])
 def test_a_cap_must_be_a_finite_amount_above_zero(bad):
     with pytest.raises(UsageError, match="--max-cost"):
@@ -260,22 +273,15 @@ async def test_a_call_of_the_group_still_in_flight_when_the_block_ends_is_counte
 async def test_a_judges_votes_under_a_cap_that_fits_all_passes_but_one_send_none(votes):
     """Position swap: a vote needs both passes, a verdict all of its votes; a pass sent alone
     would be spent for nothing."""
-    from council.budget import MemoryLedger
     from council.judging.engine import compare
 
-    class Noting(MemoryLedger):
-        amounts: list[float] = []
-
-        def reserve(self, amount):
-            self.amounts.append(amount)
-            return super().reserve(amount)
-
     probe = priced("j", max_tokens=4000)
-    probe_budget = Budget(Noting(cap=1.0))
+    probe_budget = Budget.capped(1.0)
+    amounts = noting(probe_budget)
     cap_spending([probe], probe_budget)
     outcome = await compare("Capital of France?", "Paris.", "Lyon.", judges=[probe], store=None)
     assert outcome.success and len(probe.api.history) == 2
-    one_pass = sum(Noting.amounts) / 2  # both passes' prompts have the same length: the same worst case
+    one_pass = sum(amounts) / 2  # both passes' prompts have the same length: the same worst case
     judge = priced("j", max_tokens=4000, latency=0.01)  # the passes in flight at once
     budget = Budget.capped(one_pass * (2 * votes - 0.5))
     cap_spending([judge], budget)
@@ -301,9 +307,7 @@ async def test_groups_within_a_group_are_its_calls_and_calls_beyond_it_group_ane
     worst = client.worst_case(request())
     budget = Budget.capped(worst * 100)
     cap_spending([client], budget)
-    reservations = []
-    reserve = budget.ledger.reserve
-    budget.ledger.reserve = lambda amount: reservations.append(amount) or reserve(amount)
+    reservations = noting(budget)
 
     async def pair():
         with together(budget, 2):
@@ -320,18 +324,12 @@ async def test_groups_within_a_group_are_its_calls_and_calls_beyond_it_group_ane
 async def test_a_grades_votes_under_a_cap_that_fits_all_but_one_send_none():
     """Compiled from fewer votes than asked, a grade would be recorded with a missing vote; under a
     cap its votes start together or not at all, as a pairwise judge's passes do."""
-    from council.budget import MemoryLedger
     from council.judging.engine import grade
 
-    amounts: list[float] = []
-
-    class Noting(MemoryLedger):
-        def reserve(self, amount):
-            amounts.append(amount)
-            return super().reserve(amount)
-
     probe = priced("g", max_tokens=4000)
-    cap_spending([probe], Budget(Noting(cap=10.0)))
+    probe_budget = Budget.capped(10.0)
+    amounts = noting(probe_budget)
+    cap_spending([probe], probe_budget)
     assert (await grade("Capital of France?", "Paris.", judges=[probe], store=None, votes=1)).success
     one_vote = amounts[0]
     judge = priced("g", max_tokens=4000, latency=0.01)  # the votes in flight at once
