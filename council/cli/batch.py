@@ -331,12 +331,13 @@ def batch_results(batch_id: str, output: str | None) -> None:
         assert store is not None
         if store.batch_status(batch_id) is None:
             raise NotFoundError(f"no batch {batch_id!r} in the store")
-        rows = store.batch_rows(batch_id)
-    with open_output(output) as fh:
-        for row in rows:
-            fh.write(result_line(row) + "\n")
+        written = 0
+        with open_output(output) as fh:
+            for row in store.batch_rows(batch_id):  # a page at a time, however big the batch
+                fh.write(result_line(row) + "\n")
+                written += 1
     if output and output != "-":
-        status(f"wrote {len(rows)} results to {output}")
+        status(f"wrote {written} results to {output}")
 
 
 def _pct(x: float | None) -> str:

@@ -24,9 +24,9 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pydantic import BaseModel, Field
 
@@ -244,73 +244,141 @@ def judged_score(report: Mapping[str, Any]) -> float:
 
 
 def summarize(
-    rows: Sequence[Mapping[str, Any]], *, batch_id: str, source: str, items: int, skipped: int, judged: int
+    rows: Iterable[Mapping[str, Any]], *, batch_id: str, source: str, items: int, skipped: int, judged: int
 ) -> BatchSummary:
-    """The batch's numbers from its recorded rows (``Store.batch_rows``; a
-    labelled pair's row carries its passes)."""
-    ok = [r for r in rows if r["status"] == "ok"]
-    pairwise = [r for r in ok if r["mode"] == "pairwise"]
-    graded = [r for r in ok if r["mode"] == "grade"]
-    winners = [r["winner"] for r in pairwise]
-    pairs = sum(r["result"]["swap_pairs"] for r in pairwise)
-    inconsistent = sum(r["result"]["inconsistent_pairs"] for r in pairwise)
-    normalized = [r["result"]["report"]["normalized"] for r in graded]
-    costs = [r["cost_usd"] for r in rows]
+    """The batch's numbers from its recorded rows (``Store.batch_rows``; a labelled pair's row
+    carries its passes), in one pass: each row is let go once counted."""
+    recorded = ok = pairs = inconsistent = safety_flagged = flagged = 0
+    calls = calls_saved = prompt_tokens = completion_tokens = 0
+    winners = {"A": 0, "B": 0, "TIE": 0}
+    normalized: list[float] = []
+    cost: float | None = 0.0
+    errors: dict[str, str] = {}
+    any_label = any_gold = False
+    verdicts: dict[str, tuple[str, str]] = {}  # a labelled pair's label and verdict (small: no result)
+    passes: list[Mapping[str, Any]] = []
+    gold: list[tuple[float, float]] = []
+    for r in rows:
+        recorded += 1
+        calls += r["calls"]
+        calls_saved += r["calls_saved"]
+        prompt_tokens += r["prompt_tokens"]
+        completion_tokens += r["completion_tokens"]
+        cost = None if cost is None or r["cost_usd"] is None else cost + r["cost_usd"]
+        any_label = any_label or bool(r.get("label"))
+        any_gold = any_gold or r.get("gold_score") is not None
+        if r["status"] != "ok":
+            errors[r["item_id"]] = r["error"] or "failed"
+            continue
+        ok += 1
+        flagged += 1 if r["flagged"] else 0
+        if r["mode"] == "pairwise":
+            winners[r["winner"]] = winners.get(r["winner"], 0) + 1
+            pairs += r["result"]["swap_pairs"]
+            inconsistent += r["result"]["inconsistent_pairs"]
+            if r.get("label"):
+                verdicts[r["item_id"]] = (r["label"], r["winner"])
+            passes += r.get("passes", ())
+        elif r["mode"] == "grade":
+            report = r["result"]["report"]
+            normalized.append(report["normalized"])
+            safety_flagged += 1 if report["safety_flag"] else 0
+            if r.get("gold_score") is not None:
+                gold.append((r["gold_score"], judged_score(report)))
+    pairwise = sum(winners.values())
     return BatchSummary(
         batch_id=batch_id,
         source=source,
         items=items,
-        finished=len(ok),
-        failed=len(rows) - len(ok),
-        missing=items - len(rows),
+        finished=ok,
+        failed=recorded - ok,
+        missing=items - recorded,
         skipped=skipped,
         judged_this_run=judged,
-        pairwise=len(pairwise),
-        a_wins=winners.count("A"),
-        b_wins=winners.count("B"),
-        ties=winners.count("TIE"),
-        a_win_rate=_rate(winners.count("A"), len(pairwise)),
-        b_win_rate=_rate(winners.count("B"), len(pairwise)),
-        tie_rate=_rate(winners.count("TIE"), len(pairwise)),
+        pairwise=pairwise,
+        a_wins=winners["A"],
+        b_wins=winners["B"],
+        ties=winners["TIE"],
+        a_win_rate=_rate(winners["A"], pairwise),
+        b_win_rate=_rate(winners["B"], pairwise),
+        tie_rate=_rate(winners["TIE"], pairwise),
         swap_pairs=pairs,
         inconsistent_pairs=inconsistent,
         inconsistency_rate=_rate(inconsistent, pairs),
-        graded=len(graded),
+        graded=len(normalized),
         mean_normalized_score=sum(normalized) / len(normalized) if normalized else None,
-        safety_flagged=sum(1 for r in graded if r["result"]["report"]["safety_flag"]),
-        flagged_for_review=sum(1 for r in ok if r["flagged"]),
-        calls=sum(r["calls"] for r in rows),
-        calls_saved=sum(r["calls_saved"] for r in rows),
-        prompt_tokens=sum(r["prompt_tokens"] for r in rows),
-        completion_tokens=sum(r["completion_tokens"] for r in rows),
-        cost_usd=None if any(c is None for c in costs) else round(sum(costs), 8),
-        errors={r["item_id"]: r["error"] or "failed" for r in rows if r["status"] != "ok"},
-        labels=label_agreement(
-            {r["item_id"]: (r["label"], r["winner"]) for r in pairwise if r.get("label")},
-            [p for r in pairwise for p in r.get("passes", ())],
-        ) if any(r.get("label") for r in rows) else None,
-        gold_scores=gold_agreement(
-            [(r["gold_score"], judged_score(r["result"]["report"])) for r in graded if r.get("gold_score") is not None]
-        ) if any(r.get("gold_score") is not None for r in rows) else None,
+        safety_flagged=safety_flagged,
+        flagged_for_review=flagged,
+        calls=calls,
+        calls_saved=calls_saved,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=completion_tokens,
+        cost_usd=None if cost is None else round(cost, 8),
+        errors=errors,
+        labels=label_agreement(verdicts, passes) if any_label else None,
+        gold_scores=gold_agreement(gold) if any_gold else None,
     )
 
 
-def without_run_specifics(value: Any) -> Any:
-    """``value`` without timing fields and run ids (see ``RUN_SPECIFIC_KEYS``)."""
-    if isinstance(value, dict):
-        return {k: without_run_specifics(v) for k, v in value.items() if k not in RUN_SPECIFIC_KEYS}
-    if isinstance(value, list):
-        return [without_run_specifics(v) for v in value]
-    return value
+def summarize_batch(
+    store: Store,
+    batch_id: str,
+    *,
+    source: str,
+    items: int,
+    skipped: int,
+    judged: int,
+    output: Path | None = None,
+) -> BatchSummary:
+    """The batch's summary from the rows recorded in ``store``, and with ``output`` its results
+    file, written whole or not at all from the same pass over the rows (read a page at a time:
+    memory does not grow with the batch)."""
+    rows = store.batch_rows(batch_id)
+    common = {"batch_id": batch_id, "source": source, "items": items, "skipped": skipped, "judged": judged}
+    if output is None:
+        return summarize(rows, **common)
+    from council.outputs import open_output
+
+    with open_output(str(output), make_parents=True) as fh:
+        summary = summarize(_written(rows, fh), **common)
+    summary.output = str(output)
+    return summary
+
+
+def _written(rows: Iterable[Mapping[str, Any]], fh: IO[str]) -> Iterator[Mapping[str, Any]]:
+    for row in rows:
+        fh.write(result_line(row) + "\n")
+        yield row
+
+
+def drop_run_specifics(value: Any) -> None:
+    """Remove timing fields and run ids (``RUN_SPECIFIC_KEYS``) from ``value``, in place: a
+    stored result is read once, and copying its ~250 values cost 5 times as much."""
+    kind = type(value)
+    if kind is dict:
+        if not RUN_SPECIFIC_KEYS.isdisjoint(value):
+            for key in RUN_SPECIFIC_KEYS.intersection(value):
+                del value[key]
+        children = value.values()
+    elif kind is list:
+        children = value
+    else:
+        return
+    for child in children:
+        if type(child) is dict or type(child) is list:
+            drop_run_specifics(child)
 
 
 def result_line(row: Mapping[str, Any]) -> str:
+    """An item's line of the results file. Its ``result`` (parsed from the store for this
+    line) loses its run-specific keys in place."""
+    drop_run_specifics(row["result"])
     record = {
         "id": row["item_id"],
         "mode": row["mode"],
         "status": row["status"],
         "error": row["error"],
-        "result": without_run_specifics(row["result"]),
+        "result": row["result"],
     }
     if row.get("metadata") is not None:
         record["metadata"] = json.loads(row["metadata"])
@@ -318,15 +386,6 @@ def result_line(row: Mapping[str, Any]) -> str:
         if row.get(key) is not None:
             record[key] = row[key]
     return json.dumps(record, ensure_ascii=False)
-
-
-def write_results(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
-    """The results file, replaced atomically (a crash never leaves half a file)."""
-    from council.outputs import open_output
-
-    with open_output(str(path), make_parents=True) as fh:
-        for row in rows:
-            fh.write(result_line(row) + "\n")
 
 
 # ------------------------------------------------------------------------ running
@@ -462,9 +521,11 @@ async def _run_batch(
     )  # fmt: skip
     wall = time.perf_counter() - t0
 
-    rows = store.batch_rows(batch_id)
-    summary = summarize(rows, batch_id=batch_id, source=source, items=len(items), skipped=skipped,
-                        judged=report.judged)  # fmt: skip
+    try:
+        summary = summarize_batch(store, batch_id, source=source, items=len(items), skipped=skipped,
+                                  judged=report.judged, output=output)  # fmt: skip
+    except UsageError as exc:  # the results file: what was judged is stored
+        raise UsageError(f"{exc}; every judged item is stored: rerun with --resume to write them") from None
     summary.wall_time_s = wall
     summary.changed, summary.removed = changed, removed
     summary.cached_calls, summary.saved_usd = store.batch_cache_savings(batch_id)
@@ -474,12 +535,6 @@ async def _run_batch(
     if budget is not None:
         summary.spent_usd, summary.max_cost_usd = budget.totals()
         summary.budget_reached = budget.reached is not None
-    if output is not None:
-        try:
-            write_results(rows, output)
-        except UsageError as exc:
-            raise UsageError(f"{exc}; every judged item is stored: rerun with --resume to write them") from None
-        summary.output = str(output)
     return summary
 
 

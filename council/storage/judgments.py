@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic_core import to_json
+from pydantic_core import from_json, to_json
 
 from council.clock import utc_now
 from council.errors import ItemAlreadyRecorded, UsageError
@@ -448,44 +449,66 @@ def batch_item_status(store: Store, batch_id: str) -> dict[str, str]:
     return {r["item_id"]: r["status"] for r in rows}
 
 
-def batch_rows(store: Store, batch_id: str) -> list[dict[str, Any]]:
+#: Items read at a time at the end of a batch (its summary, its results file, ``council batch
+#: results``): what they hold in memory is a page's, whatever the batch's size.
+BATCH_PAGE = 500
+
+_BATCH_ROWS = """
+    SELECT bi.item_id, bi.position, bi.mode, bi.status, bi.run_id, bi.metadata, bi.label, bi.gold_score,
+           r.error, r.winner, r.unstable,
+           r.flagged, r.calls, r.calls_saved, r.prompt_tokens, r.completion_tokens, r.cost_usd,
+           r.elapsed_ms, r.result
+    FROM batch_items bi JOIN judgment_runs r ON r.id = bi.run_id
+    WHERE bi.batch_id = ? AND bi.position >= ? AND (bi.position > ? OR bi.item_id > ?)
+    ORDER BY bi.position, bi.item_id
+    LIMIT ?
+"""
+
+
+def batch_rows(store: Store, batch_id: str) -> Iterator[dict[str, Any]]:
     """Every recorded item of the batch with its run, in batch-file order; a finished
-    labelled pair also carries its ``passes`` (:func:`batch_label_passes`)."""
-    rows = list(
-        store.db.query(
-            """
-            SELECT bi.item_id, bi.position, bi.mode, bi.status, bi.run_id, bi.metadata, bi.label, bi.gold_score,
-                   r.error, r.winner, r.unstable,
-                   r.flagged, r.calls, r.calls_saved, r.prompt_tokens, r.completion_tokens, r.cost_usd,
-                   r.elapsed_ms, r.result
-            FROM batch_items bi JOIN judgment_runs r ON r.id = bi.run_id
-            WHERE bi.batch_id = ?
-            ORDER BY bi.position
-            """,
-            [batch_id],
-        )
-    )
-    passes: dict[str, list[dict[str, Any]]] = {}
-    for p in batch_label_passes(store, batch_id):
-        passes.setdefault(p["item_id"], []).append(p)
-    for row in rows:
-        row["result"] = json.loads(row["result"]) if row["result"] else None
-        if row["item_id"] in passes:
-            row["passes"] = passes[row["item_id"]]
-    return rows
+    labelled pair also carries its ``passes`` (:func:`batch_label_passes`).
+
+    Read :data:`BATCH_PAGE` items at a time, each page after the last row of the one before
+    (its line, then its id), and each row let go once yielded: a batch's parsed results
+    (~25 kB an item) are never all in memory. An item recorded while the rows are read (by
+    another worker) is read once or not at all."""
+    after: tuple[Any, str] = (-1, "")
+    while True:
+        page = deque(store.db.query(_BATCH_ROWS, [batch_id, after[0], after[0], after[1], BATCH_PAGE]))
+        if not page:
+            return
+        ids = {row["item_id"] for row in page}
+        passes: dict[str, list[dict[str, Any]]] = {}
+        for p in batch_label_passes(store, batch_id, (page[0]["position"], page[-1]["position"])):
+            if p["item_id"] in ids:
+                passes.setdefault(p["item_id"], []).append(p)
+        full = len(page) == BATCH_PAGE
+        after = (page[-1]["position"], page[-1]["item_id"])
+        while page:
+            row = page.popleft()
+            # pydantic-core's parser: half json.loads's time on a stored result (~6 kB).
+            row["result"] = from_json(row["result"]) if row["result"] else None
+            if row["item_id"] in passes:
+                row["passes"] = passes.pop(row["item_id"])
+            yield row
+        if not full:
+            return
 
 
-def batch_label_passes(store: Store, batch_id: str) -> list[dict[str, Any]]:
-    """Every pairwise pass of the batch's finished, labelled items: which response was shown
-    first, whether the pass was valid, and its winner in the original labels."""
+def batch_label_passes(store: Store, batch_id: str, lines: tuple[Any, Any]) -> list[dict[str, Any]]:
+    """Every pairwise pass of the batch's finished, labelled items on ``lines`` (the first and
+    the last position): which response was shown first, whether the pass was valid, and its
+    winner in the original labels."""
     return list(
         store.db.query(
             """
             SELECT bi.item_id, j.judge, j.vote, j.shown_first, j.valid, j.winner
             FROM batch_items bi JOIN judgments j ON j.run_id = bi.run_id
-            WHERE bi.batch_id = ? AND bi.status = 'ok' AND bi.label IS NOT NULL AND j.kind = 'pairwise'
+            WHERE bi.batch_id = ? AND bi.position BETWEEN ? AND ?
+                  AND bi.status = 'ok' AND bi.label IS NOT NULL AND j.kind = 'pairwise'
             ORDER BY bi.position, j.id
             """,
-            [batch_id],
+            [batch_id, *lines],
         )
     )

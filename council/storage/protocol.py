@@ -206,8 +206,9 @@ class Store(Protocol):
     def batch_item_status(self, batch_id: str) -> dict[str, str]:
         """``item_id -> status`` of the items recorded so far."""
 
-    def batch_rows(self, batch_id: str) -> list[dict[str, Any]]:
-        """Every recorded item with its run, in batch-file order (labelled pairs carry ``passes``)."""
+    def batch_rows(self, batch_id: str) -> Iterator[dict[str, Any]]:
+        """Every recorded item with its run, in batch-file order (labelled pairs carry ``passes``),
+        read a page at a time (council.storage.judgments.BATCH_PAGE)."""
 
     # -- the batch queue (council.storage.queue) ------------------------------------
     def enqueue_batch(

@@ -256,7 +256,7 @@ async def test_a_batch_is_opened_recorded_once_and_read_in_file_order(store_back
     summary = await run_batch(items, judges=[fake_client()], store=store_backend, **common)
     assert summary.finished == 3
     assert store_backend.batch_item_status("b1") == {"i0": "ok", "i1": "ok", "i2": "ok"}
-    rows = store_backend.batch_rows("b1")
+    rows = list(store_backend.batch_rows("b1"))
     assert [r["item_id"] for r in rows] == ["i0", "i1", "i2"] and all(r["passes"] for r in rows)
     assert [r["position"] for r in rows] == sorted(r["position"] for r in rows)
     # Opening it again: the same file and settings are accepted, others refused.
@@ -436,7 +436,7 @@ async def test_an_items_result_replaces_a_failed_one_and_never_a_finished_or_cha
     with pytest.raises(CouncilFailure, match="already recorded"):
         store_backend.save_judgment("compare", late, [call("l1")], item_digest=claimed["digest"], **save)
     assert store_backend.judgment_run("run-late") is None and store_backend.session_calls("run-late") == []
-    assert store_backend.batch_rows("fb")[0]["run_id"] == judged.run_id
+    assert next(store_backend.batch_rows("fb"))["run_id"] == judged.run_id
 
 
 async def test_finished_items_are_recorded_with_the_next_claims_in_one_call(store_backend):

@@ -1,0 +1,99 @@
+"""The end of a batch: its summary and results file are read from the store a page of items at a
+time, in one pass, so what they hold in memory does not grow with the batch."""
+
+from __future__ import annotations
+
+import json
+import os
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from batch_files import pair, write_jsonl
+from fake_judges import fake_client
+
+from council.judging.batch import BatchSettings, content_digest, parse_batch, run_batch, summarize_batch
+from council.storage import SQLiteStore, judgments
+
+
+def mixed_items(n: int) -> list[dict]:
+    """Labelled and unlabelled pairs, and graded responses with and without a gold score."""
+    rows = []
+    for i in range(n):
+        if i % 4 == 3:
+            grade = {"id": f"grade-{i}", "prompt": f"Question {i}?", "response": f"Response {i} " + "detail " * (i % 5)}
+            rows.append(grade | ({"gold_score": 1 + i % 5} if i % 8 == 3 else {}))
+        else:
+            rows.append(pair(i, **({"label": "ABT"[i % 3].replace("T", "TIE")} if i % 2 else {})))
+    return rows
+
+
+async def judged_store(tmp_path, n: int) -> tuple[SQLiteStore, int]:
+    """A batch of ``n`` items judged into COUNCIL_HOME's store (where the CLI reads it)."""
+    text = write_jsonl(tmp_path / "items.jsonl", mixed_items(n)).read_text()
+    items = parse_batch(text, "items.jsonl")
+    store = SQLiteStore.open(Path(os.environ["COUNCIL_HOME"]) / "council.db")
+    summary = await run_batch(
+        items, settings=BatchSettings(judges=["fake/j"]), judges=[fake_client("fake/j")], batch_id="end",
+        source="items.jsonl", content_sha256=content_digest(text), store=store,
+    )  # fmt: skip
+    assert summary.finished == n
+    return store, n
+
+
+def end_of(store: SQLiteStore, n: int, output) -> tuple[dict, str]:
+    summary = summarize_batch(store, "end", source="items.jsonl", items=n, skipped=0, judged=n, output=output)
+    return summary.model_dump(exclude={"output"}), output.read_text()
+
+
+async def test_pages_of_any_size_give_the_same_rows_summary_and_results(tmp_path, council_home, monkeypatch):
+    store, n = await judged_store(tmp_path, 23)
+    whole = list(store.batch_rows("end"))  # one page: the batch is smaller than BATCH_PAGE
+    assert [r["item_id"] for r in whole] == [r["id"] for r in mixed_items(n)]
+    assert sum(1 for r in whole if r.get("passes")) == 6  # the labelled pairs (items 1, 5, 9, ...), 2 passes each
+    assert all(len(r["passes"]) == 2 for r in whole if r.get("passes"))
+    reference = end_of(store, n, tmp_path / "one-page.jsonl")
+    assert reference[0]["labels"]["labelled"] == 6 and reference[0]["gold_scores"]["scored"] == 3
+    for page in (1, 2, 5, 22, 23):
+        monkeypatch.setattr(judgments, "BATCH_PAGE", page)
+        assert list(store.batch_rows("end")) == whole, page
+        assert end_of(store, n, tmp_path / f"page-{page}.jsonl") == reference, page
+
+
+async def test_the_end_of_a_batch_holds_a_page_of_results_not_all_of_them(tmp_path, council_home, monkeypatch):
+    store, n = await judged_store(tmp_path, 80)
+    monkeypatch.setattr(judgments, "BATCH_PAGE", 8)
+    end_of(store, n, tmp_path / "warm-up.jsonl")  # imports and caches: not what is measured
+    tracemalloc.start()
+    try:
+        every_row = list(store.batch_rows("end"))
+        all_at_once = tracemalloc.get_traced_memory()[0]
+        del every_row
+        tracemalloc.reset_peak()
+        base = tracemalloc.get_traced_memory()[0]
+        summarize_batch(store, "end", source="items.jsonl", items=n, skipped=0, judged=n, output=tmp_path / "r.jsonl")
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    # Ten pages: what the summary and the results file hold at once is far below every row.
+    assert peak < all_at_once / 3, (peak, all_at_once)
+    lines = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
+    assert [line["id"] for line in lines] == [r["id"] for r in mixed_items(n)]
+    stored = "".join(r[0] for r in store.db.execute("SELECT result FROM judgment_runs").fetchall())
+    written = (tmp_path / "r.jsonl").read_text()
+    for key in ('"run_id"', '"elapsed_ms"', '"evaluation_time_ms"'):  # nested too: each judge's result
+        assert key in stored and key not in written, key
+
+
+@pytest.mark.parametrize("page", [1, 3])
+async def test_stored_results_read_in_pages_by_the_cli_are_the_batch_run_s(tmp_path, council_home, monkeypatch, page):
+    from conftest import invoke_cli
+
+    store, n = await judged_store(tmp_path, 10)
+    end_of(store, n, tmp_path / "run.jsonl")
+    store.close()
+    monkeypatch.setattr(judgments, "BATCH_PAGE", page)
+    result = invoke_cli("batch", "results", "end", "--output", str(tmp_path / "cli.jsonl"))
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "cli.jsonl").read_text() == (tmp_path / "run.jsonl").read_text()
+    assert "wrote 10 results" in result.stderr
