@@ -18,7 +18,7 @@ from council.bias.records import BiasRecord
 from council.errors import CouncilFailure, NotFoundError, UsageError
 from council.judging.batch import BatchSettings, content_digest, parse_batch, run_batch
 from council.judging.engine import compare, grade
-from council.storage import BiasQuery, Store
+from council.storage import BiasQuery, Store, judgments
 from council.usage import CallRecord
 
 MEMBERS = ["fake/alpha", "fake/beta", "fake/gamma", "fake/delta"]
@@ -246,7 +246,7 @@ async def test_judgments_are_saved_with_passes_and_calls_and_audited(store_backe
     assert stored["kind"] == "grade" and all(p["output"] is None for p in store_backend.judgment_passes(private.run_id))
 
 
-async def test_a_batch_is_opened_recorded_once_and_read_in_file_order(store_backend, tmp_path):
+async def test_a_batch_is_opened_recorded_once_and_read_in_file_order(store_backend, tmp_path, monkeypatch):
     lines = [{"id": f"i{i}", "prompt": f"Q{i}?", "a": f"A {i}, in detail.", "b": f"B{i}.", "model_a": "fake/x",
               "model_b": "fake/y", "label": "A"} for i in range(3)]  # fmt: skip
     text = "".join(json.dumps(line) + "\n" for line in lines)
@@ -259,6 +259,9 @@ async def test_a_batch_is_opened_recorded_once_and_read_in_file_order(store_back
     rows = list(store_backend.batch_rows("b1"))
     assert [r["item_id"] for r in rows] == ["i0", "i1", "i2"] and all(r["passes"] for r in rows)
     assert [r["position"] for r in rows] == sorted(r["position"] for r in rows)
+    for page in (1, 2):  # read a page at a time: the same rows, each with its own passes
+        monkeypatch.setattr(judgments, "BATCH_PAGE", page)
+        assert list(store_backend.batch_rows("b1")) == rows
     # Opening it again: the same file and settings are accepted, others refused.
     assert store_backend.open_batch("b1", source="b.jsonl", content_sha256=common["content_sha256"],
                                     settings=settings.model_dump(mode="json"), items=3) is True  # fmt: skip
