@@ -395,23 +395,33 @@ def _nothing_to_redact(value: dict[str, Any] | list[Any], secrets: frozenset[str
 
 def _nothing_to_redact_in(text: str, secrets: frozenset[str]) -> bool:
     """True when no field of the document whose JSON is ``text`` can lose anything, outside a
-    private scope: the text holds no form of a strong secret and, where a field under
-    :data:`ERROR_KEYS` holds text, no form of any secret and none of the words every credential
-    shape contains (those go from error text only). Letters and ``-`` are never escaped in JSON
-    and a secret's escaped forms are searched, so a field holding either shows in the text: the
-    check can only err towards the field-by-field walk."""
+    private scope: the text holds no form of a strong secret and the value of each field under
+    :data:`ERROR_KEYS` that holds text (its JSON, read from the text) no form of any secret and
+    none of the words every credential shape contains (those go from error text only). Letters
+    and ``-`` are never escaped in JSON and a secret's escaped forms are searched, so a field
+    holding either shows in the text: the check can only err towards the field-by-field walk."""
     scope = _scope.get()
     if scope is not None and not scope.keep_text:
         return False
-    error_text = _ERROR_FIELD.search(text) is not None
-    if error_text:
-        folded = text.casefold()
+    strong = _any_form(frozenset(s for s in secrets if is_strong(s)))
+    if strong is not None and strong.search(text) is not None:
+        return False
+    for match in _ERROR_FIELD.finditer(text):
+        try:
+            end = _JSON_VALUE.raw_decode(text, match.end())[1]
+        except ValueError:
+            return False  # not a value where one should be: the walk decides
+        value = text[match.end() : end]
+        folded = value.casefold()
         if any(hint in folded for hint in _CREDENTIAL_HINTS):
             return False
-    pattern = _any_form(secrets if error_text else frozenset(s for s in secrets if is_strong(s)))
-    return pattern is None or pattern.search(text) is None
+        weak = _any_form(secrets)
+        if weak is not None and weak.search(value) is not None:
+            return False
+    return True
 
 
+_JSON_VALUE = json.JSONDecoder()
 # An error key whose value may hold text: anything but null, a boolean, a number or an empty list or object.
 _ERROR_FIELD = re.compile(
     '"(?:' + "|".join(map(re.escape, sorted(ERROR_KEYS))) + r')":(?!null|true|false|-?\d|\[\]|\{\})'

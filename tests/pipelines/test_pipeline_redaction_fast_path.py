@@ -36,6 +36,21 @@ def test_a_document_with_nothing_to_redact_is_returned_as_it_is():
     assert redact_document(document, SECRETS) is document
 
 
+def test_credential_words_outside_the_error_fields_beside_an_error_text_keep_the_shortcut():
+    # A session's result: a methods note (an error key holding text) and, elsewhere, "tokens"
+    # and "key". Only the note's own text is error text; it holds no credential word.
+    document = {
+        "note": "p from 2,000 seeded permutations",
+        "usage": {"prompt_tokens": 9, "completion_tokens": 3},
+        "answers": [{"text": "the key fact, like ollama", "flags": []}],
+    }
+    assert redact_document(document, SECRETS) is document
+    for note, cut in (("bad key here", "bad key here"), ("said ollama", f"said {REDACTED}")):
+        changed = {**document, "note": note}
+        assert redact_document(changed, SECRETS) is not changed  # the walk, for the note's words
+        assert redact_document(changed, SECRETS)["note"] == cut
+
+
 def test_a_secret_or_a_credential_word_anywhere_takes_the_full_walk():
     for document, cut in (
         ({"judges": [{"reasoning": f"uses {STRONG}"}]}, {"judges": [{"reasoning": f"uses {REDACTED}"}]}),
