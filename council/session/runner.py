@@ -14,7 +14,7 @@ import secrets
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -599,7 +599,7 @@ class SessionRunner:
             ahead = self._prepare_agreement([m.id for m in c.members])  # for when every member answers
             importing = _start_ahead()  # noqa: F841 (a task is kept while it runs)
             answers = list(await answering)
-        from council.bias.records import BiasRecord, session_bias_metadata
+        from council.bias.records import session_bias_metadata
         from council.session.events import ConsensusEvent, SessionFinished, consensus_fields, finished_fields
         from council.session.results import Failure, Synthesis
 
@@ -658,40 +658,27 @@ class SessionRunner:
                 if r.reviewer in r.scores and r.ranking and r.ranking[0] == r.reviewer:
                     run.flags.append(f"self-preference: {r.reviewer} ranked its own answer first")
 
-        # Stage 3
+        # Stage 3, and the bias records while the chairman writes: they need only the reviews.
+        synthesising = None
         if synthesis:
             run.emit(StageStarted, stage="synthesis", detail="the chairman writes the consensus answer", expected=1)
             ranked = [usable[m] for m in consensus.order] if consensus else list(usable.values())
-            synth = await self._synthesise(run, ranked)
+            synthesising = asyncio.ensure_future(self._synthesise(run, ranked))
+        try:
+            if synthesising is not None:
+                await asyncio.sleep(0)  # its first step: as far as its request on the wire (or its first wait)
+            records = _bias_records(run, c, valid, usable, answers, query_hash, created)
+            bias = session_bias_metadata(records)
+        except BaseException:
+            if synthesising is not None:
+                synthesising.cancel()
+            raise
+        if synthesising is not None:
+            synth = await synthesising
             if synth.status != "ok":
                 run.partial_reasons.append(f"no synthesis: {synth.error}")
         else:
             synth = Synthesis(status="skipped")
-
-        # Bias records: one per (valid review, answer scored). No raw text, ever.
-        lengths = {m: a.length_chars for m, a in usable.items()}
-        words = {m: a.length_words for m, a in usable.items()}
-        models = {a.member: a.model for a in answers}
-        records = [
-            BiasRecord(
-                session_id=run.session_id,
-                reviewer_id=r.model,
-                model_id=models[m],
-                position=pos,
-                response_length_chars=lengths[m],
-                response_length_words=words[m],
-                score_value=float(r.scores[m]),
-                query_hash=query_hash,
-                timestamp=created,
-                scale_min=c.scale[0],
-                scale_max=c.scale[1],
-                self_review=(m == r.reviewer),
-                council=c.name,
-            )
-            for r in valid
-            for pos, m in enumerate(r.display_order)
-        ]
-        bias = session_bias_metadata(records)
 
         reached = self._budget_reached()
         if reached is not None:
@@ -752,6 +739,40 @@ class SessionRunner:
         stored = result if keep_text else scrub_transcripts(result)
         self.store.save_session(stored, records, keep_text=keep_text, calls=run.calls)  # type: ignore[union-attr]
         run.persisted = True
+
+
+def _bias_records(
+    run: _Run,
+    c: ResolvedCouncil,
+    valid: Sequence[Review],
+    usable: Mapping[str, MemberAnswer],
+    answers: Sequence[MemberAnswer],
+    query_hash: str | None,
+    created: str,
+) -> list[BiasRecord]:
+    """One record per (valid review, answer scored). No raw text, ever."""
+    from council.bias.records import BiasRecord
+
+    models = {a.member: a.model for a in answers}
+    return [
+        BiasRecord(
+            session_id=run.session_id,
+            reviewer_id=r.model,
+            model_id=models[m],
+            position=pos,
+            response_length_chars=usable[m].length_chars,
+            response_length_words=usable[m].length_words,
+            score_value=float(r.scores[m]),
+            query_hash=query_hash,
+            timestamp=created,
+            scale_min=c.scale[0],
+            scale_max=c.scale[1],
+            self_review=(m == r.reviewer),
+            council=c.name,
+        )
+        for r in valid
+        for pos, m in enumerate(r.display_order)
+    ]
 
 
 def _emit_answer(run: _Run, a: MemberAnswer) -> MemberAnswer:

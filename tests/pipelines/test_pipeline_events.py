@@ -153,3 +153,29 @@ async def test_transcripts_off_an_error_quoting_an_answer_is_cut_from_the_events
     dumped = "\n".join(e.model_dump_json() for e in events)
     for a in result.answers:
         assert a.text and a.text[:40] not in dumped
+
+
+async def test_the_bias_records_are_computed_while_the_chairman_writes(monkeypatch):
+    # They need only the reviews: off the session's critical path, once the chairman's request is sent.
+    from council.bias import records
+    from council.providers.fake import FakeAPI
+
+    order = []
+    real_stream, real_metadata = FakeAPI.stream, records.session_bias_metadata
+
+    async def stream(self, request, on_delta):
+        order.append("chairman asked")
+        response = await real_stream(self, request, on_delta)
+        order.append("chairman answered")
+        return response
+
+    def metadata(bias_records):
+        order.append("bias computed")
+        return real_metadata(bias_records)
+
+    monkeypatch.setattr(FakeAPI, "stream", stream)
+    monkeypatch.setattr(records, "session_bias_metadata", metadata)
+    events, result = await collect(council(), seed=5)
+    assert order == ["chairman asked", "bias computed", "chairman answered"]
+    assert result.status == "complete" and result.bias is not None and result.bias.records == 6
+    assert [e.type for e in events][-2:] == ["synthesis", "session_finished"]
