@@ -97,3 +97,22 @@ async def test_stored_results_read_in_pages_by_the_cli_are_the_batch_run_s(tmp_p
     assert result.exit_code == 0, result.output
     assert (tmp_path / "cli.jsonl").read_text() == (tmp_path / "run.jsonl").read_text()
     assert "wrote 10 results" in result.stderr
+
+
+async def test_a_results_file_that_cannot_be_written_loses_no_judged_item(tmp_path, council_home):
+    from council.errors import UsageError
+
+    text = write_jsonl(tmp_path / "items.jsonl", mixed_items(6)).read_text()
+    items = parse_batch(text, "items.jsonl")
+    store = SQLiteStore.open(tmp_path / "council.db")
+    judge = fake_client("fake/j")
+    common = {"settings": BatchSettings(judges=["fake/j"]), "judges": [judge], "batch_id": "w", "store": store,
+              "source": "items.jsonl", "content_sha256": content_digest(text)}  # fmt: skip
+    (tmp_path / "taken").write_text("a file where the results' directory should be")
+    with pytest.raises(UsageError, match="every judged item is stored: rerun with --resume to write them"):
+        await run_batch(items, output=tmp_path / "taken" / "results.jsonl", **common)
+    assert set(store.batch_item_status("w").values()) == {"ok"} and len(store.batch_item_status("w")) == 6
+    calls = len(judge.api.history)
+    again = await run_batch(items, output=tmp_path / "results.jsonl", resume=True, **common)
+    assert again.judged_this_run == 0 and len(judge.api.history) == calls  # nothing judged twice
+    assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 6 and again.output is not None
