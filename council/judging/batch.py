@@ -37,7 +37,7 @@ from council.judging.batch_items import BatchItem, BatchSettings, Mode, item_dig
 from council.judging.rubrics import load_rubric
 from council.judging.running import keeps_text
 from council.judging.schemas import Rubric
-from council.methods.judge_agreement import GoldAgreement, LabelAgreement, gold_agreement, label_agreement
+from council.methods.judge_agreement import GoldAgreement, LabelAgreement, LabelTally, gold_agreement
 from council.providers.client import ModelClient, cap_spending
 from council.storage import Store, using_store
 
@@ -255,9 +255,8 @@ def summarize(
     cost: float | None = 0.0
     errors: dict[str, str] = {}
     any_label = any_gold = False
-    verdicts: dict[str, tuple[str, str]] = {}  # a labelled pair's label and verdict (small: no result)
-    passes: list[Mapping[str, Any]] = []
-    gold: list[tuple[float, float]] = []
+    labels = LabelTally()  # counts: nothing held per item
+    gold: list[tuple[float, float]] = []  # two numbers per gold-scored grade (Spearman's ρ ranks them all)
     for r in rows:
         recorded += 1
         calls += r["calls"]
@@ -277,8 +276,7 @@ def summarize(
             pairs += r["result"]["swap_pairs"]
             inconsistent += r["result"]["inconsistent_pairs"]
             if r.get("label"):
-                verdicts[r["item_id"]] = (r["label"], r["winner"])
-            passes += r.get("passes", ())
+                labels.add(r["label"], r["winner"], r.get("passes", ()))
         elif r["mode"] == "grade":
             report = r["result"]["report"]
             normalized.append(report["normalized"])
@@ -315,7 +313,7 @@ def summarize(
         completion_tokens=completion_tokens,
         cost_usd=None if cost is None else round(cost, 8),
         errors=errors,
-        labels=label_agreement(verdicts, passes) if any_label else None,
+        labels=labels.result() if any_label else None,
         gold_scores=gold_agreement(gold) if any_gold else None,
     )
 

@@ -77,10 +77,14 @@ def confusion_matrix(
 def cohen_kappa(pairs: Sequence[tuple[str, str]], categories: Sequence[str] = CATEGORIES) -> float | None:
     """Cohen's κ between two raters' categories; None when undefined (no items, or both
     raters always used one and the same category, so chance agreement is 1)."""
-    n = len(pairs)
+    return _kappa(confusion_matrix(pairs, categories), categories)
+
+
+def _kappa(matrix: Mapping[str, Mapping[str, int]], categories: Sequence[str] = CATEGORIES) -> float | None:
+    """Cohen's κ from the confusion matrix (``matrix[rater 1][rater 2]`` = count)."""
+    n = sum(sum(row.values()) for row in matrix.values())
     if n == 0:
         return None
-    matrix = confusion_matrix(pairs, categories)
     observed = sum(matrix[c][c] for c in categories) / n
     expected = sum(
         sum(matrix[c].values()) * sum(matrix[r][c] for r in categories) for c in categories
@@ -90,45 +94,71 @@ def cohen_kappa(pairs: Sequence[tuple[str, str]], categories: Sequence[str] = CA
     return (observed - expected) / (1.0 - expected)
 
 
+class LabelTally:
+    """The agreement table's counts, one labelled item at a time (a batch's summary reads its
+    items once, a page at a time): what it holds does not grow with the items."""
+
+    def __init__(self) -> None:
+        self.confusion = {a: dict.fromkeys(CATEGORIES, 0) for a in CATEGORIES}
+        self.correct = {"A": 0, "B": 0}
+        self.total = {"A": 0, "B": 0}
+        self.swap_pairs = self.consistent = 0
+
+    def add(self, label: str, verdict: str, passes: Iterable[Mapping[str, Any]] = ()) -> None:
+        """One finished labelled item: its label, the judge's final verdict and its pairwise
+        passes (``judge, vote, shown_first, valid, winner``; ``winner`` in the original labels)."""
+        self.confusion[label][verdict] += 1
+        swap: dict[tuple[str, int], dict[str, str | None]] = defaultdict(dict)
+        for p in passes:
+            first = p["shown_first"]
+            if first not in self.total:
+                continue
+            winner = p["winner"] if p["valid"] else None
+            self.total[first] += 1
+            self.correct[first] += winner == label
+            swap[(p["judge"], p["vote"])][first] = winner
+        both = [s for s in swap.values() if s.get("A") is not None and s.get("B") is not None]
+        self.swap_pairs += len(both)
+        self.consistent += sum(1 for s in both if s["A"] == s["B"])
+
+    def result(self) -> LabelAgreement:
+        matrix = self.confusion
+        labelled = sum(sum(row.values()) for row in matrix.values())
+        agree = sum(matrix[c][c] for c in CATEGORIES)
+        correct, total = self.correct, self.total
+        return LabelAgreement(
+            labelled=labelled,
+            agree=agree,
+            accuracy=_rate(agree, labelled),
+            ties=sum(row["TIE"] for row in matrix.values()),
+            cohen_kappa=_kappa(matrix),
+            per_order_accuracy=PerOrderAccuracy(
+                a_first=_rate(correct["A"], total["A"]), b_first=_rate(correct["B"], total["B"])
+            ),
+            position_consistency=_rate(self.consistent, self.swap_pairs),
+            confusion={a: dict(row) for a, row in matrix.items()},
+            per_order_correct={"a_first": correct["A"], "b_first": correct["B"]},
+            per_order_passes={"a_first": total["A"], "b_first": total["B"]},
+            swap_pairs=self.swap_pairs,
+            consistent_pairs=self.consistent,
+        )
+
+
 def label_agreement(verdicts: Mapping[str, tuple[str, str]], passes: Iterable[Mapping[str, Any]]) -> LabelAgreement:
-    """The agreement table.
+    """The agreement table (:class:`LabelTally` over every item).
 
     ``verdicts``: item id → (label, final verdict) for every finished labelled item;
     ``passes``: that item's pairwise passes, as stored (``item_id, judge, vote, shown_first,
     valid, winner``; ``winner`` in the original labels).
     """
-    pairs = list(verdicts.values())
-    agree = sum(1 for label, verdict in pairs if label == verdict)
-    correct = {"A": 0, "B": 0}
-    total = {"A": 0, "B": 0}
-    swap: dict[tuple[str, str, int], dict[str, str | None]] = defaultdict(dict)
+    by_item: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for p in passes:
-        item = p["item_id"]
-        if item not in verdicts or p["shown_first"] not in total:
-            continue
-        label = verdicts[item][0]
-        winner = p["winner"] if p["valid"] else None
-        total[p["shown_first"]] += 1
-        correct[p["shown_first"]] += winner == label
-        swap[(item, p["judge"], p["vote"])][p["shown_first"]] = winner
-    both = [s for s in swap.values() if s.get("A") is not None and s.get("B") is not None]
-    consistent = sum(1 for s in both if s["A"] == s["B"])
-    return LabelAgreement(
-        labelled=len(pairs),
-        agree=agree,
-        accuracy=_rate(agree, len(pairs)),
-        ties=sum(1 for _, verdict in pairs if verdict == "TIE"),
-        cohen_kappa=cohen_kappa(pairs),
-        per_order_accuracy=PerOrderAccuracy(
-            a_first=_rate(correct["A"], total["A"]), b_first=_rate(correct["B"], total["B"])
-        ),
-        position_consistency=_rate(consistent, len(both)),
-        confusion=confusion_matrix(pairs),
-        per_order_correct={"a_first": correct["A"], "b_first": correct["B"]},
-        per_order_passes={"a_first": total["A"], "b_first": total["B"]},
-        swap_pairs=len(both),
-        consistent_pairs=consistent,
-    )
+        if p["item_id"] in verdicts:
+            by_item[p["item_id"]].append(p)
+    tally = LabelTally()
+    for item, (label, verdict) in verdicts.items():
+        tally.add(label, verdict, by_item.get(item, ()))
+    return tally.result()
 
 
 # ----------------------------------------------------------------------- gold scores
