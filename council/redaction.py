@@ -406,6 +406,7 @@ def _nothing_to_redact_in(text: str, secrets: frozenset[str]) -> bool:
     strong = _any_form(frozenset(s for s in secrets if is_strong(s)))
     if strong is not None and strong.search(text) is not None:
         return False
+    weak = _any_form(secrets)
     for match in _ERROR_FIELD.finditer(text):
         try:
             end = _JSON_VALUE.raw_decode(text, match.end())[1]
@@ -415,13 +416,14 @@ def _nothing_to_redact_in(text: str, secrets: frozenset[str]) -> bool:
         folded = value.casefold()
         if any(hint in folded for hint in _CREDENTIAL_HINTS):
             return False
-        weak = _any_form(secrets)
         if weak is not None and weak.search(value) is not None:
             return False
     return True
 
 
+# Reads the one JSON value that starts at an index of a document's text (an error field's).
 _JSON_VALUE = json.JSONDecoder()
+
 # An error key whose value may hold text: anything but null, a boolean, a number or an empty list or object.
 _ERROR_FIELD = re.compile(
     '"(?:' + "|".join(map(re.escape, sorted(ERROR_KEYS))) + r')":(?!null|true|false|-?\d|\[\]|\{\})'

@@ -329,8 +329,9 @@ def summarize_batch(
     output: Path | None = None,
 ) -> BatchSummary:
     """The batch's summary from the rows recorded in ``store``, and with ``output`` its results
-    file, written whole or not at all from the same pass over the rows (read a page at a time:
-    memory does not grow with the batch)."""
+    file, written whole or not at all from the same pass over the rows. The rows are read a page
+    at a time and counted as they come: what is held grows only by two numbers per gold-scored
+    grade (Spearman's ρ ranks them together)."""
     rows = store.batch_rows(batch_id)
     common = {"batch_id": batch_id, "source": source, "items": items, "skipped": skipped, "judged": judged}
     if output is None:

@@ -86,7 +86,7 @@ async def test_the_end_of_a_batch_holds_a_page_of_results_not_all_of_them(tmp_pa
 
 
 @pytest.mark.parametrize("page", [1, 3])
-async def test_stored_results_read_in_pages_by_the_cli_are_the_batch_run_s(tmp_path, council_home, monkeypatch, page):
+async def test_batch_results_read_in_pages_writes_the_file_the_batch_wrote(tmp_path, council_home, monkeypatch, page):
     from conftest import invoke_cli
 
     store, n = await judged_store(tmp_path, 10)
