@@ -327,12 +327,16 @@ def summarize_batch(
     skipped: int,
     judged: int,
     output: Path | None = None,
+    on_read: Callable[[int], None] | None = None,
 ) -> BatchSummary:
     """The batch's summary from the rows recorded in ``store``, and with ``output`` its results
     file, written whole or not at all from the same pass over the rows. The rows are read a page
     at a time and counted as they come: what is held grows only by two numbers per gold-scored
-    grade (Spearman's ρ ranks them together)."""
-    rows = store.batch_rows(batch_id)
+    grade (Spearman's ρ ranks them together). ``on_read(n)``: ``n`` rows read so far, told every
+    ``SUMMARY_EVERY`` rows and at the end."""
+    rows: Iterable[Mapping[str, Any]] = store.batch_rows(batch_id)
+    if on_read is not None:
+        rows = _telling(rows, on_read)
     common = {"batch_id": batch_id, "source": source, "items": items, "skipped": skipped, "judged": judged}
     if output is None:
         return summarize(rows, **common)
@@ -342,6 +346,19 @@ def summarize_batch(
         summary = summarize(_written(rows, fh), **common)
     summary.output = str(output)
     return summary
+
+
+#: How often a batch's summary tells how far it has read (a progress bar's update each time).
+SUMMARY_EVERY = 500
+
+
+def _telling(rows: Iterable[Mapping[str, Any]], on_read: Callable[[int], None]) -> Iterator[Mapping[str, Any]]:
+    n = 0
+    for n, row in enumerate(rows, 1):
+        yield row
+        if n % SUMMARY_EVERY == 0:
+            on_read(n)
+    on_read(n)
 
 
 def _written(rows: Iterable[Mapping[str, Any]], fh: IO[str]) -> Iterator[Mapping[str, Any]]:
@@ -415,6 +432,7 @@ async def run_batch(
     provider_batch: bool = False,
     source_path: str | None = None,
     on_provider_progress: Callable[[str, str, int, int, int], None] | None = None,
+    on_summary: Callable[[int], None] | None = None,
 ) -> BatchSummary:
     """Judge every item not finished yet (at most ``concurrency`` at a time), then summarise
     from the database and write ``output`` (JSONL, one result per item, in file order).
@@ -424,8 +442,10 @@ async def run_batch(
     :func:`council.judging.worker.run_worker`.
     ``lease_seconds``: how long an item this process claimed stays held if it stops renewing
     the claim (killed): a ``resume`` waits that long for such items (default: the worker's).
-    ``on_start(plan)`` and ``on_item(item, ok)`` report progress. Without ``resume`` a batch
-    id that already has recorded items is refused. With ``resume``, items are matched with
+    ``on_start(plan)`` and ``on_item(item, ok)`` report progress, and ``on_summary(n)`` the
+    summary's and the results file's once the items are judged (``n`` rows read; see
+    :func:`summarize_batch`). Without ``resume`` a batch id that already has recorded items is
+    refused. With ``resume``, items are matched with
     the recorded ones by id and content: changed items are judged again, unchanged ones keep
     their results. ``source_path`` (the file's absolute path): with ``resume`` and no batch
     recorded under ``batch_id`` (an id derived from the file, which changed), the latest
@@ -453,7 +473,7 @@ async def run_batch(
         return await _run_batch(
             items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
             opened, keep_text, on_start, on_item, source_path or source, max_cost, provider_batch,
-            on_provider_progress, hash_prompts, lease_seconds,
+            on_provider_progress, hash_prompts, lease_seconds, on_summary,
         )  # fmt: skip
 
 
@@ -478,6 +498,7 @@ async def _run_batch(
     on_provider_progress: Callable[[str, str, int, int, int], None] | None,
     hash_prompts: bool | None,
     lease_seconds: float | None,
+    on_summary: Callable[[int], None] | None,
 ) -> BatchSummary:
     # The batch goes through the queue (council.judging.worker) like a distributed one: this
     # process is one worker of it, and any others started on it (``council worker``, or the
@@ -522,7 +543,7 @@ async def _run_batch(
 
     try:
         summary = summarize_batch(store, batch_id, source=source, items=len(items), skipped=skipped,
-                                  judged=report.judged, output=output)  # fmt: skip
+                                  judged=report.judged, output=output, on_read=on_summary)  # fmt: skip
     except UsageError as exc:  # the results file: what was judged is stored
         raise UsageError(f"{exc}; every judged item is stored: rerun with --resume to write them") from None
     summary.wall_time_s = wall

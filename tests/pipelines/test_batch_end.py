@@ -116,3 +116,40 @@ async def test_a_results_file_that_cannot_be_written_loses_no_judged_item(tmp_pa
     again = await run_batch(items, output=tmp_path / "results.jsonl", resume=True, **common)
     assert again.judged_this_run == 0 and len(judge.api.history) == calls  # nothing judged twice
     assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 6 and again.output is not None
+
+
+async def test_the_summary_tells_how_far_it_has_read_and_the_cli_shows_it_on_a_terminal(
+    tmp_path, council_home, monkeypatch
+):
+    import io
+
+    from rich.console import Console
+
+    from council.cli.batch import BatchProgress
+    from council.judging import batch
+
+    monkeypatch.setattr(batch, "SUMMARY_EVERY", 5)
+    text = write_jsonl(tmp_path / "items.jsonl", mixed_items(23)).read_text()
+    progress = BatchProgress("told", 23)
+    progress.err = Console(file=io.StringIO(), force_terminal=True, color_system=None, highlight=False, width=80)
+    read = []
+
+    def on_summary(n):
+        read.append(n)
+        progress.on_summary(n)
+        assert progress._progress.tasks[0].description == "summarising"
+        assert progress._progress.tasks[0].completed == n and progress._progress.tasks[0].total == 23
+
+    items = parse_batch(text, "items.jsonl")
+    summary = await run_batch(
+        items, settings=BatchSettings(judges=["fake/j"]), judges=[fake_client("fake/j")], batch_id="told",
+        source="items.jsonl", content_sha256=content_digest(text), store=SQLiteStore.open(tmp_path / "c.db"),
+        on_start=progress.on_start, on_item=progress.on_item, on_summary=on_summary,
+    )  # fmt: skip
+    progress.stop()
+    assert summary.finished == 23 and read == [5, 10, 15, 20, 23]
+    shown = progress.err.file.getvalue()
+    assert "batch told: 23 items; judging 23" in shown and "judging" in shown and "summarising" in shown
+    quiet = BatchProgress("told", 23, quiet=True)
+    quiet.on_summary(5)  # nothing shown, nothing started
+    assert quiet._progress is None
