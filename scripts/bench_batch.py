@@ -32,7 +32,8 @@ from bench_common import TRANSPORTS  # also puts the package and tests/ on sys.p
 GOAL = 0.7
 
 
-def pairs(n: int) -> str:
+def pairs(n: int, *, labelled: bool = False) -> str:
+    """``n`` pairwise items as a batch file; ``labelled``: each with a label (A, or B every third)."""
     lines = []
     for i in range(n):
         item = {
@@ -41,6 +42,8 @@ def pairs(n: int) -> str:
             "a": f"Answer A to question {i}, with a concrete example and a caveat ({i * 7 % 11}).",
             "b": f"Answer B to question {i}, shorter ({i * 3 % 5}).",
         }
+        if labelled:
+            item["label"] = "A" if i % 3 else "B"
         lines.append(json.dumps(item))
     return "\n".join(lines) + "\n"
 

@@ -29,7 +29,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from bench_common import ROOT  # noqa: F401  (puts the package and tests/ on sys.path)
+from bench_batch import pairs  # also puts the package and tests/ on sys.path
 
 GOAL = 1.5
 BARE_ROWS = """
@@ -45,20 +45,6 @@ BARE_PASSES = """
     WHERE bi.batch_id = ? AND bi.status = 'ok' AND bi.label IS NOT NULL AND j.kind = 'pairwise'
     ORDER BY bi.position, j.id
 """
-
-
-def labelled_pairs(n: int) -> str:
-    lines = []
-    for i in range(n):
-        item = {
-            "id": f"pair-{i}",
-            "prompt": f"Question {i}: explain one consequence of topic {i % 37}.",
-            "a": f"Answer A to question {i}, with a concrete example and a caveat ({i * 7 % 11}).",
-            "b": f"Answer B to question {i}, shorter ({i * 3 % 5}).",
-            "label": "A" if i % 3 else "B",
-        }
-        lines.append(json.dumps(item))
-    return "\n".join(lines) + "\n"
 
 
 async def judge_all(base_url: str, content: str, path: Path) -> tuple[str, int]:
@@ -138,7 +124,7 @@ def main() -> int:
         path = Path(home) / "council.db"
         t0 = time.perf_counter()
         with start_mock_server(latency=0.0) as server:
-            batch_id, items = asyncio.run(judge_all(server.base_url, labelled_pairs(args.items), path))
+            batch_id, items = asyncio.run(judge_all(server.base_url, pairs(args.items, labelled=True), path))
         judged_in = time.perf_counter() - t0
         print(f"{items} labelled pairs judged in {judged_in:.1f} s; store {path.stat().st_size / 1e6:.1f} MB")
         output = Path(home) / "results.jsonl"
