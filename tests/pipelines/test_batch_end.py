@@ -7,12 +7,20 @@ import json
 import os
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import pytest
 from batch_files import pair, write_jsonl
 from fake_judges import fake_client
 
-from council.judging.batch import BatchSettings, content_digest, parse_batch, run_batch, summarize_batch
+from council.judging.batch import (
+    BatchSettings,
+    BatchSummary,
+    content_digest,
+    parse_batch,
+    run_batch,
+    summarize_batch,
+)
 from council.storage import SQLiteStore, judgments
 
 
@@ -28,16 +36,20 @@ def mixed_items(n: int) -> list[dict]:
     return rows
 
 
+async def judge(tmp_path, n: int, batch_id: str, store: SQLiteStore, **options: Any) -> BatchSummary:
+    """``mixed_items(n)`` judged as batch ``batch_id`` by a fake judge (``options``: run_batch's)."""
+    text = write_jsonl(tmp_path / "items.jsonl", mixed_items(n)).read_text()
+    options.setdefault("judges", [fake_client("fake/j")])
+    return await run_batch(
+        parse_batch(text, "items.jsonl"), settings=BatchSettings(judges=["fake/j"]), batch_id=batch_id,
+        source="items.jsonl", content_sha256=content_digest(text), store=store, **options,
+    )  # fmt: skip
+
+
 async def judged_store(tmp_path, n: int) -> tuple[SQLiteStore, int]:
     """A batch of ``n`` items judged into COUNCIL_HOME's store (where the CLI reads it)."""
-    text = write_jsonl(tmp_path / "items.jsonl", mixed_items(n)).read_text()
-    items = parse_batch(text, "items.jsonl")
     store = SQLiteStore.open(Path(os.environ["COUNCIL_HOME"]) / "council.db")
-    summary = await run_batch(
-        items, settings=BatchSettings(judges=["fake/j"]), judges=[fake_client("fake/j")], batch_id="end",
-        source="items.jsonl", content_sha256=content_digest(text), store=store,
-    )  # fmt: skip
-    assert summary.finished == n
+    assert (await judge(tmp_path, n, "end", store)).finished == n
     return store, n
 
 
@@ -102,19 +114,15 @@ async def test_batch_results_read_in_pages_writes_the_file_the_batch_wrote(tmp_p
 async def test_a_results_file_that_cannot_be_written_loses_no_judged_item(tmp_path, council_home):
     from council.errors import UsageError
 
-    text = write_jsonl(tmp_path / "items.jsonl", mixed_items(6)).read_text()
-    items = parse_batch(text, "items.jsonl")
     store = SQLiteStore.open(tmp_path / "council.db")
-    judge = fake_client("fake/j")
-    common = {"settings": BatchSettings(judges=["fake/j"]), "judges": [judge], "batch_id": "w", "store": store,
-              "source": "items.jsonl", "content_sha256": content_digest(text)}  # fmt: skip
+    judges = [fake_client("fake/j")]
     (tmp_path / "taken").write_text("a file where the results' directory should be")
     with pytest.raises(UsageError, match="every judged item is stored: rerun with --resume to write them"):
-        await run_batch(items, output=tmp_path / "taken" / "results.jsonl", **common)
+        await judge(tmp_path, 6, "w", store, judges=judges, output=tmp_path / "taken" / "results.jsonl")
     assert set(store.batch_item_status("w").values()) == {"ok"} and len(store.batch_item_status("w")) == 6
-    calls = len(judge.api.history)
-    again = await run_batch(items, output=tmp_path / "results.jsonl", resume=True, **common)
-    assert again.judged_this_run == 0 and len(judge.api.history) == calls  # nothing judged twice
+    calls = len(judges[0].api.history)
+    again = await judge(tmp_path, 6, "w", store, judges=judges, output=tmp_path / "results.jsonl", resume=True)
+    assert again.judged_this_run == 0 and len(judges[0].api.history) == calls  # nothing judged twice
     assert len((tmp_path / "results.jsonl").read_text().splitlines()) == 6 and again.output is not None
 
 
@@ -129,7 +137,6 @@ async def test_the_summary_tells_how_far_it_has_read_and_the_cli_shows_it_on_a_t
     from council.judging import batch
 
     monkeypatch.setattr(batch, "SUMMARY_EVERY", 5)
-    text = write_jsonl(tmp_path / "items.jsonl", mixed_items(23)).read_text()
     progress = BatchProgress("told", 23)
     progress.err = Console(file=io.StringIO(), force_terminal=True, color_system=None, highlight=False, width=80)
     read = []
@@ -140,10 +147,8 @@ async def test_the_summary_tells_how_far_it_has_read_and_the_cli_shows_it_on_a_t
         assert progress._progress.tasks[0].description == "summarising"
         assert progress._progress.tasks[0].completed == n and progress._progress.tasks[0].total == 23
 
-    items = parse_batch(text, "items.jsonl")
-    summary = await run_batch(
-        items, settings=BatchSettings(judges=["fake/j"]), judges=[fake_client("fake/j")], batch_id="told",
-        source="items.jsonl", content_sha256=content_digest(text), store=SQLiteStore.open(tmp_path / "c.db"),
+    summary = await judge(
+        tmp_path, 23, "told", SQLiteStore.open(tmp_path / "c.db"),
         on_start=progress.on_start, on_item=progress.on_item, on_summary=on_summary,
     )  # fmt: skip
     progress.stop()
