@@ -69,7 +69,7 @@ def leaderboard(
     with using_store(store) as opened:
         assert opened is not None, "the leaderboard reads a store"
         if control or (baseline is not None and source != "sessions" and council is None):
-            pairs = opened.judged_pairs(since=stored_since)
+            pairs = list(opened.judged_pairs(since=stored_since))  # the fit needs them all
         if not control:
             data = opened.comparisons(
                 since=stored_since,

@@ -21,6 +21,7 @@ from pydantic_core import from_json, to_json
 from council.clock import utc_now
 from council.errors import ItemAlreadyRecorded, UsageError
 from council.redaction import redact
+from council.storage import pages
 from council.storage.group_commit import call_row
 
 if TYPE_CHECKING:
@@ -246,19 +247,21 @@ _JUDGED_PAIRS = """
            headers_a, lists_a, bold_a, headers_b, lists_b, bold_b
     FROM judgment_runs
     WHERE kind = 'compare' AND status = 'ok' AND winner IN ('A', 'B', 'TIE')
-      AND model_a IS NOT NULL AND model_b IS NOT NULL AND model_a <> model_b {where}
-    ORDER BY created_at, id
-"""
+      AND model_a IS NOT NULL AND model_b IS NOT NULL AND model_a <> model_b"""
 
 
-def judged_pairs(store: Store, *, since: str | None = None) -> list[dict[str, Any]]:
+def judged_pairs(store: Store, *, since: str | None = None) -> Iterator[dict[str, Any]]:
     """Every judged pair the leaderboard counts (a finished compare naming its two models), oldest
-    first, as a judgments-file line: ``run_id, created_at, model_a, model_b, winner, length_a,
-    length_b, markdown_a, markdown_b, prompt_id``; the styles are None for pairs recorded before
-    m015, ``prompt_id`` for those recorded before m018 or with queries not hashed."""
-    clause, params = ("", []) if since is None else (" AND created_at >= ?", [since])
-    out = []
-    for row in store.db.query(_JUDGED_PAIRS.format(where=clause), params):
+    first (ties by run id), as a judgments-file line: ``run_id, created_at, model_a, model_b,
+    winner, length_a, length_b, markdown_a, markdown_b, prompt_id``; the styles are None for pairs
+    recorded before m015, ``prompt_id`` for those recorded before m018 or with queries not hashed.
+    Read :data:`pages.ROWS_PAGE` at a time (``export --judged-pairs`` writes them as it reads)."""
+    sql, params = (_JUDGED_PAIRS, []) if since is None else (_JUDGED_PAIRS + " AND created_at >= ?", [since])
+    rows = pages.in_pages(
+        store.db.query, sql, params, order=("created_at", "id"),
+        key=lambda row: (row["created_at"], row["id"]), size=pages.ROWS_PAGE,
+    )  # fmt: skip
+    for row in rows:
         pair: dict[str, Any] = {
             "run_id": row["id"],
             **{k: row[k] for k in ("created_at", "model_a", "model_b", "winner", "length_a", "length_b", "prompt_id")},
@@ -268,8 +271,7 @@ def judged_pairs(store: Store, *, since: str | None = None) -> list[dict[str, An
             pair[f"markdown_{side}"] = (
                 None if None in counts else dict(zip(("headers", "lists", "bold"), counts, strict=True))
             )
-        out.append(pair)
-    return out
+        yield pair
 
 
 def record_run(store: Store, db: Any, rows: JudgmentRows) -> None:
@@ -459,41 +461,33 @@ _BATCH_ROWS = """
            r.flagged, r.calls, r.calls_saved, r.prompt_tokens, r.completion_tokens, r.cost_usd,
            r.elapsed_ms, r.result
     FROM batch_items bi JOIN judgment_runs r ON r.id = bi.run_id
-    WHERE bi.batch_id = ? AND bi.position >= ? AND (bi.position > ? OR bi.item_id > ?)
-    ORDER BY bi.position, bi.item_id
-    LIMIT ?
-"""
+    WHERE bi.batch_id = ?"""
 
 
 def batch_rows(store: Store, batch_id: str) -> Iterator[dict[str, Any]]:
     """Every recorded item of the batch with its run, in batch-file order; a finished
     labelled pair also carries its ``passes`` (:func:`batch_label_passes`).
 
-    Read :data:`BATCH_PAGE` items at a time, each page after the last row of the one before
-    (its line, then its id), and each row let go once yielded: a batch's parsed results
-    (~25 kB an item) are never all in memory. An item recorded while the rows are read (by
-    another worker) is read once or not at all."""
-    after: tuple[Any, str] = (-1, "")
-    while True:
-        page = deque(store.db.query(_BATCH_ROWS, [batch_id, after[0], after[0], after[1], BATCH_PAGE]))
-        if not page:
-            return
+    Read :data:`BATCH_PAGE` items at a time (:func:`pages.in_pages`, by line, then id), each row
+    let go once yielded: a batch's parsed results (~25 kB an item) are never all in memory."""
+    passes: dict[str, list[dict[str, Any]]] = {}
+
+    def passes_of(page: deque[dict[str, Any]]) -> None:
         ids = {row["item_id"] for row in page}
-        passes: dict[str, list[dict[str, Any]]] = {}
         for p in batch_label_passes(store, batch_id, (page[0]["position"], page[-1]["position"])):
             if p["item_id"] in ids:
                 passes.setdefault(p["item_id"], []).append(p)
-        full = len(page) == BATCH_PAGE
-        after = (page[-1]["position"], page[-1]["item_id"])
-        while page:
-            row = page.popleft()
-            # pydantic-core's parser: half json.loads's time on a stored result (~6 kB).
-            row["result"] = from_json(row["result"]) if row["result"] else None
-            if row["item_id"] in passes:
-                row["passes"] = passes.pop(row["item_id"])
-            yield row
-        if not full:
-            return
+
+    rows = pages.in_pages(
+        store.db.query, _BATCH_ROWS, [batch_id], order=("bi.position", "bi.item_id"),
+        key=lambda row: (row["position"], row["item_id"]), size=BATCH_PAGE, each_page=passes_of,
+    )  # fmt: skip
+    for row in rows:
+        # pydantic-core's parser: half json.loads's time on a stored result (~6 kB).
+        row["result"] = from_json(row["result"]) if row["result"] else None
+        if row["item_id"] in passes:
+            row["passes"] = passes.pop(row["item_id"])
+        yield row
 
 
 def batch_label_passes(store: Store, batch_id: str, lines: tuple[Any, Any]) -> list[dict[str, Any]]:

@@ -635,12 +635,10 @@ class PostgresStore(GroupCommit, SharedOperations):
     list_sessions = SQLiteStore.list_sessions
     get_session = SQLiteStore.get_session
     session_calls = SQLiteStore.session_calls
-    iter_sessions = SQLiteStore.iter_sessions
     has_query_hashes = SQLiteStore.has_query_hashes
     swap_setting = SQLiteStore.swap_setting
     append_events = SQLiteStore.write_events  # a transaction each (the group commit is SQLite's)
     events_after = SQLiteStore.read_events
-    bias_record_rows = SQLiteStore.bias_record_rows
     count = SQLiteStore.count
 
     # -- bias records --------------------------------------------------------

@@ -171,9 +171,10 @@ class Store(Protocol):
         up to ``limit`` more claimed for ``worker`` as ``claim_items`` claims them, in one
         transaction. Per save: None (recorded) or why it was not; and the rows claimed."""
 
-    def judged_pairs(self, *, since: str | None = None) -> list[dict[str, Any]]:
-        """Every judged pair the leaderboard counts, oldest first, with its answers' lengths and
-        markdown counts (None when recorded before they were kept), as a judgments-file line."""
+    def judged_pairs(self, *, since: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every judged pair the leaderboard counts, oldest first (read a page at a time), with
+        its answers' lengths and markdown counts (None when recorded before they were kept), as
+        a judgments-file line."""
 
     def judgment_run(self, run_id: str) -> dict[str, Any] | None:
         """A judging run's row (``result`` decoded), or None."""

@@ -6,7 +6,7 @@ words for its own database (``open_budget``, ``reserve_budget``, ``cache_reply``
 
 from __future__ import annotations
 
-from council.storage import budgets, call_cache, judgments, queue
+from council.storage import budgets, call_cache, judgments, pages, queue
 from council.storage import provider_batches as rounds
 
 
@@ -31,6 +31,8 @@ class SharedOperations:
     save_judgment = judgments.save_judgment
     record_and_claim = judgments.record_and_claim
     judged_pairs = judgments.judged_pairs
+    iter_sessions = pages.iter_sessions  # the exports
+    bias_record_rows = pages.bias_record_rows
     judgment_run = judgments.get_run
     judgment_passes = judgments.run_passes
     position_audit = judgments.position_audit

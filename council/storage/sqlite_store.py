@@ -463,14 +463,6 @@ class SQLiteStore(GroupCommit, SharedOperations):
         """The call log of one session, every attempt, in order."""
         return list(self.db.query("select * from calls where session_id = ? order by id", [session_id]))
 
-    def iter_sessions(self, *, since: str | None = None) -> Iterator[dict[str, Any]]:
-        sql = "select * from sessions"
-        params: list[Any] = []
-        if since:
-            sql += " where created_at >= ?"
-            params.append(parse_since(since))
-        yield from self.db.query(sql + " order by created_at", params)
-
     def swap_setting(self, key: str, value: str) -> str | None:
         """Store ``value`` under ``key`` and return what was stored before (None: nothing)."""
         with self.immediate():
@@ -553,14 +545,6 @@ class SQLiteStore(GroupCommit, SharedOperations):
         )
         self._unscored = True
 
-    def bias_record_rows(self, fields: Sequence[str], *, since: str | None = None) -> Iterator[tuple[Any, ...]]:
-        sql = f"SELECT {', '.join(_column(f) for f in fields)} FROM bias_records"
-        params: list[Any] = []
-        if since:
-            sql += " WHERE timestamp >= ?"
-            params.append(since)
-        yield from self.db.execute(sql + " ORDER BY id", params)
-
     def count(self, table: str) -> int:
         return self.db[table].count
 
@@ -575,12 +559,6 @@ class SQLiteStore(GroupCommit, SharedOperations):
     open_budget = budgets.open_budget
     reserve_budget = budgets.reserve_budget
     cache_reply = call_cache.cache_reply
-
-
-def _column(name: str) -> str:
-    if not name.isidentifier():
-        raise ValueError(f"not a column name: {name!r}")
-    return name
 
 
 def _result_rows(result: Any, keep_text: bool) -> dict[str, Any]:

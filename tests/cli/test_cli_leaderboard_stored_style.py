@@ -63,7 +63,7 @@ def _numbers(board: dict) -> dict:
 def test_the_store_gives_the_numbers_of_its_exported_judgments(tmp_path, council_home, url_store, extra):
     """On both backends (``url_store`` sets COUNCIL_DATABASE_URL for the commands)."""
     _batch(tmp_path)
-    assert len(url_store.judged_pairs()) == 24  # the commands used the backend's store
+    assert len(list(url_store.judged_pairs())) == 24  # the commands used the backend's store
     exported = _export(tmp_path)
     lines = [json.loads(line) for line in exported.read_text(encoding="utf-8").splitlines()]
     assert len(lines) == 24 and all(line["length_a"] and line["markdown_b"] is not None for line in lines)

@@ -290,7 +290,7 @@ async def test_judged_pairs_keep_their_answers_lengths_and_markdown_counts(store
     summary = await run_batch(items, settings=BatchSettings(judges=["fake/j"]), judges=[fake_client()],
                               store=store_backend, keep_text=False, **common)  # fmt: skip
     assert summary.finished == 3
-    pairs = store_backend.judged_pairs()
+    pairs = list(store_backend.judged_pairs())
     assert [(p["model_a"], p["model_b"]) for p in pairs] == [("fake/x", "fake/y"), ("fake/y", "fake/z")]
     first, second = pairs
     assert first["winner"] in ("A", "B", "TIE") and first["run_id"] and first["created_at"]
@@ -298,7 +298,7 @@ async def test_judged_pairs_keep_their_answers_lengths_and_markdown_counts(store
     assert (first["length_a"], first["markdown_a"]) == answer_style(a_text)
     assert first["markdown_a"] == {"headers": 1, "lists": 3, "bold": 1} and first["length_a"] == len(a_text)
     assert (second["length_a"], second["markdown_b"]) == (7, {"headers": 0, "lists": 0, "bold": 1})
-    assert store_backend.judged_pairs(since="2999-01-01T00:00:00.000000+00:00") == []
+    assert list(store_backend.judged_pairs(since="2999-01-01T00:00:00.000000+00:00")) == []
 
 
 @pytest.mark.parametrize("hashing", [True, False])
