@@ -117,7 +117,7 @@ def session_document(row: dict[str, Any], calls: list[dict[str, Any]], redact: b
     from council.session import scrub_transcripts
     from council.session.results import SessionResult
 
-    result = SessionResult.model_validate(json.loads(row["result"]))
+    result = SessionResult.model_validate_json(row["result"])
     shown = scrub_transcripts(result) if redact else result
     doc = shown.model_dump(mode="json")
     reviews = [
