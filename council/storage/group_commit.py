@@ -6,8 +6,8 @@ write transaction of the store takes the waiting rows first, in the same transac
 recorded after a call (its result, its session) is ever durable without the call. Outside an
 event loop a row is written at once.
 
-A session's events ride the same commits on SQLite (``queue_events``; a server running many
-sessions would otherwise commit for each of their events).
+A session's events ride the same commits (``queue_events``; a server running many sessions
+would otherwise commit for each of their events, on PostgreSQL a blocking round trip each).
 
 A batch worker that records finished items at the end of a turn says so (``expect_write``):
 the rows of that turn then go in its transaction instead of one of their own.

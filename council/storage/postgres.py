@@ -637,9 +637,32 @@ class PostgresStore(GroupCommit, SharedOperations):
     session_calls = SQLiteStore.session_calls
     has_query_hashes = SQLiteStore.has_query_hashes
     swap_setting = SQLiteStore.swap_setting
-    append_events = SQLiteStore.write_events  # a transaction each (the group commit is SQLite's)
-    events_after = SQLiteStore.read_events
+    append_events = SQLiteStore.append_events  # by the group commit, as the call log
+    events_after = SQLiteStore.events_after
+    read_events = SQLiteStore.read_events
     count = SQLiteStore.count
+
+    def _write_pending_events(self, pending: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> None:
+        """Inside the carrying transaction, under a savepoint: a failed statement aborts a
+        PostgreSQL transaction, and events that cannot be stored are lost, never the write that
+        carries them. One savepoint for them all; if it fails, one per session, so only the
+        session whose events were refused loses them (as on SQLite)."""
+        import psycopg
+
+        from council.storage.events import append_events
+
+        conn = self._local.conn
+        try:
+            with conn.transaction():
+                for session_id, events in pending:
+                    append_events(self.db, session_id, events)
+            return
+        except psycopg.Error as exc:
+            if len(pending) == 1:
+                log.error("could not store session events", session_id=pending[0][0], error=str(exc))
+                return
+        for one in pending:
+            self._write_pending_events([one])
 
     # -- bias records --------------------------------------------------------
     def _write_session_bias_records(self, records: Sequence[Mapping[str, Any]]) -> None:

@@ -108,11 +108,14 @@ class Store(Protocol):
         before (None: nothing)."""
 
     def append_events(self, session_id: str, events: Sequence[dict[str, Any]]) -> None:
-        """Store a batch of a session's events (dicts with ``seq`` and ``type``) in one
-        transaction; an event already stored (same seq) is kept."""
+        """Store a batch of a session's events (dicts with ``seq`` and ``type``), all in one
+        transaction, by the call log's group commit (council.storage.group_commit); an event
+        already stored (same seq) is kept. Events the database refuses are lost, never the
+        write that carries them."""
 
     def events_after(self, session_id: str, after: int = 0, limit: int = 1000) -> list[tuple[int, str, str]]:
-        """(seq, type, JSON text) of the session's events numbered above ``after``, in order."""
+        """(seq, type, JSON text) of the session's events numbered above ``after``, in order
+        (this process's events waiting for their commit included)."""
 
     def count(self, table: str) -> int:
         """Rows of one of council's tables (sessions, answers, reviews, bias_records, calls, ...)."""

@@ -488,13 +488,6 @@ class SQLiteStore(GroupCommit, SharedOperations):
         server running many sessions would otherwise commit for each of their events)."""
         self.queue_events(session_id, events)
 
-    def write_events(self, session_id: str, events: Sequence[dict[str, Any]]) -> None:
-        """Store a batch of a session's events in a transaction of its own (PostgreSQL's way)."""
-        from council.storage.events import append_events
-
-        with self.immediate():
-            append_events(self.db, session_id, events)
-
     def _write_pending_events(self, pending: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> None:
         from council.storage.events import append_events
 
