@@ -110,3 +110,19 @@ async def test_an_export_holds_a_page_of_rows_at_a_time(store_backend, monkeypat
     monkeypatch.setattr(pages, "SESSIONS_PAGE", 10)
     streaming, together = held_while_reading(exports(store_backend)[name])
     assert together > 0 and streaming < together / 3, (streaming, together)
+
+
+def test_sessions_begun_while_the_pages_are_read_are_read_once_or_not_at_all(store_backend, monkeypatch):
+    """Each page starts after the last row read: a row written behind it is not read, one ahead
+    of it is read once, and no row is read twice."""
+    monkeypatch.setattr(pages, "SESSIONS_PAGE", 2)
+    fill_sessions(store_backend, 6)
+    reading = store_backend.iter_sessions()
+    seen = [next(reading)["id"] for _ in range(3)]  # two pages asked for, the second half read
+    last = store_backend.get_session(seen[-1])["created_at"]
+    store_backend.begin_session("a-behind", council="c", created_at=stamp(0))
+    store_backend.begin_session("z-same-time-after", council="c", created_at=last)
+    store_backend.begin_session("z-ahead", council="c", created_at="2027-01-01T00:00:00.000000+00:00")
+    seen += [row["id"] for row in reading]
+    assert len(seen) == len(set(seen)) == 6 + 2
+    assert "a-behind" not in seen and seen[-1] == "z-ahead" and "z-same-time-after" in seen
