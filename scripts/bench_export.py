@@ -77,7 +77,8 @@ with open(out, "w", encoding="utf-8") as fh:
 
 
 def one_session(home: Path) -> dict[str, Any]:
-    """A real five-member session against the mock, as stored."""
+    """A real five-member session against the mock, as stored (kept: its answers, reviews and
+    calls are its rows')."""
     from bench_common import council_config
     from mock_server import start_mock_server
 
@@ -94,8 +95,6 @@ def one_session(home: Path) -> dict[str, Any]:
     conn = sqlite3.connect(home / "council.db")
     conn.row_factory = sqlite3.Row
     row = dict(conn.execute("SELECT * FROM sessions WHERE result IS NOT NULL").fetchone())
-    conn.execute("DELETE FROM sessions")
-    conn.commit()
     conn.close()
     return row
 
@@ -142,10 +141,11 @@ def build(home: Path, n_sessions: int, n_records: int, n_pairs: int, seed: int, 
         copy_into(url)
 
 
-def child(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]:
-    """(wall s, CPU s, peak MiB) of one process, from its own accounting."""
+def child(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, float]:
+    """(wall s, CPU s, peak MiB) of one process, from its own accounting. ``cwd``: not the
+    checkout's root, whose package ``python -m`` would import whatever PYTHONPATH says."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -199,8 +199,8 @@ def main() -> int:
             bare = [sys.executable, "-c", BARE, kind, sql, source, str(home / "bare.jsonl")]
             ours, theirs = [], []
             for _ in range(args.repeat):
-                ours.append(child(council, env))
-                theirs.append(child(bare, env))
+                ours.append(child(council, env, home))
+                theirs.append(child(bare, env, home))
             rows = lines(out)
             if rows != lines(home / "bare.jsonl"):
                 raise SystemExit(f"{kind}: council wrote {rows} lines, the bare export {lines(home / 'bare.jsonl')}")
