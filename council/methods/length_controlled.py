@@ -84,7 +84,7 @@ def instruction_difficulty(games: BaselineGames, n_models: int, n_prompts: int) 
     k = len(present)
     terms = [Term(model), Term(k + model, length), Term(2 * k + games.prompt)]
     ridge = np.r_[np.zeros(2 * k), np.full(n_prompts, DIFFICULTY_RIDGE)]
-    fit = fit_logistic(terms, games.preference, 2 * k + n_prompts, ridge=ridge)
+    fit = fit_logistic(terms, games.preference, 2 * k + n_prompts, ridge=ridge, groups_from=2 * k)
     return fit.coef[2 * k :]
 
 
