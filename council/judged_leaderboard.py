@@ -168,16 +168,29 @@ def stored_judgments(rows: Iterable[dict[str, Any]]) -> list[Judgment]:
 
     Built without a file's checks: the store's rows are already valid (its query keeps finished
     comparisons of two named models), and a file's limits (a model name's length) are not the
-    store's."""
+    store's. Each distinct model name and markdown count is one object shared by every judgment
+    that has it (they are only read): about 1 instead of 2 kB a judgment, for a fit that holds them all."""
     from council.judgment_files import MarkdownCounts
 
-    def counts(value: dict[str, int] | None) -> MarkdownCounts | None:
-        return None if value is None else MarkdownCounts.model_construct(**value)
+    shared: dict[Any, Any] = {}
 
-    keys = ("model_a", "model_b", "winner", "length_a", "length_b", "prompt_id")
+    def counts(value: dict[str, int] | None) -> MarkdownCounts | None:
+        if value is None:
+            return None
+        key = (value["headers"], value["lists"], value["bold"])
+        found = shared.get(key)
+        if found is None:
+            found = shared[key] = MarkdownCounts.model_construct(**value)
+        return found
+
+    keys = ("winner", "length_a", "length_b", "prompt_id")
     return [
         Judgment.model_construct(
-            **{k: row[k] for k in keys}, markdown_a=counts(row["markdown_a"]), markdown_b=counts(row["markdown_b"])
+            model_a=shared.setdefault(row["model_a"], row["model_a"]),
+            model_b=shared.setdefault(row["model_b"], row["model_b"]),
+            **{k: row[k] for k in keys},
+            markdown_a=counts(row["markdown_a"]),
+            markdown_b=counts(row["markdown_b"]),
         )
         for row in rows
     ]

@@ -12,7 +12,7 @@ markdown counts) are rated as a judgments file of them would be
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from council.errors import UsageError
 from council.ratings import (  # noqa: F401  (the leaderboard's names, found here too)
@@ -65,11 +65,14 @@ def leaderboard(
         raise UsageError("--control holds style equal in judged pairs, which belong to no council: "
                          "use it without --council and --source sessions")  # fmt: skip
     stored_since = parse_since(since) if since is not None else None
-    pairs: list[dict[str, Any]] | None = None
+    pairs: list[Judgment] | None = None
     with using_store(store) as opened:
         assert opened is not None, "the leaderboard reads a store"
         if control or (baseline is not None and source != "sessions" and council is None):
-            pairs = list(opened.judged_pairs(since=stored_since))  # the fit needs them all
+            from council.judged_leaderboard import stored_judgments
+
+            # The fit needs them all: read as judgments, each row let go once converted.
+            pairs = stored_judgments(opened.judged_pairs(since=stored_since))
         if not control:
             data = opened.comparisons(
                 since=stored_since,
@@ -107,7 +110,7 @@ def _styled(pairs: Sequence[Judgment], control: Sequence[str]) -> tuple[list[Jud
 
 
 def _controlled(
-    rows: list[dict[str, Any]],
+    pairs: list[Judgment],
     source: str,
     control: Sequence[str],
     baseline: str | None,
@@ -115,9 +118,9 @@ def _controlled(
     seed: int,
     since: str | None,
 ) -> Leaderboard:
-    from council.judged_leaderboard import rate_judgments, stored_judgments
+    from council.judged_leaderboard import rate_judgments
 
-    kept, left = _styled(stored_judgments(rows), [*control, "length"] if baseline else control)
+    kept, left = _styled(pairs, [*control, "length"] if baseline else control)
     board = rate_judgments(kept, control=control, baseline=baseline, bootstrap=bootstrap, seed=seed)
     board.filters = {"council": None, "since": since}
     if left:
@@ -129,11 +132,11 @@ def _controlled(
     return board
 
 
-def _stored_lc(board: Leaderboard, rows: list[dict[str, Any]], baseline: str) -> None:
+def _stored_lc(board: Leaderboard, pairs: list[Judgment], baseline: str) -> None:
     """Each model's ``lc_win_rate`` from the judged pairs against ``baseline`` that carry lengths."""
-    from council.judged_leaderboard import length_controlled, stored_judgments
+    from council.judged_leaderboard import length_controlled
 
-    games = [j for j in stored_judgments(rows) if baseline in (j.model_a, j.model_b)]
+    games = [j for j in pairs if baseline in (j.model_a, j.model_b)]
     kept, left = _styled(games, ["length"])
     if not kept:
         board.notes.append("lc_win_rate needs judged pairs against the baseline with their answers' lengths: "
