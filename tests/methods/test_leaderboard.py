@@ -298,3 +298,20 @@ def test_the_command_and_the_library_share_their_defaults():
 
     defaults = {p.name: p.default for p in command.params}
     assert defaults["bootstrap"] == DEFAULT_BOOTSTRAP and defaults["source"] == "all" and defaults["seed"] == 0
+
+
+def test_the_stores_judgments_share_their_model_names_and_markdown_counts():
+    """A fit holds every stored pair: each distinct name and count is one object (2 -> 1 kB a pair)."""
+    from council.judged_leaderboard import stored_judgments
+
+    def row(i: int) -> dict:
+        counts = {"headers": 1, "lists": 2, "bold": i % 2}
+        return {"run_id": f"r{i}", "created_at": "2026-01-01", "model_a": "".join(["m/", "a"]),
+                "model_b": "".join(["m/", "b"]), "winner": "AB"[i % 2], "length_a": 10 + i, "length_b": 20,
+                "prompt_id": None, "markdown_a": dict(counts), "markdown_b": None}  # fmt: skip
+
+    first, second, third = stored_judgments(row(i) for i in (0, 1, 2))
+    assert first.model_a is second.model_a is third.model_a and first.model_b is third.model_b
+    assert first.markdown_a is third.markdown_a and first.markdown_a is not second.markdown_a
+    assert (second.markdown_a.headers, second.markdown_a.lists, second.markdown_a.bold) == (1, 2, 1)
+    assert (second.model_a, second.winner, second.length_a, second.markdown_b) == ("m/a", "B", 11, None)
