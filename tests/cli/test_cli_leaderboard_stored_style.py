@@ -13,6 +13,8 @@ import pytest
 from conftest import invoke_cli
 from jsonschema import Draft202012Validator
 
+from council.judgment_files import JudgedPairLine
+
 MODELS = ("fake/x", "fake/y", "fake/z")
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -77,7 +79,9 @@ def test_the_store_gives_the_numbers_of_its_exported_judgments(tmp_path, council
 
 def test_lengths_are_those_of_the_answers_judged(tmp_path, council_home):
     rows = _batch(tmp_path, 6)
-    lines = [json.loads(line) for line in _export(tmp_path).read_text(encoding="utf-8").splitlines()]
+    raw = _export(tmp_path).read_text(encoding="utf-8").splitlines()
+    assert all(line == JudgedPairLine.model_validate_json(line).model_dump_json() for line in raw)  # its own form
+    lines = [json.loads(line) for line in raw]
     assert sorted((line["length_a"], line["length_b"]) for line in lines) == sorted(
         (len(r["a"]), len(r["b"])) for r in rows
     )
