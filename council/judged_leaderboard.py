@@ -169,7 +169,8 @@ def stored_judgments(rows: Iterable[dict[str, Any]]) -> list[Judgment]:
     Built without a file's checks: the store's rows are already valid (its query keeps finished
     comparisons of two named models), and a file's limits (a model name's length) are not the
     store's. Each distinct model name and markdown count is one object shared by every judgment
-    that has it (they are only read): about 1 instead of 2 kB a judgment, for a fit that holds them all."""
+    that has it (they are only read): about 1 instead of 2 kB a judgment, for a fit that holds
+    them all."""
     from council.judgment_files import MarkdownCounts
 
     shared: dict[Any, Any] = {}

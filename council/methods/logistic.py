@@ -101,9 +101,10 @@ def fit_logistic(
         if not (lam[groups_from:] > 0).all():
             raise ValueError("the group columns need a positive ridge")
         dense = [(c, v) for c, v in cols if c.max(initial=0) < groups_from]
-        [(group, ones)] = [(c, v) for c, v in cols if c.max(initial=0) >= groups_from]
-        if group.min(initial=groups_from) < groups_from or not (ones == 1.0).all():
+        grouped = [(c, v) for c, v in cols if c.max(initial=0) >= groups_from]
+        if len(grouped) != 1 or grouped[0][0].min(initial=groups_from) < groups_from or (grouped[0][1] != 1).any():
             raise ValueError("the group term must be one indicator a row, in the columns from groups_from on")
+        [(group, _)] = grouped
 
     def objective(b: np.ndarray) -> float:
         eta = linear_predictor(terms, b, rows)

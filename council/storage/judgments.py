@@ -258,6 +258,7 @@ def judged_pairs(store: Store, *, since: str | None = None) -> Iterator[dict[str
     recorded before m018 or with queries not hashed.
     Read :data:`pages.ROWS_PAGE` at a time (``export --judged-pairs`` writes them as it reads)."""
     sql, params = (_JUDGED_PAIRS, []) if since is None else (_JUDGED_PAIRS + " AND created_at >= ?", [since])
+
     def read(statement: str, values: list[Any]) -> Iterable[tuple[Any, ...]]:
         return store.db.execute(statement, values)  # tuples: ~5 µs a row less than dicts
 
