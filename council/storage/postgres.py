@@ -657,6 +657,8 @@ class PostgresStore(GroupCommit, SharedOperations):
                 for session_id, events in pending:
                     append_events(self.db, session_id, events)
             return
+        except psycopg.OperationalError:
+            raise  # the connection is gone: the carrying transaction fails, and its rows wait again
         except psycopg.Error as exc:
             if len(pending) == 1:
                 log.error("could not store session events", session_id=pending[0][0], error=str(exc))
