@@ -262,9 +262,7 @@ def judged_pairs(store: Store, *, since: str | None = None) -> Iterator[dict[str
     def read(statement: str, values: list[Any]) -> Iterable[tuple[Any, ...]]:
         return store.db.execute(statement, values)  # tuples: ~5 µs a row less than dicts
 
-    rows = pages.in_pages(
-        read, sql, params, order=("created_at", "id"), key=lambda r: (r[1], r[0]), size=pages.ROWS_PAGE
-    )
+    rows = pages.in_time_order(read, sql, params, key=lambda r: (r[1], r[0]), size=pages.ROWS_PAGE)
     for run_id, created_at, model_a, model_b, winner, length_a, length_b, *counts, prompt_id in rows:
         yield {  # the keys in the export's order (JudgedPairLine)
             "run_id": run_id,

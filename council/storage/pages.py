@@ -57,6 +57,25 @@ def in_pages(
             return
 
 
+def in_time_order(
+    read: Callable[[str, list[Any]], Iterable[Row]],
+    sql: str,
+    params: Sequence[Any],
+    *,
+    key: Callable[[Row], Sequence[Any]],
+    size: int,
+) -> Iterator[Row]:
+    """:func:`in_pages` by ``created_at``, then ``id`` (``key(row)``: those two values). Rows
+    without a time come first, by id, as SQLite sorts NULL: a keyset on the time would skip them
+    (NULL is after nothing). council stamps every row it writes; a store may hold others."""
+    yield from in_pages(
+        read, sql + " AND created_at IS NULL", params, order=("id",), key=lambda row: key(row)[1:], size=size
+    )
+    yield from in_pages(
+        read, sql + " AND created_at IS NOT NULL", params, order=("created_at", "id"), key=key, size=size
+    )
+
+
 def _after(order: Sequence[str], last: Sequence[Any]) -> tuple[str, list[Any]]:
     """The rows after ``last`` in ``order``. The first column alone bounds the range, so that an
     index on it (the second breaking ties) is searched from there, not scanned from the start."""
@@ -76,10 +95,9 @@ def iter_sessions(store: Store, *, since: str | None = None) -> Iterator[dict[st
     if since:
         sql += " AND created_at >= ?"
         params.append(parse_since(since))
-    yield from in_pages(
-        store.db.query, sql, params, order=("created_at", "id"),
-        key=lambda row: (row["created_at"], row["id"]), size=SESSIONS_PAGE,
-    )  # fmt: skip
+    yield from in_time_order(
+        store.db.query, sql, params, key=lambda row: (row["created_at"], row["id"]), size=SESSIONS_PAGE
+    )
 
 
 def bias_record_rows(store: Store, fields: Sequence[str], *, since: str | None = None) -> Iterator[tuple[Any, ...]]:

@@ -126,3 +126,22 @@ def test_sessions_begun_while_the_pages_are_read_are_read_once_or_not_at_all(sto
     seen += [row["id"] for row in reading]
     assert len(seen) == len(set(seen)) == 6 + 2
     assert "a-behind" not in seen and seen[-1] == "z-ahead" and "z-same-time-after" in seen
+
+
+async def test_rows_without_a_time_are_read_first_and_never_skipped(store_backend, monkeypatch):
+    """council always stamps its rows, but a store may hold rows written otherwise: a keyset on
+    the time alone would skip those past the first page (NULL is never after anything)."""
+    monkeypatch.setattr(pages, "SESSIONS_PAGE", 2)
+    monkeypatch.setattr(pages, "ROWS_PAGE", 2)
+    fill_sessions(store_backend, 5)
+    await fill_judged_pairs(store_backend, 5)
+    untimed = ["s-1-0001", "s-4-0004", "s-3-0003"]
+    pairs = [p["run_id"] for p in store_backend.judged_pairs()]
+    with store_backend.immediate() as db:
+        for sid in untimed:
+            db.execute("UPDATE sessions SET created_at = NULL WHERE id = ?", [sid])
+        for run_id in pairs[1:4]:
+            db.execute("UPDATE judgment_runs SET created_at = NULL WHERE id = ?", [run_id])
+    sessions = [s["id"] for s in store_backend.iter_sessions()]
+    assert sessions == sorted(untimed) + ["s-0-0000", "s-2-0002"]
+    assert [p["run_id"] for p in store_backend.judged_pairs()] == sorted(pairs[1:4]) + [pairs[0], pairs[4]]
