@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, Valid
 
 from council.bias.loading import explain
 from council.errors import InputError, UsageError
-from council.inputs import read_text_file
+from council.inputs import MAX_BATCH_BYTES, read_text_file
 from council.methods.style_counts import MARKDOWN_KEYS, answer_style  # noqa: F401  (found here too)
 
 if TYPE_CHECKING:
@@ -175,7 +175,8 @@ def load_judgments(paths: Iterable[Path | str], judgments_format: str = "council
     loaded = LoadedJudgments()
     for raw in paths:
         path = Path(raw)
-        text = read_text_file(path, "judgments file")
+        # Many judgments a file, as a batch file holds many items: the batch file's cap, not a question's.
+        text = read_text_file(path, "judgments file", max_bytes=MAX_BATCH_BYTES)
         loaded.files.append(str(path))
         items = _council_lines(path, text) if judgments_format == "council" else _alpaca_items(path, text, loaded)
         loaded.judgments.extend(items)

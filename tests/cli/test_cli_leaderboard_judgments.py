@@ -310,3 +310,21 @@ def test_a_style_that_never_varies_is_not_estimable_not_a_huge_interval(tmp_path
     text = invoke_cli("leaderboard", "--judgments", str(path), "--control", "length,markdown").stdout
     assert "headers: not estimable: constant" in " ".join(text.split())
     assert "95% Wald CI" in text and all(c["ci_method"] == "wald" for c in coef.values())
+
+
+def test_a_judgments_file_as_large_as_a_batch_file_is_read(tmp_path):
+    """``export --judged-pairs`` writes ~340 bytes a pair: the 10 MB cap of a question file refused
+    what it wrote for 30,000 pairs. A judgments file holds many judgments, as a batch file holds
+    many items, and has the batch file's cap."""
+    from council.inputs import MAX_INPUT_BYTES
+
+    line = {"run_id": "r", "created_at": "2026-01-01T00:00:00.000000+00:00", "model_a": "y", "model_b": "x",
+            "winner": "B", "length_a": 400, "length_b": 900, "markdown_a": {"headers": 0, "lists": 1, "bold": 1},
+            "markdown_b": {"headers": 1, "lists": 3, "bold": 0}, "prompt_id": "0" * 64}  # fmt: skip
+    rows = [dict(line, run_id=f"run-{i:08d}", winner="BA"[i % 3 == 0]) for i in range(MAX_INPUT_BYTES // 330 + 500)]
+    path = _write(tmp_path / "big.jsonl", rows)
+    assert path.stat().st_size > MAX_INPUT_BYTES
+    res = invoke_cli("leaderboard", "--judgments", str(path), "--bootstrap", "0", "--json")
+    assert res.exit_code == 0, res.stderr
+    board = json.loads(res.stdout)
+    assert {m["model"]: m["comparisons"] for m in board["models"]} == {"x": len(rows), "y": len(rows)}
