@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from council.storage import Store
 
 JUDGMENT_FORMATS = ("council", "alpaca_eval")
+#: The most judgments one rating reads from files: each is held as a validated object (0.6-2.3 kB),
+#: so a file of the batch file's size in the shortest lines would otherwise take ~4.5 GB.
+MAX_JUDGMENTS = 1_000_000
 
 
 class MarkdownCounts(BaseModel):
@@ -179,5 +182,8 @@ def load_judgments(paths: Iterable[Path | str], judgments_format: str = "council
         text = read_text_file(path, "judgments file", max_bytes=MAX_BATCH_BYTES)
         loaded.files.append(str(path))
         items = _council_lines(path, text) if judgments_format == "council" else _alpaca_items(path, text, loaded)
-        loaded.judgments.extend(items)
+        for judgment in items:
+            if len(loaded.judgments) == MAX_JUDGMENTS:
+                raise InputError(f"{path}: more than {MAX_JUDGMENTS:,} judgments in the files; rate at most that many")
+            loaded.judgments.append(judgment)
     return loaded

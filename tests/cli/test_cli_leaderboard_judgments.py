@@ -328,3 +328,16 @@ def test_a_judgments_file_as_large_as_a_batch_file_is_read(tmp_path):
     assert res.exit_code == 0, res.stderr
     board = json.loads(res.stdout)
     assert {m["model"]: m["comparisons"] for m in board["models"]} == {"x": len(rows), "y": len(rows)}
+
+
+def test_more_judgments_than_a_rating_holds_is_one_line_and_exit_2(tmp_path, monkeypatch):
+    """The files' size is capped, and so is their count of judgments (each held in memory)."""
+    from council import judgment_files
+
+    monkeypatch.setattr(judgment_files, "MAX_JUDGMENTS", 100)
+    first, second = _write(tmp_path / "a.jsonl", _games(30)), _write(tmp_path / "b.jsonl", _games(30))
+    assert invoke_cli("leaderboard", "--judgments", str(first), "--bootstrap", "0").exit_code == 0  # 90 judgments
+    res = invoke_cli("leaderboard", "--judgments", str(first), "--judgments", str(second), "--bootstrap", "0")
+    assert res.exit_code == 2 and res.error_lines == [
+        f"error: {second}: more than 100 judgments in the files; rate at most that many"
+    ]
