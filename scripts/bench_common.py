@@ -47,6 +47,11 @@ def write_council_toml(path: Path, config: dict[str, Any]) -> Path:
     return path
 
 
+def loadavg() -> str:
+    """The 1, 5 and 15 minute load averages, as every benchmark prints them."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def entry_point() -> list[str]:
     """The installed ``council`` console script next to this interpreter (``python -m council`` if none)."""
     script = Path(sys.executable).with_name("council")

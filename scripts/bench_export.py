@@ -36,7 +36,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import bench_common  # noqa: F401 (puts the package and tests/ on sys.path)
+from bench_common import loadavg  # also puts the package and tests/ on sys.path
 
 GOAL_PEAK_MIB = 100
 GOAL_RATIO = 1.5
@@ -144,14 +144,17 @@ def build(home: Path, n_sessions: int, n_records: int, n_pairs: int, seed: int, 
 def child(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float, float]:
     """(wall s, CPU s, peak MiB) of one process, from its own accounting. ``cwd``: not the
     checkout's root, whose package ``python -m`` would import whatever PYTHONPATH says."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode() if proc.stderr else ""
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(argv[:4])} ... failed ({proc.returncode}): {err.strip()[-500:]}")
+    # Its errors go to a file, not a pipe: waiting on a child whose pipe is full would never end.
+    with tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            err.seek(0)
+            said = err.read().decode(errors="replace").strip()[-500:]
+            raise SystemExit(f"{' '.join(argv[:4])} ... failed ({code}): {said}")
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
@@ -189,7 +192,7 @@ def main() -> int:
             env["COUNCIL_DATABASE_URL"] = source = args.database_url
         backend = "PostgreSQL" if args.database_url else "SQLite"
         print(f"built {n_sessions:,} sessions, {n_records:,} bias records, {n_pairs:,} judged pairs on {backend} "
-              f"in {time.perf_counter() - t0:.1f} s; 2 cores; load average {os.getloadavg()[0]:.2f}")  # fmt: skip
+              f"in {time.perf_counter() - t0:.1f} s; {os.cpu_count()} cores; load average {loadavg()}")  # fmt: skip
         print(f"best of {args.repeat} each, interleaved (wall s, CPU s, peak MiB)")
         print(f"{'export':<14}{'rows':>10}  {'council':>22}  {'bare':>22}  {'council/bare':>12}")
         worst_peak, worst_ratio = 0.0, 0.0
@@ -206,10 +209,10 @@ def main() -> int:
                 raise SystemExit(f"{kind}: council wrote {rows} lines, the bare export {lines(home / 'bare.jsonl')}")
             (w, c, _), (bw, bc, bm) = min(ours), min(theirs)
             peak = max(x[2] for x in ours)
-            worst_peak, worst_ratio = max(worst_peak, peak), max(worst_ratio, w / bw)
             ratio = w / bw
+            worst_peak, worst_ratio = max(worst_peak, peak), max(worst_ratio, ratio)
             print(f"{kind:<14}{rows:>10,}  {w:7.2f} {c:6.2f} {peak:7.1f}  {bw:7.2f} {bc:6.2f} {bm:7.1f}  {ratio:12.2f}")
-        print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        print(f"load average after: {loadavg()}")
         verdict = "PASS" if worst_peak < GOAL_PEAK_MIB else "MISS"
         print(f"goal every export's peak memory < {GOAL_PEAK_MIB} MiB: {verdict} ({worst_peak:.1f} MiB)")
         verdict = "PASS" if worst_ratio <= GOAL_RATIO else "MISS"

@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_bias_report import add_record_options, sessions  # noqa: E402
+from bench_common import loadavg  # noqa: E402
 
 from council.storage import open_location, open_store  # noqa: E402
 from council.storage.location import parse as parse_location  # noqa: E402
@@ -55,10 +56,6 @@ AGGREGATES = {
         "FROM bias_records GROUP BY reviewer_id"
     ),
 }
-
-
-def loadavg() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 BOUND = "GROUP BY session_id, model_id"
