@@ -120,12 +120,16 @@ class GroupCommit:
         return done
 
     def _scheduled_flush(self) -> None:
+        with self._pending_lock:
+            if not (self._pending_calls or self._pending_events):  # written meanwhile (or the store closed)
+                self._flush_scheduled = False
+                return
         if self._in_transaction():  # a transaction held across an await: the next turn
             _running_loop().call_soon(self._scheduled_flush)
             return
         with self._pending_lock:
             self._flush_scheduled = False
-            if not (self._pending_calls or self._pending_events):  # written meanwhile (or the store closed)
+            if not (self._pending_calls or self._pending_events):
                 return
             if self._writes_expected:  # the expected write takes them (or schedules this again when done)
                 return

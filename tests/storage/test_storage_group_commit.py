@@ -116,6 +116,22 @@ def test_closing_the_store_writes_what_is_pending(store):
     assert _on_disk(store) == [("call-1", None)]
 
 
+def test_the_commit_scheduled_before_the_store_closed_leaves_the_closed_store_alone(store):
+    """Closing writes what was pending; the end-of-turn commit scheduled for it then finds
+    nothing to do and must not touch the closed connection (it raised in the event loop)."""
+    raised: list[dict] = []
+
+    async def run() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: raised.append(context))
+        store.journal("run-1").call_started(_record(1))
+        store.close()
+        await asyncio.sleep(0)  # the turn ends: the scheduled commit runs
+
+    asyncio.run(run())
+    assert raised == []
+    assert _on_disk(store) == [("call-1", None)]
+
+
 def _event(session_id: str, seq: int) -> dict:
     return {"session_id": session_id, "seq": seq, "type": "stage", "at": "2026-01-01T00:00:00Z"}
 
@@ -126,7 +142,7 @@ def _events_on_disk(store) -> list[tuple]:
 
 @pytest.fixture
 def lite(tmp_path):
-    """A SQLite store: session events ride the group commit there (PostgreSQL writes each batch at once)."""
+    """A SQLite store (events ride the group commit on PostgreSQL too: tests/storage/test_event_group_commit.py)."""
     opened = open_store(tmp_path / "council.db")
     opened.begins = _count_transactions(opened)  # type: ignore[attr-defined]
     yield opened
