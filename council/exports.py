@@ -27,11 +27,15 @@ import csv
 import json
 from collections.abc import Iterator
 from datetime import datetime
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from council.csv_cells import csv_cell
 from council.errors import InputError
 from council.export_rows import AnswerRow, ScoreRow, SessionRow
+
+if TYPE_CHECKING:
+    from council.bias.records import SessionBiasMetadata
+    from council.export_shapes import SessionLine
 
 REDACTED = "[redacted]"
 FORMATS = ("jsonl", "csv")
@@ -83,11 +87,10 @@ def stored_result(row: dict[str, Any]) -> dict[str, Any] | None:
     return doc
 
 
-def session_document(row: dict[str, Any], calls: list[dict[str, Any]], redact: bool) -> dict[str, Any]:
-    """One session as the JSONL export writes it (:class:`~council.export_shapes.SessionLine`):
-    its stored result with every text nulled when ``redact``, or, for a session without one
-    (failed or still running), its metadata with the same keys, ``calls`` (its call log)
-    giving the usage."""
+def session_line(row: dict[str, Any], calls: list[dict[str, Any]], redact: bool) -> SessionLine:
+    """One session as the JSONL export writes it (its model's JSON): its stored result with
+    every text nulled when ``redact``, or, for a session without one (failed or still
+    running), its metadata with the same keys, ``calls`` (its call log) giving the usage."""
     from council.export_shapes import SessionLine
     from council.usage import CallRecord, Usage
 
@@ -113,49 +116,50 @@ def session_document(row: dict[str, Any], calls: list[dict[str, Any]], redact: b
             "usage": Usage.of(CallRecord.model_validate(c) for c in calls),
             "duration_ms": _duration_ms(row),
         }
-        return SessionLine.model_validate(line).model_dump(mode="json")
+        return SessionLine.model_validate(line)
     from council.session import scrub_transcripts
     from council.session.results import SessionResult
 
+    # The stored result is validated once: its fields (``vars``: the instances themselves) go into
+    # the line as they are, and pydantic takes a model instance of the line's own type without
+    # validating it again; only the maps the line holds as lists are rebuilt. A field the line
+    # does not have is left out by its validation.
     result = SessionResult.model_validate_json(row["result"])
     shown = scrub_transcripts(result) if redact else result
-    doc = shown.model_dump(mode="json")
     reviews = [
         {
-            **review,
-            "labels": [{"label": label, "member": member} for label, member in original.labels.items()],
-            "scores": [{"member": member, "score": score} for member, score in original.scores.items()],
+            **vars(review),
+            "labels": [{"label": label, "member": member} for label, member in review.labels.items()],
+            "scores": [{"member": member, "score": score} for member, score in review.scores.items()],
             "reasoning": [
-                {"member": member, "text": None if redact else text} for member, text in original.reasoning.items()
+                {"member": member, "text": None if redact else text} for member, text in review.reasoning.items()
             ],
         }
-        for review, original in zip(doc["reviews"], result.reviews, strict=True)
+        for review in result.reviews
     ]
     line = {
-        **doc,
+        **vars(shown),
         **row_meta,
         "created_at": result.created_at or row["created_at"],
         "models": [{"id": member, "model": model} for member, model in result.models.items()],
         "reviews": reviews,
-        "bias": _bias_line(doc.get("bias")),
+        "bias": _bias_line(shown.bias),
         "duration_ms": result.duration_ms if result.duration_ms else _duration_ms(row),
     }
-    return SessionLine.model_validate(line).model_dump(mode="json")
+    return SessionLine.model_validate(line)
 
 
-def _bias_line(bias: dict[str, Any] | None) -> dict[str, Any] | None:
+def _bias_line(bias: SessionBiasMetadata | None) -> dict[str, Any] | None:
     if bias is None:
         return None
-    position = bias["position_bias"]
-    counts = {int(k): v for k, v in position.get("counts", {}).items()}
+    position = bias.position_bias
     positions = [
-        {"position": int(p), "mean": mean, "count": counts.get(int(p), 0)}
-        for p, mean in sorted(position.get("means", {}).items(), key=lambda item: int(item[0]))
+        {"position": p, "mean": mean, "count": position.counts.get(p, 0)} for p, mean in sorted(position.means.items())
     ]
     return {
-        **bias,
-        "calibration": [{"reviewer": reviewer, **c} for reviewer, c in bias.get("calibration", {}).items()],
-        "position_bias": {**position, "positions": positions},
+        **vars(bias),
+        "calibration": [{"reviewer": reviewer, **vars(c)} for reviewer, c in bias.calibration.items()],
+        "position_bias": {**vars(position), "positions": positions},
     }
 
 
@@ -331,12 +335,12 @@ def _write_session(
     redact: bool,
     secrets: frozenset[str],
 ) -> None:
-    from council.redaction import redact_document
+    from council.redaction import redact_document, redacted_model_json
 
     if shape == "sessions" and writer is None:
         calls = [] if row.get("result") else store.session_calls(row["id"])
-        document = redact_document(session_document(row, calls, redact), secrets)
-        out.write(json.dumps(document, ensure_ascii=False) + "\n")
+        # Serialized once, for the redaction check and the file (secrets: those known now, as ``secrets``).
+        out.write(redacted_model_json(session_line(row, calls, redact)) + "\n")
         return
     if shape == "sessions":
         rows: Any = [session_row(row, [] if row.get("result") else store.session_calls(row["id"]), redact)]

@@ -360,7 +360,9 @@ def _redact_fields(value: Any, secrets: frozenset[str], kind: str) -> Any:
 
 def redacted_json(value: Any) -> str | None:
     """:func:`redact_document` of ``value`` as JSON text (None stays None). A document in which
-    nothing could be redacted is serialized once, for the check and for storing."""
+    nothing could be redacted is serialized once, for the check and for storing. The text is
+    pydantic-core's compact JSON whether or not anything was cut (the standard library's only
+    for a value pydantic-core cannot serialize), so a file of such lines has one form."""
     if value is None:
         return None
     secrets = _current_secrets()
@@ -368,7 +370,8 @@ def redacted_json(value: Any) -> str | None:
         text = _json_text(value)
         if text is not None and _nothing_to_redact_in(text, secrets):
             return text
-    return json.dumps(_redact_fields(value, secrets, "reply"), ensure_ascii=False)
+    redacted = _redact_fields(value, secrets, "reply")
+    return _json_text(redacted) or json.dumps(redacted, ensure_ascii=False)
 
 
 def redacted_model_json(model: BaseModel) -> str:

@@ -63,3 +63,31 @@ async def test_bias_records_round_trip_gives_the_same_report(tmp_path):
     from_file = json.loads(invoke("bias-report", "--json", "--records", str(records)).stdout)
     for key in ("reviewers", "length_correlation", "length_correlation_ci", "sample_size", "confidence_level", "position_bias", "self_preference"):
         assert from_db[key] == from_file[key], key
+
+
+async def test_each_session_line_is_its_model_json_whether_or_not_a_secret_was_cut(monkeypatch):
+    """A stored result written before its key was known still holds the key: the export cuts
+    it. Either way a line is ``SessionLine``'s own JSON, keys in its order, one form for all."""
+    import sqlite3
+
+    from council import redaction
+    from council.export_shapes import SessionLine
+    from council.home import council_home
+
+    results = await run_sessions(2)
+    secret = "k-5e8d2c7a9f1b3e6d4a0c"
+    conn = sqlite3.connect(council_home() / "council.db")
+    (text,) = conn.execute("SELECT result FROM sessions WHERE id = ?", (results[0].session_id,)).fetchone()
+    stored = json.loads(text)
+    stored["answers"][0]["text"] = f"the key is {secret}"
+    conn.execute("UPDATE sessions SET result = ? WHERE id = ?", (json.dumps(stored), results[0].session_id))
+    conn.commit()
+    conn.close()
+    monkeypatch.setattr(redaction, "_registered", {secret})
+    lines = [line for line in invoke("export").stdout.splitlines() if line.startswith("{")]
+    assert len(lines) == 2 and secret not in "".join(lines)
+    for line in lines:
+        assert line == SessionLine.model_validate_json(line).model_dump_json()
+    texts = {json.loads(line)["session_id"]: json.loads(line)["answers"][0]["text"] for line in lines}
+    assert texts[results[0].session_id] == f"the key is {redaction.REDACTED}"
+    assert texts[results[1].session_id] == results[1].answers[0].text
