@@ -185,6 +185,7 @@ def main() -> int:
         home = Path(tmp)
         env = {**os.environ, "COUNCIL_HOME": str(home), "PYTHONPATH": str(REPO)}
         env.pop("COUNCIL_DATABASE_URL", None)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: the checkout's modules compiled once, not each run
         t0 = time.perf_counter()
         subprocess.run([sys.executable, __file__, *sys.argv[1:], "--build", str(home)], check=True)
         source = str(home / "council.db")
