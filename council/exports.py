@@ -339,7 +339,7 @@ def _write_session(
 
     if shape == "sessions" and writer is None:
         calls = [] if row.get("result") else store.session_calls(row["id"])
-        # Serialized once, for the redaction check and the file (secrets: those known now, as ``secrets``).
+        # Serialized once, for the redaction check and the file; the secrets cut are those known now (``secrets``).
         out.write(redacted_model_json(session_line(row, calls, redact)) + "\n")
         return
     if shape == "sessions":
