@@ -129,7 +129,7 @@ class GroupCommit:
             return
         with self._pending_lock:
             self._flush_scheduled = False
-            if not (self._pending_calls or self._pending_events):
+            if not (self._pending_calls or self._pending_events):  # carried meanwhile by a write on another thread
                 return
             if self._writes_expected:  # the expected write takes them (or schedules this again when done)
                 return
