@@ -202,6 +202,29 @@ class _Run:
         self.on_event(event)
 
 
+class _OneTurn:
+    """Text handed over in one turn of the event loop, emitted as one piece at its end.
+
+    A stream read from a full buffer (a provider sending faster than it is read, a busy
+    server) hands over many chunks in one turn: each became an event, stored and sent on
+    its own (57 for a 350-character synthesis). They are joined instead; chunks that arrive
+    turns apart still go out one by one, and nothing waits longer than the turn it came in."""
+
+    def __init__(self, emit: Callable[[str], None]) -> None:
+        self.emit = emit
+        self.pieces: list[str] = []
+
+    def add(self, text: str) -> None:
+        if not self.pieces:
+            asyncio.get_running_loop().call_soon(self.flush)
+        self.pieces.append(text)
+
+    def flush(self) -> None:
+        if self.pieces:
+            text, self.pieces = "".join(self.pieces), []
+            self.emit(text)
+
+
 class SessionRunner:
     """Runs sessions of one resolved council over shared model clients and one store."""
 
@@ -351,10 +374,11 @@ class SessionRunner:
                 continue
             # The chairman's text streams to the listener as it is written (cleaned on the way).
             shown = prompts.SynthesisStream()
+            turn = _OneTurn(lambda text, chair_id=chair.id: run.emit(SynthesisDelta, chairman=chair_id, text=text))
 
-            def delta(piece: str, chair_id: str = chair.id, shown: prompts.SynthesisStream = shown) -> None:
+            def delta(piece: str, shown: prompts.SynthesisStream = shown, turn: _OneTurn = turn) -> None:
                 if text := shown.feed(piece):
-                    run.emit(SynthesisDelta, chairman=chair_id, text=text)
+                    turn.add(text)
 
             try:
                 response = await client.complete(
@@ -368,6 +392,8 @@ class SessionRunner:
                 errors.append(str(exc) if exc.model == chair.id else f"{chair.id}: {exc}")
                 run.failures.append(Failure(stage="synthesis", member=chair.id, error=str(exc)))
                 continue
+            finally:
+                turn.flush()  # what this chairman wrote goes out before anything said after it
             text = prompts.clean_synthesis(response.text)
             add_private(text)
             if text:

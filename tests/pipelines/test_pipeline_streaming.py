@@ -1,14 +1,19 @@
 """The chairman's synthesis streams as it is written: many deltas, cleaned on the way, equal to
-the stored synthesis; a chairman that breaks off midway is followed by a notice and the fallback."""
+the stored synthesis (the pieces that arrive in one turn of the event loop as one delta); a
+chairman that breaks off midway is followed by a notice and the fallback."""
 
 from __future__ import annotations
+
+import asyncio
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_pipeline_events import collect
 
 from council import Council
+from council.providers.fake import FakeAPI
 from council.session.prompts import SynthesisStream, clean_synthesis
+from council.testing.replies import stream_pieces
 
 MEMBERS = ["fake/alpha", "fake/beta", "fake/gamma"]
 QUESTION = "Why is the sky blue?"
@@ -44,6 +49,39 @@ async def test_a_chairman_breaking_off_midway_is_followed_by_a_notice_and_the_fa
     assert types.count("synthesis") == 1
     # Not retried: one call of the broken chairman in the call log, not three.
     assert len(council.clients["fake/chair+cutoff"].api.history) == 1
+
+
+class _BurstingAPI(FakeAPI):
+    """A chairman whose reply arrives in two bursts, each in one turn of the event loop, as a
+    stream read from a full buffer does (a fast provider, a busy server)."""
+
+    pieces: list[str]
+
+    async def stream(self, request, on_delta):
+        response = await self._reply(request)
+        self.pieces = stream_pieces(response.text)
+        half = len(self.pieces) // 2
+        for burst in (self.pieces[:half], self.pieces[half:]):
+            await asyncio.sleep(0)
+            for piece in burst:
+                on_delta(piece)
+        return response
+
+
+async def test_pieces_arriving_in_one_turn_of_the_event_loop_are_one_delta():
+    council = Council.from_config(
+        {"councils": {"default": {"members": MEMBERS, "chairman": "fake/alpha"}}}, store=False
+    )
+    chairman = council.clients["fake/alpha"]
+    chairman.api = _BurstingAPI("fake/alpha")
+    events, result = await collect(council, QUESTION, seed=5)
+    deltas = [e for e in events if e.type == "synthesis_delta"]
+    assert len(chairman.api.pieces) > 10
+    assert len(deltas) == 2  # one a burst, not one a piece
+    assert "".join(d.text for d in deltas) == result.synthesis.text
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    types = [e.type for e in events]
+    assert len(types) - 1 - types[::-1].index("synthesis_delta") < types.index("synthesis")
 
 
 _FRAGMENTS = ['<answer label="A">', "</answer>", " ", "\n", "text", "<", ">", "</ans", "<ANSWER>", "wer>", "a b"]
