@@ -10,7 +10,6 @@ under a per-installation secret salt that never leaves ``$COUNCIL_HOME``.
 from __future__ import annotations
 
 import re
-import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -27,6 +26,7 @@ from council.bias.query_hash import (  # noqa: F401  # importable from here, as 
     QueryHasher,
     read_shared_salt,
 )
+from council.methods import exact_moments
 from council.methods.bias_indicators import (
     INDICATORS_NOTE,
     REFERENCE_SCALE,
@@ -268,7 +268,7 @@ def session_bias_metadata(records: Sequence[BiasRecord], length_unit: LengthUnit
         size = _length(rec, length_unit)
         if size is not None:
             lengths.setdefault(rec.model_id, size)
-    avg_scores = {m: statistics.mean(s) for m, s in received.items()}
+    avg_scores = {m: exact_moments.mean(s) for m, s in received.items()}
     r, interpretation = calculate_length_correlation(lengths, avg_scores)
     used = sum(1 for m in avg_scores if m in lengths) if interpretation != "insufficient_data" else 0
     length = LengthCorrelation(r=r, interpretation=interpretation, pairs=used, unit=length_unit)
@@ -286,7 +286,7 @@ def session_bias_metadata(records: Sequence[BiasRecord], length_unit: LengthUnit
     variance, detected = calculate_position_bias(session_data)
     by_position = position_scores(session_data)
     position = PositionBias(
-        means={p: statistics.mean(s) for p, s in sorted(by_position.items())},
+        means={p: exact_moments.mean(s) for p, s in sorted(by_position.items())},
         counts={p: len(s) for p, s in sorted(by_position.items())},
         variance=variance,
         bias_detected=detected,
@@ -298,7 +298,7 @@ def session_bias_metadata(records: Sequence[BiasRecord], length_unit: LengthUnit
         if not rec.self_review:
             continue
         others = [o.score_value for o in records if o.model_id == rec.model_id and not o.self_review]
-        others_mean = statistics.mean(others) if others else None
+        others_mean = exact_moments.mean(others) if others else None
         self_pref.append(
             SelfPreference(
                 reviewer_id=rec.reviewer_id,

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from council.methods import exact_moments
 from council.methods.distributions import CANCELLATION, t_quantile_two_sided
 
 # ---------------------------------------------------------------------------
@@ -45,7 +46,7 @@ def calibration_zscores(means: Mapping[str, float]) -> dict[str, tuple[float, st
         return {}
     all_means = list(means.values())
     median_mean = statistics.median(all_means)
-    std_of_means = statistics.stdev(all_means) if len(all_means) > 2 else 1
+    std_of_means = exact_moments.stdev(all_means) if len(all_means) > 2 else 1
     out: dict[str, tuple[float, str]] = {}
     for reviewer, mean in means.items():
         z_score = (mean - median_mean) / std_of_means if std_of_means > 0 else 0
@@ -71,8 +72,8 @@ def audit_reviewer_calibration(scores: Mapping[str, Mapping[str, float]]) -> dic
         if not values:
             continue
         calibration[reviewer] = {
-            "mean": statistics.mean(values),
-            "std": statistics.stdev(values) if len(values) > 1 else 0,
+            "mean": exact_moments.mean(values),
+            "std": exact_moments.stdev(values) if len(values) > 1 else 0,
         }
     zs = calibration_zscores({r: c["mean"] for r, c in calibration.items()})
     for reviewer, stats in calibration.items():
@@ -90,8 +91,8 @@ def pearson_correlation(x: Sequence[float], y: Sequence[float]) -> float:
     n = len(x)
     if n < 3:
         return 0.0
-    mean_x = statistics.mean(x)
-    mean_y = statistics.mean(y)
+    mean_x = exact_moments.mean(x)
+    mean_y = exact_moments.mean(y)
     numerator = sum((xi - mean_x) * (yi - mean_y) for xi, yi in zip(x, y, strict=True))
     sum_sq_x = sum((xi - mean_x) ** 2 for xi in x)
     sum_sq_y = sum((yi - mean_y) ** 2 for yi in y)
@@ -182,8 +183,8 @@ def calculate_position_bias(session_data: Sequence[Mapping[str, Any]]) -> tuple[
     by_position = position_scores(session_data)
     if len(by_position) < 2:
         return 0.0, False
-    position_means = [statistics.mean(s) for s in by_position.values() if s]
-    variance = statistics.variance(position_means) if len(position_means) > 1 else 0
+    position_means = [exact_moments.mean(s) for s in by_position.values() if s]
+    variance = exact_moments.variance(position_means) if len(position_means) > 1 else 0
     return round(variance, 3), variance > POSITION_VARIANCE_THRESHOLD
 
 
