@@ -341,7 +341,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
         }
         row = {"status": "running", **self._owner(), **row}
         with self._write_transaction():  # nothing read: one round trip on PostgreSQL
-            self.db["sessions"].insert(row)
+            self._write_rows("sessions", [row])  # one prepared statement (sqlite-utils' insert: ~2 ×)
 
     def save_session(
         self, result: Any, records: Sequence[Any], *, keep_text: bool, calls: Sequence[CallRecord]
