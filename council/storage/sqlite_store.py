@@ -26,7 +26,7 @@ from council.clock import parse_since, utc_now
 from council.errors import EnvironmentFailure, NotFoundError, UsageError
 from council.home import ensure_home
 from council.logs import get_logger
-from council.redaction import redact, redact_document
+from council.redaction import redact, redact_document, redacted_json
 from council.storage import bias_rows, budgets, call_cache, ownership, queue
 from council.storage.bias_summary_rows import write_summaries
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
@@ -396,7 +396,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
                 [
                     status,
                     utc_now(),
-                    json.dumps(redact_document(result)) if result is not None else None,
+                    redacted_json(result),  # serialized once, for the redaction check and for storing
                     redact(error) if error else error,
                     session_id,
                 ],

@@ -75,6 +75,16 @@ async def test_a_council_session_is_saved_whole_and_read_back(store_backend):
     assert units == 1 and sum(outcomes.values()) > 0
 
 
+async def test_a_sessions_result_is_stored_as_its_own_json_in_the_questions_own_characters(store_backend):
+    council = Council.from_config({"councils": {"default": {"members": MEMBERS}}}, store=store_backend)
+    question = "天空为什么是蓝色的？"
+    result = await council.run(question, seed=3)
+    await council.aclose()
+    text = store_backend.get_session(result.session_id)["result"]
+    assert question in text and "\\u" not in text  # UTF-8 as it is: half the escapes' size for CJK
+    assert json.loads(text) == result.model_dump(mode="json")
+
+
 def test_sessions_begin_fail_and_are_found_by_id_or_prefix_only(store_backend):
     store_backend.begin_session("aaaaaaaa-1", council="c1", question="q?", query_hash="h" * 64, seed=1, offline=True,
                                 members=["m1"], created_at="2026-01-01T00:00:00.000000+00:00")  # fmt: skip
