@@ -16,6 +16,7 @@ import itertools
 import json
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -30,6 +31,7 @@ from council.redaction import redact, redact_document, redacted_json
 from council.storage import bias_rows, budgets, call_cache, ownership, queue
 from council.storage.bias_summary_rows import write_summaries
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
+from council.storage.checkpoints import WAL_CAP_PAGES, Checkpointer
 from council.storage.comparisons import count_comparisons
 from council.storage.group_commit import GroupCommit, call_row
 from council.storage.migrations import migrations
@@ -137,6 +139,8 @@ class SQLiteStore(GroupCommit, SharedOperations):
         self._unscored = False  # records without a score were loaded (a store made from files)
         self._resolved_key: str | None = None  # the lease's key: the file's resolved path
         self._init_group_commit()  # call-log rows and session events not yet committed
+        self._checkpointer: Checkpointer | None = None  # started by the first write transaction
+        self._checkpointer_lock = threading.Lock()
 
     # -- opening -------------------------------------------------------------
     @classmethod
@@ -195,6 +199,9 @@ class SQLiteStore(GroupCommit, SharedOperations):
         if self._leased:
             self._leased = False
             ownership.let_go(self._lease_key(), self._run_outside_transaction())
+        checkpointer, self._checkpointer = self._checkpointer, None
+        if checkpointer is not None:
+            checkpointer.stop()  # its connection closes first: this one, closing last, checkpoints the rest
         self.db.conn.close()
 
     def _run_outside_transaction(self) -> ownership.Run | None:
@@ -233,6 +240,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
                     raise
                 else:
                     conn.execute("COMMIT")
+                    self._committed()
                     if lease is not None:
                         lease.written = True
                         self._lease_due = None
@@ -243,6 +251,21 @@ class SQLiteStore(GroupCommit, SharedOperations):
             raise (self._write_refused or refused) from None
 
     _write_transaction = immediate
+
+    def _committed(self) -> None:
+        """Have the file checkpointed off this thread (council.storage.checkpoints), from the first
+        write transaction of a file store on."""
+        checkpointer = self._checkpointer
+        if checkpointer is None:
+            if self.path is None or self.read_only:
+                return
+            with self._checkpointer_lock:
+                if self._checkpointer is None:
+                    path = self.path
+                    self.db.conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_CAP_PAGES}")  # this connection only
+                    self._checkpointer = Checkpointer(lambda: _connect(path))
+                checkpointer = self._checkpointer
+        checkpointer.committed()
 
     def _in_transaction(self) -> bool:
         return self.db.conn.in_transaction
