@@ -6,19 +6,11 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
+
+from mock_server import wait_for
 
 from council.storage import SQLiteStore
 from council.storage.checkpoints import WAL_CAP_PAGES
-
-
-def _wait_for(condition, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 def _checkpoint_threads() -> list[threading.Thread]:
@@ -33,7 +25,7 @@ def test_commits_are_checkpointed_by_a_thread_and_the_connection_keeps_only_a_fa
     assert store.db.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == WAL_CAP_PAGES
     assert len(_checkpoint_threads()) == before + 1
     checkpointer = store._checkpointer
-    assert checkpointer is not None and _wait_for(lambda: checkpointer.checkpoints >= 1)
+    assert checkpointer is not None and wait_for(lambda: checkpointer.checkpoints >= 1, timeout=10)
     store.close()
     assert not checkpointer._thread.is_alive() and len(_checkpoint_threads()) == before
     assert not (tmp_path / "council.db-wal").exists()  # the last connection checkpointed the rest
