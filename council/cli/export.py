@@ -31,7 +31,7 @@ def export(
 ) -> None:
     """Export session logs, bias records or judged pairs from the database."""
     from council.clock import parse_since
-    from council.storage import open_store
+    from council.storage import using_store
 
     if since:
         parse_since(since)  # bad input is refused before any file is touched
@@ -43,21 +43,19 @@ def export(
                              "without --bias-records or --format csv")
         from council.judgment_files import export_judged_pairs
 
-        store = open_store()
-        with open_output(output) as fh:
+        with using_store(True) as store, open_output(output) as fh:
             n = export_judged_pairs(store, fh, since=parse_since(since) if since else None)
         status(f"exported {n} judged pairs")
         return
-    store = open_store()
     if bias_records:
         from council.bias.export import export_bias_records
 
-        with open_output(output) as fh:
+        with using_store(True) as store, open_output(output) as fh:
             n = export_bias_records(store, fh, fmt=fmt, since=since)
         status(f"exported {n} bias records")
         return
     from council.exports import export_sessions
 
-    with open_output(output) as fh:
+    with using_store(True) as store, open_output(output) as fh:
         count = export_sessions(store, fh, fmt=fmt, shape=shape, redact=redact, since=since)
     status(f"exported {count} sessions{' (redacted)' if redact else ''}")

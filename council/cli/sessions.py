@@ -21,9 +21,10 @@ def sessions() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the sessions as a JSON list.")
 def list_sessions(limit: int, since: str | None, council_name: str | None, as_json: bool) -> None:
     """The most recent sessions, newest first."""
-    from council.storage import open_store
+    from council.storage import using_store
 
-    rows = open_store().list_sessions(limit=limit, since=since, council=council_name)
+    with using_store(True) as store:
+        rows = store.list_sessions(limit=limit, since=since, council=council_name)
     if as_json:
         from council.exports import session_listing
 
@@ -56,12 +57,13 @@ def show_session(session_id: str, as_json: bool, show: str | None) -> None:
     review (order seen, each score with its reasoning, the ranking), the consensus and the
     synthesis, then the summary."""
     from council.cli.views import show_option_parts
-    from council.storage import open_store
+    from council.storage import using_store
 
     parts = show_option_parts("all" if show is None and not as_json else show, as_json)
     from council.exports import session_listing, stored_result
 
-    row = open_store().get_session(session_id)
+    with using_store(True) as store:
+        row = store.get_session(session_id)
     result = stored_result(row)
     if as_json:
         click.echo(json.dumps(result or session_listing(row), indent=2))
