@@ -141,6 +141,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
         self._init_group_commit()  # call-log rows and session events not yet committed
         self._checkpointer: Checkpointer | None = None  # started by the first write transaction
         self._checkpointer_lock = threading.Lock()
+        self._checkpoints_here = False  # the thread could not be started: SQLite's own checkpoints
 
     # -- opening -------------------------------------------------------------
     @classmethod
@@ -257,13 +258,18 @@ class SQLiteStore(GroupCommit, SharedOperations):
         write transaction of a file store on."""
         checkpointer = self._checkpointer
         if checkpointer is None:
-            if self.path is None or self.read_only:
+            if self.path is None or self.read_only or self._checkpoints_here:
                 return
             with self._checkpointer_lock:
-                if self._checkpointer is None:
+                if self._checkpointer is None and not self._checkpoints_here:
                     path = self.path
+                    try:
+                        self._checkpointer = Checkpointer(lambda: _connect(path))
+                    except RuntimeError as exc:  # no thread to be had: the write stands, SQLite checkpoints it
+                        log.warning("checkpoints stay with the committing thread", error=str(exc))
+                        self._checkpoints_here = True
+                        return
                     self.db.conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_CAP_PAGES}")  # this connection only
-                    self._checkpointer = Checkpointer(lambda: _connect(path))
                 checkpointer = self._checkpointer
         checkpointer.committed()
 

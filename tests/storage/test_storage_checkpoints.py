@@ -45,3 +45,17 @@ def test_a_store_that_only_reads_starts_no_thread_and_memory_stores_none(tmp_pat
     memory = SQLiteStore.memory()
     memory.swap_setting("k", "v")
     assert memory._checkpointer is None
+
+
+def test_without_a_thread_to_be_had_the_write_stands_and_sqlite_keeps_checkpointing(tmp_path, monkeypatch):
+    import council.storage.sqlite_store as sqlite_store
+
+    def no_thread(*args, **kwargs):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(sqlite_store, "Checkpointer", no_thread)
+    store = SQLiteStore.open(tmp_path / "council.db")
+    assert store.swap_setting("k", "v") is None and store.swap_setting("k", "w") == "v"  # both writes stood
+    assert store._checkpointer is None
+    assert store.db.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+    store.close()
