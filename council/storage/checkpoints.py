@@ -11,7 +11,8 @@ reader and never blocks one, at most every ``interval`` seconds while commits co
 sqlite3 module releases the GIL while SQLite works, so the copy and the syncs run on another
 core. When the store closes, the thread stops and the last connection to close checkpoints
 what is left, as SQLite always does; a process killed meanwhile leaves a log that the next
-connection replays, as ever.
+connection replays, as ever. Where no thread can be started, the store keeps SQLite's own
+checkpoints (the write that committed stands).
 """
 
 from __future__ import annotations
