@@ -15,9 +15,14 @@ from __future__ import annotations
 import math
 import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 _SQRT_BITS = 2 * sys.float_info.mant_dig + 3
+
+
+def _sequence(values: Iterable[float]) -> Sequence[float]:
+    """The values, read twice below (an iterator is taken as the statistics module takes it)."""
+    return values if isinstance(values, list | tuple) else list(values)
 
 
 def _scaled(values: Sequence[object]) -> tuple[list[int], int] | None:
@@ -35,7 +40,8 @@ def _scaled(values: Sequence[object]) -> tuple[list[int], int] | None:
     return [num * (d // den) for num, den in ratios], d
 
 
-def mean(values: Sequence[float]) -> float:
+def mean(values: Iterable[float]) -> float:
+    values = _sequence(values)
     scaled = _scaled(values)
     if scaled is None:
         return statistics.mean(values)
@@ -53,14 +59,16 @@ def _variance_ratio(values: Sequence[float]) -> tuple[int, int] | None:
     return n * sum(i * i for i in ints) - total * total, n * (n - 1) * d * d
 
 
-def variance(values: Sequence[float]) -> float:
+def variance(values: Iterable[float]) -> float:
+    values = _sequence(values)
     ratio = _variance_ratio(values)
     if ratio is None:
         return statistics.variance(values)
     return ratio[0] / ratio[1]
 
 
-def stdev(values: Sequence[float]) -> float:
+def stdev(values: Iterable[float]) -> float:
+    values = _sequence(values)
     ratio = _variance_ratio(values)
     if ratio is None:
         return statistics.stdev(values)

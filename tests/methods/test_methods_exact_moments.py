@@ -38,6 +38,12 @@ def test_integer_scores(values):
     assert _same(stdev(values), statistics.stdev(values))
 
 
+def test_an_iterator_is_taken_as_the_statistics_module_takes_it():
+    assert mean(x for x in [1.0, 2.0, 4.0]) == statistics.mean([1.0, 2.0, 4.0])
+    assert stdev(iter([1.0, 2.0, 4.0])) == statistics.stdev([1.0, 2.0, 4.0])
+    assert variance(x / 10 for x in range(5)) == statistics.variance([x / 10 for x in range(5)])
+
+
 def test_worked_values():
     assert mean([6.0, 8.0, 7.25]) == 7.083333333333333
     assert stdev([6.0, 8.0, 7.25]) == statistics.stdev([6.0, 8.0, 7.25]) == 1.0103629710818451
