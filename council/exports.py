@@ -339,8 +339,8 @@ def _write_session(
 
     if shape == "sessions" and writer is None:
         calls = [] if row.get("result") else store.session_calls(row["id"])
-        # Serialized once, for the redaction check and the file; the secrets cut are those known now (``secrets``).
-        out.write(redacted_model_json(session_line(row, calls, redact)) + "\n")
+        # Serialized once, for the redaction check and the file; the export's secrets cut, as in every shape.
+        out.write(redacted_model_json(session_line(row, calls, redact), secrets) + "\n")
         return
     if shape == "sessions":
         rows: Any = [session_row(row, [] if row.get("result") else store.session_calls(row["id"]), redact)]

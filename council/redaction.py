@@ -359,14 +359,16 @@ def _redact_fields(value: Any, secrets: frozenset[str], kind: str) -> Any:
     return value
 
 
-def redacted_json(value: Any) -> str | None:
+def redacted_json(value: Any, secrets: frozenset[str] | None = None) -> str | None:
     """:func:`redact_document` of ``value`` as JSON text (None stays None). A document in which
     nothing could be redacted is serialized once, for the check and for storing. The text is
     pydantic-core's compact JSON whether or not anything was cut (the standard library's only
-    for a value pydantic-core cannot serialize), so a file of such lines has one form."""
+    for a value pydantic-core cannot serialize), so a file of such lines has one form.
+    ``secrets``: those to cut (default: the ones known now)."""
     if value is None:
         return None
-    secrets = _current_secrets()
+    if secrets is None:
+        secrets = _current_secrets()
     if isinstance(value, dict | list):
         text = _json_text(value)
         if text is not None and _nothing_to_redact_in(text, secrets):
@@ -375,13 +377,15 @@ def redacted_json(value: Any) -> str | None:
     return _json_text(redacted) or json.dumps(redacted, ensure_ascii=False)
 
 
-def redacted_model_json(model: BaseModel) -> str:
+def redacted_model_json(model: BaseModel, secrets: frozenset[str] | None = None) -> str:
     """:func:`redacted_json` of ``model.model_dump(mode="json")``; when nothing could be redacted,
     the JSON is written straight from the model (the same text, without the dump in between)."""
+    if secrets is None:
+        secrets = _current_secrets()
     text = model.model_dump_json()
-    if _nothing_to_redact_in(text, _current_secrets()):
+    if _nothing_to_redact_in(text, secrets):
         return text
-    return redacted_json(model.model_dump(mode="json")) or "null"
+    return redacted_json(model.model_dump(mode="json"), secrets) or "null"
 
 
 def _json_text(value: Any) -> str | None:

@@ -149,7 +149,7 @@ def claim_within_sqlite(
     # transaction a failed statement rolls everything back anyway (~2 % of a batch's CPU).
     cursor = db.conn.execute(
         "UPDATE batch_queue SET state = 'running', worker = ?, lease_until = ?, attempts = attempts + 1"
-        f" WHERE rowid IN ({chosen}) RETURNING batch_id, item_id, digest, item",
+        f" WHERE rowid IN ({chosen}) RETURNING {', '.join(_CLAIMED)}",
         [worker, now + lease_seconds, *params],
     )
     return _decode([dict(zip(_CLAIMED, row, strict=True)) for row in cursor.fetchall()])
