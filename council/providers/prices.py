@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from council.background import after_grace
+
 PRICE_MAP_FILE = "model_prices_and_context_window_backup.json"
 _THRESHOLD = re.compile(r"^input_cost_per_token_above_(\d+)(k?)_tokens$")
 _UNPRICED = ("tiered_pricing", "input_cost_per_second", "input_cost_per_character", "output_cost_per_second")
@@ -68,10 +70,12 @@ def price_map() -> dict[str, Any]:
 
 def load_in_background() -> None:
     """Start reading the map in a thread, once: called as a model's first request goes out, so
-    the ~30 ms read overlaps the wait for its reply instead of delaying the reply's handling."""
+    the ~20 ms read overlaps the wait for its reply instead of delaying the reply's handling.
+    It begins once that request is on the wire (council.background); a lookup before then
+    reads the map itself."""
     global _loader
     if _map is None and _loader is None:
-        _loader = threading.Thread(target=price_map, name="council-price-map", daemon=True)
+        _loader = threading.Thread(target=after_grace(price_map), name="council-price-map", daemon=True)
         _loader.start()
 
 

@@ -12,6 +12,7 @@ import json
 import random
 import secrets
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from council.asking import JsonFormat, ask_valid
+from council.background import after_grace
 from council.bias.query_hash import QueryHasher
 from council.budget import BudgetReached
 from council.clock import utc_now
@@ -111,13 +113,26 @@ def _start_ahead(worker: bool = True) -> asyncio.Task[None] | None:
     return task
 
 
-def _in_worker(job: Callable[[], Any]) -> asyncio.Task[None]:
-    """``job`` in a worker thread, from a task: it starts after the calls just set off."""
+def _in_worker(job: Callable[[], Any], start: threading.Event | None = None) -> asyncio.Task[None]:
+    """``job`` in a worker thread, from a task, once the calls just set off are on the wire
+    (council.background), or when ``start`` is set."""
 
     async def in_worker() -> None:
-        await asyncio.get_running_loop().run_in_executor(None, job)
+        await asyncio.get_running_loop().run_in_executor(None, after_grace(job, start))
 
     return asyncio.create_task(in_worker())
+
+
+class _Beside:
+    """Work begun in a worker thread beside a stage's calls, awaited where its result is needed."""
+
+    def __init__(self, job: Callable[[], Any]) -> None:
+        self.start = threading.Event()
+        self.task = _in_worker(job, self.start)
+
+    async def done(self) -> None:
+        self.start.set()  # needed now: no more waiting for the calls
+        await self.task
 
 
 #: Seeds are stored as SQLite integers (signed 64-bit) and sent to providers: 0 to 2**63 - 1.
@@ -532,7 +547,7 @@ class SessionRunner:
                 self._record_failure(run, f"{type(exc).__name__}: {exc}")
             raise
 
-    def _prepare_agreement(self, members: Sequence[str]) -> asyncio.Task[None] | None:
+    def _prepare_agreement(self, members: Sequence[str]) -> _Beside | None:
         """Start computing, in a worker thread, the null distribution the consensus's agreement
         test needs if every reviewer ranks these members' answers. It depends only on which
         answers each ballot holds, not on their order (docs/methods.md, "Kendall's W"), and for
@@ -540,7 +555,7 @@ class SessionRunner:
         instead of between the reviews and the chairman's call. None: nothing left to compute."""
         c = self.council
         job = null_job([[m for m in members if not (c.self_review == "exclude" and m == r.id)] for r in c.reviewers])
-        return None if job is None else _in_worker(job)
+        return None if job is None else _Beside(job)
 
     def _budget_reached(self) -> BudgetReached | None:
         """The spend cap's stop, when a call of this council was refused by it."""
@@ -601,7 +616,7 @@ class SessionRunner:
             detail="members answer",
             expected=len(c.members) if candidates is None else len(candidates),
         )
-        ahead: asyncio.Task[None] | None = None  # the agreement test's null, computing during the calls
+        ahead: _Beside | None = None  # the agreement test's null, computing during the calls
         if candidates is not None:
             from council.bias.records import count_words
             from council.session.results import MemberAnswer
@@ -672,7 +687,7 @@ class SessionRunner:
         consensus = None
         if len(valid) >= c.review_quorum:
             if prepared is not None:  # done by now unless the machine is very busy
-                await prepared
+                await prepared.done()
             consensus = consensus_ranking([r.ranking for r in valid], usable, seed=run.seed, method=c.consensus)
             run.emit(ConsensusEvent, **consensus_fields(consensus))
         else:

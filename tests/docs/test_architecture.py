@@ -16,6 +16,7 @@ LAYERS: list[tuple[str, ...]] = [
         "council.errors",
         "council.logs",
         "council.clock",
+        "council.background",
         "council.home",
         "council.usage",
         "council.slots",
