@@ -52,8 +52,16 @@ def loadavg() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def this_checkout(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with this checkout first on PYTHONPATH: the console script then runs this
+    checkout's package, not the one installed (a second worktree measured side by side would
+    otherwise time the installed copy's code)."""
+    return {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))}
+
+
 def entry_point() -> list[str]:
-    """The installed ``council`` console script next to this interpreter (``python -m council`` if none)."""
+    """The installed ``council`` console script next to this interpreter (``python -m council`` if
+    none); run it with :func:`this_checkout`'s environment."""
     script = Path(sys.executable).with_name("council")
     if script.exists():
         return [str(script)]

@@ -54,6 +54,7 @@ from bench_common import (  # also puts the package and tests/ on sys.path
     council_config,
     entry_point,
     prepare,
+    this_checkout,
     write_council_toml,
 )
 
@@ -193,7 +194,7 @@ def whole_process(members: int, latency: float, repeats: int, transport: str, ma
     with start_mock_server(latency=latency) as server, tempfile.TemporaryDirectory() as home:
         config = council_config(server.base_url, members, transport=transport, max_concurrency=members)
         path = write_council_toml(Path(home) / "council.toml", config)
-        env = {**os.environ, "COUNCIL_HOME": home, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        env = this_checkout({**os.environ, "COUNCIL_HOME": home, "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
         env.pop("COUNCIL_CONFIG", None)
         # As an installed package has its modules' bytecode (pip writes it), the warm-up run writes
         # it for a source checkout too: with PYTHONDONTWRITEBYTECODE set, every run would compile

@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_common import council_config, entry_point, write_council_toml  # also puts tests/ on sys.path
+from bench_common import council_config, entry_point, this_checkout, write_council_toml  # also puts tests/ on sys.path
 
 QUESTION = "Why is the sky blue?"
 
@@ -89,7 +89,7 @@ def run_council(base_url: str, members: int, repeats: int) -> dict[str, list[flo
     with tempfile.TemporaryDirectory() as home:
         config = council_config(base_url, members, max_concurrency=members)
         path = write_council_toml(Path(home) / "council.toml", config)
-        env = {**os.environ, "COUNCIL_HOME": home}
+        env = this_checkout({**os.environ, "COUNCIL_HOME": home})
         env.pop("COUNCIL_CONFIG", None)
         walls, spans = [], []
         for i in range(repeats + 1):

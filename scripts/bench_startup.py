@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_common import entry_point  # also puts the package on sys.path
+from bench_common import entry_point, this_checkout  # also puts the package on sys.path
 
 HELP_GOAL_MS = 500.0
 COMMANDS = {"council --help": ["--help"], "council sessions list": ["sessions", "list"]}
@@ -90,7 +90,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         seed_sessions(home)
-        env = {**os.environ, "COUNCIL_HOME": str(home), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        env = this_checkout({**os.environ, "COUNCIL_HOME": str(home), "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
         env.pop("COUNCIL_CONFIG", None)
         rows = {"python -c pass (floor)": [sys.executable, "-c", "pass"]}
         rows.update({name: [*council, *cmd] for name, cmd in COMMANDS.items()})
