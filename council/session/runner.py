@@ -135,6 +135,9 @@ class _Beside:
         await self.task
 
 
+#: (answers a reviewer ranks, scale) whose review model and schema are built (_prepare_reviews).
+_REVIEWS_BUILT: set[tuple[int, tuple[int, int]]] = set()
+
 #: Seeds are stored as SQLite integers (signed 64-bit) and sent to providers: 0 to 2**63 - 1.
 MAX_SEED = 2**63 - 1
 
@@ -557,6 +560,24 @@ class SessionRunner:
         job = null_job([[m for m in members if not (c.self_review == "exclude" and m == r.id)] for r in c.reviewers])
         return None if job is None else _Beside(job)
 
+    def _prepare_reviews(self, members: Sequence[str]) -> _Beside | None:
+        """Build, in a worker thread while the answers are awaited, the review models and JSON
+        schemas that reviewers of these members' answers will need (the process's first session
+        otherwise builds them between the stages: ~3 ms). None: built already."""
+        c = self.council
+        sizes = {len([m for m in members if not (c.self_review == "exclude" and m == r.id)]) for r in c.reviewers}
+        due = [(tuple(answer_labels(k)), c.scale) for k in sorted(sizes) if k and (k, c.scale) not in _REVIEWS_BUILT]
+        if not due:
+            return None
+
+        def build() -> None:
+            for labels, scale in due:
+                peer_review_model(labels, scale)
+                peer_review_schema_text(labels, scale)
+                _REVIEWS_BUILT.add((len(labels), scale))
+
+        return _Beside(build)
+
     def _budget_reached(self) -> BudgetReached | None:
         """The spend cap's stop, when a call of this council was refused by it."""
         for client in self.clients.values():
@@ -638,6 +659,7 @@ class SessionRunner:
         else:
             answering = asyncio.gather(*(self._answer(run, m) for m in c.members))
             ahead = self._prepare_agreement([m.id for m in c.members])  # for when every member answers
+            building = self._prepare_reviews([m.id for m in c.members])  # noqa: F841 (a task is kept while it runs)
             importing = _start_ahead()  # noqa: F841 (a task is kept while it runs)
             answers = list(await answering)
         from council.bias.records import session_bias_metadata
