@@ -2,7 +2,7 @@
 
 While a process's first calls wait for their replies, it reads LiteLLM's price map (one
 ``json.loads`` of a 3 MB file, ~20 ms), imports what the rest of the session needs and draws the
-agreement test's null distribution. Each holds the interpreter for up to ~30 ms at a time
+agreement test's null distribution. Each holds the interpreter for up to ~20 ms at a time
 inside one C call (the JSON parse, an extension module's initialisation), and the event loop,
 which still has to connect and write the requests just set off, waits as long: begun together
 with the calls, that work made a ``council run``'s first replies 20–40 ms late (docs/benchmarks.md,

@@ -572,8 +572,12 @@ class SessionRunner:
 
         def build() -> None:
             for labels, scale in due:
-                peer_review_model(labels, scale)
-                peer_review_schema_text(labels, scale)
+                try:
+                    peer_review_model(labels, scale)
+                    peer_review_schema_text(labels, scale)
+                except Exception as exc:  # built again where used, and the error raised there
+                    log.debug("review model ahead failed", labels=len(labels), error=str(exc))
+                    continue
                 _REVIEWS_BUILT.add((len(labels), scale))
 
         return _Beside(build)
