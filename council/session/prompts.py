@@ -90,61 +90,94 @@ CHAIRMAN_SYSTEM = (
     "reviewed each other's answers anonymously. Write the single best final answer to the "
     "question, drawing on the strongest answers (the consensus ranking tells you which the "
     "council preferred) and correcting their mistakes. Answer the user directly; do not "
-    "mention the council, the reviews or the ranking. "
-    + data_not_instructions((ANSWER_SLOT,))
+    "mention the council, the reviews or the ranking. " + data_not_instructions((ANSWER_SLOT,))
 )
 
 
-_STRAY_SLOT = re.compile(r"^\s*<answer[^>]*>\s*|\s*</answer>\s*$", re.IGNORECASE)
+# Small models sometimes echo the answer slot's tags around their final answer, or open another
+# slot as they stop ("...scattering.\n<answer>"). The tags taken as stray: an opening tag
+# (``<answer``, at most 100 characters of attributes, ``>``) before everything else, and any run of
+# closing and opening tags after everything else. Both ends are found in time linear in the
+# text: the end by matching the text read backwards (a provider may stream megabytes of
+# whitespace or tags, and a search from every position would take time quadratic in them).
+_ATTRIBUTES = 100
+_STRAY_OPEN = re.compile(rf"\s*<answer[^>]{{0,{_ATTRIBUTES}}}>\s*", re.IGNORECASE)
+_OPEN = "<answer"
+_OPEN_TAG_LIMIT = len(_OPEN) + _ATTRIBUTES + 1  # the ">" of a stray opening tag comes before this
+# Read backwards: whitespace and whole tags; then (for the stream) what may still become a tag.
+_TAGS_BACKWARDS = re.compile(rf"(?:\s|>rewsna/<|>(?:[^>]{{0,{_ATTRIBUTES}}}\s)?rewsna<)*", re.IGNORECASE)
+_PART_BACKWARDS = re.compile(
+    rf"(?:[^>]{{0,{_ATTRIBUTES}}}\s)?rewsna<|(?:(?:(?:(?:(?:r?e)?w)?s)?n)?a)?/?<", re.IGNORECASE
+)
+
+
+def _stray_end(text: str, start: int = 0, part: bool = False) -> int:
+    """Where the run of whitespace and stray tags that ends ``text`` begins (not before
+    ``start``); ``part``: a tag still being written at the very end counts too."""
+    backwards = text[: start - 1 if start else None : -1]
+    held = _PART_BACKWARDS.match(backwards) if part else None
+    at = held.end() if held else 0
+    at = _TAGS_BACKWARDS.match(backwards, at).end()
+    return len(text) - at
 
 
 def clean_synthesis(text: str) -> str:
-    """Small models sometimes echo the slot tags around their final answer."""
-    return _STRAY_SLOT.sub("", text).strip()
-
-
-# What may still turn into the stray closing tag (and the whitespace around it) at the end.
-_TAIL = re.compile(r"\s*(?:<(?:/(?:a(?:n(?:s(?:w(?:e(?:r(?:>\s*)?)?)?)?)?)?)?)?)?\Z", re.IGNORECASE)
-_OPEN = "<answer"
+    """The chairman's text without the stray slot tags at its ends (see above), stripped."""
+    head = _STRAY_OPEN.match(text)
+    start = head.end() if head else 0
+    return text[start : _stray_end(text, start)].strip()
 
 
 class SynthesisStream:
     """``clean_synthesis`` applied while the chairman's text streams in: ``feed`` returns what can
     be shown now, ``end`` the rest; joined, they equal ``clean_synthesis`` of the whole text.
-    Only what could still be a stray tag or edge whitespace is held back (a few characters)."""
+    Held back: only what could still be a stray tag or edge whitespace, at most
+    :data:`HELD_LIMIT` characters (beyond that, what is held goes out as it is, and the shown
+    text may end with whitespace or tags that the final, cleaned text has not). Each piece costs
+    time about linear in its length."""
+
+    HELD_LIMIT = 4096
 
     def __init__(self) -> None:
-        self._head = ""  # before the first shown character: may be an opening tag
+        self._head = ""  # before the first shown character (stripped): may be an opening tag
         self._head_done = False
-        self._pending = ""  # held back: may become the closing tag
+        self._pending = ""  # held back: may become whitespace and tags at the end
+        self._settled = 0  # how much of _pending is whole tags and whitespace (no part of a tag)
         self._started = False
 
     def feed(self, piece: str) -> str:
         if not self._head_done:
-            self._head += piece
-            head = self._head.lstrip()
+            head = (self._head + piece).lstrip()
             if len(head) < len(_OPEN) and _OPEN.startswith(head.lower()):
+                self._head = head
                 return ""  # still possibly the opening tag (or only whitespace)
-            if head.lower().startswith(_OPEN):
-                end = head.find(">")
-                if end < 0:
-                    return ""
-                head = head[end + 1 :]
+            if head[: len(_OPEN)].lower() == _OPEN:
+                tag = _STRAY_OPEN.match(head)
+                if tag is None and ">" not in head[:_OPEN_TAG_LIMIT] and len(head) < _OPEN_TAG_LIMIT:
+                    self._head = head
+                    return ""  # its ">" may still come
+                if tag is not None:
+                    head = head[tag.end() :]
             self._head_done = True
             piece, self._head = head, ""
-        self._pending += piece
+        text = self._pending + piece
         if not self._started:
-            self._pending = self._pending.lstrip()
-        held = _TAIL.search(self._pending)
-        cut = held.start() if held else len(self._pending)
-        shown, self._pending = self._pending[:cut], self._pending[cut:]
+            text = text.lstrip()
+            self._settled = 0
+        cut = _stray_end(text, self._settled, part=True)
+        if cut == self._settled:  # all of the new text may still be held: so may what was before
+            cut = 0
+        cut = max(cut, len(text) - self.HELD_LIMIT)
+        shown, self._pending = text[:cut], text[cut:]
+        part = _PART_BACKWARDS.match(self._pending[::-1])  # the next piece may complete it
+        self._settled = len(self._pending) - (part.end() if part else 0)
         self._started = self._started or bool(shown)
         return shown
 
     def end(self) -> str:
         if not self._head_done:  # never resolved: the whole text is the head
             return clean_synthesis(self._head)
-        rest = re.sub(r"\s*</answer>\s*\Z", "", self._pending, flags=re.IGNORECASE).rstrip()
+        rest = self._pending[: _stray_end(self._pending)].rstrip()
         return rest if self._started else rest.lstrip()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_pipeline_events import collect
@@ -95,3 +96,31 @@ def test_streamed_cleaning_equals_cleaning_the_whole_text(fragments, data):
     pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
     stream = SynthesisStream()
     assert "".join(stream.feed(p) for p in pieces) + stream.end() == clean_synthesis(text)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    "start, filler, cleaned",
+    [
+        ("Paris.", " ", "Paris."),
+        ("Paris.", "\n", "Paris."),
+        ("", " ", ""),
+        ("Paris.", "</answer>", "Paris."),
+        ("<answer ", "x", None),  # never closed: no tag, all of it is text
+        ("Paris. <answer ", "y", None),
+    ],
+)
+def test_a_provider_streaming_megabytes_of_what_is_held_back_costs_linear_time(start, filler, cleaned):
+    # Whitespace, stray tags or an unclosed tag streamed piece by piece (a hostile or broken
+    # provider, up to the 16 MB reply cap): what is held back is bounded, so each piece costs
+    # about its own length. Re-scanning a growing held-back tail at every piece took minutes
+    # of the event loop for a few hundred kilobytes (and cleaning the whole text, as long).
+    stream = SynthesisStream()
+    pieces = [start, *[filler] * (200_000 // len(filler))]
+    whole = "".join(pieces)
+    shown = "".join(stream.feed(p) for p in pieces) + stream.end()
+    expected = whole.strip() if cleaned is None else cleaned
+    assert clean_synthesis(whole) == expected
+    # Beyond what the stream holds back, whitespace or tags may be shown that the final text has not.
+    assert shown.startswith(expected)
+    assert clean_synthesis(shown) == expected

@@ -133,6 +133,9 @@ def test_answer_cannot_escape_its_slot():
 def test_chairman_slot_tags_are_stripped_from_the_synthesis():
     assert prompts.clean_synthesis('<answer label="A">\nParis.\n</answer>') == "Paris."
     assert prompts.clean_synthesis("Use <answer> tags like this.") == "Use <answer> tags like this."
+    # A small model that opens another slot as it stops (the offline default did, in the quick start).
+    assert prompts.clean_synthesis("The sky is blue: scattering.\n<answer>") == "The sky is blue: scattering."
+    assert prompts.clean_synthesis('Paris.\n<answer label="B">\n</answer>\n') == "Paris."
 
 
 def test_the_review_prompt_quotes_the_cached_schema_text_as_it_would_the_schema():
