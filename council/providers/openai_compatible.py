@@ -27,7 +27,7 @@ import asyncio
 import json
 import os
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -73,6 +73,31 @@ async def read_capped(reply: aiohttp.ClientResponse, limit: int, model: str) -> 
         if len(body) > limit:
             raise too_large(limit, model)
     return bytes(body)
+
+
+async def lines_capped(content: aiohttp.StreamReader, limit: int, model: str) -> AsyncIterator[bytes]:
+    """The body's lines as they arrive (each with its line end; the last maybe without), however
+    long, refused once they pass ``limit`` bytes in all, a line still arriving included.
+    aiohttp's own line reader refuses a line over 512 KiB with an error of its own, and a
+    provider, or a proxy that buffers a stream, may send a whole reply as one event."""
+    received = 0
+    pending = bytearray()
+    async for block in content.iter_any():
+        at = len(pending)  # what is pending holds no line end: look in the new block only
+        pending += block
+        start = 0
+        while (end := pending.find(b"\n", at)) >= 0:
+            line = bytes(pending[start : end + 1])
+            received += len(line)
+            if received > limit:
+                raise too_large(limit, model)
+            yield line
+            start = at = end + 1
+        del pending[:start]
+        if received + len(pending) > limit:
+            raise too_large(limit, model)
+    if pending:
+        yield bytes(pending)
 
 
 def provider_message(body: bytes, fallback: str) -> str:
@@ -255,7 +280,6 @@ class OpenAICompatibleAPI:
         headers = {**self._headers, "accept": "text/event-stream"}
         pieces: list[str] = []
         last: dict[str, Any] = {}  # the usage and the model name, from whichever chunk has them
-        received = 0
         with self._transport_errors():
             async with session.post(self.url, data=to_json(body), headers=headers, timeout=self._timeout) as reply:
                 if reply.status >= 400:
@@ -267,10 +291,7 @@ class OpenAICompatibleAPI:
                     if whole.text:
                         on_delta(whole.text)
                     return whole
-                async for line in reply.content:
-                    received += len(line)
-                    if received > self.max_reply_bytes:
-                        raise too_large(self.max_reply_bytes, self.model)
+                async for line in lines_capped(reply.content, self.max_reply_bytes, self.model):
                     data = line.strip()
                     if not data.startswith(b"data:"):
                         continue  # blank lines, SSE comments, event names

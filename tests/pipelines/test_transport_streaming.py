@@ -126,3 +126,59 @@ async def test_a_streamed_reply_is_capped_as_a_whole_one_is(mock, monkeypatch):
         await api.stream(ChatRequest(messages=MESSAGES), pieces.append)
     await api.aclose()
     assert not caught.value.retryable and pieces  # stopped partway, not read to the end
+
+
+class _OneEventServer:
+    """A real HTTP server on 127.0.0.1 that streams a whole reply as one SSE event (as a proxy
+    that buffers a stream may), of ``size`` characters, or that many bytes with no line end."""
+
+    def __init__(self, size: int, line_end: bool = True) -> None:
+        self.size, self.line_end = size, line_end
+
+    async def __aenter__(self) -> str:
+        import json
+
+        from aiohttp import web
+
+        async def handler(request: web.Request) -> web.StreamResponse:
+            reply = web.StreamResponse(headers={"content-type": "text/event-stream"})
+            await reply.prepare(request)
+            chunk = {"choices": [{"index": 0, "delta": {"content": "x" * self.size}}]}
+            line = b"data: " + json.dumps(chunk).encode()
+            for start in range(0, len(line), 65536):  # as a network delivers it: in blocks
+                await reply.write(line[start : start + 65536])
+            if self.line_end:
+                await reply.write(b"\n\ndata: [DONE]\n\n")
+            return reply
+
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", handler)
+        self.runner = web.AppRunner(app)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        port = self.runner.addresses[0][1]
+        return f"http://127.0.0.1:{port}/v1"
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.runner.cleanup()
+
+
+async def test_a_whole_reply_streamed_as_one_event_longer_than_aiohttps_line_limit_is_read():
+    # aiohttp's line reader refuses a line over 512 KiB (LineTooLong, not a provider error): a
+    # chairman's answer sent as one event that long failed the whole session instead of being read.
+    async with _OneEventServer(700_000) as base:
+        api = native("openai/m", base)
+        pieces: list[str] = []
+        reply = await api.stream(ChatRequest(messages=MESSAGES), pieces.append)
+        await api.aclose()
+    assert reply.text == "x" * 700_000 and pieces == [reply.text]
+
+
+async def test_an_endless_line_is_refused_at_the_reply_cap(monkeypatch):
+    monkeypatch.setenv("COUNCIL_MAX_REPLY_BYTES", "300000")
+    async with _OneEventServer(2_000_000, line_end=False) as base:
+        api = native("openai/m", base)
+        with pytest.raises(ProviderError, match="larger than 300000 bytes"):
+            await api.stream(ChatRequest(messages=MESSAGES), lambda piece: None)
+        await api.aclose()
