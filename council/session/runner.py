@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -311,7 +311,7 @@ class SessionRunner:
         from council.session.results import Review
 
         c = self.council
-        candidates = [m for m in answers if not (c.self_review == "exclude" and m == reviewer.id)]
+        candidates = self._ranked_by(reviewer.id, answers)
         if not candidates:
             return None
         order = reviewer_order(run.seed, reviewer.id, candidates)
@@ -550,6 +550,12 @@ class SessionRunner:
                 self._record_failure(run, f"{type(exc).__name__}: {exc}")
             raise
 
+    def _ranked_by(self, reviewer: str, members: Iterable[str]) -> list[str]:
+        """The answers of ``members`` that ``reviewer`` ranks: all but its own under
+        ``self_review = "exclude"``."""
+        exclude = self.council.self_review == "exclude"
+        return [m for m in members if not (exclude and m == reviewer)]
+
     def _prepare_agreement(self, members: Sequence[str]) -> _Beside | None:
         """Start computing, in a worker thread, the null distribution the consensus's agreement
         test needs if every reviewer ranks these members' answers. It depends only on which
@@ -557,7 +563,7 @@ class SessionRunner:
         five or more members it is 10,000 draws with numpy: done while the calls are in flight,
         instead of between the reviews and the chairman's call. None: nothing left to compute."""
         c = self.council
-        job = null_job([[m for m in members if not (c.self_review == "exclude" and m == r.id)] for r in c.reviewers])
+        job = null_job([self._ranked_by(r.id, members) for r in c.reviewers])
         return None if job is None else _Beside(job)
 
     def _prepare_reviews(self, members: Sequence[str]) -> _Beside | None:
@@ -565,7 +571,7 @@ class SessionRunner:
         schemas that reviewers of these members' answers will need (the process's first session
         otherwise builds them between the stages: ~3 ms). None: built already."""
         c = self.council
-        sizes = {len([m for m in members if not (c.self_review == "exclude" and m == r.id)]) for r in c.reviewers}
+        sizes = {len(self._ranked_by(r.id, members)) for r in c.reviewers}
         due = [(tuple(answer_labels(k)), c.scale) for k in sorted(sizes) if k and (k, c.scale) not in _REVIEWS_BUILT]
         if not due:
             return None
