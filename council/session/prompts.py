@@ -111,21 +111,21 @@ _PART_BACKWARDS = re.compile(
 )
 
 
-def _stray_end(text: str, start: int = 0, part: bool = False) -> int:
+def _stray_end(text: str, start: int = 0, part: bool = False) -> tuple[int, int]:
     """Where the run of whitespace and stray tags that ends ``text`` begins (not before
-    ``start``); ``part``: a tag still being written at the very end counts too."""
+    ``start``), and where the tag still being written at its very end begins (``len(text)``:
+    none, or ``part`` false: such a tag is not counted)."""
     backwards = text[: start - 1 if start else None : -1]
     held = _PART_BACKWARDS.match(backwards) if part else None
     at = held.end() if held else 0
-    at = _TAGS_BACKWARDS.match(backwards, at).end()
-    return len(text) - at
+    return len(text) - _TAGS_BACKWARDS.match(backwards, at).end(), len(text) - at
 
 
 def clean_synthesis(text: str) -> str:
     """The chairman's text without the stray slot tags at its ends (see above), stripped."""
     head = _STRAY_OPEN.match(text)
     start = head.end() if head else 0
-    return text[start : _stray_end(text, start)].strip()
+    return text[start : _stray_end(text, start)[0]].strip()
 
 
 class SynthesisStream:
@@ -153,9 +153,9 @@ class SynthesisStream:
                 return ""  # still possibly the opening tag (or only whitespace)
             if head[: len(_OPEN)].lower() == _OPEN:
                 tag = _STRAY_OPEN.match(head)
-                if tag is None and ">" not in head[:_OPEN_TAG_LIMIT] and len(head) < _OPEN_TAG_LIMIT:
+                if tag is None and len(head) < _OPEN_TAG_LIMIT:
                     self._head = head
-                    return ""  # its ">" may still come
+                    return ""  # its ">" may still come (one in reach would have made it a tag)
                 if tag is not None:
                     head = head[tag.end() :]
             self._head_done = True
@@ -164,20 +164,19 @@ class SynthesisStream:
         if not self._started:
             text = text.lstrip()
             self._settled = 0
-        cut = _stray_end(text, self._settled, part=True)
+        cut, part = _stray_end(text, self._settled, part=True)
         if cut == self._settled:  # all of the new text may still be held: so may what was before
             cut = 0
-        cut = max(cut, len(text) - self.HELD_LIMIT)
+        cut = max(cut, len(text) - self.HELD_LIMIT)  # a tag being written is far shorter: kept whole
         shown, self._pending = text[:cut], text[cut:]
-        part = _PART_BACKWARDS.match(self._pending[::-1])  # the next piece may complete it
-        self._settled = len(self._pending) - (part.end() if part else 0)
+        self._settled = part - cut  # the next piece may complete that tag: read again from there
         self._started = self._started or bool(shown)
         return shown
 
     def end(self) -> str:
         if not self._head_done:  # never resolved: the whole text is the head
             return clean_synthesis(self._head)
-        rest = self._pending[: _stray_end(self._pending)].rstrip()
+        rest = self._pending[: _stray_end(self._pending)[0]].rstrip()
         return rest if self._started else rest.lstrip()
 
 
