@@ -435,21 +435,27 @@ def reconcile_batch_items(
         rows = db.execute(
             "SELECT item_id, content_sha256 FROM batch_items WHERE batch_id = ?", [batch_id]
         ).fetchall()
+        kept: list[list[Any]] = []
+        dropped: list[list[Any]] = []
         for item_id, digest in rows:
             current = items.get(item_id)
             # Items recorded before digests were kept: unchanged only if the whole file is.
             same = current is not None and (digest == current[0] if digest else old_content == content_sha256)
             if same:
-                db.execute(
-                    "UPDATE batch_items SET position = ?, content_sha256 = ? WHERE batch_id = ? AND item_id = ?",
-                    [current[1], current[0], batch_id, item_id],
-                )
+                kept.append([current[1], current[0], batch_id, item_id])
                 continue
-            db.execute("DELETE FROM batch_items WHERE batch_id = ? AND item_id = ?", [batch_id, item_id])
+            dropped.append([batch_id, item_id])
             if current is None:
                 removed += 1
             else:
                 changed += 1
+        # One executemany each (on PostgreSQL a pipeline, not a round trip per item).
+        if kept:
+            db.conn.executemany(
+                "UPDATE batch_items SET position = ?, content_sha256 = ? WHERE batch_id = ? AND item_id = ?", kept
+            )
+        if dropped:
+            db.conn.executemany("DELETE FROM batch_items WHERE batch_id = ? AND item_id = ?", dropped)
         db.execute(
             "UPDATE batches SET content_sha256 = ?, items = ? WHERE id = ?", [content_sha256, len(items), batch_id]
         )
