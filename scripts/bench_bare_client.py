@@ -8,8 +8,8 @@ In one run, on one mock LLM server (its own process, real HTTP on 127.0.0.1): th
 the library (``council.judging.batch.run_batch``, the call ``council batch`` makes, swap on, one
 vote, a fresh store: a SQLite file, or with ``--postgres`` a fresh database on a throwaway
 PostgreSQL server from scripts/postgres_test_server.sh), which also records every request body
-it sends; then a bare client replaying those bodies: one ``aiohttp.ClientSession``, ``--concurrency`` requests in flight,
-each reply read and parsed as JSON, nothing else. The process runs with the garbage collector's
+it sends; then a bare client replaying those bodies: one ``aiohttp.ClientSession``,
+``--concurrency`` requests in flight, each reply read and parsed as JSON, nothing else. The process runs with the garbage collector's
 thresholds the ``council`` command sets (``--collector default``: Python's own), both parts
 alike. Best of ``--repeat`` each, interleaved, so
 both see the same machine. It prints council ÷ bare throughput (goal ≥ 0.9) and council's own
@@ -27,6 +27,7 @@ import time
 from typing import Any
 
 from bench_batch import one_run, pairs, process_cpu  # also puts the package and tests/ on sys.path
+from bench_common import postgres_if
 
 GOAL_RATIO = 0.9
 GOAL_OWN_CPU_MS = 0.3
@@ -130,23 +131,12 @@ def main() -> int:
     content = pairs(args.pairs)
     council: list[dict[str, float]] = []
     bare: list[dict[str, float]] = []
-    database = None
-    if args.postgres:  # a throwaway server (scripts/postgres_test_server.sh), or COUNCIL_TEST_POSTGRES_URL's
-        from postgres_server import Server
+    with postgres_if(args.postgres) as database:
 
-        database = Server()
-        database.start()
-        if database.url is None:
-            raise SystemExit(f"no PostgreSQL server: {database.problem}")
+        def store_url() -> str | None:
+            return None if database is None else database.fresh_database(migrated=False)
 
-    def store_url() -> str | None:
-        return None if database is None else database.fresh_database(migrated=False)
-
-    try:
         run_all(args, content, council, bare, store_url)
-    finally:
-        if database is not None:
-            database.stop()
     calls = council[0]["calls"]
     bound = calls * args.latency / args.concurrency
     store = "PostgreSQL" if database is not None else "SQLite"

@@ -10,6 +10,8 @@ import shlex
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +52,45 @@ def write_council_toml(path: Path, config: dict[str, Any]) -> Path:
 def loadavg() -> str:
     """The 1, 5 and 15 minute load averages, as every benchmark prints them."""
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+@contextmanager
+def postgres_if(wanted: bool) -> Iterator[Any]:
+    """A throwaway PostgreSQL server (scripts/postgres_test_server.sh through tests/postgres_server.py,
+    or COUNCIL_TEST_POSTGRES_URL's) while the block runs, when ``wanted``; else None."""
+    if not wanted:
+        yield None
+        return
+    from postgres_server import Server
+
+    server = Server()
+    server.start()
+    try:
+        if server.url is None:
+            raise SystemExit(f"no PostgreSQL server: {server.problem}")
+        yield server
+    finally:
+        server.stop()
+
+
+def database_cpu(server: Any) -> float | None:
+    """CPU seconds of a throwaway PostgreSQL server (tests/postgres_server.py) so far: the
+    postmaster, its live processes and the backends it has reaped (a client's connections end
+    with it). None: a server named by COUNCIL_TEST_POSTGRES_URL, not one of ours."""
+    if server._root is None:
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    postmaster = int((Path(server._root) / "data" / "postmaster.pid").read_text().split()[0])
+    fields = Path(f"/proc/{postmaster}/stat").read_text().rsplit(")", 1)[1].split()
+    total = sum(int(f) for f in fields[11:15]) / ticks  # utime, stime, cutime, cstime
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            child = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(child[1]) == postmaster:
+            total += (int(child[11]) + int(child[12])) / ticks
+    return total
 
 
 def this_checkout(env: dict[str, str]) -> dict[str, str]:

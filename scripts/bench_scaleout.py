@@ -34,8 +34,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_common import database_cpu  # also puts the package and tests/ on sys.path
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
 
 
 def council(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -96,24 +97,6 @@ def process_cpu(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def server_cpu(server) -> float | None:
-    """CPU seconds of the PostgreSQL server so far: the postmaster, its live processes and the
-    backends it has reaped (a worker's connections end with it). None: not a server of ours."""
-    if server._root is None:
-        return None
-    postmaster = int((Path(server._root) / "data" / "postmaster.pid").read_text().split()[0])
-    fields = Path(f"/proc/{postmaster}/stat").read_text().rsplit(")", 1)[1].split()
-    total = sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")  # utime, stime, cutime, cstime
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            child = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(child[1]) == postmaster:
-            total += (int(child[11]) + int(child[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
 def scale(server, n: int, args: argparse.Namespace, mock) -> dict[str, float]:
     url = server.fresh_database(migrated=True)
     items = args.items * n
@@ -121,7 +104,7 @@ def scale(server, n: int, args: argparse.Namespace, mock) -> dict[str, float]:
         with tempfile.TemporaryDirectory(prefix="council-scale-") as tmp:
             env, cfg = enqueue(Path(tmp), url, mock.base_url, items, args.concurrency)
             cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            mock0, db0 = process_cpu(mock.process.pid), server_cpu(server)
+            mock0, db0 = process_cpu(mock.process.pid), database_cpu(server)
             t0 = time.perf_counter()
             procs = workers(n, env, cfg, args.concurrency)
             for proc in procs:
@@ -131,7 +114,7 @@ def scale(server, n: int, args: argparse.Namespace, mock) -> dict[str, float]:
             wall = time.perf_counter() - t0
             cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             mock_cores = (process_cpu(mock.process.pid) - mock0) / wall
-            db1 = server_cpu(server)
+            db1 = database_cpu(server)
             steady = (items - 1) / finished_span(url)
             done = status(env)["done"]
             assert done == items, done
