@@ -1,5 +1,9 @@
-"""Work done beside a stage's calls in a worker thread, begun once the calls are on the wire.
+"""Work done in worker threads beside the event loop.
 
+:func:`off_loop` runs a store's blocking write in the store's write thread (PostgreSQL's, see
+``GroupCommit.write_thread``): its round trips then stall no other session.
+
+:func:`after_grace` is for work begun beside a stage's calls, begun once they are on the wire.
 While a process's first calls wait for their replies, it reads LiteLLM's price map (one
 ``json.loads`` of a 3 MB file, ~20 ms), imports what the rest of the session needs and draws the
 agreement test's null distribution. Each holds the interpreter for up to ~20 ms at a time
@@ -15,7 +19,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
 
 GRACE_S = 0.02
 """How long work begun beside calls waits for them to be written first."""
@@ -34,3 +41,27 @@ def after_grace(job: Callable[[], _T], start: threading.Event | None = None) -> 
         return job()
 
     return run
+
+
+async def off_loop(
+    job: Callable[[], _T], written: Callable[[], None] | None = None, executor: Executor | None = None
+) -> _T:
+    """``job()`` in ``executor`` (default: the event loop's), with this task's context variables
+    (a session's privacy scope), and its result. A write is not left behind by a cancellation of
+    the task meanwhile: the job is waited for, ``written()`` is called if it succeeded, and then
+    the cancellation is raised (as it was when the write blocked the loop: it took effect after)."""
+    import asyncio
+    import contextvars
+
+    future = asyncio.get_running_loop().run_in_executor(executor, contextvars.copy_context().run, job)
+    cancelled: asyncio.CancelledError | None = None
+    while not future.done():
+        try:
+            await asyncio.wait({future})
+        except asyncio.CancelledError as exc:
+            cancelled = exc
+    if written is not None and not future.cancelled() and future.exception() is None:
+        written()
+    if cancelled is not None:
+        raise cancelled
+    return future.result()

@@ -89,7 +89,7 @@ async def _events(store: Any, session_id: str, after: int) -> AsyncIterator[byte
     cursor, polls, quiet = after, 0, 0.0
     yield b"retry: 1000\n\n"  # an EventSource reconnects after 1 s (with Last-Event-ID)
     while True:
-        rows = store.events_after(session_id, cursor)
+        rows = await _events_after(store, session_id, cursor)
         for seq, kind, data in rows:
             yield f"id: {seq}\nevent: {kind}\ndata: {data}\n\n".encode()
             cursor = seq
@@ -103,7 +103,7 @@ async def _events(store: Any, session_id: str, after: int) -> AsyncIterator[byte
         # ran)? Asked at once, then every STATUS_EVERY polls while it runs.
         if polls % STATUS_EVERY == 1:
             row = store.get_session(session_id)
-            if row["status"] != "running" and not store.events_after(session_id, cursor, 1):
+            if row["status"] != "running" and not await _events_after(store, session_id, cursor, 1):
                 yield _finished_from_row(row)  # run without events (the CLI), or ended unrecorded
                 return
         await asyncio.sleep(POLL_SECONDS)
@@ -111,6 +111,15 @@ async def _events(store: Any, session_id: str, after: int) -> AsyncIterator[byte
         if quiet >= KEEPALIVE_SECONDS:
             quiet = 0.0
             yield b": keep-alive\n\n"
+
+
+async def _events_after(store: Any, session_id: str, after: int, limit: int = 1000) -> list[Any]:
+    """The session's events after ``after``; on a store with a write thread (PostgreSQL), read in a
+    worker thread: this process's events still to be committed are committed first, in that
+    write thread, behind the session writes queued there, and the event loop does not wait."""
+    if store.write_thread() is None:
+        return store.events_after(session_id, after, limit)
+    return await asyncio.to_thread(store.events_after, session_id, after, limit)
 
 
 def _finished_from_row(row: dict[str, Any]) -> bytes:

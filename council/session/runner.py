@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from council.asking import JsonFormat, ask_valid
-from council.background import after_grace
+from council.background import after_grace, off_loop
 from council.bias.query_hash import QueryHasher
 from council.budget import BudgetReached
 from council.clock import utc_now
@@ -202,6 +202,7 @@ class _Run:
     partial_reasons: list[str] = field(default_factory=list)
     t0: float = 0.0  # perf_counter at the start, for duration_ms
     persisted: bool = False  # the final status and every row are written
+    finished: SessionResult | None = None  # its result, once written (a deadline passing during that write)
     created: str = ""  # when the session began (ISO, UTC)
     answers: list[MemberAnswer] | None = None  # stage 1's, once it is over: kept if the session stops later
     too_large: set[str] = field(default_factory=set)  # members whose call could never fit their tpm
@@ -533,6 +534,8 @@ class SessionRunner:
                     return await self._stages(run, candidates, synthesis, query_hash, created)
             return await self._stages(run, candidates, synthesis, query_hash, created)
         except TimeoutError:
+            if run.finished is not None:  # it passed during the final write, which completed
+                return run.finished
             error = f"the session exceeded its deadline of {c.session_timeout:g}s"
             self._record_failure(run, error)
             raise QuorumError(error) from None
@@ -759,7 +762,13 @@ class SessionRunner:
         status = "partial" if run.partial_reasons else "complete"
         result = self._result(run, status, reviews=reviews, consensus=consensus, synthesis=synth, bias=bias)
         if self.store is not None:
-            self._persist(run, result, records)
+            try:
+                await self._persist(run, result, records)
+            except asyncio.CancelledError:
+                if run.persisted:  # cancelled during the final write, which completed: as if right after it
+                    run.finished = result
+                    run.emit(SessionFinished, **finished_fields(result))
+                raise
         run.emit(SessionFinished, **finished_fields(result))
         return result
 
@@ -807,11 +816,26 @@ class SessionRunner:
             duration_ms=(time.perf_counter() - run.t0) * 1000,  # before it is stored
         )
 
-    def _persist(self, run: _Run, result: SessionResult, records: list[BiasRecord]) -> None:
+    async def _persist(self, run: _Run, result: SessionResult, records: list[BiasRecord]) -> None:
+        """Write the session, in the store's write thread if it has one (PostgreSQL: its round
+        trips were ~27 % of a busy server's event loop, and stalled every other session)."""
         keep_text = self.council.store_transcripts
         stored = result if keep_text else scrub_transcripts(result)
-        self.store.save_session(stored, records, keep_text=keep_text, calls=run.calls)  # type: ignore[union-attr]
-        run.persisted = True
+        store = self.store
+        assert store is not None
+
+        def save() -> None:
+            store.save_session(stored, records, keep_text=keep_text, calls=run.calls)
+
+        def written() -> None:
+            run.persisted = True
+
+        writer = store.write_thread()
+        if writer is not None:
+            await off_loop(save, written, writer)
+        else:
+            save()
+        written()
 
 
 def _bias_records(

@@ -465,6 +465,7 @@ class PostgresStore(GroupCommit, SharedOperations):
             self.flush_calls()
         except CouncilFailure as exc:  # the server is away: the rows are lost with it, as a direct write's
             log.warning("could not write the call log", error=str(exc))
+        self._stop_flushing()
         if self._lease is not None:
             self._lease.release()
             self._lease = None

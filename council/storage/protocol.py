@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     from council.errors import ItemAlreadyRecorded
     from council.storage.judgments import JudgmentSave
     from council.usage import CallJournal, CallRecord
@@ -45,6 +47,11 @@ class Store(Protocol):
 
     def journal(self, session_id: str) -> CallJournal:
         """Writes a run's attempts as they start and finish (the call log of ``session_id``)."""
+
+    def write_thread(self) -> Executor | None:
+        """The one thread a store whose operations may run on several threads writes from (its
+        group commits, a session's final write): off the event loop, one write after another.
+        None: writes stay on the caller's thread (council.storage.group_commit)."""
 
     # -- sessions ---------------------------------------------------------------
     def begin_session(

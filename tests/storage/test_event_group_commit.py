@@ -39,7 +39,8 @@ async def test_events_of_many_sessions_in_one_turn_are_one_commit_and_read_back_
     assert json.loads(rows[2][2])["detail"] == "s7 3"
     assert len(transactions) == 1
     store_backend.append_events("s1", events("s1", 4))  # a batch sent again, with one more event
-    await asyncio.sleep(0)  # the end of the turn commits it
+    await asyncio.sleep(0)  # the end of the turn commits it (on PostgreSQL in the group commit's thread)
+    store_backend.wait_group_commit()
     assert len(transactions) == 2
     assert [seq for seq, _, _ in store_backend.events_after("s1")] == [1, 2, 3, 4]
     assert all(len(store_backend.events_after(f"s{s}")) == 3 for s in range(2, 40))

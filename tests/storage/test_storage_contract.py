@@ -44,6 +44,104 @@ def test_the_backend_implements_the_protocol(store_backend):
     assert missing == []
 
 
+async def test_a_session_is_written_from_the_stores_write_thread_and_the_event_loop_goes_on(store_backend):
+    import asyncio
+    import threading
+
+    writer = store_backend.write_thread()
+    if not getattr(store_backend, "threadsafe", False):
+        assert writer is None  # SQLite: one connection, written from the caller's thread
+    else:  # PostgreSQL: the one thread its group commits run on, the same every time
+        assert writer is not None and store_backend.write_thread() is writer
+    council = Council.from_config({"councils": {"default": {"members": MEMBERS, "chairman": MEMBERS[0]}}},
+                                  store=store_backend)  # fmt: skip
+    real, saved_on, ticks, during = store_backend.save_session, [], [], []
+
+    def slow_save(*args, **kwargs):  # a write that takes 0.3 s (a busy or distant database)
+        import time
+
+        saved_on.append(threading.current_thread())
+        before = len(ticks)
+        time.sleep(0.3)
+        real(*args, **kwargs)
+        during.append(len(ticks) - before)
+
+    store_backend.save_session = slow_save
+
+    async def ticker() -> None:
+        while True:
+            ticks.append(1)
+            await asyncio.sleep(0.01)
+
+    beside = asyncio.ensure_future(ticker())
+    await asyncio.sleep(0)
+    result = await council.run("Why is the sky blue?", seed=3)
+    beside.cancel()
+    await council.aclose()
+    assert store_backend.get_session(result.session_id)["status"] == "complete"
+    if writer is None:
+        assert saved_on == [threading.main_thread()]
+    else:
+        assert saved_on[0] is not threading.main_thread() and saved_on[0].name.startswith("council-group-commit")
+        assert during[0] >= 5  # the loop ran on through the write (~30 ticks; it stood still on it before: 0)
+
+
+async def test_a_session_cancelled_during_its_final_write_is_recorded_as_it_was_written(postgres_url):
+    # Only a store with a write thread (PostgreSQL) leaves the event loop free, and the session
+    # cancellable, while its final write runs: on SQLite the write holds the loop.
+    import asyncio
+    import threading
+
+    from council.storage import location, open_location
+
+    store_backend = open_location(location.parse(postgres_url))
+    council = Council.from_config({"councils": {"default": {"members": MEMBERS, "chairman": MEMBERS[0]}}},
+                                  store=store_backend)  # fmt: skip
+    real, writing = store_backend.save_session, threading.Event()
+
+    def slow_save(*args, **kwargs):
+        import time
+
+        writing.set()
+        time.sleep(0.3)
+        real(*args, **kwargs)
+
+    store_backend.save_session = slow_save
+    events: list = []
+    session = asyncio.ensure_future(council.run("Why is the sky blue?", seed=3, on_event=events.append))
+    while not writing.is_set():
+        await asyncio.sleep(0.01)
+    session.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await session
+    await council.aclose()
+    [finished] = [e for e in events if e.type == "session_finished"]
+    # The write was under way: it completed, and the session is on record as complete, once.
+    assert finished.status == "complete"
+    try:
+        assert store_backend.get_session(finished.session_id)["status"] == "complete"
+    finally:
+        store_backend.close()
+
+
+async def test_a_deadline_that_passes_during_the_final_write_leaves_the_session_complete(store_backend):
+    import time
+
+    spec = {"members": MEMBERS, "chairman": MEMBERS[0], "session_timeout": 0.6}
+    council = Council.from_config({"councils": {"default": spec}}, store=store_backend)
+    real = store_backend.save_session
+
+    def slow_save(*args, **kwargs):  # begun well within the deadline, ended after it
+        time.sleep(1.0)
+        real(*args, **kwargs)
+
+    store_backend.save_session = slow_save
+    result = await council.run("Why is the sky blue?", seed=3)
+    await council.aclose()
+    assert result.status == "complete"
+    assert store_backend.get_session(result.session_id)["status"] == "complete"
+
+
 async def test_a_council_session_is_saved_whole_and_read_back(store_backend):
     council = Council.from_config({"councils": {"default": {"members": MEMBERS, "chairman": MEMBERS[0]}}},
                                   store=store_backend)  # fmt: skip
@@ -137,13 +235,13 @@ async def test_the_journal_leaves_its_rows_to_a_write_that_is_on_its_way(store_b
     import asyncio
 
     writes: list[str] = []
-    real = store_backend.flush_calls
+    real = store_backend._flush_now
 
     def flush() -> None:
         writes.append("own")
         real()
 
-    store_backend.flush_calls = flush
+    store_backend._flush_now = flush  # a group commit's own transaction, on any thread
     done = store_backend.expect_write()
     store_backend.journal("run-w").call_started(call("w-1"))
     await asyncio.sleep(0)
@@ -155,6 +253,7 @@ async def test_the_journal_leaves_its_rows_to_a_write_that_is_on_its_way(store_b
     store_backend.journal("run-w").call_finished(call("w-1"))
     await asyncio.sleep(0)
     await asyncio.sleep(0)
+    store_backend.wait_group_commit()  # on PostgreSQL the group commit runs in a thread of its own
     assert writes == ["own"] and store_backend.session_calls("run-w")[0]["ok"] == 1
     # A write expected, then done without writing: what waited is committed at the end of the turn.
     done = store_backend.expect_write()
@@ -163,6 +262,7 @@ async def test_the_journal_leaves_its_rows_to_a_write_that_is_on_its_way(store_b
     done()
     await asyncio.sleep(0)
     await asyncio.sleep(0)
+    store_backend.wait_group_commit()
     assert sorted(c["call_id"] for c in store_backend.session_calls("run-w")) == ["w-1", "w-2"]
 
 

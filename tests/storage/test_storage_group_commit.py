@@ -65,10 +65,12 @@ def test_calls_journaled_in_one_turn_of_the_loop_share_one_transaction(store):
             journal.call_started(_record(i))
         assert _on_disk(store) == []  # not yet: at the end of this turn
         await asyncio.sleep(0)
+        store.wait_group_commit()  # on PostgreSQL it commits in a thread of its own
         assert len(_on_disk(store)) == 10
         for i in range(10):
             journal.call_finished(_record(i))
         await asyncio.sleep(0)
+        store.wait_group_commit()
 
     asyncio.run(run())
     assert len(store.begins) == 2
