@@ -47,6 +47,11 @@ class ItemAlreadyRecorded(CouncilFailure):
     """A batch item's result was recorded already (another worker finished it first)."""
 
 
+class TransactionConflict(CouncilFailure):
+    """The database rolled a write transaction back to break a deadlock with another one (or a
+    serialization conflict): nothing of it was written, and it may be run again as it was."""
+
+
 class EnvironmentFailure(CouncilFailure):
     """The machine refused: a full disk, a read-only file system, an unusable database file."""
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from council.logs import get_logger
 from council.redaction import redact
+from council.storage.retries import retried
 
 if TYPE_CHECKING:
     from council.usage import CallRecord
@@ -221,9 +222,13 @@ class GroupCommit:
     def _flush_now(self) -> None:
         if not (self._pending_calls or self._pending_events) or self._in_transaction():
             return
-        try:
+
+        def commit() -> None:
             with self._write_transaction():
                 pass
+
+        try:
+            retried(commit)  # a deadlock's rollback puts the rows back: they are taken again
         except BaseException:
             with self._pending_lock:
                 self._pending_calls.clear()

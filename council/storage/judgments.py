@@ -23,6 +23,7 @@ from council.errors import ItemAlreadyRecorded, UsageError
 from council.redaction import redact
 from council.storage import pages
 from council.storage.group_commit import call_row
+from council.storage.retries import retried
 
 if TYPE_CHECKING:
     from council.storage.sqlite_store import SQLiteStore as Store
@@ -189,8 +190,12 @@ def save_judgment(
     hash makes it (m018), or None."""
     save = JudgmentSave(kind, outcome, calls, keep_text=keep_text, batch_id=batch_id, item=item,
                         item_digest=item_digest, prompt_id=prompt_id)  # fmt: skip
+    retried(lambda: _record_alone(store, save.rows()))
+
+
+def _record_alone(store: Store, rows: JudgmentRows) -> None:
     with store.immediate() as db:
-        record_run(store, db, save.rows())
+        record_run(store, db, rows)
 
 
 def record_and_claim(
@@ -209,19 +214,21 @@ def record_and_claim(
     and the rows claimed. When one cannot be recorded, the transaction is rolled back and each
     is recorded in its own (as :func:`save_judgment`), then the claim is made alone."""
     rows = [save.rows() for save in saves]
-    try:
+
+    def together() -> list[dict[str, Any]]:
         with store.immediate() as db:
             for row in rows:
                 record_run(store, db, row)
-            claimed = store.claim_within(db, worker, batch_id=batch_id, limit=limit, lease_seconds=lease_seconds)
-        return [None] * len(rows), claimed
+            return store.claim_within(db, worker, batch_id=batch_id, limit=limit, lease_seconds=lease_seconds)
+
+    try:
+        return [None] * len(rows), retried(together)
     except ItemAlreadyRecorded:
         pass  # rare: another worker finished one first, or the file changed while it was judged
     results: list[ItemAlreadyRecorded | None] = []
     for row in rows:
         try:
-            with store.immediate() as db:
-                record_run(store, db, row)
+            retried(lambda row=row: _record_alone(store, row))
             results.append(None)
         except ItemAlreadyRecorded as exc:
             results.append(exc)

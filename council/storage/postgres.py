@@ -27,7 +27,7 @@ from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from council.clock import utc_now
-from council.errors import ConfigError, CouncilFailure, PrerequisiteError
+from council.errors import ConfigError, CouncilFailure, PrerequisiteError, TransactionConflict
 from council.logs import get_logger
 from council.redaction import redact
 from council.storage import bias_rows, bias_summaries, ownership, postgres_schema, queue
@@ -448,9 +448,10 @@ class PostgresStore(GroupCommit, SharedOperations):
         except (psycopg.OperationalError, PoolTimeout) as exc:
             if self._gone(exc):
                 self.away = True
-            raise CouncilFailure(
-                f"the PostgreSQL store {display_url(self.url)} failed: {_one_line(exc, self.url)}"
-            ) from None
+            # SQLSTATE class 40, transaction rollback: a deadlock broken, a serialization conflict.
+            rolled_back = (getattr(exc, "sqlstate", None) or "").startswith("40")
+            failure = TransactionConflict if rolled_back else CouncilFailure
+            raise failure(f"the PostgreSQL store {display_url(self.url)} failed: {_one_line(exc, self.url)}") from None
 
     def _gone(self, exc: Exception) -> bool:
         """Whether ``exc`` says the server is away: a connection that failed or broke (no SQLSTATE:
