@@ -9,9 +9,9 @@ the library (``council.judging.batch.run_batch``, the call ``council batch`` mak
 vote, a fresh store: a SQLite file, or with ``--postgres`` a fresh database on a throwaway
 PostgreSQL server from scripts/postgres_test_server.sh), which also records every request body
 it sends; then a bare client replaying those bodies: one ``aiohttp.ClientSession``,
-``--concurrency`` requests in flight, each reply read and parsed as JSON, nothing else. The process runs with the garbage collector's
-thresholds the ``council`` command sets (``--collector default``: Python's own), both parts
-alike. Best of ``--repeat`` each, interleaved, so
+``--concurrency`` requests in flight, each reply read and parsed as JSON, nothing else. The
+process runs with the garbage collector's thresholds the ``council`` command sets
+(``--collector default``: Python's own), both parts alike. Best of ``--repeat`` each, interleaved, so
 both see the same machine. It prints council ÷ bare throughput (goal ≥ 0.9) and council's own
 CPU per call (its CPU per call minus the bare client's; goal ≤ 0.3 ms), with the load average,
 since the machine may be shared: the ratio is what to compare between runs, not the seconds.

@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from bench_common import TRANSPORTS  # also puts the package and tests/ on sys.path
+from bench_common import process_cpu as cpu_of
 
 GOAL = 0.7
 
@@ -111,10 +112,9 @@ async def one_run(
 def process_cpu(pid: int) -> float | None:
     """User + system CPU seconds of another process (Linux /proc), or None elsewhere."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return cpu_of(pid)
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> int:

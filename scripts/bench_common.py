@@ -73,23 +73,32 @@ def postgres_if(wanted: bool) -> Iterator[Any]:
         server.stop()
 
 
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command's name (which may hold spaces)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc; OSError for one gone)."""
+    fields = _stat(pid)
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def database_cpu(server: Any) -> float | None:
     """CPU seconds of a throwaway PostgreSQL server (tests/postgres_server.py) so far: the
     postmaster, its live processes and the backends it has reaped (a client's connections end
     with it). None: a server named by COUNCIL_TEST_POSTGRES_URL, not one of ours."""
     if server._root is None:
         return None
-    ticks = os.sysconf("SC_CLK_TCK")
     postmaster = int((Path(server._root) / "data" / "postmaster.pid").read_text().split()[0])
-    fields = Path(f"/proc/{postmaster}/stat").read_text().rsplit(")", 1)[1].split()
-    total = sum(int(f) for f in fields[11:15]) / ticks  # utime, stime, cutime, cstime
+    # utime, stime, and the reaped children's cutime, cstime
+    total = sum(int(f) for f in _stat(postmaster)[11:15]) / os.sysconf("SC_CLK_TCK")
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            child = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
+            if int(_stat(int(stat.parent.name))[1]) == postmaster:
+                total += process_cpu(int(stat.parent.name))
+        except OSError:  # ended since it was listed
             continue
-        if int(child[1]) == postmaster:
-            total += (int(child[11]) + int(child[12])) / ticks
     return total
 
 

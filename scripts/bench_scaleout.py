@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench_common import database_cpu  # also puts the package and tests/ on sys.path
+from bench_common import database_cpu, process_cpu  # also puts the package and tests/ on sys.path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,11 +90,6 @@ def finished_span(url: str) -> float:
     with psycopg.connect(url) as conn:
         first, last = conn.execute("SELECT min(finished_at), max(finished_at) FROM batch_items").fetchone()
     return (datetime.fromisoformat(last) - datetime.fromisoformat(first)).total_seconds()
-
-
-def process_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def scale(server, n: int, args: argparse.Namespace, mock) -> dict[str, float]:

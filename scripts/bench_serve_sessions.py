@@ -50,28 +50,22 @@ from bench_common import (  # also puts the package and tests/ on sys.path
     council_config,
     database_cpu,
     postgres_if,
+    process_cpu,
     write_council_toml,
 )
 
 GOAL = 1.3
 LISTENING = re.compile(r"council serve: http://(?P<host>[^\s/]+):(?P<port>\d+)/v1")
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process so far (from /proc/PID/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def tree_cpu_seconds(pid: int) -> float:
     """CPU of a process and of its live children (``council serve --workers N``: the supervisor
     and its N server processes)."""
-    total = cpu_seconds(pid)
+    total = process_cpu(pid)
     for task in Path(f"/proc/{pid}/task").iterdir():
         for child in (task / "children").read_text().split():
             try:
-                total += cpu_seconds(int(child))
+                total += process_cpu(int(child))
             except FileNotFoundError:  # ended since it was listed
                 pass
     return total
@@ -180,7 +174,7 @@ async def measure(args: argparse.Namespace, serve: Serve, mock_pid: int, databas
             pids = {"server": serve.proc.pid, "mock": mock_pid, "client": os.getpid()}
             # The server's processes are the serve process's children; the client's children (the
             # mock, the server) are counted apart.
-            cpu = {"server": tree_cpu_seconds, "mock": cpu_seconds, "client": cpu_seconds}
+            cpu = {"server": tree_cpu_seconds, "mock": process_cpu, "client": process_cpu}
             before = {k: cpu[k](p) for k, p in pids.items()}
             db_before = database_cpu(database) if database is not None else None
             result = await one_round(http, serve.base, args.sessions, f"Round {r}", args.members)
