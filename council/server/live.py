@@ -114,10 +114,10 @@ async def _events(store: Any, session_id: str, after: int) -> AsyncIterator[byte
 
 
 async def _events_after(store: Any, session_id: str, after: int, limit: int = 1000) -> list[Any]:
-    """The session's events after ``after``; on a store with a write thread (PostgreSQL), read in a
-    worker thread: this process's events still to be committed are committed first, in that
+    """The session's events after ``after``; on a store whose operations may run on several threads
+    (PostgreSQL), read in a worker thread: this process's events still to be committed are committed first, in that
     write thread, behind the session writes queued there, and the event loop does not wait."""
-    if store.write_thread() is None:
+    if not getattr(store, "threadsafe", False):
         return store.events_after(session_id, after, limit)
     return await asyncio.to_thread(store.events_after, session_id, after, limit)
 

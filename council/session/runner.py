@@ -569,7 +569,7 @@ class SessionRunner:
         job = null_job([self._ranked_by(r.id, members) for r in c.reviewers])
         return None if job is None else _Beside(job)
 
-    def _prepare_reviews(self, members: Sequence[str]) -> _Beside | None:
+    def _prepare_reviews(self, members: Sequence[str]) -> asyncio.Task[None] | None:
         """Build, in a worker thread while the answers are awaited, the review models and JSON
         schemas that reviewers of these members' answers will need (the process's first session
         otherwise builds them between the stages: ~3 ms). None: built already."""
@@ -589,7 +589,7 @@ class SessionRunner:
                     continue
                 _REVIEWS_BUILT.add((len(labels), scale))
 
-        return _Beside(build)
+        return _in_worker(build)  # never awaited: nothing needs it sooner than the calls allow
 
     def _budget_reached(self) -> BudgetReached | None:
         """The spend cap's stop, when a call of this council was refused by it."""
@@ -831,11 +831,11 @@ class SessionRunner:
             run.persisted = True
 
         writer = store.write_thread()
-        if writer is not None:
-            await off_loop(save, written, writer)
-        else:
+        if writer is None:
             save()
-        written()
+            written()
+        else:
+            await off_loop(save, written, writer)  # written() once saved, even if cancelled meanwhile
 
 
 def _bias_records(

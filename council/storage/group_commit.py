@@ -212,12 +212,10 @@ class GroupCommit:
         they are dropped, as a direct write's failure would drop them, and the error is raised.
         On a store whose operations may run on several threads, in the group commit's thread
         (waited for)."""
-        if not (self._pending_calls or self._pending_events) or self._in_transaction():
-            return
-        if self._threads() and not self._takes_events():
+        if self._takes_events():
+            self._flush_now()
+        elif (self._pending_calls or self._pending_events) and not self._in_transaction():
             self._in_flush_thread().result()
-            return
-        self._flush_now()
 
     def _flush_now(self) -> None:
         if not (self._pending_calls or self._pending_events) or self._in_transaction():
