@@ -23,7 +23,7 @@ import os
 import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from typing import Any
 
 from council.clock import utc_now
@@ -185,25 +185,32 @@ def _write_staged_rows(conn: Any, records: Sequence[Mapping[str, Any]]) -> None:
             f"INSERT INTO {_STAGING} ({', '.join(map(_quote, columns))}) VALUES ({marks})",
             [tuple(map(_value, row)) for row in rows],
         )
-    _move_staged(conn, columns)
+    # The last rows staged in the session's transaction: its commit empties the table.
+    _move_staged(conn, columns, empty=False)
 
 
 # This connection's own table (a temporary one): the rows of one write before they are
 # stored, so that the summaries are computed from exactly them, whatever other writers commit
-# meanwhile.
+# meanwhile. Each commit empties it (in place; a TRUNCATE gives the table a new file and
+# catalog row, ~0.45 ms of a session's write, docs/benchmarks.md section 36).
 _STAGING = "bias_records_staged"
 
 
 def _stage(conn: Any) -> None:
     # Its columns without their constraints (the id may be left for bias_records to number).
-    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_STAGING} AS SELECT * FROM bias_records WITH NO DATA")
+    conn.execute(
+        f"CREATE TEMP TABLE IF NOT EXISTS {_STAGING} ON COMMIT DELETE ROWS AS SELECT * FROM bias_records WITH NO DATA"
+    )
 
 
-def _move_staged(conn: Any, columns: Sequence[str]) -> None:
+def _move_staged(conn: Any, columns: Sequence[str], *, empty: bool = True) -> None:
+    """The staged rows into ``bias_records`` and the summaries; ``empty``: the table emptied
+    for the next chunk of the same transaction."""
     names = ", ".join(map(_quote, columns))
     conn.execute(f"INSERT INTO bias_records ({names}) SELECT {names} FROM {_STAGING}")
     bias_summaries.fold_staged(conn, _STAGING)
-    conn.execute(f"TRUNCATE {_STAGING}")
+    if empty:
+        conn.execute(f"TRUNCATE {_STAGING}")
 
 
 _UNTYPED_TEMP = re.compile(r"CREATE TABLE temp\.(\w+) \((.*)\)\s*(WITHOUT ROWID)?\s*$", re.S)
@@ -236,6 +243,31 @@ def _placeholders(sql: str) -> str:
     if sql.startswith("INSERT OR IGNORE INTO"):
         sql = "INSERT INTO" + sql[len("INSERT OR IGNORE INTO") :] + " ON CONFLICT DO NOTHING"
     return sql
+
+
+@contextmanager
+def _pipelined_transaction(conn: Any) -> Iterator[None]:
+    """BEGIN, the block's statements and COMMIT in one pipeline, synced once on the way out.
+    (psycopg's ``transaction()`` in a pipeline opens two pipelines of its own and syncs each
+    as it leaves: three round trips where one does, each a wait for the interpreter lock on a
+    busy server.) A statement refused, or an error in the block, leaves the transaction
+    aborted or open: it is rolled back before the error goes on. A savepoint inside (a
+    nested ``conn.transaction()``) still works: the connection is no longer idle once BEGIN
+    is queued."""
+    from psycopg.pq import TransactionStatus
+
+    try:
+        with conn.pipeline():
+            conn.execute("BEGIN", prepare=False)  # nothing to gain from a prepared BEGIN or COMMIT
+            yield
+            conn.execute("COMMIT", prepare=False)
+    except BaseException:
+        if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
+            try:
+                conn.rollback()
+            except _psycopg().Error:  # a broken connection: the pool discards it, the server rolls back
+                pass
+        raise
 
 
 class _Connection:
@@ -487,10 +519,10 @@ class PostgresStore(GroupCommit, SharedOperations):
     @contextmanager
     def _begin(self, *, pipelined: bool = False) -> Iterator[Any]:
         # Call-log rows waiting for a group commit go first, in it (council.storage.group_commit).
-        # ``pipelined``: nothing is read in it, so BEGIN, the statements and COMMIT go to the
-        # server in one pipeline, one round trip.
+        # ``pipelined``: BEGIN, the statements and COMMIT go to the server in one pipeline, one
+        # round trip (and one more for each read inside, as the bias summaries' check).
         with self.connection() as conn, self._carry_calls() as carry:
-            with conn.pipeline() if pipelined else nullcontext(), conn.transaction():
+            with _pipelined_transaction(conn) if pipelined else conn.transaction():
                 self._local.conn = conn
                 try:
                     carry()

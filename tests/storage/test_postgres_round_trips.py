@@ -1,0 +1,177 @@
+"""A PostgreSQL write asks the server for as few round trips as it needs (docs/benchmarks.md, section 36).
+
+A round trip is the client waiting for the server: it sends a Sync (the end of a pipeline) or a
+Flush (a read inside one), found here in libpq's own trace of the connection's messages. On a
+busy server each such wait is also a wait for the interpreter lock, so a session's final write,
+which every session pays on the store's one write thread, is counted. Writing fewer round trips
+must not lose the transaction's guarantees: a refused statement, or an error in the Python that
+builds the rows, rolls the whole write back and leaves the connection clean for the next one.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from contextlib import contextmanager
+
+import pytest
+from psycopg_pool import ConnectionPool
+
+from council import Council
+from council.storage import location, open_location
+
+MEMBERS = ["fake/alpha", "fake/beta", "fake/gamma", "fake/delta"]
+
+
+def _one_connection_store(postgres_url):
+    """The store with a pool of one connection: every write below goes through the same one."""
+    store = open_location(location.parse(postgres_url))
+    store.pool.close()
+    store.pool = ConnectionPool(store.pool.conninfo, min_size=1, max_size=1, kwargs=store.pool.kwargs, open=True)
+    return store
+
+
+def _trace(store):
+    """Start libpq's trace of every connection the store's operations borrow; returns the
+    function that stops it and gives, per connection, the frontend's messages in order
+    ('Parse\t "" "BEGIN" 0', "Sync", ...)."""
+    from psycopg import pq
+
+    sinks: dict[int, tuple] = {}
+    borrow = store.connection
+
+    @contextmanager
+    def traced():
+        with borrow() as conn:
+            if id(conn) not in sinks:
+                sinks[id(conn)] = (conn, tempfile.TemporaryFile())
+                conn.pgconn.trace(sinks[id(conn)][1].fileno())
+                conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+            yield conn
+
+    store.connection = traced
+
+    def stop():
+        del store.connection
+        traces = []
+        for conn, sink in sinks.values():
+            conn.pgconn.untrace()  # flushes the trace
+            sink.seek(0)
+            lines = sink.read().decode("utf-8", "replace").splitlines()
+            traces.append([line.split("\t", 2)[-1] for line in lines if line.startswith("F\t")])
+        return traces
+
+    return stop
+
+
+def _round_trips(messages):
+    """Syncs, and Flushes not right after a Sync (a pipeline's end sends both: one wait)."""
+    trips = 0
+    for i, message in enumerate(messages):
+        if message.startswith("Sync") or (message.startswith("Flush") and not messages[i - 1].startswith("Sync")):
+            trips += 1
+    return trips
+
+
+def _transaction_of(traces, statement):
+    """The messages of the transaction that sent ``statement`` (its connection's): from its
+    BEGIN to the Sync after its COMMIT."""
+    [(messages, at)] = [
+        (messages, i) for messages in traces for i, m in enumerate(messages) if m.startswith("Parse") and statement in m
+    ]
+    begin = max(i for i, m in enumerate(messages[:at]) if m.startswith("Parse") and '"BEGIN"' in m)
+    commit = next(i for i, m in enumerate(messages) if i > at and m.startswith("Parse") and '"COMMIT"' in m)
+    end = next(i for i, m in enumerate(messages) if i > commit and m.startswith("Sync"))
+    return messages[begin : end + 1]
+
+
+async def test_a_sessions_final_write_is_two_round_trips_and_its_start_one(postgres_url):
+    # Before: psycopg's transaction() in the pipeline opened two nested pipelines, each synced as
+    # it closed (a session's start took 3 round trips, its final write 5: those 3, the summary
+    # rows it reads, and the pipeline's end).
+    store = _one_connection_store(postgres_url)
+    council = Council.from_config({"councils": {"default": {"members": MEMBERS, "chairman": MEMBERS[0]}}},
+                                  store=store)  # fmt: skip
+    await council.run("A warm-up: the connection's staging table and prepared statements", seed=1)
+    stop = _trace(store)
+    result = await council.run("Why is the sky blue?", seed=3)
+    await council.aclose()
+    traces = stop()
+    assert result.status == "complete"
+    start = _transaction_of(traces, 'INSERT INTO "sessions"')
+    assert _round_trips(start) == 1, start
+    final = _transaction_of(traces, "UPDATE sessions SET status")
+    # One to read which of the session's summary rows exist (bias_summaries.fold_staged), one at the end.
+    assert _round_trips(final) == 2, final
+    assert not any("TRUNCATE" in m for m in final)  # the staging table empties at the commit
+    store.close()
+
+
+async def test_sessions_written_one_after_another_on_one_connection_each_store_their_records_once(postgres_url):
+    # The staging table is emptied by each commit, not by a statement: a second session on the
+    # same connection must not find the first one's rows still there.
+    store = _one_connection_store(postgres_url)
+    council = Council.from_config({"councils": {"default": {"members": MEMBERS, "chairman": MEMBERS[0]}}},
+                                  store=store)  # fmt: skip
+    results = [await council.run(f"Question {i}?", seed=i) for i in range(3)]
+    await council.aclose()
+    with store.pool.connection() as conn:
+        rows = conn.execute("SELECT session_id, COUNT(*) AS n FROM bias_records GROUP BY 1").fetchall()
+        counts = {r["session_id"]: r["n"] for r in rows}
+        summed = {
+            r["session_id"]: r["records"] for r in conn.execute("SELECT session_id, records FROM bias_session_sums")
+        }
+        staged = conn.execute("SELECT COUNT(*) AS n FROM bias_records_staged").fetchone()["n"]
+    expected = {r.session_id: sum(len(review.display_order) for review in r.reviews) for r in results}
+    assert counts == expected and summed == expected
+    assert staged == 0
+    store.close()
+
+
+class _Unwritable:
+    """A bias record whose row the store refuses: by the table's CHECK (a score outside its
+    scale), or before any statement (a field that is not a column)."""
+
+    def __init__(self, record, **change):
+        self.record, self.change = record, change
+
+    def row(self):
+        return {**self.record.row(), **self.change}
+
+
+@pytest.mark.parametrize(
+    ("change", "refused_by"),
+    [({"score_value": 99.0}, "CheckViolation"), ({"not_a_column": 1}, "ValueError")],
+    ids=["the-database", "python"],
+)
+async def test_a_refused_final_write_leaves_nothing_and_a_clean_connection(postgres_url, caplog, change, refused_by):
+    store = _one_connection_store(postgres_url)
+    council = Council.from_config({"councils": {"default": {"members": MEMBERS, "chairman": MEMBERS[0]}}},
+                                  store=store)  # fmt: skip
+    real, refused = store.save_session, []
+
+    def save_twice(result, records, **kwargs):
+        # First with one record the store refuses, then as it is, on the same connection.
+        try:
+            real(result, [_Unwritable(records[0], **change), *records[1:]], **kwargs)
+        except Exception as exc:  # noqa: BLE001 - which error it was is asserted below
+            refused.append(type(exc).__name__)
+        real(result, records, **kwargs)
+
+    store.save_session = save_twice
+    with caplog.at_level(logging.WARNING, logger="psycopg"):
+        result = await council.run("Why is the sky blue?", seed=3)
+    await council.aclose()
+    assert refused == [refused_by]
+    assert result.status == "complete"
+    row = store.get_session(result.session_id)
+    assert row["status"] == "complete"
+    assert sorted(a["member"] for a in row["answers"]) == sorted(MEMBERS)  # written once, by the second write
+    with store.pool.connection() as conn:
+        stored = conn.execute("SELECT COUNT(*) AS n FROM bias_records").fetchone()["n"]
+        summed = conn.execute("SELECT records FROM bias_session_sums").fetchall()
+    assert stored == sum(len(review.display_order) for review in result.reviews)
+    assert [r["records"] for r in summed] == [stored]
+    # The pool found the connection idle when it came back: nothing it had to roll back itself.
+    assert not [r for r in caplog.records if r.name.startswith("psycopg")], caplog.text
+    store.close()
