@@ -12,6 +12,7 @@ leaves a session half-recorded:
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
@@ -336,10 +337,9 @@ class SQLiteStore(GroupCommit, SharedOperations):
             columns = tuple(c for c in _CALL_COLUMNS if c in row)
             shapes.setdefault((columns, started), []).append([row[c] for c in columns])
         for (columns, started), values in shapes.items():
-            updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c in _CALL_OUTCOME)
             self.db.conn.executemany(
                 f"INSERT INTO calls ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)}) "
-                f"ON CONFLICT (call_id) DO {'NOTHING' if started else 'UPDATE SET ' + updates}",
+                f"ON CONFLICT (call_id) DO {'NOTHING' if started else _complete_call(columns)}",
                 values,
             )
 
@@ -617,6 +617,18 @@ def _result_rows(result: Any, keep_text: bool) -> dict[str, Any]:
         for r in result.reviews
     ]
     return {"result": result.model_dump(mode="json"), "answers": answers, "reviews": reviews}
+
+
+@functools.lru_cache(maxsize=64)
+def _complete_call(columns: tuple[str, ...]) -> str:
+    """The upsert of a finished call's row: its outcome replaces what is stored, unless that is
+    already the same outcome. A final write records its calls again after the call log's group
+    commit wrote most of them finished, and an UPDATE that changes nothing still writes a new row
+    (on PostgreSQL a new version, with an entry in each of the table's indexes). The comparison
+    treats two NULLs as equal, in words both databases take."""
+    outcome = [c for c in columns if c in _CALL_OUTCOME]
+    same = " AND ".join(f"(calls.{c} = excluded.{c} OR (calls.{c} IS NULL AND excluded.{c} IS NULL))" for c in outcome)
+    return f"UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in outcome)} WHERE ({same}) IS NOT TRUE"
 
 
 def _call_rows(session_id: str, calls: Sequence[CallRecord]) -> list[dict[str, Any]]:

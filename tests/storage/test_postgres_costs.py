@@ -207,3 +207,41 @@ def test_a_claim_reads_the_first_items_of_the_queue_not_all_of_them(postgres_url
     assert [r["item_id"] for r in claimed] == ["q2", "q3", "q4", "q5"]
     assert read <= 20, read
     store.close()
+
+
+def test_a_finished_call_written_again_unchanged_makes_no_new_row_version(postgres_url):
+    # A judgment's or a session's final write records its calls again, after the call log's
+    # group commit already wrote most of them finished: each was an UPDATE of the row and of
+    # its four indexes (~0.14 ms of the database's time a call in a batch) that changed nothing.
+    from council.usage import CallRecord
+
+    store = open_location(location.parse(postgres_url))
+    record = CallRecord(call_id="c1", stage="judge", member="j", model="fake/j", started_at="2026-01-01T00:00:00Z",
+                        latency_ms=5.0, prompt_tokens=3, attempt=1, ok=True)  # fmt: skip
+    journal = store.journal("s1")
+    journal.call_started(record)
+    store.flush_calls()
+
+    def version():
+        with store.pool.connection() as conn:
+            return conn.execute("SELECT xmin::text AS v, ok, latency_ms FROM calls WHERE call_id = 'c1'").fetchone()
+
+    started = version()
+    journal.call_finished(record)
+    store.flush_calls()
+    finished = version()
+    assert finished["v"] != started["v"] and finished["ok"] == 1  # the started row completed
+    with store.transaction():
+        store.write_calls([{**row, "session_id": "s1"} for row in [_call_row(record)]])
+    assert version() == finished  # the same outcome again: the row untouched
+    with store.transaction():
+        store.write_calls([{**_call_row(record.model_copy(update={"latency_ms": 7.0})), "session_id": "s1"}])
+    changed = version()
+    assert changed["v"] != finished["v"] and changed["latency_ms"] == 7.0  # another outcome still replaces it
+    store.close()
+
+
+def _call_row(record):
+    from council.storage.group_commit import call_row
+
+    return call_row(record)

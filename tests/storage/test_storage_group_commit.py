@@ -104,6 +104,24 @@ def test_a_failed_write_keeps_the_pending_calls_for_the_next_one(store):
     asyncio.run(run())
 
 
+def test_a_finished_call_written_again_keeps_or_replaces_its_outcome_as_it_says(store):
+    # A final write records its calls again after the group commit wrote them: the same outcome
+    # leaves the row as it is (tests/storage/test_postgres_costs.py counts its versions); another
+    # one, as a call's real outcome after a recovery marked it interrupted, replaces it.
+    from council.storage.group_commit import call_row
+
+    store.journal("run-3").call_finished(_record(7))
+    row = call_row(_record(7), session_id="run-3")
+    sql = "SELECT ok, latency_ms, error FROM calls"
+    for stored in [(1, 1.0, None), (0, None, "interrupted")]:
+        with store.immediate() as db:
+            db.execute("UPDATE calls SET ok = ?, latency_ms = ?, error = ? WHERE call_id = 'call-7'", list(stored))
+        assert _on_disk(store, sql) == [stored]
+        with store.immediate():
+            store.write_calls([row])
+        assert _on_disk(store, sql) == [(1, 1.0, None)]
+
+
 def test_outside_an_event_loop_each_call_is_written_at_once(store):
     store.journal("run-1").call_started(_record(1))
     assert _on_disk(store) == [("call-1", None)]
