@@ -1,4 +1,5 @@
-"""What PostgreSQL's work costs: round trips a write asks for, rows a claim reads (docs/benchmarks.md, section 36).
+"""What PostgreSQL's work costs: round trips a write asks for, rows a claim reads, row versions a
+write leaves (docs/benchmarks.md, section 36).
 
 A round trip is the client waiting for the server: it sends a Sync (the end of a pipeline) or a
 Flush (a read inside one), found here in libpq's own trace of the connection's messages. On a
@@ -9,6 +10,8 @@ builds the rows, rolls the whole write back and leaves the connection clean for 
 
 A batch worker claims its next items many times a batch: a claim must read the first items of
 the queue, not every item queued (counted by the database's own per-transaction statistics).
+And a call's row written again with the outcome it already has is left as it is (its ``xmin``,
+the transaction that wrote its version, stays).
 """
 
 from __future__ import annotations
