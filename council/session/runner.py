@@ -503,16 +503,21 @@ class SessionRunner:
         created = run.created = utc_now()
         member_ids = [cand.id for cand in candidates] if candidates is not None else [m.id for m in c.members]
         if self.store is not None:
-            self.store.begin_session(
-                run.session_id,
-                council=c.name,
-                question=question if c.store_transcripts else None,
-                query_hash=query_hash,
-                seed=seed,
-                offline=c.offline_default,
-                members=member_ids,
-                created_at=created,
-            )
+            store = self.store
+
+            def begin() -> None:
+                store.begin_session(
+                    run.session_id,
+                    council=c.name,
+                    question=question if c.store_transcripts else None,
+                    query_hash=query_hash,
+                    seed=seed,
+                    offline=c.offline_default,
+                    members=member_ids,
+                    created_at=created,
+                )
+
+            await self._begin(run, begin)
         run.emit(
             SessionStarted,
             council=c.name,
@@ -551,6 +556,22 @@ class SessionRunner:
                 self._record_failure(run, "interrupted", status="interrupted")
             else:
                 self._record_failure(run, f"{type(exc).__name__}: {exc}")
+            raise
+
+    async def _begin(self, run: _Run, begin: Callable[[], None]) -> None:
+        """Write the session's row before anything else: in a worker thread on a store whose
+        operations may run on several threads (PostgreSQL: a round trip that held every other
+        session on the event loop, each a wait for the database across the network), on the
+        loop's own thread otherwise (SQLite: a local write). A store that fails it fails the
+        session before any call. A cancellation meanwhile waits for the row, which then says the
+        session was interrupted: never left "running"."""
+        if not getattr(self.store, "threadsafe", False):
+            begin()
+            return
+        try:
+            await off_loop(begin)
+        except asyncio.CancelledError:
+            self._record_failure(run, "interrupted", status="interrupted")
             raise
 
     def _ranked_by(self, reviewer: str, members: Iterable[str]) -> list[str]:

@@ -12,8 +12,8 @@ would otherwise commit for each of their events, on PostgreSQL a blocking round 
 A batch worker that records finished items at the end of a turn says so (``expect_write``):
 the rows of that turn then go in its transaction instead of one of their own.
 
-A store using this mixin provides ``_write_transaction()`` (a context manager: its write
-transaction, which runs inside ``_carry_calls()``), ``_in_transaction()`` (this
+A store using this mixin provides ``_write_transaction(carry=True)`` (a context manager: its write
+transaction, which runs inside ``_carry_calls(carry)``), ``_in_transaction()`` (this
 thread holds one) and ``write_calls(rows)``. Rows may be added on one thread and committed
 by a transaction on another (the PostgreSQL store's operations may run off the event loop):
 a lock guards the waiting rows, and a call's started row never overwrites its finished one
@@ -24,6 +24,8 @@ write thread, where a session's final write goes too (``write_thread``): the eve
 waits on their round trips (on PostgreSQL they were ~35 % of a busy server's loop,
 docs/benchmarks.md, section 35), and the events, which only that thread commits, keep their
 order: a reader polling for the events after the last it saw never finds a gap that fills later.
+A session's start is written on whichever thread starts it, carrying nothing: a transaction with
+no call rows waits on no other one.
 """
 
 from __future__ import annotations
@@ -234,14 +236,17 @@ class GroupCommit:
             raise
 
     @contextmanager
-    def _carry_calls(self) -> Iterator[Callable[[], None]]:
+    def _carry_calls(self, take: bool = True) -> Iterator[Callable[[], None]]:
         """Around a write transaction, its commit included: the waiting rows and events are taken,
         and the function yielded writes them (call it first inside the transaction); if the transaction
-        fails they wait again for the next one."""
-        events_here = self._takes_events()
+        fails they wait again for the next one. ``take=False``: nothing is taken (a transaction
+        that must wait on no other one)."""
+        events_here = take and self._takes_events()
         with self._pending_lock:
-            rows, events = self._pending_calls[:], self._pending_events[:] if events_here else []
-            self._pending_calls.clear()
+            rows = self._pending_calls[:] if take else []
+            events = self._pending_events[:] if events_here else []
+            if take:
+                self._pending_calls.clear()
             if events_here:
                 self._pending_events.clear()
 

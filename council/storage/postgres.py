@@ -517,22 +517,22 @@ class PostgresStore(GroupCommit, SharedOperations):
             yield conn
 
     @contextmanager
-    def _begin(self, *, pipelined: bool = False) -> Iterator[Any]:
+    def _begin(self, *, pipelined: bool = False, carry: bool = True) -> Iterator[Any]:
         # Call-log rows waiting for a group commit go first, in it (council.storage.group_commit).
         # ``pipelined``: BEGIN, the statements and COMMIT go to the server in one pipeline, one
         # round trip (and one more for each read inside, as the bias summaries' check).
-        with self.connection() as conn, self._carry_calls() as carry:
+        with self.connection() as conn, self._carry_calls(carry) as carry_rows:
             with _pipelined_transaction(conn) if pipelined else conn.transaction():
                 self._local.conn = conn
                 try:
-                    carry()
+                    carry_rows()
                     yield conn
                 finally:
                     self._local.conn = None
 
-    def _write_transaction(self) -> Any:
-        """The group commit's own transaction: pipelined."""
-        return self._begin(pipelined=True)
+    def _write_transaction(self, *, carry: bool = True) -> Any:
+        """A transaction that reads nothing (a group commit, a session's start and final write): pipelined."""
+        return self._begin(pipelined=True, carry=carry)
 
     def _in_transaction(self) -> bool:
         return getattr(self._local, "conn", None) is not None

@@ -222,19 +222,19 @@ class SQLiteStore(GroupCommit, SharedOperations):
         return self._resolved_key
 
     @contextmanager
-    def immediate(self) -> Iterator[Database]:
+    def immediate(self, *, carry: bool = True) -> Iterator[Database]:
         """A write transaction that takes the lock up front (no deferred-upgrade failures).
         Call-log rows and session events waiting for a group commit go first, in it
-        (council.storage.group_commit)."""
+        (council.storage.group_commit), unless ``carry`` is False."""
         conn = self.db.conn
         try:
             conn.execute("BEGIN IMMEDIATE")
-            with self._carry_calls() as carry:
+            with self._carry_calls(carry) as carry_rows:
                 try:
                     lease = self._lease_due
                     if lease is not None and not lease.written:
                         conn.execute(*lease.upsert())  # before any row it owns: they commit together
-                    carry()
+                    carry_rows()
                     yield self.db
                 except BaseException:
                     if conn.in_transaction:
@@ -369,7 +369,10 @@ class SQLiteStore(GroupCommit, SharedOperations):
             "created_at": created_at or utc_now(),
         }
         row = {"status": "running", **self._owner(), **row}
-        with self._write_transaction():  # nothing read: one round trip on PostgreSQL
+        # Nothing read: one round trip on PostgreSQL. A store written from several threads writes
+        # the new row alone, carrying no call-log rows: it then waits on no other transaction (the
+        # session starts on whichever thread, beside the write thread's commits of those rows).
+        with self._write_transaction(carry=not self._threads()):
             self._write_rows("sessions", [row])  # one prepared statement (sqlite-utils' insert: ~2 ×)
 
     def save_session(

@@ -22,9 +22,9 @@ def transactions(monkeypatch) -> list[int]:
     opened: list[int] = []
     carry = GroupCommit._carry_calls
 
-    def counted(self):  # type: ignore[no-untyped-def]
+    def counted(self, *args):  # type: ignore[no-untyped-def]
         opened.append(1)
-        return carry(self)
+        return carry(self, *args)
 
     monkeypatch.setattr(GroupCommit, "_carry_calls", counted)
     return opened

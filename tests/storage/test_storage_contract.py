@@ -44,8 +44,58 @@ def test_the_backend_implements_the_protocol(store_backend):
     assert missing == []
 
 
+class _SlowWrite:
+    """``store.<name>`` made 0.3 s slower (a busy or distant database), noting the thread each
+    call ran on and how many times the event loop ticked meanwhile (run the session under
+    ``ticking``)."""
+
+    def __init__(self, store, name: str) -> None:
+        import threading
+
+        self.real, self.threads, self.ticks, self.ticks_during = getattr(store, name), [], [], []
+        self.writing, self.first_args = threading.Event(), []
+        setattr(store, name, self)
+
+    def __call__(self, *args, **kwargs):
+        import threading
+        import time
+
+        self.threads.append(threading.current_thread())
+        self.first_args.append(args[0])
+        self.writing.set()
+        before = len(self.ticks)
+        time.sleep(0.3)
+        self.real(*args, **kwargs)
+        self.ticks_during.append(len(self.ticks) - before)
+
+    async def ticking(self, session):
+        import asyncio
+
+        async def ticker() -> None:
+            while True:
+                self.ticks.append(1)
+                await asyncio.sleep(0.01)
+
+        beside = asyncio.ensure_future(ticker())
+        await asyncio.sleep(0)
+        try:
+            return await session
+        finally:
+            beside.cancel()
+
+    async def cancel_during(self, session) -> None:
+        """Run ``session``, cancel it once this write has begun, and see it raise the cancellation."""
+        import asyncio
+
+        running = asyncio.ensure_future(session)
+        while not self.writing.is_set():
+            await asyncio.sleep(0.01)
+        running.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await running
+
+
 async def test_a_session_is_written_from_the_stores_write_thread_and_the_event_loop_goes_on(store_backend):
-    import asyncio
     import threading
 
     writer = store_backend.write_thread()
@@ -55,65 +105,61 @@ async def test_a_session_is_written_from_the_stores_write_thread_and_the_event_l
         assert writer is not None and store_backend.write_thread() is writer
     council = Council.from_config({"councils": {"default": {"members": MEMBERS, "chairman": MEMBERS[0]}}},
                                   store=store_backend)  # fmt: skip
-    real, saved_on, ticks, during = store_backend.save_session, [], [], []
-
-    def slow_save(*args, **kwargs):  # a write that takes 0.3 s (a busy or distant database)
-        import time
-
-        saved_on.append(threading.current_thread())
-        before = len(ticks)
-        time.sleep(0.3)
-        real(*args, **kwargs)
-        during.append(len(ticks) - before)
-
-    store_backend.save_session = slow_save
-
-    async def ticker() -> None:
-        while True:
-            ticks.append(1)
-            await asyncio.sleep(0.01)
-
-    beside = asyncio.ensure_future(ticker())
-    await asyncio.sleep(0)
-    result = await council.run("Why is the sky blue?", seed=3)
-    beside.cancel()
+    save = _SlowWrite(store_backend, "save_session")
+    result = await save.ticking(council.run("Why is the sky blue?", seed=3))
     await council.aclose()
     assert store_backend.get_session(result.session_id)["status"] == "complete"
     if writer is None:
-        assert saved_on == [threading.main_thread()]
+        assert save.threads == [threading.main_thread()]
     else:
-        assert saved_on[0] is not threading.main_thread() and saved_on[0].name.startswith("council-group-commit")
-        assert during[0] >= 5  # the loop ran on through the write (~30 ticks; it stood still on it before: 0)
+        assert save.threads[0].name.startswith("council-group-commit")
+        assert save.ticks_during[0] >= 5  # the loop ran on through the write (~30 ticks; before: 0)
+
+
+async def test_a_session_starts_off_the_event_loop_on_a_store_written_from_several_threads(store_backend):
+    import threading
+
+    council = Council.from_config({"councils": {"default": {"members": MEMBERS, "chairman": MEMBERS[0]}}},
+                                  store=store_backend)  # fmt: skip
+    begin = _SlowWrite(store_backend, "begin_session")
+    result = await begin.ticking(council.run("Why is the sky blue?", seed=3))
+    await council.aclose()
+    assert store_backend.get_session(result.session_id)["status"] == "complete"
+    if not getattr(store_backend, "threadsafe", False):
+        assert begin.threads == [threading.main_thread()]  # SQLite: a local write, on the loop
+    else:
+        assert begin.threads[0] is not threading.main_thread()
+        assert begin.ticks_during[0] >= 5  # the loop ran on while the row was written (~30 ticks; before: 0)
+
+
+async def test_a_session_cancelled_while_its_row_is_written_is_recorded_interrupted(postgres_url):
+    from council.storage import location, open_location
+
+    store = open_location(location.parse(postgres_url))
+    council = Council.from_config({"councils": {"default": {"members": MEMBERS, "chairman": MEMBERS[0]}}},
+                                  store=store)  # fmt: skip
+    begin = _SlowWrite(store, "begin_session")
+    await begin.cancel_during(council.run("Why is the sky blue?", seed=3))
+    await council.aclose()
+    [session_id] = begin.first_args
+    # The row was written after all, and says how the session ended: not "running" for ever.
+    row = store.get_session(session_id)
+    assert row["status"] == "interrupted" and row["error"] == "interrupted"
+    assert store.session_calls(session_id) == []  # no call was made
+    store.close()
 
 
 async def test_a_session_cancelled_during_its_final_write_is_recorded_as_it_was_written(postgres_url):
     # Only a store with a write thread (PostgreSQL) leaves the event loop free, and the session
     # cancellable, while its final write runs: on SQLite the write holds the loop.
-    import asyncio
-    import threading
-
     from council.storage import location, open_location
 
     store_backend = open_location(location.parse(postgres_url))
     council = Council.from_config({"councils": {"default": {"members": MEMBERS, "chairman": MEMBERS[0]}}},
                                   store=store_backend)  # fmt: skip
-    real, writing = store_backend.save_session, threading.Event()
-
-    def slow_save(*args, **kwargs):
-        import time
-
-        writing.set()
-        time.sleep(0.3)
-        real(*args, **kwargs)
-
-    store_backend.save_session = slow_save
+    save = _SlowWrite(store_backend, "save_session")
     events: list = []
-    session = asyncio.ensure_future(council.run("Why is the sky blue?", seed=3, on_event=events.append))
-    while not writing.is_set():
-        await asyncio.sleep(0.01)
-    session.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await session
+    await save.cancel_during(council.run("Why is the sky blue?", seed=3, on_event=events.append))
     await council.aclose()
     [finished] = [e for e in events if e.type == "session_finished"]
     # The write was under way: it completed, and the session is on record as complete, once.

@@ -83,11 +83,30 @@ def test_a_result_written_in_the_same_turn_carries_the_pending_calls(store):
     async def run() -> list[tuple]:
         journal.call_started(_record(1))
         journal.call_finished(_record(1))
-        store.begin_session("s-1", council="default", question="q")
+        store.open_batch("b-1", source="b.jsonl", content_sha256="c", settings={}, items=0)
         return _on_disk(store)  # before the loop turns: the write took the calls along
 
     assert asyncio.run(run()) == [("call-1", 1)]
     assert len(store.begins) == 1
+
+
+def test_a_sessions_start_carries_the_pending_calls_only_where_writes_take_turns(store):
+    # On PostgreSQL a session starts on any thread while the write thread commits call rows: its
+    # row alone cannot deadlock with them (section 35's deadlocks were two writes of call rows).
+    journal = store.journal("run-1")
+
+    async def run() -> tuple[list[tuple], list[tuple]]:
+        journal.call_started(_record(1))
+        store.begin_session("s-1", council="default", question="q")
+        at_start = _on_disk(store)
+        await asyncio.sleep(0)  # the end of the turn: the group commit
+        store.wait_group_commit()
+        return at_start, _on_disk(store)
+
+    at_start, after = asyncio.run(run())
+    assert _on_disk(store, "SELECT id, status FROM sessions") == [("s-1", "running")]
+    assert at_start == ([] if getattr(store, "threadsafe", False) else [("call-1", None)])
+    assert after == [("call-1", None)]
 
 
 def test_a_failed_write_keeps_the_pending_calls_for_the_next_one(store):
