@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections import deque
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -217,9 +218,16 @@ def record_and_claim(
 
     def together() -> list[dict[str, Any]]:
         with store.immediate() as db:
-            for row in rows:
-                record_run(store, db, row)
-            return store.claim_within(db, worker, batch_id=batch_id, limit=limit, lease_seconds=lease_seconds)
+            # Sent together where the backend can (PostgreSQL: one pipeline; its results, the
+            # counts the checks read among them, come back at the claim's read or at its end).
+            checks: list[Callable[[], None]] = []
+            with _together(db):
+                for row in rows:
+                    record_run(store, db, row, checks)
+                claimed = store.claim_within(db, worker, batch_id=batch_id, limit=limit, lease_seconds=lease_seconds)
+            for check in checks:
+                check()
+            return claimed
 
     try:
         return [None] * len(rows), retried(together)
@@ -292,10 +300,12 @@ def _markdown(headers: int | None, lists: int | None, bold: int | None) -> dict[
     return {"headers": headers, "lists": lists, "bold": bold}
 
 
-def record_run(store: Store, db: Any, rows: JudgmentRows) -> None:
+def record_run(store: Store, db: Any, rows: JudgmentRows, checks: list[Callable[[], None]] | None = None) -> None:
     """Inside the caller's write transaction: a finished run's rows and its batch item. An item
     that cannot be recorded raises ``ItemAlreadyRecorded`` after some rows are written: the
-    caller's transaction (or savepoint) is rolled back with it."""
+    caller's transaction (or savepoint) is rolled back with it. ``checks``: the checks that
+    raise it are appended there, for the caller to run once the statements' counts are back
+    (several items' statements sent together), instead of run here."""
     insert_rows(db.conn, "judgment_runs", [rows.run])
     insert_rows(db.conn, "judgments", rows.passes)
     if rows.calls:
@@ -304,10 +314,14 @@ def record_run(store: Store, db: Any, rows: JudgmentRows) -> None:
     if item is None:
         return
     key = [item["batch_id"], item["item_id"]]
-    if not finish_item(db, *key, item["content_sha256"], item["status"], keep_text=rows.keep_text):
-        raise ItemAlreadyRecorded(
-            f"batch {key[0]}: item {key[1]!r} changed in the queue while it was judged; result dropped"
-        )
+    finished = finish_item(db, *key, item["content_sha256"], item["status"], keep_text=rows.keep_text)
+
+    def queued_as_judged() -> None:
+        if not finished():
+            raise ItemAlreadyRecorded(
+                f"batch {key[0]}: item {key[1]!r} changed in the queue while it was judged; result dropped"
+            )
+
     # One statement: a failed result is replaced, a finished one is kept (no row changed).
     columns = list(item)
     names = ", ".join(columns)
@@ -317,16 +331,27 @@ def record_run(store: Store, db: Any, rows: JudgmentRows) -> None:
         f" ON CONFLICT (batch_id, item_id) DO UPDATE SET {updates} WHERE batch_items.status = 'failed'",
         list(item.values()),
     )
-    if cur.rowcount == 0:
-        raise ItemAlreadyRecorded(
-            f"batch {key[0]}: item {key[1]!r} is already recorded (another worker finished it first)"
-        )
+
+    def recorded_here() -> None:
+        if cur.rowcount == 0:
+            raise ItemAlreadyRecorded(
+                f"batch {key[0]}: item {key[1]!r} is already recorded (another worker finished it first)"
+            )
+
+    if checks is None:
+        queued_as_judged()
+        recorded_here()
+    else:
+        checks += [queued_as_judged, recorded_here]
 
 
-def finish_item(db: Any, batch_id: str, item_id: str, digest: str | None, status: str, *, keep_text: bool) -> bool:
+def finish_item(
+    db: Any, batch_id: str, item_id: str, digest: str | None, status: str, *, keep_text: bool
+) -> Callable[[], bool]:
     """Inside the transaction that records the item's result: mark it done or failed (its
-    texts dropped when transcripts are off). False when the queue holds another content
-    for it (the file changed while it was judged): that result must not be recorded."""
+    texts dropped when transcripts are off). Returns the check, to run once the statement's
+    count is back: False when the queue holds another content for it (the file changed while
+    it was judged): that result must not be recorded."""
     cur = db.execute(
         "UPDATE batch_queue SET state = ?, worker = NULL, lease_until = NULL"
         + ("" if keep_text else ", item = NULL")
@@ -334,12 +359,23 @@ def finish_item(db: Any, batch_id: str, item_id: str, digest: str | None, status
         + ("" if digest is None else " AND digest = ?"),
         ["done" if status == "ok" else "failed", batch_id, item_id] + ([] if digest is None else [digest]),
     )
-    if cur.rowcount:
-        return True
-    # Not updated: another content is queued for it, or a batch recorded without the queue
-    # (a store written by an older council), which has no entry at all.
-    sql = "SELECT 1 FROM batch_queue WHERE batch_id = ? AND item_id = ?"
-    return db.execute(sql, [batch_id, item_id]).fetchone() is None
+
+    def check() -> bool:
+        if cur.rowcount:
+            return True
+        # Not updated: another content is queued for it, or a batch recorded without the queue
+        # (a store written by an older council), which has no entry at all.
+        sql = "SELECT 1 FROM batch_queue WHERE batch_id = ? AND item_id = ?"
+        return db.execute(sql, [batch_id, item_id]).fetchone() is None
+
+    return check
+
+
+def _together(db: Any) -> Any:
+    """The statements of the block sent in one pipeline where the store's connection has them
+    (PostgreSQL; ``db.pipeline``), else as they come (SQLite: each runs as it is sent)."""
+    pipeline = getattr(db, "pipeline", None)
+    return pipeline() if pipeline is not None else nullcontext()
 
 
 def get_run(store: Store, run_id: str) -> dict[str, Any] | None:
@@ -439,9 +475,7 @@ def reconcile_batch_items(
     changed = removed = 0
     with store.immediate() as db:
         (old_content,) = db.execute("SELECT content_sha256 FROM batches WHERE id = ?", [batch_id]).fetchone()
-        rows = db.execute(
-            "SELECT item_id, content_sha256 FROM batch_items WHERE batch_id = ?", [batch_id]
-        ).fetchall()
+        rows = db.execute("SELECT item_id, content_sha256 FROM batch_items WHERE batch_id = ?", [batch_id]).fetchall()
         kept: list[list[Any]] = []
         dropped: list[list[Any]] = []
         for item_id, digest in rows:

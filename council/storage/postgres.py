@@ -351,6 +351,11 @@ class _Database:
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         return self.conn.execute(sql, params, dicts=True).fetchall()
 
+    def pipeline(self) -> Any:
+        """The block's statements sent without waiting for each one's result; a read inside, or
+        the block's end, collects them (a statement's count is known from then on)."""
+        return self.conn.raw.pipeline()
+
     def __getitem__(self, table: str) -> _Table:
         return _Table(self.conn, table)
 

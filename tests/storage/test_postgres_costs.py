@@ -71,10 +71,12 @@ def _trace(store):
 
 
 def _round_trips(messages):
-    """Syncs, and Flushes not right after a Sync (a pipeline's end sends both: one wait)."""
+    """Syncs, Flushes not right after a Sync (a pipeline's end sends both: one wait), and simple
+    queries (a statement sent alone, waited for)."""
     trips = 0
     for i, message in enumerate(messages):
-        if message.startswith("Sync") or (message.startswith("Flush") and not messages[i - 1].startswith("Sync")):
+        after_sync = message.startswith("Flush") and messages[i - 1].startswith("Sync")
+        if message.startswith(("Sync", "Query", "Flush")) and not after_sync:
             trips += 1
     return trips
 
@@ -248,3 +250,39 @@ def _call_row(record):
     from council.storage.group_commit import call_row
 
     return call_row(record)
+
+
+async def test_a_workers_record_of_finished_items_and_its_claim_are_a_few_round_trips(postgres_url):
+    # Before: each statement waited for its result, five per item (its run, passes, calls, queue
+    # entry and item row), so recording 4 items and claiming 4 more took 23 round trips (14 ms
+    # median inside a batch, 50 ms at p90). The checks that need a statement's count now run once
+    # the counts are back: from the claim's read on.
+    from fake_judges import fake_client
+
+    from council.judging.batch import BatchSettings, content_digest, parse_batch
+    from council.judging.engine import compare
+    from council.judging.worker import enqueue
+    from council.storage import JudgmentSave
+    from council.usage import CallRecord
+
+    store = open_location(location.parse(postgres_url))
+    text = "".join(f'{{"id": "r{i}", "prompt": "Q{i}?", "a": "A.", "b": "B."}}\n' for i in range(8))
+    items = parse_batch(text, "r.jsonl")
+    enqueue(store, items, batch_id="rb", settings=BatchSettings(judges=["fake/j"]), judges=[fake_client()],
+            rubrics={}, source="r.jsonl", content_sha256=content_digest(text))  # fmt: skip
+    held = {r["item_id"]: r["digest"] for r in store.claim_items("w", batch_id="rb", limit=4, lease_seconds=60)}
+    saves = []
+    for i in range(4):
+        outcome = await compare(f"Q{i}?", "A.", "B.", judges=[fake_client()], store=None)
+        calls = [CallRecord(call_id=f"c{i}", stage="judge", member="j", model="fake/j",
+                            started_at="2026-01-01T00:00:00Z", latency_ms=1.0, attempt=1, ok=True)]  # fmt: skip
+        saves.append(JudgmentSave("compare", outcome, calls, keep_text=True, batch_id="rb", item=items[i],
+                                  item_digest=held[f"r{i}"]))  # fmt: skip
+    stop = _trace(store)
+    results, claimed = store.record_and_claim(saves, "w", batch_id="rb", limit=4, lease_seconds=60)
+    [messages] = [m for m in stop() if m]
+    assert results == [None] * 4 and [r["item_id"] for r in claimed] == ["r4", "r5", "r6", "r7"]
+    assert store.batch_item_status("rb") == {f"r{i}": "ok" for i in range(4)}
+    # BEGIN, the claim's read, the pipeline's end, COMMIT.
+    assert _round_trips(messages) == 4, messages
+    store.close()
