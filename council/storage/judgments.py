@@ -196,7 +196,23 @@ def save_judgment(
 
 def _record_alone(store: Store, rows: JudgmentRows) -> None:
     with store.immediate() as db:
-        record_run(store, db, rows)
+        _record_together(store, db, [rows])
+
+
+def _record_together(
+    store: Store, db: Any, rows: Sequence[JudgmentRows], claim: Callable[[], list[dict[str, Any]]] | None = None
+) -> list[dict[str, Any]]:
+    """Inside the caller's write transaction: the runs' rows, then ``claim()``, sent together where
+    the backend can (PostgreSQL: one pipeline, whose results come back at the claim's read or at
+    its end); then the checks that read the statements' counts (``ItemAlreadyRecorded``)."""
+    checks: list[Callable[[], None]] = []
+    with _together(db):
+        for row in rows:
+            record_run(store, db, row, checks)
+        claimed = claim() if claim is not None else []
+    for check in checks:
+        check()
+    return claimed
 
 
 def record_and_claim(
@@ -218,16 +234,12 @@ def record_and_claim(
 
     def together() -> list[dict[str, Any]]:
         with store.immediate() as db:
-            # Sent together where the backend can (PostgreSQL: one pipeline; its results, the
-            # counts the checks read among them, come back at the claim's read or at its end).
-            checks: list[Callable[[], None]] = []
-            with _together(db):
-                for row in rows:
-                    record_run(store, db, row, checks)
-                claimed = store.claim_within(db, worker, batch_id=batch_id, limit=limit, lease_seconds=lease_seconds)
-            for check in checks:
-                check()
-            return claimed
+            return _record_together(
+                store,
+                db,
+                rows,
+                lambda: store.claim_within(db, worker, batch_id=batch_id, limit=limit, lease_seconds=lease_seconds),
+            )
 
     try:
         return [None] * len(rows), retried(together)
