@@ -1,8 +1,9 @@
 """What PostgreSQL's work costs: round trips a write asks for, rows a claim reads, row versions a
 write leaves (docs/benchmarks.md, section 36).
 
-A round trip is the client waiting for the server: it sends a Sync (the end of a pipeline) or a
-Flush (a read inside one), found here in libpq's own trace of the connection's messages. On a
+A round trip is the client waiting for the server: it sends a Sync (the end of a pipeline), a
+Flush (a read inside one) or a simple query, found here in libpq's own trace of the connection's
+messages. On a
 busy server each such wait is also a wait for the interpreter lock, so a session's final write,
 which every session pays on the store's one write thread, is counted. Writing fewer round trips
 must not lose the transaction's guarantees: a refused statement, or an error in the Python that
@@ -11,7 +12,8 @@ builds the rows, rolls the whole write back and leaves the connection clean for 
 A batch worker claims its next items many times a batch: a claim must read the first items of
 the queue, not every item queued (counted by the database's own per-transaction statistics).
 And a call's row written again with the outcome it already has is left as it is (its ``xmin``,
-the transaction that wrote its version, stays).
+the transaction that wrote its version, stays). A worker's record of finished items and its next
+claim are sent in one pipeline.
 """
 
 from __future__ import annotations
