@@ -536,7 +536,8 @@ class PostgresStore(GroupCommit, SharedOperations):
                     self._local.conn = None
 
     def _write_transaction(self, *, carry: bool = True) -> Any:
-        """A transaction that reads nothing (a group commit, a session's start and final write): pipelined."""
+        """A write transaction, pipelined (a group commit, a session's start and final write: only
+        the final write reads, once)."""
         return self._begin(pipelined=True, carry=carry)
 
     def _in_transaction(self) -> bool:

@@ -95,6 +95,18 @@ class _SlowWrite:
             await running
 
 
+async def _complete_session_with_slow(store, name: str) -> _SlowWrite:
+    """A session run on ``store`` with ``store.<name>`` made slow and the loop's ticks counted
+    beside it; it ends complete. Returns the slow write, for where it ran and the ticks."""
+    council = Council.from_config({"councils": {"default": {"members": MEMBERS, "chairman": MEMBERS[0]}}},
+                                  store=store)  # fmt: skip
+    slow = _SlowWrite(store, name)
+    result = await slow.ticking(council.run("Why is the sky blue?", seed=3))
+    await council.aclose()
+    assert store.get_session(result.session_id)["status"] == "complete"
+    return slow
+
+
 async def test_a_session_is_written_from_the_stores_write_thread_and_the_event_loop_goes_on(store_backend):
     import threading
 
@@ -103,12 +115,7 @@ async def test_a_session_is_written_from_the_stores_write_thread_and_the_event_l
         assert writer is None  # SQLite: one connection, written from the caller's thread
     else:  # PostgreSQL: the one thread its group commits run on, the same every time
         assert writer is not None and store_backend.write_thread() is writer
-    council = Council.from_config({"councils": {"default": {"members": MEMBERS, "chairman": MEMBERS[0]}}},
-                                  store=store_backend)  # fmt: skip
-    save = _SlowWrite(store_backend, "save_session")
-    result = await save.ticking(council.run("Why is the sky blue?", seed=3))
-    await council.aclose()
-    assert store_backend.get_session(result.session_id)["status"] == "complete"
+    save = await _complete_session_with_slow(store_backend, "save_session")
     if writer is None:
         assert save.threads == [threading.main_thread()]
     else:
@@ -119,12 +126,7 @@ async def test_a_session_is_written_from_the_stores_write_thread_and_the_event_l
 async def test_a_session_starts_off_the_event_loop_on_a_store_written_from_several_threads(store_backend):
     import threading
 
-    council = Council.from_config({"councils": {"default": {"members": MEMBERS, "chairman": MEMBERS[0]}}},
-                                  store=store_backend)  # fmt: skip
-    begin = _SlowWrite(store_backend, "begin_session")
-    result = await begin.ticking(council.run("Why is the sky blue?", seed=3))
-    await council.aclose()
-    assert store_backend.get_session(result.session_id)["status"] == "complete"
+    begin = await _complete_session_with_slow(store_backend, "begin_session")
     if not getattr(store_backend, "threadsafe", False):
         assert begin.threads == [threading.main_thread()]  # SQLite: a local write, on the loop
     else:
