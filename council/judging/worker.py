@@ -230,8 +230,7 @@ async def run_worker(
     # of stalling every item in flight (docs/benchmarks.md, section 19).
     # A few threads, fewer than the pool's connections: more calls wait in the executor's queue
     # (no time limit), never for a connection (the pool gives up after its timeout).
-    threadsafe = getattr(store, "threadsafe", False)
-    executor = ThreadPoolExecutor(min(concurrency, STORE_THREADS), "council-store") if threadsafe else None
+    executor = ThreadPoolExecutor(min(concurrency, STORE_THREADS), "council-store") if store.threadsafe else None
 
     async def call(op: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if executor is None:

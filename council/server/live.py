@@ -117,7 +117,7 @@ async def _events_after(store: Any, session_id: str, after: int, limit: int = 10
     """The session's events after ``after``; on a store whose operations may run on several threads
     (PostgreSQL), read in a worker thread: this process's events still to be committed are committed first, in that
     write thread, behind the session writes queued there, and the event loop does not wait."""
-    if not getattr(store, "threadsafe", False):
+    if not store.threadsafe:
         return store.events_after(session_id, after, limit)
     return await asyncio.to_thread(store.events_after, session_id, after, limit)
 

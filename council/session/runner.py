@@ -565,7 +565,7 @@ class SessionRunner:
         loop's own thread otherwise (SQLite: a local write). A store that fails it fails the
         session before any call. A cancellation meanwhile waits for the row, which then says the
         session was interrupted: never left "running"."""
-        if not getattr(self.store, "threadsafe", False):
+        if not self.store.threadsafe:
             begin()
             return
         try:

@@ -55,6 +55,7 @@ class GroupCommit:
     _flush_scheduled: bool
     _pending_lock: threading.Lock
     _writes_expected: int
+    threadsafe: bool  # the store's (council.storage.protocol.Store)
 
     def _init_group_commit(self) -> None:
         self._pending_calls = []
@@ -156,7 +157,7 @@ class GroupCommit:
 
     def _threads(self) -> bool:
         """Whether this store's operations may run on several threads at once (PostgreSQL's pool)."""
-        return bool(getattr(self, "threadsafe", False))
+        return bool(self.threadsafe)
 
     def _in_flush_thread(self) -> Future[None]:
         """On a store whose operations may run on several threads, every group commit runs in a

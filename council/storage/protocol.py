@@ -28,6 +28,11 @@ if TYPE_CHECKING:
 class Store(Protocol):
     """Every read and write of council's data (sessions, bias records, judgments, batches)."""
 
+    #: Whether the store's operations may run on several threads at once (PostgreSQL's connection
+    #: pool). Such a store is called off the event loop, where each round trip would hold every
+    #: session and item in flight; one that may not (SQLite's one connection) is called on it.
+    threadsafe: bool
+
     # -- lifecycle and ownership ------------------------------------------------
     def close(self) -> None:
         """Release the connection; the store is unusable afterwards."""
