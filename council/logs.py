@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import sys
+import threading
 from typing import Any
 
 from council.redaction import REDACTED, redact, redact_data
@@ -27,18 +28,28 @@ def _structlog() -> Any:
     asyncio it costs ~0.1 s of a command's start-up, and a command that logs nothing (a bias
     report, a listing) need not pay it. It imports rich (~50 ms) when rich is installed, only
     to render exceptions: rich is hidden from it, and the console renderer is given plain
-    tracebacks in any case (rich may have been imported by the time structlog is)."""
-    if "structlog" in sys.modules:
-        return sys.modules["structlog"]
-    hidden = "rich" not in sys.modules
-    if hidden:
-        sys.modules["rich"] = None  # type: ignore[assignment]  # `import rich` raises ImportError
-    try:
-        import structlog
-    finally:
-        if hidden and sys.modules.get("rich", ...) is None:
-            del sys.modules["rich"]
-    return structlog
+    tracebacks in any case (rich may have been imported by the time structlog is).
+
+    Once, under a lock: the first events may come from several threads at once (a batch's store
+    threads), and a module another thread is still importing is in ``sys.modules`` half made."""
+    global _imported
+    if _imported is None:
+        with _import_lock:
+            if _imported is None:
+                hidden = "rich" not in sys.modules
+                if hidden:
+                    sys.modules["rich"] = None  # type: ignore[assignment]  # `import rich` raises ImportError
+                try:
+                    import structlog
+                finally:
+                    if hidden and sys.modules.get("rich", ...) is None:
+                        del sys.modules["rich"]
+                _imported = structlog
+    return _imported
+
+
+_imported: Any = None
+_import_lock = threading.Lock()
 
 
 ROOT = "council"

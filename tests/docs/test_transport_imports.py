@@ -356,6 +356,46 @@ def test_structlog_is_loaded_without_rich_and_rich_still_imports_after():
     assert out == ["True", "False", "True", "rich.console"]
 
 
+def test_the_first_events_of_several_threads_wait_for_structlog_to_be_imported_whole():
+    """A thread that logs while another is still importing structlog (found half made in
+    ``sys.modules``) waits for it, rather than failing with an AttributeError: seen in a batch
+    whose store threads logged their first events together."""
+    code = (
+        "import importlib.abc, sys, threading, time\n"
+        "class Slow(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name != 'structlog':\n"
+        "            return None\n"
+        "        sys.meta_path.remove(self)\n"
+        "        import importlib.util\n"
+        "        spec = importlib.util.find_spec(name)\n"
+        "        run = spec.loader.exec_module\n"
+        "        def slowly(module):\n"
+        "            started.set()\n"
+        "            time.sleep(0.5)  # in sys.modules, not yet made\n"
+        "            run(module)\n"
+        "        spec.loader.exec_module = slowly\n"
+        "        return spec\n"
+        "started = threading.Event()\n"
+        "sys.meta_path.insert(0, Slow())\n"
+        "import council.logs\n"
+        "errors = []\n"
+        "def log(name):\n"
+        "    try:\n"
+        "        council.logs.get_logger(name).debug('first event')\n"
+        "    except Exception as exc:\n"
+        "        errors.append(repr(exc))\n"
+        "first = threading.Thread(target=log, args=('council.a',))\n"
+        "first.start()\n"
+        "started.wait(10)\n"
+        "log('council.b')\n"
+        "first.join()\n"
+        "print(errors)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", (out.stdout, out.stderr[-2000:])
+
+
 def test_a_council_run_spends_no_time_in_older_generation_collections(home):
     # Start-up objects live as long as the process: the CLI's collector threshold leaves them be.
     code = (
