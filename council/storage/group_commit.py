@@ -237,11 +237,11 @@ class GroupCommit:
             raise
 
     @contextmanager
-    def _carry_calls(self, take: bool = True) -> Iterator[Callable[[], None]]:
+    def _carry_calls(self, take: bool = True) -> Iterator[Carried]:
         """Around a write transaction, its commit included: the waiting rows and events are taken,
-        and the function yielded writes them (call it first inside the transaction); if the transaction
-        fails they wait again for the next one. ``take=False``: nothing is taken (a transaction
-        that must wait on no other one)."""
+        and the :class:`Carried` yielded writes them (call it first inside the transaction); if the
+        transaction fails they wait again for the next one. ``take=False``: nothing is taken (a
+        transaction that must wait on no other one)."""
         events_here = take and self._takes_events()
         with self._pending_lock:
             rows = self._pending_calls[:] if take else []
@@ -250,20 +250,41 @@ class GroupCommit:
                 self._pending_calls.clear()
             if events_here:
                 self._pending_events.clear()
-
-        def carry() -> None:
-            if rows:
-                self._write_carried(rows)
-            if events:
-                self._write_pending_events(events)
-
         try:
-            yield carry
+            yield Carried(self, rows, events)
         except BaseException:
             with self._pending_lock:
                 self._pending_calls[:0] = rows
                 self._pending_events[:0] = events
             raise
+
+
+class Carried:
+    """The call-log rows and events a write transaction took from the waiting ones. Called, it
+    writes them all; or its events first and its rows with the first call rows the transaction
+    writes of its own (``take_rows``), so that the transaction writes call rows in one pass, in
+    one order (council.storage.postgres: no deadlock), and the rest before it commits."""
+
+    def __init__(self, store: GroupCommit, rows: list[dict[str, Any]], events: list[Any]) -> None:
+        self._store, self._rows, self._events = store, rows, events
+
+    def __call__(self) -> None:
+        self.write_rows()
+        self.write_events()
+
+    def write_events(self) -> None:
+        events, self._events = self._events, []
+        if events:
+            self._store._write_pending_events(events)
+
+    def take_rows(self) -> list[dict[str, Any]]:
+        rows, self._rows = self._rows, []
+        return rows
+
+    def write_rows(self) -> None:
+        rows = self.take_rows()
+        if rows:
+            self._store._write_carried(rows)
 
 
 def _logged(done: Future[None]) -> None:

@@ -206,9 +206,12 @@ def _record_together(
     the backend can (PostgreSQL: one pipeline, whose results come back at the claim's read or at
     its end); then the checks that read the statements' counts (``ItemAlreadyRecorded``)."""
     checks: list[Callable[[], None]] = []
+    calls: list[dict[str, Any]] = []
     with _together(db):
         for row in rows:
-            record_run(store, db, row, checks)
+            record_run(db, row, checks, calls)
+        if calls:  # every run's call rows in one write, in the order every writer of calls keeps
+            store.write_calls(calls)
         claimed = claim() if claim is not None else []
     for check in checks:
         check()
@@ -312,16 +315,15 @@ def _markdown(headers: int | None, lists: int | None, bold: int | None) -> dict[
     return {"headers": headers, "lists": lists, "bold": bold}
 
 
-def record_run(store: Store, db: Any, rows: JudgmentRows, checks: list[Callable[[], None]] | None = None) -> None:
-    """Inside the caller's write transaction: a finished run's rows and its batch item. An item
-    that cannot be recorded raises ``ItemAlreadyRecorded`` after some rows are written: the
-    caller's transaction (or savepoint) is rolled back with it. ``checks``: the checks that
-    raise it are appended there, for the caller to run once the statements' counts are back
-    (several items' statements sent together), instead of run here."""
+def record_run(db: Any, rows: JudgmentRows, checks: list[Callable[[], None]], calls: list[dict[str, Any]]) -> None:
+    """Inside the caller's write transaction: a finished run's rows and its batch item. The
+    checks that raise ``ItemAlreadyRecorded`` (an item that cannot be recorded) are appended to
+    ``checks``, for the caller to run once the statements' counts are back (several items'
+    statements sent together); the caller's transaction is then rolled back. The run's call rows
+    are appended to ``calls``, for the caller to write with those of the other runs."""
     insert_rows(db.conn, "judgment_runs", [rows.run])
     insert_rows(db.conn, "judgments", rows.passes)
-    if rows.calls:
-        store.write_calls(rows.calls)
+    calls += rows.calls
     item = rows.batch_item
     if item is None:
         return
@@ -350,11 +352,7 @@ def record_run(store: Store, db: Any, rows: JudgmentRows, checks: list[Callable[
                 f"batch {key[0]}: item {key[1]!r} is already recorded (another worker finished it first)"
             )
 
-    if checks is None:
-        queued_as_judged()
-        recorded_here()
-    else:
-        checks += [queued_as_judged, recorded_here]
+    checks += [queued_as_judged, recorded_here]
 
 
 def finish_item(

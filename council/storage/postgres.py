@@ -523,17 +523,19 @@ class PostgresStore(GroupCommit, SharedOperations):
 
     @contextmanager
     def _begin(self, *, pipelined: bool = False, carry: bool = True) -> Iterator[Any]:
-        # Call-log rows waiting for a group commit go first, in it (council.storage.group_commit).
-        # ``pipelined``: BEGIN, the statements and COMMIT go to the server in one pipeline, one
-        # round trip (and one more for each read inside, as the bias summaries' check).
-        with self.connection() as conn, self._carry_calls(carry) as carry_rows:
+        # Call-log rows and events waiting for a group commit go in it (council.storage.group_commit):
+        # the events first, the rows with the transaction's own call rows (``write_calls``), else
+        # last. ``pipelined``: BEGIN, the statements and COMMIT go to the server in one pipeline,
+        # one round trip (and one more for each read inside, as the bias summaries' check).
+        with self.connection() as conn, self._carry_calls(carry) as carried:
             with _pipelined_transaction(conn) if pipelined else conn.transaction():
-                self._local.conn = conn
+                self._local.conn, self._local.carried = conn, carried
                 try:
-                    carry_rows()
+                    carried.write_events()
                     yield conn
+                    carried.write_rows()  # those no write of the transaction's own call rows took
                 finally:
-                    self._local.conn = None
+                    self._local.conn = self._local.carried = None
 
     def _write_transaction(self, *, carry: bool = True) -> Any:
         """A write transaction, pipelined (a group commit, a session's start and final write: only
@@ -662,7 +664,16 @@ class PostgresStore(GroupCommit, SharedOperations):
     # -- what the SQLite store does with statements both databases take ----------------
     # (placeholders and sqlite-utils calls go through _Database): the same rows, shaped once.
     journal = SQLiteStore.journal
-    write_calls = SQLiteStore.write_calls
+    def write_calls(self, rows: Sequence[dict[str, Any]]) -> None:
+        """As SQLite's, with the rows the transaction carries (``_begin``): its call rows are written
+        in one pass, in the order of their call ids, as every transaction here writes its own.
+        Two transactions that write some of the same call rows (a group commit and a batch's
+        record; two records that carry each other's items' rows) then never deadlock: the later
+        waits for the earlier's first shared row, holding none the earlier wants."""
+        carried = getattr(self._local, "carried", None)
+        if carried is not None:
+            rows = [*carried.take_rows(), *rows]
+        SQLiteStore.write_calls(self, rows)
     begin_session = SQLiteStore.begin_session
     save_session = SQLiteStore.save_session
     fail_session = SQLiteStore.fail_session

@@ -329,18 +329,24 @@ class SQLiteStore(GroupCommit, SharedOperations):
         # written in does not matter (group commits on several threads may land a started row
         # after its finished one), and a started row whose finished row is here is left out.
         finished = {row["call_id"] for row in rows if row.get("ok") is not None}
-        shapes: dict[tuple[tuple[str, ...], bool], list[list[Any]]] = {}
-        for row in rows:
-            started = row.get("ok") is None
-            if started and row["call_id"] in finished:
-                continue
-            columns = tuple(c for c in _CALL_COLUMNS if c in row)
-            shapes.setdefault((columns, started), []).append([row[c] for c in columns])
-        for (columns, started), values in shapes.items():
+        kept = [row for row in rows if row.get("ok") is not None or row["call_id"] not in finished]
+        if self.threadsafe:
+            # Several transactions write call rows at once here (PostgreSQL): each writes its rows
+            # in one order, their call_id's, so none waits for a row another holds while that one
+            # waits for a row it holds (a deadlock: docs/benchmarks.md, section 37). Consecutive
+            # rows of one shape still go as one statement.
+            kept.sort(key=lambda row: row["call_id"])
+            runs = itertools.groupby(kept, key=_call_shape)
+        else:
+            shapes: dict[tuple[tuple[str, ...], bool], list[dict[str, Any]]] = {}
+            for row in kept:
+                shapes.setdefault(_call_shape(row), []).append(row)
+            runs = iter(shapes.items())
+        for (columns, started), shaped in runs:
             self.db.conn.executemany(
                 f"INSERT INTO calls ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)}) "
                 f"ON CONFLICT (call_id) DO {'NOTHING' if started else _complete_call(columns)}",
-                values,
+                [[row[c] for c in columns] for row in shaped],
             )
 
     # -- sessions ------------------------------------------------------------
@@ -620,6 +626,11 @@ def _result_rows(result: Any, keep_text: bool) -> dict[str, Any]:
         for r in result.reviews
     ]
     return {"result": result.model_dump(mode="json"), "answers": answers, "reviews": reviews}
+
+
+def _call_shape(row: dict[str, Any]) -> tuple[tuple[str, ...], bool]:
+    """A call-log row's columns, and whether it is a started row (``ok`` NULL)."""
+    return tuple(c for c in _CALL_COLUMNS if c in row), row.get("ok") is None
 
 
 @functools.lru_cache(maxsize=64)

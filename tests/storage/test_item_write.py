@@ -30,8 +30,10 @@ async def test_a_judged_items_write_is_one_transaction_of_writes_only(tmp_path):
     store.db.conn.set_trace_callback(None)
     assert statements[0] == "BEGIN IMMEDIATE" and statements[-1] == "COMMIT"
     verbs = [s.split()[0] for s in statements[1:-1]]
-    # the run, its two passes, its two calls, the queue's entry done, the batch's item: nothing read, nothing deleted
-    assert verbs == ["INSERT", "INSERT", "INSERT", "INSERT", "INSERT", "UPDATE", "INSERT"], statements
+    # the run, its two passes, the queue's entry done, the batch's item, its two calls (written with
+    # those of the runs recorded beside it): nothing read, nothing deleted
+    assert verbs == ["INSERT", "INSERT", "INSERT", "UPDATE", "INSERT", "INSERT", "INSERT"], statements
+    assert [s.split()[2] for s in statements[-3:-1]] == ["calls", "calls"]
     assert store.batch_item_status("b") == {"x": "ok"} and store.batch_status("b")["done"] == 1
     store.close()
 

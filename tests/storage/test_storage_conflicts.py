@@ -57,6 +57,102 @@ def test_a_deadlock_postgresql_breaks_is_a_transaction_conflict(postgres_url):
     assert isinstance(lost, TransactionConflict) and "deadlock detected" in str(lost)
 
 
+def _meeting_after_first_statement(monkeypatch) -> None:
+    """Each thread, once its transaction's first statement has run (its first call row taken),
+    waits up to 2 s for the other to get that far: both do when their first rows differ."""
+    from council.storage import postgres
+
+    barrier, firsts = threading.Barrier(2), threading.local()
+    real = postgres._Connection.executemany
+
+    def then_meet(self, sql, rows):
+        result = real(self, sql, rows)
+        if not getattr(firsts, "done", False):
+            firsts.done = True
+            try:
+                barrier.wait(timeout=2)  # the other cannot come while it waits for this one's row
+            except threading.BrokenBarrierError:
+                pass
+        return result
+
+    monkeypatch.setattr(postgres._Connection, "executemany", then_meet)
+
+
+def _call(call_id: str, *, finished: bool) -> dict:
+    from council.storage.group_commit import call_row
+
+    record = CallRecord(call_id=call_id, stage="judge", member="j", model="fake/j", started_at="2026-01-01",
+                        latency_ms=1.0)  # fmt: skip
+    return call_row(record, session_id="run-d") | ({} if finished else {"ok": None})  # else a started row
+
+
+def _both_commit(*writes) -> dict:
+    outcomes: dict = {}
+
+    def run(name, write) -> None:
+        try:
+            write()
+            outcomes[name] = "committed"
+        except Exception as exc:  # noqa: BLE001 - what each side ended with is the result
+            outcomes[name] = exc
+
+    threads = [threading.Thread(target=run, args=(i, w)) for i, w in enumerate(writes)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return outcomes
+
+
+def test_two_writes_of_the_same_call_rows_given_in_opposite_orders_do_not_deadlock(postgres_url, monkeypatch):
+    """Each transaction writes its call rows in the order of their ids, whatever order it was given
+    them in: one waits for the other's first row, none holds a row the other waits for. (Given in
+    opposite orders as they come, each would take its first row, then wait for the other's.)"""
+    store = open_location(location.parse(postgres_url))
+    _meeting_after_first_statement(monkeypatch)
+
+    def write(rows: list[dict]):
+        def transaction() -> None:
+            with store.transaction():
+                store.write_calls(rows)
+
+        return transaction
+
+    try:  # rows of two shapes (started, finished) alternate: one statement each
+        outcomes = _both_commit(write([_call("y", finished=False), _call("x", finished=True)]),
+                                write([_call("x", finished=False), _call("y", finished=True)]))  # fmt: skip
+        assert outcomes == {0: "committed", 1: "committed"}, outcomes
+        assert sorted((c["call_id"], c["ok"]) for c in store.session_calls("run-d")) == [("x", 1), ("y", 1)]
+    finally:
+        store.close()
+
+
+async def test_the_call_rows_a_write_carries_go_in_one_order_with_its_own(postgres_url, monkeypatch):
+    """A batch's record carries the call rows waiting for a group commit (some of another item's);
+    they are written with its own, in one order: it cannot hold a carried row while it waits for
+    one of its own that another transaction holds, while that one waits for the carried row."""
+    here, there = (open_location(location.parse(postgres_url)) for _ in range(2))  # two processes
+    _meeting_after_first_statement(monkeypatch)
+    here.journal("run-d").call_started(CallRecord(call_id="y", stage="judge", member="j", model="fake/j",
+                                                  started_at="2026-01-01", latency_ms=0.0))  # fmt: skip
+
+    def record() -> None:  # carries y's started row, writes x's finished row
+        with here.immediate():
+            here.write_calls([_call("x", finished=True)])
+
+    def other() -> None:
+        with there.transaction():
+            there.write_calls([_call("x", finished=False), _call("y", finished=True)])
+
+    try:  # the event loop does not turn meanwhile: y's row waits, to be carried by the record
+        outcomes = _both_commit(record, other)
+        assert outcomes == {0: "committed", 1: "committed"}, outcomes
+        assert sorted((c["call_id"], c["ok"]) for c in there.session_calls("run-d")) == [("x", 1), ("y", 1)]
+    finally:
+        here.close()
+        there.close()
+
+
 def conflicting_once(monkeypatch, target, name: str) -> list[int]:
     """``target.name`` raises TransactionConflict on its first call (as a broken deadlock does,
     after some of the transaction's rows were written), then runs as usual."""

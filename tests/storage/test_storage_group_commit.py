@@ -105,7 +105,7 @@ def test_a_sessions_start_carries_the_pending_calls_only_where_writes_take_turns
 
     at_start, after = asyncio.run(run())
     assert _on_disk(store, "SELECT id, status FROM sessions") == [("s-1", "running")]
-    assert at_start == ([] if getattr(store, "threadsafe", False) else [("call-1", None)])
+    assert at_start == ([] if store.threadsafe else [("call-1", None)])
     assert after == [("call-1", None)]
 
 
