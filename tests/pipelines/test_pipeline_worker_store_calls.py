@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 from council.config import ConfigFile, resolve_model
 from council.judging.batch import BatchSettings, content_digest, parse_batch
@@ -15,8 +16,8 @@ from council.providers.fake import FakeAPI
 from council.redaction import current_scope
 
 
-def _queued(store, items: int):
-    judge = ModelClient(resolve_model("fake/j", ConfigFile(), {}, "test"), FakeAPI("fake/j"))
+def _queued(store, items: int, api: FakeAPI | None = None):
+    judge = ModelClient(resolve_model("fake/j", ConfigFile(), {}, "test"), api or FakeAPI("fake/j"))
     text = "".join(json.dumps({"id": f"p{i}", "prompt": f"Q {i}?", "a": "A.", "b": "B."}) + "\n" for i in range(items))
     enqueue(store, parse_batch(text, "b.jsonl"), batch_id="w", settings=BatchSettings(judges=["fake/j"]),
             judges=[judge], rubrics={}, source="b.jsonl", content_sha256=content_digest(text))  # fmt: skip
@@ -144,3 +145,36 @@ async def test_items_queued_while_the_worker_runs_fill_every_free_place(url_stor
     assert report.judged == 7 and url_store.batch_status("w")["done"] == 7
     _, _, first, (_, claimed) = writes[0]
     assert first["limit"] == 4 and len(claimed) == 4  # the one place that freed and the three never filled
+
+
+class _Counting(FakeAPI):
+    """A fake judge that counts the calls under way at once."""
+
+    def __init__(self, latency: float = 0.0) -> None:
+        super().__init__("fake/j", latency=latency)
+        self.now = self.peak = 0
+
+    async def generate(self, request):
+        self.now += 1
+        self.peak = max(self.peak, self.now)
+        try:
+            return await super().generate(request)
+        finally:
+            self.now -= 1
+
+
+async def test_slow_records_never_let_more_items_be_judged_at_once_than_places(url_store):
+    api = _Counting(latency=0.01)
+    judge = _queued(url_store, 12, api)
+    real = url_store.record_and_claim
+
+    def slow(*args, **kwargs):  # a record that takes a while (a database across a network)
+        time.sleep(0.02)
+        return real(*args, **kwargs)
+
+    url_store.record_and_claim = slow
+    report = await run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w", concurrency=3,
+                              keep_judges=[judge])  # fmt: skip
+    assert report.judged == 12 and url_store.batch_status("w")["done"] == 12
+    assert api.peak == 2 * 3  # two calls an item (the swapped passes), three items at a time, never more
+    assert sorted(r["item_id"] for r in url_store.batch_rows("w")) == sorted(f"p{i}" for i in range(12))
