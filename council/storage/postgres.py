@@ -674,6 +674,8 @@ class PostgresStore(GroupCommit, SharedOperations):
         if carried is not None:
             rows = [*carried.take_rows(), *rows]
         SQLiteStore.write_calls(self, rows)
+
+    _insert_calls = SQLiteStore._insert_calls
     begin_session = SQLiteStore.begin_session
     save_session = SQLiteStore.save_session
     fail_session = SQLiteStore.fail_session

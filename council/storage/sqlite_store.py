@@ -333,21 +333,26 @@ class SQLiteStore(GroupCommit, SharedOperations):
         if self.threadsafe:
             # Several transactions write call rows at once here (PostgreSQL): each writes its rows
             # in one order, their call_id's, so none waits for a row another holds while that one
-            # waits for a row it holds (a deadlock: docs/benchmarks.md, section 37). Consecutive
-            # rows of one shape still go as one statement.
+            # waits for a row it holds (a deadlock: docs/benchmarks.md, section 37). Started and
+            # finished rows go in one statement (a started row updates nothing), and a row without
+            # an owner (a final write's, a record's) has a NULL one, as it would unwritten: the rows
+            # stay one statement, not one each time the kind or the columns change along the order.
             kept.sort(key=lambda row: row["call_id"])
-            runs = itertools.groupby(kept, key=_call_shape)
-        else:
-            shapes: dict[tuple[tuple[str, ...], bool], list[dict[str, Any]]] = {}
-            for row in kept:
-                shapes.setdefault(_call_shape(row), []).append(row)
-            runs = iter(shapes.items())
-        for (columns, started), shaped in runs:
-            self.db.conn.executemany(
-                f"INSERT INTO calls ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)}) "
-                f"ON CONFLICT (call_id) DO {'NOTHING' if started else _complete_call(columns)}",
-                [[row[c] for c in columns] for row in shaped],
-            )
+            for columns, same in itertools.groupby(kept, key=_owned_columns):
+                self._insert_calls(columns, _complete_call(columns, started_too=True), same)
+            return
+        shapes: dict[tuple[tuple[str, ...], bool], list[dict[str, Any]]] = {}
+        for row in kept:
+            shapes.setdefault(_call_shape(row), []).append(row)
+        for (columns, started), shaped in shapes.items():
+            self._insert_calls(columns, "NOTHING" if started else _complete_call(columns), shaped)
+
+    def _insert_calls(self, columns: tuple[str, ...], on_conflict: str, rows: Iterable[dict[str, Any]]) -> None:
+        self.db.conn.executemany(
+            f"INSERT INTO calls ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)}) "
+            f"ON CONFLICT (call_id) DO {on_conflict}",
+            [[row.get(c) for c in columns] for row in rows],
+        )
 
     # -- sessions ------------------------------------------------------------
     def begin_session(
@@ -633,16 +638,23 @@ def _call_shape(row: dict[str, Any]) -> tuple[tuple[str, ...], bool]:
     return tuple(c for c in _CALL_COLUMNS if c in row), row.get("ok") is None
 
 
+def _owned_columns(row: dict[str, Any]) -> tuple[str, ...]:
+    """A call-log row's columns, ``owner`` among them even where the row has none (NULL)."""
+    return tuple(c for c in _CALL_COLUMNS if c in row or c == "owner")
+
+
 @functools.lru_cache(maxsize=64)
-def _complete_call(columns: tuple[str, ...]) -> str:
+def _complete_call(columns: tuple[str, ...], *, started_too: bool = False) -> str:
     """The upsert of a finished call's row: its outcome replaces what is stored, unless that is
     already the same outcome. A final write records its calls again after the call log's group
     commit wrote most of them finished, and an UPDATE that changes nothing still writes a new row
     (on PostgreSQL a new version, with an entry in each of the table's indexes). The comparison
-    treats two NULLs as equal, in words both databases take."""
+    treats two NULLs as equal, in words both databases take. ``started_too``: the statement also
+    takes started rows (``ok`` NULL), which never update a row already there."""
     outcome = [c for c in columns if c in _CALL_OUTCOME]
     same = " AND ".join(f"(calls.{c} = excluded.{c} OR (calls.{c} IS NULL AND excluded.{c} IS NULL))" for c in outcome)
-    return f"UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in outcome)} WHERE ({same}) IS NOT TRUE"
+    finished = "excluded.ok IS NOT NULL AND " if started_too else ""
+    return f"UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in outcome)} WHERE {finished}({same}) IS NOT TRUE"
 
 
 def _call_rows(session_id: str, calls: Sequence[CallRecord]) -> list[dict[str, Any]]:

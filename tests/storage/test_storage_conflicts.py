@@ -57,25 +57,26 @@ def test_a_deadlock_postgresql_breaks_is_a_transaction_conflict(postgres_url):
     assert isinstance(lost, TransactionConflict) and "deadlock detected" in str(lost)
 
 
-def _meeting_after_first_statement(monkeypatch) -> None:
-    """Each thread, once its transaction's first statement has run (its first call row taken),
-    waits up to 2 s for the other to get that far: both do when their first rows differ."""
+def _meeting_after_first_row(monkeypatch) -> None:
+    """Rows are written one statement each, and each thread, once its transaction's first row is
+    written (that row taken), waits up to 2 s for the other to get that far: both do when their
+    first rows differ."""
     from council.storage import postgres
 
     barrier, firsts = threading.Barrier(2), threading.local()
     real = postgres._Connection.executemany
 
-    def then_meet(self, sql, rows):
-        result = real(self, sql, rows)
-        if not getattr(firsts, "done", False):
-            firsts.done = True
-            try:
-                barrier.wait(timeout=2)  # the other cannot come while it waits for this one's row
-            except threading.BrokenBarrierError:
-                pass
-        return result
+    def one_by_one(self, sql, rows):
+        for row in rows:
+            real(self, sql, [row])
+            if not getattr(firsts, "done", False):
+                firsts.done = True
+                try:
+                    barrier.wait(timeout=2)  # the other cannot come while it waits for this one's row
+                except threading.BrokenBarrierError:
+                    pass
 
-    monkeypatch.setattr(postgres._Connection, "executemany", then_meet)
+    monkeypatch.setattr(postgres._Connection, "executemany", one_by_one)
 
 
 def _call(call_id: str, *, finished: bool) -> dict:
@@ -83,7 +84,8 @@ def _call(call_id: str, *, finished: bool) -> dict:
 
     record = CallRecord(call_id=call_id, stage="judge", member="j", model="fake/j", started_at="2026-01-01",
                         latency_ms=1.0)  # fmt: skip
-    return call_row(record, session_id="run-d") | ({} if finished else {"ok": None})  # else a started row
+    # A started row as the journal writes it (with its owner), a finished one as a final write does.
+    return call_row(record, session_id="run-d") | ({} if finished else {"ok": None, "owner": "o"})
 
 
 def _both_commit(*writes) -> dict:
@@ -109,7 +111,7 @@ def test_two_writes_of_the_same_call_rows_given_in_opposite_orders_do_not_deadlo
     them in: one waits for the other's first row, none holds a row the other waits for. (Given in
     opposite orders as they come, each would take its first row, then wait for the other's.)"""
     store = open_location(location.parse(postgres_url))
-    _meeting_after_first_statement(monkeypatch)
+    _meeting_after_first_row(monkeypatch)
 
     def write(rows: list[dict]):
         def transaction() -> None:
@@ -118,7 +120,7 @@ def test_two_writes_of_the_same_call_rows_given_in_opposite_orders_do_not_deadlo
 
         return transaction
 
-    try:  # rows of two shapes (started, finished) alternate: one statement each
+    try:
         outcomes = _both_commit(write([_call("y", finished=False), _call("x", finished=True)]),
                                 write([_call("x", finished=False), _call("y", finished=True)]))  # fmt: skip
         assert outcomes == {0: "committed", 1: "committed"}, outcomes
@@ -132,7 +134,7 @@ async def test_the_call_rows_a_write_carries_go_in_one_order_with_its_own(postgr
     they are written with its own, in one order: it cannot hold a carried row while it waits for
     one of its own that another transaction holds, while that one waits for the carried row."""
     here, there = (open_location(location.parse(postgres_url)) for _ in range(2))  # two processes
-    _meeting_after_first_statement(monkeypatch)
+    _meeting_after_first_row(monkeypatch)
     here.journal("run-d").call_started(CallRecord(call_id="y", stage="judge", member="j", model="fake/j",
                                                   started_at="2026-01-01", latency_ms=0.0))  # fmt: skip
 
