@@ -6,6 +6,11 @@ items that finished in a turn, and the call log's group commit holding some of t
 rows, did so under load, and the worker stopped with the store "not answering" (docs/benchmarks.md,
 section 35). Nothing of a rolled-back transaction was written, and the rows it carried wait again,
 so running it again as it was is safe. SQLite, one writer at a time, never raises it.
+
+Those deadlocks are now prevented where they were seen: every transaction writes its call rows in
+one pass, in the order of their ids (``PostgresStore.write_calls``; section 37, where three such
+transactions deadlocked in a cycle past these retries). The retries stay for any other pair of
+writes that may yet meet in opposite orders.
 """
 
 from __future__ import annotations
