@@ -664,6 +664,7 @@ class PostgresStore(GroupCommit, SharedOperations):
     # -- what the SQLite store does with statements both databases take ----------------
     # (placeholders and sqlite-utils calls go through _Database): the same rows, shaped once.
     journal = SQLiteStore.journal
+
     def write_calls(self, rows: Sequence[dict[str, Any]]) -> None:
         """As SQLite's, with the rows the transaction carries (``_begin``): its call rows are written
         in one pass, in the order of their call ids, as every transaction here writes its own.
@@ -676,6 +677,7 @@ class PostgresStore(GroupCommit, SharedOperations):
         SQLiteStore.write_calls(self, rows)
 
     _insert_calls = SQLiteStore._insert_calls
+
     begin_session = SQLiteStore.begin_session
     save_session = SQLiteStore.save_session
     fail_session = SQLiteStore.fail_session
