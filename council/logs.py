@@ -27,8 +27,9 @@ def _structlog() -> Any:
     """structlog, imported at the first event logged or rendered, not with this module: with
     asyncio it costs ~0.1 s of a command's start-up, and a command that logs nothing (a bias
     report, a listing) need not pay it. It imports rich (~50 ms) when rich is installed, only
-    to render exceptions: rich is hidden from it, and the console renderer is given plain
-    tracebacks in any case (rich may have been imported by the time structlog is).
+    to render exceptions: rich is refused to it (to this thread only: another thread's import of
+    rich meanwhile goes on), and the console renderer is given plain tracebacks in any case (rich
+    may have been imported by the time structlog is).
 
     Once, under a lock: the first events may come from several threads at once (a batch's store
     threads), and a module another thread is still importing is in ``sys.modules`` half made."""
@@ -36,16 +37,29 @@ def _structlog() -> Any:
     if _imported is None:
         with _import_lock:
             if _imported is None:
-                hidden = "rich" not in sys.modules
-                if hidden:
-                    sys.modules["rich"] = None  # type: ignore[assignment]  # `import rich` raises ImportError
+                refused = None if "rich" in sys.modules else _NoRichInThisThread()
+                if refused is not None:
+                    sys.meta_path.insert(0, refused)
                 try:
                     import structlog
                 finally:
-                    if hidden and sys.modules.get("rich", ...) is None:
-                        del sys.modules["rich"]
+                    if refused is not None:
+                        sys.meta_path.remove(refused)
                 _imported = structlog
     return _imported
+
+
+class _NoRichInThisThread:
+    """An import finder that refuses ``rich`` to the thread that made it (structlog then does
+    without), and leaves every other import, and every other thread's, to the next finders."""
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "rich" and threading.get_ident() == self.thread:
+            raise ImportError("rich is left out of structlog's import (council.logs)")
+        return None
 
 
 _imported: Any = None
