@@ -147,17 +147,13 @@ class GroupCommit:
                 return
             if self._writes_expected:  # the expected write takes them (or schedules this again when done)
                 return
-        if self._threads():
+        if self.threadsafe:
             self._in_flush_thread()
             return
         try:
             self.flush_calls()
         except Exception as exc:
             _logged_error(exc)
-
-    def _threads(self) -> bool:
-        """Whether this store's operations may run on several threads at once (PostgreSQL's pool)."""
-        return bool(self.threadsafe)
 
     def _in_flush_thread(self) -> Future[None]:
         """On a store whose operations may run on several threads, every group commit runs in a
@@ -180,7 +176,7 @@ class GroupCommit:
         write after another, so a session's write never waits on a group commit holding some of
         its call rows (two such waits make a deadlock) and its events keep their order. None: the
         store's writes stay on the caller's thread (SQLite)."""
-        if not self._threads():
+        if not self.threadsafe:
             return None
         with self._pending_lock:
             return self._writer()
@@ -194,7 +190,7 @@ class GroupCommit:
         self._flush_thread = threading.current_thread()
 
     def _takes_events(self) -> bool:
-        return not self._threads() or threading.current_thread() is self._flush_thread
+        return not self.threadsafe or threading.current_thread() is self._flush_thread
 
     def wait_group_commit(self) -> None:
         """Wait for the group commit under way in its thread, if any (its error is logged there)."""

@@ -45,9 +45,6 @@ CONNECT_TIMEOUT_S = 10
 #: How long a call waits for a connection while the server is known to be away (see connection()).
 AWAY_TIMEOUT_S = 1.0
 MIN_ID_PREFIX = 8
-_CALL_COLUMNS = ("call_id", "session_id", "owner", "stage", "member", "model", "started_at", "latency_ms",
-                 "prompt_tokens", "completion_tokens", "cost_usd", "attempt", "ok", "error")  # fmt: skip
-_CALL_OUTCOME = frozenset({"latency_ms", "prompt_tokens", "completion_tokens", "cost_usd", "ok", "error"})
 
 
 # libpq's words for an option value it cannot use (a malformed URL, not a server problem).

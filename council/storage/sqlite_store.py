@@ -383,7 +383,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
         # Nothing read: one round trip on PostgreSQL. A store written from several threads writes
         # the new row alone, carrying no call-log rows: it then waits on no other transaction (the
         # session starts on whichever thread, beside the write thread's commits of those rows).
-        with self._write_transaction(carry=not self._threads()):
+        with self._write_transaction(carry=not self.threadsafe):
             self._write_rows("sessions", [row])  # one prepared statement (sqlite-utils' insert: ~2 ×)
 
     def save_session(
