@@ -23,10 +23,10 @@ from council.usage import CallRecord
 
 def test_a_deadlock_postgresql_breaks_is_a_transaction_conflict(postgres_url):
     store = open_location(location.parse(postgres_url))
-    barrier, outcomes = threading.Barrier(2, timeout=30), {}
+    barrier = threading.Barrier(2, timeout=30)
 
-    def write(name: str, first: str, second: str) -> None:
-        try:
+    def write(first: str, second: str):
+        def transaction() -> None:
             with store.transaction() as conn:
                 for i, call_id in enumerate((first, second)):
                     conn.execute(
@@ -36,19 +36,11 @@ def test_a_deadlock_postgresql_breaks_is_a_transaction_conflict(postgres_url):
                     )
                     if i == 0:
                         barrier.wait()  # each holds its first row; then each wants the other's
-            outcomes[name] = "committed"
-        except Exception as exc:  # noqa: BLE001 - what each side ended with is the result
-            outcomes[name] = exc
 
-    threads = [
-        threading.Thread(target=write, args=("a", "x", "y")),
-        threading.Thread(target=write, args=("b", "y", "x")),
-    ]
+        return transaction
+
     try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
+        outcomes = _both_commit(write("x", "y"), write("y", "x"))
     finally:
         store.close()
     ended = sorted(outcomes.values(), key=str)
@@ -89,6 +81,7 @@ def _call(call_id: str, *, finished: bool) -> dict:
 
 
 def _both_commit(*writes) -> dict:
+    """Run the writes in threads of their own, at once: what each ended with, by its place."""
     outcomes: dict = {}
 
     def run(name, write) -> None:
