@@ -21,6 +21,7 @@ import threading
 from typing import Any
 
 from council.redaction import REDACTED, redact, redact_data
+from council.refused_imports import refused
 
 
 def _structlog() -> Any:
@@ -37,29 +38,10 @@ def _structlog() -> Any:
     if _imported is None:
         with _import_lock:
             if _imported is None:
-                refused = None if "rich" in sys.modules else _NoRichInThisThread()
-                if refused is not None:
-                    sys.meta_path.insert(0, refused)
-                try:
+                with refused("rich", why="structlog's import (council.logs)"):
                     import structlog
-                finally:
-                    if refused is not None:
-                        sys.meta_path.remove(refused)
                 _imported = structlog
     return _imported
-
-
-class _NoRichInThisThread:
-    """An import finder that refuses ``rich`` to the thread that made it (structlog then does
-    without), and leaves every other import, and every other thread's, to the next finders."""
-
-    def __init__(self) -> None:
-        self.thread = threading.get_ident()
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name == "rich" and threading.get_ident() == self.thread:
-            raise ImportError("rich is left out of structlog's import (council.logs)")
-        return None
 
 
 _imported: Any = None

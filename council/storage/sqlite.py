@@ -2,8 +2,9 @@
 
 sqlite-utils imports pandas and numpy when they are installed, only to map their scalar types
 to column types on insert. council never inserts either, and the two cost ~0.3 s of every
-command's start-up, so they are hidden while sqlite-utils is imported (an ``ImportError``
-for sqlite-utils, as if they were not installed); any later import of them works as usual.
+command's start-up, so they are refused to sqlite-utils' import (an ``ImportError`` in the
+importing thread, as if they were not installed: :mod:`council.refused_imports`); another
+thread's import of them, and any later one, works as usual.
 Its pattern for ``CREATE VIRTUAL TABLE`` is compiled at its first use instead of at import
 (:class:`DeferredPattern`). Every council module imports sqlite-utils from here.
 """
@@ -11,9 +12,10 @@ Its pattern for ``CREATE VIRTUAL TABLE`` is compiled at its first use instead of
 from __future__ import annotations
 
 import re
-import sys
 import threading
 from typing import Any
+
+from council.refused_imports import refused
 
 _re_compile = re.compile
 
@@ -43,18 +45,13 @@ def _compile_deferring(pattern: Any, flags: int = 0) -> Any:
     return _re_compile(pattern, flags)
 
 
-_hidden = [name for name in ("pandas", "numpy") if name not in sys.modules]
-for _name in _hidden:
-    sys.modules[_name] = None  # type: ignore[assignment]  # makes `import _name` raise ImportError
 re.compile = _compile_deferring  # type: ignore[assignment]  # for the import only: any caller's other patterns as ever
 try:
-    import sqlite_utils
-    from sqlite_utils.migrations import Migrations
+    with refused("pandas", "numpy", why="sqlite-utils' import (council.storage.sqlite)"):
+        import sqlite_utils
+        from sqlite_utils.migrations import Migrations
 finally:
     re.compile = _re_compile
-    for _name in _hidden:
-        if sys.modules.get(_name, ...) is None:
-            del sys.modules[_name]
 
 
 class Database(sqlite_utils.Database):

@@ -15,6 +15,7 @@ LAYERS: list[tuple[str, ...]] = [
     (
         "council.errors",
         "council.logs",
+        "council.refused_imports",
         "council.clock",
         "council.background",
         "council.home",

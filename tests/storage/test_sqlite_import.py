@@ -27,3 +27,44 @@ def test_the_virtual_table_pattern_is_compiled_at_first_use_and_matches_as_sqlit
     assert db["plain"].virtual_table_using is None
     assert isinstance(re.compile("x"), re.Pattern)
     assert sqlite_utils.db._virtual_table_using_re.match("create virtual table x using rtree").group("using") == "rtree"
+
+
+def test_another_thread_imports_numpy_while_sqlite_utils_is_imported_without_it():
+    """numpy and pandas are kept from sqlite-utils' import in the importing thread only: a thread
+    importing numpy meanwhile (a session's agreement test beside its calls, a leaderboard in a
+    server) gets it, rather than the ImportError sqlite-utils is meant to see."""
+    code = (
+        "import importlib.util, sys, threading, time\n"
+        "class Slow:\n"  # sqlite-utils' import made slow: 0.5 s before its code runs
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name != 'sqlite_utils':\n"
+        "            return None\n"
+        "        sys.meta_path.remove(self)\n"
+        "        spec = importlib.util.find_spec(name)\n"
+        "        run = spec.loader.exec_module\n"
+        "        def slowly(module):\n"
+        "            started.set()\n"
+        "            time.sleep(0.5)\n"
+        "            run(module)\n"
+        "        spec.loader.exec_module = slowly\n"
+        "        return spec\n"
+        "started = threading.Event()\n"
+        "sys.meta_path.insert(0, Slow())\n"
+        "first = threading.Thread(target=lambda: __import__('council.storage.sqlite'))\n"
+        "first.start()\n"
+        "started.wait(10)\n"
+        "try:\n"
+        "    import numpy\n"
+        "    print('numpy', numpy.__name__)\n"
+        "except ImportError as exc:\n"
+        "    print('refused', exc)\n"
+        "first.join()\n"
+        "import sqlite_utils.db as d\n"
+        "print('sqlite-utils has numpy:', d.np is not None)\n"  # it was loaded by then: no cost to use it
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.splitlines() == ["numpy numpy", "sqlite-utils has numpy: True"]
+    alone = "import sys, council.storage.sqlite, sqlite_utils.db as d; print(d.np, d.pd, 'numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", alone], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["None", "None", "False"], out.stderr[-2000:]
