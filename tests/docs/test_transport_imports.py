@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from mock_server import start_mock_server
+from slow_import import slowed
 
 ROOT = Path(__file__).resolve().parents[2]
 NEVER = {"litellm", "numpy", "pandas", "openai", "httpx", "scipy", "confusable_homoglyphs"}
@@ -356,25 +357,8 @@ def test_structlog_is_loaded_without_rich_and_rich_still_imports_after():
     assert out == ["True", "False", "True", "rich.console"]
 
 
-#: A process's code before the rest: structlog's import is made slow (0.5 s after it is in
-#: ``sys.modules``, before its code runs), and ``started`` is set when it begins.
-SLOW_STRUCTLOG = (
-    "import importlib.util, sys, threading, time\n"
-    "class Slow:\n"
-    "    def find_spec(self, name, path=None, target=None):\n"
-    "        if name != 'structlog':\n"
-    "            return None\n"
-    "        sys.meta_path.remove(self)\n"
-    "        spec = importlib.util.find_spec(name)\n"
-    "        run = spec.loader.exec_module\n"
-    "        def slowly(module):\n"
-    "            started.set()\n"
-    "            time.sleep(0.5)\n"
-    "            run(module)\n"
-    "        spec.loader.exec_module = slowly\n"
-    "        return spec\n"
-    "started = threading.Event()\n"
-    "sys.meta_path.insert(0, Slow())\n"
+#: A process's code before the rest: structlog's import is made slow, and ``started`` is set when it begins.
+SLOW_STRUCTLOG = slowed("structlog") + (
     "import council.logs\n"
     "errors = []\n"
     "def log(name):\n"

@@ -7,12 +7,13 @@ import subprocess
 import sys
 
 import sqlite_utils.db
+from slow_import import slowed
 
 from council.storage.sqlite import Database
 
 
 def test_the_virtual_table_pattern_is_compiled_at_first_use_and_matches_as_sqlite_utils_s():
-    code = (
+    code = slowed("sqlite_utils") + (  # its code runs 0.5 s after the import begins
         "import re; import council.storage.sqlite; import sqlite_utils.db as d\n"
         "print(type(d._virtual_table_using_re).__name__, re.compile.__module__)"
     )
@@ -33,23 +34,7 @@ def test_another_thread_imports_numpy_while_sqlite_utils_is_imported_without_it(
     """numpy and pandas are kept from sqlite-utils' import in the importing thread only: a thread
     importing numpy meanwhile (a session's agreement test beside its calls, a leaderboard in a
     server) gets it, rather than the ImportError sqlite-utils is meant to see."""
-    code = (
-        "import importlib.util, sys, threading, time\n"
-        "class Slow:\n"  # sqlite-utils' import made slow: 0.5 s before its code runs
-        "    def find_spec(self, name, path=None, target=None):\n"
-        "        if name != 'sqlite_utils':\n"
-        "            return None\n"
-        "        sys.meta_path.remove(self)\n"
-        "        spec = importlib.util.find_spec(name)\n"
-        "        run = spec.loader.exec_module\n"
-        "        def slowly(module):\n"
-        "            started.set()\n"
-        "            time.sleep(0.5)\n"
-        "            run(module)\n"
-        "        spec.loader.exec_module = slowly\n"
-        "        return spec\n"
-        "started = threading.Event()\n"
-        "sys.meta_path.insert(0, Slow())\n"
+    code = slowed("sqlite_utils") + (  # its code runs 0.5 s after the import begins
         "first = threading.Thread(target=lambda: __import__('council.storage.sqlite'))\n"
         "first.start()\n"
         "started.wait(10)\n"
