@@ -8,20 +8,20 @@ through :func:`parse_since`, so one value means the same instant everywhere.
 
 from __future__ import annotations
 
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 
 from council.errors import InputError
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+    return datetime.now(UTC).isoformat(timespec="microseconds")
 
 
 def to_utc_iso(value: datetime) -> str:
     """``value`` as stored: UTC, microseconds (a naive value is taken to be UTC)."""
     if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc).isoformat(timespec="microseconds")
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def parse_since(value: str, *, option: str = "--since") -> str:

@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -42,7 +42,7 @@ MODELS = [
     "qwen/qwen-2.5-72b",
     "xai/grok-2",
 ]
-HARSHNESS = dict(zip(MODELS, [-0.9, 0.8, 0.1, 0.0, -0.2, 0.3, -0.1, 0.4]))
+HARSHNESS = dict(zip(MODELS, [-0.9, 0.8, 0.1, 0.0, -0.2, 0.3, -0.1, 0.4], strict=True))
 POSITION_BONUS = [1.2, 0.6, 0.0, -0.6, -1.2]
 SELF_PREFERENCE = {"anthropic/claude-3-5-sonnet": 1.0}
 LENGTH_BIAS_PER_1000_CHARS = 0.5
@@ -51,7 +51,7 @@ GOAL_S = 2.0
 
 def sessions(n_records: int, seed: int):
     rng = random.Random(seed)
-    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
     n_sessions = n_records // 20
     for i in range(n_sessions):
         sid = str(uuid.UUID(int=rng.getrandbits(128), version=4))

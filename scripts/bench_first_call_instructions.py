@@ -77,7 +77,9 @@ def count(tree: Path, argv: list[str], port: int, database: Path, terminal: bool
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--tree", action="append", type=Path, help="a checkout to count (repeatable; default: this one)")
+    parser.add_argument(
+        "--tree", action="append", type=Path, help="a checkout to count (repeatable; default: this one)"
+    )
     parser.add_argument("--terminal", action="store_true", help="stderr taken for a terminal (TTY_COMPATIBLE=1)")
     args = parser.parse_args()
     if shutil.which("valgrind") is None:

@@ -328,8 +328,8 @@ means the data are consistent with no effect, not that there is none.</p>
 {scroll(_position_chart(report))}
 {tests}
 <h2>Length vs score</h2>
-<p class="muted">Each point is one answer in one session: its length in {escape(report.length_unit)} and the mean score it
-received ({len(report.length_points)} points shown). The pooled r combines each session's own correlation.</p>
+<p class="muted">Each point is one answer in one session: its length in {escape(report.length_unit)} and the mean
+score it received ({len(report.length_points)} points shown). The pooled r combines each session's own correlation.</p>
 {scroll(_scatter(report))}
 {length}
 <h2>Self-preference</h2>

@@ -78,7 +78,9 @@ class CouncilSpec(_Strict):
     fallback_chairman: str | None = None
     scale: tuple[int, int] = (1, 10)
     self_review: SelfReview = "exclude"
-    quorum: int | None = Field(default=None, ge=1, description="min members that must answer (default: half, rounded up)")
+    quorum: int | None = Field(
+        default=None, ge=1, description="min members that must answer (default: half, rounded up)"
+    )
     review_quorum: int = Field(default=1, ge=1, description="min valid reviews to build a consensus")
     consensus: str = Field(
         default=DEFAULT_CONSENSUS, description=f"how the rankings become one order: {' | '.join(CONSENSUS_METHODS)}"

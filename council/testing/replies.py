@@ -510,7 +510,8 @@ class _Generator:
         fmt = schema.get("format")
         name = path[-1] if path else ""
         if fmt == "uuid":
-            text = "%08x-%04x-4%03x-8%03x-%012x" % tuple(self.rng.getrandbits(b) for b in (32, 16, 12, 12, 48))
+            a, b, c, d, e = (self.rng.getrandbits(bits) for bits in (32, 16, 12, 12, 48))
+            text = f"{a:08x}-{b:04x}-4{c:03x}-8{d:03x}-{e:012x}"
         elif fmt in _FORMATS:
             text = _FORMATS[fmt]
         elif _REASONING_NAME.search(name):

@@ -8,7 +8,7 @@ import math
 import random
 import statistics
 from collections import defaultdict
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 
 import pytest
@@ -29,7 +29,7 @@ from council.methods.bias_indicators import (
 from council.storage import SQLiteStore
 
 MODELS = [f"prov/model-{i}" for i in range(6)]
-START = datetime(2026, 1, 1, tzinfo=timezone.utc)
+START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def make_records(seed: int, sessions: int = 80, scale: tuple[int, int] = (1, 10)) -> list[dict]:
@@ -239,7 +239,7 @@ def test_filters_since_council_and_reviewer():
 
 
 def bias_ts(since: str) -> str:
-    return datetime.fromisoformat(since).astimezone(timezone.utc).isoformat(timespec="microseconds")
+    return datetime.fromisoformat(since).astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def test_since_accepts_a_date_and_rejects_garbage():

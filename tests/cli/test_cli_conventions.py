@@ -180,9 +180,8 @@ async def test_sessions_list_json_uses_session_id_and_a_members_list():
 
 
 def test_bias_report_writes_its_report_with_minus_o(tmp_path):
-    from tests.bias.test_bias_report import make_records
-
     from council.storage import SQLiteStore
+    from tests.bias.test_bias_report import make_records
 
     store = SQLiteStore.open()
     store.insert_bias_records(make_records(5, sessions=12))
@@ -203,9 +202,8 @@ def test_bias_report_writes_its_report_with_minus_o(tmp_path):
 
 @pytest.mark.parametrize("command", ["bias-report", "leaderboard"])
 def test_the_report_commands_write_a_page_beside_their_json(tmp_path, command):
-    from tests.bias.test_bias_report import make_records
-
     from council.storage import SQLiteStore
+    from tests.bias.test_bias_report import make_records
 
     store = SQLiteStore.open()
     store.insert_bias_records(make_records(5, sessions=12))

@@ -26,7 +26,13 @@ def mock_config(tmp_path: Path, base_url: str, members: list[str], **council: st
     lines = ["[councils.default]", f"members = {json.dumps(aliases)}", 'chairman = "m1"', 'fallback_chairman = "m2"']
     lines += [f"{k} = {json.dumps(v)}" for k, v in council.items()]
     for alias, model in zip(aliases, members, strict=True):
-        lines += [f"[models.{alias}]", f'model = "openai/{model}"', f'api_base = "{base_url}"', "timeout = 10", "retries = 1"]
+        lines += [
+            f"[models.{alias}]",
+            f'model = "openai/{model}"',
+            f'api_base = "{base_url}"',
+            "timeout = 10",
+            "retries = 1",
+        ]
     path = tmp_path / "council.toml"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -137,9 +143,17 @@ def test_installed_script_runs_a_council_over_http(tmp_path, council_home, mock_
 
 
 def test_help_is_fast_and_does_not_import_litellm(council_home):
-    code = "import sys; from council.cli.main import cli; sys.argv=['council','--help']\ntry:\n    cli()\nexcept SystemExit: pass\nprint('litellm' in sys.modules)"
+    code = (
+        "import sys; from council.cli.main import cli; sys.argv=['council','--help']\n"
+        "try:\n    cli()\nexcept SystemExit: pass\nprint('litellm' in sys.modules)"
+    )
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "COUNCIL_HOME": str(council_home)})
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COUNCIL_HOME": str(council_home)},
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().endswith("False")
     assert "run" in proc.stdout and "sessions" in proc.stdout
@@ -147,7 +161,15 @@ def test_help_is_fast_and_does_not_import_litellm(council_home):
 
 
 def test_sessions_list_does_not_import_litellm(council_home):
-    code = "import sys; from council.cli.main import cli; sys.argv=['council','sessions','list']\ntry:\n    cli()\nexcept SystemExit: pass\nprint('litellm' in sys.modules)"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "COUNCIL_HOME": str(council_home)})
+    code = (
+        "import sys; from council.cli.main import cli; sys.argv=['council','sessions','list']\n"
+        "try:\n    cli()\nexcept SystemExit: pass\nprint('litellm' in sys.modules)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COUNCIL_HOME": str(council_home)},
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().endswith("False")

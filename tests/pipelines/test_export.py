@@ -29,7 +29,9 @@ def invoke(*args: str):
 
 async def test_jsonl_full_and_redacted():
     results = await run_sessions()
-    full = [json.loads(line) for line in invoke("export", "--format", "jsonl").stdout.splitlines() if line.startswith("{")]
+    full = [
+        json.loads(line) for line in invoke("export", "--format", "jsonl").stdout.splitlines() if line.startswith("{")
+    ]
     assert {d["session_id"] for d in full} == {r.session_id for r in results}
     assert any(QUESTION in (d["question"] or "") for d in full)
     redacted_out = invoke("export", "--redact").stdout
@@ -61,7 +63,15 @@ async def test_bias_records_round_trip_gives_the_same_report(tmp_path):
     assert QUESTION not in records.read_text()
     from_db = json.loads(invoke("bias-report", "--json").stdout)
     from_file = json.loads(invoke("bias-report", "--json", "--records", str(records)).stdout)
-    for key in ("reviewers", "length_correlation", "length_correlation_ci", "sample_size", "confidence_level", "position_bias", "self_preference"):
+    for key in (
+        "reviewers",
+        "length_correlation",
+        "length_correlation_ci",
+        "sample_size",
+        "confidence_level",
+        "position_bias",
+        "self_preference",
+    ):
         assert from_db[key] == from_file[key], key
 
 

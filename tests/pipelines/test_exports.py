@@ -134,7 +134,8 @@ async def test_redacted_long_tables_hold_no_text():
 
 
 @pytest.mark.parametrize(  # the JSONL session shape is the nested result document, not a table
-    "shape, fmt", [("sessions", "csv"), ("scores", "csv"), ("scores", "jsonl"), ("answers", "csv"), ("answers", "jsonl")]
+    "shape, fmt",
+    [("sessions", "csv"), ("scores", "csv"), ("scores", "jsonl"), ("answers", "csv"), ("answers", "jsonl")],
 )
 async def test_pandas_loads_full_and_redacted_with_identical_columns_and_dtypes(tmp_path, shape, fmt):
     await run_sessions(3)

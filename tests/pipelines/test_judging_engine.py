@@ -140,7 +140,9 @@ async def test_invalid_output_is_re_requested_then_recorded_invalid(council_home
     assert retry.startswith("Your previous reply was invalid: the reply contains no JSON object")
     run = store.judgment_run(outcome.run_id)
     assert run["status"] == "failed" and run["winner"] is None
-    assert [(p["valid"], p["attempts"], p["output"]) for p in store.judgment_passes(outcome.run_id)] == [(0, 3, None)] * 2
+    assert [(p["valid"], p["attempts"], p["output"]) for p in store.judgment_passes(outcome.run_id)] == [
+        (0, 3, None)
+    ] * 2
     assert store.db["calls"].count_where("session_id = ?", [outcome.run_id]) == 6
 
 
@@ -181,7 +183,7 @@ async def test_grading_with_a_reference_is_reference_based(council_home):
     api = client.api
     outcome = await grade(PROMPT, GOOD, rubric="general", judges=[client], reference="Paris.", votes=3)
     assert outcome.success and outcome.mode == "reference" and outcome.report.reference_used
-    assert '<reference>\nParis.\n</reference>' in api.history[0].messages[1]["content"]
+    assert "<reference>\nParis.\n</reference>" in api.history[0].messages[1]["content"]
     assert outcome.report.votes == 3 and outcome.calls == 3
     assert [c.criterion for c in outcome.report.criteria] == load_rubric("general").criterion_names
     assert {b.id for b in outcome.report.bias_checklist} >= {"length", "position"}
@@ -310,7 +312,7 @@ def test_store_transcripts_off_keeps_verdicts_and_scores_but_no_judge_words(tmp_
     for run in runs:
         stored = store.judgment_run(run["id"])
         text = json.dumps(stored["result"])
-        assert '"reasoning": "' not in text and '"overall_reasoning": "' not in text and "raw_pass_1\": {" not in text
+        assert '"reasoning": "' not in text and '"overall_reasoning": "' not in text and 'raw_pass_1": {' not in text
         passes = store.judgment_passes(run["id"])
         assert passes and all(p["output"] is None and p["valid"] for p in passes)
     compare_run = next(r for r in runs if r["kind"] == "compare")

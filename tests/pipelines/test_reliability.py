@@ -199,7 +199,9 @@ async def test_permanent_provider_error_is_not_retried(mock):
     client = ModelClient(ResolvedModel(id="x", spec=spec), LiteLLMAPI(spec.model, api_base=mock.base_url))
     records = []
     with pytest.raises(ProviderError, match=r"NotFoundError: fake model 'mock-x\+nosuch': unknown behaviour") as exc:
-        await client.complete(ChatRequest(messages=[{"role": "user", "content": "hi"}]), stage="answer", sink=records.append)
+        await client.complete(
+            ChatRequest(messages=[{"role": "user", "content": "hi"}]), stage="answer", sink=records.append
+        )
     assert exc.value.status_code == 404 and not exc.value.retryable
     assert [(r.attempt, r.ok) for r in records] == [(1, False)]
     await client.aclose()
@@ -378,7 +380,9 @@ def test_bad_input_exits_2_with_one_line_and_writes_no_database(tmp_path, counci
         cfg = tmp_path / "c.toml"
         cfg.write_bytes('# café\n[councils.default]\nmembers = ["fake/a"]\n'.encode("latin-1"))
     elif case == "missing-key-env":
-        cfg = write_config(tmp_path / "c.toml", {"a": {"model": "openai/gpt-4o", "api_key_env": "COUNCIL_TEST_UNSET_KEY"}})
+        cfg = write_config(
+            tmp_path / "c.toml", {"a": {"model": "openai/gpt-4o", "api_key_env": "COUNCIL_TEST_UNSET_KEY"}}
+        )
     elif case == "bad-env-flag":
         env = {"COUNCIL_HASH_QUERIES": "maybe"}
     else:

@@ -208,7 +208,11 @@ async def test_no_synthesis_flag():
 
 async def test_candidates_are_reviewed_instead_of_answers():
     c = make_council(store=False)
-    cands = [Candidate(id="x", text="100 degrees"), Candidate(id="y", text="90 degrees"), Candidate(id="z", text="It depends.")]
+    cands = [
+        Candidate(id="x", text="100 degrees"),
+        Candidate(id="y", text="90 degrees"),
+        Candidate(id="z", text="It depends."),
+    ]
     result = await c.run(QUESTION, seed=3, candidates=cands)
     assert result.members == ["x", "y", "z"]
     assert all(sorted(r.display_order) == ["x", "y", "z"] for r in result.reviews)

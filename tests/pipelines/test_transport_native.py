@@ -168,7 +168,7 @@ def test_a_reply_that_is_not_json_is_a_clean_error():
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_a_reply_that_is_not_utf8_says_so(stream):
-    raw = '{"choices": [{"message": {"content": "caf'.encode() + b"\xe9" + b'"}}]}'
+    raw = b'{"choices": [{"message": {"content": "caf' + b"\xe9" + b'"}}]}'
     client = api("openai/mock", "http://127.0.0.1:1/v1")
     expected = r"APIError: (the reply|a streamed chunk) is not valid UTF-8 \(byte 0xe9 at position 41\)"
     with pytest.raises(ProviderError, match=expected):

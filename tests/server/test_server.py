@@ -33,9 +33,21 @@ def mock_url():
 @pytest.fixture
 def config(tmp_path, mock_url):
     path = tmp_path / "council.toml"
-    lines = ['[councils.default]', 'members = ["a", "b", "c"]', 'chairman = "a"', '[councils.pair]', 'members = ["a", "b"]']
+    lines = [
+        "[councils.default]",
+        'members = ["a", "b", "c"]',
+        'chairman = "a"',
+        "[councils.pair]",
+        'members = ["a", "b"]',
+    ]
     for alias, model in (("a", "mock-alpha"), ("b", "mock-beta"), ("c", "mock-gamma")):
-        lines += [f"[models.{alias}]", f'model = "openai/{model}"', f'api_base = "{mock_url}"', "retries = 1", "max_concurrency = 16"]
+        lines += [
+            f"[models.{alias}]",
+            f'model = "openai/{model}"',
+            f'api_base = "{mock_url}"',
+            "retries = 1",
+            "max_concurrency = 16",
+        ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -71,11 +83,15 @@ def test_openai_client_lists_completes_and_streams(config, council_home):
 
 def test_errors_in_openai_shape(config, council_home):
     with council_serve(config, council_home) as (base, _):
-        bad = httpx.post(base + "/v1/chat/completions", content=b"{not json", headers={"content-type": "application/json"})
+        bad = httpx.post(
+            base + "/v1/chat/completions", content=b"{not json", headers={"content-type": "application/json"}
+        )
         assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request_error"
         missing = httpx.post(base + "/v1/chat/completions", json={"model": "default"})
         assert missing.status_code == 400 and "messages" in missing.json()["error"]["message"]
-        unknown = httpx.post(base + "/v1/chat/completions", json={"model": "nope", "messages": [{"role": "user", "content": "hi"}]})
+        unknown = httpx.post(
+            base + "/v1/chat/completions", json={"model": "nope", "messages": [{"role": "user", "content": "hi"}]}
+        )
         assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
         huge = httpx.post(
             base + "/v1/chat/completions",
@@ -97,7 +113,18 @@ def test_token_required_when_set(config, council_home):
 
 def test_non_loopback_without_token_refuses_to_start(config, council_home):
     proc = subprocess.run(
-        [sys.executable, "-m", "council", "serve", "--config", str(config), "--host", "0.0.0.0", "--port", str(free_port())],
+        [
+            sys.executable,
+            "-m",
+            "council",
+            "serve",
+            "--config",
+            str(config),
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(free_port()),
+        ],
         env={**os.environ, "COUNCIL_HOME": str(council_home)},
         capture_output=True,
         text=True,
@@ -114,7 +141,9 @@ def test_twenty_concurrent_requests_are_twenty_sessions(config, council_home):
             client = openai.AsyncOpenAI(base_url=base + "/v1", api_key="unused", timeout=120)
             return await asyncio.gather(
                 *(
-                    client.chat.completions.create(model="default", messages=[{"role": "user", "content": f"Question {i}?"}])
+                    client.chat.completions.create(
+                        model="default", messages=[{"role": "user", "content": f"Question {i}?"}]
+                    )
                     for i in range(20)
                 )
             )
@@ -147,7 +176,9 @@ print("litellm" in sys.modules, gc.get_freeze_count() > 0)
 )
 def test_serve_imports_litellm_before_listening_only_when_a_council_needs_it(tmp_path, provider, imported):
     path = tmp_path / "council.toml"
-    path.write_text(f'[councils.default]\nmembers = ["a"]\n[models.a]\nmodel = "{provider}"\napi_base = "http://127.0.0.1:9"\n')
+    path.write_text(
+        f'[councils.default]\nmembers = ["a"]\n[models.a]\nmodel = "{provider}"\napi_base = "http://127.0.0.1:9"\n'
+    )
     out = subprocess.run(
         [sys.executable, "-c", WARM_UP_PROBE, str(path)], capture_output=True, text=True, timeout=120, check=True
     ).stdout.split()
