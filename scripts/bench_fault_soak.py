@@ -18,12 +18,15 @@ what each ``run()`` returned or raised (the workers' ground truth) and the serve
 
 - **lost record**: a row the ground truth requires that is not there: a started session
   without its row (matched by its unique question), an answer / review / bias record of a
-  returned result, a call attempt the server logged (per model and request kind), a call
-  attempt counted in a returned result's usage, or a gap in a logical call's attempt numbers.
+  returned result, an answer of a session that raised (a session that stops early keeps the
+  answers that came: their progress events are the ground truth), a call attempt the server
+  logged (per model and request kind), a call attempt counted in a returned result's usage, or
+  a gap in a logical call's attempt numbers.
 - **duplicated record**: a row the ground truth does not account for: a second session row
   for one question, a second answer per (session, member), review per (session, reviewer) or
-  bias record per (session, reviewer, answered model), an answer/review/bias row of a failed
-  session, call-log rows beyond what the server logged or what a result counted.
+  bias record per (session, reviewer, answered model), a review or bias row of a failed
+  session, an answer whose status is not the one its result or event gave, call-log rows
+  beyond what the server logged or what a result counted.
 - also checked: no session left ``running`` or without ``finished_at``; each row's status and
   error equal what ``run()`` returned or raised; no exception other than ``CouncilError``
   escapes ``run()``; every logical call's attempts are 1..n, all but the last failed.
@@ -91,13 +94,22 @@ async def run_sessions(indices: list[int], config: dict[str, Any], opts: dict[st
 
         async def one(i: int) -> None:
             ids: list[str] = []  # the session id, from its progress events (a raised error carries none)
+            # Its answers, from their events: what a session that stops early keeps (a raised error
+            # carries no result).
+            answered: list[dict[str, str]] = []
+
+            def noted(event: Any) -> None:
+                ids.append(event.session_id)
+                if event.type == "answer":
+                    answered.append({"member": event.member, "status": event.status})
+
             record: dict[str, Any] = {"index": i, "question": question(i)}
             async with gate:
                 try:
-                    result = await council.run(question(i), seed=i, on_event=lambda e: ids.append(e.session_id))
+                    result = await council.run(question(i), seed=i, on_event=noted)
                     record.update(outcome="returned", result=result.model_dump(mode="json"))
                 except CouncilError as exc:
-                    record.update(outcome="raised", error=str(exc), error_type=type(exc).__name__)
+                    record.update(outcome="raised", error=str(exc), error_type=type(exc).__name__, answered=answered)
                 except Exception:  # anything else escaping run() is a bug
                     record.update(outcome="escaped", error=traceback.format_exc())
             record["session_id"] = ids[0] if ids else None
@@ -220,9 +232,10 @@ def audit(db_path: Path, records: list[dict[str, Any]], requests: list[dict[str,
         sid = sid_of.get(rec["index"])
         if sid is None:
             continue
-        result = rec.get("result") or {"answers": [], "reviews": [], "models": {}}
-        got_answers = Counter(r["member"] for r in answers.pop(sid, []))
-        a.compare("answers", sid, Counter(x["member"] for x in result["answers"]), got_answers)
+        # A session that raised keeps the answers that came (their events say which), nothing after.
+        result = rec.get("result") or {"answers": rec.get("answered", []), "reviews": [], "models": {}}
+        got_answers = Counter((r["member"], r["status"]) for r in answers.pop(sid, []))
+        a.compare("answers", sid, Counter((x["member"], x["status"]) for x in result["answers"]), got_answers)
         want_reviews = {r["reviewer"]: r for r in result["reviews"]}
         got_reviews = reviews.pop(sid, [])
         a.compare("reviews", sid, Counter(want_reviews.keys()), Counter(r["reviewer"] for r in got_reviews))
