@@ -17,8 +17,6 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from council.methods.ranking import method_title
-from council.methods.significance import p_text
 from council.terminal import visible
 
 if TYPE_CHECKING:
@@ -111,6 +109,8 @@ def consensus_table(
     ranking: Any, models: dict[str, str], mean_scores: dict[str, float], *, agreement: str, method: str = "borda"
 ) -> Table:
     """The consensus ranking: one row per member, best first (docs/methods.md, "Borda count", "Copeland")."""
+    from council.methods.ranking import method_title  # with its pydantic models: not a listing's
+
     table = Table(title=f"Consensus ranking ({method_title(method)}; {agreement})")
     for col in ("rank", "member", "model", "score", "Borda", "mean rank", "1st places", "ballots", "mean score"):
         table.add_column(col, justify="right" if col not in ("member", "model") else "left", overflow="fold")
@@ -247,6 +247,8 @@ def without_prefix(error: str | None, name: str) -> str:
 
 def render_session_bias(bias: Any) -> None:
     """This session's bias indicators, with their sample-size caveat (docs/methods.md, "Bias audit")."""
+    from council.methods.significance import p_text  # with pydantic's models: not a listing's
+
     table = Table(title="Bias indicators, this session (reported, never corrected)")
     for col in ("indicator", "value", "data points", "status"):
         table.add_column(col)

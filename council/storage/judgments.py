@@ -17,8 +17,6 @@ from contextlib import nullcontext
 from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic_core import from_json, to_json
-
 from council.clock import utc_now
 from council.errors import ItemAlreadyRecorded, UsageError
 from council.redaction import redact
@@ -108,6 +106,8 @@ def judgment_rows(
         "elapsed_ms": outcome.elapsed_ms,
         "result": outcome.stored_json(keep_text=keep_text),
     }
+    from pydantic_core import to_json  # here: a command that reads no judgment need not import it
+
     pass_kind = "pairwise" if is_compare else "grade"
     passes = []
     for p in outcome.passes:
@@ -545,6 +545,8 @@ def batch_rows(store: Store, batch_id: str) -> Iterator[dict[str, Any]]:
         for p in batch_label_passes(store, batch_id, (page[0]["position"], page[-1]["position"])):
             if p["item_id"] in ids:
                 passes.setdefault(p["item_id"], []).append(p)
+
+    from pydantic_core import from_json
 
     rows = pages.in_pages(
         store.db.query, _BATCH_ROWS, [batch_id], order=("bi.position", "bi.item_id"),

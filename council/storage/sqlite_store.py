@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from council.clock import parse_since, utc_now
 from council.errors import EnvironmentFailure, NotFoundError, UsageError
@@ -40,7 +40,9 @@ from council.storage.opening import connect_checked, set_schema_version, write_r
 from council.storage.rate_limits import adjust_sqlite, reserve_sqlite
 from council.storage.shared_operations import SharedOperations
 from council.storage.sqlite import Database
-from council.usage import CallJournal, CallRecord
+
+if TYPE_CHECKING:  # pydantic's import (~50 ms) is not every command's: a listing reads no call record
+    from council.usage import CallJournal, CallRecord
 
 log = get_logger("council.storage")
 BUSY_TIMEOUT_S = 60.0

@@ -26,6 +26,7 @@ NEVER = {"litellm", "numpy", "pandas", "openai", "httpx", "scipy", "confusable_h
 #: HTTP, rendering, logging, the lookalike table): each takes 5-100 ms to import.
 NOT_FOR_HELP = {
     "pydantic",
+    "pydantic_core",
     "asyncio",
     "sqlite3",
     "sqlite_utils",
@@ -290,6 +291,16 @@ def test_the_help_listing_is_what_click_would_list_from_the_commands_themselves(
         assert lazy.exit_code == full.exit_code == 0
         assert "Commands:" in lazy.output
         assert lazy.output == full.output
+
+
+def test_a_listing_of_sessions_imports_no_validation_library(home):
+    """``council sessions list`` reads rows and prints a table: pydantic and its core (~60 ms of
+    start-up) are for commands that validate or build models."""
+    run_command(home, "run", "Why is the sky blue?", "--json")
+    code, loaded = run_command(home, "sessions", "list")
+    assert code == 0
+    assert "sqlite3" in loaded and "rich" in loaded  # it did read the store and draw the table
+    assert not loaded & {"pydantic", "pydantic_core"}, f"imported {sorted(loaded & {'pydantic', 'pydantic_core'})}"
 
 
 def test_bias_report_json_renders_nothing_with_rich(home):
