@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from council.html_parts import PAGE_CSS, html_table, nice_ticks, number, scroll
 
 if TYPE_CHECKING:
-    from council.ratings import Leaderboard
+    from council.leaderboard_shape import Leaderboard
 
 
 def leaderboard_chart(board: Leaderboard, group: int | None = None) -> str:

@@ -207,7 +207,7 @@ def build_server(tools: Tools) -> Any:
     from mcp_types import CallToolResult
 
     from council.judging.outcomes import ComparisonOutcome, GradeOutcome
-    from council.leaderboard import Leaderboard
+    from council.leaderboard_shape import Leaderboard  # not council.leaderboard: it imports numpy
 
     # ``Annotated[CallToolResult, Model]``: the tool publishes Model's JSON Schema as its output
     # schema, and the SDK checks each successful result's structured content against it.

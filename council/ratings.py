@@ -1,88 +1,30 @@
-"""The leaderboard's shape and its ratings from counted comparisons (pure: no I/O).
+"""The leaderboard's ratings from counted comparisons (pure: no I/O).
 
-:class:`Leaderboard` is what every output prints (text, JSON, HTML, the server, MCP);
-:func:`build_leaderboard` fills it from :class:`~council.storage.ComparisonData` with the
-Bradley–Terry fit and intervals of :mod:`council.methods.bradley_terry`. Reading the store is
-:mod:`council.leaderboard`, judgment files and style control :mod:`council.judged_leaderboard`.
-docs/methods.md, "Leaderboard".
+:class:`Leaderboard` (its shape, :mod:`council.leaderboard_shape`) is what every output prints
+(text, JSON, HTML, the server, MCP); :func:`build_leaderboard` fills it from
+:class:`~council.storage.ComparisonData` with the Bradley–Terry fit and intervals of
+:mod:`council.methods.bradley_terry`. Reading the store is :mod:`council.leaderboard`,
+judgment files and style control :mod:`council.judged_leaderboard`. docs/methods.md,
+"Leaderboard".
 """
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
-from pydantic import BaseModel, Field
 
 from council.errors import UsageError
+from council.leaderboard_shape import (  # noqa: F401  (the leaderboard's names, found here too)
+    DEFAULT_BOOTSTRAP,
+    MAX_BOOTSTRAP,
+    SCALE,
+    SOURCES,
+    Leaderboard,
+    ModelRating,
+    Source,
+    StyleCoefficient,
+)
 from council.methods.bradley_terry import CI_LEVEL, PRIOR_GAMES, Stratum, components, rate, win_matrix
 from council.storage import ComparisonData
-
-Source = Literal["sessions", "judgments", "all"]
-SOURCES: tuple[str, ...] = ("sessions", "judgments", "all")
-DEFAULT_BOOTSTRAP = 200  # Chatbot Arena's FastChat tools default to 100; more rounds, steadier interval ends
-MAX_BOOTSTRAP = 100_000
-SCALE = "rating = 1000 + 400·log10(strength / geometric mean of the strengths): the mean rating is 1000"
-
-
-class ModelRating(BaseModel):
-    model: str
-    #: Elo-style: a 400-point gap means 10:1 odds of winning a comparison.
-    rating: float
-    #: Percentile bootstrap interval (``confidence``); None without bootstrap.
-    ci: tuple[float, float] | None
-    #: Pairwise comparisons this model took part in (a tie counts once).
-    comparisons: int
-    #: Comparisons won, a tie as half.
-    wins: float
-    win_rate: float | None
-    #: The connected group (1-based, as in ``Leaderboard.groups``; 1 when every model was compared).
-    group: int = 1
-    #: Rank within the group; exact ties share one, as "1=".
-    rank: str = ""
-    #: With a baseline (``--baseline``): percent of this model's games against it won, ties
-    #: half, and the same length-controlled (docs/methods.md, "Length-controlled win rate").
-    baseline_win_rate: float | None = None
-    lc_win_rate: float | None = None
-
-
-class StyleCoefficient(BaseModel):
-    """A style covariate's coefficient (log-odds per standard deviation) and its 95 % Wald
-    interval; all null when the judgments cannot determine it, ``not_estimable`` saying why."""
-
-    estimate: float | None
-    ci: tuple[float, float] | None
-    standard_error: float | None
-    not_estimable: str | None = None
-    #: "wald": one fit's observed information (not the bootstrap the ratings' intervals use).
-    ci_method: Literal["wald"] = "wald"
-
-
-class Leaderboard(BaseModel):
-    method: Literal["bradley-terry"] = "bradley-terry"
-    bootstrap: int
-    seed: int
-    confidence: float = CI_LEVEL
-    scale: str = SCALE
-    #: Virtual tied games per model against a fixed reference (keeps every rating finite).
-    prior_games: float = PRIOR_GAMES
-    source: Source
-    filters: dict[str, str | None] = Field(default_factory=dict)
-    #: Units behind the ratings (the bootstrap resamples them): sessions and judged pairs.
-    sessions: int = 0
-    judgments: int = 0
-    comparisons: int = 0
-    #: Group by group (most comparisons first), best first within each group.
-    models: list[ModelRating] = Field(default_factory=list)
-    #: Style covariates held equal (``--control``; docs/methods.md, "Style control") and their coefficients.
-    control: list[str] = Field(default_factory=list)
-    coefficients: dict[str, StyleCoefficient] = Field(default_factory=dict)
-    baseline: str | None = None
-    #: Judgment files rated instead of the database (``--judgments``).
-    files: list[str] = Field(default_factory=list)
-    #: Groups of models never compared with any model of another group (only when > 1).
-    groups: list[list[str]] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
 
 
 def build_leaderboard(
@@ -100,6 +42,8 @@ def build_leaderboard(
     board = Leaderboard(
         bootstrap=bootstrap,
         seed=seed,
+        confidence=CI_LEVEL,
+        prior_games=PRIOR_GAMES,
         source=source,
         filters=filters or {},
         sessions=strata[0].units,

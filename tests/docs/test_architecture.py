@@ -40,7 +40,7 @@ LAYERS: list[tuple[str, ...]] = [
     # council.testing: replies that follow the real prompts of both pipelines
     ("council.session", "council.judging", "council.testing"),
     ("council.api", "council.exports", "council.export_shapes", "council.export_rows", "council.leaderboard",
-     "council.judged_leaderboard", "council.ratings", "council.leaderboard_html"),
+     "council.judged_leaderboard", "council.ratings", "council.leaderboard_shape", "council.leaderboard_html"),
     ("council.cli", "council.server", "council.mcp_server", "council.__main__", "council"),
 ]
 
