@@ -205,6 +205,8 @@ class _Run:
     finished: SessionResult | None = None  # its result, once written (a deadline passing during that write)
     created: str = ""  # when the session began (ISO, UTC)
     answers: list[MemberAnswer] | None = None  # stage 1's, once it is over: kept if the session stops later
+    asked: list[tuple[str, str]] = field(default_factory=list)  # stage 1's (member, model), once asked
+    arrived: dict[str, MemberAnswer] = field(default_factory=dict)  # stage 1's answers as they come
     too_large: set[str] = field(default_factory=set)  # members whose call could never fit their tpm
 
     seq: int = 0  # the last event's sequence number
@@ -631,7 +633,12 @@ class SessionRunner:
             return
         from council.session.events import SessionFinished
 
+        cut: list[MemberAnswer] = []
+        if run.answers is None and run.asked and run.arrived:  # stopped while members were answering
+            run.answers, cut = _answers_so_far(run, error)
         try:
+            for answer in cut:  # every member's fate is told, as the record has it
+                _emit_answer(run, answer)
             usage = Usage.of(run.calls)
             duration = (time.perf_counter() - run.t0) * 1000
             run.emit(
@@ -691,6 +698,7 @@ class SessionRunner:
                 _emit_answer(run, a)
             _start_ahead(worker=False)
         else:
+            run.asked = [(m.id, m.model) for m in c.members]
             answering = asyncio.gather(*(self._answer(run, m) for m in c.members))
             ahead = self._prepare_agreement([m.id for m in c.members])  # for when every member answers
             building = self._prepare_reviews([m.id for m in c.members])  # noqa: F841 (a task is kept while it runs)
@@ -896,8 +904,27 @@ def _bias_records(
 def _emit_answer(run: _Run, a: MemberAnswer) -> MemberAnswer:
     from council.session.events import AnswerEvent, answer_fields
 
+    run.arrived[a.member] = a
     run.emit(AnswerEvent, **answer_fields(a))
     return a
+
+
+def _answers_so_far(run: _Run, error: str) -> tuple[list[MemberAnswer], list[MemberAnswer]]:
+    """Stage 1's answers when the session stopped before the stage ended (its deadline, an
+    interrupt), in the council's order: the ones that came, and each member still answering as
+    failed, cut off by ``error`` (those, second); each failed one is a failure."""
+    from council.session.results import Failure, MemberAnswer
+
+    answers, cut = [], []
+    for member, model in run.asked:
+        answer = run.arrived.get(member)
+        if answer is None:
+            answer = MemberAnswer(member=member, model=model, status="failed", error=f"no answer: {error}")
+            cut.append(answer)
+        if answer.status == "failed":
+            run.failures.append(Failure(stage="answer", member=member, error=answer.error or "failed"))
+        answers.append(answer)
+    return answers, cut
 
 
 def _emit_review(run: _Run, r: Review) -> Review:

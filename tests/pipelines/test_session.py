@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter
 
@@ -144,6 +145,58 @@ async def test_a_session_past_its_deadline_in_review_keeps_its_answers(store_bac
     assert row["status"] == "failed" and "deadline" in row["error"]
     assert sorted(a["member"] for a in row["answers"] if a["status"] == "ok" and a["text"]) == members
     assert json.loads(row["result"])["reviews"] == []  # the review in flight is not invented
+
+
+@pytest.mark.parametrize("transcripts", [True, False])
+async def test_a_session_past_its_deadline_while_answering_keeps_the_answers_that_came(store_backend, transcripts):
+    """The deadline passes while one member is still answering: the answers that came are kept
+    (paid for, and the README's promise), the member cut off is a failure that says why."""
+    members = ["fake/alpha", "fake/beta", "fake/gamma+slow"]
+    config = {"councils": {"default": {"members": members, "chairman": "fake/alpha", "session_timeout": 0.3}},
+              "privacy": {"store_transcripts": transcripts}}  # fmt: skip
+    council = Council.from_config(config, store=store_backend)
+    events = []
+    with pytest.raises(QuorumError, match="deadline"):
+        await council.run(QUESTION, seed=1, on_event=events.append)
+    await council.aclose()
+    [listed] = store_backend.list_sessions()
+    row = store_backend.get_session(listed["id"])
+    assert row["status"] == "failed" and "deadline" in row["error"]
+    answers = {a["member"]: a for a in row["answers"]}
+    assert sorted(answers) == sorted(members)
+    for member in ("fake/alpha", "fake/beta"):
+        assert answers[member]["status"] == "ok" and answers[member]["length_chars"] > 0
+        assert (answers[member]["text"] is not None) == transcripts
+    cut = answers["fake/gamma+slow"]
+    assert cut["status"] == "failed" and "deadline" in cut["error"] and cut["text"] is None
+    result = json.loads(row["result"])
+    assert result["status"] == "failed" and result["reviews"] == [] and result["consensus"] is None
+    assert [a["member"] for a in result["answers"]] == members  # the council's order, as a finished stage gives
+    assert [(f["stage"], f["member"]) for f in result["failures"]] == [("answer", "fake/gamma+slow")]
+    assert [e.member for e in events if e.type == "answer"][:2] == ["fake/alpha", "fake/beta"]
+    calls = store_backend.session_calls(row["id"])
+    assert result["usage"]["calls"] == len(calls) == 3
+
+
+async def test_a_session_cancelled_while_answering_keeps_the_answers_that_came(store_backend):
+    members = ["fake/alpha", "fake/beta+slow"]
+    config = {"councils": {"default": {"members": members, "chairman": "fake/alpha", "quorum": 1}}}
+    council = Council.from_config(config, store=store_backend)
+    events = []
+    running = asyncio.create_task(council.run(QUESTION, seed=1, on_event=events.append))
+    while not any(e.type == "answer" for e in events):
+        await asyncio.sleep(0.01)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    await council.aclose()
+    [listed] = store_backend.list_sessions()
+    row = store_backend.get_session(listed["id"])
+    assert row["status"] == "interrupted"
+    assert [(a["member"], a["status"], a["error"]) for a in row["answers"]] == [
+        ("fake/alpha", "ok", None),
+        ("fake/beta+slow", "failed", "no answer: interrupted"),
+    ]
 
 
 async def test_garbage_reviewer_is_rerequested_then_recorded_invalid():
