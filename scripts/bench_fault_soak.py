@@ -2,6 +2,7 @@
 
     python scripts/bench_fault_soak.py                  # 200 sessions, 4 members, 20 % faults, 15 % malformed
     python scripts/bench_fault_soak.py --sessions 30 --workers 1 --concurrency 4
+    python scripts/bench_fault_soak.py --postgres --session-timeout 1.5
 
 The mock LLM server (``scripts/mock_llm_server.py``, real HTTP on 127.0.0.1) answers with
 ``--fault-rate`` injected faults (500, 429 and hangs, mixed), ``--malformed-rate`` broken JSON
@@ -9,7 +10,8 @@ on structured (review) requests, and logs every chat request (``--log-requests``
 Members are ``openai/mock-NAME`` models with an ``api_base``, reached through ``--transport``
 (native by default, or litellm). ``--workers`` processes each run their share of the sessions through ONE ``Council``
 (``--concurrency`` sessions in flight), all writing the same council.db, as several
-processes would. A hang costs one per-call ``--timeout``; retries back off briefly;
+processes would (``--postgres``: one database on a throwaway PostgreSQL server, read by the
+audit with psycopg). A hang costs one per-call ``--timeout``; retries back off briefly;
 ``--session-timeout`` adds a session deadline (calls it cuts are logged as ``cancelled``).
 
 It prints the outcome (complete / partial / failed, with causes counted) and then audits
@@ -26,7 +28,8 @@ what each ``run()`` returned or raised (the workers' ground truth) and the serve
   for one question, a second answer per (session, member), review per (session, reviewer) or
   bias record per (session, reviewer, answered model), a review or bias row of a failed
   session, an answer whose status is not the one its result or event gave, call-log rows
-  beyond what the server logged or what a result counted.
+  beyond what the server logged (but for attempts cancelled before their request reached it:
+  counted apart) or what a result counted.
 - also checked: no session left ``running`` or without ``finished_at``; each row's status and
   error equal what ``run()`` returned or raised; no exception other than ``CouncilError``
   escapes ``run()``; every logical call's attempts are 1..n, all but the last failed.
@@ -69,6 +72,9 @@ def question(i: int) -> str:
 # -- workers -----------------------------------------------------------------------
 def worker_main(indices: list[int], config: dict[str, Any], opts: dict[str, Any], out: str, barrier: Any) -> None:
     os.environ["COUNCIL_HOME"] = opts["home"]
+    os.environ.pop("COUNCIL_DATABASE_URL", None)
+    if opts["database_url"]:
+        os.environ["COUNCIL_DATABASE_URL"] = opts["database_url"]
     from council.logs import configure_logging
 
     configure_logging()  # as the CLI does: warnings and errors only, on stderr
@@ -183,10 +189,37 @@ class Audit:
         self.problem(self.duplicated, what, sum(extra.values()), f"{what} extra in {sid}: {dict(extra)}")
 
 
-def audit(db_path: Path, records: list[dict[str, Any]], requests: list[dict[str, Any]]) -> tuple[Audit, dict[str, Any]]:
-    a = Audit()
+class _Row(tuple):  # type: ignore[type-arg]
+    """A PostgreSQL row read as sqlite3.Row reads: by position, or by its column's name."""
+
+    names: dict[str, int]
+
+    def __getitem__(self, key: Any) -> Any:
+        return super().__getitem__(self.names[key] if isinstance(key, str) else key)
+
+
+def _rows_by_name(cursor: Any) -> Any:
+    names = {c.name: i for i, c in enumerate(cursor.description or [])}
+    row_type = type("Row", (_Row,), {"names": names})
+    return lambda values: row_type(values)
+
+
+def connect(db_path: Path, database_url: str | None) -> Any:
+    """The database, read as it is, outside council: plain sqlite3, or psycopg for PostgreSQL."""
+    if database_url:
+        import psycopg
+
+        return psycopg.connect(database_url, autocommit=True, row_factory=_rows_by_name)
     db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     db.row_factory = sqlite3.Row
+    return db
+
+
+def audit(
+    db_path: Path, records: list[dict[str, Any]], requests: list[dict[str, Any]], database_url: str | None = None
+) -> tuple[Audit, dict[str, Any]]:
+    a = Audit()
+    db = connect(db_path, database_url)
     facts: dict[str, Any] = {}
 
     # Sessions: exactly one final row per question the script asked.
@@ -227,7 +260,9 @@ def audit(db_path: Path, records: list[dict[str, Any]], requests: list[dict[str,
     answers = grouped("select session_id, member, status from answers")
     reviews = grouped("select session_id, reviewer, valid, attempts, error from reviews")
     bias = grouped("select session_id, reviewer_id, model_id, position, score_value from bias_records")
-    calls = grouped("select id, session_id, stage, member, model, attempt, ok, error from calls order by id")
+    calls = grouped(  # in the order they started: ids need not be (a transaction writes several at once)
+        "select id, session_id, stage, member, model, attempt, ok, error from calls order by started_at, id"
+    )
     for rec in records:
         sid = sid_of.get(rec["index"])
         if sid is None:
@@ -279,7 +314,7 @@ def audit(db_path: Path, records: list[dict[str, Any]], requests: list[dict[str,
         a.problem(a.duplicated, what, n, f"{n} {what} rows of failed or unknown sessions")
     facts["duplicate bias pairs"] = db.execute(
         "select count(*) from (select 1 from bias_records"
-        " group by session_id, reviewer_id, model_id having count(*) > 1)"
+        " group by session_id, reviewer_id, model_id having count(*) > 1) as repeated"
     ).fetchone()[0]
 
     # Attempt numbering inside each logical call: 1..n, every attempt but the last failed.
@@ -307,13 +342,21 @@ def audit(db_path: Path, records: list[dict[str, Any]], requests: list[dict[str,
     facts.update(logical_calls=logical_calls, retries=retries, failed_attempts=failed_attempts, gave_up=gave_up)
 
     # Call log against the server's request log: per (model, request kind) counts must be equal.
+    # The attempts of a logical call are ordered by when they started (above), not by id.
     def kind(stage_or_schema: str | None) -> str:
         return "review" if stage_or_schema in ("review", REVIEW_SCHEMA) else "answer/synthesis"
 
     all_calls = [c for rows in calls.values() for c in rows]
     db_keys = Counter((c["model"].removeprefix("openai/"), kind(c["stage"])) for c in all_calls)
     server_keys = Counter((r["model"], kind(r.get("schema"))) for r in requests)
-    a.compare("calls vs server", "the whole run", server_keys, db_keys)
+    # An attempt is on record before it is sent; one cancelled (a session's deadline) before its
+    # request reached the server is a row the server never saw: only those may be extra.
+    cancelled = Counter(
+        (c["model"].removeprefix("openai/"), kind(c["stage"])) for c in all_calls if c["error"] == "cancelled"
+    )
+    unseen = (db_keys - server_keys) & cancelled
+    a.compare("calls vs server", "the whole run", server_keys + unseen, db_keys)
+    facts["cancelled unseen"] = sum(unseen.values())
     db_outcomes = Counter(outcome_of_call(c["ok"], c["error"]) for c in all_calls)
     server_outcomes = Counter(outcome_of_request(r) for r in requests)
     facts.update(
@@ -330,7 +373,8 @@ def audit(db_path: Path, records: list[dict[str, Any]], requests: list[dict[str,
         ended_on_provider_error = not valid and not (error or "").startswith("invalid output after")
         invalid_outputs += attempts if not valid and not ended_on_provider_error else attempts - 1
     facts["invalid_outputs"] = invalid_outputs
-    facts["integrity"] = db.execute("pragma integrity_check").fetchone()[0]
+    # PostgreSQL checks its own pages and constraints as it writes: nothing like SQLite's to ask.
+    facts["integrity"] = "ok" if database_url else db.execute("pragma integrity_check").fetchone()[0]
     db.close()
     return a, facts
 
@@ -356,6 +400,9 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0, help="the server's fault RNG seed")
     p.add_argument("--home", default=None, help="COUNCIL_HOME to keep (default: a temp dir, removed)")
     p.add_argument("--transport", choices=("native", "litellm"), default="native", help="how the members are reached")
+    p.add_argument(
+        "--postgres", action="store_true", help="the workers share a fresh database on a throwaway PostgreSQL server"
+    )
     args = p.parse_args()
     if not 1 <= args.members <= len(NAMES) or not 1 <= args.quorum <= args.members:
         p.error(f"need 1 ≤ --quorum ≤ --members ≤ {len(NAMES)}")
@@ -363,9 +410,11 @@ def main() -> int:
         p.error("--hang-seconds must exceed --timeout, or hangs are just slow replies")
 
     print("$ " + shlex.join(["python", "scripts/bench_fault_soak.py", *sys.argv[1:]]))
+    from bench_common import postgres_if
     from mock_server import start_mock_server
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, postgres_if(args.postgres) as database:
+        database_url = None if database is None else database.fresh_database(migrated=False)
         home = Path(args.home) if args.home else Path(tmp) / "home"
         home.mkdir(parents=True, exist_ok=True)
         log_path = Path(tmp) / "requests.jsonl"
@@ -402,6 +451,7 @@ def main() -> int:
             config = {"councils": {"default": council}, "models": models}
             opts = {
                 "home": str(home),
+                "database_url": database_url,
                 "transport": args.transport,
                 "concurrency": args.concurrency,
                 "retry": {"initial_wait": args.backoff, "max_wait": 0.5, "jitter": args.backoff},
@@ -419,7 +469,7 @@ def main() -> int:
             )
             print(
                 f"        {args.workers} worker processes × {args.concurrency} sessions in flight, "
-                "one council.db (WAL)"
+                + (f"one PostgreSQL database ({database_url})" if database_url else "one council.db (WAL)")
             )
             print(
                 f"server: latency {args.latency * 1000:g} ms, faults {args.fault_rate:.0%} of requests "
@@ -458,7 +508,7 @@ def main() -> int:
         lines = [json.loads(line) for out in outs for line in out.read_text().splitlines()]
         records = [r for r in lines if "index" in r]
         cpu = sum(r["cpu_s"] for r in lines if "cpu_s" in r)
-        a, facts = audit(home / "council.db", records, requests)
+        a, facts = audit(home / "council.db", records, requests, database_url)
 
     report(records, a, facts, wall, cpu)
     ok = (
@@ -533,6 +583,7 @@ def report(records: list[dict[str, Any]], a: Audit, facts: dict[str, Any], wall:
     print(f"  rows differing from what run() returned or raised: {sum(a.mismatched.values())} (goal 0)"
           + (f" {dict(a.mismatched)}" if a.mismatched else ""))
     print(f"  call-log rows of sessions the script did not start: {facts['unknown_session_calls']} (goal 0)")
+    print(f"  cancelled attempts the server never saw (cut before they were sent): {facts['cancelled unseen']}")
     print(f"  integrity_check: {facts['integrity']}")
     for example in a.examples:
         print(f"  ! {example}")

@@ -107,7 +107,7 @@ class Store(Protocol):
         least ``MIN_ID_PREFIX`` characters; ``NotFoundError`` otherwise."""
 
     def session_calls(self, session_id: str) -> list[dict[str, Any]]:
-        """The call log of one session (or judging run), every attempt, in order."""
+        """The call log of one session (or judging run), every attempt, in the order they started."""
 
     def iter_sessions(self, *, since: str | None = None) -> Iterator[dict[str, Any]]:
         """Every session row, oldest first (exports)."""

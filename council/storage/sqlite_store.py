@@ -505,8 +505,11 @@ class SQLiteStore(GroupCommit, SharedOperations):
         return session
 
     def session_calls(self, session_id: str) -> list[dict[str, Any]]:
-        """The call log of one session, every attempt, in order."""
-        return list(self.db.query("select * from calls where session_id = ? order by id", [session_id]))
+        """The call log of one session, every attempt, in the order they started. Not the rows'
+        ids: a transaction may write several attempts' rows at once, and on PostgreSQL it writes
+        them in call-id order (:meth:`write_calls`), so that two never deadlock."""
+        rows = self.db.query("select * from calls where session_id = ? order by started_at, id", [session_id])
+        return list(rows)
 
     def swap_setting(self, key: str, value: str) -> str | None:
         """Store ``value`` under ``key`` and return what was stored before (None: nothing)."""

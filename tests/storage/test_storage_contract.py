@@ -231,6 +231,18 @@ async def test_a_sessions_result_is_stored_as_its_own_json_in_the_questions_own_
     assert json.loads(text) == result.model_dump(mode="json")
 
 
+def test_a_sessions_call_log_is_in_the_order_its_attempts_started(store_backend):
+    """Attempts written in one transaction (a group commit; on PostgreSQL each transaction writes
+    its call rows in call-id order, so that two never deadlock) still read back as they started."""
+    store_backend.begin_session("cccccccc-1", council="c", created_at="2026-01-01T00:00:00.000000+00:00")
+    first = call("zz-first", ok=False).model_copy(update={"started_at": "2026-01-01T00:00:01.000000+00:00"})
+    retry = call("aa-retry").model_copy(update={"started_at": "2026-01-01T00:00:01.500000+00:00", "attempt": 2})
+    other = call("mm-other").model_copy(update={"started_at": "2026-01-01T00:00:01.000000+00:00", "member": "n"})
+    store_backend.fail_session("cccccccc-1", status="failed", error="boom", calls=[retry, other, first])
+    started = [(c["started_at"][17:], c["attempt"]) for c in store_backend.session_calls("cccccccc-1")]
+    assert started == [("01.000000+00:00", 1), ("01.000000+00:00", 1), ("01.500000+00:00", 2)]
+
+
 def test_sessions_begin_fail_and_are_found_by_id_or_prefix_only(store_backend):
     store_backend.begin_session("aaaaaaaa-1", council="c1", question="q?", query_hash="h" * 64, seed=1, offline=True,
                                 members=["m1"], created_at="2026-01-01T00:00:00.000000+00:00")  # fmt: skip
