@@ -82,6 +82,8 @@ def judgment_rows(
     ``keep_text=False`` (``COUNCIL_STORE_TRANSCRIPTS=0``) stores verdicts, scores and
     validity but none of the judge's words: no pass output, no reasoning in the result
     (``outcome.stored_json``)."""
+    from pydantic_core import to_json  # here, not with the module: a listing writes no judgment
+
     is_compare = kind == "compare"
     flagged = outcome.flagged_for_review if is_compare else bool(outcome.report and outcome.report.flagged_for_review)
     now = utc_now()
@@ -106,8 +108,6 @@ def judgment_rows(
         "elapsed_ms": outcome.elapsed_ms,
         "result": outcome.stored_json(keep_text=keep_text),
     }
-    from pydantic_core import to_json  # here: a command that reads no judgment need not import it
-
     pass_kind = "pairwise" if is_compare else "grade"
     passes = []
     for p in outcome.passes:
