@@ -3,6 +3,7 @@
     python scripts/bench_fault_soak.py                  # 200 sessions, 4 members, 20 % faults, 15 % malformed
     python scripts/bench_fault_soak.py --sessions 30 --workers 1 --concurrency 4
     python scripts/bench_fault_soak.py --postgres --session-timeout 1.5
+    python scripts/bench_fault_soak.py --database-url postgresql://... --sessions 40   # a fresh database of yours
 
 The mock LLM server (``scripts/mock_llm_server.py``, real HTTP on 127.0.0.1) answers with
 ``--fault-rate`` injected faults (500, 429 and hangs, mixed), ``--malformed-rate`` broken JSON
@@ -403,6 +404,7 @@ def main() -> int:
     p.add_argument(
         "--postgres", action="store_true", help="the workers share a fresh database on a throwaway PostgreSQL server"
     )
+    p.add_argument("--database-url", default=None, help="the workers share this PostgreSQL database (a fresh one)")
     args = p.parse_args()
     if not 1 <= args.members <= len(NAMES) or not 1 <= args.quorum <= args.members:
         p.error(f"need 1 ≤ --quorum ≤ --members ≤ {len(NAMES)}")
@@ -413,8 +415,8 @@ def main() -> int:
     from bench_common import postgres_if
     from mock_server import start_mock_server
 
-    with tempfile.TemporaryDirectory() as tmp, postgres_if(args.postgres) as database:
-        database_url = None if database is None else database.fresh_database(migrated=False)
+    with tempfile.TemporaryDirectory() as tmp, postgres_if(args.postgres and not args.database_url) as database:
+        database_url = args.database_url or (None if database is None else database.fresh_database(migrated=False))
         home = Path(args.home) if args.home else Path(tmp) / "home"
         home.mkdir(parents=True, exist_ok=True)
         log_path = Path(tmp) / "requests.jsonl"
