@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -291,3 +293,43 @@ def test_the_server_describes_its_tools_without_importing_numpy(tmp_path, counci
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["False", "True"]
+
+
+async def test_a_tool_call_the_client_cancels_leaves_its_session_interrupted_with_the_answers_that_came(
+    tmp_path, council_home
+):
+    """The client cancels the call once two members' answers are reported (the third is slow):
+    the session is recorded interrupted, with the answers that had come."""
+    cfg = tmp_path / "council.toml"
+    cfg.write_text(
+        '[councils.default]\nmembers = ["fake/alpha", "fake/beta", "fake/gamma+slow"]\nchairman = "fake/alpha"\n'
+    )
+    async with Client(server(cfg, council_home)) as client:
+        await client.list_tools()
+        answered, messages = asyncio.Event(), []
+
+        async def on_progress(done, total, message):
+            messages.append(message or "")
+            if sum(m.startswith("answer from") for m in messages) >= 2:
+                answered.set()
+
+        asked = client.call_tool("council_run", {"question": QUESTION}, progress_callback=on_progress)
+        call = asyncio.create_task(asked)
+        await asyncio.wait_for(answered.wait(), 30)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        db = sqlite3.connect(council_home / "council.db")
+        try:
+            for _ in range(200):  # recorded once the cancellation reaches the server
+                sessions = db.execute("select status, error from sessions").fetchall()
+                if sessions and sessions[0][0] != "running":
+                    break
+                await asyncio.sleep(0.05)
+            answers = {m: (s, e) for m, s, e in db.execute("select member, status, error from answers")}
+        finally:
+            db.close()
+    assert sessions == [("interrupted", "interrupted")]
+    assert answers["fake/alpha"] == answers["fake/beta"] == ("ok", None)
+    # Cut while answering (the slow member's 0.5 s), unless the cancellation came later than that.
+    assert answers["fake/gamma+slow"] in {("failed", "no answer: interrupted"), ("ok", None)}
