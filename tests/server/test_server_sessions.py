@@ -112,6 +112,26 @@ def test_a_session_starts_at_once_and_its_events_stream_resume_and_end(config, c
         assert synthesis == stored["synthesis"]["text"]
 
 
+def test_a_chat_client_that_hangs_up_while_members_answer_leaves_the_session_interrupted_with_its_answers(
+    config, council_home
+):
+    """The slow member takes 1 s; the client gives up after 0.5 s, when the others have answered:
+    the session is cancelled and recorded interrupted, with the answers that had come."""
+    body = {"model": "slow", "messages": [{"role": "user", "content": "Why is the sky blue?"}]}
+    with council_serve(config, council_home, "--token", TOKEN) as (base, _):
+        with pytest.raises(httpx.TimeoutException):
+            httpx.post(f"{base}/v1/chat/completions", json=body, headers=AUTH, timeout=0.5)
+        for _ in range(100):  # recorded once the server sees the connection closed
+            [listed] = httpx.get(f"{base}/v1/sessions", headers=AUTH).json()
+            if listed["status"] != "running":
+                break
+            time.sleep(0.05)
+        stored = httpx.get(f"{base}/v1/sessions/{listed['session_id']}", headers=AUTH).json()
+    assert listed["status"] == "interrupted"
+    answers = {a["member"]: (a["status"], a["error"]) for a in stored["answers"]}
+    assert answers == {"a": ("ok", None), "b": ("ok", None), "slow": ("failed", "no answer: interrupted")}
+
+
 def test_a_replica_sharing_the_store_streams_a_session_another_one_runs(config, council_home):
     with (
         council_serve(config, council_home, "--token", TOKEN) as (one, _),
