@@ -190,27 +190,14 @@ class Audit:
         self.problem(self.duplicated, what, sum(extra.values()), f"{what} extra in {sid}: {dict(extra)}")
 
 
-class _Row(tuple):  # type: ignore[type-arg]
-    """A PostgreSQL row read as sqlite3.Row reads: by position, or by its column's name."""
-
-    names: dict[str, int]
-
-    def __getitem__(self, key: Any) -> Any:
-        return super().__getitem__(self.names[key] if isinstance(key, str) else key)
-
-
-def _rows_by_name(cursor: Any) -> Any:
-    names = {c.name: i for i, c in enumerate(cursor.description or [])}
-    row_type = type("Row", (_Row,), {"names": names})
-    return lambda values: row_type(values)
-
-
 def connect(db_path: Path, database_url: str | None) -> Any:
-    """The database, read as it is, outside council: plain sqlite3, or psycopg for PostgreSQL."""
+    """The database, read as it is, outside council: plain sqlite3, or psycopg for PostgreSQL;
+    rows read by their columns' names on both."""
     if database_url:
         import psycopg
+        from psycopg.rows import dict_row
 
-        return psycopg.connect(database_url, autocommit=True, row_factory=_rows_by_name)
+        return psycopg.connect(database_url, autocommit=True, row_factory=dict_row)
     db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     db.row_factory = sqlite3.Row
     return db
@@ -248,8 +235,8 @@ def audit(
     stray = sum(len(rows) for rows in by_question.values())
     a.problem(a.duplicated, "sessions", stray, f"{stray} session rows for questions the script never asked")
     facts["not final"] = db.execute(
-        "select count(*) from sessions where status = 'running' or finished_at is null"
-    ).fetchone()[0]
+        "select count(*) as n from sessions where status = 'running' or finished_at is null"
+    ).fetchone()["n"]
 
     # Answers, reviews, bias records, per-session call counts: equal to what run() returned.
     def grouped(sql: str) -> dict[str, list[sqlite3.Row]]:
@@ -314,9 +301,9 @@ def audit(
         n = sum(len(rows) for rows in left.values())  # rows of failed or unknown sessions
         a.problem(a.duplicated, what, n, f"{n} {what} rows of failed or unknown sessions")
     facts["duplicate bias pairs"] = db.execute(
-        "select count(*) from (select 1 from bias_records"
+        "select count(*) as n from (select 1 from bias_records"
         " group by session_id, reviewer_id, model_id having count(*) > 1) as repeated"
-    ).fetchone()[0]
+    ).fetchone()["n"]
 
     # Attempt numbering inside each logical call: 1..n, every attempt but the last failed.
     retries = failed_attempts = gave_up = logical_calls = 0
@@ -370,7 +357,8 @@ def audit(
     )
     # Malformed replies served vs invalid review outputs recorded (a re-request follows each).
     invalid_outputs = 0
-    for (valid, attempts, error) in db.execute("select valid, attempts, error from reviews"):
+    for review in db.execute("select valid, attempts, error from reviews"):
+        valid, attempts, error = review["valid"], review["attempts"], review["error"]
         ended_on_provider_error = not valid and not (error or "").startswith("invalid output after")
         invalid_outputs += attempts if not valid and not ended_on_provider_error else attempts - 1
     facts["invalid_outputs"] = invalid_outputs
