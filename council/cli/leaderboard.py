@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 @click.option(
     "--bootstrap",
     type=click.IntRange(0, 100_000),
-    default=200,  # = council.leaderboard.DEFAULT_BOOTSTRAP (not imported here: it loads numpy)
+    default=200,  # = council.leaderboard_shape.DEFAULT_BOOTSTRAP (not imported: the help loads no pydantic)
     show_default=True,
     metavar="N",
     help="Bootstrap rounds for the 95% intervals (0: none; more: steadier interval ends, slower).",
