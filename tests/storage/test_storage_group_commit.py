@@ -118,6 +118,7 @@ def test_a_failed_write_keeps_the_pending_calls_for_the_next_one(store):
             raise RuntimeError("the caller's write fails")
         assert _on_disk(store) == []  # rolled back with it...
         await asyncio.sleep(0)
+        store.wait_group_commit()  # on PostgreSQL it commits in a thread of its own
         assert _on_disk(store) == [("call-1", None)]  # ...and written at the end of the turn
 
     asyncio.run(run())
