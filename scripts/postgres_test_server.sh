@@ -3,6 +3,8 @@
 #
 #   scripts/postgres_test_server.sh start DIR   # creates DIR/data, starts the server, prints its URL
 #   scripts/postgres_test_server.sh stop DIR    # stops it (immediate: the data is thrown away anyway)
+#   scripts/postgres_test_server.sh pause DIR   # stops it cleanly, keeping its data (a test's outage)...
+#   scripts/postgres_test_server.sh resume DIR  # ...and starts it again on that data
 #
 # initdb refuses to run as root, so as root the server runs as the `postgres` user (Debian's
 # package creates it); as anyone else it runs as that user. The binaries: $PGBIN, else the
@@ -11,7 +13,7 @@ set -euo pipefail
 
 die() { printf 'postgres_test_server: %s\n' "$*" >&2; exit 1; }
 
-[[ $# -eq 2 ]] || die "usage: $0 start|stop DIR"
+[[ $# -eq 2 ]] || die "usage: $0 start|stop|pause|resume DIR"
 action=$1
 root=$2
 
@@ -32,6 +34,12 @@ as_server() {
     fi
 }
 
+serve() {
+    as_server "$PGBIN/pg_ctl" -D "$root/data" -l "$root/log" -w -s \
+        -o "-c listen_addresses='' -k $root -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+        start || { cat "$root/log" >&2; die "the server did not start"; }
+}
+
 case "$action" in
     start)
         mkdir -p "$root"
@@ -44,16 +52,23 @@ case "$action" in
         fi
         as_server "$PGBIN/initdb" -D "$root/data" -U council --auth=trust -E UTF8 --no-locale --no-sync \
             >"$root/initdb.log" 2>&1 || { cat "$root/initdb.log" >&2; die "initdb failed"; }
-        as_server "$PGBIN/pg_ctl" -D "$root/data" -l "$root/log" -w -s \
-            -o "-c listen_addresses='' -k $root -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
-            start || { cat "$root/log" >&2; die "the server did not start"; }
+        serve
         printf 'postgresql://council@/postgres?host=%s\n' "$root"
         ;;
     stop)
         [[ -d "$root/data" ]] || exit 0
         as_server "$PGBIN/pg_ctl" -D "$root/data" -m immediate -w -s stop || true
         ;;
+    pause)
+        # Fast, not immediate: with synchronous_commit off an immediate stop loses the last commits.
+        as_server "$PGBIN/pg_ctl" -D "$root/data" -m fast -w -s stop
+        ;;
+    resume)
+        [[ -d "$root/data" ]] || die "no server's data in $root"
+        root=$(cd "$root" && pwd)
+        serve
+        ;;
     *)
-        die "usage: $0 start|stop DIR"
+        die "usage: $0 start|stop|pause|resume DIR"
         ;;
 esac

@@ -76,6 +76,16 @@ class Server:
             return
         self.url = proc.stdout.strip().splitlines()[-1]
 
+    def pause(self) -> None:
+        """Stop a server of the test's own (``start(own=True)``), keeping its data: an outage."""
+        assert self._root is not None, "only a server of the test's own is paused"
+        subprocess.run(["bash", str(SCRIPT), "pause", self._root], capture_output=True, timeout=60, check=True)
+
+    def resume(self) -> None:
+        """Start a paused server again, on its data and its socket."""
+        assert self._root is not None
+        subprocess.run(["bash", str(SCRIPT), "resume", self._root], capture_output=True, timeout=60, check=True)
+
     def stop(self) -> None:
         if self._root is not None:
             subprocess.run(["bash", str(SCRIPT), "stop", self._root], capture_output=True, timeout=60, check=False)

@@ -22,6 +22,8 @@ import logging
 import os
 import re
 import threading
+import time
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -42,10 +44,18 @@ from council.storage.sqlite_store import SQLiteStore
 log = get_logger("council.storage")
 
 CONNECT_TIMEOUT_S = 10
-#: How long a call waits for a connection while the server is known to be away (see connection()).
+#: How long operations wait for a server found gone to come back (a restart, a failover), counted
+#: from when it was found gone: a session finishing meanwhile is written once it is back.
+OUTAGE_GRACE_S = 10.0
+#: How long a call waits for a connection after that, while the server is still away (see connection()).
 AWAY_TIMEOUT_S = 1.0
 MIN_ID_PREFIX = 8
 
+
+# SQLSTATEs of a server going away or not yet back: admin_shutdown (a restart, fast or smart),
+# crash_shutdown, cannot_connect_now (starting up or recovering). Not the rest of class 57: 57014
+# is a statement cancelled by its timeout, with the server there.
+_SERVER_GOING = frozenset({"57P01", "57P02", "57P03"})
 
 # libpq's words for an option value it cannot use (a malformed URL, not a server problem).
 _BAD_VALUE = re.compile(r"invalid (\w+ )*value|invalid connection option|invalid URI|invalid percent-encoded")
@@ -411,6 +421,27 @@ def _close_open_stores() -> None:
         store.close()
 
 
+class _Staleness:
+    """Which pooled connections may have outlived their server: those made before it was last
+    found gone. The pool checks those (one empty query) as it hands them out, once each, and
+    replaces one that fails; the others are handed out unchecked (a round trip saved on each)."""
+
+    def __init__(self) -> None:
+        self.made: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+        self.gone_at = float("-inf")
+
+    def configure(self, conn: Any) -> None:
+        self.made[conn] = time.monotonic()
+
+    def check(self, conn: Any) -> None:
+        if self.made.get(conn, float("-inf")) > self.gone_at:
+            return
+        from psycopg_pool import ConnectionPool
+
+        ConnectionPool.check_connection(conn)  # raises for a broken one: the pool takes another
+        self.made[conn] = time.monotonic()
+
+
 class PostgresStore(GroupCommit, SharedOperations):
     """All reads and writes of a PostgreSQL store go through here."""
 
@@ -419,15 +450,19 @@ class PostgresStore(GroupCommit, SharedOperations):
     #: calls them off its event loop.
     threadsafe = True
 
-    def __init__(self, url: str, pool: Any) -> None:
+    #: OUTAGE_GRACE_S, for this store.
+    outage_grace_s = OUTAGE_GRACE_S
+
+    def __init__(self, url: str, pool: Any, staleness: _Staleness | None = None) -> None:
         self.url = url
         self.path = None
         self.pool = pool
+        self._staleness = staleness or _Staleness()
+        self.away_since: float | None = None  # when the server was found gone (no operation has succeeded since)
         self._lease: ownership.Lease | None = None
         self._lease_lock = threading.Lock()
         self._local = threading.local()
         self._unscored = False  # records without a score are only ever loaded into SQLite
-        self.away = False  # the server was found gone and no operation has succeeded since
         self._init_group_commit()  # call-log rows not yet committed: written by the next transaction
 
     # -- opening -------------------------------------------------------------
@@ -448,6 +483,7 @@ class PostgresStore(GroupCommit, SharedOperations):
         # when the server goes away; the operation that fails says it once, in one line.
         logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
+        staleness = _Staleness()
         pool = ConnectionPool(
             url,
             min_size=1,
@@ -457,8 +493,10 @@ class PostgresStore(GroupCommit, SharedOperations):
             name="council",
             # A stopped server fails a waiting call after this long, not the pool's default 30 s.
             timeout=CONNECT_TIMEOUT_S,
+            configure=staleness.configure,
+            check=staleness.check,
         )
-        store = cls(url, pool)
+        store = cls(url, pool, staleness)
         _OPEN_STORES.add(store)
         store.recover_interrupted()
         return store
@@ -471,28 +509,46 @@ class PostgresStore(GroupCommit, SharedOperations):
         psycopg = _psycopg()
         from psycopg_pool import PoolTimeout
 
-        # Once the server is found gone, each later call would wait the whole CONNECT_TIMEOUT_S
-        # for a connection the pool cannot make: a worker meeting a stopped server took 30-60 s
-        # to say so, one wait after another. Until an operation succeeds again, a call waits
-        # AWAY_TIMEOUT_S (a server back by then is used at once: the pool reconnects by itself).
+        # Once the server is found gone, the calls made in the next OUTAGE_GRACE_S wait for it to
+        # come back (the pool reconnects by itself, and checks the connections it held before it
+        # hands them out again): a restart of a few seconds loses no session. After that each
+        # call waits AWAY_TIMEOUT_S, not the whole CONNECT_TIMEOUT_S: a worker meeting a stopped
+        # server took 30-60 s to say so, one wait after another.
         try:
-            with self.pool.connection(timeout=AWAY_TIMEOUT_S if self.away else None) as conn:
+            with self.pool.connection(timeout=self._connection_wait()) as conn:
                 yield conn
-            self.away = False
+            self.away_since = None
         except (psycopg.OperationalError, PoolTimeout) as exc:
             if self._gone(exc):
-                self.away = True
+                self._staleness.gone_at = time.monotonic()
+                if self.away_since is None:
+                    self.away_since = self._staleness.gone_at
             # SQLSTATE class 40, transaction rollback: a deadlock broken, a serialization conflict.
             rolled_back = (getattr(exc, "sqlstate", None) or "").startswith("40")
             failure = TransactionConflict if rolled_back else CouncilFailure
             raise failure(f"the PostgreSQL store {display_url(self.url)} failed: {_one_line(exc, self.url)}") from None
 
+    @property
+    def away(self) -> bool:
+        """The server was found gone and no operation has succeeded since."""
+        return self.away_since is not None
+
+    def _connection_wait(self) -> float | None:
+        """How long to wait for a pooled connection: the pool's own timeout, or while the server
+        is away the rest of the outage's grace (AWAY_TIMEOUT_S at least)."""
+        if self.away_since is None:
+            return None
+        return max(AWAY_TIMEOUT_S, self.away_since + self.outage_grace_s - time.monotonic())
+
     def _gone(self, exc: Exception) -> bool:
         """Whether ``exc`` says the server is away: a connection that failed or broke (no SQLSTATE:
-        a query the server refused, a deadlock or a cancelled statement has one), or a wait for
-        a connection that timed out with none left in the pool (not one that found all busy)."""
+        a query the server refused, a deadlock or a cancelled statement has one), the server
+        shutting down or starting (``_SERVER_GOING``: a restart ends each session with one), or
+        a wait for a connection that timed out with none left in the pool (not one that found
+        all busy)."""
         if isinstance(exc, _psycopg().OperationalError):
-            return getattr(exc, "sqlstate", None) is None
+            sqlstate = getattr(exc, "sqlstate", None)
+            return sqlstate is None or sqlstate in _SERVER_GOING
         return self.pool.get_stats().get("pool_size", 0) == 0
 
     def close(self) -> None:
