@@ -544,20 +544,20 @@ class SessionRunner:
             if run.finished is not None:  # it passed during the final write, which completed
                 return run.finished
             error = f"the session exceeded its deadline of {c.session_timeout:g}s"
-            self._record_failure(run, error)
+            await self._record_failure(run, error)
             raise QuorumError(error) from None
         except QuorumError as exc:
             reached = self._budget_reached()
             if reached is not None:  # stopped by the spend cap: what was done is kept, and says why
-                self._record_failure(run, str(reached), status="partial")
+                await self._record_failure(run, str(reached), status="partial")
                 raise reached from None
-            self._record_failure(run, str(exc))
+            await self._record_failure(run, str(exc))
             raise
         except BaseException as exc:  # Ctrl-C / cancellation / bugs: never leave the row "running"
             if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt):
-                self._record_failure(run, "interrupted", status="interrupted")
+                await self._record_failure(run, "interrupted", status="interrupted")
             else:
-                self._record_failure(run, f"{type(exc).__name__}: {exc}")
+                await self._record_failure(run, f"{type(exc).__name__}: {exc}")
             raise
 
     async def _begin(self, run: _Run, begin: Callable[[], None]) -> None:
@@ -573,7 +573,7 @@ class SessionRunner:
         try:
             await off_loop(begin)
         except asyncio.CancelledError:
-            self._record_failure(run, "interrupted", status="interrupted")
+            await self._record_failure(run, "interrupted", status="interrupted")
             raise
 
     def _ranked_by(self, reviewer: str, members: Iterable[str]) -> list[str]:
@@ -626,11 +626,26 @@ class SessionRunner:
             self.hasher = QueryHasher.of_store(self.store)
         return self.hasher
 
-    def _record_failure(self, run: _Run, error: str, status: str = "failed") -> None:
+    async def _record_failure(self, run: _Run, error: str, status: str = "failed") -> None:
+        """Tell and write how the session stopped; the write in the store's write thread if it has
+        one, as a finished session's is (PostgreSQL: on the event loop it held every other session
+        of a server for as long as the database took, a second or more while it was away)."""
+        write = self._failure_told(run, error, status)
+        if write is None:
+            return
+        writer = self.store.write_thread()
+        if writer is None:
+            write()
+        else:
+            await off_loop(write, None, writer)
+
+    def _failure_told(self, run: _Run, error: str, status: str) -> Callable[[], None] | None:
+        """Send the session's last events (its members cut off, its end) and return the write of
+        its record (None: nothing to write)."""
         # An error after the session was written (e.g. raised by the on_event callback at
         # "session_finished") must not flip it to failed nor write its call log a second time.
         if run.persisted:
-            return
+            return None
         from council.session.events import SessionFinished
 
         cut: list[MemberAnswer] = []
@@ -647,7 +662,8 @@ class SessionRunner:
         except Exception as exc:  # a failing event sink must not hide why the session failed
             log.error("could not report the failed session", session_id=run.session_id, error=str(exc))
         if self.store is None:
-            return
+            return None
+        store, keep_text = self.store, self.council.store_transcripts
         try:
             # What the session did before it stopped is kept: a member that answered is never lost.
             result = None
@@ -655,12 +671,20 @@ class SessionRunner:
                 if status == "partial":  # stopped by the spend cap: the reason, as a finished session gives it
                     run.partial_reasons.append(error)
                 result = self._result(run, status)  # type: ignore[arg-type]  # failed, partial, interrupted
-                if not self.council.store_transcripts:
+                if not keep_text:
                     result = scrub_transcripts(result)
-            self.store.fail_session(run.session_id, status=status, error=error, calls=run.calls, result=result,
-                                    keep_text=self.council.store_transcripts)  # fmt: skip
-        except Exception as exc:  # the original error matters more than a failed write of it
+        except Exception as exc:  # the original error matters more than a failed record of it
             log.error("could not record the failed session", session_id=run.session_id, error=str(exc))
+            return None
+
+        def write() -> None:
+            try:
+                store.fail_session(run.session_id, status=status, error=error, calls=run.calls, result=result,
+                                   keep_text=keep_text)  # fmt: skip
+            except Exception as exc:  # the original error matters more than a failed write of it
+                log.error("could not record the failed session", session_id=run.session_id, error=str(exc))
+
+        return write
 
     async def _stages(
         self,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections import Counter
 
 import pytest
@@ -130,6 +131,29 @@ async def test_a_session_below_quorum_keeps_the_answers_that_came(store_backend,
     assert sorted(f["member"] for f in result["failures"]) == ["fake/alpha+fail", "fake/beta+fail"]
     calls = store_backend.session_calls(row["id"])  # the call log, once: every attempt
     assert result["usage"]["calls"] == len(calls) and len({c["call_id"] for c in calls}) == len(calls)
+
+
+async def test_a_failed_session_is_written_in_the_stores_write_thread_if_it_has_one(store_backend):
+    # As a finished session is: on PostgreSQL the write held the event loop, and every other
+    # session of a server with it, for as long as the database took (a second or more when away).
+    threads = []
+    fail_session = store_backend.fail_session
+
+    def recorded(*args, **kwargs):
+        threads.append(threading.current_thread().name)
+        return fail_session(*args, **kwargs)
+
+    store_backend.fail_session = recorded
+    members = ["fake/alpha+fail", "fake/beta+fail", "fake/gamma"]
+    council = Council.from_config({"councils": {"default": {"members": members, "chairman": "fake/gamma"}}},
+                                  store=store_backend)  # fmt: skip
+    with pytest.raises(QuorumError):
+        await council.run(QUESTION, seed=1)
+    await council.aclose()
+    loop_thread = threading.current_thread().name
+    assert threads == (["council-group-commit_0"] if store_backend.threadsafe else [loop_thread])
+    [listed] = store_backend.list_sessions()
+    assert store_backend.get_session(listed["id"])["status"] == "failed"
 
 
 async def test_a_session_past_its_deadline_in_review_keeps_its_answers(store_backend):
