@@ -10,12 +10,13 @@ from starlette.responses import JSONResponse, Response
 from council.errors import CouncilError, NotFoundError
 from council.exports import stored_result
 from council.server.errors import error_for, openai_error
-from council.server.state import server_of
+from council.server.state import read_store, server_of
 
 
 async def get_session(request: Request) -> Response:
     try:
-        row = server_of(request).store.get_session(request.path_params["session_id"])
+        store = server_of(request).store
+        row = await read_store(store, store.get_session, request.path_params["session_id"])
     except NotFoundError as exc:
         return openai_error(404, str(exc), "invalid_request_error", "not_found")
     result = stored_result(row)  # with the error of a session that stopped early
@@ -30,8 +31,11 @@ async def get_bias_report(request: Request) -> Response:
 
     q = request.query_params
     try:
-        report = bias_report(
-            server_of(request).store,
+        store = server_of(request).store
+        report = await read_store(
+            store,
+            bias_report,
+            store,
             since=q.get("since"),
             reviewers=q.getlist("reviewer"),
             council=q.get("council"),
@@ -56,8 +60,11 @@ async def get_leaderboard(request: Request) -> Response:
     try:
         from council.judged_leaderboard import parse_control
 
-        board = leaderboard(
-            server_of(request).store,
+        store = server_of(request).store
+        board = await read_store(
+            store,
+            leaderboard,
+            store,
             council=q.get("council"),
             since=q.get("since"),
             source=q.get("source", "all"),
