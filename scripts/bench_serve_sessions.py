@@ -4,6 +4,7 @@
     python scripts/bench_serve_sessions.py --sessions 50 --rounds 5
     python scripts/bench_serve_sessions.py --workers 2        # council serve --workers 2: two processes, one port
     python scripts/bench_serve_sessions.py --postgres         # the store on PostgreSQL
+    python scripts/bench_serve_sessions.py --rpm 1000000      # each call reserves its turn in the store's rpm budget
 
 The mock LLM server (``scripts/mock_llm_server.py``, its own process) answers every call after
 ``--latency`` seconds. ``council serve`` runs as a real process on a temporary COUNCIL_HOME
@@ -194,6 +195,7 @@ def main() -> int:
     parser.add_argument("--warm-up", type=int, default=20, help="sessions of the untimed first round")
     parser.add_argument("--workers", type=int, default=1, help="server processes (council serve --workers N)")
     parser.add_argument("--postgres", action="store_true", help="the store on PostgreSQL (else SQLite)")
+    parser.add_argument("--rpm", type=int, help="each model's rpm (the store's shared budget: a reservation a call)")
     args = parser.parse_args()
     from mock_server import start_mock_server
 
@@ -202,14 +204,16 @@ def main() -> int:
     print(
         f"{args.sessions} concurrent sessions per round, {args.rounds} rounds after a warm-up of {args.warm_up}; "
         f"{args.members} members, {args.workers} server process{'es' if args.workers > 1 else ''}, "
-        f"store {'PostgreSQL' if args.postgres else 'SQLite'}, mock at {args.latency * 1000:g} ms per call; "
+        f"store {'PostgreSQL' if args.postgres else 'SQLite'}{f', rpm {args.rpm}' if args.rpm else ''}, "
+        f"mock at {args.latency * 1000:g} ms per call; "
         f"critical path = 3 × latency = {critical * 1000:g} ms; {os.cpu_count()} cores; load average before: {uptime()}"
     )
     limit = args.sessions * 3 + args.warm_up  # every session's calls in flight at once: no limit binds
     with start_mock_server(latency=args.latency) as mock, tempfile.TemporaryDirectory(prefix="council-bench-") as home:
         # retries as by default: a keep-alive connection the mock (uvicorn, 5 s) closes as it is
         # reused, in a slow round on a loaded machine, is asked again.
-        config = council_config(mock.base_url, args.members, max_concurrency=limit, retries=3, timeout=120)
+        rpm = {"rpm": args.rpm} if args.rpm else {}
+        config = council_config(mock.base_url, args.members, max_concurrency=limit, retries=3, timeout=120, **rpm)
         path = write_council_toml(Path(home) / "council.toml", config)
         with postgres_if(args.postgres) as database:
             url = database.fresh_database(migrated=True) if database is not None else None

@@ -24,7 +24,7 @@ import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -40,6 +40,8 @@ from council.redaction import redact, redact_secrets
 from council.usage import CallRecord, CallSink
 
 log = get_logger("council.providers")
+
+_T = TypeVar("_T")
 
 
 class RetryPolicy(BaseModel):
@@ -202,7 +204,7 @@ class ModelClient:
                 raise
             finally:
                 if tokens and used != tokens and self._rates is not None:
-                    self._settle_tokens(tokens, used)
+                    await self._with_rates(lambda: self._settle_tokens(tokens, used))
 
     async def _spend(self, request: ChatRequest, send: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
         """``send()`` the attempt under the spend cap, if any (docs/methods.md, "Spend caps")."""
@@ -305,13 +307,26 @@ class ModelClient:
         spec, rates = self.resolved.spec, self._rates
         assert rates is not None
         rpm_key, tpm_key = self._rate_keys()
-        wait = 0.0
-        if spec.rpm:
-            wait = rates.reserve_rate(rpm_key, *gcra.call_slot(spec.rpm, spec.max_concurrency))
-        if spec.tpm and tokens:
-            wait = max(wait, rates.reserve_rate(tpm_key, *gcra.token_slot(tokens, spec.tpm)))
+
+        def reserve() -> float:
+            wait = 0.0
+            if spec.rpm:
+                wait = rates.reserve_rate(rpm_key, *gcra.call_slot(spec.rpm, spec.max_concurrency))
+            if spec.tpm and tokens:
+                wait = max(wait, rates.reserve_rate(tpm_key, *gcra.token_slot(tokens, spec.tpm)))
+            return wait
+
+        wait = await self._with_rates(reserve)
         if wait > 0:
             await asyncio.sleep(wait)
+
+    async def _with_rates(self, job: Callable[[], _T]) -> _T:
+        """``job()``, which asks the rate budgets: in a worker thread when they are a store whose
+        operations may run on several threads (PostgreSQL: a round trip, which every other call
+        on the event loop waited for), else here (SQLite's connection is the loop's own)."""
+        if getattr(self._rates, "threadsafe", False):
+            return await asyncio.to_thread(job)
+        return job()
 
     def _settle_tokens(self, reserved: int, used: int) -> None:
         """Give back what a call did not use of its reserved tokens (or take what it used more)."""

@@ -166,6 +166,26 @@ def test_a_call_that_used_few_of_its_tokens_lets_the_next_start_at_once(url_stor
     assert url_store.reserve_rate("tpm:t:fake/t", 100 * 0.01, tolerance=5900 * 0.01) > 0.5
 
 
+def test_the_shared_budget_is_asked_off_the_event_loop_where_the_store_allows(url_store, monkeypatch):
+    # On PostgreSQL each reservation is a round trip, which every other call on the event loop
+    # (every session of a server) waited for; SQLite's connection is the loop's own.
+    import threading
+
+    threads = []
+    for name in ("reserve_rate", "adjust_rate"):
+        real = getattr(url_store, name)
+
+        def watched(*args, real=real, **kwargs):
+            threads.append(threading.current_thread())
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(url_store, name, watched)
+    ask(tpm_client(url_store, tpm=6000, max_tokens=3000, used=30))  # reserves, then gives back 3000
+    assert len(threads) == 2
+    here = threading.current_thread()
+    assert all((t is not here) == url_store.threadsafe for t in threads), threads
+
+
 def test_a_call_the_provider_answered_with_an_error_gives_all_its_tokens_back(url_store):
     from council.errors import ProviderError
 
