@@ -204,7 +204,7 @@ class ModelClient:
                 raise
             finally:
                 if tokens and used != tokens and self._rates is not None:
-                    await self._with_rates(lambda: self._settle_tokens(tokens, used))
+                    await _asking(self._rates, lambda: self._settle_tokens(tokens, used))
 
     async def _spend(self, request: ChatRequest, send: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
         """``send()`` the attempt under the spend cap, if any (docs/methods.md, "Spend caps")."""
@@ -316,17 +316,9 @@ class ModelClient:
                 wait = max(wait, rates.reserve_rate(tpm_key, *gcra.token_slot(tokens, spec.tpm)))
             return wait
 
-        wait = await self._with_rates(reserve)
+        wait = await _asking(rates, reserve)
         if wait > 0:
             await asyncio.sleep(wait)
-
-    async def _with_rates(self, job: Callable[[], _T]) -> _T:
-        """``job()``, which asks the rate budgets: in a worker thread when they are a store whose
-        operations may run on several threads (PostgreSQL: a round trip, which every other call
-        on the event loop waited for), else here (SQLite's connection is the loop's own)."""
-        if getattr(self._rates, "threadsafe", False):
-            return await asyncio.to_thread(job)
-        return job()
 
     def _settle_tokens(self, reserved: int, used: int) -> None:
         """Give back what a call did not use of its reserved tokens (or take what it used more)."""
@@ -395,7 +387,7 @@ class ModelClient:
             return await self._complete(request, stage, sink, on_delta)
         key = request_key(self._target, request.model_dump(mode="json"))
         if not cache.refresh:
-            hit = _cached_reply(cache.replies.get(key))
+            hit = _cached_reply(await _asking(cache.replies, lambda: cache.replies.get(key)))
             if hit is not None and accept(hit):
                 if sink is not None:
                     sink(self._cached_call(stage, hit))
@@ -404,7 +396,8 @@ class ModelClient:
                 return hit
         response = await self._complete(request, stage, sink, on_delta)
         if accept(response) and redact_secrets(response.text, error_text=False) == response.text:
-            cache.replies.put(key, {"v": CACHE_VERSION, "model": self.model, **response.model_dump(mode="json")})
+            entry = {"v": CACHE_VERSION, "model": self.model, **response.model_dump(mode="json")}
+            await _asking(cache.replies, lambda: cache.replies.put(key, entry))
         return response
 
     def _cached_call(self, stage: str, hit: ChatResponse) -> CallRecord:
@@ -453,6 +446,16 @@ class ModelClient:
 
     async def aclose(self) -> None:
         await self.api.aclose()
+
+
+async def _asking(target: Any, job: Callable[[], _T]) -> _T:
+    """``job()``, which asks ``target`` (the rate budgets, the call cache): in a worker thread when
+    it is (or keeps its entries in) a store whose operations may run on several threads
+    (PostgreSQL: a round trip, which every other call on the event loop waited for), else here
+    (SQLite's connection is the loop's own; a process's own budgets are memory)."""
+    if getattr(target, "threadsafe", False):
+        return await asyncio.to_thread(job)
+    return job()
 
 
 def share_limits(clients: Iterable[ModelClient], store: SharedLimits) -> None:

@@ -40,6 +40,11 @@ class StoreReplies:
     def __init__(self, store: Store) -> None:
         self.store = store
 
+    @property
+    def threadsafe(self) -> bool:
+        """The store's (council.providers.client asks it off the event loop then)."""
+        return self.store.threadsafe
+
     def get(self, key: str) -> Mapping[str, Any] | None:
         return self.store.cached_reply(key, CACHE_VERSION)
 

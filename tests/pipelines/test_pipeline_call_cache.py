@@ -80,6 +80,28 @@ async def test_an_identical_request_is_answered_from_the_store_logged_cached_at_
     assert not first_log.records[0].cached
 
 
+async def test_the_cache_is_read_and_written_off_the_event_loop_where_the_store_allows(store_backend, monkeypatch):
+    # On PostgreSQL each lookup and each entry kept is a round trip, which every other call on the
+    # event loop (every session of a server) waited for; SQLite's connection is the loop's own.
+    import threading
+
+    threads = []
+    for name in ("cached_reply", "cache_reply"):
+        real = getattr(store_backend, name)
+
+        def watched(*args, real=real, **kwargs):
+            threads.append(threading.current_thread())
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(store_backend, name, watched)
+    client = client_for(store_backend)
+    first = await client.complete(req(), stage="answer")
+    assert (await client.complete(req(), stage="answer")).text == first.text
+    assert len(client.api.history) == 1 and len(threads) == 3  # looked up, kept, found
+    here = threading.current_thread()
+    assert all((t is not here) == store_backend.threadsafe for t in threads), threads
+
+
 async def test_three_votes_are_three_calls(store):
     client = client_for(store)
     for vote in range(3):
