@@ -127,6 +127,22 @@ def write_config(path: Path, models: dict[str, dict[str, object]], **council: ob
     return path
 
 
+def threads_calling(monkeypatch, target: object, *names: str) -> dict[str, list[str]]:
+    """The names of the threads each of ``target``'s methods ``names`` is called on, from now on."""
+    import threading
+
+    threads: dict[str, list[str]] = {}
+    for name in names:
+        real = getattr(target, name)
+
+        def watched(*args, name=name, real=real, **kwargs):
+            threads.setdefault(name, []).append(threading.current_thread().name)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(target, name, watched)
+    return threads
+
+
 def db_rows(home: Path, sql: str, params: tuple = ()) -> list[tuple]:
     db = sqlite3.connect(home / "council.db", timeout=30)
     try:

@@ -85,21 +85,16 @@ async def test_the_cache_is_read_and_written_off_the_event_loop_where_the_store_
     # event loop (every session of a server) waited for; SQLite's connection is the loop's own.
     import threading
 
-    threads = []
-    for name in ("cached_reply", "cache_reply"):
-        real = getattr(store_backend, name)
+    from conftest import threads_calling
 
-        def watched(*args, real=real, **kwargs):
-            threads.append(threading.current_thread())
-            return real(*args, **kwargs)
-
-        monkeypatch.setattr(store_backend, name, watched)
+    threads = threads_calling(monkeypatch, store_backend, "cached_reply", "cache_reply")
     client = client_for(store_backend)
     first = await client.complete(req(), stage="answer")
     assert (await client.complete(req(), stage="answer")).text == first.text
-    assert len(client.api.history) == 1 and len(threads) == 3  # looked up, kept, found
-    here = threading.current_thread()
-    assert all((t is not here) == store_backend.threadsafe for t in threads), threads
+    assert len(client.api.history) == 1
+    assert {name: len(seen) for name, seen in threads.items()} == {"cached_reply": 2, "cache_reply": 1}
+    here = threading.current_thread().name
+    assert all((t != here) == store_backend.threadsafe for seen in threads.values() for t in seen), threads
 
 
 async def test_three_votes_are_three_calls(store):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from conftest import threads_calling
 from starlette.testclient import TestClient
 
 CONFIG = {"councils": {"default": {"members": ["fake/alpha", "fake/beta", "fake/gamma"], "chairman": "fake/alpha"}}}
@@ -32,19 +33,8 @@ def test_every_read_route_reads_the_store_off_the_event_loop_where_it_can(served
     session_id = reply.json()["council"]["session_id"]
     loop_thread = client.portal.call(lambda: threading.current_thread().name)  # the app's event loop
     store = server.store
-    threads: dict[str, set[str]] = {}
-
-    def watched(name):
-        real = getattr(store, name)
-
-        def read(*args, **kwargs):
-            threads.setdefault(name, set()).add(threading.current_thread().name)
-            return real(*args, **kwargs)
-
-        monkeypatch.setattr(store, name, read)
-
-    for name in ("get_session", "list_sessions", "events_after", "bias_sums", "comparisons"):
-        watched(name)
+    threads = threads_calling(monkeypatch, store, "get_session", "list_sessions", "events_after", "bias_sums",
+                              "comparisons")  # fmt: skip
     assert client.get(f"/v1/sessions/{session_id}").json()["status"] == "complete"
     assert [s["session_id"] for s in client.get("/v1/sessions").json()] == [session_id]
     events = client.get(f"/v1/sessions/{session_id}/events").text

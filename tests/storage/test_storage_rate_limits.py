@@ -171,19 +171,13 @@ def test_the_shared_budget_is_asked_off_the_event_loop_where_the_store_allows(ur
     # (every session of a server) waited for; SQLite's connection is the loop's own.
     import threading
 
-    threads = []
-    for name in ("reserve_rate", "adjust_rate"):
-        real = getattr(url_store, name)
+    from conftest import threads_calling
 
-        def watched(*args, real=real, **kwargs):
-            threads.append(threading.current_thread())
-            return real(*args, **kwargs)
-
-        monkeypatch.setattr(url_store, name, watched)
+    threads = threads_calling(monkeypatch, url_store, "reserve_rate", "adjust_rate")
     ask(tpm_client(url_store, tpm=6000, max_tokens=3000, used=30))  # reserves, then gives back 3000
-    assert len(threads) == 2
-    here = threading.current_thread()
-    assert all((t is not here) == url_store.threadsafe for t in threads), threads
+    assert {name: len(seen) for name, seen in threads.items()} == {"reserve_rate": 1, "adjust_rate": 1}
+    here = threading.current_thread().name
+    assert all((t != here) == url_store.threadsafe for seen in threads.values() for t in seen), threads
 
 
 def test_a_call_the_provider_answered_with_an_error_gives_all_its_tokens_back(url_store):
