@@ -49,6 +49,9 @@ CONNECT_TIMEOUT_S = 10
 OUTAGE_GRACE_S = 10.0
 #: How long a call waits for a connection after that, while the server is still away (see connection()).
 AWAY_TIMEOUT_S = 1.0
+#: A pooled connection unused this long is tested (one empty query) before it is handed out: a
+#: restart of the server while it sat idle has closed it, unseen. A busy store's are not.
+IDLE_CHECK_S = 1.0
 MIN_ID_PREFIX = 8
 
 
@@ -422,24 +425,27 @@ def _close_open_stores() -> None:
 
 
 class _Staleness:
-    """Which pooled connections may have outlived their server: those made before it was last
-    found gone. The pool checks those (one empty query) as it hands them out, once each, and
-    replaces one that fails; the others are handed out unchecked (a round trip saved on each)."""
+    """Which pooled connections may have outlived their server: those last known to work before
+    it was last found gone, or longer ago than IDLE_CHECK_S (a restart meanwhile, unseen). The
+    pool tests those (one empty query) as it hands them out and replaces one that fails; the
+    others, every connection of a busy store, are handed out untested (a round trip saved)."""
 
     def __init__(self) -> None:
-        self.made: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+        self.worked: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
         self.gone_at = float("-inf")
 
-    def configure(self, conn: Any) -> None:
-        self.made[conn] = time.monotonic()
+    def worked_now(self, conn: Any) -> None:
+        """The pool's ``configure`` (a new connection) and ``reset`` (one given back, not broken)."""
+        self.worked[conn] = time.monotonic()
 
     def check(self, conn: Any) -> None:
-        if self.made.get(conn, float("-inf")) > self.gone_at:
+        last = self.worked.get(conn, float("-inf"))
+        if last > self.gone_at and time.monotonic() - last < IDLE_CHECK_S:
             return
         from psycopg_pool import ConnectionPool
 
         ConnectionPool.check_connection(conn)  # raises for a broken one: the pool takes another
-        self.made[conn] = time.monotonic()
+        self.worked_now(conn)
 
 
 class PostgresStore(GroupCommit, SharedOperations):
@@ -493,7 +499,8 @@ class PostgresStore(GroupCommit, SharedOperations):
             name="council",
             # A stopped server fails a waiting call after this long, not the pool's default 30 s.
             timeout=CONNECT_TIMEOUT_S,
-            configure=staleness.configure,
+            configure=staleness.worked_now,
+            reset=staleness.worked_now,
             check=staleness.check,
         )
         store = cls(url, pool, staleness)
@@ -510,8 +517,9 @@ class PostgresStore(GroupCommit, SharedOperations):
         from psycopg_pool import PoolTimeout
 
         # Once the server is found gone, the calls made in the next OUTAGE_GRACE_S wait for it to
-        # come back (the pool reconnects by itself, and checks the connections it held before it
-        # hands them out again): a restart of a few seconds loses no session. After that each
+        # come back (the pool reconnects by itself, and tests the connections it held before it
+        # hands them out again, as it does those idle since IDLE_CHECK_S): a restart of a few
+        # seconds loses no session. After that each
         # call waits AWAY_TIMEOUT_S, not the whole CONNECT_TIMEOUT_S: a worker meeting a stopped
         # server took 30-60 s to say so, one wait after another.
         try:

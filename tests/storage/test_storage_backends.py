@@ -320,6 +320,30 @@ def test_a_server_back_within_the_outage_grace_is_waited_for_and_nothing_is_lost
         own.stop()
 
 
+def test_the_first_operation_after_a_restart_while_idle_does_not_fail(postgres_server):
+    # The pool held connections the restart had closed; the first operation to take one failed
+    # (a session refused with a 502 after every restart of the database, up to one per pooled
+    # connection). A connection idle for a while is tested before it is handed out.
+    from postgres_server import Server
+
+    from council.storage.postgres import IDLE_CHECK_S, PostgresStore
+
+    own = Server()
+    own.start(own=True)
+    try:
+        assert own.url is not None, own.problem
+        store = PostgresStore.open(own.fresh_database())
+        store.begin_session("s-idle", council="default")
+        own.pause()
+        own.resume()
+        time.sleep(IDLE_CHECK_S + 0.1)
+        store.fail_session("s-idle", status="failed", error="boom", calls=[])
+        assert store.get_session("s-idle")["status"] == "failed" and not store.away
+        store.close()
+    finally:
+        own.stop()
+
+
 def test_a_refused_statement_is_not_taken_for_a_server_gone_and_success_ends_the_away_state(postgres_server):
     from council.errors import CouncilFailure
     from council.storage.postgres import PostgresStore
