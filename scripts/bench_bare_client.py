@@ -3,6 +3,7 @@
     python scripts/bench_bare_client.py                  # 800 pairs (1,600 judge calls), 64 in flight, 50 ms
     python scripts/bench_bare_client.py --pairs 200 --repeat 2
     python scripts/bench_bare_client.py --postgres       # council's store on PostgreSQL
+    python scripts/bench_bare_client.py --max-cost 1000  # council's batch under a spend cap (never reached)
 
 In one run, on one mock LLM server (its own process, real HTTP on 127.0.0.1): the batch through
 the library (``council.judging.batch.run_batch``, the call ``council batch`` makes, swap on, one
@@ -91,12 +92,14 @@ def run_all(
     with start_mock_server(latency=args.latency) as server:
         url = server.base_url + "/chat/completions"
         warm_up = pairs(8)
-        asyncio.run(one_run(server.base_url, warm_up, 1, False, args.concurrency, "native", store_url()))
+        asyncio.run(
+            one_run(server.base_url, warm_up, 1, False, args.concurrency, "native", store_url(), args.max_cost)
+        )
         bodies = capture_bodies()
         for _ in range(args.repeat):
             del bodies[:]
             s0 = process_cpu(server.process.pid)
-            run = one_run(server.base_url, content, 1, False, args.concurrency, "native", store_url())
+            run = one_run(server.base_url, content, 1, False, args.concurrency, "native", store_url(), args.max_cost)
             council.append(asyncio.run(run))
             council[-1]["server"] = (process_cpu(server.process.pid) or 0) - (s0 or 0)
             replay = list(bodies)
@@ -114,6 +117,7 @@ def main() -> int:
     parser.add_argument(
         "--postgres", action="store_true", help="council's store: a fresh PostgreSQL database per run (else SQLite)"
     )
+    parser.add_argument("--max-cost", type=float, help="council's batch under this spend cap in dollars (not reached)")
     parser.add_argument(
         "--collector",
         choices=("cli", "default"),
@@ -144,7 +148,8 @@ def main() -> int:
     store = "PostgreSQL" if database is not None else "SQLite"
     print(
         f"{args.pairs} pairs, swap on, 1 vote: {calls:.0f} judge calls, {args.concurrency} in flight, "
-        f"mock at {args.latency * 1000:g} ms, council's store {store}; latency bound {bound:.2f} s; "
+        f"mock at {args.latency * 1000:g} ms, council's store {store}"
+        f"{f', spend cap ${args.max_cost:g}' if args.max_cost is not None else ''}; latency bound {bound:.2f} s; "
         f"best of {args.repeat}, interleaved; collector thresholds: {args.collector}"
     )
     print(f"{'':8} {'wall s':>7} {'(runs)':>20} {'bound/wall':>10} {'cpu ms/call':>11} {'server ms/call':>14}")

@@ -49,6 +49,10 @@ def pairs(n: int, *, labelled: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: A judge's price and reply bound, so that a spend cap can bound its calls (never reached here).
+PRICED = {"input_cost_per_token": 1e-9, "output_cost_per_token": 1e-9, "max_tokens": 512}
+
+
 async def one_run(
     base_url: str,
     content: str,
@@ -57,9 +61,11 @@ async def one_run(
     concurrency: int,
     transport: str,
     store_url: str | None = None,
+    max_cost: float | None = None,
 ) -> dict[str, float]:
     """One batch in a fresh store: a SQLite file in a temporary directory, or ``store_url``
-    (a fresh PostgreSQL database)."""
+    (a fresh PostgreSQL database); under a spend cap of ``max_cost`` dollars if given (the judge
+    then has a price, and every call reserves its worst case in the store's ledger)."""
     from council.config import load_config
     from council.judging.batch import BatchSettings, content_digest, default_batch_id, parse_batch, run_batch
     from council.judging.engine import make_judges
@@ -75,6 +81,7 @@ async def one_run(
                 "max_concurrency": concurrency,
                 "timeout": 30,
                 "retries": 1,
+                **(PRICED if max_cost is not None else {}),
             }
         },
     }
@@ -99,6 +106,7 @@ async def one_run(
             content_sha256=content_digest(content),
             concurrency=concurrency,
             store=store,
+            max_cost=max_cost,
         )
         cpu = time.process_time() - cpu0
         store.close()
