@@ -76,10 +76,13 @@ class Server:
             return
         self.url = proc.stdout.strip().splitlines()[-1]
 
-    def pause(self) -> None:
-        """Stop a server of the test's own (``start(own=True)``), keeping its data: an outage."""
+    def pause(self, *, crash: bool = False) -> None:
+        """Stop a server of the test's own (``start(own=True)``), keeping its data: an outage. A
+        fast stop (as a restart does), or with ``crash`` an immediate one, which ends connections
+        without a word (with ``synchronous_commit`` off it loses the last commits: turn it on)."""
         assert self._root is not None, "only a server of the test's own is paused"
-        subprocess.run(["bash", str(SCRIPT), "pause", self._root], capture_output=True, timeout=60, check=True)
+        action = "stop" if crash else "pause"
+        subprocess.run(["bash", str(SCRIPT), action, self._root], capture_output=True, timeout=60, check=True)
 
     def resume(self) -> None:
         """Start a paused server again, on its data and its socket."""
