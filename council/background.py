@@ -1,7 +1,9 @@
 """Work done in worker threads beside the event loop.
 
 :func:`off_loop` runs a store's blocking write in the store's write thread (PostgreSQL's, see
-``GroupCommit.write_thread``): its round trips then stall no other session.
+``GroupCommit.write_thread``): its round trips then stall no other session. :func:`asking_store`
+runs a call that asks a store (a read, a rate reservation, the call cache) in a worker thread
+on such a store, and in place on SQLite, whose connection is the loop's own.
 
 :func:`after_grace` is for work begun beside a stage's calls, begun once they are on the wire.
 While a process's first calls wait for their replies, it reads LiteLLM's price map (one
@@ -41,6 +43,19 @@ def after_grace(job: Callable[[], _T], start: threading.Event | None = None) -> 
         return job()
 
     return run
+
+
+async def asking_store(target: object, job: Callable[..., _T], *args: object, **kwargs: object) -> _T:
+    """``job(*args, **kwargs)``, which asks ``target`` (a store, or what keeps its entries in one):
+    in a worker thread when its operations may run on several threads (PostgreSQL: a round trip,
+    which every session and call on the event loop waited for, and while the database restarts
+    up to council.storage.postgres.OUTAGE_GRACE_S); here otherwise (SQLite's connection is the
+    loop's own; a process's own rate budgets are memory)."""
+    if not getattr(target, "threadsafe", False):
+        return job(*args, **kwargs)
+    import asyncio
+
+    return await asyncio.to_thread(job, *args, **kwargs)
 
 
 async def off_loop(

@@ -24,10 +24,11 @@ import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from council.background import asking_store
 from council.budget import Budget, BudgetReached, CallPrice, prompt_tokens_bound
 from council.call_cache import CACHE_VERSION, CallCache, request_key
 from council.clock import utc_now
@@ -40,8 +41,6 @@ from council.redaction import redact, redact_secrets
 from council.usage import CallRecord, CallSink
 
 log = get_logger("council.providers")
-
-_T = TypeVar("_T")
 
 
 class RetryPolicy(BaseModel):
@@ -204,7 +203,7 @@ class ModelClient:
                 raise
             finally:
                 if tokens and used != tokens and self._rates is not None:
-                    await _asking(self._rates, lambda: self._settle_tokens(tokens, used))
+                    await asking_store(self._rates, self._settle_tokens, tokens, used)
 
     async def _spend(self, request: ChatRequest, send: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
         """``send()`` the attempt under the spend cap, if any (docs/methods.md, "Spend caps")."""
@@ -316,7 +315,7 @@ class ModelClient:
                 wait = max(wait, rates.reserve_rate(tpm_key, *gcra.token_slot(tokens, spec.tpm)))
             return wait
 
-        wait = await _asking(rates, reserve)
+        wait = await asking_store(rates, reserve)
         if wait > 0:
             await asyncio.sleep(wait)
 
@@ -387,7 +386,7 @@ class ModelClient:
             return await self._complete(request, stage, sink, on_delta)
         key = request_key(self._target, request.model_dump(mode="json"))
         if not cache.refresh:
-            hit = _cached_reply(await _asking(cache.replies, lambda: cache.replies.get(key)))
+            hit = _cached_reply(await asking_store(cache.replies, cache.replies.get, key))
             if hit is not None and accept(hit):
                 if sink is not None:
                     sink(self._cached_call(stage, hit))
@@ -397,7 +396,7 @@ class ModelClient:
         response = await self._complete(request, stage, sink, on_delta)
         if accept(response) and redact_secrets(response.text, error_text=False) == response.text:
             entry = {"v": CACHE_VERSION, "model": self.model, **response.model_dump(mode="json")}
-            await _asking(cache.replies, lambda: cache.replies.put(key, entry))
+            await asking_store(cache.replies, cache.replies.put, key, entry)
         return response
 
     def _cached_call(self, stage: str, hit: ChatResponse) -> CallRecord:
@@ -446,16 +445,6 @@ class ModelClient:
 
     async def aclose(self) -> None:
         await self.api.aclose()
-
-
-async def _asking(target: Any, job: Callable[[], _T]) -> _T:
-    """``job()``, which asks ``target`` (the rate budgets, the call cache): in a worker thread when
-    it is (or keeps its entries in) a store whose operations may run on several threads
-    (PostgreSQL: a round trip, which every other call on the event loop waited for), else here
-    (SQLite's connection is the loop's own; a process's own budgets are memory)."""
-    if getattr(target, "threadsafe", False):
-        return await asyncio.to_thread(job)
-    return job()
 
 
 def share_limits(clients: Iterable[ModelClient], store: SharedLimits) -> None:

@@ -23,11 +23,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from council.background import asking_store
 from council.errors import CouncilError, NotFoundError
 from council.exports import session_listing
 from council.server.body import parse_as, read_json
 from council.server.errors import RequestError, error_for, openai_error
-from council.server.state import read_store, server_of
+from council.server.state import server_of
 from council.session.runner import MAX_SEED, check_request
 
 POLL_SECONDS = 0.05  # how often a stream looks for new events in the store
@@ -73,7 +74,7 @@ async def session_events(request: Request) -> Response:
     store = server_of(request).store
     try:
         after = _resume_point(request)
-        row = await read_store(store, store.get_session, request.path_params["session_id"])
+        row = await asking_store(store, store.get_session, request.path_params["session_id"])
     except RequestError as exc:
         return exc.response
     except NotFoundError as exc:
@@ -102,7 +103,7 @@ async def _events(store: Any, session_id: str, after: int) -> AsyncIterator[byte
         # Caught up: has the session ended (a reconnect after its last event, a session the CLI
         # ran)? Asked at once, then every STATUS_EVERY polls while it runs.
         if polls % STATUS_EVERY == 1:
-            row = await read_store(store, store.get_session, session_id)
+            row = await asking_store(store, store.get_session, session_id)
             if row["status"] != "running" and not await _events_after(store, session_id, cursor, 1):
                 yield _finished_from_row(row)  # run without events (the CLI), or ended unrecorded
                 return
@@ -114,10 +115,10 @@ async def _events(store: Any, session_id: str, after: int) -> AsyncIterator[byte
 
 
 async def _events_after(store: Any, session_id: str, after: int, limit: int = 1000) -> list[Any]:
-    """The session's events after ``after``; on PostgreSQL read in a worker thread (``read_store``):
+    """The session's events after ``after``; on PostgreSQL read in a worker thread (``asking_store``):
     this process's events still to be committed are committed first, in the store's write thread,
     behind the session writes queued there, and the event loop does not wait."""
-    return await read_store(store, store.events_after, session_id, after, limit)
+    return await asking_store(store, store.events_after, session_id, after, limit)
 
 
 def _finished_from_row(row: dict[str, Any]) -> bytes:
@@ -143,7 +144,7 @@ async def list_sessions(request: Request) -> Response:
         return openai_error(400, f"limit must be a whole number from 1 to {MAX_LIST}", "invalid_request_error")
     try:
         store = server_of(request).store
-        rows = await read_store(store, store.list_sessions, limit=int(raw), since=q.get("since"),
+        rows = await asking_store(store, store.list_sessions, limit=int(raw), since=q.get("since"),
                                 council=q.get("council"), search=q.get("q") or None)  # fmt: skip
     except CouncilError as exc:
         return error_for(exc)

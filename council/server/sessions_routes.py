@@ -7,16 +7,17 @@ import json
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from council.background import asking_store
 from council.errors import CouncilError, NotFoundError
 from council.exports import stored_result
 from council.server.errors import error_for, openai_error
-from council.server.state import read_store, server_of
+from council.server.state import server_of
 
 
 async def get_session(request: Request) -> Response:
     try:
         store = server_of(request).store
-        row = await read_store(store, store.get_session, request.path_params["session_id"])
+        row = await asking_store(store, store.get_session, request.path_params["session_id"])
     except NotFoundError as exc:
         return openai_error(404, str(exc), "invalid_request_error", "not_found")
     result = stored_result(row)  # with the error of a session that stopped early
@@ -32,7 +33,7 @@ async def get_bias_report(request: Request) -> Response:
     q = request.query_params
     try:
         store = server_of(request).store
-        report = await read_store(
+        report = await asking_store(
             store,
             bias_report,
             store,
@@ -61,7 +62,7 @@ async def get_leaderboard(request: Request) -> Response:
         from council.judged_leaderboard import parse_control
 
         store = server_of(request).store
-        board = await read_store(
+        board = await asking_store(
             store,
             leaderboard,
             store,

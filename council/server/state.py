@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from starlette.requests import Request
 
@@ -56,15 +54,3 @@ def server_of(request: Request) -> CouncilServer:
     """The running server (set by the app's lifespan)."""
     return request.app.state.council_server  # type: ignore[no-any-return]
 
-
-_T = TypeVar("_T")
-
-
-async def read_store(store: Any, op: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
-    """``op(*args, **kwargs)``, a read of ``store`` for a request: in a worker thread on a store
-    whose operations may run on several threads (PostgreSQL), so the event loop and every session
-    on it never wait for the database (a round trip each, and while it restarts up to
-    council.storage.postgres.OUTAGE_GRACE_S); in place on SQLite, whose connection is the loop's."""
-    if not store.threadsafe:
-        return op(*args, **kwargs)
-    return await asyncio.to_thread(op, *args, **kwargs)
