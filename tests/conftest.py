@@ -193,6 +193,20 @@ def postgres_server():
 
 
 @pytest.fixture
+def own_postgres(postgres_server):
+    """A PostgreSQL server of this test's own, which it may stop, pause and resume; gone after."""
+    from postgres_server import Server
+
+    own = Server()
+    own.start(own=True)
+    try:
+        assert own.url is not None, own.problem
+        yield own
+    finally:
+        own.stop()
+
+
+@pytest.fixture
 def postgres_url(postgres_server):
     """A fresh, migrated database on the real server, dropped after the test."""
     url = postgres_server.fresh_database()

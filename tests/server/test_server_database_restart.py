@@ -24,55 +24,48 @@ pytestmark = pytest.mark.slow  # real server processes, and a PostgreSQL server 
 MEMBERS = ("a", "b", "c")
 
 
-def test_sessions_finishing_while_the_database_restarts_are_written_whole(tmp_path, postgres_server):
+def test_sessions_finishing_while_the_database_restarts_are_written_whole(tmp_path, own_postgres):
     import psycopg
-    from postgres_server import Server
 
-    own = Server()
-    own.start(own=True)  # a server this test may stop
-    try:
-        assert own.url is not None, own.problem
-        url = own.fresh_database()
-        with own.admin() as admin:  # every commit kept through the crash below
-            admin.execute(f'ALTER DATABASE "{urlsplit(url).path[1:]}" SET synchronous_commit = on')
-        config = tmp_path / "council.toml"
-        with start_mock_server(latency=0.5) as mock:
-            lines = ["[councils.default]", 'members = ["a", "b", "c"]', 'chairman = "a"']
-            for alias in MEMBERS:
-                lines += [f"[models.{alias}]", f'model = "openai/mock-{alias}"', f'api_base = "{mock.base_url}"']
-            config.write_text("\n".join(lines) + "\n")
-            home = tmp_path / "home"
-            home.mkdir()
+    url = own_postgres.fresh_database()
+    with own_postgres.admin() as admin:  # every commit kept through the crash below
+        admin.execute(f'ALTER DATABASE "{urlsplit(url).path[1:]}" SET synchronous_commit = on')
+    config = tmp_path / "council.toml"
+    with start_mock_server(latency=0.5) as mock:
+        lines = ["[councils.default]", 'members = ["a", "b", "c"]', 'chairman = "a"']
+        for alias in MEMBERS:
+            lines += [f"[models.{alias}]", f'model = "openai/mock-{alias}"', f'api_base = "{mock.base_url}"']
+        config.write_text("\n".join(lines) + "\n")
+        home = tmp_path / "home"
+        home.mkdir()
 
-            def ask(i: int) -> tuple[int, str]:
-                body = {"model": "default", "messages": [{"role": "user", "content": f"question {i}: why?"}]}
-                reply = httpx.post(f"{served.base}/v1/chat/completions", json=body, timeout=60)
-                return reply.status_code, reply.json()["council"]["status"] if reply.status_code == 200 else reply.text
+        def ask(i: int) -> tuple[int, str]:
+            body = {"model": "default", "messages": [{"role": "user", "content": f"question {i}: why?"}]}
+            reply = httpx.post(f"{served.base}/v1/chat/completions", json=body, timeout=60)
+            return reply.status_code, reply.json()["council"]["status"] if reply.status_code == 200 else reply.text
 
-            def running() -> int:
-                with psycopg.connect(url) as conn:
-                    return conn.execute("SELECT count(*) FROM sessions WHERE status = 'running'").fetchone()[0]
+        def running() -> int:
+            with psycopg.connect(url) as conn:
+                return conn.execute("SELECT count(*) FROM sessions WHERE status = 'running'").fetchone()[0]
 
-            with council_serve(config, home, env={"COUNCIL_DATABASE_URL": url}) as served:
-                assert ask(0) == (200, "complete")  # the pool's connections are made before the outage
-                with ThreadPoolExecutor(12) as pool:
-                    asked = [pool.submit(ask, i) for i in range(1, 13)]
-                    # Every session has begun (no session's start is cut by the stop) and its members
-                    # are answering (1.5 s of calls): each one's final write comes while it is down.
-                    deadline = time.monotonic() + 30
-                    while running() < 12 and time.monotonic() < deadline:
-                        time.sleep(0.01)
-                    own.pause(crash=True)  # connections end without a word, as when the machine goes
-                    back = threading.Timer(4.0, own.resume)
-                    back.start()
-                    replies = [future.result() for future in asked]
-                    back.join()
-                assert replies == [(200, "complete")] * 12
-                assert ask(13) == (200, "complete")
-        with psycopg.connect(url) as conn:
-            statuses = conn.execute("SELECT status, count(*) FROM sessions GROUP BY status").fetchall()
-            answers = conn.execute("SELECT count(*) FROM answers").fetchone()[0]
-            unfinished = conn.execute("SELECT count(*) FROM calls WHERE ok IS NULL").fetchone()[0]
-        assert statuses == [("complete", 14)] and answers == 14 * len(MEMBERS) and unfinished == 0
-    finally:
-        own.stop()
+        with council_serve(config, home, env={"COUNCIL_DATABASE_URL": url}) as served:
+            assert ask(0) == (200, "complete")  # the pool's connections are made before the outage
+            with ThreadPoolExecutor(12) as pool:
+                asked = [pool.submit(ask, i) for i in range(1, 13)]
+                # Every session has begun (no session's start is cut by the stop) and its members
+                # are answering (1.5 s of calls): each one's final write comes while it is down_postgres.
+                deadline = time.monotonic() + 30
+                while running() < 12 and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                own_postgres.pause(crash=True)  # connections end without a word, as when the machine goes
+                back = threading.Timer(4.0, own_postgres.resume)
+                back.start()
+                replies = [future.result() for future in asked]
+                back.join()
+            assert replies == [(200, "complete")] * 12
+            assert ask(13) == (200, "complete")
+    with psycopg.connect(url) as conn:
+        statuses = conn.execute("SELECT status, count(*) FROM sessions GROUP BY status").fetchall()
+        answers = conn.execute("SELECT count(*) FROM answers").fetchone()[0]
+        unfinished = conn.execute("SELECT count(*) FROM calls WHERE ok IS NULL").fetchone()[0]
+    assert statuses == [("complete", 14)] and answers == 14 * len(MEMBERS) and unfinished == 0

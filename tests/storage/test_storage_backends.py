@@ -252,96 +252,73 @@ def test_sqlite_url_names_the_file(tmp_path, monkeypatch):
     assert target.exists() and SQLiteStore.open(target).get_session("s-file-0001")["id"] == "s-file-0001"
 
 
-def test_a_server_that_goes_away_is_one_line_and_nothing_half_written(postgres_server):
+def test_a_server_that_goes_away_is_one_line_and_nothing_half_written(own_postgres):
     from conftest import invoke_cli
-    from postgres_server import Server
 
     from council.errors import CouncilFailure
     from council.storage.postgres import PostgresStore
 
-    own = Server()
-    own.start(own=True)  # a server this test may stop
-    try:
-        assert own.url is not None, own.problem
-        url = own.fresh_database()
-        store = PostgresStore.open(url)
-        store.outage_grace_s = 2.0  # how long a server gone is waited for (10 s by default)
-        store.begin_session("s-before-stop", council="default")
-        own.stop()
-        with pytest.raises(CouncilFailure, match="the PostgreSQL store .* failed") as failed:
-            store.fail_session("s-before-stop", status="failed", error="boom", calls=[])
-        assert "\n" not in str(failed.value)
-        result = invoke_cli("sessions", "list", env={"COUNCIL_DATABASE_URL": url})
-        assert result.exit_code == 1 and len(result.error_lines) == 1, result.stderr
-        assert "cannot connect to the PostgreSQL store" in result.stderr
-        # Known away now: once the grace has passed, the next call waits for a connection a second,
-        # not the whole 10 s again (a worker meeting a stopped server took 30-60 s, one 10 s wait
-        # after another).
-        assert store.away
-        for _ in range(10):  # the pool's other connections broke too: each says so once, at once
-            with pytest.raises(CouncilFailure) as again:
-                store.get_session("s-before-stop")
-            if "couldn't get a connection after 1.00 sec" in str(again.value):  # the grace is over
-                break
-        assert "couldn't get a connection after 1.00 sec" in str(again.value)
-        store.close()
-    finally:
-        own.stop()
+    url = own_postgres.fresh_database()
+    store = PostgresStore.open(url)
+    store.outage_grace_s = 2.0  # how long a server gone is waited for (10 s by default)
+    store.begin_session("s-before-stop", council="default")
+    own_postgres.stop()
+    with pytest.raises(CouncilFailure, match="the PostgreSQL store .* failed") as failed:
+        store.fail_session("s-before-stop", status="failed", error="boom", calls=[])
+    assert "\n" not in str(failed.value)
+    result = invoke_cli("sessions", "list", env={"COUNCIL_DATABASE_URL": url})
+    assert result.exit_code == 1 and len(result.error_lines) == 1, result.stderr
+    assert "cannot connect to the PostgreSQL store" in result.stderr
+    # Known away now: once the grace has passed, the next call waits for a connection a second,
+    # not the whole 10 s again (a worker meeting a stopped server took 30-60 s, one 10 s wait
+    # after another).
+    assert store.away
+    for _ in range(10):  # the pool's other connections broke too: each says so once, at once
+        with pytest.raises(CouncilFailure) as again:
+            store.get_session("s-before-stop")
+        if "couldn't get a connection after 1.00 sec" in str(again.value):  # the grace is over
+            break
+    assert "couldn't get a connection after 1.00 sec" in str(again.value)
+    store.close()
 
 
-def test_a_server_back_within_the_outage_grace_is_waited_for_and_nothing_is_lost(postgres_server):
+def test_a_server_back_within_the_outage_grace_is_waited_for_and_nothing_is_lost(own_postgres):
     # A restart or a failover takes seconds: a session finishing meanwhile waited a second for a
     # connection and lost its record (2 of 60 sessions in a `council serve` probe whose database
     # was down 3 s; one of them left "running" with none of its answers).
-    from postgres_server import Server
-
     from council.errors import CouncilFailure
     from council.storage.postgres import PostgresStore
 
-    own = Server()
-    own.start(own=True)
-    try:
-        assert own.url is not None, own.problem
-        store = PostgresStore.open(own.fresh_database())
-        store.begin_session("s-blip", council="default")
-        own.pause()
-        with pytest.raises(CouncilFailure, match="the PostgreSQL store .* failed"):
-            store.get_session("s-blip")  # its connection broke: the server is known away
-        assert store.away
-        back = threading.Timer(1.5, own.resume)
-        back.start()
-        started = time.monotonic()
-        store.fail_session("s-blip", status="failed", error="boom", calls=[])  # waits for it
-        back.join()
-        assert 1.5 < time.monotonic() - started < store.outage_grace_s + 1
-        assert store.get_session("s-blip")["status"] == "failed" and not store.away
-        store.close()
-    finally:
-        own.stop()
+    store = PostgresStore.open(own_postgres.fresh_database())
+    store.begin_session("s-blip", council="default")
+    own_postgres.pause()
+    with pytest.raises(CouncilFailure, match="the PostgreSQL store .* failed"):
+        store.get_session("s-blip")  # its connection broke: the server is known away
+    assert store.away
+    back = threading.Timer(1.5, own_postgres.resume)
+    back.start()
+    started = time.monotonic()
+    store.fail_session("s-blip", status="failed", error="boom", calls=[])  # waits for it
+    back.join()
+    assert 1.5 < time.monotonic() - started < store.outage_grace_s + 1
+    assert store.get_session("s-blip")["status"] == "failed" and not store.away
+    store.close()
 
 
-def test_the_first_operation_after_a_restart_while_idle_does_not_fail(postgres_server):
+def test_the_first_operation_after_a_restart_while_idle_does_not_fail(own_postgres):
     # The pool held connections the restart had closed; the first operation to take one failed
     # (a session refused with a 502 after every restart of the database, up to one per pooled
     # connection). A connection idle for a while is tested before it is handed out.
-    from postgres_server import Server
-
     from council.storage.postgres import IDLE_CHECK_S, PostgresStore
 
-    own = Server()
-    own.start(own=True)
-    try:
-        assert own.url is not None, own.problem
-        store = PostgresStore.open(own.fresh_database())
-        store.begin_session("s-idle", council="default")
-        own.pause()
-        own.resume()
-        time.sleep(IDLE_CHECK_S + 0.1)
-        store.fail_session("s-idle", status="failed", error="boom", calls=[])
-        assert store.get_session("s-idle")["status"] == "failed" and not store.away
-        store.close()
-    finally:
-        own.stop()
+    store = PostgresStore.open(own_postgres.fresh_database())
+    store.begin_session("s-idle", council="default")
+    own_postgres.pause()
+    own_postgres.resume()
+    time.sleep(IDLE_CHECK_S + 0.1)
+    store.fail_session("s-idle", status="failed", error="boom", calls=[])
+    assert store.get_session("s-idle")["status"] == "failed" and not store.away
+    store.close()
 
 
 def test_a_refused_statement_is_not_taken_for_a_server_gone_and_success_ends_the_away_state(postgres_server):
