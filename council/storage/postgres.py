@@ -691,22 +691,37 @@ class PostgresStore(GroupCommit, SharedOperations):
         return cap_usd
 
     def reserve_budget(self, key: str, amount_usd: float) -> tuple[int | None, float, float]:
-        """As ``council.storage.budgets.reserve_budget``."""
+        """As ``council.storage.budgets.reserve_budget``, in one round trip: the budget row is
+        locked, and the reservation inserted only if it fits, by statements sent together in
+        one pipelined transaction. The lock is held while the server runs them, not across round
+        trips (nor the call-log rows a transaction of this store carries): a batch's 64 calls in
+        flight, reserving from worker threads, waited on it for most of their time (docs/benchmarks.md,
+        section 40). Read committed: the INSERT's snapshot is taken once the lock is held, so it
+        sums every reservation committed before."""
         owner = self._owner()["owner"]
-        with self.transaction() as conn:
-            row = conn.execute("SELECT cap_usd, spent_usd FROM budgets WHERE key = %s FOR UPDATE", [key]).fetchone()
-            cap, spent = float(row["cap_usd"]), float(row["spent_usd"])
-            reserved = conn.execute(
-                "SELECT coalesce(sum(amount_usd), 0) AS s FROM budget_reservations WHERE key = %s", [key]
-            ).fetchone()["s"]
-            if spent + float(reserved) + amount_usd > cap:
-                return None, spent, cap
-            made = conn.execute(
-                "INSERT INTO budget_reservations (key, amount_usd, owner, created_at) VALUES (%s, %s, %s, %s)"
-                " RETURNING id",
-                [key, amount_usd, owner, utc_now()],
-            ).fetchone()
-            return int(made["id"]), spent, cap
+        with self.connection() as conn:
+            with _pipelined_transaction(conn):
+                locked = conn.execute("SELECT cap_usd, spent_usd FROM budgets WHERE key = %s FOR UPDATE", [key])
+                made = conn.execute(
+                    "INSERT INTO budget_reservations (key, amount_usd, owner, created_at)"
+                    " SELECT b.key, %(amount)s, %(owner)s, %(now)s FROM budgets b WHERE b.key = %(key)s"
+                    " AND b.spent_usd + (SELECT coalesce(sum(amount_usd), 0) FROM budget_reservations"
+                    "  WHERE key = %(key)s) + %(amount)s <= b.cap_usd RETURNING id",
+                    {"key": key, "amount": amount_usd, "owner": owner, "now": utc_now()},
+                )
+            row, reservation = locked.fetchone(), made.fetchone()
+        token = None if reservation is None else int(reservation["id"])
+        return token, float(row["spent_usd"]), float(row["cap_usd"])
+
+    def settle_budget(self, key: str, reservation: int, actual_usd: float) -> None:
+        """As ``council.storage.budgets.settle_budget``: one statement, its own transaction (no
+        call-log rows carried)."""
+        with self.connection() as conn:
+            conn.execute(
+                "WITH settled AS (DELETE FROM budget_reservations WHERE id = %(id)s)"
+                " UPDATE budgets SET spent_usd = spent_usd + %(actual)s, updated_at = %(now)s WHERE key = %(key)s",
+                {"id": reservation, "actual": actual_usd, "now": utc_now(), "key": key},
+            )
 
     def cache_reply(self, key: str, version: int, entry: Mapping[str, Any]) -> None:
         """As ``council.storage.call_cache.cache_reply``."""
