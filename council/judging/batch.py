@@ -30,7 +30,7 @@ from typing import IO, Any
 
 from pydantic import BaseModel, Field
 
-from council.budget import Budget
+from council.budget import Budget, Tranches
 from council.errors import InputError, UsageError
 from council.inputs import check_json_text, check_visible, parse_json_line
 from council.judging.batch_items import BatchItem, BatchSettings, Mode, item_digest  # noqa: F401  (found here too)
@@ -576,6 +576,6 @@ def batch_budget(
     key = batch_key(batch_id)
     if store_batch_cap(store, batch_id, max_cost) is None:
         return None
-    budget = Budget(StoreLedger(store, key))
+    budget = Budget(Tranches(StoreLedger(store, key)))
     cap_spending(judges, budget)
     return budget

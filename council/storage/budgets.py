@@ -78,6 +78,15 @@ def settle_budget(store: Store, key: str, reservation: int, actual_usd: float) -
                    [actual_usd, utc_now(), key])  # fmt: skip
 
 
+def shrink_budget(store: Store, key: str, reservation: int, amount_usd: float) -> None:
+    """Hold ``amount_usd`` for a reservation still in use, less than it held: the rest is free
+    again for every process sharing the budget (council.budget.Tranches gives back what it
+    reserved ahead and did not draw)."""
+    with store.immediate() as db:
+        db.execute("UPDATE budget_reservations SET amount_usd = ? WHERE id = ? AND key = ? AND amount_usd > ?",
+                   [amount_usd, reservation, key, amount_usd])  # fmt: skip
+
+
 def budget_totals(store: Store, key: str) -> tuple[float, float]:
     """(spent, cap) of ``key``."""
     row: Any = store.db.execute("SELECT spent_usd, cap_usd FROM budgets WHERE key = ?", [key]).fetchone()

@@ -30,6 +30,9 @@ class StoreLedger:
     def settle(self, token: Any, actual: float) -> None:
         self.store.settle_budget(self.key, token, actual)
 
+    def shrink(self, token: Any, amount: float) -> None:
+        self.store.shrink_budget(self.key, token, amount)
+
     def totals(self) -> tuple[float, float]:
         return self.store.budget_totals(self.key)
 

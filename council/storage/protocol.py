@@ -288,6 +288,9 @@ class Store(Protocol):
     def settle_budget(self, key: str, reservation: Any, actual_usd: float) -> None:
         """End a reservation: ``actual_usd`` was spent."""
 
+    def shrink_budget(self, key: str, reservation: Any, amount_usd: float) -> None:
+        """Hold ``amount_usd`` (less than before) for a reservation: the rest is free again."""
+
     def budget_totals(self, key: str) -> tuple[float, float]:
         """(spent, cap) of budget ``key``."""
 

@@ -16,6 +16,7 @@ class SharedOperations:
     # -- cost: spend caps, the call cache, provider batch rounds -------------------------
     batch_spent = budgets.batch_spent
     settle_budget = budgets.settle_budget
+    shrink_budget = budgets.shrink_budget
     budget_totals = budgets.budget_totals
     cached_reply = call_cache.cached_reply
     cache_stats = call_cache.cache_stats

@@ -10,7 +10,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from council.budget import Budget, BudgetReached, CallPrice, check_cap, prompt_tokens_bound, together, usd
+from council.budget import (
+    Budget,
+    BudgetReached,
+    CallPrice,
+    MemoryLedger,
+    Tranches,
+    check_cap,
+    prompt_tokens_bound,
+    together,
+    usd,
+)
 from council.config import ModelSpec, ResolvedModel
 from council.errors import ProviderError, UsageError
 from council.providers.base import ChatRequest
@@ -267,6 +277,125 @@ async def test_a_call_of_the_group_still_in_flight_when_the_block_ends_is_counte
     assert budget.ledger.reserved != {}  # held until the call ends
     reply = await late
     assert budget.ledger.reserved == {} and budget.totals()[0] == pytest.approx(reply.cost_usd)
+
+
+# -- a store's ledger is reserved in tranches: one transaction for several calls ------------------------
+
+
+def counting(ledger: MemoryLedger) -> dict[str, int]:
+    """How often each of ``ledger``'s operations is asked, from now on."""
+    counts = {"reserve": 0, "settle": 0, "shrink": 0}
+    for name in counts:
+        real = getattr(ledger, name)
+
+        def counted(*args, name=name, real=real):
+            counts[name] += 1
+            return real(*args)
+
+        setattr(ledger, name, counted)
+    return counts
+
+
+async def test_calls_in_flight_together_draw_on_a_few_reservations_settled_at_what_they_spent():
+    client = priced(latency=0.02)
+    ledger = MemoryLedger(cap=client.worst_case(request()) * 1000)
+    counts = counting(ledger)
+    budget = Budget(Tranches(ledger))
+    cap_spending([client], budget)
+    replies = await asyncio.gather(*(client.complete(request(), stage="t") for _ in range(40)))
+    # 16 calls' worst case reserved at once: 40 calls in flight take three reservations, each settled
+    # (with the room nobody drew) once its last call has ended.
+    assert counts == {"reserve": 3, "settle": 3, "shrink": 0}
+    assert ledger.reserved == {} and ledger.spent == pytest.approx(sum(r.cost_usd for r in replies))
+    assert budget.totals() == (ledger.spent, ledger.cap)
+    # One call alone: its tranche is settled when it ends, so an idle process holds no room.
+    reply = await client.complete(request(), stage="t")
+    assert ledger.reserved == {} and counts["reserve"] == 4
+    assert ledger.spent == pytest.approx(sum(r.cost_usd for r in [*replies, reply]))
+
+
+async def test_totals_count_what_calls_settled_while_their_tranche_is_still_held():
+    client = priced(latency=0.01)
+    ledger = MemoryLedger(cap=client.worst_case(request()) * 1000)
+    budget = Budget(Tranches(ledger))
+    cap_spending([client], budget)
+    slow = priced(latency=0.2)
+    cap_spending([slow], budget)
+    held = asyncio.ensure_future(slow.complete(request(), stage="t"))  # keeps the tranche in flight
+    await asyncio.sleep(0.01)
+    fast = await client.complete(request(), stage="t")
+    assert ledger.spent == 0.0 and budget.totals()[0] == pytest.approx(fast.cost_usd)
+    await held
+
+
+async def test_a_capped_batch_asks_the_store_once_per_tranche_and_keeps_what_its_calls_cost(store_backend, monkeypatch):
+    import json
+
+    from batch_files import pair
+    from conftest import threads_calling
+
+    from council.judging.batch import BatchSettings, content_digest, parse_batch, run_batch
+    from council.storage import batch_key
+
+    text = "".join(json.dumps(pair(i)) + "\n" for i in range(40))
+    judge = priced("m", max_tokens=400, latency=0.01)
+    asked = threads_calling(monkeypatch, store_backend, "reserve_budget", "settle_budget")
+    summary = await run_batch(
+        parse_batch(text, "b.jsonl"), settings=BatchSettings(judges=["fake/m"], votes=1, adaptive=False),
+        judges=[judge], batch_id="capped", source="b.jsonl", content_sha256=content_digest(text), concurrency=16,
+        store=store_backend, max_cost=10.0,
+    )  # fmt: skip
+    assert summary.finished == 40 and summary.failed == 0 and len(judge.api.history) == 80
+    # 40 votes of two passes, 16 in flight: a reservation per call would be 80, one per vote 40.
+    reserved = len(asked["reserve_budget"])
+    assert 3 <= reserved <= 10 and len(asked["settle_budget"]) == reserved, asked
+    spent, cap = store_backend.budget_totals(batch_key("capped"))
+    assert spent == pytest.approx(store_backend.batch_spent("capped")) and summary.spent_usd == spent
+    # Nothing is held once the batch has ended: all the room left can be reserved.
+    assert store_backend.reserve_budget(batch_key("capped"), cap - spent - 1e-9)[0] is not None
+
+
+@st.composite
+def ledger_steps(draw):
+    """Reservations (dyadic amounts, so every sum is exact) and settlements of earlier ones, in any order."""
+    steps, open_ = [], 0
+    for _ in range(draw(st.integers(1, 60))):
+        if open_ and draw(st.booleans()):
+            steps.append(("settle", draw(st.integers(0, open_ - 1)), draw(st.integers(0, 4)) / 4))
+            open_ -= 1
+        else:
+            steps.append(("reserve", draw(st.integers(1, 64)) / 256))
+            open_ += 1
+    return steps
+
+
+@settings(max_examples=300)
+@given(steps=ledger_steps(), cap=st.integers(1, 2048).map(lambda n: n / 256), size=st.sampled_from([2, 16]))
+def test_tranches_start_exactly_the_calls_a_call_by_call_ledger_starts(steps, cap, size):
+    """In one process the tranches change how often the store is asked, never which calls start;
+    and what the store holds never passes the cap."""
+    plain, tranches = MemoryLedger(cap), MemoryLedger(cap)
+    budgets = [Budget(plain), Budget(Tranches(tranches, size=size))]
+    held: list[list] = [[], []]
+    for step in steps:
+        outcomes = []
+        for i, budget in enumerate(budgets):
+            if step[0] == "reserve":
+                try:
+                    held[i].append((budget.reserve(step[1]), step[1]))
+                    outcomes.append(True)
+                except BudgetReached:
+                    outcomes.append(False)
+            elif held[i]:
+                token, amount = held[i].pop(min(step[1], len(held[i]) - 1))
+                budget.settle(token, amount * step[2])
+        assert outcomes[:1] == outcomes[1:], (step, outcomes)
+        assert tranches.spent + sum(tranches.reserved.values()) <= cap
+        assert budgets[1].totals()[0] == plain.spent
+    for i, budget in enumerate(budgets):
+        for token, amount in held[i]:
+            budget.settle(token, amount)
+    assert tranches.reserved == {} and tranches.spent == plain.spent
 
 
 @pytest.mark.parametrize("votes", [1, 3])

@@ -766,6 +766,15 @@ async def test_a_budget_is_capped_reserved_settled_and_counts_a_batch_spending(s
     token, spent, cap = store_backend.reserve_budget("batch:x", 0.5)
     assert token is not None and (spent, cap) == (0.25, 1.0)
     assert store_backend.reserve_budget("batch:x", 0.5)[0] is None  # 0.25 spent + 0.5 reserved + 0.5 > 1
+    # A reservation shrunk holds less; it never grows by it.
+    held, _, _ = store_backend.reserve_budget("batch:x", 0.25)  # 0.25 + 0.5 + 0.25: full
+    store_backend.shrink_budget("batch:x", held, 0.125)
+    store_backend.shrink_budget("batch:x", held, 0.5)  # not grown
+    assert store_backend.reserve_budget("batch:x", 0.25)[0] is None  # 0.25 + 0.5 + 0.125 + 0.25 > 1
+    spare = store_backend.reserve_budget("batch:x", 0.125)[0]  # exactly full
+    assert spare is not None
+    store_backend.settle_budget("batch:x", held, 0.0)
+    store_backend.settle_budget("batch:x", spare, 0.0)
     store_backend.settle_budget("batch:x", token, 0.125)
     assert store_backend.budget_totals("batch:x") == (0.375, 1.0)
     assert store_backend.open_budget("batch:x", cap_usd=2.0, spent_usd=99) == 2.0  # a new cap, same spending
