@@ -355,6 +355,41 @@ async def test_a_capped_batch_asks_the_store_once_per_tranche_and_keeps_what_its
     assert store_backend.reserve_budget(batch_key("capped"), cap - spent - 1e-9)[0] is not None
 
 
+async def test_a_capped_batch_reaching_its_cap_in_tranches_sends_no_pass_alone_and_holds_nothing(store_backend):
+    import json
+
+    from batch_files import pair
+
+    from council.judging.batch import BatchSettings, content_digest, parse_batch, run_batch
+    from council.storage import batch_key
+
+    text = "".join(json.dumps(pair(i)) + "\n" for i in range(60))
+    from council.judging.engine import compare
+
+    first = pair(0)
+    probe = priced("m", max_tokens=400)
+    probe_budget = Budget.capped(100.0)
+    amounts = noting(probe_budget)
+    cap_spending([probe], probe_budget)
+    await compare(first["prompt"], first["a"], first["b"], judges=[probe], store=None)
+    [vote] = amounts  # a vote's two passes, reserved as one: the cap takes about ten of them at once
+    judge = priced("m", max_tokens=400, latency=0.01)
+    summary = await run_batch(
+        parse_batch(text, "b.jsonl"), settings=BatchSettings(judges=["fake/m"], votes=1, adaptive=False),
+        judges=[judge], batch_id="tight", source="b.jsonl", content_sha256=content_digest(text), concurrency=16,
+        store=store_backend, max_cost=10.5 * vote,
+    )  # fmt: skip
+    # Ten votes' worst case fit at once (the items in flight are alike); the eleventh is refused and
+    # the batch stops, as it would reserving call by call.
+    assert summary.budget_reached and summary.finished == 10, summary
+    spent, cap = store_backend.budget_totals(batch_key("tight"))
+    assert spent <= cap and summary.spent_usd == spent
+    # Every vote sent was sent whole: two passes per item judged, none for an item put back.
+    assert len(judge.api.history) == 2 * summary.finished
+    assert spent == pytest.approx(store_backend.batch_spent("tight"))
+    assert store_backend.reserve_budget(batch_key("tight"), cap - spent - 1e-12)[0] is not None  # nothing held
+
+
 @st.composite
 def ledger_steps(draw):
     """Reservations (dyadic amounts, so every sum is exact) and settlements of earlier ones, in any order."""
