@@ -693,11 +693,10 @@ class PostgresStore(GroupCommit, SharedOperations):
     def reserve_budget(self, key: str, amount_usd: float) -> tuple[int | None, float, float]:
         """As ``council.storage.budgets.reserve_budget``, in one round trip: the budget row is
         locked, and the reservation inserted only if it fits, by statements sent together in
-        one pipelined transaction. The lock is held while the server runs them, not across round
-        trips (nor the call-log rows a transaction of this store carries): a batch's 64 calls in
-        flight, reserving from worker threads, waited on it for most of their time (docs/benchmarks.md,
-        section 40). Read committed: the INSERT's snapshot is taken once the lock is held, so it
-        sums every reservation committed before."""
+        one pipelined transaction. The lock is held while the server runs them, not across four
+        round trips, and the call-log rows a transaction of this store carries are not written
+        under it (docs/benchmarks.md, section 40). Read committed: the INSERT's snapshot is taken
+        once the lock is held, so it sums every reservation committed before."""
         owner = self._owner()["owner"]
         with self.connection() as conn:
             with _pipelined_transaction(conn):
