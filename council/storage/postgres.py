@@ -47,7 +47,8 @@ CONNECT_TIMEOUT_S = 10
 #: How long operations wait for a server found gone to come back (a restart, a failover), counted
 #: from when it was found gone: a session finishing meanwhile is written once it is back.
 OUTAGE_GRACE_S = 10.0
-#: How long a call waits for a connection after that, while the server is still away (see connection()).
+#: How long a call waits for a connection after that, while the server is still away (see connection());
+#: the calls that come within as long after one such wait failed are told at once.
 AWAY_TIMEOUT_S = 1.0
 #: A pooled connection unused this long is tested (one empty query) before it is handed out: a
 #: restart of the server while it sat idle has closed it, unseen. A busy store's are not.
@@ -465,6 +466,7 @@ class PostgresStore(GroupCommit, SharedOperations):
         self.pool = pool
         self._staleness = staleness or _Staleness()
         self.away_since: float | None = None  # when the server was found gone (no operation has succeeded since)
+        self._wait_failed_at: float | None = None  # when a wait for it after the grace last failed
         self._lease: ownership.Lease | None = None
         self._lease_lock = threading.Lock()
         self._local = threading.local()
@@ -519,18 +521,26 @@ class PostgresStore(GroupCommit, SharedOperations):
         # Once the server is found gone, the calls made in the next OUTAGE_GRACE_S wait for it to
         # come back (the pool reconnects by itself, and tests the connections it held before it
         # hands them out again, as it does those idle since IDLE_CHECK_S): a restart of a few
-        # seconds loses no session. After that each
-        # call waits AWAY_TIMEOUT_S, not the whole CONNECT_TIMEOUT_S: a worker meeting a stopped
-        # server took 30-60 s to say so, one wait after another.
+        # seconds loses no session. After that a call waits AWAY_TIMEOUT_S, not the whole
+        # CONNECT_TIMEOUT_S (a worker meeting a stopped server took 30-60 s to say so, one wait
+        # after another), and the calls right behind one whose wait failed are told at once (a
+        # server's queued writes were reported one a second).
+        wait = self._connection_wait()
+        if wait == 0.0:
+            raise CouncilFailure(
+                f"the PostgreSQL store {display_url(self.url)} failed: the server did not answer a moment ago"
+            )
         try:
-            with self.pool.connection(timeout=self._connection_wait()) as conn:
+            with self.pool.connection(timeout=wait) as conn:
                 yield conn
-            self.away_since = None
+            self.away_since = self._wait_failed_at = None
         except (psycopg.OperationalError, PoolTimeout) as exc:
             if self._gone(exc):
                 self._staleness.gone_at = time.monotonic()
                 if self.away_since is None:
                     self.away_since = self._staleness.gone_at
+                elif wait == AWAY_TIMEOUT_S:
+                    self._wait_failed_at = self._staleness.gone_at
             # SQLSTATE class 40, transaction rollback: a deadlock broken, a serialization conflict.
             rolled_back = (getattr(exc, "sqlstate", None) or "").startswith("40")
             failure = TransactionConflict if rolled_back else CouncilFailure
@@ -542,11 +552,17 @@ class PostgresStore(GroupCommit, SharedOperations):
         return self.away_since is not None
 
     def _connection_wait(self) -> float | None:
-        """How long to wait for a pooled connection: the pool's own timeout, or while the server
-        is away the rest of the outage's grace (AWAY_TIMEOUT_S at least)."""
+        """How long to wait for a pooled connection: the pool's own timeout; while the server is
+        away the rest of the outage's grace, AWAY_TIMEOUT_S at least; 0 (not at all) within
+        AWAY_TIMEOUT_S of a wait that failed after the grace, unless the pool has a connection
+        back at hand."""
         if self.away_since is None:
             return None
-        return max(AWAY_TIMEOUT_S, self.away_since + self.outage_grace_s - time.monotonic())
+        now = time.monotonic()
+        failed = self._wait_failed_at
+        if failed is not None and now - failed < AWAY_TIMEOUT_S and not self.pool.get_stats().get("pool_available"):
+            return 0.0
+        return max(AWAY_TIMEOUT_S, self.away_since + self.outage_grace_s - now)
 
     def _gone(self, exc: Exception) -> bool:
         """Whether ``exc`` says the server is away: a connection that failed or broke (no SQLSTATE:

@@ -305,6 +305,37 @@ def test_a_server_back_within_the_outage_grace_is_waited_for_and_nothing_is_lost
     store.close()
 
 
+def test_once_the_grace_is_over_the_calls_behind_a_failed_wait_fail_at_once(own_postgres):
+    # After the outage's grace each call waited a second for a connection, one after another: a
+    # server's write thread with sessions' records queued reported them failed one a second.
+    from council.errors import CouncilFailure
+    from council.storage.postgres import AWAY_TIMEOUT_S, PostgresStore
+
+    store = PostgresStore.open(own_postgres.fresh_database())
+    store.outage_grace_s = 0.0  # over as soon as the server is found gone
+    store.begin_session("s-long", council="default")
+    own_postgres.pause()
+    waits: list[float] = []
+    while not waits or waits[-1] < AWAY_TIMEOUT_S:  # the pool's broken connections fail at once first
+        started = time.monotonic()
+        with pytest.raises(CouncilFailure):
+            store.get_session("s-long")
+        waits.append(time.monotonic() - started)
+        assert len(waits) < 20, waits
+    # One call waited for the server; those right behind it are told at once, in one line.
+    started = time.monotonic()
+    for _ in range(5):
+        with pytest.raises(CouncilFailure, match="the PostgreSQL store .* failed: .*a moment ago") as failed:
+            store.get_session("s-long")
+        assert "\n" not in str(failed.value)
+    assert time.monotonic() - started < AWAY_TIMEOUT_S / 2
+    # A second on, the next call waits for the server again, and finds it back.
+    own_postgres.resume()
+    time.sleep(AWAY_TIMEOUT_S)
+    assert store.get_session("s-long")["status"] == "running" and not store.away
+    store.close()
+
+
 def test_the_first_operation_after_a_restart_while_idle_does_not_fail(own_postgres):
     # The pool held connections the restart had closed; the first operation to take one failed
     # (a session refused with a 502 after every restart of the database, up to one per pooled
