@@ -291,7 +291,8 @@ def test_the_spend_cap_is_kept_in_one_place():
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                assert node.func.attr not in ("reserve", "settle", "reserve_budget", "settle_budget"), (
+                assert node.func.attr not in ("reserve", "settle", "shrink", "reserve_budget", "settle_budget",
+                                              "shrink_budget"), (
                     f"{name} reserves spending outside ModelClient"
                 )
 
