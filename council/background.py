@@ -1,7 +1,8 @@
 """Work done in worker threads beside the event loop.
 
 :func:`off_loop` runs a store's blocking write in the store's write thread (PostgreSQL's, see
-``GroupCommit.write_thread``): its round trips then stall no other session. :func:`asking_store`
+``GroupCommit.write_thread``): its round trips then stall no other session; :func:`store_write`
+does so where the store has one. :func:`asking_store`
 runs a call that asks a store (a read, a rate reservation, the call cache) in a worker thread
 on such a store, and in place on SQLite, whose connection is the loop's own.
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -56,6 +57,19 @@ async def asking_store(target: object, job: Callable[..., _T], *args: object, **
     import asyncio
 
     return await asyncio.to_thread(job, *args, **kwargs)
+
+
+async def store_write(store: Any, job: Callable[[], None], written: Callable[[], None] | None = None) -> None:
+    """``job()``, a write to ``store``: in the store's write thread if it has one (PostgreSQL's,
+    ``GroupCommit.write_thread``), through :func:`off_loop`; in place otherwise (SQLite's
+    connection is the loop's own). ``written()`` once it succeeded, even if cancelled meanwhile."""
+    writer = store.write_thread()
+    if writer is not None:
+        await off_loop(job, written, writer)
+        return
+    job()
+    if written is not None:
+        written()
 
 
 async def off_loop(

@@ -53,4 +53,3 @@ class CouncilServer:
 def server_of(request: Request) -> CouncilServer:
     """The running server (set by the app's lifespan)."""
     return request.app.state.council_server  # type: ignore[no-any-return]
-

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from council.asking import JsonFormat, ask_valid
-from council.background import after_grace, off_loop
+from council.background import after_grace, off_loop, store_write
 from council.bias.query_hash import QueryHasher
 from council.budget import BudgetReached
 from council.clock import utc_now
@@ -631,13 +631,8 @@ class SessionRunner:
         one, as a finished session's is (PostgreSQL: on the event loop it held every other session
         of a server for as long as the database took, a second or more while it was away)."""
         write = self._failure_told(run, error, status)
-        if write is None:
-            return
-        writer = self.store.write_thread()
-        if writer is None:
-            write()
-        else:
-            await off_loop(write, None, writer)
+        if write is not None:
+            await store_write(self.store, write)
 
     def _failure_told(self, run: _Run, error: str, status: str) -> Callable[[], None] | None:
         """Send the session's last events (its members cut off, its end) and return the write of
@@ -883,12 +878,7 @@ class SessionRunner:
         def written() -> None:
             run.persisted = True
 
-        writer = store.write_thread()
-        if writer is None:
-            save()
-            written()
-        else:
-            await off_loop(save, written, writer)  # written() once saved, even if cancelled meanwhile
+        await store_write(store, save, written)  # written() once saved, even if cancelled meanwhile
 
 
 def _bias_records(
