@@ -7,19 +7,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-import pytest
 from conftest import write_config
 from mock_server import start_mock_server
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def pair(i: int) -> dict[str, str]:
@@ -150,49 +145,25 @@ def test_workers_with_max_cost_stop_claiming_at_the_cap_and_the_batch_resumes(tm
 # -- the database stopping mid-batch (its own server: it is stopped and started again) ------------------
 
 
-def _pg_ctl(root: Path, action: str) -> None:
-    bins = sorted(Path("/usr/lib/postgresql").glob("*/bin"))
-    if not bins:
-        pytest.skip("no PostgreSQL binaries")
-    command = [str(bins[-1] / "pg_ctl"), "-D", str(root / "data"), "-l", str(root / "log"), "-w", "-s"]
-    if action == "start":
-        command += ["-o", f"-c listen_addresses='' -k {root} -c fsync=off", "start"]
-    else:
-        command += ["-m", "immediate", "stop"]
-    if os.getuid() == 0:
-        command = ["runuser", "-u", "postgres", "--", *command]
-    subprocess.run(command, check=True, capture_output=True, timeout=60)
-
-
-@pytest.fixture
-def own_postgres(postgres_server):
-    root = Path(tempfile.mkdtemp(prefix="council-pgq-", dir="/tmp"))
-    script = ROOT / "scripts" / "postgres_test_server.sh"
-    started = subprocess.run(["bash", str(script), "start", str(root)], capture_output=True, text=True, timeout=60)
-    if started.returncode != 0:
-        pytest.skip(f"cannot start a PostgreSQL server of its own: {started.stderr.strip()[-200:]}")
-    try:
-        yield root, started.stdout.strip().splitlines()[-1]
-    finally:
-        subprocess.run(["bash", str(script), "stop", str(root)], capture_output=True, timeout=60)
-        shutil.rmtree(root, ignore_errors=True)
-
-
 def test_the_database_stopping_mid_batch_is_one_line_and_the_items_return(tmp_path, own_postgres):
-    root, url = own_postgres
+    from urllib.parse import urlsplit
+
+    url = own_postgres.fresh_database()
+    with own_postgres.admin() as admin:  # every commit kept through the crash below
+        admin.execute(f'ALTER DATABASE "{urlsplit(url).path[1:]}" SET synchronous_commit = on')
     with start_mock_server(latency=0.5) as mock:
         env, cfg = setup_batch(tmp_path, url, mock.base_url, items=6)
         worker = start_worker("--batch-id", "q", "--config", str(cfg), "--concurrency", "2", "--lease-seconds", "3",
                               env=env)  # fmt: skip
         assert wait_for(lambda: status(env)["running"] == 2, timeout=60)
-        _pg_ctl(root, "stop")
+        own_postgres.pause(crash=True)
         out, err = worker.communicate(timeout=120)
         errors = [line for line in err.splitlines() if line.startswith("error:")]
         assert worker.returncode == 1, err
         # One error line (before it, the warning log may say which calls could not be logged).
         assert len(errors) == 1 and errors[0].startswith("error: the store stopped answering mid-batch"), err
         assert err.rstrip().endswith("run a worker again") and "Traceback" not in err
-        _pg_ctl(root, "start")
+        own_postgres.resume()
         time.sleep(3.5)  # the dead worker's leases pass
         assert status(env)["running"] == 0 and status(env)["queued"] + status(env)["done"] == 6
         again = start_worker("--batch-id", "q", "--config", str(cfg), env=env)
