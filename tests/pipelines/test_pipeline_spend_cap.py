@@ -282,35 +282,23 @@ async def test_a_call_of_the_group_still_in_flight_when_the_block_ends_is_counte
 # -- a store's ledger is reserved in tranches: one transaction for several calls ------------------------
 
 
-def counting(ledger: MemoryLedger) -> dict[str, int]:
-    """How often each of ``ledger``'s operations is asked, from now on."""
-    counts = {"reserve": 0, "settle": 0, "shrink": 0}
-    for name in counts:
-        real = getattr(ledger, name)
+async def test_calls_in_flight_together_draw_on_a_few_reservations_settled_at_what_they_spent(monkeypatch):
+    from conftest import threads_calling
 
-        def counted(*args, name=name, real=real):
-            counts[name] += 1
-            return real(*args)
-
-        setattr(ledger, name, counted)
-    return counts
-
-
-async def test_calls_in_flight_together_draw_on_a_few_reservations_settled_at_what_they_spent():
     client = priced(latency=0.02)
     ledger = MemoryLedger(cap=client.worst_case(request()) * 1000)
-    counts = counting(ledger)
+    asked = threads_calling(monkeypatch, ledger, "reserve", "settle", "shrink")
     budget = Budget(Tranches(ledger))
     cap_spending([client], budget)
     replies = await asyncio.gather(*(client.complete(request(), stage="t") for _ in range(40)))
     # 16 calls' worst case reserved at once: 40 calls in flight take three reservations, each settled
     # (with the room nobody drew) once its last call has ended.
-    assert counts == {"reserve": 3, "settle": 3, "shrink": 0}
+    assert {name: len(seen) for name, seen in asked.items()} == {"reserve": 3, "settle": 3}  # and no shrink
     assert ledger.reserved == {} and ledger.spent == pytest.approx(sum(r.cost_usd for r in replies))
     assert budget.totals() == (ledger.spent, ledger.cap)
     # One call alone: its tranche is settled when it ends, so an idle process holds no room.
     reply = await client.complete(request(), stage="t")
-    assert ledger.reserved == {} and counts["reserve"] == 4
+    assert ledger.reserved == {} and len(asked["reserve"]) == 4
     assert ledger.spent == pytest.approx(sum(r.cost_usd for r in [*replies, reply]))
 
 
