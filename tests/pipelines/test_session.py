@@ -133,17 +133,12 @@ async def test_a_session_below_quorum_keeps_the_answers_that_came(store_backend,
     assert result["usage"]["calls"] == len(calls) and len({c["call_id"] for c in calls}) == len(calls)
 
 
-async def test_a_failed_session_is_written_in_the_stores_write_thread_if_it_has_one(store_backend):
+async def test_a_failed_session_is_written_in_the_stores_write_thread_if_it_has_one(store_backend, monkeypatch):
     # As a finished session is: on PostgreSQL the write held the event loop, and every other
     # session of a server with it, for as long as the database took (a second or more when away).
-    threads = []
-    fail_session = store_backend.fail_session
+    from conftest import threads_calling
 
-    def recorded(*args, **kwargs):
-        threads.append(threading.current_thread().name)
-        return fail_session(*args, **kwargs)
-
-    store_backend.fail_session = recorded
+    threads = threads_calling(monkeypatch, store_backend, "fail_session")
     members = ["fake/alpha+fail", "fake/beta+fail", "fake/gamma"]
     council = Council.from_config({"councils": {"default": {"members": members, "chairman": "fake/gamma"}}},
                                   store=store_backend)  # fmt: skip
@@ -151,7 +146,7 @@ async def test_a_failed_session_is_written_in_the_stores_write_thread_if_it_has_
         await council.run(QUESTION, seed=1)
     await council.aclose()
     loop_thread = threading.current_thread().name
-    assert threads == (["council-group-commit_0"] if store_backend.threadsafe else [loop_thread])
+    assert threads == {"fail_session": ["council-group-commit_0"] if store_backend.threadsafe else [loop_thread]}
     [listed] = store_backend.list_sessions()
     assert store_backend.get_session(listed["id"])["status"] == "failed"
 

@@ -53,7 +53,7 @@ def test_sessions_finishing_while_the_database_restarts_are_written_whole(tmp_pa
             with ThreadPoolExecutor(12) as pool:
                 asked = [pool.submit(ask, i) for i in range(1, 13)]
                 # Every session has begun (no session's start is cut by the stop) and its members
-                # are answering (1.5 s of calls): each one's final write comes while it is down_postgres.
+                # are answering (1.5 s of calls): each one's final write comes while it is down.
                 deadline = time.monotonic() + 30
                 while running() < 12 and time.monotonic() < deadline:
                     time.sleep(0.01)
