@@ -259,6 +259,15 @@ def record_and_claim(
     return results, claimed
 
 
+def runs_recorded(store: Store, run_ids: Sequence[str]) -> set[str]:
+    """Which of these runs are in the store: after a write whose reply was lost (the server went
+    away as it committed), the saves it did record, not to be written twice."""
+    if not run_ids:
+        return set()
+    marks = ", ".join("?" for _ in run_ids)
+    return {r["id"] for r in store.db.query(f"SELECT id FROM judgment_runs WHERE id IN ({marks})", list(run_ids))}
+
+
 def pair_style(a: str, b: str) -> dict[str, int]:
     """The ``judgment_runs`` style columns (m015) of answers ``a`` and ``b``: the one definition
     of length and markdown counts (council.methods.style_counts)."""

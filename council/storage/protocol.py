@@ -186,6 +186,9 @@ class Store(Protocol):
         up to ``limit`` more claimed for ``worker`` as ``claim_items`` claims them, in one
         transaction. Per save: None (recorded) or why it was not; and the rows claimed."""
 
+    def runs_recorded(self, run_ids: Sequence[str]) -> set[str]:
+        """Which of these judgment runs are stored (a save's: ``save.outcome.run_id``)."""
+
     def judged_pairs(self, *, since: str | None = None) -> Iterator[dict[str, Any]]:
         """Every judged pair the leaderboard counts, oldest first (read a page at a time), with
         its answers' lengths and markdown counts (None when recorded before they were kept), as
@@ -253,6 +256,9 @@ class Store(Protocol):
 
     def release_claims(self, worker: str) -> int:
         """``worker``'s running items back in the queue at once; how many."""
+
+    def claims_of(self, worker: str) -> list[dict[str, Any]]:
+        """The items ``worker`` holds now (running), as ``claim_items`` returns them."""
 
     def batch_spec(self, batch_id: str) -> dict[str, Any] | None:
         """The judging spec stored with the batch, or None."""

@@ -222,6 +222,17 @@ def renew_claims(store: Any, worker: str, *, lease_seconds: float) -> int:
         return int(cur.rowcount)
 
 
+def claims_of(store: Any, worker: str) -> list[dict[str, Any]]:
+    """The items ``worker`` holds now, as a claim returns them, in queue order: after a claim
+    whose reply was lost (the server went away as it committed), those it does not know it took."""
+    rows = store.db.query(
+        f"SELECT {', '.join(_CLAIMED)} FROM batch_queue WHERE worker = ? AND state = 'running'"
+        " ORDER BY batch_id, position",
+        [worker],
+    )
+    return _decode(list(rows))
+
+
 def release_claims(store: Any, worker: str) -> int:
     """A worker stopping cleanly: its running items go back to the queue at once; how many."""
     with store.immediate() as db:

@@ -31,6 +31,7 @@ class SharedOperations:
     # -- judgments and batches, the batch queue's claims ---------------------------------
     save_judgment = judgments.save_judgment
     record_and_claim = judgments.record_and_claim
+    runs_recorded = judgments.runs_recorded
     judged_pairs = judgments.judged_pairs
     iter_sessions = pages.iter_sessions  # the exports
     bias_record_rows = pages.bias_record_rows
@@ -46,5 +47,6 @@ class SharedOperations:
     enqueue_batch = queue.enqueue_batch
     renew_claims = queue.renew_claims
     release_claims = queue.release_claims
+    claims_of = queue.claims_of
     batch_spec = queue.batch_spec
     batch_status = queue.queue_status

@@ -522,6 +522,8 @@ def test_the_batch_queue_hands_each_item_to_one_worker_under_a_lease(store_backe
     assert status == {"batch_id": "qb", "items": 4, "queued": 0, "running": 4, "done": 0, "failed": 0,
                       "cost_usd": 0.0}  # fmt: skip
     assert store.renew_claims("w1", lease_seconds=60) == 2 and store.renew_claims("nobody", lease_seconds=60) == 0
+    # What a worker holds, read back as its claim returned it (a claim's reply lost in an outage).
+    assert store.claims_of("w1") == first and store.claims_of("w2") == second and store.claims_of("nobody") == []
     assert store.release_claims("w2") == 2 and store.batch_status("qb")["queued"] == 2
     # A claim whose lease has passed (its worker died) is queued again, and taken by another worker.
     assert len(store.claim_items("w4", batch_id="qb", limit=2, lease_seconds=-1)) == 2
@@ -719,6 +721,10 @@ async def test_finished_items_are_recorded_with_the_next_claims_in_one_call(stor
     assert store_backend.batch_item_status("rb") == {"r0": "ok", "r1": "ok", "r2": "ok"}
     assert store_backend.judgment_run(again.outcome.run_id) is None and store_backend.session_calls("c3") == []
     assert store_backend.judgment_run(stale.outcome.run_id) is None
+    # Which saves a write recorded, by their runs' ids (a write whose reply was lost in an outage).
+    ids = [first.outcome.run_id, again.outcome.run_id, third.outcome.run_id, "no-such-run"]
+    assert store_backend.runs_recorded(ids) == {first.outcome.run_id, third.outcome.run_id}
+    assert store_backend.runs_recorded([]) == set()
     # Nothing to record: a claim alone.
     assert store_backend.record_and_claim([], "w2", batch_id="rb", limit=1, lease_seconds=60) == ([], [])
 
