@@ -149,6 +149,14 @@ def _store_failed(exc: Exception) -> bool:
     return type(exc).__module__.split(".")[0] in {"psycopg", "psycopg_pool", "sqlite3"}
 
 
+class _ServerGone(CouncilFailure):
+    """A store operation whose server went away while it ran: it may or may not have been done."""
+
+
+def _key(row: Mapping[str, Any]) -> tuple[str, str]:
+    return row["batch_id"], row["item_id"]
+
+
 class _Judges:
     """Each batch's judges, made once per worker (``judges_for(batch_id, spec)``), closed at the end."""
 
@@ -193,8 +201,10 @@ async def run_worker(
     until none is queued and none is running elsewhere (a dead worker's items come back when
     their lease passes); with ``follow``, keep waiting for new ones. Once ``stop()`` is true
     (a spend cap reached) no new item is claimed, and an item the cap cut short is not recorded:
-    the rest stay queued for a later worker. The database going away
-    is a ``CouncilFailure``: the items this worker held return to the queue with its leases.
+    the rest stay queued for a later worker. A server that goes away is waited for within the
+    store's outage grace (PostgreSQL: a write under way then is done once, see ``call``); a
+    database away for longer is a ``CouncilFailure``: the items this worker held return to the
+    queue with its leases.
     ``hash_prompts`` (default: the privacy setting ``hash_queries``): a judged pair keeps its
     prompt's salted query hash as its ``prompt_id``; never an unsalted digest, which anyone
     could match against a list of prompts (docs/methods.md, "Length-controlled win rate")."""
@@ -209,7 +219,7 @@ async def run_worker(
     judges = _Judges(store, judges_for)
     store_down = False
 
-    def store_op(op: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def store_op(op: Callable[..., Any], *args: Any, last: bool = False, **kwargs: Any) -> Any:
         nonlocal store_down
         if store_down:  # the calls queued behind the one that found it fail at once, not after a wait each
             raise CouncilFailure(_STORE_DOWN.format("it failed a moment ago"))
@@ -222,8 +232,11 @@ async def run_worker(
             # may say so itself); anything else that is not the driver's is a bug.
             if not isinstance(exc, CouncilFailure) and not _store_failed(exc):
                 raise
+            why = " ".join(redact(str(exc)).split())[:300]
+            if not last and getattr(store, "away", False):  # the server went away: see ``call``
+                raise _ServerGone(why) from None
             store_down = True
-            raise CouncilFailure(_STORE_DOWN.format(" ".join(redact(str(exc)).split())[:300])) from None
+            raise CouncilFailure(_STORE_DOWN.format(why)) from None
 
     # A store whose operations may run on several threads at once (a connection pool) is called
     # off the event loop: its round trips then overlap each other and the judges' calls instead
@@ -232,14 +245,31 @@ async def run_worker(
     # (no time limit), never for a connection (the pool gives up after its timeout).
     executor = ThreadPoolExecutor(min(concurrency, STORE_THREADS), "council-store") if store.threadsafe else None
 
-    async def call(op: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    async def in_store(op: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if executor is None:
             return store_op(op, *args, **kwargs)
         context = contextvars.copy_context()  # the item's privacy scope goes with it
         job = functools.partial(context.run, store_op, op, *args, **kwargs)
         return await asyncio.get_running_loop().run_in_executor(executor, job)
 
+    async def call(op: Callable[..., Any], *args: Any, again: Callable[[], Any] | None = None, **kwargs: Any) -> Any:
+        """``op`` in the store. When its server goes away while ``op`` runs, ``op`` may have been
+        done or not (a commit whose reply was lost): it is run once more, or ``again()`` instead
+        (an operation that must not be done twice), as soon as the server is back: the store
+        waits for it within its outage grace. A second failure stops the worker."""
+        try:
+            return await in_store(op, *args, **kwargs)
+        except _ServerGone as exc:
+            log.warning(f"the store went away mid-batch; waiting for it to come back to go on ({exc})")
+            if again is not None:
+                return await again()
+            return await in_store(op, *args, last=True, **kwargs)
+
     in_flight: dict[str, int] = {}
+    judging: set[tuple[str, str]] = set()  # the items being judged; ``ready`` (below) holds those claimed to start
+    # Items that finish while the worker reads back what it holds (``take_up``): that read may
+    # still find them held.
+    finishing: dict[int, set[tuple[str, str]]] = {}  # by id: two reads' sets may be equal
 
     told: list[bool] = []
 
@@ -286,6 +316,9 @@ async def run_worker(
                     return
         finally:
             in_flight[held] -= 1
+            judging.discard(_key(row))
+            for seen in finishing.values():
+                seen.add(_key(row))
         report.judged += 1
         report.failed += not outcome.success
         if on_item is not None:
@@ -300,15 +333,52 @@ async def run_worker(
     writes: set[asyncio.Task[None]] = set()
     dry = [False]  # the last claim found fewer items than it asked for
 
+    def fresh(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Claimed rows not already being judged or waiting to start (an item taken up after a
+        lost reply may come back from a claim that was under way then)."""
+        known = judging | {_key(r) for r in ready}
+        return [r for r in rows if _key(r) not in known]
+
+    async def take_up() -> None:
+        """After a write whose reply was lost with the server: the items the store says this
+        worker holds and it does not know it claimed wait for free places with those claimed."""
+        seen: set[tuple[str, str]] = set()
+        finishing[id(seen)] = seen
+        try:
+            mine = await in_store(store.claims_of, report.worker, last=True)
+        finally:
+            del finishing[id(seen)]
+        ready.extend(r for r in fresh(mine) if _key(r) not in seen)
+
+    async def claimed_again() -> list[dict[str, Any]]:
+        await take_up()
+        return []  # places the lost claim did not fill are claimed by the next round
+
     async def record_finished(written: Callable[[], None]) -> None:
         batch = finished[:]
         finished.clear()
+        saves = [save for save, _ in batch]
         # Every place free once these are recorded: theirs, and any an earlier claim left empty.
         free = concurrency - (sum(in_flight.values()) - len(batch)) - len(ready)
         limit = 0 if stop is not None and stop() else max(0, free)
+
+        async def recorded_again() -> tuple[list[ItemAlreadyRecorded | None], list[dict[str, Any]]]:
+            # The lost write's runs that are in the store were recorded by it (with its claims, in
+            # the same transaction): they are not written twice; the rest are, then the items
+            # this worker holds unknown to it are taken up.
+            done = await in_store(store.runs_recorded, [s.outcome.run_id for s in saves], last=True)
+            rest = [s for s in saves if s.outcome.run_id not in done]
+            results, claimed = await in_store(store.record_and_claim, rest, report.worker, batch_id=batch_id,
+                                              limit=0 if done else limit, lease_seconds=lease_seconds,
+                                              last=True)  # fmt: skip
+            ready.extend(fresh(claimed))
+            await take_up()
+            them = iter(results)
+            return [None if s.outcome.run_id in done else next(them) for s in saves], []
+
         try:
-            results, claimed = await call(store.record_and_claim, [save for save, _ in batch], report.worker,
-                                          batch_id=batch_id, limit=limit, lease_seconds=lease_seconds)  # fmt: skip
+            results, claimed = await call(store.record_and_claim, saves, report.worker, batch_id=batch_id,
+                                          limit=limit, lease_seconds=lease_seconds, again=recorded_again)  # fmt: skip
         except BaseException as exc:
             for _, done in batch:
                 if not done.done():
@@ -316,7 +386,7 @@ async def run_worker(
             raise
         finally:
             written()
-        ready.extend(claimed)
+        ready.extend(fresh(claimed))
         dry[0] = len(claimed) < limit
         for (_, done), result in zip(batch, results, strict=True):
             if done.done():
@@ -352,14 +422,16 @@ async def run_worker(
         try:
             while True:
                 stopping = stop is not None and stop()
-                claimed = [] if stopping else ready[:]
-                ready.clear()
+                if stopping:
+                    ready.clear()  # released with the others when the worker ends
+                claimed = ready[: max(0, concurrency - len(running))]  # more wait for free places
+                del ready[: len(claimed)]
                 free = concurrency - len(running) - len(claimed)
                 if free > 0 and not stopping and not (dry[0] and (running or claimed)):
                     more = await call(store.claim_items, report.worker, batch_id=batch_id, limit=free,
-                                      lease_seconds=lease_seconds)  # fmt: skip
+                                      lease_seconds=lease_seconds, again=claimed_again)  # fmt: skip
                     dry[0] = len(more) < free
-                    claimed += more
+                    claimed += fresh(more)
                 for row in claimed:
                     held = row["batch_id"]
                     try:
@@ -369,11 +441,15 @@ async def run_worker(
                         raise
                     report.batches.add(held)
                     in_flight[held] = in_flight.get(held, 0) + 1
+                    judging.add(_key(row))
                     running.add(asyncio.create_task(judge(row)))
                 if running:
                     done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                    for task in done:
-                        task.result()  # the first error, as a single worker would raise it
+                    failed = [task for task in done if task.cancelled() or task.exception() is not None]
+                    if failed:  # the first error, as a single worker would raise it (each one retrieved)
+                        failed[0].result()
+                    continue
+                if ready and not stopping:  # taken up after a lost reply: places are free now
                     continue
                 if stop is not None and stop():
                     return

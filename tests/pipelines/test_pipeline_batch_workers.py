@@ -145,12 +145,18 @@ def test_workers_with_max_cost_stop_claiming_at_the_cap_and_the_batch_resumes(tm
 # -- the database stopping mid-batch (its own server: it is stopped and started again) ------------------
 
 
-def test_the_database_stopping_mid_batch_is_one_line_and_the_items_return(tmp_path, own_postgres):
+def crash_safe_database(server) -> str:
+    """A fresh database on ``server`` that keeps every commit through a crash (``pause(crash=True)``)."""
     from urllib.parse import urlsplit
 
-    url = own_postgres.fresh_database()
-    with own_postgres.admin() as admin:  # every commit kept through the crash below
+    url = server.fresh_database()
+    with server.admin() as admin:
         admin.execute(f'ALTER DATABASE "{urlsplit(url).path[1:]}" SET synchronous_commit = on')
+    return url
+
+
+def test_the_database_stopping_mid_batch_is_one_line_and_the_items_return(tmp_path, own_postgres):
+    url = crash_safe_database(own_postgres)
     with start_mock_server(latency=0.5) as mock:
         env, cfg = setup_batch(tmp_path, url, mock.base_url, items=6)
         worker = start_worker("--batch-id", "q", "--config", str(cfg), "--concurrency", "2", "--lease-seconds", "3",
@@ -169,3 +175,37 @@ def test_the_database_stopping_mid_batch_is_one_line_and_the_items_return(tmp_pa
         again = start_worker("--batch-id", "q", "--config", str(cfg), env=env)
         assert again.wait(timeout=120) == 0
     assert status(env)["done"] == 6
+
+
+def test_a_database_restarting_mid_batch_loses_nothing_and_the_worker_goes_on(tmp_path, own_postgres):
+    """Stopped as a crash would stop it while items are being recorded, started again 2 s later:
+    the worker waits for it (writes in flight then may have committed before their reply was
+    lost: tests/pipelines/test_pipeline_worker_outage.py) and finishes the batch, every item
+    recorded once."""
+    import psycopg
+
+    url = crash_safe_database(own_postgres)
+    with start_mock_server(latency=0.05) as mock:
+        env, cfg = setup_batch(tmp_path, url, mock.base_url, items=60)
+        worker = start_worker("--batch-id", "q", "--config", str(cfg), "--concurrency", "6", "--lease-seconds", "30",
+                              env=env)  # fmt: skip
+        assert wait_for(lambda: status(env)["done"] >= 6, timeout=60)
+        # The worker's next write waits on a lock held here: the crash finds it in flight.
+        blocker = psycopg.connect(url)
+        blocker.execute("LOCK TABLE batch_items IN ACCESS EXCLUSIVE MODE")
+        waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+        assert wait_for(lambda: blocker.execute(waiting).fetchone()[0] > 0, timeout=30)
+        own_postgres.pause(crash=True)
+        time.sleep(2)
+        own_postgres.resume()
+        out, err = worker.communicate(timeout=120)
+        assert worker.returncode == 0, err
+        assert "the store went away mid-batch; waiting for it" in err, err
+        assert ": judged 60 items (0 failed)" in err, err  # each counted once
+    final = status(env)
+    assert final | {"cost_usd": None} == {"batch_id": "q", "items": 60, "queued": 0, "running": 0, "done": 60,
+                                          "failed": 0, "cost_usd": None, "provider_batches": []}  # fmt: skip
+    with psycopg.connect(url) as conn:  # one result per item, no run written twice or left over
+        rows = conn.execute("SELECT count(*), count(DISTINCT item_id) FROM batch_items WHERE batch_id = 'q'").fetchone()
+        runs = conn.execute("SELECT count(*) FROM judgment_runs").fetchone()[0]
+    assert rows == (60, 60) and runs == 60

@@ -1,0 +1,169 @@
+"""A batch worker on PostgreSQL whose database goes away while one of its writes is in flight:
+the write may have committed before its reply was lost. The worker waits for the server (the
+store's outage grace), records what the lost write did not, takes up the items it claimed, and
+goes on: every item recorded once, none held unseen. A server away for longer stops the worker
+with one line (tests/pipelines/test_pipeline_batch_workers.py, with a real server stopped)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from council.config import ConfigFile, resolve_model
+from council.errors import CouncilFailure
+from council.judging.batch import BatchSettings, content_digest, parse_batch
+from council.judging.worker import enqueue, run_worker
+from council.providers.client import ModelClient
+from council.providers.fake import FakeAPI
+
+# The shared url_store on PostgreSQL only: a SQLite commit is never lost with its reply.
+pytestmark = pytest.mark.parametrize("backend_url", ["postgresql"], indirect=True)
+
+
+class _Counted(FakeAPI):
+    def __init__(self) -> None:
+        super().__init__("fake/j")
+        self.prompts: list[str] = []
+
+    async def generate(self, request):
+        self.prompts.append(request.messages[-1]["content"])
+        return await super().generate(request)
+
+
+def _queued(store, items: int):
+    api = _Counted()
+    judge = ModelClient(resolve_model("fake/j", ConfigFile(), {}, "test"), api)
+    text = "".join(json.dumps({"id": f"p{i}", "prompt": f"Q {i}?", "a": "A.", "b": "B."}) + "\n" for i in range(items))
+    enqueue(store, parse_batch(text, "b.jsonl"), batch_id="w", settings=BatchSettings(judges=["fake/j"]),
+            judges=[judge], rubrics={}, source="b.jsonl", content_sha256=content_digest(text))  # fmt: skip
+    return judge, api
+
+
+def _reply_lost(store, name: str, *, on_call: int, committed: bool = True, lasting: float = 0.0) -> list[int]:
+    """Make the ``on_call``-th call of ``store.<name>`` (and those that start in the ``lasting``
+    seconds after it) do their work (``committed``) and then fail as when the server goes away
+    before the reply, at the end of those seconds: the store finds the server away, as it does."""
+    real = getattr(store, name)
+    count = [0]
+    outage: list[float] = []
+
+    def lost(*args, **kwargs):
+        count[0] += 1
+        if count[0] == on_call:
+            outage.append(time.monotonic() + lasting)
+        if count[0] != on_call and (not outage or time.monotonic() > outage[0]):
+            return real(*args, **kwargs)
+        if committed:
+            real(*args, **kwargs)
+        time.sleep(max(0.0, outage[0] - time.monotonic()))
+        store.away_since = time.monotonic()
+        raise CouncilFailure("the PostgreSQL store failed: server closed the connection unexpectedly")
+
+    setattr(store, name, lost)
+    return count
+
+
+def _each_item_judged_once(store, api, items: int) -> None:
+    counts = store.batch_status("w")
+    assert [counts[k] for k in ("items", "queued", "running", "done", "failed")] == [items, 0, 0, items, 0]
+    assert sorted(r["item_id"] for r in store.batch_rows("w")) == sorted(f"p{i}" for i in range(items))
+    asked = [f"Q {i}?" for i in range(items) for p in api.prompts if f"Q {i}?" in p]
+    assert sorted(asked) == sorted(f"Q {i}?" for i in range(items) for _ in range(2))  # two passes, once each
+
+
+async def test_a_write_whose_reply_was_lost_is_recorded_once_and_its_claims_taken_up(url_store):
+    judge, api = _queued(url_store, 12)
+    count = _reply_lost(url_store, "record_and_claim", on_call=2)
+    report = await asyncio.wait_for(run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w",
+                                               concurrency=3, keep_judges=[judge]), 60)  # fmt: skip
+    assert count[0] > 2  # the lost one, then the worker went on
+    assert (report.judged, report.failed, report.dropped) == (12, 0, 0)  # each counted once, none as a duplicate
+    _each_item_judged_once(url_store, api, 12)
+
+
+async def test_several_writes_lost_at_once_each_record_once(url_store):
+    """Every write in flight when the server goes (the store's threads) is lost at once; items
+    finish while each reads back what the worker holds."""
+    judge, api = _queued(url_store, 24)
+    _reply_lost(url_store, "record_and_claim", on_call=2, lasting=0.1)
+    report = await asyncio.wait_for(run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w",
+                                               concurrency=6, keep_judges=[judge]), 60)  # fmt: skip
+    assert (report.judged, report.failed, report.dropped) == (24, 0, 0)
+    _each_item_judged_once(url_store, api, 24)
+
+
+async def test_a_write_lost_before_it_committed_is_written_again(url_store):
+    judge, api = _queued(url_store, 12)
+    _reply_lost(url_store, "record_and_claim", on_call=2, committed=False)
+    report = await asyncio.wait_for(run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w",
+                                               concurrency=3, keep_judges=[judge]), 60)  # fmt: skip
+    assert (report.judged, report.failed, report.dropped) == (12, 0, 0)
+    _each_item_judged_once(url_store, api, 12)
+
+
+async def test_a_claim_whose_reply_was_lost_has_its_items_taken_up(url_store):
+    judge, api = _queued(url_store, 10)
+    _reply_lost(url_store, "claim_items", on_call=1)
+    report = await asyncio.wait_for(run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w",
+                                               concurrency=4, keep_judges=[judge]), 60)  # fmt: skip
+    assert (report.judged, report.failed, report.dropped) == (10, 0, 0)
+    _each_item_judged_once(url_store, api, 10)
+
+
+async def test_items_taken_up_after_a_lost_claim_never_exceed_the_places(url_store):
+    """The lost claim's items and the ones claimed again wait for free places: the worker never
+    judges more items at once than ``concurrency``."""
+    judge, api = _queued(url_store, 10)
+    _reply_lost(url_store, "claim_items", on_call=1)
+    at_once = [0, 0]
+    real = api.generate
+
+    async def counted(request):
+        at_once[0] += 1
+        at_once[1] = max(at_once)
+        try:
+            await asyncio.sleep(0.01)
+            return await real(request)
+        finally:
+            at_once[0] -= 1
+
+    api.generate = counted
+    report = await asyncio.wait_for(run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w",
+                                               concurrency=2, keep_judges=[judge]), 60)  # fmt: skip
+    assert report.judged == 10 and at_once[1] == 2 * 2  # two items, two passes each
+
+
+async def test_a_heartbeat_lost_with_the_server_is_renewed_again(url_store):
+    judge, api = _queued(url_store, 4)
+    renewed = _reply_lost(url_store, "renew_claims", on_call=1, committed=False)
+    real = api.generate
+
+    async def slow(request):  # long enough for several heartbeats
+        await asyncio.sleep(0.3)
+        return await real(request)
+
+    api.generate = slow
+    report = await asyncio.wait_for(run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w",
+                                               concurrency=4, lease_seconds=0.6, keep_judges=[judge]), 60)  # fmt: skip
+    assert renewed[0] >= 2 and report.judged == 4
+    _each_item_judged_once(url_store, api, 4)
+
+
+async def test_a_write_that_fails_again_stops_the_worker_with_one_line(url_store):
+    judge, _ = _queued(url_store, 6)
+    real = url_store.record_and_claim
+
+    def gone(*args, **kwargs):
+        url_store.away_since = time.monotonic()
+        raise CouncilFailure("the PostgreSQL store failed: the server did not answer a moment ago")
+
+    url_store.record_and_claim = gone
+    with pytest.raises(CouncilFailure, match="the store stopped answering mid-batch") as caught:
+        await asyncio.wait_for(run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w",
+                                          concurrency=3, keep_judges=[judge]), 60)  # fmt: skip
+    assert "\n" not in str(caught.value)
+    url_store.record_and_claim = real
+    assert url_store.batch_status("w")["done"] == 0  # nothing recorded; the items return when their lease passes
