@@ -252,6 +252,8 @@ async def run_worker(
         job = functools.partial(context.run, store_op, op, *args, **kwargs)
         return await asyncio.get_running_loop().run_in_executor(executor, job)
 
+    outage_told: list[bool] = []
+
     async def call(op: Callable[..., Any], *args: Any, again: Callable[[], Any] | None = None, **kwargs: Any) -> Any:
         """``op`` in the store. When its server goes away while ``op`` runs, ``op`` may have been
         done or not (a commit whose reply was lost): it is run once more, or ``again()`` instead
@@ -260,10 +262,12 @@ async def run_worker(
         try:
             return await in_store(op, *args, **kwargs)
         except _ServerGone as exc:
-            log.warning(f"the store went away mid-batch; waiting for it to come back to go on ({exc})")
-            if again is not None:
-                return await again()
-            return await in_store(op, *args, last=True, **kwargs)
+            if not outage_told:  # once for the operations the outage caught together
+                outage_told.append(True)
+                log.warning(f"the store went away mid-batch; waiting for it to come back to go on ({exc})")
+            result = await again() if again is not None else await in_store(op, *args, last=True, **kwargs)
+            outage_told.clear()
+            return result
 
     in_flight: dict[str, int] = {}
     judging: set[tuple[str, str]] = set()  # the items being judged; ``ready`` (below) holds those claimed to start
@@ -426,6 +430,7 @@ async def run_worker(
                     ready.clear()  # released with the others when the worker ends
                 claimed = ready[: max(0, concurrency - len(running))]  # more wait for free places
                 del ready[: len(claimed)]
+                judging.update(_key(row) for row in claimed)  # known while the claim below is under way
                 free = concurrency - len(running) - len(claimed)
                 if free > 0 and not stopping and not (dry[0] and (running or claimed)):
                     more = await call(store.claim_items, report.worker, batch_id=batch_id, limit=free,

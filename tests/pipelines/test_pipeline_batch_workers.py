@@ -208,4 +208,7 @@ def test_a_database_restarting_mid_batch_loses_nothing_and_the_worker_goes_on(tm
     with psycopg.connect(url) as conn:  # one result per item, no run written twice or left over
         rows = conn.execute("SELECT count(*), count(DISTINCT item_id) FROM batch_items WHERE batch_id = 'q'").fetchone()
         runs = conn.execute("SELECT count(*) FROM judgment_runs").fetchone()[0]
-    assert rows == (60, 60) and runs == 60
+        calls = conn.execute(  # two passes an item, each asked once: no item judged twice
+            "SELECT count(*), count(*) FILTER (WHERE session_id NOT IN (SELECT id FROM judgment_runs)) FROM calls"
+        ).fetchone()
+    assert rows == (60, 60) and runs == 60 and calls == (120, 0)
