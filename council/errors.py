@@ -52,6 +52,12 @@ class TransactionConflict(CouncilFailure):
     serialization conflict): nothing of it was written, and it may be run again as it was."""
 
 
+class StoreWentAway(CouncilFailure):
+    """The database server went away (stopped, restarted, unreachable) while an operation ran: it
+    may or may not have been done (a commit whose reply was lost). The store waits for the server
+    to come back within its outage grace (council.storage.postgres.OUTAGE_GRACE_S)."""
+
+
 class EnvironmentFailure(CouncilFailure):
     """The machine refused: a full disk, a read-only file system, an unusable database file."""
 

@@ -17,6 +17,7 @@ import contextvars
 import functools
 import os
 import socket
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +27,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from council.bias.records import QueryHasher
-from council.errors import ConfigError, CouncilError, CouncilFailure, ItemAlreadyRecorded, UsageError
+from council.errors import ConfigError, CouncilError, CouncilFailure, ItemAlreadyRecorded, StoreWentAway, UsageError
 from council.judging.batch_items import BatchItem, BatchSettings, item_digest, judge_item
 from council.judging.schemas import Rubric
 from council.logs import get_logger
@@ -233,7 +234,7 @@ async def run_worker(
             if not isinstance(exc, CouncilFailure) and not _store_failed(exc):
                 raise
             why = " ".join(redact(str(exc)).split())[:300]
-            if not last and getattr(store, "away", False):  # the server went away: see ``call``
+            if not last and isinstance(exc, StoreWentAway):  # see ``call``
                 raise _ServerGone(why) from None
             store_down = True
             raise CouncilFailure(_STORE_DOWN.format(why)) from None
@@ -254,18 +255,26 @@ async def run_worker(
 
     outage_told: list[bool] = []
 
-    async def call(op: Callable[..., Any], *args: Any, again: Callable[[], Any] | None = None, **kwargs: Any) -> Any:
+    async def call(op: Callable[..., Any], *args: Any, again: Callable[[bool], Any] | None = None, **kw: Any) -> Any:
         """``op`` in the store. When its server goes away while ``op`` runs, ``op`` may have been
-        done or not (a commit whose reply was lost): it is run once more, or ``again()`` instead
-        (an operation that must not be done twice), as soon as the server is back: the store
-        waits for it within its outage grace. A second failure stops the worker."""
+        done or not (a commit whose reply was lost): it is run again, or ``again(last)`` instead
+        (an operation that must not be done twice), until the server is back: the store waits
+        for it, within its outage grace (a connection the outage broke may still be handed out
+        first, and fails at once). Past the grace, a failure stops the worker (``last``)."""
         try:
-            return await in_store(op, *args, **kwargs)
+            return await in_store(op, *args, **kw)
         except _ServerGone as exc:
             if not outage_told:  # once for the operations the outage caught together
                 outage_told.append(True)
                 log.warning(f"the store went away mid-batch; waiting for it to come back to go on ({exc})")
-            result = await again() if again is not None else await in_store(op, *args, last=True, **kwargs)
+        deadline = time.monotonic() + getattr(store, "outage_grace_s", 0.0)
+        while True:
+            last = time.monotonic() >= deadline
+            try:
+                result = await again(last) if again is not None else await in_store(op, *args, last=last, **kw)
+            except _ServerGone:
+                await asyncio.sleep(0.05)
+                continue
             outage_told.clear()
             return result
 
@@ -293,6 +302,24 @@ async def run_worker(
             )
         return held > 0
 
+    async def judged(item: BatchItem, spec: BatchSpec, clients: Sequence[ModelClient]) -> Any:
+        deadline = None
+        while True:
+            try:
+                return await judge_item(item, spec.settings, clients, spec.rubrics, store=store, keep_text=keep_text)
+            except StoreWentAway as exc:
+                # The server went away under one of the item's calls (its reservation in a rate or
+                # spend budget kept in the store, the call cache): the item is judged again, its
+                # calls asked again (as after a crash), once the server is back (the store waits
+                # for it, within its outage grace).
+                if deadline is None:
+                    deadline = time.monotonic() + getattr(store, "outage_grace_s", 0.0)
+                elif time.monotonic() >= deadline:
+                    raise
+                if not outage_told:
+                    outage_told.append(True)
+                    log.warning(f"the store went away mid-batch; waiting for it to come back to go on ({exc})")
+
     async def judge(row: Mapping[str, Any]) -> None:
         held = row["batch_id"]
         try:
@@ -300,8 +327,7 @@ async def run_worker(
             item = BatchItem.model_validate(row["item"])
             texts = [item.prompt, item.a, item.b, item.response, item.reference, item.context]
             with private_scope(keep_text=keep_text, texts=texts):
-                outcome, calls = await judge_item(item, spec.settings, clients, spec.rubrics, store=store,
-                                                   keep_text=keep_text)  # fmt: skip
+                outcome, calls = await judged(item, spec, clients)
                 if stop is not None and stop() and (not outcome.success or outcome.partial):
                     # Cut short by the spend cap: not a failure of the item. Its claim goes back to the
                     # queue with the others this worker holds, for a worker under a new cap.
@@ -343,19 +369,19 @@ async def run_worker(
         known = judging | {_key(r) for r in ready}
         return [r for r in rows if _key(r) not in known]
 
-    async def take_up() -> None:
+    async def take_up(last: bool) -> None:
         """After a write whose reply was lost with the server: the items the store says this
         worker holds and it does not know it claimed wait for free places with those claimed."""
         seen: set[tuple[str, str]] = set()
         finishing[id(seen)] = seen
         try:
-            mine = await in_store(store.claims_of, report.worker, last=True)
+            mine = await in_store(store.claims_of, report.worker, last=last)
         finally:
             del finishing[id(seen)]
         ready.extend(r for r in fresh(mine) if _key(r) not in seen)
 
-    async def claimed_again() -> list[dict[str, Any]]:
-        await take_up()
+    async def claimed_again(last: bool) -> list[dict[str, Any]]:
+        await take_up(last)
         return []  # places the lost claim did not fill are claimed by the next round
 
     async def record_finished(written: Callable[[], None]) -> None:
@@ -366,17 +392,17 @@ async def run_worker(
         free = concurrency - (sum(in_flight.values()) - len(batch)) - len(ready)
         limit = 0 if stop is not None and stop() else max(0, free)
 
-        async def recorded_again() -> tuple[list[ItemAlreadyRecorded | None], list[dict[str, Any]]]:
+        async def recorded_again(last: bool) -> tuple[list[ItemAlreadyRecorded | None], list[dict[str, Any]]]:
             # The lost write's runs that are in the store were recorded by it (with its claims, in
             # the same transaction): they are not written twice; the rest are, then the items
             # this worker holds unknown to it are taken up.
-            done = await in_store(store.runs_recorded, [s.outcome.run_id for s in saves], last=True)
+            done = await in_store(store.runs_recorded, [s.outcome.run_id for s in saves], last=last)
             rest = [s for s in saves if s.outcome.run_id not in done]
             results, claimed = await in_store(store.record_and_claim, rest, report.worker, batch_id=batch_id,
                                               limit=0 if done else limit, lease_seconds=lease_seconds,
-                                              last=True)  # fmt: skip
+                                              last=last)  # fmt: skip
             ready.extend(fresh(claimed))
-            await take_up()
+            await take_up(last)
             them = iter(results)
             return [None if s.outcome.run_id in done else next(them) for s in saves], []
 

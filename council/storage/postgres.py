@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from council.clock import utc_now
-from council.errors import ConfigError, CouncilFailure, PrerequisiteError, TransactionConflict
+from council.errors import ConfigError, CouncilFailure, PrerequisiteError, StoreWentAway, TransactionConflict
 from council.logs import get_logger
 from council.redaction import redact
 from council.storage import bias_rows, bias_summaries, ownership, postgres_schema, queue
@@ -535,7 +535,8 @@ class PostgresStore(GroupCommit, SharedOperations):
                 yield conn
             self.away_since = self._wait_failed_at = None
         except (psycopg.OperationalError, PoolTimeout) as exc:
-            if self._gone(exc):
+            gone = self._gone(exc)
+            if gone:
                 self._staleness.gone_at = time.monotonic()
                 if self.away_since is None:
                     self.away_since = self._staleness.gone_at
@@ -543,7 +544,7 @@ class PostgresStore(GroupCommit, SharedOperations):
                     self._wait_failed_at = self._staleness.gone_at
             # SQLSTATE class 40, transaction rollback: a deadlock broken, a serialization conflict.
             rolled_back = (getattr(exc, "sqlstate", None) or "").startswith("40")
-            failure = TransactionConflict if rolled_back else CouncilFailure
+            failure = TransactionConflict if rolled_back else StoreWentAway if gone else CouncilFailure
             raise failure(f"the PostgreSQL store {display_url(self.url)} failed: {_one_line(exc, self.url)}") from None
 
     @property

@@ -13,7 +13,7 @@ import time
 import pytest
 
 from council.config import ConfigFile, resolve_model
-from council.errors import CouncilFailure
+from council.errors import CouncilFailure, StoreWentAway
 from council.judging.batch import BatchSettings, content_digest, parse_batch
 from council.judging.worker import enqueue, run_worker
 from council.providers.client import ModelClient
@@ -59,8 +59,8 @@ def _reply_lost(store, name: str, *, on_call: int, committed: bool = True, lasti
         if committed:
             real(*args, **kwargs)
         time.sleep(max(0.0, outage[0] - time.monotonic()))
-        store.away_since = time.monotonic()
-        raise CouncilFailure("the PostgreSQL store failed: server closed the connection unexpectedly")
+        store.away_since = time.monotonic()  # as the store finds the server gone: it waits for it
+        raise StoreWentAway("the PostgreSQL store failed: server closed the connection unexpectedly")
 
     setattr(store, name, lost)
     return count
@@ -156,11 +156,12 @@ async def test_a_write_that_fails_again_stops_the_worker_with_one_line(url_store
     judge, _ = _queued(url_store, 6)
     real = url_store.record_and_claim
 
-    def gone(*args, **kwargs):
+    def gone(*args, **kwargs):  # each time: the server is not back
         url_store.away_since = time.monotonic()
-        raise CouncilFailure("the PostgreSQL store failed: the server did not answer a moment ago")
+        raise StoreWentAway("the PostgreSQL store failed: server closed the connection unexpectedly")
 
     url_store.record_and_claim = gone
+    url_store.outage_grace_s = 0.5  # how long the worker goes on trying (the store's grace: 10 s)
     with pytest.raises(CouncilFailure, match="the store stopped answering mid-batch") as caught:
         await asyncio.wait_for(run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w",
                                           concurrency=3, keep_judges=[judge]), 60)  # fmt: skip
@@ -189,3 +190,24 @@ async def test_items_waiting_to_start_while_a_claim_is_under_way_are_not_taken_u
                                                concurrency=5, keep_judges=[judge]), 60)  # fmt: skip
     assert (report.judged, report.failed, report.dropped) == (40, 0, 0)
     _each_item_judged_once(url_store, api, 40)
+
+
+async def test_an_item_whose_rate_reservation_was_lost_with_the_server_is_judged_again(url_store):
+    """A judge with an rpm budget shared through the store reserves each call there: the server
+    going away under a reservation fails that item's judging, which is done again once the
+    server is back (its calls asked again, as after a crash); the batch goes on."""
+    from council.config.schema import ConfigFile as Config
+
+    api = _Counted()
+    config = Config.model_validate({"models": {"j": {"model": "fake/j", "rpm": 1_000_000}}})
+    judge = ModelClient(resolve_model("j", config, {}, "test"), api)
+    text = "".join(json.dumps({"id": f"p{i}", "prompt": f"Q {i}?", "a": "A.", "b": "B."}) + "\n" for i in range(12))
+    enqueue(url_store, parse_batch(text, "b.jsonl"), batch_id="w", settings=BatchSettings(judges=["j"]),
+            judges=[judge], rubrics={}, source="b.jsonl", content_sha256=content_digest(text))  # fmt: skip
+    reserved = _reply_lost(url_store, "reserve_rate", on_call=5)
+    report = await asyncio.wait_for(run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w",
+                                               concurrency=3, keep_judges=[judge]), 60)  # fmt: skip
+    assert reserved[0] > 5 and (report.judged, report.failed, report.dropped) == (12, 0, 0)
+    assert sorted(r["item_id"] for r in url_store.batch_rows("w")) == sorted(f"p{i}" for i in range(12))
+    asked = sorted(sum(f"Q {i}?" in p for p in api.prompts) for i in range(12))
+    assert asked[:11] == [2] * 11 and asked[11] in (2, 3, 4)  # the cut item's calls asked again

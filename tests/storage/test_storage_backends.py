@@ -255,7 +255,7 @@ def test_sqlite_url_names_the_file(tmp_path, monkeypatch):
 def test_a_server_that_goes_away_is_one_line_and_nothing_half_written(own_postgres):
     from conftest import invoke_cli
 
-    from council.errors import CouncilFailure
+    from council.errors import CouncilFailure, StoreWentAway
     from council.storage.postgres import PostgresStore
 
     url = own_postgres.fresh_database()
@@ -266,6 +266,8 @@ def test_a_server_that_goes_away_is_one_line_and_nothing_half_written(own_postgr
     with pytest.raises(CouncilFailure, match="the PostgreSQL store .* failed") as failed:
         store.fail_session("s-before-stop", status="failed", error="boom", calls=[])
     assert "\n" not in str(failed.value)
+    # Said as the server going away (what a batch worker waits for, and then checks what was done).
+    assert isinstance(failed.value, StoreWentAway)
     result = invoke_cli("sessions", "list", env={"COUNCIL_DATABASE_URL": url})
     assert result.exit_code == 1 and len(result.error_lines) == 1, result.stderr
     assert "cannot connect to the PostgreSQL store" in result.stderr
