@@ -306,7 +306,11 @@ async def run_worker(
         deadline = None
         while True:
             try:
-                return await judge_item(item, spec.settings, clients, spec.rubrics, store=store, keep_text=keep_text)
+                judgment = await judge_item(item, spec.settings, clients, spec.rubrics, store=store,
+                                            keep_text=keep_text)  # fmt: skip
+                if deadline is not None:  # the store is back: a later outage is told again
+                    outage_told.clear()
+                return judgment
             except StoreWentAway as exc:
                 # The server went away under one of the item's calls (its reservation in a rate or
                 # spend budget kept in the store, the call cache): the item is judged again, its
@@ -319,6 +323,7 @@ async def run_worker(
                 if not outage_told:
                     outage_told.append(True)
                     log.warning(f"the store went away mid-batch; waiting for it to come back to go on ({exc})")
+                await asyncio.sleep(0.05)  # a connection the outage broke fails at once: not in a tight loop
 
     async def judge(row: Mapping[str, Any]) -> None:
         held = row["batch_id"]
