@@ -19,7 +19,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -255,28 +255,37 @@ async def run_worker(
 
     outage_told: list[bool] = []
 
-    async def call(op: Callable[..., Any], *args: Any, again: Callable[[bool], Any] | None = None, **kw: Any) -> Any:
-        """``op`` in the store. When its server goes away while ``op`` runs, ``op`` may have been
-        done or not (a commit whose reply was lost): it is run again, or ``again(last)`` instead
-        (an operation that must not be done twice), until the server is back: the store waits
-        for it, within its outage grace (a connection the outage broke may still be handed out
-        first, and fails at once). Past the grace, a failure stops the worker (``last``)."""
+    async def through_outage(first: Callable[[], Awaitable[Any]], again: Callable[[bool], Awaitable[Any]],
+                             gone: type[Exception]) -> Any:  # fmt: skip
+        """``first()``; when the server goes away under it (``gone``), ``again(last)`` until the
+        server is back: the store waits for it, within its outage grace (a connection the outage
+        broke may still be handed out first, and fails at once). ``last``: the grace is over, and
+        a failure now stops the worker. The outage is told once for everything it caught."""
         try:
-            return await in_store(op, *args, **kw)
-        except _ServerGone as exc:
-            if not outage_told:  # once for the operations the outage caught together
+            return await first()
+        except gone as exc:
+            if not outage_told:
                 outage_told.append(True)
                 log.warning(f"the store went away mid-batch; waiting for it to come back to go on ({exc})")
         deadline = time.monotonic() + getattr(store, "outage_grace_s", 0.0)
         while True:
             last = time.monotonic() >= deadline
             try:
-                result = await again(last) if again is not None else await in_store(op, *args, last=last, **kw)
-            except _ServerGone:
+                result = await again(last)
+            except gone:
+                if last:
+                    raise
                 await asyncio.sleep(0.05)
                 continue
-            outage_told.clear()
+            outage_told.clear()  # the store is back: a later outage is told again
             return result
+
+    async def call(op: Callable[..., Any], *args: Any, again: Callable[[bool], Any] | None = None, **kw: Any) -> Any:
+        """``op`` in the store. When its server goes away while ``op`` runs, ``op`` may have been
+        done or not (a commit whose reply was lost): it is run again, or ``again(last)`` instead
+        (an operation that must not be done twice), as :func:`through_outage` says."""
+        retry = again or (lambda last: in_store(op, *args, last=last, **kw))
+        return await through_outage(lambda: in_store(op, *args, **kw), retry, _ServerGone)
 
     in_flight: dict[str, int] = {}
     judging: set[tuple[str, str]] = set()  # the items being judged; ``ready`` (below) holds those claimed to start
@@ -303,27 +312,13 @@ async def run_worker(
         return held > 0
 
     async def judged(item: BatchItem, spec: BatchSpec, clients: Sequence[ModelClient]) -> Any:
-        deadline = None
-        while True:
-            try:
-                judgment = await judge_item(item, spec.settings, clients, spec.rubrics, store=store,
-                                            keep_text=keep_text)  # fmt: skip
-                if deadline is not None:  # the store is back: a later outage is told again
-                    outage_told.clear()
-                return judgment
-            except StoreWentAway as exc:
-                # The server went away under one of the item's calls (its reservation in a rate or
-                # spend budget kept in the store, the call cache): the item is judged again, its
-                # calls asked again (as after a crash), once the server is back (the store waits
-                # for it, within its outage grace).
-                if deadline is None:
-                    deadline = time.monotonic() + getattr(store, "outage_grace_s", 0.0)
-                elif time.monotonic() >= deadline:
-                    raise
-                if not outage_told:
-                    outage_told.append(True)
-                    log.warning(f"the store went away mid-batch; waiting for it to come back to go on ({exc})")
-                await asyncio.sleep(0.05)  # a connection the outage broke fails at once: not in a tight loop
+        def judging_once(_last: bool = False) -> Awaitable[Any]:
+            return judge_item(item, spec.settings, clients, spec.rubrics, store=store, keep_text=keep_text)
+
+        # The server going away under one of the item's calls (its reservation in a rate or spend
+        # budget kept in the store, the call cache): the item is judged again, its calls asked
+        # again (as after a crash), once the server is back.
+        return await through_outage(judging_once, judging_once, StoreWentAway)
 
     async def judge(row: Mapping[str, Any]) -> None:
         held = row["batch_id"]
