@@ -33,13 +33,21 @@ class _Counted(FakeAPI):
         return await super().generate(request)
 
 
-def _queued(store, items: int):
+def _queued(store, items: int, judge: str = "fake/j", config: ConfigFile | None = None):
+    """Batch "w" of ``items`` pairs queued for ``judge`` (an alias of ``config``, or a model),
+    answered by a fake that notes every prompt."""
     api = _Counted()
-    judge = ModelClient(resolve_model("fake/j", ConfigFile(), {}, "test"), api)
+    client = ModelClient(resolve_model(judge, config or ConfigFile(), {}, "test"), api)
     text = "".join(json.dumps({"id": f"p{i}", "prompt": f"Q {i}?", "a": "A.", "b": "B."}) + "\n" for i in range(items))
-    enqueue(store, parse_batch(text, "b.jsonl"), batch_id="w", settings=BatchSettings(judges=["fake/j"]),
-            judges=[judge], rubrics={}, source="b.jsonl", content_sha256=content_digest(text))  # fmt: skip
-    return judge, api
+    enqueue(store, parse_batch(text, "b.jsonl"), batch_id="w", settings=BatchSettings(judges=[judge]),
+            judges=[client], rubrics={}, source="b.jsonl", content_sha256=content_digest(text))  # fmt: skip
+    return client, api
+
+
+async def _worked(store, judge, concurrency: int, **options):
+    """One worker on batch "w" until it is done (at most 60 s); its report."""
+    return await asyncio.wait_for(run_worker(store, judges_for=lambda _id, _spec: [judge], batch_id="w",
+                                             concurrency=concurrency, keep_judges=[judge], **options), 60)  # fmt: skip
 
 
 def _reply_lost(store, name: str, *, on_call: int, committed: bool = True, lasting: float = 0.0) -> list[int]:
@@ -77,8 +85,7 @@ def _each_item_judged_once(store, api, items: int) -> None:
 async def test_a_write_whose_reply_was_lost_is_recorded_once_and_its_claims_taken_up(url_store):
     judge, api = _queued(url_store, 12)
     count = _reply_lost(url_store, "record_and_claim", on_call=2)
-    report = await asyncio.wait_for(run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w",
-                                               concurrency=3, keep_judges=[judge]), 60)  # fmt: skip
+    report = await _worked(url_store, judge, 3)
     assert count[0] > 2  # the lost one, then the worker went on
     assert (report.judged, report.failed, report.dropped) == (12, 0, 0)  # each counted once, none as a duplicate
     _each_item_judged_once(url_store, api, 12)
@@ -89,8 +96,7 @@ async def test_several_writes_lost_at_once_each_record_once(url_store):
     finish while each reads back what the worker holds."""
     judge, api = _queued(url_store, 24)
     _reply_lost(url_store, "record_and_claim", on_call=2, lasting=0.1)
-    report = await asyncio.wait_for(run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w",
-                                               concurrency=6, keep_judges=[judge]), 60)  # fmt: skip
+    report = await _worked(url_store, judge, 6)
     assert (report.judged, report.failed, report.dropped) == (24, 0, 0)
     _each_item_judged_once(url_store, api, 24)
 
@@ -98,8 +104,7 @@ async def test_several_writes_lost_at_once_each_record_once(url_store):
 async def test_a_write_lost_before_it_committed_is_written_again(url_store):
     judge, api = _queued(url_store, 12)
     _reply_lost(url_store, "record_and_claim", on_call=2, committed=False)
-    report = await asyncio.wait_for(run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w",
-                                               concurrency=3, keep_judges=[judge]), 60)  # fmt: skip
+    report = await _worked(url_store, judge, 3)
     assert (report.judged, report.failed, report.dropped) == (12, 0, 0)
     _each_item_judged_once(url_store, api, 12)
 
@@ -107,8 +112,7 @@ async def test_a_write_lost_before_it_committed_is_written_again(url_store):
 async def test_a_claim_whose_reply_was_lost_has_its_items_taken_up(url_store):
     judge, api = _queued(url_store, 10)
     _reply_lost(url_store, "claim_items", on_call=1)
-    report = await asyncio.wait_for(run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w",
-                                               concurrency=4, keep_judges=[judge]), 60)  # fmt: skip
+    report = await _worked(url_store, judge, 4)
     assert (report.judged, report.failed, report.dropped) == (10, 0, 0)
     _each_item_judged_once(url_store, api, 10)
 
@@ -131,8 +135,7 @@ async def test_items_taken_up_after_a_lost_claim_never_exceed_the_places(url_sto
             at_once[0] -= 1
 
     api.generate = counted
-    report = await asyncio.wait_for(run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w",
-                                               concurrency=2, keep_judges=[judge]), 60)  # fmt: skip
+    report = await _worked(url_store, judge, 2)
     assert report.judged == 10 and at_once[1] == 2 * 2  # two items, two passes each
 
 
@@ -146,8 +149,7 @@ async def test_a_heartbeat_lost_with_the_server_is_renewed_again(url_store):
         return await real(request)
 
     api.generate = slow
-    report = await asyncio.wait_for(run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w",
-                                               concurrency=4, lease_seconds=0.6, keep_judges=[judge]), 60)  # fmt: skip
+    report = await _worked(url_store, judge, 4, lease_seconds=0.6)
     assert renewed[0] >= 2 and report.judged == 4
     _each_item_judged_once(url_store, api, 4)
 
@@ -163,8 +165,7 @@ async def test_a_write_that_fails_again_stops_the_worker_with_one_line(url_store
     url_store.record_and_claim = gone
     url_store.outage_grace_s = 0.5  # how long the worker goes on trying (the store's grace: 10 s)
     with pytest.raises(CouncilFailure, match="the store stopped answering mid-batch") as caught:
-        await asyncio.wait_for(run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w",
-                                          concurrency=3, keep_judges=[judge]), 60)  # fmt: skip
+        await _worked(url_store, judge, 3)
     assert "\n" not in str(caught.value)
     url_store.record_and_claim = real
     assert url_store.batch_status("w")["done"] == 0  # nothing recorded; the items return when their lease passes
@@ -186,8 +187,7 @@ async def test_items_waiting_to_start_while_a_claim_is_under_way_are_not_taken_u
 
     url_store.claim_items = slow_claim
     _reply_lost(url_store, "record_and_claim", on_call=3, lasting=0.3)
-    report = await asyncio.wait_for(run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w",
-                                               concurrency=5, keep_judges=[judge]), 60)  # fmt: skip
+    report = await _worked(url_store, judge, 5)
     assert (report.judged, report.failed, report.dropped) == (40, 0, 0)
     _each_item_judged_once(url_store, api, 40)
 
@@ -196,17 +196,10 @@ async def test_an_item_whose_rate_reservation_was_lost_with_the_server_is_judged
     """A judge with an rpm budget shared through the store reserves each call there: the server
     going away under a reservation fails that item's judging, which is done again once the
     server is back (its calls asked again, as after a crash); the batch goes on."""
-    from council.config.schema import ConfigFile as Config
-
-    api = _Counted()
-    config = Config.model_validate({"models": {"j": {"model": "fake/j", "rpm": 1_000_000}}})
-    judge = ModelClient(resolve_model("j", config, {}, "test"), api)
-    text = "".join(json.dumps({"id": f"p{i}", "prompt": f"Q {i}?", "a": "A.", "b": "B."}) + "\n" for i in range(12))
-    enqueue(url_store, parse_batch(text, "b.jsonl"), batch_id="w", settings=BatchSettings(judges=["j"]),
-            judges=[judge], rubrics={}, source="b.jsonl", content_sha256=content_digest(text))  # fmt: skip
+    config = ConfigFile.model_validate({"models": {"j": {"model": "fake/j", "rpm": 1_000_000}}})
+    judge, api = _queued(url_store, 12, "j", config)
     reserved = _reply_lost(url_store, "reserve_rate", on_call=5)
-    report = await asyncio.wait_for(run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w",
-                                               concurrency=3, keep_judges=[judge]), 60)  # fmt: skip
+    report = await _worked(url_store, judge, 3)
     assert reserved[0] > 5 and (report.judged, report.failed, report.dropped) == (12, 0, 0)
     assert sorted(r["item_id"] for r in url_store.batch_rows("w")) == sorted(f"p{i}" for i in range(12))
     asked = sorted(sum(f"Q {i}?" in p for p in api.prompts) for i in range(12))
