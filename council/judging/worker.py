@@ -150,10 +150,6 @@ def _store_failed(exc: Exception) -> bool:
     return type(exc).__module__.split(".")[0] in {"psycopg", "psycopg_pool", "sqlite3"}
 
 
-class _ServerGone(CouncilFailure):
-    """A store operation whose server went away while it ran: it may or may not have been done."""
-
-
 def _key(row: Mapping[str, Any]) -> tuple[str, str]:
     return row["batch_id"], row["item_id"]
 
@@ -234,8 +230,8 @@ async def run_worker(
             if not isinstance(exc, CouncilFailure) and not _store_failed(exc):
                 raise
             why = " ".join(redact(str(exc)).split())[:300]
-            if not last and isinstance(exc, StoreWentAway):  # see ``call``
-                raise _ServerGone(why) from None
+            if not last and isinstance(exc, StoreWentAway):  # tried again: see ``through_outage``
+                raise StoreWentAway(why) from None
             store_down = True
             raise CouncilFailure(_STORE_DOWN.format(why)) from None
 
@@ -255,15 +251,14 @@ async def run_worker(
 
     outage_told: list[bool] = []
 
-    async def through_outage(first: Callable[[], Awaitable[Any]], again: Callable[[bool], Awaitable[Any]],
-                             gone: type[Exception]) -> Any:  # fmt: skip
-        """``first()``; when the server goes away under it (``gone``), ``again(last)`` until the
+    async def through_outage(first: Callable[[], Awaitable[Any]], again: Callable[[bool], Awaitable[Any]]) -> Any:
+        """``first()``; when the server goes away under it (``StoreWentAway``), ``again(last)`` until the
         server is back: the store waits for it, within its outage grace (a connection the outage
         broke may still be handed out first, and fails at once). ``last``: the grace is over, and
         a failure now stops the worker. The outage is told once for everything it caught."""
         try:
             return await first()
-        except gone as exc:
+        except StoreWentAway as exc:
             if not outage_told:
                 outage_told.append(True)
                 log.warning(f"the store went away mid-batch; waiting for it to come back to go on ({exc})")
@@ -272,7 +267,7 @@ async def run_worker(
             last = time.monotonic() >= deadline
             try:
                 result = await again(last)
-            except gone:
+            except StoreWentAway:
                 if last:
                     raise
                 await asyncio.sleep(0.05)
@@ -285,7 +280,7 @@ async def run_worker(
         done or not (a commit whose reply was lost): it is run again, or ``again(last)`` instead
         (an operation that must not be done twice), as :func:`through_outage` says."""
         retry = again or (lambda last: in_store(op, *args, last=last, **kw))
-        return await through_outage(lambda: in_store(op, *args, **kw), retry, _ServerGone)
+        return await through_outage(lambda: in_store(op, *args, **kw), retry)
 
     in_flight: dict[str, int] = {}
     judging: set[tuple[str, str]] = set()  # the items being judged; ``ready`` (below) holds those claimed to start
@@ -318,7 +313,7 @@ async def run_worker(
         # The server going away under one of the item's calls (its reservation in a rate or spend
         # budget kept in the store, the call cache): the item is judged again, its calls asked
         # again (as after a crash), once the server is back.
-        return await through_outage(judging_once, judging_once, StoreWentAway)
+        return await through_outage(judging_once, judging_once)
 
     async def judge(row: Mapping[str, Any]) -> None:
         held = row["batch_id"]
