@@ -199,9 +199,9 @@ async def run_worker(
     their lease passes); with ``follow``, keep waiting for new ones. Once ``stop()`` is true
     (a spend cap reached) no new item is claimed, and an item the cap cut short is not recorded:
     the rest stay queued for a later worker. A server that goes away is waited for within the
-    store's outage grace (PostgreSQL: a write under way then is done once, see ``call``); a
-    database away for longer is a ``CouncilFailure``: the items this worker held return to the
-    queue with its leases.
+    store's outage grace (PostgreSQL: a write under way then is done once; ``through_outage``);
+    a database away for longer is a ``CouncilFailure``: the items this worker held return to
+    the queue with its leases.
     ``hash_prompts`` (default: the privacy setting ``hash_queries``): a judged pair keeps its
     prompt's salted query hash as its ``prompt_id``; never an unsalted digest, which anyone
     could match against a list of prompts (docs/methods.md, "Length-controlled win rate")."""
