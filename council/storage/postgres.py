@@ -53,6 +53,11 @@ AWAY_TIMEOUT_S = 1.0
 #: A pooled connection unused this long is tested (one empty query) before it is handed out: a
 #: restart of the server while it sat idle has closed it, unseen. A busy store's are not.
 IDLE_CHECK_S = 1.0
+#: psycopg_pool tries a failed connection again after 1, 2, 4 ... s, for this long; then it waits
+#: until a call needs a connection, which starts a new attempt at once. With its default (5
+#: minutes) a server back after a long outage was found only at the next of those attempts: 17 s
+#: after it was back, after 40 s away.
+RECONNECT_TIMEOUT_S = 3.0
 MIN_ID_PREFIX = 8
 
 
@@ -501,6 +506,7 @@ class PostgresStore(GroupCommit, SharedOperations):
             name="council",
             # A stopped server fails a waiting call after this long, not the pool's default 30 s.
             timeout=CONNECT_TIMEOUT_S,
+            reconnect_timeout=RECONNECT_TIMEOUT_S,
             configure=staleness.worked_now,
             reset=staleness.worked_now,
             check=staleness.check,
