@@ -332,8 +332,9 @@ def test_once_the_grace_is_over_the_calls_behind_a_failed_wait_fail_at_once(own_
         assert "\n" not in str(failed.value)
     assert time.monotonic() - started < AWAY_TIMEOUT_S / 2
     # A second on, the next call waits for the server again, and finds it back once the pool has
-    # reconnected: the pool tries again after 1, 2, 4 ... s (psycopg_pool's backoff), so that may
-    # take a few calls after a long outage (CI: one call of a second was not enough, once).
+    # reconnected: an attempt of the pool's may still be waiting out its backoff (1, 2 s, for up
+    # to RECONNECT_TIMEOUT_S), so that may take a few calls (CI: one call of a second was not
+    # enough, once).
     own_postgres.resume()
     deadline = time.monotonic() + 30
     while True:
