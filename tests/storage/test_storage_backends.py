@@ -362,7 +362,7 @@ def test_after_a_long_outage_the_store_finds_the_server_back_within_seconds(own_
     store.begin_session("s-outage", council="default")
     own_postgres.pause()
     outage_ends = time.monotonic() + 40
-    while time.monotonic() < outage_ends:  # a server's calls meanwhile, each failing in one line
+    while time.monotonic() < outage_ends:  # calls one at a time meanwhile (an app's), each failing in one line
         with pytest.raises(CouncilFailure, match="the PostgreSQL store .* failed"):
             store.get_session("s-outage")
         time.sleep(AWAY_TIMEOUT_S)
