@@ -7,14 +7,16 @@
 
 Writes the synthetic records of scripts/bench_bias_report.py through the store's batch insert
 (``Store.insert_bias_records``, one transaction per batch: executemany on SQLite, COPY on
-PostgreSQL; goal ≥ 200,000 records/s), then, best of ``--repeat`` each, interleaved so both see
-the same machine: the whole report process (interpreter start, imports, every query, the JSON)
-and, with a bare connection to the same data (``sqlite3``, or psycopg for ``--database-url``),
-the two aggregates the report cannot do without: one ``GROUP BY session_id, model_id`` (per
-answer: count, mean score, length) and one ``GROUP BY reviewer_id`` (per reviewer: count, mean,
-sum of squares), each fetched in full. Goal: the report ≤ 1.5 × the per-answer aggregate, the
-one that reads a covering index of its own (since m017 the reviewer aggregate has no index:
-the report sums reviewers in its per-review pass, so that aggregate sorts and is no bound).
+PostgreSQL; goal ≥ 200,000 records/s) and, on SQLite, each batch in turn the same rows into the
+same table on a bare sqlite3 connection (SQLite alone: the floor of the store's writes); then,
+best of ``--repeat`` each, interleaved so both see the same machine: the whole report process
+(interpreter start, imports, every query, the JSON) and, with a bare connection to the same
+data (``sqlite3``, or psycopg for ``--database-url``), the two aggregates the report cannot do
+without: one ``GROUP BY session_id, model_id`` (per answer: count, mean score, length) and one
+``GROUP BY reviewer_id`` (per reviewer: count, mean, sum of squares), each fetched in full.
+Goal: the report ≤ 1.5 × the per-answer aggregate, the one that reads a covering index of its
+own (since m017 the reviewer aggregate has no index: the report sums reviewers in its
+per-review pass, so that aggregate sorts and is no bound).
 The machine may be shared: the ratios are what to compare between runs; the load average is
 printed before and after, and the write's CPU time (this process's: on PostgreSQL the
 server's is not counted) beside its wall time.
@@ -41,6 +43,7 @@ from bench_bias_report import add_record_options, sessions  # noqa: E402
 from bench_common import loadavg  # noqa: E402
 
 from council.storage import open_location, open_store  # noqa: E402
+from council.storage.bias_rows import record_rows  # noqa: E402
 from council.storage.location import parse as parse_location  # noqa: E402
 
 GOAL_RATIO = 1.5
@@ -63,8 +66,9 @@ BOUND = "GROUP BY session_id, model_id"
 
 def write(db_path: Path, url: str | None, records: int, batch: int, seed: int) -> None:
     store = open_location(parse_location(url)) if url else open_store(db_path)
+    floor = None if url else bare_table(db_path, db_path.with_name("sqlite-alone.db"))
     rows = sessions(records, seed)
-    written, insert, cpu, generate = 0, 0.0, 0.0, 0.0
+    written, insert, cpu, generate, bare = 0, 0.0, 0.0, 0.0, 0.0
     while True:
         t0 = time.perf_counter()
         chunk = list(itertools.islice(rows, batch))
@@ -75,6 +79,8 @@ def write(db_path: Path, url: str | None, records: int, batch: int, seed: int) -
         written += store.insert_bias_records(chunk, batch_size=batch)
         insert += time.perf_counter() - t0
         cpu += time.process_time() - c0
+        if floor is not None:  # the same batch, in turn with council's: both see the same machine
+            bare += bare_insert(floor, chunk)
     store.close()
     rate = written / insert
     print(
@@ -82,7 +88,45 @@ def write(db_path: Path, url: str | None, records: int, batch: int, seed: int) -
         f"{rate:,.0f} records/s; this process's CPU {cpu:.2f} s = {written / cpu:,.0f} records per CPU second "
         f"(+ {generate:.1f} s generating them)"
     )
+    if floor is not None:
+        floor.close()
+        print(
+            f"SQLite alone (the same batches into the same table, its CHECK and its index, on a bare sqlite3 "
+            f"connection: no summaries, no checkpoint): {bare:.2f} s, {written / bare:,.0f} records/s; "
+            f"council {rate / (written / bare):.2f} × that"
+        )
     print(f"goal ≥ {GOAL_WRITES:,} records/s: {'PASS' if rate >= GOAL_WRITES else 'MISS'} ({rate:,.0f})")
+
+
+def bare_table(db_path: Path, floor_path: Path) -> sqlite3.Connection:
+    """A file holding ``bias_records`` as council's store creates it (the table with its CHECK
+    constraint, and its index) and nothing else, on a plain sqlite3 connection with the store's
+    journal (WAL, ``synchronous = NORMAL``) and no checkpoint: the least SQLite does to keep the
+    rows. The floor of the store's writes."""
+    with sqlite3.connect(db_path) as source:  # the table first, then its index
+        ddl = source.execute(
+            "SELECT sql FROM sqlite_master WHERE tbl_name = 'bias_records' AND sql IS NOT NULL "
+            "ORDER BY type = 'table' DESC"
+        ).fetchall()
+    floor_path.unlink(missing_ok=True)
+    conn = sqlite3.connect(floor_path, isolation_level=None)
+    for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "wal_autocheckpoint = 0"):
+        conn.execute(f"PRAGMA {pragma}")
+    for (sql,) in ddl:
+        conn.execute(sql)
+    return conn
+
+
+def bare_insert(conn: sqlite3.Connection, chunk: list[dict[str, Any]]) -> float:
+    """Seconds to insert ``chunk`` in one transaction with one prepared statement (its rows made
+    before the clock starts)."""
+    columns, rows = record_rows(chunk)
+    sql = f"INSERT INTO bias_records ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})"
+    t0 = time.perf_counter()
+    conn.execute("BEGIN")
+    conn.executemany(sql, rows)
+    conn.execute("COMMIT")
+    return time.perf_counter() - t0
 
 
 def connect(db_path: Path, url: str | None) -> Any:
