@@ -97,11 +97,12 @@ def summary_rows(records: Sequence[Sequence[Any]]) -> tuple[list[Any], list[Any]
                 r[7] = ts
             if council != r[8] and council is not None and (r[8] is None or council < r[8]):
                 r[8] = council
-        # n, Σs, Σwords, words counted, Σchars, chars counted, Σself, Σself·s, the records' other values
+        # n, Σs, Σwords, words counted, Σchars, chars counted, Σself, Σself·s, the first record's
+        # other values, and all of the records' once one differs from it (None until then)
         t = answers.get((session, model))
         if t is None:
             answers[session, model] = [1, s, words or 0, words is not None, chars or 0, chars is not None,
-                                       own or 0, (own or 0) * s, [(ts, council, lo, hi)]]  # fmt: skip
+                                       own or 0, (own or 0) * s, (ts, council, lo, hi), None]  # fmt: skip
         else:
             t[0] += 1
             t[1] += s
@@ -114,7 +115,10 @@ def summary_rows(records: Sequence[Sequence[Any]]) -> tuple[list[Any], list[Any]
             if own:
                 t[6] += own
                 t[7] += own * s
-            t[8].append((ts, council, lo, hi))
+            if t[9] is not None:
+                t[9].append((ts, council, lo, hi))
+            elif (ts, council, lo, hi) != t[8]:
+                t[9] = [t[8]] * (t[0] - 1) + [(ts, council, lo, hi)]
         key = (position, reviewer, council)
         p = positions.get(key)
         if p is None:
@@ -163,14 +167,19 @@ def _answer_rows(answers: dict[tuple[str, str], list[Any]]) -> tuple[list[Any], 
     them (bias_summaries._session_columns), and the self-reviewed answers' rows."""
     sessions: dict[str, list[Any]] = {}
     selves = []
-    for (session, model), (n, total, words, n_words, chars, n_chars, self_n, self_total, rest) in sorted(
+    for (session, model), (n, total, words, n_words, chars, n_chars, self_n, self_total, first, every) in sorted(
         answers.items()
     ):
         y = total / n
         row = sessions.get(session)
         if row is None:
-            # records, answers, per unit n, Σx, Σy, Σx², Σy², Σxy, the records' (ts, council, scale)
-            row = sessions[session] = [0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, []]
+            # records, answers, per unit n, Σx, Σy, Σx², Σy², Σxy, the first record's (ts, council,
+            # scale), and all of the records' once one differs from it
+            row = sessions[session] = [0, 0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, 0, 0.0, 0.0, 0.0, 0.0, 0.0, first, None]
+        if row[15] is not None:
+            row[15] += every or [first] * n
+        elif every is not None or first != row[14]:
+            row[15] = [row[14]] * row[0] + (every or [first] * n)
         row[0] += n
         row[1] += 1
         for at, length, count in ((2, words, n_words), (8, chars, n_chars)):  # per unit, at its columns
@@ -182,20 +191,21 @@ def _answer_rows(answers: dict[tuple[str, str], list[Any]]) -> tuple[list[Any], 
                 row[at + 3] += x * x
                 row[at + 4] += y * y
                 row[at + 5] += x * y
-        row[14] += rest
         if self_n == 1 and n > 1:  # d = own − mean of the others (bias_summaries.fold_statements)
-            selves.append((model, session, _least([v[0] for v in rest]), _least([v[1] for v in rest]),
-                           float(self_total), (total - self_total) / (n - float(self_n))))  # fmt: skip
+            ts_min, council_min = (first[0], first[1]) if every is None else (
+                _least([v[0] for v in every]), _least([v[1] for v in every]))  # fmt: skip
+            selves.append((model, session, ts_min, council_min, float(self_total),
+                           (total - self_total) / (n - float(self_n))))  # fmt: skip
     out = []
     for session, row in sessions.items():
-        records, rest = row[0], row[14]
-        if len(set(rest)) == 1:  # the usual session: one timestamp, council and scale
-            ts, council, lo, hi = rest[0]
+        records, first, every = row[0], row[14], row[15]
+        if every is None:  # the usual session: one timestamp, council and scale
+            ts, council, lo, hi = first
             nulls = records if ts is None else 0
             council_nulls = records if council is None else 0
             attributes = (ts, ts, nulls, council, council, council_nulls, lo, hi, 1)
         else:
-            attributes = _attributes(records, rest)
+            attributes = _attributes(records, every)
         out.append((session, records, row[1], *attributes, *row[2:14]))
     return out, selves
 
