@@ -289,7 +289,7 @@ def whole_process(members: int, latency: float, repeats: int, transport: str, ma
         for i in range(repeats + 1):  # the first warms the OS file cache and writes the bytecode
             span, cpu, _ = _timed(argv, env, "council run")
             for kind, floor in floors.items():
-                floor_span, _, noted = _timed(floor, env, FLOORS[kind])
+                floor_span, _, noted = _timed(floor, env, FLOORS[kind], noting=True)
                 if i > 0:
                     floor_spans[kind].append(floor_span)
                     floor_phases[kind].append(noted)
@@ -299,7 +299,8 @@ def whole_process(members: int, latency: float, repeats: int, transport: str, ma
                 passes.append(bare)
                 cpus.append(cpu)
         for _ in range(repeats if marks else 0):  # after the warm-up above, as the plain runs
-            _, _, noted = _timed([sys.executable, "-c", MARKS_PROBE, *argv[1:]], env, "council run under the probe")
+            probed = [sys.executable, "-c", MARKS_PROBE, *argv[1:]]
+            _, _, noted = _timed(probed, env, "council run under the probe", noting=True)
             phases.append(noted)
     return {
         "spans": spans,
@@ -313,9 +314,11 @@ def whole_process(members: int, latency: float, repeats: int, transport: str, ma
     }
 
 
-def _timed(argv: list[str], env: dict[str, str], what: str) -> tuple[float, float, dict[str, float]]:
-    """One process's wall time and CPU (user + system), and its phases if it notes its calls
-    (a line ``MARKS [calls, CPU at exit]`` on its standard error; the probe and the floors do)."""
+def _timed(
+    argv: list[str], env: dict[str, str], what: str, *, noting: bool = False
+) -> tuple[float, float, dict[str, float]]:
+    """One process's wall time and CPU (user + system), and with ``noting`` its phases, from the
+    line ``MARKS [calls, CPU at exit]`` it writes on its standard error (the probe and the floors)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started, t0 = time.time(), time.perf_counter()
     proc = subprocess.run(argv, env=env, capture_output=True, text=True)
@@ -324,11 +327,12 @@ def _timed(argv: list[str], env: dict[str, str], what: str) -> tuple[float, floa
     if proc.returncode != 0:
         raise SystemExit(f"{what} failed ({proc.returncode}): {proc.stderr.strip()[-500:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if not noting:
+        return span, cpu, {}
     line = next((x for x in proc.stderr.splitlines() if x.startswith("MARKS ")), None)
-    if line is None and "-c" in argv and argv[argv.index("-c") + 1] != "pass":
+    if line is None:
         raise SystemExit(f"{what} noted no calls: {proc.stderr.strip()[-500:]}")
-    noted = {} if line is None else marks_of(json.loads(line.removeprefix("MARKS ")), started, ended)
-    return span, cpu, noted
+    return span, cpu, marks_of(json.loads(line.removeprefix("MARKS ")), started, ended)
 
 
 def main() -> int:
