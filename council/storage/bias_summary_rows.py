@@ -182,23 +182,15 @@ def _answer_rows(answers: dict[tuple[str, str], list[Any]]) -> tuple[list[Any], 
             row[15] = [row[14]] * row[0] + (every or [first] * n)
         row[0] += n
         row[1] += 1
-        yy = y * y
-        if n_words:  # per unit: x is the AVG of the non-NULL lengths
-            x = words / n_words
-            row[2] += 1
-            row[3] += x
-            row[4] += y
-            row[5] += x * x
-            row[6] += yy
-            row[7] += x * y
-        if n_chars:
-            x = chars / n_chars
-            row[8] += 1
-            row[9] += x
-            row[10] += y
-            row[11] += x * x
-            row[12] += yy
-            row[13] += x * y
+        for at, length, count in ((2, words, n_words), (8, chars, n_chars)):  # per unit, at its columns
+            if count:
+                x = length / count  # AVG of the non-NULL lengths
+                row[at] += 1
+                row[at + 1] += x
+                row[at + 2] += y
+                row[at + 3] += x * x
+                row[at + 4] += y * y
+                row[at + 5] += x * y
         if self_n == 1 and n > 1:  # d = own − mean of the others (bias_summaries.fold_statements)
             ts_min, council_min = (first[0], first[1]) if every is None else (
                 _least([v[0] for v in every]), _least([v[1] for v in every]))  # fmt: skip
