@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from pathlib import Path
 
 import jsonschema
 import pytest
+from mock_server import start_mock_server
 
 from council import Council
 from council.errors import QuorumError
@@ -157,14 +160,17 @@ async def test_transcripts_off_an_error_quoting_an_answer_is_cut_from_the_events
 
 async def test_the_bias_records_are_computed_while_the_chairman_writes(monkeypatch):
     # They need only the reviews: off the session's critical path, once the chairman's request is sent.
+    from council import background
     from council.bias import records
     from council.providers.fake import FakeAPI
 
     order = []
     real_stream, real_metadata = FakeAPI.stream, records.session_bias_metadata
+    monkeypatch.setattr(background, "GRACE_S", 0.01)
 
     async def stream(self, request, on_delta):
         order.append("chairman asked")
+        await asyncio.sleep(0.5)  # a chairman that takes longer than the grace
         response = await real_stream(self, request, on_delta)
         order.append("chairman answered")
         return response
@@ -179,3 +185,30 @@ async def test_the_bias_records_are_computed_while_the_chairman_writes(monkeypat
     assert order == ["chairman asked", "bias computed", "chairman answered"]
     assert result.status == "complete" and result.bias is not None and result.bias.records == 6
     assert [e.type for e in events][-2:] == ["synthesis", "session_finished"]
+
+
+def test_the_chairmans_request_reaches_the_server_before_the_bias_records_are_computed(tmp_path, monkeypatch):
+    # Over real HTTP. aiohttp writes a request in a task of its own, one turn of the loop after
+    # the call's: work begun on the loop then ran first and held the request back (~1.5 ms).
+    from council import background
+    from council.bias import records
+
+    computed, real = [], records.session_bias_metadata
+    monkeypatch.setattr(records, "session_bias_metadata", lambda rows: (computed.append(time.time()), real(rows))[1])
+    monkeypatch.setattr(background, "GRACE_S", 0.2)  # far beyond the server's own delays
+    log, latency = tmp_path / "requests.jsonl", 0.5
+    with start_mock_server(latency=latency, log_requests=log) as server:
+        models = {f"m{i}": {"model": f"openai/mock-m{i}", "api_base": server.base_url} for i in range(3)}
+        config = {"councils": {"default": {"members": list(models), "chairman": "m0"}}, "models": models}
+
+        async def session():
+            async with Council.from_config(config, store=False) as c:
+                return await c.run(QUESTION, seed=4, on_event=lambda event: None)
+
+        result = asyncio.run(session())
+        requests = server.logged_requests()
+    assert result.status == "complete", result.partial_reasons
+    assert len(requests) == 7 and requests[-1]["stream"]  # the chairman's, streamed, the last to end
+    # The mock logs a call once it has waited ``latency`` after reading the request: it had the
+    # chairman's request by ``time - latency`` at the latest.
+    assert len(computed) == 1 and requests[-1]["time"] - latency < computed[0]
