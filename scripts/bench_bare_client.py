@@ -28,28 +28,10 @@ import time
 from typing import Any
 
 from bench_batch import one_run, pairs, process_cpu  # also puts the package and tests/ on sys.path
-from bench_common import postgres_if
+from bench_common import capture_bodies, postgres_if
 
 GOAL_RATIO = 0.9
 GOAL_OWN_CPU_MS = 0.3
-
-
-def capture_bodies() -> list[bytes]:
-    """Record, from now on, every request body council's OpenAI-compatible transport encodes: the
-    bytes it sends, kept as its encoder returns them (encoding them a second time to record them
-    charged council ~2 % of its CPU for the benchmark's own work)."""
-    from council.providers import openai_compatible
-
-    bodies: list[bytes] = []
-    encode = openai_compatible.to_json
-
-    def to_json(value: Any) -> bytes:
-        data = encode(value)
-        bodies.append(data)
-        return data
-
-    openai_compatible.to_json = to_json  # type: ignore[assignment]
-    return bodies
 
 
 async def bare_timed(url: str, bodies: list[bytes], concurrency: int) -> dict[str, float]:
@@ -92,9 +74,7 @@ def run_all(
     with start_mock_server(latency=args.latency) as server:
         url = server.base_url + "/chat/completions"
         warm_up = pairs(8)
-        asyncio.run(
-            one_run(server.base_url, warm_up, 1, False, args.concurrency, "native", store_url(), args.max_cost)
-        )
+        asyncio.run(one_run(server.base_url, warm_up, 1, False, args.concurrency, "native", store_url(), args.max_cost))
         bodies = capture_bodies()
         for _ in range(args.repeat):
             del bodies[:]

@@ -20,7 +20,11 @@ Per member count it prints the median span (wall time of ``Council.run``), the s
 beyond the three latencies goes, from the session's progress events: before the first stage
 (query hash, session row), each stage beyond one latency, between stages, and after the synthesis
 (bias records, result, the write to council.db). Each council runs one warm-up session (HTTP
-connections opened; LiteLLM imported on that transport) before timing: the steady state.
+connections opened; LiteLLM imported on that transport) before timing: the steady state. After
+each session (native transport) the same request bodies, as council encoded them, are posted
+again with plain aiohttp (:func:`replay`): each stage's in parallel, the stages in turn, each
+reply parsed, the chairman's streamed. That is the floor: it prints the span ÷ the floor, each
+stage's floor, and, where the floor itself misses the goal, says so.
 
 Part 2, the whole process (goal: ≤ 1.3 × the critical path, ``--process-members`` 5 at
 ``--process-latency`` 0.25 s): the ``council run QUESTION --config FILE`` console script as a
@@ -49,11 +53,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from bench_common import (  # also puts the package and tests/ on sys.path
     TRANSPORTS,
+    capture_bodies,
     council_config,
     entry_point,
     prepare,
@@ -97,49 +103,71 @@ class FullCollections:
 
 
 async def sessions(base_url: str, n: int, repeats: int, transport: str) -> list[dict[str, Any]]:
+    """``repeats`` timed sessions of an n-member council (after a warm-up), each followed by the
+    same calls replayed with plain aiohttp (:func:`replay`; native transport only)."""
+    import aiohttp
+
     from council import Council
 
     out = []
     config = council_config(base_url, n, transport=transport, max_concurrency=n)
-    async with Council.from_config(config) as council:
-        for i in range(repeats + 1):  # the first is the warm-up
+    bodies = capture_bodies() if transport == "native" else None
+    async with (
+        Council.from_config(config) as council,
+        aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http,
+    ):
+        for i in range(repeats + 1):  # the first is the warm-up (and opens the replay's connections)
             marks: dict[str, float] = {}
+            stages: dict[str, int] = {}  # a stage's first body, by its index among those sent
 
-            def on_event(event: Any, marks: dict[str, float] = marks) -> None:
+            def on_event(event: Any, marks: dict[str, float] = marks, stages: dict[str, int] = stages) -> None:
                 key = f"stage:{event.stage}" if event.type == "stage" else event.type
                 marks[key] = time.perf_counter()  # the last event of a kind wins
+                if event.type == "stage" and bodies is not None:
+                    stages[event.stage] = len(bodies)
 
+            if bodies is not None:
+                del bodies[:]
             marks["start"] = time.perf_counter()
             result = await council.run(f"Question {i}: why is the sky blue?", seed=i, on_event=on_event)
             marks["end"] = time.perf_counter()
             if result.status != "complete":
                 raise SystemExit(f"session {i} of {n} members is {result.status}: {result.partial_reasons}")
+            floor = None
+            if bodies is not None:
+                sent = list(bodies)
+                bounds = [stages["answer"], stages["review"], stages["synthesis"], len(sent)]
+                floor = await replay(http, base_url + "/chat/completions", [sent[a:b] for a, b in pairwise(bounds)])
             if i > 0:
-                out.append({"span": marks["end"] - marks["start"], "own": result.duration_ms / 1000, "marks": marks})
+                run = {"span": marks["end"] - marks["start"], "own": result.duration_ms / 1000, "marks": marks}
+                out.append({**run, "floor": floor})
     return out
 
 
-async def raw_stage(base_url: str, n: int, repeats: int) -> float:
-    """Median wall time of n parallel answer calls posted with plain aiohttp: a stage's floor here."""
-    import aiohttp
+async def replay(http: Any, url: str, stages: list[list[bytes]]) -> list[float]:
+    """A session's calls again, with plain aiohttp and nothing else: each stage's request bodies,
+    as council encoded them, posted in parallel, the stages in turn; each reply read and parsed
+    (a streamed one chunk by chunk, as the chairman's is). Its stages' wall times: the floor."""
+    headers = {"content-type": "application/json", "accept": "application/json", "authorization": "Bearer x"}
 
-    from council.session import prompts
+    async def post(data: bytes) -> None:
+        async with http.post(url, data=data, headers=headers) as reply:
+            if reply.status != 200:
+                raise SystemExit(f"replay: HTTP {reply.status}: {(await reply.read())[:200]!r}")
+            if not reply.content_type.startswith("text/event-stream"):
+                json.loads(await reply.read())["choices"][0]["message"]["content"]
+                return
+            async for line in reply.content:
+                data = line.strip()
+                if data.startswith(b"data:") and (data := data[5:].strip()) != b"[DONE]":
+                    json.loads(data)
 
-    body = {"model": "mock-m0", "messages": prompts.member_messages("Why is the sky blue?")}
     spans = []
-
-    async def post(http: aiohttp.ClientSession) -> None:
-        async with http.post(base_url + "/chat/completions", json=body) as reply:
-            reply.raise_for_status()
-            await reply.json()
-
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http:
-        for i in range(repeats + 1):  # the first opens the connections
-            t0 = time.perf_counter()
-            await asyncio.gather(*(post(http) for _ in range(n)))
-            if i > 0:
-                spans.append(time.perf_counter() - t0)
-    return statistics.median(spans)
+    for stage in stages:
+        t0 = time.perf_counter()
+        await asyncio.gather(*(post(data) for data in stage))
+        spans.append(time.perf_counter() - t0)
+    return spans
 
 
 #: Runs the command with every model call's start and end noted (wall clock, and the CPU time of
@@ -432,12 +460,14 @@ def session_part(args: argparse.Namespace, counts: list[int]) -> bool:
     with start_mock_server(latency=args.latency) as server:
         for n in counts:
             rows.append((n, asyncio.run(sessions(server.base_url, n, args.repeats, args.transport))))
-        floors = [asyncio.run(raw_stage(server.base_url, n, args.repeats)) - args.latency for n in counts]
+    replayed = all(r["floor"] is not None for _, runs in rows for r in runs)
 
     print()
     header = f"{'members':>7} {'span ms':>8} {'(min-max)':>13} {'own ms':>7} {'span/CP':>8} {'own/CP':>7}"
+    if replayed:
+        header += f" {'floor ms':>9} {'floor/CP':>9} {'span ÷ floor':>13}"
     print(f"{header}  goal ≤ {GOAL}")
-    misses = []
+    misses, below = [], []
     for n, runs in rows:
         spans = [r["span"] for r in runs]
         span, own = statistics.median(spans), statistics.median(r["own"] for r in runs)
@@ -445,10 +475,16 @@ def session_part(args: argparse.Namespace, counts: list[int]) -> bool:
         verdict = "PASS" if ratio <= GOAL else "MISS"
         if ratio > GOAL:
             misses.append(n)
-        print(
+        line = (
             f"{n:>7} {span * 1000:>8.1f} {f'({min(spans) * 1000:.0f}-{max(spans) * 1000:.0f})':>13} "
-            f"{own * 1000:>7.1f} {ratio:>8.3f} {own / critical:>7.3f}  {verdict}"
+            f"{own * 1000:>7.1f} {ratio:>8.3f} {own / critical:>7.3f}"
         )
+        if replayed:
+            floor = statistics.median(sum(r["floor"]) for r in runs)
+            line += f" {floor * 1000:>9.1f} {floor / critical:>9.3f} {span / floor:>13.3f}"
+            if floor / critical > GOAL:
+                below.append((n, floor / critical, span / floor))
+        print(f"{line}  {verdict}")
 
     print()
     print("where the time beyond 3 × latency goes (median ms over the timed sessions; stages minus one latency):")
@@ -461,11 +497,17 @@ def session_part(args: argparse.Namespace, counts: list[int]) -> bool:
         print(f"{label:<48}" + "".join(f"{c:>11.1f}" for c in cells))
     excess = [(statistics.median(r["span"] for r in runs) - critical) * 1000 for _, runs in rows]
     print(f"{'total beyond the critical path':<48}" + "".join(f"{e:>11.1f}" for e in excess))
-    print(f"{'floor: N parallel raw aiohttp calls, minus latency':<48}" + "".join(f"{f * 1000:>11.1f}" for f in floors))
-    print(
-        "(a stage's excess over that floor is client CPU, serialised on one event loop: the transport's per-call "
-        "work and ours; see scripts/bench_overhead.py)"
-    )
+    if replayed:
+        for k, label in enumerate(["answers", "reviews", "synthesis (streamed)"]):
+            cells = [statistics.median(r["floor"][k] - args.latency for r in runs) * 1000 for _, runs in rows]
+            print(f"{f'floor, stage {k + 1}: {label}':<48}" + "".join(f"{c:>11.1f}" for c in cells))
+        cells = [statistics.median(sum(r["floor"]) - critical for r in runs) * 1000 for _, runs in rows]
+        print(f"{'floor, total beyond the critical path':<48}" + "".join(f"{c:>11.1f}" for c in cells))
+        print(
+            "(the floor: after each session, the same request bodies posted again with plain aiohttp, each stage's "
+            "in parallel, the stages in turn, each reply parsed; a stage's excess over it is client CPU, serialised "
+            "on one event loop: our prompts, checks, records and events)"
+        )
 
     print(
         f"full garbage collections during the run (warm-ups included): {full_gc.count} "
@@ -482,6 +524,11 @@ def session_part(args: argparse.Namespace, counts: list[int]) -> bool:
         print(f"goal span ≤ {GOAL} × critical path: MISS for {', '.join(map(str, misses))} members")
     else:
         print(f"goal span ≤ {GOAL} × critical path: PASS for every member count measured")
+    for n, floor, versus in below:
+        print(
+            f"  ({n} members: the same calls with plain aiohttp take {floor:.3f} × CP here: no client meets the goal "
+            f"on this machine; council takes {versus:.3f} × that floor)"
+        )
     return not misses
 
 
