@@ -24,6 +24,12 @@ every session complete, so 2 × members + 1 calls each). A first round of ``--wa
 sessions opens the connections. The best round (lowest p99) is the figure; the load average is
 printed before and after.
 
+In turn with each round of council serve, a round runs on the floor (:data:`FLOOR`, skipped
+with ``--no-floor``): a server on council serve's HTTP stack that makes a session's calls to the
+same mock and does nothing else. Its prompts are short and ask for no JSON schema, so the mock
+works less for it than for council's calls (its CPU per call is printed beside). It prints
+council ÷ the floor, and says so when the floor itself misses the goal.
+
 Goal: p99 ≤ 1.3 × the critical path. The sessions start together, so each stage's replies reach
 the server together and queue for its one event loop. Two estimates are printed beside the
 measured p99, neither a bound: CP + the server's CPU for the round (with ``--workers N`` shared
@@ -76,18 +82,76 @@ def uptime() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-class Serve:
-    """``council serve --config FILE --port 0`` as a process; ``base`` once it answers."""
+#: The least a server making a session's calls takes here: the floor council serve is measured
+#: against. The same server stack as council serve (uvicorn, starlette), one route for
+#: ``POST /v1/chat/completions``; for each request the calls a session makes to the same mock,
+#: from one aiohttp session: the members' answers in parallel, their reviews of the joined
+#: answers in parallel, the chairman's answer; each reply read and parsed with ``json``; the reply
+#: says the session is complete. Nothing else: no prompts, no checks, no storage, no statistics.
+#: argv: the council.toml. It announces its port as council serve does.
+FLOOR = """
+import asyncio, contextlib, json, socket, sys, tomllib
+import aiohttp, uvicorn
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
-    def __init__(self, config: Path, home: str, workers: int = 1, database_url: str | None = None) -> None:
+config = tomllib.load(open(sys.argv[1], "rb"))
+council, models = config["councils"]["default"], config["models"]
+http = None
+
+async def ask(name, prompt):
+    m = models[name]
+    body = {"model": m["model"].split("/", 1)[1], "messages": [{"role": "user", "content": prompt}]}
+    async with http.post(m["api_base"] + "/chat/completions", json=body) as reply:
+        reply.raise_for_status()
+        return json.loads(await reply.read())["choices"][0]["message"]["content"]
+
+async def chat(request):
+    question = (await request.json())["messages"][-1]["content"]
+    answers = await asyncio.gather(*(ask(n, question) for n in council["members"]))
+    joined = "\\n\\n".join(answers)
+    ranked = await asyncio.gather(*(ask(n, "Rank these answers:\\n\\n" + joined) for n in council["members"]))
+    text = await ask(council["chairman"], joined + "\\n\\n" + "\\n\\n".join(ranked))
+    return JSONResponse({"choices": [{"message": {"role": "assistant", "content": text}}],
+                         "council": {"status": "complete"}})
+
+async def health(request):
+    return JSONResponse({"status": "ok"})
+
+@contextlib.asynccontextmanager
+async def lifespan(app):
+    global http
+    http = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+    yield
+    await http.close()
+
+app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"]), Route("/health", health)],
+                lifespan=lifespan)
+sock = socket.socket()
+sock.bind(("127.0.0.1", 0))
+sys.stderr.write(f"council serve: http://127.0.0.1:{sock.getsockname()[1]}/v1\\n")
+sys.stderr.flush()
+uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)).run(sockets=[sock])
+"""
+
+
+class Serve:
+    """``council serve --config FILE --port 0`` as a process (or, with ``floor``, :data:`FLOOR`);
+    ``base`` once it answers."""
+
+    def __init__(
+        self, config: Path, home: str, workers: int = 1, database_url: str | None = None, floor: bool = False
+    ) -> None:
         env = {**os.environ, "COUNCIL_HOME": home}
         env.pop("COUNCIL_CONFIG", None)
         env.pop("COUNCIL_DATABASE_URL", None)
         if database_url is not None:
             env["COUNCIL_DATABASE_URL"] = database_url
+        command = [sys.executable, "-m", "council", "serve", "--config", str(config), "--port", "0"]
+        command += ["--workers", str(workers)]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "council", "serve", "--config", str(config), "--port", "0"]
-            + ["--workers", str(workers)],
+            [sys.executable, "-c", FLOOR, str(config)] if floor else command,
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -161,28 +225,33 @@ def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[int(rank) - 1]
 
 
-async def measure(args: argparse.Namespace, serve: Serve, mock_pid: int, database: Any = None) -> list[dict[str, Any]]:
+async def measure(
+    args: argparse.Namespace, servers: dict[str, Serve], mock_pid: int, database: Any = None
+) -> dict[str, list[dict[str, Any]]]:
+    """``args.rounds`` timed rounds on each server, in turn (each after a warm-up round)."""
     import aiohttp
 
-    rounds = []
+    rounds: dict[str, list[dict[str, Any]]] = {label: [] for label in servers}
     timeout = aiohttp.ClientTimeout(total=600)
     # Idle connections dropped before the server's keep-alive timeout (uvicorn's: 5 s) ends them.
     connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=2)
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as http:
-        await wait_healthy(http, serve.base)
-        await one_round(http, serve.base, args.warm_up, "Warm-up", args.members)
+        for serve in servers.values():
+            await wait_healthy(http, serve.base)
+            await one_round(http, serve.base, args.warm_up, "Warm-up", args.members)
         for r in range(args.rounds):
-            pids = {"server": serve.proc.pid, "mock": mock_pid, "client": os.getpid()}
-            # The server's processes are the serve process's children; the client's children (the
-            # mock, the server) are counted apart.
-            cpu = {"server": tree_cpu_seconds, "mock": process_cpu, "client": process_cpu}
-            before = {k: cpu[k](p) for k, p in pids.items()}
-            db_before = database_cpu(database) if database is not None else None
-            result = await one_round(http, serve.base, args.sessions, f"Round {r}", args.members)
-            result["cpu"] = {k: cpu[k](p) - before[k] for k, p in pids.items()}
-            if db_before is not None:
-                result["cpu"]["database"] = database_cpu(database) - db_before
-            rounds.append(result)
+            for label, serve in servers.items():
+                pids = {"server": serve.proc.pid, "mock": mock_pid, "client": os.getpid()}
+                # The server's processes are the serve process's children; the client's children (the
+                # mock, the servers) are counted apart.
+                cpu = {"server": tree_cpu_seconds, "mock": process_cpu, "client": process_cpu}
+                before = {k: cpu[k](p) for k, p in pids.items()}
+                db_before = database_cpu(database) if database is not None and label == "council" else None
+                result = await one_round(http, serve.base, args.sessions, f"Round {r}", args.members)
+                result["cpu"] = {k: cpu[k](p) - before[k] for k, p in pids.items()}
+                if db_before is not None:
+                    result["cpu"]["database"] = database_cpu(database) - db_before
+                rounds[label].append(result)
     return rounds
 
 
@@ -196,6 +265,7 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=1, help="server processes (council serve --workers N)")
     parser.add_argument("--postgres", action="store_true", help="the store on PostgreSQL (else SQLite)")
     parser.add_argument("--rpm", type=int, help="each model's rpm (the store's shared budget: a reservation a call)")
+    parser.add_argument("--no-floor", action="store_true", help="skip the floor server (FLOOR), run in turn")
     args = parser.parse_args()
     from mock_server import start_mock_server
 
@@ -217,25 +287,32 @@ def main() -> int:
         path = write_council_toml(Path(home) / "council.toml", config)
         with postgres_if(args.postgres) as database:
             url = database.fresh_database(migrated=True) if database is not None else None
-            serve = Serve(path, home, args.workers, url)
+            servers = {"council": Serve(path, home, args.workers, url)}
             try:
-                rounds = asyncio.run(measure(args, serve, mock.process.pid, database))
+                if not args.no_floor:
+                    servers["floor"] = Serve(path, home, floor=True)
+                measured = asyncio.run(measure(args, servers, mock.process.pid, database))
             finally:
-                serve.stop()
+                for serve in servers.values():
+                    serve.stop()
+    rounds = measured["council"]
 
-    print()
     db = "database" in rounds[0]["cpu"]
-    print(f"{'round':>5} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} {'p50/CP':>7} {'p99/CP':>7} {'wall s':>7} "
-          f"{'calls':>6}  CPU ms per call: server   mock  client{'  PostgreSQL' if db else ''}")  # fmt: skip
-    for i, r in enumerate(rounds):
-        lat = r["latencies"]
-        per_call = {k: v * 1000 / r["calls"] for k, v in r["cpu"].items()}
-        print(
-            f"{i:>5} {percentile(lat, 50) * 1000:>7.0f} {percentile(lat, 99) * 1000:>7.0f} {lat[-1] * 1000:>7.0f} "
-            f"{percentile(lat, 50) / critical:>7.3f} {percentile(lat, 99) / critical:>7.3f} {r['wall']:>7.2f} "
-            f"{r['calls']:>6}  {'':>16}{per_call['server']:>6.2f} {per_call['mock']:>6.2f} {per_call['client']:>7.2f}"
-            + (f" {per_call['database']:>11.2f}" if db else "")
-        )
+    for label, of in measured.items():
+        print()
+        print("council serve:" if label == "council" else "floor (the same calls, nothing else; FLOOR in this script):")
+        print(f"{'round':>5} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} {'p50/CP':>7} {'p99/CP':>7} {'wall s':>7} "
+              f"{'calls':>6}  CPU ms per call: server   mock  client{'  PostgreSQL' if db else ''}")  # fmt: skip
+        for i, r in enumerate(of):
+            lat = r["latencies"]
+            per_call = {k: v * 1000 / r["calls"] for k, v in r["cpu"].items()}
+            print(
+                f"{i:>5} {percentile(lat, 50) * 1000:>7.0f} {percentile(lat, 99) * 1000:>7.0f} "
+                f"{lat[-1] * 1000:>7.0f} {percentile(lat, 50) / critical:>7.3f} {percentile(lat, 99) / critical:>7.3f} "
+                f"{r['wall']:>7.2f} {r['calls']:>6}  {'':>16}{per_call['server']:>6.2f} {per_call['mock']:>6.2f} "
+                f"{per_call['client']:>7.2f}" + (f" {per_call['database']:>11.2f}" if "database" in per_call else "")
+            )
+    print()
     best = min(rounds, key=lambda r: percentile(r["latencies"], 99))
     p50, p99 = percentile(best["latencies"], 50), percentile(best["latencies"], 99)
     server_ms = best["cpu"]["server"] * 1000 / best["calls"]
@@ -264,9 +341,22 @@ def main() -> int:
         f"estimate from the machine's {cores} cores: CP + {others} CPU for the round / {cores} = "
         f"{machine * 1000:.0f} ms ({machine / critical:.3f} × CP)"
     )
+    if "floor" in measured:
+        floor = min(measured["floor"], key=lambda r: percentile(r["latencies"], 99))
+        f50, f99 = percentile(floor["latencies"], 50), percentile(floor["latencies"], 99)
+        print(
+            f"floor's best round: p50 {f50 * 1000:.0f} ms ({f50 / critical:.3f} × CP), p99 {f99 * 1000:.0f} ms "
+            f"({f99 / critical:.3f} × CP); its CPU {floor['cpu']['server'] * 1000 / floor['calls']:.2f} ms per call; "
+            f"council ÷ floor: p50 {p50 / f50:.3f}, p99 {p99 / f99:.3f}"
+        )
     print(f"load average after: {uptime()}")
     verdict = "PASS" if p99 <= GOAL * critical else "MISS"
     print(f"goal p99 ≤ {GOAL} × critical path: {verdict} ({p99 / critical:.3f})")
+    if "floor" in measured and f99 > GOAL * critical:
+        print(
+            f"  (the floor, a server making the same calls with council's HTTP stack and nothing else, reaches "
+            f"{f99 / critical:.3f} × CP here: no such server meets the goal on this machine)"
+        )
     return 0 if verdict == "PASS" else 1
 
 
