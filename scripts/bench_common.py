@@ -67,6 +67,28 @@ def capture_bodies() -> list[bytes]:
     return bodies
 
 
+async def session_bodies(base_url: str, members: int) -> list[list[bytes]]:
+    """The request bodies one session of a ``members`` council on the mock at ``base_url`` sends,
+    as council encodes them, by stage: the answers, the reviews, the chairman's. The session runs
+    in this process (no store) with a listener, as a server runs it: the chairman's is streamed."""
+    from council import Council
+
+    bodies = capture_bodies()
+    stages: dict[str, int] = {}
+
+    def on_event(event: Any) -> None:
+        if event.type == "stage":
+            stages[event.stage] = len(bodies)
+
+    config = council_config(base_url, members, max_concurrency=members)
+    async with Council.from_config(config, store=False) as council:
+        result = await council.run("Why is the sky blue?", seed=1, on_event=on_event)
+    if result.status != "complete":
+        raise SystemExit(f"the session whose bodies are replayed is {result.status}: {result.partial_reasons}")
+    bounds = [stages["answer"], stages["review"], stages["synthesis"], len(bodies)]
+    return [bodies[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
 def loadavg() -> str:
     """The 1, 5 and 15 minute load averages, as every benchmark prints them."""
     return " ".join(f"{x:.2f}" for x in os.getloadavg())

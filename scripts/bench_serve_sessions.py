@@ -25,10 +25,10 @@ sessions opens the connections. The best round (lowest p99) is the figure; the l
 printed before and after.
 
 In turn with each round of council serve, a round runs on the floor (:data:`FLOOR`, skipped
-with ``--no-floor``): a server on council serve's HTTP stack that makes a session's calls to the
-same mock and does nothing else. Its prompts are short and ask for no JSON schema, so the mock
-works less for it than for council's calls (its CPU per call is printed beside). It prints
-council ÷ the floor, and says so when the floor itself misses the goal.
+with ``--no-floor``): a server on council serve's HTTP stack that posts, for each request, the
+request bodies one council session sent (captured from a session run in this process first) to
+the same mock, and does nothing else. It prints council ÷ the floor, and says so when the floor
+itself misses the goal.
 
 Goal: p99 ≤ 1.3 × the critical path. The sessions start together, so each stage's replies reach
 the server together and queue for its one event loop. Two estimates are printed beside the
@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import subprocess
@@ -58,6 +59,7 @@ from bench_common import (  # also puts the package and tests/ on sys.path
     database_cpu,
     postgres_if,
     process_cpu,
+    session_bodies,
     write_council_toml,
 )
 
@@ -84,36 +86,43 @@ def uptime() -> str:
 
 #: The least a server making a session's calls takes here: the floor council serve is measured
 #: against. The same server stack as council serve (uvicorn, starlette), one route for
-#: ``POST /v1/chat/completions``; for each request the calls a session makes to the same mock,
-#: from one aiohttp session: the members' answers in parallel, their reviews of the joined
-#: answers in parallel, the chairman's answer; each reply read and parsed with ``json``; the reply
-#: says the session is complete. Nothing else: no prompts, no checks, no storage, no statistics.
-#: argv: the council.toml. It announces its port as council serve does.
+#: ``POST /v1/chat/completions``; for each request, the request bodies one council session sent
+#: (as council encoded them, read from a JSON file: the mock does the same work for them) are
+#: posted to the same mock from one aiohttp session, each stage's in parallel, the stages in turn,
+#: each reply read and parsed with ``json`` (the chairman's streamed, as council serve's is); the
+#: reply says the session is complete. Nothing else: no prompts, no checks, no storage, no
+#: statistics. argv: the bodies' file. It announces its port as council serve does.
 FLOOR = """
-import asyncio, contextlib, json, socket, sys, tomllib
+import asyncio, contextlib, json, socket, sys
 import aiohttp, uvicorn
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-config = tomllib.load(open(sys.argv[1], "rb"))
-council, models = config["councils"]["default"], config["models"]
+spec = json.load(open(sys.argv[1]))
+url, stages = spec["url"], [[body.encode() for body in stage] for stage in spec["stages"]]
+headers = {"content-type": "application/json", "authorization": "Bearer x"}
 http = None
 
-async def ask(name, prompt):
-    m = models[name]
-    body = {"model": m["model"].split("/", 1)[1], "messages": [{"role": "user", "content": prompt}]}
-    async with http.post(m["api_base"] + "/chat/completions", json=body) as reply:
+async def post(body):
+    async with http.post(url, data=body, headers=headers) as reply:
         reply.raise_for_status()
-        return json.loads(await reply.read())["choices"][0]["message"]["content"]
+        if not reply.content_type.startswith("text/event-stream"):
+            return json.loads(await reply.read())["choices"][0]["message"]["content"]
+        pieces = []
+        async for line in reply.content:
+            data = line.strip()
+            if data.startswith(b"data:") and (data := data[5:].strip()) != b"[DONE]":
+                choices = json.loads(data).get("choices")
+                if choices:
+                    pieces.append(choices[0].get("delta", {}).get("content") or "")
+        return "".join(pieces)
 
 async def chat(request):
-    question = (await request.json())["messages"][-1]["content"]
-    answers = await asyncio.gather(*(ask(n, question) for n in council["members"]))
-    joined = "\\n\\n".join(answers)
-    ranked = await asyncio.gather(*(ask(n, "Rank these answers:\\n\\n" + joined) for n in council["members"]))
-    text = await ask(council["chairman"], joined + "\\n\\n" + "\\n\\n".join(ranked))
-    return JSONResponse({"choices": [{"message": {"role": "assistant", "content": text}}],
+    (await request.json())["messages"][-1]["content"]
+    for stage in stages:
+        texts = await asyncio.gather(*(post(body) for body in stage))
+    return JSONResponse({"choices": [{"message": {"role": "assistant", "content": texts[-1]}}],
                          "council": {"status": "complete"}})
 
 async def health(request):
@@ -137,11 +146,11 @@ uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)).run(s
 
 
 class Serve:
-    """``council serve --config FILE --port 0`` as a process (or, with ``floor``, :data:`FLOOR`);
-    ``base`` once it answers."""
+    """``council serve --config FILE --port 0`` as a process (or, with ``floor``, the bodies' file,
+    :data:`FLOOR`); ``base`` once it answers."""
 
     def __init__(
-        self, config: Path, home: str, workers: int = 1, database_url: str | None = None, floor: bool = False
+        self, config: Path, home: str, workers: int = 1, database_url: str | None = None, floor: Path | None = None
     ) -> None:
         env = {**os.environ, "COUNCIL_HOME": home}
         env.pop("COUNCIL_CONFIG", None)
@@ -151,7 +160,7 @@ class Serve:
         command = [sys.executable, "-m", "council", "serve", "--config", str(config), "--port", "0"]
         command += ["--workers", str(workers)]
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", FLOOR, str(config)] if floor else command,
+            [sys.executable, "-c", FLOOR, str(floor)] if floor is not None else command,
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -290,7 +299,14 @@ def main() -> int:
             servers = {"council": Serve(path, home, args.workers, url)}
             try:
                 if not args.no_floor:
-                    servers["floor"] = Serve(path, home, floor=True)
+                    stages = asyncio.run(session_bodies(mock.base_url, args.members))
+                    spec = {
+                        "url": mock.base_url + "/chat/completions",
+                        "stages": [[b.decode() for b in s] for s in stages],
+                    }
+                    floor = Path(home) / "floor-bodies.json"
+                    floor.write_text(json.dumps(spec), encoding="utf-8")
+                    servers["floor"] = Serve(path, home, floor=floor)
                 measured = asyncio.run(measure(args, servers, mock.process.pid, database))
             finally:
                 for serve in servers.values():
