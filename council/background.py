@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     from concurrent.futures import Executor
 
 GRACE_S = 0.02
-"""How long work begun beside calls waits for them to be written first."""
+"""How long work begun beside calls waits for them to be written first: in a worker thread
+(:func:`after_grace`), and on the event loop a session's bias records while its chairman writes
+(council.session.runner)."""
 
 _T = TypeVar("_T")
 

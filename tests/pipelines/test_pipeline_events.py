@@ -187,6 +187,16 @@ async def test_the_bias_records_are_computed_while_the_chairman_writes(monkeypat
     assert [e.type for e in events][-2:] == ["synthesis", "session_finished"]
 
 
+async def test_a_chairman_quicker_than_the_grace_is_not_kept_waiting_for_it(monkeypatch):
+    from council import background
+
+    await collect(council(), seed=4)  # a process's first sessions start work of their own after the grace:
+    await asyncio.gather(*(asyncio.all_tasks() - {asyncio.current_task()}))  # done before it is made long
+    monkeypatch.setattr(background, "GRACE_S", 60.0)  # were the session to wait it out, this would time out
+    events, result = await asyncio.wait_for(collect(council(), seed=5), 20)
+    assert result.status == "complete" and result.bias is not None and result.bias.records == 6
+
+
 def test_the_chairmans_request_reaches_the_server_before_the_bias_records_are_computed(tmp_path, monkeypatch):
     # Over real HTTP. aiohttp writes a request in a task of its own, one turn of the loop after
     # the call's: work begun on the loop then ran first and held the request back (~1.5 ms).
