@@ -190,8 +190,9 @@ async def test_the_bias_records_are_computed_while_the_chairman_writes(monkeypat
 async def test_a_chairman_quicker_than_the_grace_is_not_kept_waiting_for_it(monkeypatch):
     from council import background
 
-    await collect(council(), seed=4)  # a process's first sessions start work of their own after the grace:
-    await asyncio.gather(*(asyncio.all_tasks() - {asyncio.current_task()}))  # done before it is made long
+    # A process's first sessions begin work of their own after the grace: ended before it is made long.
+    await collect(council(), seed=4)
+    await asyncio.gather(*(asyncio.all_tasks() - {asyncio.current_task()}))
     monkeypatch.setattr(background, "GRACE_S", 60.0)  # were the session to wait it out, this would time out
     events, result = await asyncio.wait_for(collect(council(), seed=5), 20)
     assert result.status == "complete" and result.bias is not None and result.bias.records == 6
