@@ -12,6 +12,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -49,13 +50,21 @@ def write_council_toml(path: Path, config: dict[str, Any]) -> Path:
     return path
 
 
+_CAPTURED: list[bytes] | None = None
+
+
 def capture_bodies() -> list[bytes]:
     """Record, from now on, every request body council's OpenAI-compatible transport encodes: the
     bytes it sends, kept as its encoder returns them (encoding them a second time to record them
-    charged council ~2 % of its CPU for the benchmark's own work)."""
+    charged council ~2 % of its CPU for the benchmark's own work). Called again, the same list
+    (the encoder is wrapped once)."""
+    global _CAPTURED
     from council.providers import openai_compatible
 
+    if _CAPTURED is not None:
+        return _CAPTURED
     bodies: list[bytes] = []
+    _CAPTURED = bodies
     encode = openai_compatible.to_json
 
     def to_json(value: Any) -> bytes:
@@ -74,6 +83,7 @@ async def session_bodies(base_url: str, members: int) -> list[list[bytes]]:
     from council import Council
 
     bodies = capture_bodies()
+    del bodies[:]
     stages: dict[str, int] = {}
 
     def on_event(event: Any) -> None:
@@ -86,7 +96,7 @@ async def session_bodies(base_url: str, members: int) -> list[list[bytes]]:
     if result.status != "complete":
         raise SystemExit(f"the session whose bodies are replayed is {result.status}: {result.partial_reasons}")
     bounds = [stages["answer"], stages["review"], stages["synthesis"], len(bodies)]
-    return [bodies[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [bodies[a:b] for a, b in pairwise(bounds)]
 
 
 def loadavg() -> str:
