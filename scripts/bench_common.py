@@ -76,27 +76,43 @@ def capture_bodies() -> list[bytes]:
     return bodies
 
 
+class StageBodies:
+    """The request bodies council's transport encodes (:func:`capture_bodies`), told apart by stage
+    from a session's events: pass :meth:`note` as (or from) the session's listener."""
+
+    def __init__(self) -> None:
+        self.bodies = capture_bodies()
+        self.starts: dict[str, int] = {}  # a stage's first body, by its index among those sent
+
+    def clear(self) -> None:
+        """Forget what was sent before: the next session's bodies from here."""
+        del self.bodies[:]
+        self.starts.clear()
+
+    def note(self, event: Any) -> None:
+        if event.type == "stage":
+            self.starts[event.stage] = len(self.bodies)
+
+    def stages(self) -> list[list[bytes]]:
+        """The bodies sent since :meth:`clear`: the answers', the reviews', the chairman's."""
+        bounds = [self.starts["answer"], self.starts["review"], self.starts["synthesis"], len(self.bodies)]
+        return [self.bodies[a:b] for a, b in pairwise(bounds)]
+
+
 async def session_bodies(base_url: str, members: int) -> list[list[bytes]]:
     """The request bodies one session of a ``members`` council on the mock at ``base_url`` sends,
-    as council encodes them, by stage: the answers, the reviews, the chairman's. The session runs
-    in this process (no store) with a listener, as a server runs it: the chairman's is streamed."""
+    as council encodes them, by stage (:meth:`StageBodies.stages`). The session runs in this
+    process (no store) with a listener, as a server runs it: the chairman's is streamed."""
     from council import Council
 
-    bodies = capture_bodies()
-    del bodies[:]
-    stages: dict[str, int] = {}
-
-    def on_event(event: Any) -> None:
-        if event.type == "stage":
-            stages[event.stage] = len(bodies)
-
+    sent = StageBodies()
+    sent.clear()
     config = council_config(base_url, members, max_concurrency=members)
     async with Council.from_config(config, store=False) as council:
-        result = await council.run("Why is the sky blue?", seed=1, on_event=on_event)
+        result = await council.run("Why is the sky blue?", seed=1, on_event=sent.note)
     if result.status != "complete":
         raise SystemExit(f"the session whose bodies are replayed is {result.status}: {result.partial_reasons}")
-    bounds = [stages["answer"], stages["review"], stages["synthesis"], len(bodies)]
-    return [bodies[a:b] for a, b in pairwise(bounds)]
+    return sent.stages()
 
 
 def loadavg() -> str:

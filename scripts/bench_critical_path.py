@@ -53,13 +53,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 from bench_common import (  # also puts the package and tests/ on sys.path
     TRANSPORTS,
-    capture_bodies,
+    StageBodies,
     council_config,
     entry_point,
     prepare,
@@ -111,33 +110,30 @@ async def sessions(base_url: str, n: int, repeats: int, transport: str) -> list[
 
     out = []
     config = council_config(base_url, n, transport=transport, max_concurrency=n)
-    bodies = capture_bodies() if transport == "native" else None
+    sent = StageBodies() if transport == "native" else None
     async with (
         Council.from_config(config) as council,
         aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http,
     ):
         for i in range(repeats + 1):  # the first is the warm-up (and opens the replay's connections)
             marks: dict[str, float] = {}
-            stages: dict[str, int] = {}  # a stage's first body, by its index among those sent
 
-            def on_event(event: Any, marks: dict[str, float] = marks, stages: dict[str, int] = stages) -> None:
+            def on_event(event: Any, marks: dict[str, float] = marks) -> None:
                 key = f"stage:{event.stage}" if event.type == "stage" else event.type
                 marks[key] = time.perf_counter()  # the last event of a kind wins
-                if event.type == "stage" and bodies is not None:
-                    stages[event.stage] = len(bodies)
+                if sent is not None:
+                    sent.note(event)
 
-            if bodies is not None:
-                del bodies[:]
+            if sent is not None:
+                sent.clear()
             marks["start"] = time.perf_counter()
             result = await council.run(f"Question {i}: why is the sky blue?", seed=i, on_event=on_event)
             marks["end"] = time.perf_counter()
             if result.status != "complete":
                 raise SystemExit(f"session {i} of {n} members is {result.status}: {result.partial_reasons}")
             floor = None
-            if bodies is not None:
-                sent = list(bodies)
-                bounds = [stages["answer"], stages["review"], stages["synthesis"], len(sent)]
-                floor = await replay(http, base_url + "/chat/completions", [sent[a:b] for a, b in pairwise(bounds)])
+            if sent is not None:
+                floor = await replay(http, base_url + "/chat/completions", sent.stages())
             if i > 0:
                 run = {"span": marks["end"] - marks["start"], "own": result.duration_ms / 1000, "marks": marks}
                 out.append({**run, "floor": floor})

@@ -119,7 +119,7 @@ async def post(body):
         return "".join(pieces)
 
 async def chat(request):
-    (await request.json())["messages"][-1]["content"]
+    (await request.json())["messages"][-1]["content"]  # read as a server reads it; the bodies are fixed
     for stage in stages:
         texts = await asyncio.gather(*(post(body) for body in stage))
     return JSONResponse({"choices": [{"message": {"role": "assistant", "content": texts[-1]}}],
@@ -157,10 +157,13 @@ class Serve:
         env.pop("COUNCIL_DATABASE_URL", None)
         if database_url is not None:
             env["COUNCIL_DATABASE_URL"] = database_url
-        command = [sys.executable, "-m", "council", "serve", "--config", str(config), "--port", "0"]
-        command += ["--workers", str(workers)]
+        if floor is not None:
+            command = [sys.executable, "-c", FLOOR, str(floor)]
+        else:
+            command = [sys.executable, "-m", "council", "serve", "--config", str(config), "--port", "0"]
+            command += ["--workers", str(workers)]
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", FLOOR, str(floor)] if floor is not None else command,
+            command,
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -315,10 +318,11 @@ def main() -> int:
 
     db = "database" in rounds[0]["cpu"]
     for label, of in measured.items():
+        with_db = "database" in of[0]["cpu"]  # a throwaway PostgreSQL's, counted for council's rounds
         print()
         print("council serve:" if label == "council" else "floor (the same calls, nothing else; FLOOR in this script):")
         print(f"{'round':>5} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} {'p50/CP':>7} {'p99/CP':>7} {'wall s':>7} "
-              f"{'calls':>6}  CPU ms per call: server   mock  client{'  PostgreSQL' if db else ''}")  # fmt: skip
+              f"{'calls':>6}  CPU ms per call: server   mock  client{'  PostgreSQL' if with_db else ''}")  # fmt: skip
         for i, r in enumerate(of):
             lat = r["latencies"]
             per_call = {k: v * 1000 / r["calls"] for k, v in r["cpu"].items()}
@@ -326,7 +330,7 @@ def main() -> int:
                 f"{i:>5} {percentile(lat, 50) * 1000:>7.0f} {percentile(lat, 99) * 1000:>7.0f} "
                 f"{lat[-1] * 1000:>7.0f} {percentile(lat, 50) / critical:>7.3f} {percentile(lat, 99) / critical:>7.3f} "
                 f"{r['wall']:>7.2f} {r['calls']:>6}  {'':>16}{per_call['server']:>6.2f} {per_call['mock']:>6.2f} "
-                f"{per_call['client']:>7.2f}" + (f" {per_call['database']:>11.2f}" if "database" in per_call else "")
+                f"{per_call['client']:>7.2f}" + (f" {per_call['database']:>11.2f}" if with_db else "")
             )
     print()
     best = min(rounds, key=lambda r: percentile(r["latencies"], 99))
