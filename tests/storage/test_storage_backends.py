@@ -284,16 +284,26 @@ def test_a_server_that_goes_away_is_one_line_and_nothing_half_written(own_postgr
     store.close()
 
 
+def _session_then_away(own_postgres, session_id: str, outage_grace_s: float | None = None):
+    """A store on a fresh database of ``own_postgres`` (with ``outage_grace_s``, if given) that has
+    begun session ``session_id``, its server then paused (gone, as a fast stop leaves it)."""
+    from council.storage.postgres import PostgresStore
+
+    store = PostgresStore.open(own_postgres.fresh_database())
+    if outage_grace_s is not None:
+        store.outage_grace_s = outage_grace_s
+    store.begin_session(session_id, council="default")
+    own_postgres.pause()
+    return store
+
+
 def test_a_server_back_within_the_outage_grace_is_waited_for_and_nothing_is_lost(own_postgres):
     # A restart or a failover takes seconds: a session finishing meanwhile waited a second for a
     # connection and lost its record (2 of 60 sessions in a `council serve` probe whose database
     # was down 3 s; one of them left "running" with none of its answers).
     from council.errors import CouncilFailure
-    from council.storage.postgres import PostgresStore
 
-    store = PostgresStore.open(own_postgres.fresh_database())
-    store.begin_session("s-blip", council="default")
-    own_postgres.pause()
+    store = _session_then_away(own_postgres, "s-blip")
     with pytest.raises(CouncilFailure, match="the PostgreSQL store .* failed"):
         store.get_session("s-blip")  # its connection broke: the server is known away
     assert store.away
@@ -311,12 +321,9 @@ def test_once_the_grace_is_over_the_calls_behind_a_failed_wait_fail_at_once(own_
     # After the outage's grace each call waited a second for a connection, one after another: a
     # server's write thread with sessions' records queued reported them failed one a second.
     from council.errors import CouncilFailure
-    from council.storage.postgres import AWAY_TIMEOUT_S, PostgresStore
+    from council.storage.postgres import AWAY_TIMEOUT_S
 
-    store = PostgresStore.open(own_postgres.fresh_database())
-    store.outage_grace_s = 0.0  # over as soon as the server is found gone
-    store.begin_session("s-long", council="default")
-    own_postgres.pause()
+    store = _session_then_away(own_postgres, "s-long", outage_grace_s=0.0)  # over once the server is found gone
     waits: list[float] = []
     while not waits or waits[-1] < AWAY_TIMEOUT_S:  # the pool's broken connections fail at once first
         started = time.monotonic()
@@ -355,12 +362,9 @@ def test_after_a_long_outage_the_store_finds_the_server_back_within_seconds(own_
     # waiting for a connection waits for the pool's next attempt: after an outage of 40 s the store
     # found the server back 17.6 s after it was (4-4.5 s after 25 s away).
     from council.errors import CouncilFailure
-    from council.storage.postgres import AWAY_TIMEOUT_S, PostgresStore
+    from council.storage.postgres import AWAY_TIMEOUT_S
 
-    store = PostgresStore.open(own_postgres.fresh_database())
-    store.outage_grace_s = 0.0  # each call during the outage fails after its wait
-    store.begin_session("s-outage", council="default")
-    own_postgres.pause()
+    store = _session_then_away(own_postgres, "s-outage", outage_grace_s=0.0)  # each call fails after its wait
     outage_ends = time.monotonic() + 40
     while time.monotonic() < outage_ends:  # calls one at a time meanwhile (an app's), each failing in one line
         with pytest.raises(CouncilFailure, match="the PostgreSQL store .* failed"):
@@ -385,11 +389,9 @@ def test_the_first_operation_after_a_restart_while_idle_does_not_fail(own_postgr
     # The pool held connections the restart had closed; the first operation to take one failed
     # (a session refused with a 502 after every restart of the database, up to one per pooled
     # connection). A connection idle for a while is tested before it is handed out.
-    from council.storage.postgres import IDLE_CHECK_S, PostgresStore
+    from council.storage.postgres import IDLE_CHECK_S
 
-    store = PostgresStore.open(own_postgres.fresh_database())
-    store.begin_session("s-idle", council="default")
-    own_postgres.pause()
+    store = _session_then_away(own_postgres, "s-idle")
     own_postgres.resume()
     time.sleep(IDLE_CHECK_S + 0.1)
     store.fail_session("s-idle", status="failed", error="boom", calls=[])
