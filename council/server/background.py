@@ -32,9 +32,10 @@ class EventBatcher:
         if event.get("type") != "synthesis_delta" or time.monotonic() - self._oldest >= self.interval:
             self.flush()
 
-    def due(self) -> bool:
-        """Whether buffered deltas have waited ``interval`` (a timer calls ``flush`` then)."""
-        return bool(self._pending) and time.monotonic() - self._oldest >= self.interval
+    @property
+    def holding(self) -> bool:
+        """Deltas wait to be written (at the latest ``interval`` after the first of them came)."""
+        return bool(self._pending)
 
     def flush(self) -> None:
         if self._pending:
@@ -43,23 +44,31 @@ class EventBatcher:
 
 
 class EventLog:
-    """One session's events into the store: in batches (:class:`EventBatcher`), flushed at least
-    every ``interval`` by a timer, and the rest at ``close``. Every session the server runs writes
-    one, so any replica sharing the store can stream it (``GET /v1/sessions/{id}/events``)."""
+    """One session's events into the store: in batches (:class:`EventBatcher`), the deltas held
+    written by a timer set when the first of them comes, and the rest at ``close``. Every session
+    the server runs writes one, so any replica sharing the store can stream it (``GET
+    /v1/sessions/{id}/events``). The timer is set only while deltas wait: a task ticking every
+    ``interval`` for each session's life took ~5 % of a busy server's CPU (docs/benchmarks.md,
+    section 44)."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, *, interval: float = 0.05) -> None:
         self.store = store
-        self.batcher = EventBatcher(self._write)
-        self._timer: asyncio.Task[None] | None = None
+        self.batcher = EventBatcher(self._write, interval=interval)
+        self._timer: asyncio.TimerHandle | None = None
 
     def add(self, event: Any) -> None:
-        if self._timer is None:
-            self._timer = asyncio.get_running_loop().create_task(_flush_when_due(self.batcher))
         self.batcher.add(event.model_dump(mode="json"))
+        if self.batcher.holding and self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.batcher.interval, self._due)
+
+    def _due(self) -> None:
+        self._timer = None
+        self.batcher.flush()  # a delta that came after an earlier flush goes early: never late
 
     def close(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
+            self._timer = None
         self.batcher.flush()
 
     def _write(self, batch: list[dict[str, Any]]) -> None:
@@ -118,10 +127,3 @@ class LiveSessions:
         for task in list(self.tasks):
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
-
-
-async def _flush_when_due(batcher: EventBatcher) -> None:
-    while True:
-        await asyncio.sleep(batcher.interval)
-        if batcher.due():
-            batcher.flush()

@@ -8,23 +8,24 @@ resumes with ``Last-Event-ID``. The server writes them in batches
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
+
+from pydantic_core import to_json
 
 from council.clock import utc_now
 
 
 def append_events(db: Any, session_id: str, events: Sequence[dict[str, Any]]) -> None:
     """Insert events (dicts with ``seq`` and ``type``) inside the caller's transaction; an event
-    already stored (same seq) is kept, so a retried batch writes nothing twice."""
+    already stored (same seq) is kept, so a retried batch writes nothing twice. The text is
+    pydantic-core's compact JSON of the dict: for an event's ``model_dump(mode="json")`` the text
+    its model's ``model_dump_json`` writes (numbers finite), ~4 × quicker than the standard
+    library's ``json.dumps`` (docs/benchmarks.md, section 44)."""
     db.conn.executemany(
         "INSERT INTO session_events (session_id, seq, type, at, data) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT (session_id, seq) DO NOTHING",
-        [
-            (session_id, e["seq"], e["type"], e.get("at") or utc_now(), json.dumps(e, ensure_ascii=False))
-            for e in events
-        ],
+        [(session_id, e["seq"], e["type"], e.get("at") or utc_now(), to_json(e).decode()) for e in events],
     )
 
 

@@ -26,6 +26,45 @@ async def test_the_id_comes_back_and_every_event_is_stored_in_order():
     await council.aclose()
 
 
+async def test_an_event_log_waits_with_no_task_and_writes_held_deltas_within_its_interval():
+    """A server holds an event log for every session it runs. Only the chairman's deltas are held
+    back, and a held one is written at most ``interval`` after it came; nothing keeps waking up
+    for a session that holds none (a ticking task each woke every 50 ms for the session's life:
+    ~5 % of a busy server's CPU, docs/benchmarks.md section 44)."""
+    import asyncio
+    import time
+
+    from council.server.background import EventLog
+    from council.session.events import StageStarted, SynthesisDelta
+
+    written: list[tuple[float, list[int]]] = []
+
+    class Store:
+        def append_events(self, session_id, batch):
+            written.append((time.monotonic(), [e["seq"] for e in batch]))
+
+    tasks = asyncio.all_tasks()
+    log = EventLog(Store(), interval=0.05)
+    log.add(StageStarted(session_id="s", seq=1, stage="synthesis"))
+    assert [seqs for _, seqs in written] == [[1]]  # written at once
+    assert asyncio.all_tasks() == tasks
+    held = time.monotonic()
+    log.add(SynthesisDelta(session_id="s", seq=2, chairman="c", text="a"))
+    log.add(SynthesisDelta(session_id="s", seq=3, chairman="c", text="b"))
+    assert [seqs for _, seqs in written] == [[1]] and asyncio.all_tasks() == tasks
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if len(written) > 1:
+            break
+    assert written[1][1] == [2, 3]
+    assert 0.05 <= written[1][0] - held < 0.5
+    log.add(SynthesisDelta(session_id="s", seq=4, chairman="c", text="c"))
+    log.close()  # the rest, at once
+    assert [seqs for _, seqs in written] == [[1], [2, 3], [4]]
+    await asyncio.sleep(0.1)
+    assert len(written) == 3  # nothing written twice, no timer left behind
+
+
 class _Refuses:
     async def run(self, question, **kwargs):
         raise QuorumError("refused before it began")

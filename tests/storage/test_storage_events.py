@@ -23,6 +23,23 @@ def test_events_are_read_back_after_a_resume_point_in_order():
     assert len(store.events_after("s1", 0, limit=2)) == 2
 
 
+def test_an_event_is_stored_as_pydantic_writes_it():
+    """The text a stream sends is the event's JSON as pydantic writes the model (compact, text
+    unescaped), written once from the dict the server keeps: not the standard library's form."""
+    from council.session.events import AnswerEvent
+
+    event = AnswerEvent(
+        session_id="s1", seq=1, at="2026-01-01T00:00:00.000001+00:00", member="m1", model="openai/x",
+        status="ok", text="ciel bleu — 空は青い \"quoted\"\n", length_chars=17, latency_ms=1e-05,
+    )  # fmt: skip
+    store = memory_store()
+    store.append_events("s1", [event.model_dump(mode="json")])
+    [(seq, kind, text)] = store.events_after("s1")
+    assert (seq, kind) == (1, "answer")
+    assert text == event.model_dump_json()
+    assert json.loads(text) == event.model_dump(mode="json")
+
+
 def test_a_batch_written_twice_stores_each_event_once():
     store = memory_store()
     store.append_events("s1", [_event(1), _event(2)])
@@ -35,12 +52,12 @@ def test_batcher_holds_deltas_but_writes_other_events_at_once():
     batcher = EventBatcher(lambda batch: written.append([e["seq"] for e in batch]), interval=60)
     batcher.add(_event(1, "synthesis_delta", text="a"))
     batcher.add(_event(2, "synthesis_delta", text="b"))
-    assert written == [] and not batcher.due()
+    assert written == [] and batcher.holding
     batcher.add(_event(3, "synthesis"))
     assert written == [[1, 2, 3]]
     batcher.add(_event(4, "synthesis_delta", text="c"))
     batcher.flush()
-    assert written == [[1, 2, 3], [4]]
+    assert written == [[1, 2, 3], [4]] and not batcher.holding
 
 
 def test_sessions_search_is_literal_and_ignores_case(tmp_path):
