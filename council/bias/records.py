@@ -90,6 +90,7 @@ def raw_text_key(key: str) -> bool:
     return any(w in RAW_TEXT_WORDS for w in words)
 
 
+@lru_cache(maxsize=256)  # a session's records share one timestamp: ~3 µs each to read and write again
 def _utc_iso(value: str) -> str:
     try:
         parsed = datetime.fromisoformat(value)

@@ -28,7 +28,7 @@ from council.clock import parse_since, utc_now
 from council.errors import EnvironmentFailure, NotFoundError, UsageError
 from council.home import ensure_home
 from council.logs import get_logger
-from council.redaction import redact, redact_document, redacted_json
+from council.redaction import redact, redact_document, redacted_model_json
 from council.storage import bias_rows, budgets, call_cache, ownership, queue
 from council.storage.bias_summary_rows import write_summaries
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
@@ -417,7 +417,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
         session_id: str,
         *,
         status: str,
-        result: dict[str, Any] | None,
+        result: Any | None,
         error: str | None = None,
         answers: Sequence[dict[str, Any]] = (),
         reviews: Sequence[dict[str, Any]] = (),
@@ -425,8 +425,8 @@ class SQLiteStore(GroupCommit, SharedOperations):
         calls: Sequence[dict[str, Any]] = (),
     ) -> None:
         """Write the whole session and its final status in one transaction, every row and the
-        result redacted field by field (``redaction.redact_document``: no secrets, and no
-        private text when transcripts are off; the user's own words kept)."""
+        result (a ``SessionResult``) redacted field by field (``redaction.redact_document``: no
+        secrets, and no private text when transcripts are off; the user's own words kept)."""
         with self._write_transaction():  # nothing read: one round trip on PostgreSQL
             if answers:
                 self._write_rows("answers", redact_document(list(answers)), replace=True)
@@ -441,7 +441,8 @@ class SQLiteStore(GroupCommit, SharedOperations):
                 [
                     status,
                     utc_now(),
-                    redacted_json(result),  # serialized once, for the redaction check and for storing
+                    # serialized once, for the redaction check and for storing
+                    None if result is None else redacted_model_json(result),
                     redact(error) if error else error,
                     session_id,
                 ],
@@ -603,7 +604,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
 
 
 def _result_rows(result: Any, keep_text: bool) -> dict[str, Any]:
-    """A ``SessionResult``'s document and its ``answers`` and ``reviews`` rows (texts only when
+    """A ``SessionResult`` and its ``answers`` and ``reviews`` rows (texts only when
     ``keep_text``): what ``_finish_session`` writes for it."""
     session_id = result.session_id
     answers = [
@@ -635,17 +636,24 @@ def _result_rows(result: Any, keep_text: bool) -> dict[str, Any]:
         }
         for r in result.reviews
     ]
-    return {"result": result.model_dump(mode="json"), "answers": answers, "reviews": reviews}
+    return {"result": result, "answers": answers, "reviews": reviews}
 
 
 def _call_shape(row: dict[str, Any]) -> tuple[tuple[str, ...], bool]:
     """A call-log row's columns, and whether it is a started row (``ok`` NULL)."""
-    return tuple(c for c in _CALL_COLUMNS if c in row), row.get("ok") is None
+    return _columns_of(tuple(row)), row.get("ok") is None
 
 
 def _owned_columns(row: dict[str, Any]) -> tuple[str, ...]:
     """A call-log row's columns, ``owner`` among them even where the row has none (NULL)."""
-    return tuple(c for c in _CALL_COLUMNS if c in row or c == "owner")
+    return _columns_of(tuple(row), owned=True)
+
+
+@functools.lru_cache(maxsize=64)  # rows come in a few shapes; a busy server writes ~30 a session
+def _columns_of(keys: tuple[str, ...], *, owned: bool = False) -> tuple[str, ...]:
+    """The call-log columns a row with these keys has, in the table's order (with ``owned``,
+    ``owner`` whether it has one or not)."""
+    return tuple(c for c in _CALL_COLUMNS if c in keys or (owned and c == "owner"))
 
 
 @functools.lru_cache(maxsize=64)
