@@ -17,6 +17,7 @@ Two kinds of models live here:
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
@@ -154,7 +155,8 @@ _WORD = re.compile(r"[^\W\d_]{2,}")  # a run of two or more letters, in any scri
 
 
 def _has_words(text: str) -> str:
-    if len(_WORD.findall(text)) < MIN_REASONING_WORDS:
+    # The first words only: finding every word of a long reasoning took ~2 % of a batch's CPU.
+    if len(list(itertools.islice(_WORD.finditer(text), MIN_REASONING_WORDS))) < MIN_REASONING_WORDS:
         raise ValueError(f"reasoning must say why in words (at least {MIN_REASONING_WORDS} words)")
     return text
 

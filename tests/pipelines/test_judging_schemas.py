@@ -94,6 +94,7 @@ def test_valid_pass_is_accepted_and_put_in_criteria_order():
         (MODEL_5, with_item(0, reasoning="............"), "comparison.accuracy.reasoning", "in words"),
         (MODEL_5, with_item(0, reasoning="12345 678910"), "comparison.accuracy.reasoning", "in words"),
         (MODEL_5, with_item(0, reasoning="aaaaaaaaaaaaaaa"), "comparison.accuracy.reasoning", "in words"),
+        (MODEL_5, with_item(0, reasoning="alone " + "7 " * 500), "comparison.accuracy.reasoning", "in words"),
         (MODEL_5, pass_doc(overall_reasoning=""), "overall_reasoning", "at least 12 characters"),
         (MODEL_5, pass_doc(confidence=1.5), "confidence", "less than or equal to 1"),
         (MODEL_5, pass_doc(confidence="0.5"), "confidence", "valid number"),
@@ -104,6 +105,12 @@ def test_valid_pass_is_accepted_and_put_in_criteria_order():
 def test_invalid_values_are_rejected_with_a_clear_location(model, doc, loc, message):
     problems = errors_of(model, doc)
     assert any(got_loc == loc and message in msg for got_loc, msg in problems), problems
+
+
+@pytest.mark.parametrize("reasoning", ["two words", "first " + "7 " * 500 + "second", "двa слова"])
+def test_reasoning_with_two_words_anywhere_is_enough(reasoning):
+    parsed = MODEL_5.model_validate_json(json.dumps(with_item(0, reasoning=reasoning.ljust(12, "."))))
+    assert criterion_items(parsed, "comparison")[CRITERIA[0]]["reasoning"] == reasoning.ljust(12, ".")
 
 
 def test_missing_reasoning_is_rejected():
