@@ -90,6 +90,12 @@ def raw_text_key(key: str) -> bool:
     return any(w in RAW_TEXT_WORDS for w in words)
 
 
+@lru_cache(maxsize=256)  # records come with the same few sets of keys: ~3 µs a record to check them one by one
+def _raw_text_keys(keys: tuple[Any, ...]) -> tuple[str, ...]:
+    """The keys among ``keys`` that look like raw text (:func:`raw_text_key`), sorted."""
+    return tuple(sorted(k for k in keys if isinstance(k, str) and raw_text_key(k)))
+
+
 @lru_cache(maxsize=256)  # a session's records share one timestamp: ~3 µs each to read and write again
 def _utc_iso(value: str) -> str:
     try:
@@ -133,7 +139,7 @@ class BiasRecord(BaseModel):
     @classmethod
     def _no_raw_text(cls, data: Any) -> Any:
         if isinstance(data, Mapping):
-            bad = sorted(k for k in data if isinstance(k, str) and raw_text_key(k))
+            bad = _raw_text_keys(tuple(data))
             if bad:
                 raise ValueError(f"bias records never carry raw text; remove the key(s) {', '.join(map(repr, bad))}")
         return data
@@ -141,7 +147,7 @@ class BiasRecord(BaseModel):
     @field_validator("schema_version")
     @classmethod
     def _major_version(cls, value: str) -> str:
-        if not re.fullmatch(r"1\.\d+(\.\d+)?", value):
+        if value != SCHEMA_VERSION and not re.fullmatch(r"1\.\d+(\.\d+)?", value):
             raise ValueError(f"unsupported schema_version {value!r} (this version reads 1.x)")
         return value
 
