@@ -246,6 +246,51 @@ def test_a_text_neutralised_again_gives_what_folding_it_anew_gives(text):
     assert neutralise(text) == expected
 
 
+def _opener_lookalikes() -> list[str]:
+    from council.slot_lookalikes import LOOKALIKES
+
+    return sorted(ch for ch, reads in LOOKALIKES.items() if reads == "<")
+
+
+_WORDS = ["answer", "question", "a", "é", " ", "/", ">", "\u200b", "ａｎｓｗｅｒ", "\u0430nswer", "<", "\uff1c",
+          "\ufe64", "\u2039", "\ufe64/", *_opener_lookalikes()]  # fmt: skip
+PIECES = st.lists(st.sampled_from(_WORDS), max_size=12).map("".join)
+
+
+@given(PIECES, st.sampled_from(["", *_opener_lookalikes(), "<", "\uff1c", "\ufe64"]), PIECES)
+def test_a_text_with_nothing_that_reads_as_an_opening_sign_is_left_as_it_is_and_any_other_is_folded(
+    before, opener, after
+):
+    """Folding keeps positions, so a text none of whose characters folds to an opening sign holds
+    no tag and is given back unfolded; any other text is neutralised where its folded form has a
+    tag. Held to the fold of every character, one by one."""
+    from council.slots import NEUTRAL_OPENER, _fold, tag_pattern
+
+    text = f"é{before}{opener}answer{after}"  # not ASCII: the folding path
+    folded = "".join(ch if ch < "\x80" else _fold(ch) for ch in text)
+    chars = list(text)
+    for match in tag_pattern().finditer(folded):
+        chars[match.start()] = NEUTRAL_OPENER
+    assert neutralise(text) == "".join(chars)
+
+
+def test_the_characters_that_read_as_an_opening_sign_are_all_known():
+    """A text none of whose characters is in the list is given back unfolded: the list must hold
+    every code point that folds to an opening sign, under the Unicode this Python has; under
+    another, the shortcut is off and every text is folded."""
+    import unicodedata
+
+    from council import slots
+
+    fold = slots._fold.__wrapped__  # not through its cache: a million code points
+    found = {chr(cp) for cp in range(0x110000) if (fold(chr(cp)) if cp >= 0x80 else chr(cp)) in slots._OPENERS}
+    if unicodedata.unidata_version == slots._READ_AS_OPENERS_UNICODE:
+        assert found == set(slots._READ_AS_OPENERS)
+        assert slots._may_open() is not None
+    else:
+        assert slots._may_open() is None
+
+
 def test_remembered_texts_stay_within_their_character_budget():
     from council.slots import _Recent
 
