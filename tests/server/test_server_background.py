@@ -52,12 +52,12 @@ async def test_an_event_log_waits_with_no_task_and_writes_held_deltas_within_its
     log.add(SynthesisDelta(session_id="s", seq=2, chairman="c", text="a"))
     log.add(SynthesisDelta(session_id="s", seq=3, chairman="c", text="b"))
     assert [seqs for _, seqs in written] == [[1]] and asyncio.all_tasks() == tasks
-    for _ in range(100):
+    for _ in range(300):
         await asyncio.sleep(0.01)
         if len(written) > 1:
             break
     assert written[1][1] == [2, 3]
-    assert 0.05 <= written[1][0] - held < 0.5
+    assert 0.05 <= written[1][0] - held < 2  # by the timer, not at close (a loaded machine: slack)
     log.add(SynthesisDelta(session_id="s", seq=4, chairman="c", text="c"))
     log.close()  # the rest, at once
     assert [seqs for _, seqs in written] == [[1], [2, 3], [4]]
