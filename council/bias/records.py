@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -26,6 +26,7 @@ from council.bias.query_hash import (  # noqa: F401  # importable from here, as 
     QueryHasher,
     read_shared_salt,
 )
+from council.clock import to_utc_iso
 from council.methods import exact_moments
 from council.methods.bias_indicators import (
     INDICATORS_NOTE,
@@ -102,9 +103,7 @@ def _utc_iso(value: str) -> str:
         parsed = datetime.fromisoformat(value)
     except ValueError as exc:
         raise ValueError(f"timestamp {value!r} is not an ISO-8601 date-time") from exc
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC).isoformat(timespec="microseconds")
+    return to_utc_iso(parsed)  # as every stored timestamp (a naive one taken as UTC)
 
 
 class BiasRecord(BaseModel):
