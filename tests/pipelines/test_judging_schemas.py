@@ -4,6 +4,7 @@ JSON schema itself; rubric files fail with one clear line."""
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from pathlib import Path
 
@@ -154,6 +155,33 @@ def test_reasoning_must_be_written_before_the_scores():
     first = grade["criteria"]["accuracy"]
     grade["criteria"]["accuracy"] = {"score": first["score"], "reasoning": first["reasoning"]}
     assert ("criteria.accuracy", "Value error, write 'reasoning' before 'score'") in errors_of(GRADE, grade)
+
+
+def test_reasoning_order_is_checked_in_every_order_of_the_keys():
+    """Every order of a criterion's keys, and of the reply's: refused exactly when a decided key
+    comes before the reasoning, naming those keys in the order the model lists them."""
+    item = pass_doc()["comparison"]["accuracy"]
+    for order in itertools.permutations(item):
+        doc = pass_doc()
+        doc["comparison"]["accuracy"] = {key: item[key] for key in order}
+        early = [k for k in ("winner", "a_score", "b_score") if order.index(k) < order.index("reasoning")]
+        if early:
+            message = "write 'reasoning' before " + ", ".join(repr(k) for k in early)
+            assert [(loc, msg) for loc, msg in errors_of(MODEL_5, doc)] == [
+                ("comparison.accuracy", f"Value error, {message}")
+            ]
+        else:
+            assert MODEL_5.model_validate_json(json.dumps(doc)).winner == "A"
+    top = pass_doc()
+    for order in itertools.permutations(top):
+        early = [k for k in ("winner", "confidence") if order.index(k) < order.index("overall_reasoning")]
+        doc = {key: top[key] for key in order}
+        if early:
+            assert errors_of(MODEL_5, doc)[0][1].endswith(
+                "write 'overall_reasoning' before " + ", ".join(repr(k) for k in early)
+            )
+        else:
+            assert MODEL_5.model_validate_json(json.dumps(doc)).winner == "A"
 
 
 def test_tie_is_rejected_when_not_allowed():
