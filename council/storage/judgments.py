@@ -9,6 +9,7 @@ an item twice impossible.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections import deque
@@ -33,6 +34,10 @@ def _json(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
 
 
+#: Types stored as they are: no value of one is turned into JSON text (:func:`_column_value`).
+_SCALARS = frozenset({str, int, float, bool, bytes, type(None)})
+
+
 def _column_value(value: Any) -> Any:
     # What sqlite-utils stores for these types (lists and dicts as JSON text).
     if isinstance(value, dict | list | tuple):
@@ -48,11 +53,19 @@ def insert_rows(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, A
     """
     groups: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
     for row in rows:
-        groups.setdefault(tuple(row), []).append(tuple(_column_value(v) for v in row.values()))
+        values = tuple(row.values())
+        if not _SCALARS.issuperset(map(type, values)):  # one test in C for the usual row (~30 columns)
+            values = tuple(map(_column_value, values))
+        groups.setdefault(tuple(row), []).append(values)
     for columns, values in groups.items():
-        names = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
-        quoted = '"' + table.replace('"', '""') + '"'
-        conn.executemany(f"INSERT INTO {quoted} ({names}) VALUES ({', '.join('?' * len(columns))})", values)
+        conn.executemany(_insert_sql(table, columns), values)
+
+
+@functools.lru_cache(maxsize=64)  # a few tables, a few shapes of row each
+def _insert_sql(table: str, columns: tuple[str, ...]) -> str:
+    names = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
+    quoted = '"' + table.replace('"', '""') + '"'
+    return f"INSERT INTO {quoted} ({names}) VALUES ({', '.join('?' * len(columns))})"
 
 
 @dataclass(frozen=True)

@@ -141,7 +141,10 @@ def insert_rows(conn: Any, table: str, rows: Sequence[dict[str, Any]], *, upsert
     ``replace=True``)."""
     groups: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
     for row in rows:
-        groups.setdefault(tuple(row), []).append(tuple(_value(v) for v in row.values()))
+        values = tuple(row.values())
+        if not _PLAIN.issuperset(map(type, values)):  # one test in C for the usual row
+            values = tuple(map(_value, values))
+        groups.setdefault(tuple(row), []).append(values)
     for columns, values in groups.items():
         sql = (
             f"INSERT INTO {_quote(table)} ({', '.join(map(_quote, columns))}) "

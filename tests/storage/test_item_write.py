@@ -3,6 +3,11 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
+from collections import OrderedDict
+from typing import NamedTuple
+
 from fake_judges import fake_client
 from hypothesis import given
 from hypothesis import strategies as st
@@ -10,7 +15,7 @@ from hypothesis import strategies as st
 from council.judging.batch import BatchSettings, content_digest, parse_batch
 from council.judging.engine import compare
 from council.judging.worker import enqueue
-from council.storage import SQLiteStore
+from council.storage import SQLiteStore, judgments
 from council.usage import CallLog, CallRecord
 
 
@@ -60,3 +65,50 @@ def test_a_call_records_row_is_its_dump(record):
     assert row == record.model_dump() and list(row) == list(record.model_dump())
     row["ok"] = None  # a copy: the record is untouched
     assert record.ok is not None
+
+
+class _Point(NamedTuple):
+    x: int
+    y: int
+
+
+#: Every kind of value a run's or a pass's row can hold, subclasses of the JSON types among them.
+_ROW = {"s": "naïve", "i": 3, "f": 1.5, "b": True, "n": None, "d": {"é": [1]}, "l": [1, "x"], "t": (1, 2),
+        "od": OrderedDict(a=1), "nt": _Point(1, 2)}  # fmt: skip
+_PLAIN = {k: v for k, v in _ROW.items() if not isinstance(v, dict | list | tuple)}
+#: A row of scalars only, one with each kind of container beside them, and one with them all.
+_ROWS = [_PLAIN, *({**_PLAIN, k: v} for k, v in _ROW.items() if k not in _PLAIN), _ROW]
+
+
+def _stored(row, bools=lambda b: b):
+    """The row as read back: containers as JSON text, booleans as the backend keeps them."""
+
+    def value(v):
+        if isinstance(v, bool):
+            return bools(v)
+        return json.dumps(v, ensure_ascii=False) if isinstance(v, dict | list | tuple) else v
+
+    return tuple(value(row.get(k)) for k in _ROW)
+
+
+def test_rows_keep_scalars_and_write_containers_as_json_on_sqlite():
+    conn = sqlite3.connect(":memory:")
+    conn.execute(f"CREATE TABLE t ({', '.join(_ROW)})")
+    judgments.insert_rows(conn, "t", _ROWS)
+    rows = conn.execute(f"SELECT {', '.join(_ROW)} FROM t ORDER BY rowid").fetchall()
+    assert rows == [_stored(row) for row in _ROWS]
+    assert rows[-1][list(_ROW).index("nt")] == "[1, 2]"
+
+
+def test_rows_keep_scalars_and_write_containers_as_json_on_postgresql(postgres_url):
+    import psycopg
+
+    from council.storage import postgres
+
+    types = {"s": "TEXT", "i": "BIGINT", "f": "DOUBLE PRECISION", "b": "BIGINT", "n": "TEXT"}
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        columns = ", ".join(f"{k} {types.get(k, 'TEXT')}" for k in _ROW)
+        conn.execute(f"CREATE TABLE t (position SERIAL, {columns})")
+        postgres.insert_rows(conn, "t", _ROWS)
+        rows = conn.execute(f"SELECT {', '.join(_ROW)} FROM t ORDER BY position").fetchall()
+    assert rows == [_stored(row, bools=int) for row in _ROWS]
