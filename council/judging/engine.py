@@ -25,7 +25,6 @@ coerced. Every pass and every call is persisted with the run, in one transaction
 
 from __future__ import annotations
 
-import asyncio
 import os
 import statistics
 import time
@@ -49,7 +48,7 @@ from council.judging.outcomes import (
 )
 from council.judging.prompts import PairwiseTemplate, pairwise_template
 from council.judging.rubrics import DEPTH_CRITERIA, load_bias_checklist
-from council.judging.running import check_common, judge_pass, judging_run, persist, schema_of
+from council.judging.running import check_common, gathered, judge_pass, judging_run, persist, schema_of
 from council.judging.schemas import BiasChecklist, Criterion, criterion_names, pairwise_pass_model
 from council.methods.averaging import average_side_scores, combine_judges
 from council.methods.swap import (
@@ -219,7 +218,7 @@ class _Comparison:
         t0 = time.perf_counter()
         # A vote needs both of its passes: under a spend cap they start together or not at all.
         with together(client.budget, len(self.pass_numbers)):
-            done = await asyncio.gather(*(self.one_pass(client, vote, n) for n in self.pass_numbers))
+            done = await gathered(self.one_pass(client, vote, n) for n in self.pass_numbers)
         invalid = [r for r, parsed in done if parsed is None]
         if invalid:
             raise _JudgeFailed(f"{client.id}: pass {invalid[0].pass_number} of vote {vote + 1}: {invalid[0].problem}")
@@ -369,7 +368,7 @@ async def compare(
             sink=run.log,
         )
         t0 = time.perf_counter()
-        per_judge = list(await asyncio.gather(*(job.judge(j) for j in judges)))
+        per_judge = await gathered(job.judge(j) for j in judges)
         outcome = _comparison_outcome(job, per_judge, run.calls, run.run_id, time.perf_counter() - t0)
         persist(run, "compare", outcome)
     return outcome

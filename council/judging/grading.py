@@ -6,7 +6,6 @@ recorded invalid: never coerced."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from council.judging.grade_report import combine_judge_reports, compile_evaluati
 from council.judging.outcomes import GradeOutcome, JudgeGrade, JudgmentPass, judge_failures
 from council.judging.prompts import evaluation_mode, grade_messages
 from council.judging.rubrics import load_bias_checklist, load_rubric
-from council.judging.running import check_common, judge_pass, judging_run, persist, schema_of
+from council.judging.running import check_common, gathered, judge_pass, judging_run, persist, schema_of
 from council.judging.schemas import BiasChecklist, EvaluationReport, Rubric, rubric_grade_model
 from council.methods.verdicts import criterion_items
 from council.methods.voting import DEFAULT_VOTES, min_votes_for_decision
@@ -98,7 +97,7 @@ class _Grading:
         # Under a spend cap the votes asked for start together or not at all: compiled from the votes
         # that came back, a grade would otherwise be kept with one the cap refused (docs/methods.md).
         with together(client.budget, cast):
-            replies = list(await asyncio.gather(*(self.one_vote(client, i) for i in range(cast))))
+            replies = await gathered(self.one_vote(client, i) for i in range(cast))
         names = self.rubric.criterion_names
         while self.adaptive and cast < n and not _grade_decided([g for g in replies if g is not None], n, names):
             replies.append(await self.one_vote(client, cast))
@@ -178,7 +177,7 @@ async def grade(
             sink=run.log,
         )
         t0 = time.perf_counter()
-        per_judge = list(await asyncio.gather(*(job.judge(j) for j in judges)))
+        per_judge = await gathered(job.judge(j) for j in judges)
         ok = {j.judge: j.report for j in per_judge if j.report is not None}
         failed = [j for j in per_judge if j.report is None]
         report: EvaluationReport | None = None

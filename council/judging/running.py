@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -21,6 +22,17 @@ from council.providers.client import ModelClient
 from council.redaction import private_scope
 from council.storage import Store, using_store
 from council.usage import CallLog, CallRecord, CallSink
+
+_T = TypeVar("_T")
+
+
+async def gathered(awaitables: Iterable[Awaitable[_T]]) -> list[_T]:
+    """``asyncio.gather``'s results, as a list; a single awaitable (a batch item's one judge) is
+    awaited in place: a task of its own for it cost more than the rest of its step (~20 µs)."""
+    pending = list(awaitables)
+    if len(pending) == 1:
+        return [await pending[0]]
+    return list(await asyncio.gather(*pending))
 
 
 @lru_cache(maxsize=256)

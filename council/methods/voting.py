@@ -130,7 +130,10 @@ def min_votes_for_decision(total_n: int) -> int:
 
 
 async def _all(awaitables: Sequence[Awaitable[Any]]) -> list[Any]:
-    """Run concurrently, in order; on the first failure cancel the rest and re-raise it."""
+    """Run concurrently, in order; on the first failure cancel the rest and re-raise it. One
+    (a single vote) is awaited in place, without a task of its own."""
+    if len(awaitables) == 1:
+        return [await awaitables[0]]
     tasks = [asyncio.ensure_future(a) for a in awaitables]
     try:
         return list(await asyncio.gather(*tasks))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 
@@ -69,6 +70,25 @@ async def test_swap_takes_exactly_twice_the_calls(votes):
     # pass 2 shows B first
     assert answer_slots(swapped_api.history[1].messages)["A"] in (GOOD, WEAK)
     assert {answer_slots(r.messages)["A"] for r in swapped_api.history} == {GOOD, WEAK}
+
+
+@pytest.mark.parametrize(("votes", "swap", "tasks"), [(1, True, 2), (1, False, 0), (3, True, 9), (3, False, 3)])
+async def test_a_single_judge_or_vote_gets_no_task_of_its_own(votes, swap, tasks):
+    # Tasks only where work runs side by side: a vote's two passes, several votes (a task each).
+    created = []
+    loop = asyncio.get_running_loop()
+
+    def factory(loop, coro, **kwargs):
+        created.append(coro.__qualname__)
+        return asyncio.Task(coro, loop=loop, **kwargs)
+
+    loop.set_task_factory(factory)
+    try:
+        outcome = await compare(PROMPT, GOOD, WEAK, judges=[fake_client("fake/x")], votes=votes, swap=swap, store=None)
+    finally:
+        loop.set_task_factory(None)
+    assert outcome.success and outcome.calls == votes * (2 if swap else 1)
+    assert len(created) == tasks, created
 
 
 async def test_seed_000_numbers_through_the_engine(council_home):
