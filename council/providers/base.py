@@ -10,11 +10,17 @@ Retries, pacing, deadlines and the call log live in
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Annotated, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, field_validator
 
 from council.usage import known_cost
+
+
+def _schema_as_given(value: Any) -> dict[str, Any] | None:
+    if value is None or (isinstance(value, dict) and all(isinstance(key, str) for key in value)):
+        return value
+    raise ValueError("json_schema must be a JSON Schema object (a dict with text keys) or None")
 
 
 class ChatRequest(BaseModel):
@@ -24,8 +30,9 @@ class ChatRequest(BaseModel):
 
     messages: list[dict[str, str]]
     """OpenAI-style messages: ``{"role": "system"|"user"|"assistant", "content": str}``."""
-    json_schema: dict[str, Any] | None = None
-    """When set, the reply must be one JSON object matching this JSON Schema."""
+    json_schema: Annotated[dict[str, Any] | None, PlainValidator(_schema_as_given)] = None
+    """When set, the reply must be one JSON object matching this JSON Schema. Kept as the object
+    given, not copied: a transport encodes one schema object once (council.providers.openai_compatible)."""
     json_mode: bool = False
     """Without a schema: the reply must be one JSON object, any shape (OpenAI's ``json_object``)."""
     schema_name: str | None = None

@@ -125,7 +125,7 @@ class LiteLLMAPI:
             "type": "json_schema",
             "json_schema": {
                 "name": request.schema_name or "reply",
-                "schema": request.json_schema,
+                "schema": dict(request.json_schema),  # a copy of its own: LiteLLM may change what it is given
                 "strict": False,  # strict mode rejects keywords we rely on (uniqueItems, minLength)
             },
         }

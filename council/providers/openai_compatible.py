@@ -41,6 +41,31 @@ from council.providers.base import ChatRequest, ChatResponse, error_name, retrya
 from council.providers.http_client import aiohttp
 
 _MAX_MESSAGE = 500
+
+# The response format of a request with a schema, around its name and its schema's JSON, as
+# pydantic-core writes the dict ``body`` makes (OpenAICompatibleAPI.encoded_body).
+_FORMAT_OPEN = b',"response_format":{"type":"json_schema","json_schema":{"name":'
+_SCHEMA_KEY = b',"schema":'
+_FORMAT_CLOSE = b',"strict":false}}}'
+
+#: Schemas' JSON by the schema object's id, with the object (kept, so the id is not reused).
+_SCHEMA_JSON: dict[int, tuple[dict[str, Any], bytes]] = {}
+_SCHEMA_JSON_MAX = 256
+
+
+def _schema_json(schema: dict[str, Any]) -> bytes:
+    """``to_json(schema)``, made once per schema object. A judge's schema is one object for all
+    its calls (council.judging.running.schema_of); one made afresh each call is encoded each call."""
+    known = _SCHEMA_JSON.get(id(schema))
+    if known is not None and known[0] is schema:
+        return known[1]
+    text = to_json(schema)
+    if len(_SCHEMA_JSON) >= _SCHEMA_JSON_MAX:
+        _SCHEMA_JSON.clear()
+    _SCHEMA_JSON[id(schema)] = (schema, text)
+    return text
+
+
 DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024
 _CHUNK = 1 << 16
 
@@ -224,14 +249,7 @@ class OpenAICompatibleAPI:
         return self._schema_ok
 
     def body(self, request: ChatRequest) -> dict[str, Any]:
-        settings = self.endpoint.settings
-        body: dict[str, Any] = {"model": self.endpoint.wire_model, "messages": request.messages}
-        if request.max_tokens is not None:
-            body[settings.max_tokens_param] = request.max_tokens
-        if request.temperature is not None:
-            body["temperature"] = request.temperature
-        if request.seed is not None:
-            body[settings.seed_param] = request.seed
+        body = self._without_format(request)
         if request.json_schema is not None and self._sends_schema():
             body["response_format"] = {
                 "type": "json_schema",
@@ -247,6 +265,28 @@ class OpenAICompatibleAPI:
             body["response_format"] = {"type": "json_object"}
         return body
 
+    def _without_format(self, request: ChatRequest) -> dict[str, Any]:
+        settings = self.endpoint.settings
+        body: dict[str, Any] = {"model": self.endpoint.wire_model, "messages": request.messages}
+        if request.max_tokens is not None:
+            body[settings.max_tokens_param] = request.max_tokens
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.seed is not None:
+            body[settings.seed_param] = request.seed
+        return body
+
+    def encoded_body(self, request: ChatRequest) -> bytes:
+        """``to_json(self.body(request))``, the same bytes (pydantic-core's encoder: ~5x json.dumps
+        on judge prompts). A schema's JSON is made once per schema object and put in its place
+        (the response format comes last): a judge's 2.6 KB schema was half of encoding its request."""
+        schema = request.json_schema
+        if schema is None or not self._sends_schema():
+            return to_json(self.body(request))
+        head = to_json(self._without_format(request))
+        name = to_json(request.schema_name or "reply")
+        return b"".join((head[:-1], _FORMAT_OPEN, name, _SCHEMA_KEY, _schema_json(schema), _FORMAT_CLOSE))
+
     def _session_for_loop(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
         if self._session is None or self._loop is not loop or self._session.closed:
@@ -259,7 +299,7 @@ class OpenAICompatibleAPI:
         session = self._session_for_loop()
         if not self._price_known:
             prices.load_in_background()
-        data = to_json(self.body(request))  # pydantic-core's encoder: ~5x json.dumps on judge prompts
+        data = self.encoded_body(request)
         with self._transport_errors():
             async with session.post(self.url, data=data, headers=self._headers, timeout=self._timeout) as reply:
                 raw = await read_capped(reply, self.max_reply_bytes, self.model)

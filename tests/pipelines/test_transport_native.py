@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import structlog
 from mock_server import start_mock_server
+from pydantic_core import to_json
 
 from council import Council
 from council.config import load_config, resolve_model
@@ -107,6 +108,50 @@ def test_structured_request_carries_the_json_schema():
         "type": "json_schema",
         "json_schema": {"name": "verdict", "schema": SCHEMA, "strict": False},
     }
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        ChatRequest(messages=MESSAGES),
+        ChatRequest(messages=MESSAGES, json_mode=True, max_tokens=5),
+        ChatRequest(messages=MESSAGES, json_schema=SCHEMA, schema_name="verdict", max_tokens=50, seed=7),
+        ChatRequest(messages=MESSAGES, json_schema=SCHEMA, temperature=0.0),  # no name: "reply"
+        ChatRequest(
+            messages=[{"role": "user", "content": 'é "\\ \u2028 😀 </script>'}],
+            json_schema={"type": "object", "description": 'naïve "quoted" \u2028', "properties": {}},
+            schema_name='a "name" ü',
+        ),
+    ],
+)
+@pytest.mark.parametrize("model", ["openai/mock", "openai/gpt-4o", "mistral/mistral-large-latest"])
+def test_the_encoded_body_is_the_body_as_json_byte_for_byte(request_, model):
+    endpoint = api(model, "http://127.0.0.1:1/v1" if model == "openai/mock" else None)
+    assert endpoint.encoded_body(request_) == to_json(endpoint.body(request_))
+    assert json.loads(endpoint.encoded_body(request_)) == endpoint.body(request_)
+
+
+def test_a_schema_object_is_encoded_once_and_a_changed_copy_afresh(monkeypatch):
+    import council.providers.openai_compatible as native
+
+    encoded = []
+    monkeypatch.setattr(native, "to_json", lambda value: encoded.append(value) or to_json(value))
+    endpoint = api("openai/mock", "http://127.0.0.1:1/v1")
+    schema = {"type": "object", "properties": {"score": {"type": "integer"}}}
+    requests = [ChatRequest(messages=MESSAGES, json_schema=schema, seed=n) for n in range(3)]
+    assert all(r.json_schema is schema for r in requests)  # kept as given, not copied
+    bodies = [endpoint.encoded_body(r) for r in requests]
+    assert sum(value is schema for value in encoded) == 1
+    changed = {**schema, "required": ["score"]}
+    sent = json.loads(endpoint.encoded_body(ChatRequest(messages=MESSAGES, json_schema=changed)))
+    assert sent["response_format"]["json_schema"]["schema"] == changed
+    assert [json.loads(b)["seed"] for b in bodies] == [0, 1, 2]
+
+
+def test_a_schema_that_is_not_an_object_is_refused():
+    for bad in ([SCHEMA], "schema", {1: "x"}):
+        with pytest.raises(ValueError, match="json_schema must be a JSON Schema object"):
+            ChatRequest(messages=MESSAGES, json_schema=bad)
 
 
 def test_a_json_object_request_asks_for_any_json_object():
