@@ -66,6 +66,10 @@ class GroupCommit:
         self._flusher: ThreadPoolExecutor | None = None
         self._flush_waiting: Future[None] | None = None
         self._flush_thread: threading.Thread | None = None
+        # Calls whose finished row a committed transaction wrote, until a final write leaves them
+        # out (:meth:`calls_to_record`); and the rows the transaction under way on a thread carries.
+        self._finished_on_record: set[str] = set()
+        self._carrying = threading.local()
 
     # What each store provides.
     def _write_transaction(self) -> Any:
@@ -77,9 +81,11 @@ class GroupCommit:
     def write_calls(self, rows: Sequence[dict[str, Any]]) -> None:
         raise NotImplementedError
 
-    def _write_carried(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Write the waiting rows inside the transaction being opened (a store may soften a failure)."""
+    def _write_carried(self, rows: Sequence[dict[str, Any]]) -> bool:
+        """Write the waiting rows inside the transaction being opened; False: they were not
+        written, and the transaction goes on without them (a store may soften a failure so)."""
         self.write_calls(rows)
+        return True
 
     def _write_pending_events(self, pending: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> None:
         raise NotImplementedError  # only a store that calls ``queue_events`` has any
@@ -232,6 +238,41 @@ class GroupCommit:
                 self._pending_events.clear()
             raise
 
+    def calls_to_record(self, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Inside a final write's transaction (a session's, a judgment's): the call-log rows
+        (``call_row``'s) it has to write. A finished call that the call log has on record, its
+        finished row committed by an earlier transaction or carried by this one, is left out:
+        written again it would change nothing (~15 µs a call, docs/benchmarks.md, section 45).
+        Any other row is written, as it always was: the final write records what the call log
+        may have lost. Each call is left out once (a final write tried again writes it)."""
+        carried = getattr(self._carrying, "rows", None)
+        here = carried.finished_ids() if carried is not None else frozenset()
+        kept = []
+        with self._pending_lock:
+            on_record = self._finished_on_record
+            for row in rows:
+                call_id = row["call_id"]
+                if row.get("ok") is None:
+                    kept.append(row)
+                elif call_id in here:
+                    assert carried is not None
+                    carried.recorded.add(call_id)  # not kept on record once this commits
+                elif call_id in on_record:
+                    on_record.discard(call_id)
+                else:
+                    kept.append(row)
+        return kept
+
+    def _committed_finished(self, carried: Carried) -> None:
+        """The transaction that carried these rows has committed: their finished calls are on record."""
+        written = carried.finished_ids() - carried.recorded
+        if not written:
+            return
+        with self._pending_lock:
+            if len(self._finished_on_record) >= _ON_RECORD_MAX:  # calls no final write came for
+                self._finished_on_record.clear()  # (a run given up): their final rows are written again
+            self._finished_on_record.update(written)
+
     @contextmanager
     def _carry_calls(self, take: bool = True) -> Iterator[Carried]:
         """Around a write transaction, its commit included: the waiting rows and events are taken,
@@ -246,13 +287,19 @@ class GroupCommit:
                 self._pending_calls.clear()
             if events_here:
                 self._pending_events.clear()
+        carried = Carried(self, rows, events)
+        self._carrying.rows = carried
         try:
-            yield Carried(self, rows, events)
+            yield carried
         except BaseException:
             with self._pending_lock:
                 self._pending_calls[:0] = rows
                 self._pending_events[:0] = events
             raise
+        else:
+            self._committed_finished(carried)
+        finally:
+            self._carrying.rows = None
 
 
 class Carried:
@@ -263,6 +310,15 @@ class Carried:
 
     def __init__(self, store: GroupCommit, rows: list[dict[str, Any]], events: list[Any]) -> None:
         self._store, self._rows, self._events = store, rows, events
+        self._taken = rows  # all of them, written or to be written in the transaction
+        self._finished: frozenset[str] | None = None
+        self.recorded: set[str] = set()  # those a final write in the transaction left out
+
+    def finished_ids(self) -> frozenset[str]:
+        """The calls whose finished row this transaction writes (none if their write failed)."""
+        if self._finished is None:
+            self._finished = frozenset(row["call_id"] for row in self._taken if row.get("ok") is not None)
+        return self._finished
 
     def __call__(self) -> None:
         self.write_rows()
@@ -279,8 +335,12 @@ class Carried:
 
     def write_rows(self) -> None:
         rows = self.take_rows()
-        if rows:
-            self._store._write_carried(rows)
+        if rows and not self._store._write_carried(rows):
+            self._taken, self._finished = [], frozenset()  # not written: none of them is on record
+
+
+#: Calls kept on record for final writes to leave out, at most (then forgotten: written again).
+_ON_RECORD_MAX = 100_000
 
 
 def _logged(done: Future[None]) -> None:

@@ -223,6 +223,7 @@ def _record_together(
     with _together(db):
         for row in rows:
             record_run(db, row, checks, calls)
+        calls = store.calls_to_record(calls)  # those the call log has not already on record
         if calls:  # every run's call rows in one write, in the order every writer of calls keeps
             store.write_calls(calls)
         claimed = claim() if claim is not None else []

@@ -279,11 +279,13 @@ class SQLiteStore(GroupCommit, SharedOperations):
     def _in_transaction(self) -> bool:
         return self.db.conn.in_transaction
 
-    def _write_carried(self, rows: Sequence[dict[str, Any]]) -> None:
+    def _write_carried(self, rows: Sequence[dict[str, Any]]) -> bool:
         try:
             self.write_calls(rows)
         except sqlite3.Error as exc:  # as a direct write's failure: the final write records them
             log.warning("could not write the call log", error=str(exc))
+            return False
+        return True
 
     # -- ownership -----------------------------------------------------------
     def _owner(self) -> dict[str, Any]:
@@ -434,6 +436,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
                 self._write_rows("reviews", redact_document(list(reviews)), replace=True)
             if bias_records:
                 self._write_session_bias_records(bias_records)
+            calls = self.calls_to_record(calls)
             if calls:
                 self.write_calls(calls)
             self.db.conn.execute(

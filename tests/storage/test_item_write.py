@@ -67,6 +67,29 @@ def test_a_call_records_row_is_its_dump(record):
     assert record.ok is not None
 
 
+async def test_a_judged_items_write_writes_each_call_row_once_with_the_call_log(tmp_path):
+    # The call log journals each call as it starts and ends (committed as the loop turns); the
+    # item's write then writes no second row of its own for them.
+    store = SQLiteStore.open(tmp_path / "council.db")
+    text = '{"id": "x", "prompt": "Q?", "a": "A.", "b": "B."}\n'
+    [item] = parse_batch(text, "x.jsonl")
+    enqueue(store, [item], batch_id="b", settings=BatchSettings(judges=["fake/j"]), judges=[fake_client()],
+            rubrics={}, source="x.jsonl", content_sha256=content_digest(text))  # fmt: skip
+    [claimed] = store.claim_items("w", batch_id="b", lease_seconds=60)
+    log = CallLog(store.journal("run-x"))
+    outcome = await compare("Q?", "A.", "B.", judges=[fake_client()], store=None, sink=log, run_id="run-x")
+    statements: list[str] = []
+    store.db.conn.set_trace_callback(statements.append)
+    store.save_judgment("compare", outcome, log.records, keep_text=True, batch_id="b", item=item,
+                        item_digest=claimed["digest"])  # fmt: skip
+    store.db.conn.set_trace_callback(None)
+    written = [s for s in statements if s.startswith("INSERT INTO calls")]
+    assert written == [], statements  # before: the two calls' rows again
+    rows = store.db.execute("SELECT session_id, ok, owner IS NOT NULL FROM calls").fetchall()
+    assert rows == [("run-x", 1, 1), ("run-x", 1, 1)]
+    store.close()
+
+
 class _Point(NamedTuple):
     x: int
     y: int

@@ -142,6 +142,86 @@ def test_a_finished_call_written_again_keeps_or_replaces_its_outcome_as_it_says(
         assert _on_disk(store, sql) == [(1, 1.0, None)]
 
 
+def test_a_final_write_leaves_out_the_finished_calls_the_call_log_has_on_record(store):
+    # Calls 1 and 2 finished and committed; 3 finished, waiting for the end of the turn (this
+    # write carries it); 4 only started; 5 never journaled. The final write writes 4 and 5 only.
+    from council.storage.group_commit import call_row
+
+    journal = store.journal("run-1")
+    rows = [call_row(_record(i), session_id="run-1") for i in range(1, 6)]
+
+    async def run() -> tuple[list[str], list[str]]:
+        for i in (1, 2, 3, 4):
+            journal.call_started(_record(i))
+        journal.call_finished(_record(1))
+        journal.call_finished(_record(2))
+        await asyncio.sleep(0)
+        store.wait_group_commit()
+        journal.call_finished(_record(3))
+        with store.immediate():
+            first = store.calls_to_record(rows)
+            store.write_calls(first)
+        with store.immediate():  # each call is left out once: a final write tried again writes it all
+            again = store.calls_to_record(rows)
+        return [r["call_id"] for r in first], [r["call_id"] for r in again]
+
+    first, again = asyncio.run(run())
+    assert first == ["call-4", "call-5"]
+    assert not store._finished_on_record  # nothing kept once the final writes left them out
+    assert again == [f"call-{i}" for i in range(1, 6)]
+    assert _on_disk(store) == [(f"call-{i}", 1) for i in range(1, 6)]
+
+
+def test_a_final_write_records_the_calls_whose_group_commit_failed(store, monkeypatch):
+    from council.storage.group_commit import call_row
+
+    journal = store.journal("run-1")
+    real = type(store).write_calls
+
+    def failing(self, rows):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    async def run() -> list[str]:
+        journal.call_finished(_record(1))
+        monkeypatch.setattr(type(store), "write_calls", failing)
+        await asyncio.sleep(0)  # the group commit fails: its rows are dropped (and logged)
+        store.wait_group_commit()
+        monkeypatch.setattr(type(store), "write_calls", real)
+        with store.immediate():
+            kept = store.calls_to_record([call_row(_record(1), session_id="run-1")])
+            store.write_calls(kept)
+        return [r["call_id"] for r in kept]
+
+    assert asyncio.run(run()) == ["call-1"]
+    assert _on_disk(store) == [("call-1", 1)]
+
+
+def test_a_final_write_records_the_calls_its_own_transaction_failed_to_carry(lite, monkeypatch):
+    # On SQLite a carried write that fails is logged and the transaction goes on without it.
+    from council.storage.group_commit import call_row
+
+    journal = lite.journal("run-1")
+    real = type(lite).write_calls
+    calls = []
+
+    def failing_once(self, rows):
+        calls.append(len(rows))
+        if len(calls) == 1:
+            raise sqlite3.OperationalError("disk I/O error")
+        return real(self, rows)
+
+    async def run() -> list[str]:
+        journal.call_finished(_record(1))
+        monkeypatch.setattr(type(lite), "write_calls", failing_once)
+        with lite.immediate():  # carries call 1, whose write fails
+            kept = lite.calls_to_record([call_row(_record(1), session_id="run-1")])
+            lite.write_calls(kept)
+        return [r["call_id"] for r in kept]
+
+    assert asyncio.run(run()) == ["call-1"]
+    assert _on_disk(lite) == [("call-1", 1)]
+
+
 def test_outside_an_event_loop_each_call_is_written_at_once(store):
     store.journal("run-1").call_started(_record(1))
     assert _on_disk(store) == [("call-1", None)]
