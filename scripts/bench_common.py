@@ -65,14 +65,15 @@ def capture_bodies() -> list[bytes]:
         return _CAPTURED
     bodies: list[bytes] = []
     _CAPTURED = bodies
-    encode = openai_compatible.to_json
+    api = openai_compatible.OpenAICompatibleAPI
+    encode = api.encoded_body
 
-    def to_json(value: Any) -> bytes:
-        data = encode(value)
+    def encoded_body(self: Any, request: Any, *, stream: bool = False) -> bytes:
+        data = encode(self, request, stream=stream)
         bodies.append(data)
         return data
 
-    openai_compatible.to_json = to_json  # type: ignore[assignment]
+    api.encoded_body = encoded_body  # type: ignore[method-assign]
     return bodies
 
 

@@ -276,10 +276,13 @@ class OpenAICompatibleAPI:
             body[settings.seed_param] = request.seed
         return body
 
-    def encoded_body(self, request: ChatRequest) -> bytes:
-        """``to_json(self.body(request))``, the same bytes (pydantic-core's encoder: ~5x json.dumps
-        on judge prompts). A schema's JSON is made once per schema object and put in its place
-        (the response format comes last): a judge's 2.6 KB schema was half of encoding its request."""
+    def encoded_body(self, request: ChatRequest, *, stream: bool = False) -> bytes:
+        """The bytes sent: ``to_json(self.body(request))`` (pydantic-core's encoder: ~5x json.dumps
+        on judge prompts), with ``stream`` asking for the reply in pieces and its usage at the end.
+        A schema's JSON is made once per schema object and put in its place (the response format
+        comes last): a judge's 2.6 KB schema was half of encoding its request."""
+        if stream:
+            return to_json({**self.body(request), "stream": True, "stream_options": {"include_usage": True}})
         schema = request.json_schema
         if schema is None or not self._sends_schema():
             return to_json(self.body(request))
@@ -316,12 +319,12 @@ class OpenAICompatibleAPI:
         session = self._session_for_loop()
         if not self._price_known:
             prices.load_in_background()
-        body = {**self.body(request), "stream": True, "stream_options": {"include_usage": True}}
         headers = {**self._headers, "accept": "text/event-stream"}
         pieces: list[str] = []
         last: dict[str, Any] = {}  # the usage and the model name, from whichever chunk has them
         with self._transport_errors():
-            async with session.post(self.url, data=to_json(body), headers=headers, timeout=self._timeout) as reply:
+            data = self.encoded_body(request, stream=True)
+            async with session.post(self.url, data=data, headers=headers, timeout=self._timeout) as reply:
                 if reply.status >= 400:
                     raw = await read_capped(reply, self.max_reply_bytes, self.model)
                     raise status_error(reply.status, raw, reply.reason, self.model)
