@@ -19,20 +19,25 @@ from council.storage import SQLiteStore, judgments
 from council.usage import CallLog, CallRecord
 
 
-async def test_a_judged_items_write_is_one_transaction_of_writes_only(tmp_path):
-    store = SQLiteStore.open(tmp_path / "council.db")
+async def _judged_item_write(store: SQLiteStore, log: CallLog) -> list[str]:
+    """One batch item queued, claimed, judged (its calls to ``log``) and written: the write's statements."""
     text = '{"id": "x", "prompt": "Q?", "a": "A.", "b": "B."}\n'
     [item] = parse_batch(text, "x.jsonl")
     enqueue(store, [item], batch_id="b", settings=BatchSettings(judges=["fake/j"]), judges=[fake_client()],
             rubrics={}, source="x.jsonl", content_sha256=content_digest(text))  # fmt: skip
     [claimed] = store.claim_items("w", batch_id="b", lease_seconds=60)
-    log = CallLog()
-    outcome = await compare("Q?", "A.", "B.", judges=[fake_client()], store=None, sink=log)
+    outcome = await compare("Q?", "A.", "B.", judges=[fake_client()], store=None, sink=log, run_id="run-x")
     statements: list[str] = []
     store.db.conn.set_trace_callback(statements.append)
     store.save_judgment("compare", outcome, log.records, keep_text=True, batch_id="b", item=item,
                         item_digest=claimed["digest"])  # fmt: skip
     store.db.conn.set_trace_callback(None)
+    return statements
+
+
+async def test_a_judged_items_write_is_one_transaction_of_writes_only(tmp_path):
+    store = SQLiteStore.open(tmp_path / "council.db")
+    statements = await _judged_item_write(store, CallLog())
     assert statements[0] == "BEGIN IMMEDIATE" and statements[-1] == "COMMIT"
     verbs = [s.split()[0] for s in statements[1:-1]]
     # the run, its two passes, the queue's entry done, the batch's item, its two calls (written with
@@ -71,18 +76,7 @@ async def test_a_judged_items_write_writes_each_call_row_once_with_the_call_log(
     # The call log journals each call as it starts and ends (committed as the loop turns); the
     # item's write then writes no second row of its own for them.
     store = SQLiteStore.open(tmp_path / "council.db")
-    text = '{"id": "x", "prompt": "Q?", "a": "A.", "b": "B."}\n'
-    [item] = parse_batch(text, "x.jsonl")
-    enqueue(store, [item], batch_id="b", settings=BatchSettings(judges=["fake/j"]), judges=[fake_client()],
-            rubrics={}, source="x.jsonl", content_sha256=content_digest(text))  # fmt: skip
-    [claimed] = store.claim_items("w", batch_id="b", lease_seconds=60)
-    log = CallLog(store.journal("run-x"))
-    outcome = await compare("Q?", "A.", "B.", judges=[fake_client()], store=None, sink=log, run_id="run-x")
-    statements: list[str] = []
-    store.db.conn.set_trace_callback(statements.append)
-    store.save_judgment("compare", outcome, log.records, keep_text=True, batch_id="b", item=item,
-                        item_digest=claimed["digest"])  # fmt: skip
-    store.db.conn.set_trace_callback(None)
+    statements = await _judged_item_write(store, CallLog(store.journal("run-x")))
     written = [s for s in statements if s.startswith("INSERT INTO calls")]
     assert written == [], statements  # before: the two calls' rows again
     rows = store.db.execute("SELECT session_id, ok, owner IS NOT NULL FROM calls").fetchall()
