@@ -67,7 +67,7 @@ class GroupCommit:
         self._flush_waiting: Future[None] | None = None
         self._flush_thread: threading.Thread | None = None
         # Calls whose finished row a committed transaction wrote, until a final write leaves them
-        # out (:meth:`calls_to_record`); and the rows the transaction under way on a thread carries.
+        # out (:meth:`calls_to_record`); and the Carried of the transaction under way on each thread.
         self._finished_on_record: set[str] = set()
         self._carrying = threading.local()
 
@@ -245,7 +245,7 @@ class GroupCommit:
         written again it would change nothing (~15 µs a call, docs/benchmarks.md, section 45).
         Any other row is written, as it always was: the final write records what the call log
         may have lost. Each call is left out once (a final write tried again writes it)."""
-        carried = getattr(self._carrying, "rows", None)
+        carried = getattr(self._carrying, "carried", None)
         here = carried.finished_ids() if carried is not None else frozenset()
         kept = []
         with self._pending_lock:
@@ -288,7 +288,7 @@ class GroupCommit:
             if events_here:
                 self._pending_events.clear()
         carried = Carried(self, rows, events)
-        self._carrying.rows = carried
+        self._carrying.carried = carried
         try:
             yield carried
         except BaseException:
@@ -299,7 +299,7 @@ class GroupCommit:
         else:
             self._committed_finished(carried)
         finally:
-            self._carrying.rows = None
+            self._carrying.carried = None
 
 
 class Carried:
