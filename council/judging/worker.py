@@ -49,6 +49,13 @@ POLL_SECONDS = 1.0
 STORE_THREADS = 4
 #: How often a worker with nothing left to claim looks again while others hold items of its batch.
 WAIT_SECONDS = 0.2
+#: How long a finished item's record waits for the other items in flight to finish and join its
+#: transaction (never longer than until they all have). Replies arrive a few per turn of the
+#: event loop, so recording at the end of each turn made ~600 commits for 800 items, each
+#: ~0.5 ms of the loop's time whatever it holds; waiting this long, a few (docs/benchmarks.md,
+#: section 46). The call-log rows of those milliseconds ride the same commit: a crash may lose
+#: what they hold for that long (the issue's "per few ms"), never a result already reported.
+RECORD_HOLD_S = 0.003
 
 
 class JudgeSpec(BaseModel):
@@ -331,7 +338,7 @@ async def run_worker(
                 kind = "compare" if item.mode == "pairwise" else "grade"
                 prompt_id = hasher.hash(item.prompt) if hasher is not None and kind == "compare" else None
                 # Its rows are built here, in the item's privacy scope; they are written with the
-                # others that finish in this turn of the event loop (``record_finished``).
+                # others that finish within a few milliseconds (``record_finished``).
                 save = JudgmentSave(kind, outcome, calls, keep_text=keep_text, batch_id=held, item=item,
                                     item_digest=row["digest"], prompt_id=prompt_id)  # fmt: skip
                 try:
@@ -349,10 +356,11 @@ async def run_worker(
         if on_item is not None:
             on_item(item, outcome.success)
 
-    # The items that finish in one turn of the event loop are recorded in one transaction, which
-    # also claims as many items more (Store.record_and_claim): one commit for all of them, instead
-    # of one per item and one per claim (docs/benchmarks.md, section 17). An item counts as
-    # judged (``on_item``) only once that transaction has committed.
+    # The items that finish within RECORD_HOLD_S of the first of them (or until no other is in
+    # flight) are recorded in one transaction, which also claims as many items more
+    # (Store.record_and_claim): one commit for all of them, instead of one per item and one per
+    # claim (docs/benchmarks.md, sections 17 and 46). An item counts as judged (``on_item``) only
+    # once that transaction has committed.
     finished: list[tuple[JudgmentSave, asyncio.Future[None]]] = []
     ready: list[dict[str, Any]] = []  # claimed with finished items, to start
     writes: set[asyncio.Task[None]] = set()
@@ -380,6 +388,14 @@ async def run_worker(
         return []  # places the lost claim did not fill are claimed by the next round
 
     async def record_finished(written: Callable[[], None]) -> None:
+        try:
+            await held_for_others()
+        except BaseException as exc:
+            for _, done in finished:
+                if not done.done():
+                    done.set_exception(exc)
+            finished.clear()
+            raise
         batch = finished[:]
         finished.clear()
         saves = [save for save, _ in batch]
@@ -421,9 +437,31 @@ async def run_worker(
             else:
                 done.set_exception(result)
 
+    hold: list[asyncio.Future[None]] = []  # the hold under way, if any (``held_for_others``)
+
+    def others_in_flight() -> bool:
+        return sum(in_flight.values()) > len(finished)  # the finished ones still count until recorded
+
+    async def held_for_others() -> None:
+        """Wait up to RECORD_HOLD_S for the other items in flight to finish (``recorded`` ends the
+        wait when the last of them has)."""
+        if RECORD_HOLD_S <= 0 or not others_in_flight():
+            return
+        loop = asyncio.get_running_loop()
+        over = loop.create_future()
+        timer = loop.call_later(RECORD_HOLD_S, lambda: over.done() or over.set_result(None))
+        hold.append(over)
+        try:
+            await over
+        finally:
+            timer.cancel()
+            hold.remove(over)
+
     async def recorded(save: JudgmentSave) -> None:
         done = asyncio.get_running_loop().create_future()
         finished.append((save, done))
+        if hold and not hold[0].done() and not others_in_flight():
+            hold[0].set_result(None)  # the last item in flight has finished: nothing more to wait for
         if len(finished) == 1:  # the first this turn: written once the turn's others have joined it
             # The call-log rows of this turn go in the same transaction (not one of their own first).
             written = store.expect_write()

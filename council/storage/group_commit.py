@@ -9,8 +9,9 @@ event loop a row is written at once.
 A session's events ride the same commits (``queue_events``; a server running many sessions
 would otherwise commit for each of their events, on PostgreSQL a blocking round trip each).
 
-A batch worker that records finished items at the end of a turn says so (``expect_write``):
-the rows of that turn then go in its transaction instead of one of their own.
+A batch worker that records finished items (a few milliseconds after the first of them
+finished: council.judging.worker.RECORD_HOLD_S) says so (``expect_write``):
+the rows of those milliseconds then go in its transaction instead of one of their own.
 
 A store using this mixin provides ``_write_transaction(carry=True)`` (a context manager: its write
 transaction, which runs inside ``_carry_calls(carry)``), ``_in_transaction()`` (this
@@ -119,7 +120,7 @@ class GroupCommit:
 
     def expect_write(self) -> Callable[[], None]:
         """A write transaction of this store is on its way (a batch worker recording the items that
-        finished in this turn of the event loop): until the function returned is called (the write
+        finished in the last few milliseconds): until the function returned is called (the write
         done, or given up), the waiting rows are left to it instead of taking a transaction of their
         own first; then any left are committed at the end of the turn."""
         with self._pending_lock:

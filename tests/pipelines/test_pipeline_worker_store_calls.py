@@ -178,3 +178,63 @@ async def test_slow_records_never_let_more_items_be_judged_at_once_than_places(u
     assert report.judged == 12 and url_store.batch_status("w")["done"] == 12
     assert api.peak == 2 * 3  # two calls an item (the swapped passes), three items at a time, never more
     assert sorted(r["item_id"] for r in url_store.batch_rows("w")) == sorted(f"p{i}" for i in range(12))
+
+
+class _Staggered(FakeAPI):
+    """A fake judge whose replies for item ``pN`` come N turns of the event loop apart (or after
+    ``late`` seconds for the items named there): items that finish one after another, not in one turn."""
+
+    def __init__(self, late: dict[str, float] | None = None) -> None:
+        super().__init__("fake/j")
+        self.late = late or {}
+
+    async def generate(self, request):
+        import asyncio
+        import re
+
+        [item] = re.findall(r"Q (\d+)\?", request.messages[-1]["content"])[:1]
+        if f"p{item}" in self.late:
+            await asyncio.sleep(self.late[f"p{item}"])
+        for _ in range(3 * int(item)):
+            await asyncio.sleep(0)
+        return await super().generate(request)
+
+
+async def test_items_finishing_turns_apart_are_recorded_in_one_transaction(url_store, monkeypatch):
+    """A finished item's record waits (at most ``RECORD_HOLD_S``) for the others in flight, so
+    items that finish a few turns apart share a commit; each is still counted only once that
+    commit is made (docs/benchmarks.md, section 46)."""
+    from council.judging import worker
+
+    monkeypatch.setattr(worker, "RECORD_HOLD_S", 30.0)  # ample: the test never waits for it
+    judge = _queued(url_store, 6, _Staggered())
+    writes: list = []
+    _spy(url_store, "record_and_claim", writes)
+    counted: list[int] = []
+    report = await run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w", concurrency=6,
+                              keep_judges=[judge], on_item=lambda *_: counted.append(len(writes)))  # fmt: skip
+    assert report.judged == 6 and url_store.batch_status("w")["done"] == 6
+    [(_, _, _, (results, _))] = writes  # every item's record in one transaction
+    assert results == [None] * 6
+    assert counted == [1] * 6  # each counted once that transaction had committed
+
+
+async def test_a_held_record_waits_no_longer_than_the_last_item_in_flight(url_store, monkeypatch):
+    """The hold ends as soon as no other item is in flight: a batch whose last item finishes
+    later, or alone, is not kept waiting for the whole hold."""
+    import asyncio
+
+    from council.judging import worker
+
+    monkeypatch.setattr(worker, "RECORD_HOLD_S", 600.0)  # a hold run to its end would time the test out
+    judge = _queued(url_store, 3, _Staggered(late={"p2": 0.2}))
+    writes: list = []
+    _spy(url_store, "record_and_claim", writes)
+    report = await asyncio.wait_for(
+        run_worker(url_store, judges_for=lambda _id, _spec: [judge], batch_id="w", concurrency=3,
+                   keep_judges=[judge]),
+        timeout=60,
+    )  # fmt: skip
+    assert report.judged == 3 and url_store.batch_status("w")["done"] == 3
+    assert sum(len(results) for *_, (results, _) in writes) == 3
+    assert len(writes) == 1  # p0 and p1 waited for p2, the last in flight
