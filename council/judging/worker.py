@@ -52,7 +52,7 @@ WAIT_SECONDS = 0.2
 #: How long a finished item's record waits for the other items in flight to finish and join its
 #: transaction (never longer than until they all have). Replies arrive a few per turn of the
 #: event loop, so recording at the end of each turn made ~600 commits for 800 items, each
-#: ~0.5 ms of the loop's time whatever it holds; waiting this long, a few (docs/benchmarks.md,
+#: ~0.2-0.3 ms of the loop's time whatever it holds; waiting this long, ~170 (docs/benchmarks.md,
 #: section 46). The call-log rows of those milliseconds ride the same commit: a crash may lose
 #: what they hold for that long (the issue's "per few ms"), never a result already reported.
 RECORD_HOLD_S = 0.003
@@ -462,8 +462,8 @@ async def run_worker(
         finished.append((save, done))
         if hold and not hold[0].done() and not others_in_flight():
             hold[0].set_result(None)  # the last item in flight has finished: nothing more to wait for
-        if len(finished) == 1:  # the first this turn: written once the turn's others have joined it
-            # The call-log rows of this turn go in the same transaction (not one of their own first).
+        if len(finished) == 1:  # the first since the last record: written once the others have joined it
+            # The call-log rows meanwhile go in the same transaction (not one of their own first).
             written = store.expect_write()
             task = asyncio.create_task(record_finished(written))
             writes.add(task)
