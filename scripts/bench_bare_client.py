@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from bench_batch import one_run, pairs, process_cpu  # also puts the package and tests/ on sys.path
-from bench_common import capture_bodies, postgres_if
+from bench_common import add_collector_option, apply_collector, capture_bodies, postgres_if
 
 GOAL_RATIO = 0.9
 GOAL_OWN_CPU_MS = 0.3
@@ -98,19 +98,9 @@ def main() -> int:
         "--postgres", action="store_true", help="council's store: a fresh PostgreSQL database per run (else SQLite)"
     )
     parser.add_argument("--max-cost", type=float, help="council's batch under this spend cap in dollars (not reached)")
-    parser.add_argument(
-        "--collector",
-        choices=("cli", "default"),
-        default="cli",
-        help="the garbage collector's thresholds: the `council` command's (default) or Python's own",
-    )
+    add_collector_option(parser)
     args = parser.parse_args()
-    if args.collector == "cli":  # as `council batch` runs (council.cli.main.main sets it first)
-        import gc
-
-        from council.cli.main import START_UP_GC_THRESHOLD
-
-        gc.set_threshold(*START_UP_GC_THRESHOLD)
+    apply_collector(args)
     print("$ python " + " ".join(["scripts/bench_bare_client.py", *sys.argv[1:]]))
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
 

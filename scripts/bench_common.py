@@ -116,6 +116,27 @@ async def session_bodies(base_url: str, members: int) -> list[list[bytes]]:
     return sent.stages()
 
 
+def add_collector_option(parser: Any) -> None:
+    """``--collector``: the garbage collector's thresholds a benchmark runs with."""
+    parser.add_argument(
+        "--collector",
+        choices=("cli", "default"),
+        default="cli",
+        help="the garbage collector's thresholds: the `council` command's (default) or Python's own",
+    )
+
+
+def apply_collector(args: Any) -> None:
+    """The thresholds ``--collector`` chose: ``cli`` as `council batch` runs (council.cli.main.main
+    sets them first), ``default`` Python's own."""
+    if args.collector == "cli":
+        import gc
+
+        from council.cli.main import START_UP_GC_THRESHOLD
+
+        gc.set_threshold(*START_UP_GC_THRESHOLD)
+
+
 def loadavg() -> str:
     """The 1, 5 and 15 minute load averages, as every benchmark prints them."""
     return " ".join(f"{x:.2f}" for x in os.getloadavg())

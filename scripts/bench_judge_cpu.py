@@ -38,6 +38,7 @@ import time
 from typing import Any
 
 from bench_batch import pairs  # also puts the package and tests/ on sys.path
+from bench_common import add_collector_option, apply_collector
 
 GOAL_OWN_CPU_MS = 0.3
 MODEL = "openai/mock-alpha"
@@ -134,19 +135,9 @@ def main() -> int:
     parser.add_argument("--batch", action="store_true", help="also the whole batch on a SQLite store (interleaved)")
     parser.add_argument("--concurrency", type=int, default=64, help="--batch: items in flight")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds a reply takes (0: at once)")
-    parser.add_argument(
-        "--collector",
-        choices=("cli", "default"),
-        default="cli",
-        help="the garbage collector's thresholds: the `council` command's (default) or Python's own",
-    )
+    add_collector_option(parser)
     args = parser.parse_args()
-    if args.collector == "cli":  # as `council batch` runs (council.cli.main.main sets it first)
-        import gc
-
-        from council.cli.main import START_UP_GC_THRESHOLD
-
-        gc.set_threshold(*START_UP_GC_THRESHOLD)
+    apply_collector(args)
     print("$ python " + " ".join(["scripts/bench_judge_cpu.py", *sys.argv[1:]]))
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
 

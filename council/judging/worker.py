@@ -387,13 +387,16 @@ async def run_worker(
         await take_up(last)
         return []  # places the lost claim did not fill are claimed by the next round
 
+    def fail(waiting: Sequence[tuple[JudgmentSave, asyncio.Future[None]]], exc: BaseException) -> None:
+        for _, done in waiting:
+            if not done.done():
+                done.set_exception(exc)
+
     async def record_finished(written: Callable[[], None]) -> None:
         try:
             await held_for_others()
         except BaseException as exc:
-            for _, done in finished:
-                if not done.done():
-                    done.set_exception(exc)
+            fail(finished, exc)
             finished.clear()
             raise
         batch = finished[:]
@@ -421,9 +424,7 @@ async def run_worker(
             results, claimed = await call(store.record_and_claim, saves, report.worker, batch_id=batch_id,
                                           limit=limit, lease_seconds=lease_seconds, again=recorded_again)  # fmt: skip
         except BaseException as exc:
-            for _, done in batch:
-                if not done.done():
-                    done.set_exception(exc)
+            fail(batch, exc)
             raise
         finally:
             written()

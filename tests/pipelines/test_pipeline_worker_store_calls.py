@@ -4,7 +4,9 @@ scope), and still exactly one result per item (docs/benchmarks.md, section 19)."
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 import threading
 import time
 
@@ -189,9 +191,6 @@ class _Staggered(FakeAPI):
         self.late = late or {}
 
     async def generate(self, request):
-        import asyncio
-        import re
-
         [item] = re.findall(r"Q (\d+)\?", request.messages[-1]["content"])[:1]
         if f"p{item}" in self.late:
             await asyncio.sleep(self.late[f"p{item}"])
@@ -222,8 +221,6 @@ async def test_items_finishing_turns_apart_are_recorded_in_one_transaction(url_s
 async def test_a_held_record_waits_no_longer_than_the_last_item_in_flight(url_store, monkeypatch):
     """The hold ends as soon as no other item is in flight: a batch whose last item finishes
     later, or alone, is not kept waiting for the whole hold."""
-    import asyncio
-
     from council.judging import worker
 
     monkeypatch.setattr(worker, "RECORD_HOLD_S", 600.0)  # a hold run to its end would time the test out
