@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from bench_batch import one_run, pairs, process_cpu  # also puts the package and tests/ on sys.path
-from bench_common import add_collector_option, apply_collector, capture_bodies, postgres_if
+from bench_common import add_collector_option, apply_collector, capture_bodies, loadavg, postgres_if
 
 GOAL_RATIO = 0.9
 GOAL_OWN_CPU_MS = 0.3
@@ -102,7 +102,7 @@ def main() -> int:
     args = parser.parse_args()
     apply_collector(args)
     print("$ python " + " ".join(["scripts/bench_bare_client.py", *sys.argv[1:]]))
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+    print(f"load average before: {loadavg()} on {os.cpu_count()} cores")
 
     content = pairs(args.pairs)
     council: list[dict[str, float]] = []
@@ -132,7 +132,7 @@ def main() -> int:
         )
     ratio = min(r["wall"] for r in bare) / min(r["wall"] for r in council)
     own = 1000 * (min(r["cpu"] for r in council) - min(r["cpu"] for r in bare)) / calls
-    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"load average after: {loadavg()}")
     print(
         f"goal council ≥ {GOAL_RATIO} of the bare client's throughput: {'PASS' if ratio >= GOAL_RATIO else 'MISS'}"
         f" ({ratio:.2f})"

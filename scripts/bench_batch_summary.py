@@ -30,6 +30,7 @@ import tracemalloc
 from pathlib import Path
 
 from bench_batch import pairs  # also puts the package and tests/ on sys.path
+from bench_common import loadavg
 
 GOAL = 1.5
 BARE_ROWS = """
@@ -116,7 +117,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     print("$ python " + shlex.join(["scripts/bench_batch_summary.py", *sys.argv[1:]]))
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"load average before: {loadavg()}")
     from mock_server import start_mock_server
 
     with tempfile.TemporaryDirectory() as home:
@@ -148,7 +149,7 @@ def main() -> int:
     for what, seconds in best.items():
         print(f"{what:<34}{seconds:>8.3f}{seconds / items * 1e6:>13.1f}{min(council) / seconds:>11.2f}")
     print(f"peak of Python's memory during the summary: {peak / 1e6:.1f} MB ({peak / items / 1e3:.2f} kB per item)")
-    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"load average after: {loadavg()}")
     print(f"goal summary ≤ {GOAL} × the read + json: {'PASS' if ratio <= GOAL else 'MISS'} ({ratio:.2f} ×)")
     return 0
 

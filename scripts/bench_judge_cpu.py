@@ -38,7 +38,7 @@ import time
 from typing import Any
 
 from bench_batch import pairs  # also puts the package and tests/ on sys.path
-from bench_common import add_collector_option, apply_collector
+from bench_common import add_collector_option, apply_collector, loadavg
 
 GOAL_OWN_CPU_MS = 0.3
 MODEL = "openai/mock-alpha"
@@ -139,7 +139,7 @@ def main() -> int:
     args = parser.parse_args()
     apply_collector(args)
     print("$ python " + " ".join(["scripts/bench_judge_cpu.py", *sys.argv[1:]]))
-    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+    print(f"load average before: {loadavg()} on {os.cpu_count()} cores")
 
     from council.config import load_config
     from council.judging.engine import make_judges
@@ -176,7 +176,7 @@ def main() -> int:
             f"(best of {args.repeat}: {' / '.join(f'{x:.3f}' for x in whole)}); "
             f"the batch's own beyond the engine {min(whole) - best:.3f} ms"
         )
-    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"load average after: {loadavg()}")
     share = best / GOAL_OWN_CPU_MS
     print(f"the engine's part of the {GOAL_OWN_CPU_MS} ms goal for council's own CPU per call: {share:.2f}")
     if args.batch:
