@@ -151,6 +151,23 @@ def db_rows(home: Path, sql: str, params: tuple = ()) -> list[tuple]:
         db.close()
 
 
+def url_rows(url: str, sql: str, params: tuple = ()) -> list[tuple]:
+    """Rows of ``sql`` (``%s`` marks) read straight from the store a ``COUNCIL_DATABASE_URL`` names
+    (a SQLite file or PostgreSQL): no council code, so nothing is recovered or written by looking."""
+    if url.startswith("sqlite:///"):
+        db = sqlite3.connect(url.removeprefix("sqlite:///"), timeout=30)
+        try:
+            with db:
+                return db.execute(sql.replace("%s", "?"), params).fetchall()
+        finally:
+            db.close()
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        cursor = conn.execute(sql, params)
+        return cursor.fetchall() if cursor.description else []
+
+
 def db_dump(home: Path) -> str:
     """Every row of every table, as SQL text."""
     db = sqlite3.connect(home / "council.db", timeout=30)

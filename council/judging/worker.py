@@ -213,6 +213,7 @@ async def run_worker(
     prompt's salted query hash as its ``prompt_id``; never an unsalted digest, which anyone
     could match against a list of prompts (docs/methods.md, "Length-controlled win rate")."""
     report = WorkerReport(worker=worker or worker_name())
+    store.recover_while_open()  # a worker runs for long: dead processes' sessions do not wait for a command
     if hash_prompts is None:
         from council.config import resolve_privacy
 

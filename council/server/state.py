@@ -22,6 +22,9 @@ class CouncilServer:
         self.loaded = loaded
         self.max_body_bytes = max_body_bytes
         self.store = open_store()
+        # A dead process's (another replica's) sessions are marked interrupted while this server
+        # runs, not at the next command: its streams and pages end.
+        self.store.recover_while_open()
         self.clients: dict[str, Any] = {}  # shared across councils: one limit per model alias
         self.councils: dict[str, Any] = {}
         self.fingerprints: dict[str, str] = {}

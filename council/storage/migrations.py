@@ -469,3 +469,11 @@ def m020_bias_session_summaries(db: Database) -> None:
     # replace, dropped.
     for statement in bias_summaries.migration(postgres=False):
         db.execute(statement)
+
+
+@migrations()
+def m021_lease_processes(db: Database) -> None:
+    # Where a lease's pid means something and when its process started (council.storage.ownership):
+    # a process of this machine that has ended is found at once, not when its lease expires.
+    db["leases"].add_column("machine", str)
+    db["leases"].add_column("started", int)

@@ -9,8 +9,17 @@ backends (:func:`recover_interrupted`); only the clock differs — the database'
 (hosts' clocks never compare), the host's on SQLite (every process sharing the file runs on
 it). A clean exit deletes its lease, so its unfinished work is found at once.
 
-Pids are only recorded for people: they are reused, and differ between containers sharing
-a database. A batch is shared by its workers through the queue (council.storage.queue).
+A process killed on this machine is found at once too, not a lease later: a lease records where
+its pid means something (:func:`this_machine`: the kernel's boot and the pid and time namespaces,
+so a container that shares the database, even under the same host name, never judges another's
+pids) and when its process started (pids are reused: a pid that now names a process started at
+another time is not the lease's process). A lease of this machine whose process is gone is
+dead whatever its expiry. Where that cannot be told (not Linux, an unreadable ``/proc``), the
+lease's expiry alone decides.
+
+Long-running processes (``council serve``, ``council worker``) look at each heartbeat
+(:attr:`Lease.sweep`), so their dead peers' work does not stay ``running`` until the next
+command. A batch is shared by its workers through the queue (council.storage.queue).
 """
 
 from __future__ import annotations
@@ -21,8 +30,11 @@ import os
 import socket
 import threading
 import uuid
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from council.clock import utc_now
@@ -71,19 +83,74 @@ def lease_seconds() -> float:
     return value
 
 
+@cache
+def this_machine() -> str | None:
+    """Where a pid names the same process for every process that reads it: this kernel's boot
+    and this process's pid and time namespaces (a process's start time is read through the
+    latter); None where that cannot be told. Read once: a process never changes namespaces."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        pids = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return None
+    try:
+        times = os.readlink("/proc/self/ns/time")
+    except OSError:  # a kernel without time namespaces: one clock for all
+        times = "time:-"
+    return f"{boot} {pids} {times}" if boot else None
+
+
+def _stat(pid: int) -> tuple[bytes, int] | None:
+    """Process ``pid``'s state and start time (clock ticks after boot), or None if unreadable."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+        state, *fields = stat.rsplit(b")", 1)[1].split()  # after the name, which may hold anything
+        return state, int(fields[18])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def process_started(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks after boot), or None: unreadable."""
+    found = _stat(pid)
+    return None if found is None else found[1]
+
+
+def ended(pid: Any, started: Any) -> bool:
+    """Whether the process ``pid`` of this machine that started at ``started`` has certainly
+    ended (a zombie has). Unsure (hidden from this process, another user's) is alive."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or not isinstance(started, int):
+        return False
+    try:
+        os.kill(pid, 0)  # signal 0: is there such a process (nothing is sent)
+    except ProcessLookupError:
+        return True
+    except OSError:  # there is, another user's (PermissionError)
+        pass
+    found = _stat(pid)
+    if found is None:  # hidden from us (hidepid), or gone this instant: the next look tells
+        return False
+    state, now = found
+    return state in (b"Z", b"X") or now != started  # a pid reused by a process started since
+
+
 class Lease:
     """A process's lease, renewed by a daemon thread until it is released (at exit at the latest).
 
     ``run`` executes one statement in its own transaction, from any thread. ``write_now=False``:
     the caller writes the lease (:meth:`upsert`) in its first transaction that needs it, and
-    sets ``written``; the heartbeat writes it in any case."""
+    sets ``written``; the heartbeat writes it in any case. ``sweep``, when set, runs after each
+    beat: a long-running process recovers dead processes' work (:func:`recover_interrupted`)."""
 
     def __init__(self, run: Run, clock: Clock, seconds: float | None = None, *, write_now: bool = True) -> None:
         self.seconds = lease_seconds() if seconds is None else seconds
         self.id = uuid.uuid4().hex
         self.pid = os.getpid()
         self.host = socket.gethostname()
+        self.machine = this_machine()
+        self.started = process_started(self.pid) if self.machine is not None else None
         self.written = False
+        self.sweep: Callable[[], object] | None = None
         self._run, self._clock = run, clock
         self._stop = threading.Event()
         self._lock = threading.Lock()  # a beat never rewrites a lease its release has deleted
@@ -96,9 +163,10 @@ class Lease:
     def upsert(self) -> tuple[str, list[Any]]:
         """The statement that writes (or renews) the lease, with its parameters."""
         return (
-            f"INSERT INTO leases (id, pid, host, expires_at) VALUES (?, ?, ?, {self._clock.later})"
+            "INSERT INTO leases (id, pid, host, machine, started, expires_at)"
+            f" VALUES (?, ?, ?, ?, ?, {self._clock.later})"
             " ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at",
-            [self.id, self.pid, self.host, self.seconds],
+            [self.id, self.pid, self.host, self.machine, self.started, self.seconds],
         )
 
     def renew(self) -> None:
@@ -112,6 +180,8 @@ class Lease:
                     return
                 try:
                     self.renew()
+                    if self.sweep is not None:
+                        self.sweep()
                 except Exception:  # the database is away or busy: the next beat tries again
                     pass
 
@@ -139,20 +209,30 @@ def dead(column: str, clock: Clock) -> str:
 
 
 def recover_interrupted(store: Any, clock: Clock, mine: Collection[str]) -> list[str]:
-    """Mark sessions and calls whose owner's lease has expired (or is gone) ``interrupted``,
-    keeping everything they wrote; never this process's own (``mine``). Returns the sessions
-    marked. One read when there is nothing to recover (every command that opens the store)."""
+    """Mark sessions and calls whose owner's lease has expired (or is gone), or whose owner was
+    a process of this machine that has ended, ``interrupted``, keeping everything they wrote;
+    never this process's own (``mine``). Returns the sessions marked. One read when there is
+    nothing to recover (every command that opens the store, a server's every heartbeat).
+    ``store``: ``db`` for reads, ``immediate()`` for a write transaction."""
+    # The owners of unfinished work with no live lease, and those whose live lease is this
+    # machine's (lease id set): their process is asked after.
     owners = store.db.execute(
-        "SELECT DISTINCT w.owner FROM (SELECT owner FROM sessions WHERE status = 'running'"
+        "SELECT w.owner, l.id, l.pid, l.started FROM (SELECT owner FROM sessions WHERE status = 'running'"
         " UNION SELECT owner FROM calls WHERE ok IS NULL) w"
-        f" WHERE w.owner IS NOT NULL AND {dead('w.owner', clock)}"
+        f" LEFT JOIN leases l ON l.id = w.owner AND l.expires_at > {clock.now}"
+        " WHERE w.owner IS NOT NULL AND (l.id IS NULL OR l.machine = ?)",
+        [this_machine()],
     ).fetchall()
-    gone = sorted({row[0] for row in owners} - set(mine))
+    mine = set(mine)
+    ended_leases = sorted(row[1] for row in owners if row[1] is not None and row[0] not in mine and ended(*row[2:]))
+    gone = sorted({row[0] for row in owners if row[1] is None or row[1] in ended_leases} - mine)
     if not gone:
         return []
     marks = ", ".join("?" for _ in gone)
     # Checked again under the write lock: a lease renewed in between keeps its work.
     with store.immediate() as db:
+        if ended_leases:  # their processes have ended: the leases go, and their work is found below
+            db.execute(f"DELETE FROM leases WHERE id IN ({', '.join('?' for _ in ended_leases)})", ended_leases)
         sessions = db.execute(
             "UPDATE sessions SET status = 'interrupted', finished_at = ?, error = 'interrupted: the process'"
             " || ' running it (pid ' || coalesce(CAST(owner_pid AS TEXT), ?) || ' on ' || coalesce(owner_host, ?)"
@@ -219,17 +299,46 @@ def own_lease_ids() -> set[str]:
     return live | {lease_id for p, lease_id in _former_ids if p == pid}
 
 
+def sweep_sqlite(lease: Lease) -> None:
+    """Have ``lease``'s heartbeat recover dead processes' work of its SQLite file, on the lease's
+    own connection (never a store's, which its thread uses)."""
+    own = lease._run
+    assert isinstance(own, _OwnConnection)
+    lease.sweep = lambda: recover_interrupted(own, SQLITE_CLOCK, own_lease_ids())
+
+
 class _OwnConnection:
-    """Runs a lease's statements on a connection of its own, from any thread."""
+    """Runs a lease's statements on a connection of its own, from any thread; the heartbeat's
+    recovery reads (``db``) and writes (``immediate``) there too."""
 
     def __init__(self, connect: Callable[[], Any]) -> None:
         self._connect, self._conn, self._lock = connect, None, threading.Lock()
 
     def __call__(self, sql: str, params: Sequence[Any]) -> None:
         with self._lock:
-            if self._conn is None:
-                self._conn = self._connect()
-            self._conn.execute(sql, list(params))  # autocommit: the statement is its own transaction
+            self._open().execute(sql, list(params))  # autocommit: the statement is its own transaction
+
+    def _open(self) -> Any:
+        if self._conn is None:
+            self._conn = self._connect()
+        return self._conn
+
+    @property
+    def db(self) -> Any:
+        with self._lock:
+            return self._open()
+
+    @contextmanager
+    def immediate(self) -> Iterator[Any]:
+        with self._lock:
+            conn = self._open()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
 
     def close(self) -> None:
         with self._lock:

@@ -477,6 +477,7 @@ class PostgresStore(GroupCommit, SharedOperations):
         self._wait_failed_at: float | None = None  # when a wait for it after the grace last failed
         self._lease: ownership.Lease | None = None
         self._lease_lock = threading.Lock()
+        self._sweeping = False  # the lease's heartbeat recovers dead processes' work (recover_while_open)
         self._local = threading.local()
         self._unscored = False  # records without a score are only ever loaded into SQLite
         self._init_group_commit()  # call-log rows not yet committed: written by the next transaction
@@ -657,6 +658,8 @@ class PostgresStore(GroupCommit, SharedOperations):
         with self._lease_lock:
             if self._lease is None or self._lease.pid != os.getpid():
                 self._lease = ownership.Lease(self._run_lease, ownership.POSTGRES_CLOCK)
+            if self._sweeping and self._lease.sweep is None:
+                self._lease.sweep = self.recover_interrupted
             return self._lease
 
     def _run_lease(self, sql: str, params: Sequence[Any]) -> None:
@@ -668,10 +671,17 @@ class PostgresStore(GroupCommit, SharedOperations):
         return {"owner": lease.id, "owner_pid": lease.pid, "owner_host": lease.host}
 
     def recover_interrupted(self) -> list[str]:
-        """Mark the sessions and calls whose owner's lease has expired (or is gone)
-        ``interrupted``, keeping everything they wrote (council.storage.ownership)."""
+        """Mark the sessions and calls whose owner's lease has expired (or is gone), or whose
+        process on this machine has ended, ``interrupted``, keeping everything they wrote
+        (council.storage.ownership)."""
         mine = [self._lease.id] if self._lease is not None else []
         return ownership.recover_interrupted(self, ownership.POSTGRES_CLOCK, mine)
+
+    def recover_while_open(self) -> None:
+        """Recover dead processes' work at each heartbeat of this store's lease while it is open
+        (servers and workers run for long)."""
+        self._sweeping = True
+        self.lease()
 
     def clock(self) -> float:
         """The database's clock (never the hosts'): leases of workers on many machines compare."""

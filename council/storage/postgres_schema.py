@@ -223,6 +223,8 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     # The report's summaries per session, review and self-reviewed answer, computed from the rows
     # already stored; m019's per-review sums dropped (the same statements as SQLite's m020).
     ("m020_bias_session_summaries", bias_summaries.migration(postgres=True)),
+    # Where a lease's pid means something and when its process started (council.storage.ownership).
+    ("m021_lease_processes", ["ALTER TABLE leases ADD COLUMN machine TEXT, ADD COLUMN started BIGINT"]),
 ]
 
 # Primary keys of the tables rows are upserted into (``finish_session`` replaces answers and reviews).

@@ -40,6 +40,10 @@ class Store(Protocol):
     def recover_interrupted(self) -> list[str]:
         """Mark sessions and calls whose owning process has ended ``interrupted``; their ids."""
 
+    def recover_while_open(self) -> None:
+        """From now on, recover as :meth:`recover_interrupted` does at each heartbeat of this
+        process's lease, until the store is closed (a long-running process: a server, a worker)."""
+
     def clock(self) -> float:
         """Now, in epoch seconds, on the clock every process sharing the store reads (leases)."""
 

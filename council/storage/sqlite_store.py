@@ -141,6 +141,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
         self._lease_due: ownership.Lease | None = None  # this process's lease, not written yet
         self._unscored = False  # records without a score were loaded (a store made from files)
         self._resolved_key: str | None = None  # the lease's key: the file's resolved path
+        self._sweeping = False  # this process's heartbeat recovers dead processes' work (recover_while_open)
         self._init_group_commit()  # call-log rows and session events not yet committed
         self._checkpointer: Checkpointer | None = None  # started by the first write transaction
         self._checkpointer_lock = threading.Lock()
@@ -292,19 +293,33 @@ class SQLiteStore(GroupCommit, SharedOperations):
         """This process's lease, for rows of unfinished work (nothing for in-memory stores)."""
         if not self._leased:
             return {}
-        path = self.path
-        assert path is not None
-        lease = ownership.process_lease(self._lease_key(), lambda: _connect(path))
+        lease = self._process_lease()
         if not lease.written:
             self._lease_due = lease  # written by the next write transaction, with the first rows it owns
         return {"owner": lease.id, "owner_pid": lease.pid, "owner_host": lease.host}
 
+    def _process_lease(self) -> ownership.Lease:
+        path = self.path
+        assert path is not None
+        lease = ownership.process_lease(self._lease_key(), lambda: _connect(path))
+        if self._sweeping and lease.sweep is None:
+            ownership.sweep_sqlite(lease)
+        return lease
+
     def recover_interrupted(self) -> list[str]:
-        """Mark sessions and calls whose owner's lease has expired ``interrupted``, keeping
-        everything they wrote (council.storage.ownership). Returns the ids of the sessions marked."""
+        """Mark sessions and calls whose owner's lease has expired, or whose process on this
+        machine has ended, ``interrupted``, keeping everything they wrote
+        (council.storage.ownership). Returns the ids of the sessions marked."""
         if not self._leased:
             return []
         return ownership.recover_interrupted(self, ownership.SQLITE_CLOCK, ownership.own_lease_ids())
+
+    def recover_while_open(self) -> None:
+        """Recover dead processes' work at each heartbeat of this process's lease while the file
+        is open, on the lease's own connection (servers and workers run for long)."""
+        if self._leased:
+            self._sweeping = True
+            self._process_lease()
 
     def clock(self) -> float:
         """The host's clock: every process sharing a SQLite file runs on this host."""

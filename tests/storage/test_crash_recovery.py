@@ -12,12 +12,13 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import httpx
 import pytest
-from conftest import db_rows, invoke_cli, write_config
+from conftest import db_rows, invoke_cli, url_rows, write_config
 from mock_server import start_mock_server, wait_for
 from serve_helpers import council_serve
 
@@ -33,8 +34,8 @@ def slow_mock(tmp_path_factory):
         yield server
 
 
-def popen_council(*args: str, home: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "COUNCIL_HOME": str(home), "COUNCIL_LEASE_SECONDS": str(LEASE)}
+def popen_council(*args: str, home: Path, lease: float = LEASE, **env: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "COUNCIL_HOME": str(home), "COUNCIL_LEASE_SECONDS": str(lease), **env}
     return subprocess.Popen(
         [sys.executable, "-m", "council", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
@@ -62,11 +63,12 @@ def slow_council(tmp_path: Path, base_url: str, n: int = 3) -> Path:
 # -- sessions -----------------------------------------------------------------------------
 
 
-def test_kill_9_mid_session_keeps_its_calls_and_any_command_marks_it_interrupted_after_its_lease(
+def test_kill_9_mid_session_keeps_its_calls_and_the_next_command_marks_it_interrupted_at_once(
     tmp_path, council_home, slow_mock
 ):
+    # Its lease would last ten minutes: on the machine it ran on, its ended process is seen at once.
     proc = popen_council("run", QUESTION, "--config", str(slow_council(tmp_path, slow_mock.base_url)),
-                         home=council_home)  # fmt: skip
+                         home=council_home, lease=600)  # fmt: skip
     try:
         in_flight = "select count(*) from calls where ok is null"
         assert wait_for(lambda: count(council_home, in_flight) == 3, timeout=60), proc.poll()
@@ -74,15 +76,10 @@ def test_kill_9_mid_session_keeps_its_calls_and_any_command_marks_it_interrupted
         kill_9(proc)
     # Nothing has looked at the database since the kill: the row still says running.
     assert db_rows(council_home, "select status from sessions") == [("running",)]
-
-    def listed_status() -> str:
-        listed = invoke_cli("sessions", "list", "--json")
-        assert listed.exit_code == 0, listed.stderr
-        return json.loads(listed.stdout)[0]["status"]
-
-    # Once its lease has passed (its heartbeat stopped with it), the next command finds it.
-    assert wait_for(lambda: listed_status() == "interrupted", timeout=LEASE + 30, interval=0.25)
-    [row] = json.loads(invoke_cli("sessions", "list", "--json").stdout)
+    listed = invoke_cli("sessions", "list", "--json")
+    assert listed.exit_code == 0, listed.stderr
+    [row] = json.loads(listed.stdout)
+    assert row["status"] == "interrupted"
     assert row["question"] == QUESTION  # what was written is kept
     [(status, finished, error)] = db_rows(council_home, "select status, finished_at, error from sessions")
     assert status == "interrupted" and finished and f"pid {proc.pid}" in error
@@ -199,6 +196,83 @@ def test_a_client_that_hangs_up_interrupts_its_session(tmp_path, council_home, s
         assert (status, error) == ("interrupted", "interrupted") and finished
         calls = db_rows(council_home, "select ok, error from calls")
         assert len(calls) == 2 and all(c == (0, "cancelled") for c in calls)
+
+
+def read_stream(url: str, lines: list[str]) -> threading.Thread:
+    """Read the SSE stream at ``url`` into ``lines`` in a thread, until the server ends it."""
+
+    def read() -> None:
+        with httpx.stream("GET", url, timeout=httpx.Timeout(10, read=120)) as response:
+            lines.extend(response.iter_lines())
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return thread
+
+
+def in_flight_of_one_session(url: str) -> tuple[str, str] | None:
+    """The session's id and owner once its three calls are in flight."""
+    if url_rows(url, "select count(*) from calls where ok is null") != [(3,)]:
+        return None
+    [(session_id, owner)] = url_rows(url, "select id, owner from sessions")
+    return session_id, owner
+
+
+@pytest.mark.parametrize("machine", ["this", "another"])
+def test_a_running_server_marks_a_dead_process_session_interrupted_and_ends_its_event_stream(
+    tmp_path, council_home, slow_mock, backend_url, machine
+):
+    store = {"COUNCIL_DATABASE_URL": backend_url}
+    cfg = slow_council(tmp_path, slow_mock.base_url)
+    # On this machine the run's ended process is seen at the server's next heartbeat, however long
+    # its lease; on another machine (or in another container), once its lease has passed.
+    lease = 600 if machine == "this" else LEASE
+    with council_serve(cfg, council_home, env={**store, "COUNCIL_LEASE_SECONDS": "1"}) as served:
+        proc = popen_council("run", QUESTION, "--config", str(cfg), home=council_home, lease=lease, **store)
+        lines: list[str] = []
+        try:
+            found = wait_for(lambda: in_flight_of_one_session(backend_url), timeout=60)
+            assert found, proc.poll()
+            session_id, owner = in_flight_of_one_session(backend_url)
+            if machine == "another":  # its pid means nothing here
+                url_rows(backend_url, "update leases set machine = %s where id = %s", ("another machine", owner))
+            reader = read_stream(f"{served.base}/v1/sessions/{session_id}/events", lines)
+            assert wait_for(lambda: lines, timeout=30)  # the stream is open, the session running
+        finally:
+            kill_9(proc)
+        # No command opens the store: the server finds it while it runs, and the stream ends.
+        reader.join(timeout=60)
+        assert not reader.is_alive(), f"the event stream never ended: {lines}"
+    assert url_rows(backend_url, "select status from sessions") == [("interrupted",)]
+    assert [line for line in lines if line.startswith("event: ")][-1] == "event: session_finished", lines
+    finished = json.loads([line for line in lines if line.startswith("data: ")][-1].removeprefix("data: "))
+    assert finished["status"] == "interrupted" and f"pid {proc.pid}" in finished["error"]
+
+
+def test_a_running_worker_marks_a_dead_process_session_interrupted(tmp_path, council_home, slow_mock, backend_url):
+    store = {"COUNCIL_DATABASE_URL": backend_url}
+    cfg = slow_council(tmp_path, slow_mock.base_url)
+    worker = popen_council("worker", "--follow", home=council_home, lease=1, **store)
+    proc = None
+    try:
+        def holds_a_lease() -> bool:  # its heartbeat is what looks for dead processes' work
+            try:
+                return url_rows(backend_url, "select count(*) from leases where pid = %s", (worker.pid,)) == [(1,)]
+            except sqlite3.Error:  # the worker has not created the file yet
+                return False
+
+        assert wait_for(holds_a_lease, timeout=60), worker.poll()
+        proc = popen_council("run", QUESTION, "--config", str(cfg), home=council_home, lease=600, **store)
+        try:
+            assert wait_for(lambda: in_flight_of_one_session(backend_url), timeout=60), proc.poll()
+        finally:
+            kill_9(proc)
+        interrupted = lambda: url_rows(backend_url, "select status from sessions") == [("interrupted",)]  # noqa: E731
+        assert wait_for(interrupted, timeout=30)
+        assert worker.poll() is None  # still waiting for items
+    finally:
+        worker.terminate()
+        worker.communicate(timeout=30)
 
 
 def test_a_bad_lease_length_is_one_line_and_nothing_is_written(tmp_path, council_home):

@@ -14,6 +14,7 @@ import threading
 import time
 
 import pytest
+from conftest import url_rows
 
 from council.clock import utc_now
 from council.storage import SQLiteStore, open_store
@@ -59,6 +60,24 @@ _DIES_WHILE_RUNNING = textwrap.dedent(
 )
 
 
+def _start_running(backend_url: str, lease: float) -> subprocess.Popen[str]:
+    """A process that has begun a session and a call, and kills itself with -9 at a line on stdin."""
+    code = _DIES_WHILE_RUNNING.replace('print("ready", flush=True)', 'print("ready", flush=True); sys.stdin.readline()')
+    env = {**os.environ, "COUNCIL_DATABASE_URL": backend_url, "COUNCIL_LEASE_SECONDS": str(lease)}
+    child = subprocess.Popen([sys.executable, "-c", code, "kill"], env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert child.stdout.readline().strip() == "ready", child.stderr.read()
+    return child
+
+
+def _assert_recovered(store) -> None:
+    """The dead process's session and call are interrupted, with what they wrote."""
+    session = store.get_session("s-orphan-01")
+    assert session["status"] == "interrupted" and "ended before it finished" in session["error"]
+    (call,) = store.session_calls("s-orphan-01")
+    assert call["ok"] == 0 and "in flight" in call["error"]
+
+
 def _run_and_die(backend_url: str, how: str, lease: float = 30.0) -> None:
     env = {**os.environ, "COUNCIL_DATABASE_URL": backend_url, "COUNCIL_LEASE_SECONDS": str(lease)}
     proc = subprocess.run(
@@ -67,11 +86,42 @@ def _run_and_die(backend_url: str, how: str, lease: float = 30.0) -> None:
     assert "ready" in proc.stdout, proc.stderr
 
 
-def test_work_of_a_killed_process_becomes_interrupted_once_its_lease_expires(backend_url, monkeypatch):
+def test_work_of_a_killed_process_on_this_machine_is_interrupted_at_once(backend_url, monkeypatch):
+    _run_and_die(backend_url, "kill", lease=600.0)  # its lease would last ten minutes
+    monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
+    store = open_store()
+    try:
+        _assert_recovered(store)
+    finally:
+        store.close()
+
+
+def test_a_lease_whose_pid_names_another_process_now_is_dead_at_once(backend_url, monkeypatch):
+    # A pid is reused: a lease of this machine whose process started at another time is not its
+    # process's any more, however alive the pid.
+    child = _start_running(backend_url, lease=600)
+    try:
+        url_rows(backend_url, "UPDATE leases SET started = started - 1 WHERE pid = %s", (child.pid,))
+        monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
+        store = open_store()
+        try:
+            assert store.get_session("s-orphan-01")["status"] == "interrupted"
+        finally:
+            store.close()
+    finally:
+        child.kill()
+        child.communicate(timeout=30)
+
+
+def test_work_of_a_killed_process_on_another_machine_becomes_interrupted_once_its_lease_expires(
+    backend_url, monkeypatch
+):
     from mock_server import wait_for
 
     _run_and_die(backend_url, "kill", lease=3.0)
     died = time.monotonic()
+    # As if it had run on another machine (or in another container): its pid means nothing here.
+    url_rows(backend_url, "UPDATE leases SET machine = %s", ("another machine",))
     monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
     store = open_store()
     if time.monotonic() - died < 1.5:  # its lease (renewed every second) has not expired yet
@@ -79,10 +129,7 @@ def test_work_of_a_killed_process_becomes_interrupted_once_its_lease_expires(bac
     # Any process finds it once the lease has passed, on its own clock's say-so alone.
     assert wait_for(lambda: store.recover_interrupted() == ["s-orphan-01"], timeout=30, interval=0.2)
     assert time.monotonic() - died >= 1.0
-    session = store.get_session("s-orphan-01")
-    assert session["status"] == "interrupted" and "ended before it finished" in session["error"]
-    (call,) = store.session_calls("s-orphan-01")
-    assert call["ok"] == 0 and "in flight" in call["error"]
+    _assert_recovered(store)
     store.close()
 
 
@@ -97,12 +144,8 @@ def test_work_of_a_process_that_exits_cleanly_is_found_at_once(backend_url, monk
 def test_a_live_process_heartbeat_keeps_its_lease_past_its_length(backend_url, monkeypatch):
     from mock_server import wait_for
 
-    code = _DIES_WHILE_RUNNING.replace('print("ready", flush=True)', 'print("ready", flush=True); sys.stdin.readline()')
-    env = {**os.environ, "COUNCIL_DATABASE_URL": backend_url, "COUNCIL_LEASE_SECONDS": "1"}
-    child = subprocess.Popen([sys.executable, "-c", code, "kill"], env=env, stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    child = _start_running(backend_url, lease=1)
     try:
-        assert child.stdout.readline().strip() == "ready", child.stderr.read()
         monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
         store = open_store()
         deadline = time.monotonic() + 3.5  # three and a half leases: alive only by its heartbeat
