@@ -583,14 +583,17 @@ class SessionRunner:
         exclude = self.council.self_review == "exclude"
         return [m for m in members if not (exclude and m == reviewer)]
 
-    def _prepare_agreement(self, members: Sequence[str]) -> _Beside | None:
+    def _prepare_agreement(
+        self, members: Sequence[str], reviewers: Sequence[ResolvedModel] | None = None
+    ) -> _Beside | None:
         """Start computing, in a worker thread, the null distribution the consensus's agreement
-        test needs if every reviewer ranks these members' answers. It depends only on which
-        answers each ballot holds, not on their order (docs/methods.md, "Kendall's W"), and for
-        five or more members it is 10,000 draws with numpy: done while the calls are in flight,
-        instead of between the reviews and the chairman's call. None: nothing left to compute."""
-        c = self.council
-        job = null_job([self._ranked_by(r.id, members) for r in c.reviewers])
+        test needs if every reviewer (of ``reviewers``, default the council's) ranks these
+        members' answers. It depends only on which answers each ballot holds, not on their order
+        (docs/methods.md, "Kendall's W"), and for five or more members it is 10,000 draws with
+        numpy: done while the calls are in flight, instead of between the reviews and the
+        chairman's call. None: nothing left to compute."""
+        asked = self.council.reviewers if reviewers is None else reviewers
+        job = null_job([self._ranked_by(r.id, members) for r in asked])
         return None if job is None else _Beside(job)
 
     def _prepare_reviews(self, members: Sequence[str]) -> asyncio.Task[None] | None:
@@ -751,13 +754,20 @@ class SessionRunner:
         if len(usable) < len(answers):
             run.partial_reasons.append(f"{len(answers) - len(usable)} of {len(answers)} members failed to answer")
 
-        # Stage 2
-        run.emit(
-            StageStarted, stage="review", detail="reviewers rank the anonymised answers", expected=len(c.reviewers)
-        )
-        reviewing = asyncio.gather(*(self._review(run, r, usable) for r in c.reviewers))
+        # Stage 2. A member whose answer failed is not asked to review (reviewers default to the
+        # members): its model has just failed, and a hanging one would hold the session a second
+        # time. The session says so.
+        failed = {a.member for a in answers if a.status == "failed"}
+        reviewers = [r for r in c.reviewers if r.id not in failed]
+        if len(reviewers) < len(c.reviewers):
+            skipped = [r.id for r in c.reviewers if r.id in failed]
+            whose = "its answer" if len(skipped) == 1 else "their answers"
+            run.flags.append(f"not asked to review: {', '.join(skipped)} ({whose} failed)")
+            run.emit(Notice, level="warning", text=run.flags[-1])
+        run.emit(StageStarted, stage="review", detail="reviewers rank the anonymised answers", expected=len(reviewers))
+        reviewing = asyncio.gather(*(self._review(run, r, usable) for r in reviewers))
         every_member = candidates is None and len(usable) == len(c.members)
-        prepared = ahead if every_member else self._prepare_agreement(list(usable))
+        prepared = ahead if every_member else self._prepare_agreement(list(usable), reviewers)
         reviewed = await reviewing
         reviews = [r for r in reviewed if r is not None]
         for r in reviews:

@@ -73,7 +73,10 @@ def test_timeout_500_and_garbage_members_session_completes_and_names_each_cause(
         "five: openai/mock-delta+fail: InternalServerError: "
         "fake failure requested by the +fail behaviour (HTTP 500)" in answers_line
     )
-    assert reviews_line.startswith("warning: 3 of 5 reviews invalid or failed (")
+    # The two members that failed to answer are not asked to review (the hanging one would
+    # have held the session for its timeout again), and the result says so.
+    assert reviews_line.startswith("warning: 1 of 3 reviews invalid or failed (")
+    assert "flag: not asked to review: hang, five (their answers failed)" in out
     assert "garb: invalid output after 2 attempts: the reply contains no JSON object" in reviews_line
     assert "litellm." not in out + proc.stderr and "OpenAIException" not in out + proc.stderr
 
@@ -90,6 +93,36 @@ def test_timeout_500_and_garbage_members_session_completes_and_names_each_cause(
     # The ranking holds the three members that answered.
     result = json.loads(db_rows(council_home, "select result from sessions")[0][0])
     assert sorted(e["member"] for e in result["consensus"]["ranking"]) == ["garb", "ok1", "ok2"]
+
+
+def test_a_member_that_failed_to_answer_is_not_asked_to_review_and_the_session_says_so(tmp_path, council_home):
+    # Reviewers default to the members: a member whose answer failed was asked to review
+    # anyway, and a hanging one held the session for its whole timeout a second time.
+    from collections import Counter
+
+    from council.session.schemas import PEER_REVIEW_SCHEMA_NAME
+
+    with start_mock_server(latency=0.01, log_requests=tmp_path / "requests.jsonl") as mock:
+        models: dict[str, dict[str, object]] = {
+            "ok1": {"model": "openai/mock-alpha", "api_base": mock.base_url},
+            "ok2": {"model": "openai/mock-beta", "api_base": mock.base_url},
+            "ok3": {"model": "openai/mock-gamma", "api_base": mock.base_url},
+            "five": {"model": "openai/mock-delta+fail", "api_base": mock.base_url, "retries": 0},
+        }
+        cfg = write_config(tmp_path / "c.toml", models, chairman="ok1")
+        proc = invoke_cli("run", QUESTION, "--config", str(cfg), "--seed", "5", "--json")
+        requests = mock.logged_requests()
+    assert proc.exit_code == 0, proc.stderr
+    reviews_asked = Counter(r["model"] for r in requests if r.get("schema") == PEER_REVIEW_SCHEMA_NAME)
+    assert reviews_asked == {"mock-alpha": 1, "mock-beta": 1, "mock-gamma": 1}  # none to mock-delta+fail
+    assert [r["model"] for r in requests].count("mock-delta+fail") == 1  # its answer, no more
+    result = json.loads(proc.stdout)
+    assert result["status"] == "partial"
+    assert sorted(r["reviewer"] for r in result["reviews"]) == ["ok1", "ok2", "ok3"]
+    assert all(r["valid"] for r in result["reviews"])
+    assert "not asked to review: five (its answer failed)" in result["flags"]
+    [(stored,)] = db_rows(council_home, "select result from sessions")
+    assert "not asked to review: five (its answer failed)" in json.loads(stored)["flags"]
 
 
 # -- below quorum, and past the session deadline: exit 1, one line ---------------

@@ -262,8 +262,10 @@ def test_a_reviewer_quoting_the_answers_leaves_the_reason_and_no_value(tmp_path,
 async def test_an_echoing_reviewer_does_not_store_the_answers_it_was_shown(council_home):
     from council import Council
 
-    config = {"councils": {"default": {"members": ["fake/a", "fake/b", "fake/c+echo"], "chairman": "fake/a"}},
-              "privacy": {"store_transcripts": False}}  # fmt: skip
+    # A reviewer that is not a member: a member whose answer failed (an echoer's does) is not asked to review.
+    council = {"members": ["fake/a", "fake/b", "fake/c"], "reviewers": ["fake/a", "fake/b", "fake/c+echo"],
+               "chairman": "fake/a"}  # fmt: skip
+    config = {"councils": {"default": council}, "privacy": {"store_transcripts": False}}
     council = Council.from_config(config)
     try:
         result = await council.run(QUESTION)
