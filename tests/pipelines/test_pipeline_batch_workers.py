@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import write_config
+from conftest import url_rows, write_config
 from mock_server import start_mock_server
 
 
@@ -65,13 +65,18 @@ def test_three_workers_share_one_batch_with_no_item_judged_twice(tmp_path, backe
         workers = [start_worker("--batch-id", "q", "--config", str(cfg), "--concurrency", "2", env=env)
                    for _ in range(3)]  # fmt: skip
         outputs = [w.communicate(timeout=180) for w in workers]
+        # Every worker ends cleanly. How the items fell between them is the scheduler's choice (a
+        # worker that starts late on a busy machine may find none left): only their sum is promised.
         assert [w.returncode for w in workers] == [0, 0, 0], outputs
+        assert not any("error" in err or "Traceback" in err for _, err in outputs), outputs
         counts = [int(re.search(r"judged (\d+) items", err).group(1)) for _, err in outputs]
-        assert sum(counts) == 24 and all(n > 0 for n in counts), counts  # each took a share
+        assert sum(counts) == 24, counts
         requests = mock.logged_requests()
     assert status(env) | {"cost_usd": None} == {"batch_id": "q", "items": 24, "queued": 0, "running": 0, "done": 24,
                                                  "failed": 0, "cost_usd": None, "provider_batches": []}  # fmt: skip
     assert len(requests) == 24 * 2  # each item judged once: a swap pair, two calls
+    judged = "SELECT b.item_id, count(*) FROM batch_items b JOIN calls c ON c.session_id = b.run_id GROUP BY b.item_id"
+    assert sorted(url_rows(backend_url, judged)) == sorted((f"p{i}", 2) for i in range(24))  # each item's run: 2 calls
     lines = council("batch", "results", "q", env=env).stdout.splitlines()
     assert [json.loads(line)["id"] for line in lines] == [f"p{i}" for i in range(24)]
 
