@@ -288,6 +288,20 @@ def test_the_call_journal_writes_calls_as_they_start_and_finish(store_backend):
     assert store_backend.recover_interrupted() == []  # this process is alive: nothing to recover
 
 
+def test_a_store_recovering_while_open_finds_a_dead_owners_work_at_its_next_heartbeat(store_backend, monkeypatch):
+    from mock_server import wait_for
+
+    monkeypatch.setenv("COUNCIL_LEASE_SECONDS", "0.5")  # this process's lease, taken by its first session
+    store_backend.begin_session("s-mine-0001", council="default")
+    store_backend.begin_session("s-theirs-01", council="default")
+    store_backend.recover_while_open()
+    with store_backend.immediate() as db:  # as a process that died left it, once open: its lease gone
+        db.execute("UPDATE sessions SET owner = 'f00d' WHERE id = 's-theirs-01'")
+    # Nothing asks: the heartbeat finds it.
+    assert wait_for(lambda: store_backend.get_session("s-theirs-01")["status"] == "interrupted", timeout=30)
+    assert store_backend.get_session("s-mine-0001")["status"] == "running"
+
+
 async def test_the_journal_leaves_its_rows_to_a_write_that_is_on_its_way(store_backend):
     """While a write is expected (a worker recording the items that finished in this turn), the
     call-log rows of the turn wait for it instead of taking a transaction of their own; once it is
