@@ -21,7 +21,8 @@ reaches the same place either way.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import difflib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -86,6 +87,39 @@ OTHER_PROTOCOL = frozenset(
     }
 )  # fmt: skip
 
+# Every provider prefix LiteLLM 1.106.2 (pinned) routes: its provider enum and its JSON-configured
+# OpenAI-like providers. Kept here so that reading a config never imports LiteLLM; a test holds
+# it equal to LiteLLM's own lists.
+LITELLM_PROVIDERS = frozenset(
+    {
+        "a2a", "a2a_agent", "abliteration", "ai21", "ai21_chat", "aihubmix", "aiml", "aiohttp_openai",
+        "amazon_nova", "anthropic", "anthropic_text", "apertis", "assemblyai", "auto_router", "aws_polly",
+        "aws_textract", "azure", "azure_ai", "azure_speech", "azure_text", "baseten", "bedrock", "bedrock_mantle",
+        "black_forest_labs", "bytez", "cerebras", "charity_engine", "chatgpt", "chutes", "clarifai", "cloudflare",
+        "codestral", "cognition", "cohere", "cohere_chat", "cometapi", "compactifai", "cortecs", "crusoe", "cursor",
+        "custom", "custom_openai", "darkbloom", "dashscope", "databricks", "datarobot", "deepgram", "deepinfra",
+        "deepseek", "docker_model_runner", "dotprompt", "edenai", "elevenlabs", "empiriolabs", "empower", "fal_ai",
+        "featherless_ai", "fireworks_ai", "friendliai", "galadriel", "gdc", "gemini", "gigachat", "github",
+        "github_copilot", "gmi", "gradient_ai", "groq", "helicone", "heroku", "hosted_vllm", "huggingface",
+        "humanloop", "hyperbolic", "inception", "infinity", "jina_ai", "lambda_ai", "langflow", "langfuse",
+        "langgraph", "lemonade", "libertai", "litellm_agent", "litellm_proxy", "llamafile", "llamagate",
+        "lm_studio", "manus", "maritalk", "meta", "meta_llama", "milvus", "minimax", "mistral", "modelscope",
+        "mongodb", "moonshot", "morph", "nadir", "nano-gpt", "nebius", "neosantara", "nlp_cloud", "novita",
+        "nscale", "nvidia_nim", "nvidia_riva", "oci", "ollama", "ollama_chat", "oobabooga", "openai", "openai_like",
+        "openrouter", "ovhcloud", "parasail", "perplexity", "petals", "pg_vector", "pinstripes", "poe", "predibase",
+        "prism", "publicai", "qwen_ai_platform", "qwencloud", "ragflow", "recraft", "reducto", "reka", "replicate",
+        "runwayml", "s3_vectors", "sagemaker", "sagemaker_chat", "sagemaker_nova", "sail", "sambanova", "sap",
+        "sarvam", "scaleway", "scx-ai", "snowflake", "soniox", "stability", "strands_decider", "synthetic",
+        "tencent", "tensormesh", "text-completion-codestral", "text-completion-inception", "text-completion-openai",
+        "together_ai", "topaz", "transcribe", "triton", "typesafe", "v0", "valkey", "veniceai", "vercel_ai_gateway",
+        "vertex_ai", "vertex_ai_beta", "vllm", "volcengine", "voyage", "wandb", "watsonx", "watsonx_text", "xai",
+        "xiaomi_mimo", "xinference", "zai",
+    }
+)  # fmt: skip
+
+#: What a model string may start with when no ``api_base`` is given.
+KNOWN_PREFIXES = frozenset({"fake", "local", *OPENAI_PROTOCOL, *LITELLM_PROVIDERS})
+
 
 def provider_of(model: str) -> str | None:
     """``openrouter/anthropic/claude`` → ``openrouter``; a bare ``llama3`` → None."""
@@ -116,6 +150,49 @@ def transport_of(model: str, api_base: str | None, transport: str | None) -> Tra
             f'transport = "native" but {model!r} names no known OpenAI-compatible provider; set api_base'
         )
     return "litellm"
+
+
+def unservable(model: str, api_base: str | None) -> str | None:
+    """Why no backend can serve this model string, with the likely fix; None when one can.
+
+    Without an ``api_base`` the string must start with a provider (LiteLLM's or ours), else the
+    first call would fail with LiteLLM's "LLM Provider NOT provided" or a missing key. The
+    suggestion (read only on this path): a bare name's provider in LiteLLM's model map, or the
+    provider a misspelt prefix is closest to."""
+    if api_base:  # a server of one's own: the name is sent as written
+        return None
+    provider, sep, rest = model.partition("/")
+    if sep and provider in KNOWN_PREFIXES:
+        return None
+    server = "a model on an OpenAI-compatible server needs api_base"
+    if not sep:
+        fix = bare_model_fix(model)
+        how = f"did you mean {fix!r}?" if fix else "write it as provider/model (e.g. openai/NAME, anthropic/NAME)"
+        return f"model {model!r} names no provider: {how} ({server})"
+    close = _closest(provider.lower(), KNOWN_PREFIXES)
+    how = f"did you mean {close[0] + '/' + rest!r}?" if close else "see https://docs.litellm.ai/docs/providers"
+    return f"unknown provider {provider!r} in model {model!r}: {how} ({server})"
+
+
+def bare_model_fix(model: str) -> str | None:
+    """``gpt-4o`` → ``openai/gpt-4o``: the provider LiteLLM's model map files the name (or the
+    closest name) under."""
+    from council.config.model_map import price_map
+
+    table = price_map()
+    bare = [name for name in table if "/" not in name]
+    for name in (model, *_closest(model, bare)):
+        entry = table.get(name)
+        provider = entry.get("litellm_provider") if isinstance(entry, dict) else None
+        if isinstance(provider, str) and provider in KNOWN_PREFIXES:
+            return f"{provider}/{name}"
+    return None
+
+
+def _closest(name: str, choices: Iterable[str]) -> list[str]:
+    """The choice ``name`` most likely misspells, if any (long names are no one's typo, and
+    comparing them would take a while)."""
+    return difflib.get_close_matches(name, choices, n=1, cutoff=0.8) if len(name) <= 100 else []
 
 
 @dataclass(frozen=True)

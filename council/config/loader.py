@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
-from council.config.endpoints import Transport, default_api_key, transport_of
+from council.config.endpoints import Transport, bare_model_fix, default_api_key, transport_of
 from council.config.schema import ConfigFile, CouncilSpec, ModelSpec, SelfReview
 from council.errors import ConfigError, InputError, NotFoundError
 from council.home import council_home
@@ -197,16 +197,26 @@ def resolve_privacy(
     )
 
 
+def model_spec(data: Mapping[str, Any], where: str) -> ModelSpec:
+    """A model string used directly, or a stored ``[models.X]`` table: checked as the file's are."""
+    try:
+        return ModelSpec.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(format_validation_error(exc, where)) from None
+
+
 def resolve_model(ref: str, config: ConfigFile, env: Mapping[str, str], where: str) -> ResolvedModel:
     """An alias from [models], or a provider/model string used directly."""
     spec = config.models.get(ref)
     if spec is None:
         if "/" not in ref:
             known = ", ".join(sorted(config.models)) or "none defined"
+            fix = bare_model_fix(ref)
+            hint = f": did you mean {fix!r}?" if fix else ""
             raise ConfigError(
-                f"{where}: unknown model alias {ref!r} (aliases: {known}; or use a provider/model string)"
+                f"{where}: unknown model alias {ref!r} (aliases: {known}; or use a provider/model string){hint}"
             )
-        spec = ModelSpec(model=ref)
+        spec = model_spec({"model": ref}, where)
     api_key = None
     if spec.api_key_env:
         value = env.get(spec.api_key_env)

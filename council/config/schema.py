@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from council.config.endpoints import transport_of
+from council.config.endpoints import transport_of, unservable
 from council.methods.ranking import CONSENSUS_METHODS, DEFAULT_CONSENSUS
 
 SelfReview = Literal["include", "exclude", "flag"]
@@ -66,6 +66,9 @@ class ModelSpec(_Strict):
     @model_validator(mode="after")
     def _transport_can_reach_it(self) -> ModelSpec:
         transport_of(self.model, self.api_base, self.transport)  # ValueError: this model cannot go native
+        problem = unservable(self.model, self.api_base)
+        if problem is not None:  # refused now, not as a provider error at the first call
+            raise ValueError(problem)
         return self
 
 

@@ -114,7 +114,7 @@ def judges_from_spec(spec: BatchSpec, config: Any, env: Mapping[str, str] | None
     it (its own server address and key variable), any other from the stored spec; keys come
     from this machine's environment."""
     from council.config import ConfigFile, resolve_model
-    from council.config.schema import ModelSpec
+    from council.config.loader import model_spec
     from council.providers.registry import make_api
 
     env = os.environ if env is None else env
@@ -128,7 +128,7 @@ def judges_from_spec(spec: BatchSpec, config: Any, env: Mapping[str, str] | None
                 f"give the worker a --config with [models.{judge.id}]"
             )
         else:
-            stored = ConfigFile(models={judge.id: ModelSpec.model_validate(judge.spec)})
+            stored = ConfigFile(models={judge.id: model_spec(judge.spec, f"judge {judge.id!r} of this batch")})
             resolved = resolve_model(judge.id, stored, env, "worker")
         clients.append(ModelClient(resolved, make_api(resolved)))
     return clients

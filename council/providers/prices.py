@@ -1,10 +1,8 @@
 """Model prices for the native transport, from data: configured prices, else LiteLLM's price map.
 
-LiteLLM ships its model price map as a JSON file inside the package
-(``model_prices_and_context_window_backup.json``); this module finds that file without
-importing LiteLLM (``importlib.util.find_spec`` only locates the package) and reads it once,
-on the first lookup. An entry is found as LiteLLM finds it: ``provider/model``, else ``model``
-if the map files it under that provider.
+LiteLLM ships its model price map as a JSON file inside the package, read without importing
+LiteLLM, once (council.config.model_map). An entry is found as LiteLLM finds it:
+``provider/model``, else ``model`` if the map files it under that provider.
 
 A price is the entry's per-token input and output rates; cached prompt tokens (reported in
 ``usage.prompt_tokens_details.cached_tokens``) are billed at ``cache_read_input_token_cost``
@@ -16,56 +14,19 @@ here: their cost is None, as is an unknown model's. Never a guess.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from council.background import after_grace
+from council.config import model_map
+from council.config.model_map import price_map
 
-PRICE_MAP_FILE = "model_prices_and_context_window_backup.json"
 _THRESHOLD = re.compile(r"^input_cost_per_token_above_(\d+)(k?)_tokens$")
 _UNPRICED = ("tiered_pricing", "input_cost_per_second", "input_cost_per_character", "output_cost_per_second")
 
-_map: dict[str, Any] | None = None
-_lock = threading.Lock()
 _loader: threading.Thread | None = None
-
-
-def price_map_path() -> Path | None:
-    """The price map inside the installed LiteLLM package, or None (LiteLLM is not imported)."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("litellm")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        path = Path(location) / PRICE_MAP_FILE
-        if path.is_file():
-            return path
-    return None
-
-
-def price_map() -> dict[str, Any]:
-    """The whole map, read once per process ({} when LiteLLM or its file is missing)."""
-    global _map
-    if _map is None:
-        with _lock:
-            if _map is None:
-                path = price_map_path()
-                data: Any = {}
-                if path is not None:
-                    try:
-                        data = json.loads(path.read_bytes())
-                    except (OSError, ValueError):
-                        data = {}
-                _map = data if isinstance(data, dict) else {}
-    return _map
 
 
 def load_in_background() -> None:
@@ -74,7 +35,7 @@ def load_in_background() -> None:
     It begins once that request is on the wire (council.background); a lookup before then
     reads the map itself."""
     global _loader
-    if _map is None and _loader is None:
+    if not model_map.is_loaded() and _loader is None:
         _loader = threading.Thread(target=after_grace(price_map), name="council-price-map", daemon=True)
         _loader.start()
 

@@ -77,3 +77,15 @@ def test_readme_lists_the_parameters_the_server_ignores():
     row = next(line for line in README.splitlines() if "accepted and ignored" in line)
     listed = set(re.findall(r"`([a-z_]+)`", row.split("|")[1]))
     assert listed == set(IGNORED)
+
+
+def test_readme_says_when_kendall_w_is_empty_as_the_code_decides_it():
+    from council.methods.concordance import agreement
+
+    note = README.split("`kendall_w` is empty when", 1)[1].split("\n- ", 1)[0]
+    # Two members, self-review excluded: one answer per ballot, nothing to agree on.
+    assert agreement([["b"], ["a"]]) is None and "two members" in note
+    # Three members, self-review excluded: three ballots of two, each pair once, a balanced design.
+    three = agreement([["b", "c"], ["a", "c"], ["a", "b"]])
+    assert three is not None and three.design == "balanced incomplete"
+    assert "three members" not in note

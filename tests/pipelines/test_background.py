@@ -36,9 +36,10 @@ def test_work_needed_now_starts_at_once(monkeypatch):
 def test_a_price_looked_up_during_the_grace_is_read_once():
     code = (
         "import json\n"
+        "from council.config import model_map\n"
         "from council.providers import prices\n"
         "reads, loads = [], json.loads\n"
-        "prices.json.loads = lambda b: (reads.append(1), loads(b))[1]\n"
+        "model_map.json.loads = lambda b: (reads.append(1), loads(b))[1]\n"
         "prices.load_in_background()\n"
         "price = prices.mapped_price('openai', 'gpt-4o')\n"
         "prices._loader.join()\n"

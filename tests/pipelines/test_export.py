@@ -101,3 +101,33 @@ async def test_each_session_line_is_its_model_json_whether_or_not_a_secret_was_c
     texts = {json.loads(line)["session_id"]: json.loads(line)["answers"][0]["text"] for line in lines}
     assert texts[results[0].session_id] == f"the key is {redaction.REDACTED}"
     assert texts[results[1].session_id] == results[1].answers[0].text
+
+
+async def test_bias_records_read_the_same_in_csv_and_jsonl(backend_url, monkeypatch):
+    # A whole score is an integer in both (8, never 8.0 in one and 8 in the other); a
+    # fractional one (records from another tool) stays as it is.
+    monkeypatch.setenv("COUNCIL_DATABASE_URL", backend_url)
+    await run_sessions(1)
+    jsonl = invoke("export", "--bias-records", "--format", "jsonl").stdout
+    rows = list(csv.DictReader(io.StringIO(invoke("export", "--bias-records", "--format", "csv").stdout)))
+    records = [json.loads(line) for line in jsonl.splitlines()]
+    assert len(records) == len(rows) == 3 * 2
+    for record, row in zip(records, rows, strict=True):
+        assert isinstance(record["score_value"], int) and f'"score_value": {record["score_value"]},' in jsonl
+        as_text = {k: "" if v is None else json.dumps(v) if not isinstance(v, str) else v for k, v in record.items()}
+        assert row == as_text
+
+
+def test_a_fractional_bias_score_is_kept_in_both_formats():
+    from council.bias.export import RECORD_FIELDS, export_bias_records
+
+    class Rows:
+        def bias_record_rows(self, fields, since=None):
+            yield tuple({"score_value": 7.5, "self_review": 0}.get(f, 1) for f in fields)
+
+    jsonl, table = io.StringIO(), io.StringIO()
+    export_bias_records(Rows(), jsonl, fmt="jsonl")
+    export_bias_records(Rows(), table, fmt="csv")
+    assert json.loads(jsonl.getvalue())["score_value"] == 7.5
+    (row,) = csv.DictReader(io.StringIO(table.getvalue()))
+    assert row["score_value"] == "7.5" and row["self_review"] == "false" and list(row) == list(RECORD_FIELDS)

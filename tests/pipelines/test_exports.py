@@ -65,8 +65,10 @@ async def test_kendall_w_is_empty_only_where_it_is_undefined():
     (result,) = await run_sessions(1, members=MEMBERS[:2])
     (row,) = csv_rows(export("--format", "csv"))
     assert result.consensus.kendall_w is None and row["kendall_w"] == "" and row["kendall_w_p_value"] == ""
-    # Three members, self-review excluded (each reviewer ranks a different pair): defined.
-    (three,) = await run_sessions(1, members=MEMBERS[:3])
+    # Three members, self-review excluded: each reviewer ranks a different pair, and the three
+    # pairs are a balanced incomplete design (docs/methods.md, "Kendall's W"): defined.
+    (three,) = await run_sessions(1, members=MEMBERS[:3], self_review="exclude")
+    assert three.consensus.agreement.design == "balanced incomplete" and three.consensus.agreement.ballots == 3
     rows = {r["session_id"]: r for r in csv_rows(export("--format", "csv"))}
     assert float(rows[three.session_id]["kendall_w"]) == pytest.approx(three.consensus.kendall_w)
     assert float(rows[three.session_id]["kendall_w_p_value"]) == pytest.approx(three.consensus.kendall_w_p_value)

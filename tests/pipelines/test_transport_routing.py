@@ -159,3 +159,105 @@ def test_needs_litellm_only_when_a_model_goes_through_it():
     claude = resolved({"model": "anthropic/claude-3-5-sonnet"}, env)
     assert not needs_litellm([native, fake])
     assert needs_litellm([native, claude])
+
+
+# -- model strings no backend can serve: refused when the config is read --------------------
+@pytest.mark.parametrize(
+    "model, fix",
+    [
+        ("gpt-4o", "did you mean 'openai/gpt-4o'?"),  # a bare name LiteLLM's model map files under openai
+        ("claude-sonnet-4-5", "did you mean 'anthropic/claude-sonnet-4-5'?"),
+        ("opneai/gpt-4o-mini", "did you mean 'openai/gpt-4o-mini'?"),
+        ("anthropc/claude-3-5-sonnet", "did you mean 'anthropic/claude-3-5-sonnet'?"),
+        ("OpenAI/gpt-4o", "did you mean 'openai/gpt-4o'?"),
+        ("gemni/gemini-1.5-pro", "did you mean 'gemini/gemini-1.5-pro'?"),
+        ("somecloud/model-x", "api_base"),  # nothing close: how to name one, or a server of one's own
+        ("my-own-model", "api_base"),
+    ],
+)
+def test_a_model_string_no_provider_serves_is_refused_with_the_likely_fix(model, fix):
+    with pytest.raises(ConfigError) as caught:
+        load_config({"models": {"judge": {"model": model}}})
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("config: models.judge: ") and repr(model) in message
+    assert fix in message
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"model": "Qwen/Qwen2.5-7B-Instruct", "api_base": "http://gpu:8000/v1"},  # named as its server names it
+        {"model": "llama3", "api_base": "http://127.0.0.1:8080/v1"},
+        {"model": "opneai/x", "api_base": "http://127.0.0.1:8080/v1", "transport": "native"},
+        {"model": "local/smollm2"},
+        {"model": "fake/anything+echo"},
+        {"model": "ollama/llama3"},
+        {"model": "vllm/x"},
+    ],
+)
+def test_models_on_a_server_of_their_own_and_offline_models_still_load(spec):
+    load_config({"models": {"m": spec}})
+
+
+def test_every_provider_litellm_knows_still_loads():
+    # The prefixes are a list kept in the code (LiteLLM is not imported to read a config); it
+    # must be LiteLLM's own: its enum of providers and its JSON-configured OpenAI-like ones.
+    from council.config.endpoints import LITELLM_PROVIDERS
+    from council.providers.litellm_api import import_litellm
+
+    litellm = import_litellm()
+    from litellm.llms.openai_like.json_loader import JSONProviderRegistry
+
+    theirs = {str(getattr(p, "value", p)) for p in litellm.provider_list} | set(JSONProviderRegistry.list_providers())
+    assert set(LITELLM_PROVIDERS) == theirs
+    load_config({"models": {p.replace("-", "_"): {"model": f"{p}/some-model"} for p in sorted(theirs)}})
+    for prefix in OPENAI_PROTOCOL:
+        load_config({"models": {"m": {"model": f"{prefix}/some-model"}}})
+
+
+def test_a_model_string_used_directly_is_checked_too(tmp_path):
+    config = tmp_path / "c.toml"
+    config.write_text('[councils.default]\nmembers = ["fake/a", "opneai/gpt-4o-mini"]\n', encoding="utf-8")
+    result = invoke_cli("run", "Why?", "--config", str(config))
+    assert result.exit_code == 2 and len(result.error_lines) == 1, result.stderr
+    assert "councils.default.members: unknown provider 'opneai'" in result.stderr
+    assert "did you mean 'openai/gpt-4o-mini'?" in result.stderr
+    for judge, fix in (("opneai/gpt-4o-mini", "'openai/gpt-4o-mini'"), ("gpt-4o", "'openai/gpt-4o'")):
+        for command in ("compare", "grade"):
+            texts = ["--a", str(config), "--b", str(config)] if command == "compare" else ["--response", str(config)]
+            result = invoke_cli(command, "--prompt", "Why?", *texts, "--judge", judge)
+            assert result.exit_code == 2 and len(result.error_lines) == 1, result.stderr
+            assert f"did you mean {fix}?" in result.stderr, result.stderr
+
+
+def test_the_check_does_not_import_litellm(tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from council.config import load_config\n"
+        "from council.errors import ConfigError\n"
+        "load_config({'models': {'a': {'model': 'anthropic/claude-3-5-sonnet'}, 'b': {'model': 'crusoe/x'}}})\n"
+        "for bad in ('gpt-4o', 'opneai/gpt-4o-mini'):\n"
+        "    try:\n"
+        "        load_config({'models': {'m': {'model': bad}}})\n"
+        "    except ConfigError as exc:\n"
+        "        print(exc)\n"
+        "print('litellm' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[-1] == "False" and "'openai/gpt-4o'" in out[0] and "'openai/gpt-4o-mini'" in out[1]
+
+
+def test_a_batchs_stored_judge_is_checked_by_the_worker_in_one_line():
+    # A batch stored before this check (or by hand) names a judge no provider serves.
+    from council.config import ConfigFile
+    from council.judging.batch_items import BatchSettings
+    from council.judging.worker import BatchSpec, JudgeSpec, judges_from_spec
+
+    judge = JudgeSpec(id="opneai/gpt-4o-mini", spec={"model": "opneai/gpt-4o-mini"})
+    spec = BatchSpec(settings=BatchSettings(judges=[judge.id]), judges=[judge], rubrics={})
+    with pytest.raises(ConfigError) as caught:
+        judges_from_spec(spec, ConfigFile(), env={})
+    assert "\n" not in str(caught.value) and "did you mean 'openai/gpt-4o-mini'?" in str(caught.value)
