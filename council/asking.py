@@ -286,6 +286,8 @@ class Invalid:
 
 def check_output(model: type[T] | JsonFormat, text: str) -> tuple[Any, Invalid | None]:
     """``(instance, None)`` when ``text`` is valid output, else ``(None, why)``."""
+    if "\\u0000" in text:  # U+0000 written as JSON: U+FFFD, as a raw one is (council.providers.client.provider_text)
+        text = _NUL_ESCAPE.sub(r"\1\\ufffd", text)
     if isinstance(model, JsonFormat):
         return model.check(text)
     candidate = extract_json_text(text)
@@ -319,6 +321,8 @@ def check_output(model: type[T] | JsonFormat, text: str) -> tuple[Any, Invalid |
         return None, Invalid(describe_validation_error(exc), describe_validation_error(exc, quote_values=False))
 
 
+#: ``\u0000`` in JSON: after an even number of backslashes (none, or escaped ones).
+_NUL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
 #: JSON's missing constants, refused as numbers (:func:`parse_json_object`) but read by the validator.
 _CONSTANT = re.compile(r"NaN|Infinity")
 

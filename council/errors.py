@@ -47,6 +47,11 @@ class ItemAlreadyRecorded(CouncilFailure):
     """A batch item's result was recorded already (another worker finished it first)."""
 
 
+class ItemRefused(CouncilFailure):
+    """The database refused a value of a batch item's result (that item's data, not the database
+    failing): the item was recorded as failed instead, with this reason."""
+
+
 class TransactionConflict(CouncilFailure):
     """The database rolled a write transaction back to break a deadlock with another one (or a
     serialization conflict): nothing of it was written, and it may be run again as it was."""

@@ -9,6 +9,11 @@ arrives as a string (a question on the command line, a chat message) goes throug
 nothing downstream can store or send. A line of a JSONL file goes through
 :func:`parse_json_line` (numbers of thousands of digits and nesting thousands deep are
 refused, not crashed on) and its values through :func:`check_json_text`.
+
+U+0000 (NUL) is refused by all of them (:data:`NUL_REFUSED`): PostgreSQL's text columns cannot
+hold it, so a store on PostgreSQL would keep other text than one on SQLite; refused where it
+comes in, it is the same one line on both. (What a provider sends is not refused: its NULs
+become U+FFFD, council.providers.client.)
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from council.errors import InputError
 MAX_INPUT_BYTES = 10 * 1024 * 1024
 #: A batch file holds many items: as large as a provider's batch file may be (OpenAI: 200 MB).
 MAX_BATCH_BYTES = 256 * 1024 * 1024
+#: Said of a text holding U+0000, after what it is.
+NUL_REFUSED = "contains a NUL character (U+0000)"
 
 
 def _read_capped(stream: BinaryIO, what: str, max_bytes: int = MAX_INPUT_BYTES) -> bytes:
@@ -33,10 +40,17 @@ def _read_capped(stream: BinaryIO, what: str, max_bytes: int = MAX_INPUT_BYTES) 
     return data
 
 
+def _without_nul(text: str, what: str) -> str:
+    at = text.find("\x00")
+    if at >= 0:
+        raise InputError(f"{what} {NUL_REFUSED} on line {text.count(chr(10), 0, at) + 1}")
+    return text
+
+
 def read_text_file(path: str | Path, what: str, *, max_bytes: int = MAX_INPUT_BYTES) -> str:
     try:
         with Path(path).open("rb") as fh:
-            return _read_capped(fh, f"{what} {path}", max_bytes).decode("utf-8")
+            return _without_nul(_read_capped(fh, f"{what} {path}", max_bytes).decode("utf-8"), f"{what} {path}")
     except FileNotFoundError:
         raise InputError(f"{what} not found: {path}") from None
     except IsADirectoryError:
@@ -50,21 +64,24 @@ def read_text_file(path: str | Path, what: str, *, max_bytes: int = MAX_INPUT_BY
 def read_text_stream(stream: BinaryIO, what: str) -> str:
     """All of a byte stream (standard input) as UTF-8 text, or a one-line ``InputError``."""
     try:
-        return _read_capped(stream, what).decode("utf-8")
+        return _without_nul(_read_capped(stream, what).decode("utf-8"), what)
     except UnicodeDecodeError as exc:
         raise InputError(f"{what} is not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise InputError(f"cannot read {what}: {exc.strerror}") from None
 
 
-def check_text(value: str, what: str) -> str:
-    """``value`` if it is valid Unicode text, else a one-line ``InputError`` naming ``what``."""
+def check_text(value: str, what: str, *, nul: bool = False) -> str:
+    """``value`` if it is valid Unicode text without U+0000 (``nul``: with it allowed), else a
+    one-line ``InputError`` naming ``what``."""
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InputError(
             f"{what} is not valid UTF-8 text (an undecodable byte or unpaired surrogate at character {exc.start + 1})"
         ) from None
+    if not nul and "\x00" in value:
+        raise InputError(f"{what} {NUL_REFUSED}")
     return value
 
 
@@ -95,21 +112,24 @@ def parse_toml(text: str, where: str) -> dict[str, Any]:
     import tomllib
 
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{where}: invalid TOML: {exc}") from None
     except RecursionError:
         raise InputError(f"{where}: invalid TOML: nested too deeply") from None
+    check_json_text(data, f"{where}: a string")  # a "\u0000" escape
+    return data
 
 
-def check_json_text(value: Any, what: str) -> None:
-    """Every string in ``value`` (keys too) is valid Unicode text: JSON's ``\\ud800`` escapes
-    decode to unpaired surrogates, which nothing downstream can store or send."""
+def check_json_text(value: Any, what: str, *, nul: bool = False) -> None:
+    """Every string in ``value`` (keys too) is valid Unicode text, without U+0000 unless ``nul``:
+    JSON's ``\\ud800`` escapes decode to unpaired surrogates, which nothing downstream can store
+    or send, and its ``\\u0000`` to NUL (:data:`NUL_REFUSED`)."""
     stack = [value]
     while stack:  # iterative: a deeply nested value cannot exhaust the stack here
         item = stack.pop()
         if isinstance(item, str):
-            check_text(item, what)
+            check_text(item, what, nul=nul)
         elif isinstance(item, dict):
             stack.extend(item.keys())
             stack.extend(item.values())

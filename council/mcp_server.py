@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from council.errors import CouncilError, InputError, PrerequisiteError
+from council.inputs import check_json_text
 from council.session.results import SessionResult
 from council.terminal import visible
 
@@ -209,9 +210,20 @@ def build_server(tools: Tools) -> Any:
     from council.judging.outcomes import ComparisonOutcome, GradeOutcome
     from council.leaderboard_shape import Leaderboard  # not council.leaderboard: it imports numpy
 
+    class CheckedServer(sdk.MCPServer):  # type: ignore[misc, name-defined]
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            """Every argument's text checked before any tool sees it (U+0000, lone surrogates:
+            council.inputs), as text is wherever it comes in: a one-line tool error."""
+            try:
+                for key, value in arguments.items():
+                    check_json_text(value, f"argument {key!r}")
+            except InputError as exc:
+                return _result(f"error: {one_line(str(exc))}", None, error=True)
+            return await super().call_tool(name, arguments, context)
+
     # ``Annotated[CallToolResult, Model]``: the tool publishes Model's JSON Schema as its output
     # schema, and the SDK checks each successful result's structured content against it.
-    server = sdk.MCPServer(
+    server = CheckedServer(
         SERVER_NAME,
         instructions=(
             "A council of language models: several models answer, review each other's anonymised answers "

@@ -14,7 +14,10 @@ OpenAI's batch API: ``POST /v1/files`` (multipart, ``purpose=batch``), ``GET
 to its error file as ``batch_expired``), and ``--batch-reject REASON`` fails every file's
 validation with that reason. Anthropic's Message Batches too: ``POST /v1/messages/batches``,
 ``GET /v1/messages/batches/{id}[/results]`` (the same delay and expiry). Batches live in
-memory for the server's lifetime.
+memory for the server's lifetime. Hostile results (both APIs): ``--batch-results-faults`` makes
+the first line of the first results file served ``malformed`` (cut short), its second ``huge``
+(1 MiB more), and/or every file ``endless`` (bytes without end after its lines); ``--batch-results-base URL``
+names another server in each Message Batch's ``results_url``.
 Errors use OpenAI's shape, ``{"error": {"message", "type", "code"}}``. The hostile behaviours
 (``+echo``: a 400 quoting the Authorization header and the body; ``+markup``; ``+quote``) come
 from the same responder; ``+endless`` (the mock's own) answers 200 with a body that never ends,
@@ -65,6 +68,7 @@ from council.testing.replies import (
 )
 
 DEFAULT_MODELS = ("mock-alpha", "mock-beta", "mock-gamma", "mock-delta")
+RESULTS_FAULTS = frozenset({"malformed", "huge", "endless"})
 _STATUS_TYPE = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
                 429: "rate_limit_error", 504: "timeout"}  # fmt: skip
 
@@ -103,6 +107,8 @@ class MockLLM:
         batch_seconds: float = 0.2,
         batch_expire_after: int | None = None,
         batch_reject: str | None = None,
+        batch_results_faults: Sequence[str] | str = (),
+        batch_results_base: str | None = None,
         stream_interval: float = 0.0,
     ) -> None:
         kinds = [k.strip() for k in fault_kinds.split(",")] if isinstance(fault_kinds, str) else list(fault_kinds)
@@ -130,6 +136,12 @@ class MockLLM:
         self._released = False
         self.batch_seconds, self.batch_expire_after = batch_seconds, batch_expire_after
         self.batch_reject = batch_reject
+        faults = batch_results_faults.split(",") if isinstance(batch_results_faults, str) else batch_results_faults
+        self.results_faults = {f.strip() for f in faults if f.strip()}
+        if self.results_faults - RESULTS_FAULTS:
+            raise ValueError(f"batch results faults: {', '.join(sorted(RESULTS_FAULTS))}")
+        self.results_base = batch_results_base
+        self._results_served = False
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -310,7 +322,27 @@ class MockLLM:
         content = self.files.get(request.path_params["file_id"])
         if content is None:
             return _error(404, "No such file.")
-        return Response(content, media_type="application/jsonl")
+        return self._results(content, "application/jsonl")
+
+    def _results(self, content: bytes, media: str) -> Response:
+        """A results file, with ``--batch-results-faults`` (an input file is never given back)."""
+        lines = content.splitlines(keepends=True)
+        first, self._results_served = not self._results_served, True
+        if "malformed" in self.results_faults and lines and first:
+            lines[0] = lines[0][: len(lines[0]) // 2] + b"\n"
+        if "huge" in self.results_faults and len(lines) > 1 and first:
+            record = json.loads(lines[1])
+            lines[1] = (json.dumps({**record, "padding": "x" * (1 << 20)}) + "\n").encode()
+        if "endless" not in self.results_faults:
+            return Response(b"".join(lines), media_type=media)
+
+        async def endless() -> AsyncIterator[bytes]:
+            yield b"".join(lines)
+            while True:  # as fast as the client reads, until it hangs up
+                yield b"x" * 65536
+                await asyncio.sleep(0)
+
+        return StreamingResponse(endless(), media_type=media)
 
     async def create_batch(self, request: Request) -> Response:
         if not self._authorised(request):
@@ -409,7 +441,7 @@ class MockLLM:
         content = self.files.get("results-" + request.path_params["batch_id"])
         if content is None:
             return _error(404, "No results yet.")
-        return Response(content, media_type="application/x-jsonl")
+        return self._results(content, "application/x-jsonl")
 
     async def _run_message_batch(self, batch: dict[str, Any], requests: list[Any], headers: Any, base: str) -> None:
         await asyncio.sleep(self.batch_seconds)
@@ -446,6 +478,7 @@ class MockLLM:
             }  # fmt: skip
             lines.append({"custom_id": item.get("custom_id"), "result": {"type": "succeeded", "message": message}})
         self.files["results-" + batch["id"]] = "".join(json.dumps(line) + "\n" for line in lines).encode()
+        base = self.results_base or base
         batch.update(processing_status="ended", ended_at=time.time(),
                      results_url=f"{base.rstrip('/')}/v1/messages/batches/{batch['id']}/results")  # fmt: skip
 
@@ -580,6 +613,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--batch-seconds", type=float, default=0.2, help="how long a batch waits before it runs")
     p.add_argument("--batch-expire-after", type=int, default=None, help="expire every batch after this many lines")
     p.add_argument("--batch-reject", default=None, metavar="REASON", help="fail every batch file's validation")
+    faults = "malformed (first line cut), huge (second line + 1 MiB): the first results file; endless: every one"
+    p.add_argument("--batch-results-faults", default="", metavar="KINDS", help=f"comma-separated: {faults}")
+    p.add_argument("--batch-results-base", default=None, metavar="URL", help="the server results_url names")
     p.add_argument("--stream-interval", type=float, default=0.0, help="seconds between streamed chunks")
     return p.parse_args(argv)
 
@@ -605,6 +641,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             batch_seconds=args.batch_seconds,
             batch_expire_after=args.batch_expire_after,
             batch_reject=args.batch_reject,
+            batch_results_faults=args.batch_results_faults,
+            batch_results_base=args.batch_results_base,
             stream_interval=args.stream_interval,
         )
     except (ValueError, OSError) as exc:

@@ -2,10 +2,13 @@
 
 Each line is parsed, mapped from its format (:mod:`council.bias.foreign`) and validated
 as a :class:`BiasRecord`; a bad line stops the load with ``FILE:LINE: reason``, or with
-``skip_bad`` is counted and left out. The records go into an in-memory store, so the
-report asks the same questions of files as of ``council.db``; each row remembers its
-file and line, so checks made later by the store (a review's positions) can still
-point at the line.
+``skip_bad`` is counted and left out. A file is read a line at a time, whatever its format:
+a line longer than ``MAX_RECORD_LINE_BYTES`` is a bad line, not read into memory (a record
+is a few hundred bytes), and a file longer than ``MAX_RECORDS_FILE_BYTES`` stops the load
+(``/dev/zero`` is a file too, and ``skip_bad`` would otherwise skip its one line for ever).
+The records go into an in-memory store, so the report asks the same questions of files as
+of ``council.db``; each row remembers its file and line, so checks made later by the store
+(a review's positions) can still point at the line.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 
@@ -55,6 +58,33 @@ class Line:
     fmt: RecordFormat = "council"
 
 
+#: The longest line of a records file read (a record is a few hundred bytes; llm-council-core's a few kB).
+MAX_RECORD_LINE_BYTES = 1024 * 1024
+#: The largest records file read: several million records.
+MAX_RECORDS_FILE_BYTES = 2 * 1024**3
+
+
+def _raw_lines(fh: BinaryIO, path: Path) -> Iterator[bytes | None]:
+    """Each line of ``fh`` (None for one longer than MAX_RECORD_LINE_BYTES: told before the rest of
+    it is skipped, unkept), up to MAX_RECORDS_FILE_BYTES in all."""
+    read = 0
+    while raw := fh.readline(MAX_RECORD_LINE_BYTES + 1):
+        read += len(raw)
+        if len(raw) > MAX_RECORD_LINE_BYTES and not raw.endswith(b"\n"):
+            yield None  # a load that stops at a bad line stops here, reading no further
+            while raw and not raw.endswith(b"\n") and read <= MAX_RECORDS_FILE_BYTES:
+                raw = fh.readline(MAX_RECORD_LINE_BYTES)
+                read += len(raw)
+        elif read <= MAX_RECORDS_FILE_BYTES:
+            yield raw
+        if read > MAX_RECORDS_FILE_BYTES:
+            raise InputError(f"records file {path} is larger than {_size(MAX_RECORDS_FILE_BYTES)}")
+
+
+def _size(n: int) -> str:
+    return f"{n // 1024**3} GiB" if n >= 1024**3 else f"{n // 1024**2} MiB" if n >= 1024**2 else f"{n // 1024} KiB"
+
+
 def iter_lines(path: Path | str, records_format: str = "auto") -> Iterator[Line]:
     """Every non-blank line of ``path`` as a :class:`Line` (bad lines carry their problem)."""
     if records_format not in RECORD_FORMATS:
@@ -66,8 +96,12 @@ def iter_lines(path: Path | str, records_format: str = "auto") -> Iterator[Line]
         raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     fmt: RecordFormat | None = None if records_format == "auto" else records_format  # type: ignore[assignment]
     with fh:
-        for lineno, raw in enumerate(fh, 1):
+        for lineno, raw in enumerate(_raw_lines(fh, path), 1):
             line = Line(path, lineno)
+            if raw is None:
+                line.problem = f"a line longer than {_size(MAX_RECORD_LINE_BYTES)} (not read)"
+                yield line
+                continue
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:

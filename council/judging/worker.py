@@ -7,7 +7,9 @@ through an ``api_base``, a config naming it. ``run_worker`` claims items under a
 (council.storage.queue), judges them and records each with its result in one
 transaction; a heartbeat keeps its leases alive. A worker killed mid-item loses nothing:
 its items return to the queue when their leases pass, and another worker judges them
-again (their calls are then made twice; the item is recorded once).
+again (their calls are then made twice; the item is recorded once). An item whose result the
+database refuses for its data is recorded as failed with the reason (``ItemRefused``): it
+fails alone, and is not judged again.
 """
 
 from __future__ import annotations
@@ -27,7 +29,15 @@ from typing import Any
 from pydantic import BaseModel
 
 from council.bias.records import QueryHasher
-from council.errors import ConfigError, CouncilError, CouncilFailure, ItemAlreadyRecorded, StoreWentAway, UsageError
+from council.errors import (
+    ConfigError,
+    CouncilError,
+    CouncilFailure,
+    ItemAlreadyRecorded,
+    ItemRefused,
+    StoreWentAway,
+    UsageError,
+)
 from council.judging.batch_items import BatchItem, BatchSettings, item_digest, judge_item
 from council.judging.schemas import Rubric
 from council.logs import get_logger
@@ -342,20 +352,24 @@ async def run_worker(
                 # others that finish within a few milliseconds (``record_finished``).
                 save = JudgmentSave(kind, outcome, calls, keep_text=keep_text, batch_id=held, item=item,
                                     item_digest=row["digest"], prompt_id=prompt_id)  # fmt: skip
+                ok = outcome.success
                 try:
                     await recorded(save)
                 except ItemAlreadyRecorded:
                     report.dropped += 1
                     return
+                except ItemRefused as exc:  # its data, not the store: recorded as failed, the batch goes on
+                    log.warning(f"batch {held}: item {item.id!r} failed: {exc}")
+                    ok = False
         finally:
             in_flight[held] -= 1
             judging.discard(_key(row))
             for seen in finishing.values():
                 seen.add(_key(row))
         report.judged += 1
-        report.failed += not outcome.success
+        report.failed += not ok
         if on_item is not None:
-            on_item(item, outcome.success)
+            on_item(item, ok)
 
     # The items that finish within RECORD_HOLD_S of the first of them (or until no other is in
     # flight) are recorded in one transaction, which also claims as many items more

@@ -8,6 +8,9 @@ Under ``tpm`` each attempt reserves its worst-case tokens (a bound of its prompt
 max_tokens) before it is sent and settles at its real usage after (docs/methods.md,
 "Shared rate budget"); one that could never fit is refused unsent (``RequestTooLarge``).
 Every attempt, failed, cancelled or not, becomes a ``CallRecord`` for the call log.
+What a backend sends back (the reply, each streamed piece, the model name it reports, its error
+text) has U+0000 replaced by U+FFFD here, for every backend: nothing after (the store,
+PostgreSQL's text columns included, a terminal, a client) gets one (:func:`provider_text`).
 Under a spend cap (``budget``), each attempt reserves its worst case before it is sent
 and settles at its real cost when it ends (``council.budget``; docs/methods.md, "Spend caps").
 With a ``cache``, an identical request is answered from it (logged ``cached``, cost 0), and
@@ -54,12 +57,25 @@ class RetryPolicy(BaseModel):
 DEFAULT_RETRY = RetryPolicy()
 
 
+def provider_text(text: str) -> str:
+    """A provider's text, U+0000 replaced by U+FFFD (U+0000 is no text: PostgreSQL cannot store it)."""
+    return text.replace("\x00", "\ufffd") if "\x00" in text else text
+
+
+def _plain_reply(response: ChatResponse) -> ChatResponse:
+    model = response.provider_model
+    if "\x00" not in response.text and (model is None or "\x00" not in model):
+        return response
+    return response.model_copy(update={"text": provider_text(response.text),
+                                       "provider_model": None if model is None else provider_text(model)})  # fmt: skip
+
+
 def _without_secrets(exc: ProviderError, request: ChatRequest) -> ProviderError:
     """The provider's own words, which may echo the request: without keys, and with transcripts
-    off, without the question and answers the request carried. Everything after this (result,
-    database, log, terminal) only ever sees this version."""
+    off, without the question and answers the request carried (and without U+0000). Everything
+    after this (result, database, log, terminal) only ever sees this version."""
     message = str(exc.args[0]) if exc.args else ""
-    clean = redact(message, private=[m.get("content") for m in request.messages])
+    clean = provider_text(redact(message, private=[m.get("content") for m in request.messages]))
     if clean == message:
         return exc
     return ProviderError(clean, model=exc.model, status_code=exc.status_code, retryable=exc.retryable)
@@ -246,14 +262,14 @@ class ModelClient:
         def relay(piece: str) -> None:
             nonlocal streamed
             streamed = True
-            on_delta(piece)  # type: ignore[misc]
+            on_delta(provider_text(piece))  # type: ignore[misc]
 
         try:
             async with asyncio.timeout(timeout):
                 if on_delta is not None and hasattr(self.api, "stream"):
-                    response = await self.api.stream(request, relay)
+                    response = _plain_reply(await self.api.stream(request, relay))
                 else:
-                    response = await self.api.generate(request)
+                    response = _plain_reply(await self.api.generate(request))
                     if on_delta is not None and response.text:
                         relay(response.text)
         except TimeoutError:

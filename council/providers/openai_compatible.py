@@ -384,7 +384,7 @@ class OpenAICompatibleAPI:
             raise ProviderError(f"APIError: {what} is not JSON: {snippet!r}", model=self.model) from None
         if "\\ud" in text or "\\uD" in text:  # a surrogate escape: rare, so only then is every string checked
             try:
-                check_json_text(data, what)
+                check_json_text(data, what, nul=True)  # a provider's NULs are replaced (ModelClient), not refused
             except InputError:
                 message = f"APIError: {what} is not valid UTF-8 text (an unpaired surrogate escape in a string)"
                 raise ProviderError(message, model=self.model) from None

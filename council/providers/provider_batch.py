@@ -16,23 +16,38 @@ sent in the batch's metadata, and the custom ids (the call cache's request keys)
 killed between submit and collect finds its provider batch again: a later run of the same
 batch asks the same requests, finds the journalled round holding their keys, and collects it
 instead of submitting again (by its recorded id, else by its token in the provider's list).
+
+Whatever a provider sends back is read as hostile: a round's results are read a line at a time
+(each line at most ``COUNCIL_MAX_REPLY_BYTES``, as a direct reply; the file at most that much a
+line of the round, and never more than ``MAX_RESULTS_BYTES``), a line that cannot be read fails
+that line alone, the ids it names must be plain ids, and requests (with the key) go to the
+configured base URL only: a Message Batch's ``results_url`` elsewhere is never contacted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from urllib.parse import unquote, urlsplit
 
 from council.call_cache import request_key
 from council.errors import ProviderError
 from council.logs import get_logger
 from council.providers.base import ChatRequest, ChatResponse, error_name
 from council.providers.http_client import aiohttp
-from council.providers.openai_compatible import OpenAICompatibleAPI
+from council.providers.openai_compatible import (
+    OpenAICompatibleAPI,
+    max_reply_bytes,
+    read_capped,
+    status_error,
+    too_large,
+)
 
 log = get_logger("council.providers.batch")
 
@@ -46,6 +61,157 @@ DONE = ("completed", "expired", "failed", "cancelled")
 ANTHROPIC_MAX_REQUESTS = 100_000
 ANTHROPIC_MAX_BYTES = 256 * 1024 * 1024
 ANTHROPIC_VERSION = "2023-06-01"
+#: The most of a round's results read, whatever the round (a broken or hostile server may send
+#: a file without end): 1 GiB, five times the largest file a round sends.
+MAX_RESULTS_BYTES = 1024**3
+_HEAD = 4096  # a line's first bytes, where its custom id is
+_CUSTOM_ID = re.compile(rb'"custom_id"\s*:\s*"([^"\\]{1,256})"')
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.:-]{0,255}")
+_PORTS = {"http": 80, "https": 443}
+
+
+def plain_id(value: Any, what: str, model: str) -> str:
+    """An id the provider gave (a batch's, a file's), as it goes into a URL path: a plain token,
+    never a path (``../``), a query or a URL of its own."""
+    if isinstance(value, str) and _PLAIN_ID.fullmatch(value):
+        return value
+    shown = " ".join(str(value).split())[:80]
+    raise ProviderError(f"{shown!r} is not a {what} (the provider's batch API gave it)", model=model)
+
+
+def under_base(url: str, base: str) -> bool:
+    """Whether ``url`` is on ``base``'s scheme, host and port, and under its path: where council
+    may send the key. No user info, no ``.`` or ``..`` segment (escaped or not)."""
+    try:
+        there, here = urlsplit(url), urlsplit(base)
+        there_port, here_port = there.port, here.port
+    except ValueError:
+        return False
+    scheme = there.scheme.lower()
+    if scheme != here.scheme.lower() or scheme not in _PORTS or not there.hostname:
+        return False
+    if there.username is not None or there.password is not None or there.hostname != here.hostname:
+        return False
+    if (there_port or _PORTS[scheme]) != (here_port or _PORTS[scheme]):
+        return False
+    path = unquote(there.path)
+    if "\\" in path or any(part in (".", "..") for part in path.split("/")):
+        return False
+    return path.startswith(here.path.rstrip("/") + "/")
+
+
+@asynccontextmanager
+async def _request(
+    session: aiohttp.ClientSession,
+    method: str,
+    url: str,
+    base: str,
+    headers: Mapping[str, str],
+    model: str,
+    **kwargs: Any,
+) -> AsyncIterator[aiohttp.ClientResponse]:
+    """The provider's reply, once it is known not to be an error (``ProviderError`` if it is, or if
+    the connection fails, while it is read too). Only a URL under the configured ``base`` is
+    contacted: the headers hold the key."""
+    if not under_base(url, base):
+        shown = " ".join(url.split())[:200]
+        raise ProviderError(f"{shown} is not under the configured base {base}: not contacted", model=model)
+    try:
+        async with session.request(method, url, headers=headers, **kwargs) as reply:
+            if reply.status >= 400:
+                raise status_error(reply.status, await read_capped(reply, max_reply_bytes(), model), reply.reason,
+                                   model)  # fmt: skip
+            yield reply
+    except aiohttp.ClientError as exc:
+        raise ProviderError(f"APIConnectionError: {exc}", model=model, retryable=True) from exc
+
+
+async def _json_reply(reply: aiohttp.ClientResponse, model: str) -> Any:
+    raw = await read_capped(reply, max_reply_bytes(), model)  # a status or a listing: capped as a reply is
+    return json.loads(raw)
+
+
+class _ResultsTooLarge(Exception):
+    pass
+
+
+async def _result_lines(
+    content: aiohttp.StreamReader, line_limit: int, total_limit: int
+) -> AsyncIterator[tuple[bytes, bool]]:
+    """Each line of a results file as it arrives, and whether it is whole: a line longer than
+    ``line_limit`` comes as its first bytes only (False), the rest let go as it arrives. Past
+    ``total_limit`` bytes in all, ``_ResultsTooLarge``, once the lines before have come."""
+    received = size = 0
+    line = bytearray()
+    async for block in content.iter_any():
+        received += len(block)
+        start = 0
+        while True:
+            end = block.find(b"\n", start)
+            piece = block[start:] if end < 0 else block[start:end]
+            if size <= line_limit:
+                line += piece[: line_limit + 1 - size]
+            size += len(piece)
+            if end < 0:
+                break
+            yield (bytes(line), True) if size <= line_limit else (bytes(line[:_HEAD]), False)
+            line.clear()
+            size, start = 0, end + 1
+        if received > total_limit:
+            raise _ResultsTooLarge
+    if size:
+        yield (bytes(line), True) if size <= line_limit else (bytes(line[:_HEAD]), False)
+
+
+async def read_results(
+    reply: aiohttp.ClientResponse,
+    lines: int,
+    model: str,
+    outcome: Callable[[Mapping[str, Any]], ChatResponse | ProviderError],
+    found: dict[str, ChatResponse | ProviderError],
+) -> ProviderError | None:
+    """The results file of a round of ``lines`` requests into ``found``, by custom id, each line's
+    ``outcome(record)``, read a line at a time. A line longer than ``COUNCIL_MAX_REPLY_BYTES``
+    fails as a direct reply that long does (not asked again); a line that is not a record fails
+    alone, and is asked again (read again from the journalled round first: not paid twice); the
+    file is read up to ``lines`` times that cap, at most ``MAX_RESULTS_BYTES``, and the error for
+    the lines it did not reach is returned."""
+    line_limit = max_reply_bytes()
+    total_limit = min(max(lines, 1) * line_limit, MAX_RESULTS_BYTES)
+    try:
+        async for line, whole in _result_lines(reply.content, line_limit, total_limit):
+            if not line.strip():
+                continue
+            if not whole:
+                _failed(found, line, too_large(line_limit, model))
+                continue
+            try:
+                record = json.loads(line)
+                found[_custom_id_of(record)] = outcome(record)
+            except (ValueError, TypeError, KeyError, AttributeError):  # a record it is not, or not of this shape
+                unreadable = ProviderError("batch line unreadable: not a result record", model=model, retryable=True)
+                _failed(found, line, unreadable)
+    except _ResultsTooLarge:
+        message = (f"APIError: the provider's results are larger than {total_limit} bytes ({lines} lines of at most "
+                   f"{line_limit} bytes, COUNCIL_MAX_REPLY_BYTES); not read further")  # fmt: skip
+        log.warning(message, model=model)
+        return ProviderError(message, model=model)
+    return None
+
+
+def _custom_id_of(record: Any) -> str:
+    value = record["custom_id"]
+    if not isinstance(value, str):
+        raise TypeError("a custom id is a string")
+    return value
+
+
+def _failed(found: dict[str, ChatResponse | ProviderError], line: bytes, error: ProviderError) -> None:
+    """``error`` for the line's custom id, when its first bytes name one (else its request is
+    missing from the results, and asked again)."""
+    named = _CUSTOM_ID.search(line[:_HEAD])
+    if named is not None:
+        found.setdefault(named.group(1).decode("utf-8", "replace"), error)
 
 
 @dataclass(frozen=True)
@@ -92,22 +258,16 @@ class OpenAIBatches:
     def body(self, request: ChatRequest) -> dict[str, Any]:
         return self.api.body(request)
 
-    async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         session = self.api._session_for_loop()
-        try:
-            async with session.request(method, self.base + path, headers=self._auth, **kwargs) as reply:
-                raw = await reply.read()
-                if reply.status >= 400:
-                    from council.providers.openai_compatible import status_error
+        return _request(session, method, self.base + path, self.base, self._auth, self.model, **kwargs)
 
-                    raise status_error(reply.status, raw, reply.reason, self.api.model)
-        except aiohttp.ClientError as exc:
-            raise ProviderError(f"APIConnectionError: {exc}", model=self.api.model, retryable=True) from exc
-        if path.endswith("/content"):
-            return {"content": raw}
-        data = json.loads(raw)
+    async def _json(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        async with self._request(method, path, **kwargs) as reply:
+            data = await _json_reply(reply, self.model)
         if not isinstance(data, dict):
-            raise ProviderError(f"{error_name(None)}: the batch API replied {raw[:200]!r}", model=self.api.model)
+            shown = json.dumps(data)[:200]
+            raise ProviderError(f"{error_name(None)}: the batch API replied {shown}", model=self.model)
         return data
 
     async def submit(self, lines: Sequence[tuple[str, dict[str, Any]]], token: str) -> str:
@@ -123,23 +283,23 @@ class OpenAIBatches:
             "POST",
             "/batches",
             json={
-                "input_file_id": uploaded["id"],
+                "input_file_id": plain_id(uploaded.get("id"), "file id", self.model),
                 "endpoint": "/v1/chat/completions",
                 "completion_window": "24h",
                 "metadata": {"council_token": token},
             },
         )
-        return str(batch["id"])
+        return plain_id(batch.get("id"), "batch id", self.model)
 
     async def find(self, token: str) -> str | None:
         listing = await self._json("GET", "/batches", params={"limit": "100"})
         for batch in listing.get("data") or []:
             if isinstance(batch, dict) and (batch.get("metadata") or {}).get("council_token") == token:
-                return str(batch["id"])
+                return plain_id(batch.get("id"), "batch id", self.model)
         return None
 
     async def status(self, batch_id: str) -> Progress:
-        batch = await self._json("GET", f"/batches/{batch_id}")
+        batch = await self._json("GET", f"/batches/{plain_id(batch_id, 'batch id', self.model)}")
         counts = batch.get("request_counts") or {}
         status = str(batch.get("status"))
         reason = None
@@ -149,18 +309,19 @@ class OpenAIBatches:
         return Progress(status, status in DONE, counts.get("completed", 0), counts.get("failed", 0),
                         counts.get("total", 0), batch, reason)  # fmt: skip
 
-    async def outcomes(self, batch: Mapping[str, Any]) -> dict[str, ChatResponse | ProviderError]:
-        """Each line's reply (priced at the batch price) or its error, by custom id."""
+    async def outcomes(
+        self, batch: Mapping[str, Any], lines: int
+    ) -> tuple[dict[str, ChatResponse | ProviderError], ProviderError | None]:
+        """Each line's reply (priced at the batch price) or its error, by custom id (``read_results``:
+        its output and error files, ``lines`` in all), and the error of lines not read, if any."""
         found: dict[str, ChatResponse | ProviderError] = {}
+        unread = None
         for name in ("output_file_id", "error_file_id"):
             if not batch.get(name):
                 continue
-            content = (await self._json("GET", f"/files/{batch[name]}/content"))["content"]
-            for line in content.splitlines():
-                if line.strip():
-                    record = json.loads(line)
-                    found[str(record.get("custom_id"))] = self._outcome(record)
-        return found
+            async with self._request("GET", f"/files/{plain_id(batch[name], 'file id', self.model)}/content") as reply:
+                unread = await read_results(reply, lines, self.model, self._outcome, found) or unread
+        return found, unread
 
     def _outcome(self, record: Mapping[str, Any]) -> ChatResponse | ProviderError:
         response = record.get("response") or {}
@@ -237,44 +398,52 @@ class AnthropicBatches:
             params["tool_choice"] = {"type": "tool", "name": name}
         return params  # the reply is validated by the caller, as a direct one
 
-    async def _json(self, method: str, url: str, **kwargs: Any) -> Any:
+    def _request(self, method: str, url: str, **kwargs: Any) -> Any:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession()
-        try:
-            async with self._session.request(method, url, headers=self._headers, **kwargs) as reply:
-                raw = await reply.read()
-                if reply.status >= 400:
-                    from council.providers.openai_compatible import status_error
+        return _request(self._session, method, url, self.base, self._headers, self.model, **kwargs)
 
-                    raise status_error(reply.status, raw, reply.reason, self.model)
-        except aiohttp.ClientError as exc:
-            raise ProviderError(f"APIConnectionError: {exc}", model=self.model, retryable=True) from exc
-        return raw if url.endswith("/results") else json.loads(raw)
+    async def _json(self, method: str, url: str, **kwargs: Any) -> Any:
+        async with self._request(method, url, **kwargs) as reply:
+            return await _json_reply(reply, self.model)
 
     async def submit(self, lines: Sequence[tuple[str, dict[str, Any]]], token: str) -> str:
         requests = [{"custom_id": cid, "params": params} for cid, params in lines]
         batch = await self._json("POST", self.base + "/v1/messages/batches", json={"requests": requests})
-        return str(batch["id"])
+        return plain_id(batch.get("id") if isinstance(batch, dict) else None, "batch id", self.model)
 
     async def find(self, token: str) -> str | None:
         return None  # no metadata to find it by (see the class docstring)
 
     async def status(self, batch_id: str) -> Progress:
-        batch = await self._json("GET", f"{self.base}/v1/messages/batches/{batch_id}")
+        batch = await self._json("GET", f"{self.base}/v1/messages/batches/{plain_id(batch_id, 'batch id', self.model)}")
         counts = batch.get("request_counts") or {}
         failed = sum(counts.get(k, 0) for k in ("errored", "canceled", "expired"))
         total = failed + counts.get("succeeded", 0) + counts.get("processing", 0)
         status = str(batch.get("processing_status"))
         return Progress(status, status == "ended", counts.get("succeeded", 0), failed, total, batch)
 
-    async def outcomes(self, batch: Mapping[str, Any]) -> dict[str, ChatResponse | ProviderError]:
-        url = batch.get("results_url") or f"{self.base}/v1/messages/batches/{batch['id']}/results"
+    async def outcomes(
+        self, batch: Mapping[str, Any], lines: int
+    ) -> tuple[dict[str, ChatResponse | ProviderError], ProviderError | None]:
+        """As ``OpenAIBatches.outcomes``, from the batch's results: at its ``results_url`` when that
+        is under the configured base, else at the base's own results path for the batch (a URL
+        elsewhere is never contacted: the key would go with the request)."""
+        own = f"{self.base}/v1/messages/batches/{plain_id(batch.get('id'), 'batch id', self.model)}/results"
+        url = batch.get("results_url")
+        if not isinstance(url, str) or not under_base(url, self.base):
+            if url:
+                shown = " ".join(str(url).split())[:200]
+                log.warning(f"the provider's results_url {shown} is not under the configured base {self.base}: "
+                            f"not contacted; the results are read from {own}")  # fmt: skip
+            url = own
         found: dict[str, ChatResponse | ProviderError] = {}
-        for line in (await self._json("GET", url)).splitlines():
-            if line.strip():
-                record = json.loads(line)
-                found[str(record.get("custom_id"))] = self._outcome(record.get("result") or {})
-        return found
+        async with self._request("GET", url) as reply:
+            unread = await read_results(reply, lines, self.model, self._line_outcome, found)
+        return found, unread
+
+    def _line_outcome(self, record: Mapping[str, Any]) -> ChatResponse | ProviderError:
+        return self._outcome(record.get("result") or {})
 
     def _outcome(self, result: Mapping[str, Any]) -> ChatResponse | ProviderError:
         if result.get("type") != "succeeded":
@@ -411,7 +580,12 @@ class BatchRounds:
             wait = min(wait * 2, self.poll_max)
         if progress.rejected is not None:
             raise ProviderError(f"the provider rejected the batch file: {progress.rejected}", model=batches.model)
-        return await batches.outcomes(progress.raw)
+        keys = row["custom_ids"]
+        found, unread = await batches.outcomes(progress.raw, len(keys))
+        if unread is not None:  # the lines past the results' cap
+            for key in keys:
+                found.setdefault(key, unread)
+        return found
 
 
 def _chunks(

@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 
+from council.errors import InputError
+from council.inputs import check_json_text
 from council.server.errors import RequestError, openai_error
 
 MAX_INT_DIGITS = 100
@@ -47,13 +49,19 @@ async def read_json(request: Request, max_bytes: int) -> Any:
         if len(body) > max_bytes:
             raise RequestError(openai_error(413, too_large))
     try:
-        return json.loads(body, parse_int=_int, parse_float=_float, parse_constant=_constant)
+        value = json.loads(body, parse_int=_int, parse_float=_float, parse_constant=_constant)
     except _BadNumber as exc:
         raise RequestError(openai_error(400, f"the request body holds a number out of range: {exc}")) from None
     except (ValueError, UnicodeDecodeError):  # JSONDecodeError is a ValueError
         raise RequestError(openai_error(400, "the request body is not valid JSON")) from None
     except RecursionError:
         raise RequestError(openai_error(400, "the request body is nested too deeply")) from None
+    if b"\\u0000" in body:  # JSON holds U+0000 only as this escape: every string looked at only then
+        try:
+            check_json_text(value, "a string in the request body")
+        except InputError as exc:
+            raise RequestError(openai_error(400, str(exc))) from None
+    return value
 
 
 Parsed = TypeVar("Parsed", bound=BaseModel)

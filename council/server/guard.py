@@ -12,8 +12,10 @@ no preflight), and DNS rebinding can make a page's own name resolve to 127.0.0.1
   included, 403.
 * A request body, whatever the method, must be declared JSON (``application/json`` or
   ``…+json``): 415.
+* The URL may not hold U+0000 (``%00`` in its path or query): 400, as text with it is refused
+  wherever it comes in (council.inputs), on every store alike.
 
-Clients that are not browsers send no ``Origin`` and are only held to the first and last rules.
+Clients that are not browsers send no ``Origin`` and are held to every rule but the second.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from council.errors import UsageError
+from council.inputs import NUL_REFUSED
 from council.server.errors import openai_error
 
 LOCAL_NAMES = frozenset({"localhost"})
@@ -108,6 +111,8 @@ class RequestGuardMiddleware:
                 f"browser origin {headers['origin'][:100]!r} is not allowed; allow it with --cors-origin",
                 code="origin_not_allowed",
             )
+        elif "\x00" in scope["path"] or b"%00" in scope.get("query_string", b""):
+            denied = openai_error(400, f"the URL {NUL_REFUSED}")
         elif _has_body(headers) and not _is_json(headers.get("content-type", "")):
             denied = openai_error(
                 415,

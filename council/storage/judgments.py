@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
+import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
@@ -19,7 +20,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from council.clock import utc_now
-from council.errors import ItemAlreadyRecorded, UsageError
+from council.errors import ItemAlreadyRecorded, ItemRefused, UsageError
 from council.redaction import redact
 from council.storage import pages
 from council.storage.group_commit import call_row
@@ -240,13 +241,15 @@ def record_and_claim(
     batch_id: str | None = None,
     limit: int = 0,
     lease_seconds: float,
-) -> tuple[list[ItemAlreadyRecorded | None], list[dict[str, Any]]]:
+) -> tuple[list[ItemAlreadyRecorded | ItemRefused | None], list[dict[str, Any]]]:
     """Record finished batch items, each as :func:`save_judgment` would, and claim up to ``limit``
     more for ``worker`` (as ``claim_items``), in one transaction: a worker's items that finish
     together cost one commit, not one each plus one per claim (docs/benchmarks.md, section 17).
     Returns, per save, None (recorded) or the ``ItemAlreadyRecorded`` it raised (not recorded),
     and the rows claimed. When one cannot be recorded, the transaction is rolled back and each
-    is recorded in its own (as :func:`save_judgment`), then the claim is made alone."""
+    is recorded in its own (as :func:`save_judgment`), then the claim is made alone. A save
+    whose rows the database refuses (:func:`refused_value`) is recorded as a failed run saying
+    why instead, and returned as an ``ItemRefused``: one item's data never stops its batch."""
     rows = [save.rows() for save in saves]
 
     def together() -> list[dict[str, Any]]:
@@ -262,15 +265,48 @@ def record_and_claim(
         return [None] * len(rows), retried(together)
     except ItemAlreadyRecorded:
         pass  # rare: another worker finished one first, or the file changed while it was judged
-    results: list[ItemAlreadyRecorded | None] = []
+    except Exception as exc:
+        if not refused_value(exc):
+            raise
+    results: list[ItemAlreadyRecorded | ItemRefused | None] = []
     for row in rows:
         try:
             retried(lambda row=row: _record_alone(store, row))
             results.append(None)
         except ItemAlreadyRecorded as exc:
             results.append(exc)
+        except Exception as exc:
+            if not refused_value(exc):
+                raise
+            # This item's data: it fails alone (its calls are on record), and is not judged again.
+            refused = ItemRefused(f"the store refused this item's result ({redact(' '.join(str(exc).split()))[:300]})")
+            failed = refused_rows(row, str(refused))
+            try:
+                retried(lambda failed=failed: _record_alone(store, failed))
+                results.append(refused)
+            except ItemAlreadyRecorded as again:
+                results.append(again)
     claimed = store.claim_items(worker, batch_id=batch_id, limit=limit, lease_seconds=lease_seconds) if limit else []
     return results, claimed
+
+
+def refused_value(exc: BaseException) -> bool:
+    """Whether the database refused a value written (a data exception, a constraint: the data of
+    what was written, not the database failing or going away), on either backend."""
+    if isinstance(exc, sqlite3.DataError | sqlite3.IntegrityError | OverflowError):
+        return True
+    psycopg = sys.modules.get("psycopg")  # loaded when the store is on PostgreSQL
+    return psycopg is not None and isinstance(exc, psycopg.DataError | psycopg.IntegrityError)
+
+
+def refused_rows(rows: JudgmentRows, error: str) -> JudgmentRows:
+    """A run whose rows the store refused, as a failed run saying why: its counts, calls and
+    batch item kept, none of its texts (one of them was refused)."""
+    kept = ("created_at", "id", "kind", "judges", "calls", "calls_saved", "prompt_tokens", "completion_tokens",
+            "cost_usd", "elapsed_ms")  # fmt: skip
+    run = {key: rows.run[key] for key in kept} | {"status": "failed", "error": error, "unstable": 0, "flagged": 0}
+    item = None if rows.batch_item is None else rows.batch_item | {"status": "failed"}
+    return JudgmentRows(run, [], rows.calls, item, rows.keep_text)
 
 
 def runs_recorded(store: Store, run_ids: Sequence[str]) -> set[str]:

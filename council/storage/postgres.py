@@ -10,6 +10,12 @@ whichever process opens the store next (the database's clock decides, never the 
 
 psycopg is imported here only, and this module only when a PostgreSQL URL is used, so
 SQLite users never pay its import (~110 ms).
+
+PostgreSQL's text columns cannot hold U+0000, which SQLite's can. Council refuses it where text
+comes in (council.inputs) and replaces it in what providers send (council.providers.client), so
+neither store is given one; a text that still holds one (a store written by an older council,
+copied in) is stored here with U+FFFD in its place, and so is a value a query is given
+(``_TextCursor``): one bad value never fails a write or a read.
 """
 
 from __future__ import annotations
@@ -107,7 +113,7 @@ def connect(url: str) -> Any:
     except psycopg.ProgrammingError as exc:
         raise ConfigError(f"COUNCIL_DATABASE_URL: malformed PostgreSQL URL ({_one_line(exc, url)})") from None
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+        return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, cursor_factory=_text_cursor())
     except psycopg.ProgrammingError as exc:
         raise ConfigError(f"COUNCIL_DATABASE_URL: malformed PostgreSQL URL ({_one_line(exc, url)})") from None
     except psycopg.OperationalError as exc:
@@ -134,6 +140,83 @@ def _value(value: Any) -> Any:
 
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def _nul_refused(exc: Exception) -> bool:
+    # psycopg's own words, said before the statement is sent (no SQLSTATE: the server never saw it).
+    return getattr(exc, "sqlstate", None) is None and "NUL (0x00)" in str(exc)
+
+
+def _without_nul(params: Any) -> Any:
+    def clean(value: Any) -> Any:
+        return value.replace("\x00", "\ufffd") if isinstance(value, str) else value
+
+    if isinstance(params, Mapping):
+        return {key: clean(value) for key, value in params.items()}
+    return [clean(value) for value in params]
+
+
+@functools.cache
+def _text_cursor() -> type:
+    """The cursor of every pooled connection: a statement whose values hold U+0000, which
+    psycopg refuses before sending it, is sent again with U+FFFD in its place (a warning said).
+    Nothing is checked when nothing is refused: no work added to any other statement."""
+    psycopg = _psycopg()
+
+    def told() -> None:
+        log.warning("a text holding U+0000, which PostgreSQL cannot store, was given to it with U+FFFD instead")
+
+    class _TextCopy:
+        def __init__(self, copy: Any) -> None:
+            self._copy = copy
+
+        def write_row(self, row: Sequence[Any]) -> None:
+            try:
+                self._copy.write_row(row)  # a row refused whole: nothing of it in the buffer
+            except psycopg.DataError as exc:
+                if not _nul_refused(exc):
+                    raise
+                told()
+                self._copy.write_row(_without_nul(row))
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._copy, name)
+
+    class _TextCursor(psycopg.Cursor):  # type: ignore[misc, name-defined]
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            try:
+                return super().execute(query, params, **kwargs)
+            except psycopg.DataError as exc:
+                if params is None or not _nul_refused(exc):
+                    raise
+            told()
+            return super().execute(query, _without_nul(params), **kwargs)
+
+        def executemany(self, query: Any, params_seq: Any, **kwargs: Any) -> None:
+            rows = params_seq if isinstance(params_seq, Sequence) else list(params_seq)
+            at = 0
+
+            def counted() -> Iterator[Any]:
+                # psycopg takes a row and sends it before it takes the next: the rows before
+                # the one it refused went, the rest go again.
+                nonlocal at
+                for at, row in enumerate(rows):  # noqa: B007 - ``at`` is read after the loop
+                    yield row
+
+            try:
+                return super().executemany(query, counted(), **kwargs)
+            except psycopg.DataError as exc:
+                if not _nul_refused(exc):
+                    raise
+            told()
+            return super().executemany(query, [_without_nul(row) for row in rows[at:]], **kwargs)
+
+        @contextmanager
+        def copy(self, statement: Any, params: Any = None, **kwargs: Any) -> Iterator[Any]:
+            with super().copy(statement, params, **kwargs) as copy:
+                yield _TextCopy(copy)
+
+    return _TextCursor
 
 
 def insert_rows(conn: Any, table: str, rows: Sequence[dict[str, Any]], *, upsert_on: Sequence[str] = ()) -> None:
@@ -505,7 +588,12 @@ class PostgresStore(GroupCommit, SharedOperations):
             url,
             min_size=1,
             max_size=8,
-            kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": CONNECT_TIMEOUT_S},
+            kwargs={
+                "autocommit": True,
+                "row_factory": dict_row,
+                "connect_timeout": CONNECT_TIMEOUT_S,
+                "cursor_factory": _text_cursor(),
+            },
             open=True,
             name="council",
             # A stopped server fails a waiting call after this long, not the pool's default 30 s.

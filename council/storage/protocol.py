@@ -19,7 +19,7 @@ from council.storage.data import BiasQuery, BiasSums, ComparisonData
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
-    from council.errors import ItemAlreadyRecorded
+    from council.errors import ItemAlreadyRecorded, ItemRefused
     from council.storage.judgments import JudgmentSave
     from council.usage import CallJournal, CallRecord
 
@@ -185,10 +185,12 @@ class Store(Protocol):
         batch_id: str | None = None,
         limit: int = 0,
         lease_seconds: float,
-    ) -> tuple[list[ItemAlreadyRecorded | None], list[dict[str, Any]]]:
+    ) -> tuple[list[ItemAlreadyRecorded | ItemRefused | None], list[dict[str, Any]]]:
         """Batch items that finished together, each recorded as ``save_judgment`` records it, and
         up to ``limit`` more claimed for ``worker`` as ``claim_items`` claims them, in one
-        transaction. Per save: None (recorded) or why it was not; and the rows claimed."""
+        transaction. Per save: None (recorded), why it was not (``ItemAlreadyRecorded``), or
+        ``ItemRefused`` (the database refused its data: recorded as failed instead); and the
+        rows claimed."""
 
     def runs_recorded(self, run_ids: Sequence[str]) -> set[str]:
         """Which of these judgment runs are stored (a save's: ``save.outcome.run_id``)."""

@@ -104,6 +104,33 @@ def test_a_bad_records_file_is_one_line(tmp_path, council_home, content, fragmen
 # -- input files have a size cap -----------------------------------------------------------
 
 
+def test_a_records_file_that_never_ends_is_one_line(council_home):
+    proc = council_process("bias-report", "--records", "/dev/zero", home=council_home, timeout=60)
+    assert_process_one_line(proc, 2, "/dev/zero:1: a line longer than 1 MiB (not read)")
+
+
+def test_a_records_line_over_the_line_cap_is_refused_or_skipped_alone(tmp_path, council_home):
+    path = tmp_path / "recs.jsonl"
+    good = [record(reviewer_id=f"r{i}", session_id=f"s{i}") for i in range(2)]
+    path.write_bytes((good[0] + "\n" + "x" * (2 << 20) + "\n" + good[1] + "\n").encode())
+    assert_one_line(invoke_cli("bias-report", "--records", str(path)), 2, "recs.jsonl:2: a line longer than 1 MiB")
+    skipped = invoke_cli("bias-report", "--records", str(path), "--skip-bad", "--json")
+    assert skipped.exit_code == 0, skipped.stderr
+    assert json.loads(skipped.stdout)["skipped_lines"] == 1
+
+
+@pytest.mark.parametrize("source", ["file", "/dev/zero"])
+def test_a_records_file_over_the_size_cap_is_one_line_even_skipping_bad_lines(tmp_path, monkeypatch, source):
+    from council.bias import loading
+
+    monkeypatch.setattr(loading, "MAX_RECORDS_FILE_BYTES", 64 * 1024)
+    path = tmp_path / "recs.jsonl"
+    path.write_text("".join(record(session_id=f"s{i}") + "\n" for i in range(1000)))  # ~250 kB
+    name = str(path) if source == "file" else source
+    result = invoke_cli("bias-report", "--records", name, "--skip-bad")
+    assert_one_line(result, 2, f"records file {name} is larger than 64 KiB")
+
+
 def test_a_question_file_that_never_ends_is_one_line(council_home):
     proc = council_process("run", "--file", "/dev/zero", "--council", "x", home=council_home, timeout=60)
     assert_process_one_line(proc, 2, "question file /dev/zero is larger than")

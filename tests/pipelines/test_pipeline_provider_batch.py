@@ -213,3 +213,135 @@ def test_a_cap_holds_for_lines_waiting_in_a_round(tmp_path, council_home):
     assert summary["budget_reached"] and summary["spent_usd"] <= 1
     assert 0 < remote[0]["request_counts"]["total"] < 40  # only the lines whose worst case fit were sent
     assert result.error_lines[-1].startswith("error: budget reached: $")
+
+
+# -- hostile results: read a line at a time, each line alone, only from the configured server ----
+
+
+def judges_config(tmp_path, server, provider):
+    if provider == "openai":
+        return config_for(tmp_path, server)
+    model = {"model": "anthropic/mock-claude", "api_base": server.url, "api_key_env": "MOCK_KEY", **PRICE}
+    return write_config(tmp_path / "c.toml", {"j": model})
+
+
+def run_batch(tmp_path, config, n=4):
+    return invoke_cli("batch", str(pairs(tmp_path, n)), "--judge", "j", "--config", str(config), "--provider-batch",
+                      "--json")  # fmt: skip
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_malformed_results_line_is_asked_again_alone_and_the_others_keep_their_replies(tmp_path, provider):
+    with start_mock_server(batch_seconds=0.05, batch_results_faults="malformed") as server:
+        result = run_batch(tmp_path, judges_config(tmp_path, server, provider))
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["finished"] == 4 and summary["failed"] == 0
+    # Only the malformed line is asked again: read again from the round that holds it (journalled),
+    # not submitted (and paid) again; the others kept their replies.
+    assert [r["requests"] for r in summary["provider_batches"]] == [8]
+    assert summary["calls"] == 8 + 1 and summary["provider_rounds"] == 2
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_results_line_over_the_reply_cap_fails_alone_without_being_asked_again(tmp_path, provider, monkeypatch):
+    monkeypatch.setenv("COUNCIL_MAX_REPLY_BYTES", "262144")  # a line's 1 MiB is over; 8 lines' 2 MiB is not
+    with start_mock_server(batch_seconds=0.05, batch_results_faults="huge") as server:
+        result = run_batch(tmp_path, judges_config(tmp_path, server, provider))
+    assert result.exit_code == 1, result.stderr
+    summary = json.loads(result.stdout)
+    assert [r["requests"] for r in summary["provider_batches"]] == [8]  # never asked again
+    [error] = summary["errors"].values()  # its item failed; the others kept their replies
+    assert "larger than 262144 bytes (COUNCIL_MAX_REPLY_BYTES)" in error, error
+    assert (summary["finished"], summary["failed"]) == (3, 1)
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_an_endless_results_file_is_read_up_to_its_cap(tmp_path, provider, monkeypatch):
+    """A results file that never ends (a broken or hostile server) is read up to its cap, never into
+    memory whole: here every line came before the endless part, so nothing is lost."""
+    monkeypatch.setenv("COUNCIL_MAX_REPLY_BYTES", "65536")
+    with start_mock_server(batch_seconds=0.05, batch_results_faults="endless") as server:
+        result = run_batch(tmp_path, judges_config(tmp_path, server, provider))
+    assert result.exit_code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["finished"] == 4 and summary["failed"] == 0 and summary["provider_rounds"] == 1
+    assert "not read further" in result.stderr and "65536 bytes" in result.stderr, result.stderr
+
+
+class Recorder:
+    """A second local server: records every request it gets (path and headers), answers 404."""
+
+    def __init__(self):
+        import http.server
+        import threading
+
+        seen = self.seen = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - the standard library's name
+                seen.append({"path": self.path, "headers": dict(self.headers)})
+                self.send_error(404)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_anthropic_results_are_read_from_the_configured_server_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("MOCK_KEY", "sk-ant-secret-key-0123456789")
+    recorder = Recorder()
+    try:
+        with start_mock_server(batch_seconds=0.05, batch_results_base=recorder.url) as server:
+            result = run_batch(tmp_path, judges_config(tmp_path, server, "anthropic"))
+    finally:
+        recorder.close()
+    assert recorder.seen == []  # never contacted: no request, no key
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["finished"] == 4  # read from the configured server instead
+    assert f"results_url {recorder.url}" in result.stderr and "not under the configured" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "base, url, under",
+    [
+        ("https://api.anthropic.com", "https://api.anthropic.com/v1/messages/batches/b1/results", True),
+        ("https://api.anthropic.com", "https://API.anthropic.com:443/v1/messages/batches/b1/results?x=1", True),
+        ("http://127.0.0.1:8080/proxy", "http://127.0.0.1:8080/proxy/v1/messages/batches/b1/results", True),
+        ("https://api.anthropic.com", "http://api.anthropic.com/v1/messages/batches/b1/results", False),
+        ("https://api.anthropic.com", "https://evil.example/v1/messages/batches/b1/results", False),
+        ("https://api.anthropic.com", "https://api.anthropic.com:8443/v1/messages/batches/b1/results", False),
+        ("https://api.anthropic.com", "https://api.anthropic.com.evil.example/v1/x", False),
+        ("https://api.anthropic.com", "https://user@api.anthropic.com/v1/x", False),
+        ("http://127.0.0.1:8080/proxy", "http://127.0.0.1:8080/other/v1/messages/batches/b1/results", False),
+        ("http://127.0.0.1:8080/proxy", "http://127.0.0.1:8080/proxyother/v1/x", False),
+        ("http://127.0.0.1:8080/proxy", "http://127.0.0.1:8080/proxy/../other/v1/x", False),
+        ("http://127.0.0.1:8080/proxy", "http://127.0.0.1:8080/proxy/%2e%2e/other/v1/x", False),
+        ("https://api.anthropic.com", "/v1/messages/batches/b1/results", False),
+        ("https://api.anthropic.com", "", False),
+    ],
+)
+def test_a_results_url_is_used_only_under_the_configured_base(base, url, under):
+    from council.providers.provider_batch import under_base
+
+    assert under_base(url, base) is under
+
+
+def test_a_provider_batch_id_that_is_no_plain_id_is_refused_before_any_request():
+    import asyncio
+
+    from council.errors import ProviderError
+    from council.providers.provider_batch import AnthropicBatches
+
+    batches = AnthropicBatches("anthropic/m", "m", "http://127.0.0.1:9", "key", None, 100)  # nothing listens there
+    for hostile in ("../../v1/other", "b1?x=1", "b1/results", "..", ""):
+        with pytest.raises(ProviderError, match="not a batch id"):
+            asyncio.run(batches.status(hostile))
