@@ -29,7 +29,14 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from council.background import asking_store
-from council.budget import Budget, BudgetReached, CallPrice, prompt_tokens_bound
+from council.budget import (
+    MESSAGE_OVERHEAD_TOKENS,
+    REQUEST_OVERHEAD_TOKENS,
+    Budget,
+    BudgetReached,
+    CallPrice,
+    prompt_tokens_bound,
+)
 from council.call_cache import CACHE_VERSION, CallCache, request_key
 from council.clock import utc_now
 from council.config import ResolvedModel
@@ -41,6 +48,22 @@ from council.redaction import redact, redact_secrets
 from council.usage import CallRecord, CallSink
 
 log = get_logger("council.providers")
+
+
+#: More tokens than any call takes: a count above it is not trusted even where the call's own
+#: output limit is unknown (and would not fit a database's integer).
+ABSURD_TOKENS = 10**9
+
+
+def _surely_within(request: ChatRequest) -> int:
+    """A prompt token count up to which a request is within its bound (:func:`_prompt_bound`), without
+    encoding it: every character is at least one byte."""
+    chars = sum(len(v) for m in request.messages for v in m.values() if isinstance(v, str))
+    return chars + REQUEST_OVERHEAD_TOKENS + MESSAGE_OVERHEAD_TOKENS * len(request.messages)
+
+
+def _prompt_bound(request: ChatRequest) -> int:
+    return prompt_tokens_bound(request.messages, request.json_schema)
 
 
 class RetryPolicy(BaseModel):
@@ -117,6 +140,7 @@ class ModelClient:
         self.budget: Budget | None = None
         """The spend cap this client's calls reserve against (None: no cap)."""
         self._call_price: CallPrice | None = None
+        self._price_looked_up = False
         self.cache: CallCache | None = None
         """Where identical requests are answered from (None: every call is made)."""
         self._target = {"model": spec.model, "api_base": spec.api_base, "transport": resolved.transport}
@@ -163,6 +187,48 @@ class ModelClient:
                 )
             self._call_price = price
         return self._call_price
+
+    def _price(self) -> CallPrice | None:
+        """What this model's calls may cost, as ``check_budget`` finds it; None: not known."""
+        if self._call_price is None and not self._price_looked_up:
+            from council.providers.prices import call_price
+
+            self._price_looked_up = True
+            price = call_price(self.resolved)
+            if price is not None and math.isfinite(price.input) and math.isfinite(price.output):
+                self._call_price = price
+        return self._call_price
+
+    def settled_usage(self, request: ChatRequest, response: ChatResponse) -> ChatResponse:
+        """The reply with the usage its call is settled at: every reply passes here (docs/methods.md,
+        "Spend caps"). Usage that cannot be trusted — counts the backend could not read
+        (``council.usage.reported_usage``), a negative cost, more completion tokens than the
+        request's ``max_tokens`` (else the model's output limit) allow, or more prompt tokens than
+        the request's bound — is replaced by the call's bounds and its worst-case cost, which is
+        what its reservation under a spend cap held, and flagged (``usage_untrusted``), with a warning."""
+        price = None
+        limit = request.max_tokens
+        if limit is None:
+            price = self._price()
+            limit = (price.max_output_tokens or None) if price is not None else None  # 0: a free model's, no limit
+        untrusted = (
+            response.usage_untrusted
+            or (response.cost_usd is not None and response.cost_usd < 0)
+            or response.completion_tokens > (limit if limit is not None else ABSURD_TOKENS)
+            or (response.prompt_tokens > _surely_within(request) and response.prompt_tokens > _prompt_bound(request))
+        )
+        if not untrusted:
+            return response
+        price = price or self._price()
+        prompt = _prompt_bound(request)
+        worst = None if price is None else price.worst_case(prompt, limit)
+        log.warning(
+            "the usage the provider reported cannot be trusted: the call is counted at its worst case",
+            member=self.id, model=self.model, prompt_tokens=response.prompt_tokens,
+            completion_tokens=response.completion_tokens, cost_usd=response.cost_usd,
+        )  # fmt: skip
+        update = {"prompt_tokens": prompt, "completion_tokens": limit or 0, "cost_usd": worst, "usage_untrusted": True}
+        return response.model_copy(update=update)
 
     def worst_case(self, request: ChatRequest) -> float:
         """The most this request can cost (docs/methods.md, "Spend caps")."""
@@ -265,6 +331,8 @@ class ModelClient:
             # so the call log keeps it.
             self._record(sink, call_id, stage, started, t0, attempt, None, "cancelled")
             raise
+        if response is not None:
+            response = self.settled_usage(request, response)
         if error is not None and streamed:
             # Part of the reply is out already: a retry would repeat it. The caller decides.
             error = ProviderError(
@@ -364,6 +432,7 @@ class ModelClient:
             attempt=attempt,
             ok=error is None,
             error=error,
+            usage_untrusted=response.usage_untrusted if response else False,
         )
 
     async def complete(

@@ -469,3 +469,10 @@ def m020_bias_session_summaries(db: Database) -> None:
     # replace, dropped.
     for statement in bias_summaries.migration(postgres=False):
         db.execute(statement)
+
+
+@migrations()
+def m021_call_usage_untrusted(db: Database) -> None:
+    # A call whose reported usage could not be trusted (unreadable, or more than the call could
+    # take) is logged at its bounds and worst-case cost, and flagged (docs/methods.md, "Spend caps").
+    db["calls"].add_column("usage_untrusted", int, not_null_default=0)

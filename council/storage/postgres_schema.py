@@ -223,6 +223,7 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     # The report's summaries per session, review and self-reviewed answer, computed from the rows
     # already stored; m019's per-review sums dropped (the same statements as SQLite's m020).
     ("m020_bias_session_summaries", bias_summaries.migration(postgres=True)),
+    ("m021_call_usage_untrusted", ["ALTER TABLE calls ADD COLUMN usage_untrusted BIGINT NOT NULL DEFAULT 0"]),
 ]
 
 # Primary keys of the tables rows are upserted into (``finish_session`` replaces answers and reviews).
