@@ -47,6 +47,16 @@ def check_cap(value: Any, where: str = "--max-cost") -> float:
     return cap
 
 
+def cap_in_force(given: Any, loaded: Any) -> float | None:
+    """The spend cap in force (docs/methods.md, "Spend caps"): ``given`` (``--max-cost``, or the
+    API's ``max_cost``; checked), else the config's ``[budget] max_cost_usd``, else none. Every
+    front-end resolves its cap here: run, compare, grade, batch, worker, the server, the MCP
+    tools and ``council.api.Council``."""
+    if given is not None:
+        return check_cap(given)
+    return loaded.config.budget.max_cost_usd  # type: ignore[no-any-return]
+
+
 class BudgetReached(ProviderError):
     """A call was not started: its worst case could take the spending past the cap."""
 
@@ -264,6 +274,29 @@ class Budget:
     def summary(self) -> str:
         spent, cap = self.totals()
         return f"spent {usd(spent)} of {usd(cap)}"
+
+
+_SPENDING: ContextVar[Budget | None] = ContextVar("council_spending", default=None)
+
+
+@contextmanager
+def spending(budget: Budget | None) -> Iterator[None]:
+    """Calls made within the block (in it or in tasks it creates) reserve against ``budget``
+    rather than their client's own: a session's cap, whichever clients it shares with others
+    (``council.api.Council``). None: nothing changes."""
+    if budget is None:
+        yield
+        return
+    reset = _SPENDING.set(budget)
+    try:
+        yield
+    finally:
+        _SPENDING.reset(reset)
+
+
+def budget_in_force(own: Budget | None) -> Budget | None:
+    """The budget a call reserves against: the block's (:func:`spending`), else its client's ``own``."""
+    return _SPENDING.get() or own
 
 
 @dataclass(frozen=True)

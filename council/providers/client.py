@@ -35,6 +35,7 @@ from council.budget import (
     Budget,
     BudgetReached,
     CallPrice,
+    budget_in_force,
     prompt_tokens_bound,
 )
 from council.call_cache import CACHE_VERSION, CallCache, request_key
@@ -167,25 +168,9 @@ class ModelClient:
 
     def check_budget(self) -> CallPrice:
         """What this model's calls may cost, or a ``UsageError`` saying why a cap cannot be
-        kept for it (no known price; no max_tokens and no known output limit)."""
+        kept for it (:func:`cappable_price`)."""
         if self._call_price is None:
-            from council.providers.prices import call_price
-
-            price = call_price(self.resolved)
-            where = f"[models.{self.id}]"
-            if price is None:
-                raise UsageError(
-                    f"{self.id}: no known price for {self.model}, so a spend cap cannot be kept; "
-                    f"set input_cost_per_token and output_cost_per_token in {where}"
-                )
-            if not (math.isfinite(price.input) and math.isfinite(price.output)):
-                raise UsageError(f"{self.id}: the price of {self.model} is not a finite number; fix it in {where}")
-            if price.worst_case(0, self.resolved.spec.max_tokens) is None:
-                raise UsageError(
-                    f"{self.id}: no max_tokens and no known output limit for {self.model}, so a spend cap "
-                    f"cannot be kept; set max_tokens in {where}"
-                )
-            self._call_price = price
+            self._call_price = cappable_price(self.resolved)
         return self._call_price
 
     def _price(self) -> CallPrice | None:
@@ -273,7 +258,7 @@ class ModelClient:
 
     async def _spend(self, request: ChatRequest, send: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
         """``send()`` the attempt under the spend cap, if any (docs/methods.md, "Spend caps")."""
-        budget = self.budget
+        budget = budget_in_force(self.budget)
         if budget is None:
             return await send()
         worst = self.worst_case(request)
@@ -514,6 +499,28 @@ class ModelClient:
 
     async def aclose(self) -> None:
         await self.api.aclose()
+
+
+def cappable_price(resolved: ResolvedModel) -> CallPrice:
+    """What a model's calls may cost, or a ``UsageError`` saying why a spend cap cannot be kept
+    for it (no known price; no max_tokens and no known output limit)."""
+    from council.providers.prices import call_price
+
+    price = call_price(resolved)
+    where = f"[models.{resolved.id}]"
+    if price is None:
+        raise UsageError(
+            f"{resolved.id}: no known price for {resolved.model}, so a spend cap cannot be kept; "
+            f"set input_cost_per_token and output_cost_per_token in {where}"
+        )
+    if not (math.isfinite(price.input) and math.isfinite(price.output)):
+        raise UsageError(f"{resolved.id}: the price of {resolved.model} is not a finite number; fix it in {where}")
+    if price.worst_case(0, resolved.spec.max_tokens) is None:
+        raise UsageError(
+            f"{resolved.id}: no max_tokens and no known output limit for {resolved.model}, so a spend cap "
+            f"cannot be kept; set max_tokens in {where}"
+        )
+    return price
 
 
 def share_limits(clients: Iterable[ModelClient], store: SharedLimits) -> None:
