@@ -582,6 +582,7 @@ def batch_budget(
     key = batch_key(batch_id)
     if store_batch_cap(store, batch_id, max_cost, default) is None:
         return None
-    budget = Budget(Tranches(StoreLedger(store, key)))
+    # A worker refused while its own calls hold the room waits for them, rather than stopping.
+    budget = Budget(Tranches(StoreLedger(store, key)), waits=True)
     cap_spending(judges, budget)
     return budget

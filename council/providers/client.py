@@ -2,14 +2,15 @@
 
 One ``ModelClient`` per configured model, shared by every session of a ``Council``
 (so concurrent sessions share a model's limits). A call is:
-``semaphore (max_concurrency) → rate budgets (rpm, tpm) → backend, under a per-attempt
-timeout``, retried with exponential backoff and jitter (tenacity) on 429/5xx/timeouts.
+``semaphore (max_concurrency) → spend cap → rate budgets (rpm, tpm) → backend, under a
+per-attempt timeout``, retried with exponential backoff and jitter (tenacity) on 429/5xx/timeouts.
 Under ``tpm`` each attempt reserves its worst-case tokens (a bound of its prompt + its
 max_tokens) before it is sent and settles at its real usage after (docs/methods.md,
 "Shared rate budget"); one that could never fit is refused unsent (``RequestTooLarge``).
 Every attempt, failed, cancelled or not, becomes a ``CallRecord`` for the call log.
 Under a spend cap (``budget``), each attempt reserves its worst case before it is sent
-and settles at its real cost when it ends (``council.budget``; docs/methods.md, "Spend caps").
+and settles at its real cost when it ends (``council.budget``; docs/methods.md, "Spend caps");
+one refused while its own budget's calls hold the room (a batch's worker) waits for them.
 With a ``cache``, an identical request is answered from it (logged ``cached``, cost 0), and
 a reply the caller accepts is kept (docs/methods.md, "Call cache").
 
@@ -33,8 +34,8 @@ from council.budget import (
     MESSAGE_OVERHEAD_TOKENS,
     REQUEST_OVERHEAD_TOKENS,
     Budget,
-    BudgetReached,
     CallPrice,
+    RoomHeld,
     budget_in_force,
     prompt_tokens_bound,
 )
@@ -86,7 +87,8 @@ def _without_secrets(exc: ProviderError, request: ChatRequest) -> ProviderError:
     clean = redact(message, private=[m.get("content") for m in request.messages])
     if clean == message:
         return exc
-    return ProviderError(clean, model=exc.model, status_code=exc.status_code, retryable=exc.retryable)
+    return ProviderError(clean, model=exc.model, status_code=exc.status_code, retryable=exc.retryable,
+                         unsent=exc.unsent)  # fmt: skip
 
 
 def _has_text(response: ChatResponse) -> bool:
@@ -101,6 +103,12 @@ def _cached_reply(entry: Any) -> ChatResponse | None:
         return ChatResponse.model_validate({k: v for k, v in entry.items() if k not in ("v", "model")})
     except ValueError:
         return None
+
+
+def _not_billed(exc: BaseException) -> bool:
+    """A failed attempt that cost nothing: the provider answered it with an error (an HTTP status),
+    or it was never sent (its connection was never made)."""
+    return isinstance(exc, ProviderError) and (exc.status_code is not None or exc.unsent)
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -236,25 +244,37 @@ class ModelClient:
         tokens = self.call_tokens(request)  # RequestTooLarge: refused before anything else
         if not self._prepared:
             self._prepare()
-        async with self._semaphore:
-            if self._rates is not None:  # none for a provider batch's lines (council.providers.provider_batch)
-                await self._pace(tokens)
-            used = tokens  # a call that may have reached the model counts at its worst case
+
+        def send() -> Awaitable[ChatResponse]:
+            return self._send(request, stage, attempt, sink, timeout, on_delta)
+
+        while True:
             try:
-                response = await self._spend(
-                    request, lambda: self._send(request, stage, attempt, sink, timeout, on_delta)
-                )
-                if response.prompt_tokens or response.completion_tokens:
-                    used = response.prompt_tokens + response.completion_tokens
-                return response
-            except (ProviderError, UsageError) as exc:
-                # Not sent (a reached or unkeepable cap), or answered with an error: no tokens used.
-                if isinstance(exc, BudgetReached | UsageError) or getattr(exc, "status_code", None) is not None:
-                    used = 0
-                raise
-            finally:
-                if tokens and used != tokens and self._rates is not None:
-                    await asking_store(self._rates, self._settle_tokens, tokens, used)
+                async with self._semaphore:
+                    return await self._spend(request, lambda: self._paced(tokens, send))
+            except RoomHeld as held:
+                # Refused while this budget's own calls hold the room (a batch's worker): asked again
+                # once one of them has settled, holding no place of the semaphore meanwhile.
+                await held.budget.room_freed(held.since)
+
+    async def _paced(self, tokens: int, send: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
+        """``send()`` once its turn has come under ``rpm`` and ``tpm``; its tokens settled after."""
+        if self._rates is not None:  # none for a provider batch's lines (council.providers.provider_batch)
+            await self._pace(tokens)
+        used = tokens  # a call that may have reached the model counts at its worst case
+        try:
+            response = await send()
+            if response.prompt_tokens or response.completion_tokens:
+                used = response.prompt_tokens + response.completion_tokens
+            return response
+        except (ProviderError, UsageError) as exc:
+            # Not sent (a connection never made), or answered with an error: no tokens used.
+            if isinstance(exc, UsageError) or _not_billed(exc):
+                used = 0
+            raise
+        finally:
+            if tokens and used != tokens and self._rates is not None:
+                await asking_store(self._rates, self._settle_tokens, tokens, used)
 
     async def _spend(self, request: ChatRequest, send: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
         """``send()`` the attempt under the spend cap, if any (docs/methods.md, "Spend caps")."""
@@ -263,17 +283,20 @@ class ModelClient:
             return await send()
         worst = self.worst_case(request)
         token = budget.reserve(worst)  # BudgetReached: nothing is sent
-        spent = worst  # a call that may have been billed counts at its worst case
+        spent: float | None = worst  # a call that may have been billed counts at its worst case
         try:
             response = await send()
             spent = worst if response.cost_usd is None else response.cost_usd
             return response
         except ProviderError as exc:
-            if exc.status_code is not None:  # the provider answered with an error: not billed
-                spent = 0.0
+            if _not_billed(exc):
+                spent = None
             raise
         finally:
-            budget.settle(token, spent)
+            if spent is None:
+                budget.release(token)
+            else:
+                budget.settle(token, spent)
 
     async def _send(
         self,

@@ -63,17 +63,24 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return chain
 
 
-def _connection_failure(exc: BaseException) -> str | None:
-    """The transport's own words when the call never reached the server. LiteLLM reports a
-    refused connection as an InternalServerError with status 500; the chain says what it was."""
+#: The HTTP libraries' errors for a connection that was never made: nothing was sent.
+_NOT_CONNECTED = frozenset({"ConnectError", "ConnectTimeout", "ClientConnectorError"})
+
+
+def _connection_failure(exc: BaseException) -> tuple[str, bool] | None:
+    """The transport's own words when the call failed on its connection, and whether it was never
+    sent (no connection was made). LiteLLM reports a refused connection as an
+    InternalServerError with status 500; the chain says what it was."""
     words = None
-    connection = False
+    connection = unsent = False
     for seen in _chain(exc):
         module = type(seen).__module__.split(".")[0]
         connection = connection or type(seen).__name__ in ("APIConnectionError", "ConnectError", "ConnectTimeout")
-        if module in ("aiohttp", "httpx", "httpcore") and str(seen):
-            words = str(seen)  # the deepest HTTP-library message wins
-    return (words or "Connection error.") if connection else None
+        if module in ("aiohttp", "httpx", "httpcore"):
+            unsent = unsent or any(c.__name__ in _NOT_CONNECTED for c in type(seen).__mro__)
+            if str(seen):
+                words = str(seen)  # the deepest HTTP-library message wins
+    return ((words or "Connection error."), unsent) if connection or unsent else None
 
 
 def _unreadable_reply(exc: BaseException) -> bool:
@@ -96,8 +103,9 @@ def provider_error(exc: BaseException, model: str) -> ProviderError:
     class names depend on the wording of the error."""
     connection = _connection_failure(exc)
     if connection is not None:
-        message = " ".join(connection.split())[:500]
-        return ProviderError(f"APIConnectionError: {message}", model=model, retryable=True)
+        words, unsent = connection
+        message = " ".join(words.split())[:500]
+        return ProviderError(f"APIConnectionError: {message}", model=model, retryable=True, unsent=unsent)
     if _unreadable_reply(exc):
         return ProviderError("APIError: the reply could not be read (Invalid response object)", model=model)
     status = getattr(exc, "status_code", None)

@@ -363,7 +363,12 @@ class OpenAICompatibleAPI:
             ) from None
         except aiohttp.ClientError as exc:
             message = " ".join(str(exc).split())[:_MAX_MESSAGE] or type(exc).__name__
-            raise ProviderError(f"APIConnectionError: {message}", model=self.model, retryable=True) from exc
+            # No connection was made (refused, no such host, a TLS handshake that failed): the
+            # request was never sent.
+            unsent = isinstance(exc, aiohttp.ClientConnectorError)
+            raise ProviderError(
+                f"APIConnectionError: {message}", model=self.model, retryable=True, unsent=unsent
+            ) from exc
 
     def _json(self, raw: bytes, what: str) -> Any:
         """Decoded JSON, or one line saying what is wrong with it (bad bytes are not "not JSON").
