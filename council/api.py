@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from council.asking import JsonFormat
-from council.budget import Budget
+from council.budget import Budget, cap_in_force, spending
 from council.call_cache import check_can_keep
 from council.config import LoadedConfig, ResolvedCouncil, load_config, resolve_council
 from council.errors import UsageError
-from council.providers.client import ModelClient, RetryPolicy, cap_spending
+from council.providers.client import ModelClient, RetryPolicy, cappable_price
 from council.providers.registry import make_api
 from council.session import Candidate, EventSink, SessionRunner
 from council.storage import Store, using_store
@@ -40,6 +40,17 @@ def attach_call_cache(clients: Iterable[ModelClient], store: Store, *, refresh: 
     cache = CallCache(StoreReplies(store), refresh=refresh)
     for client in clients:
         client.cache = cache
+
+
+def session_cap(loaded: LoadedConfig, council: ResolvedCouncil, max_cost: Any = None) -> float | None:
+    """The cap in force for ``council``'s sessions (``council.budget.cap_in_force``): ``max_cost``,
+    else the config's ``[budget] max_cost_usd``. A model of the council whose calls cannot be
+    kept within a cap is a ``UsageError`` now, before any session (or any request a server takes)."""
+    cap = cap_in_force(max_cost, loaded)
+    if cap is not None:
+        for model in council.models:
+            cappable_price(model)
+    return cap
 
 
 class Council:
@@ -60,22 +71,26 @@ class Council:
 
         ``max_cost``: a hard spend cap in US dollars over every session of this council
         (``self.budget``; a reached cap makes sessions ``partial``, then raises ``BudgetReached``).
+        Without it the config's ``[budget] max_cost_usd`` caps each session on its own
+        (``session_cap``), as ``council run`` caps its one session and the server each of its own.
         ``cache``/``refresh``: answer identical requests from the store's call cache (refused
-        with transcripts off). Both are opt-in here; the CLI reads ``[budget]`` and ``[cache]``."""
+        with transcripts off); opt-in here, the CLI reads ``[cache]``."""
         self.loaded = loaded
         self.resolved: ResolvedCouncil = resolve_council(loaded, council, env)
-        if cache or refresh:  # before anything is opened
+        cap = session_cap(loaded, self.resolved, max_cost)  # before anything is opened
+        # The cap is in force around each session (``run``), not on the clients, which may be
+        # shared with other councils (``client_pool``).
+        self.budget = Budget.capped(cap) if max_cost is not None and cap is not None else None
+        self.session_cap = None if max_cost is not None else cap
+        if cache or refresh:
             check_can_keep(self.resolved.store_transcripts)
         self._exit = ExitStack()  # closes the store if this council opened it (storage.using_store)
         self._store: Store | None = self._exit.enter_context(using_store(store))
         self.clients: dict[str, ModelClient] = client_pool if client_pool is not None else {}
         r = self.resolved
-        for m in [*r.members, *r.reviewers, *(x for x in (r.chairman, r.fallback_chairman) if x)]:
+        for m in r.models:
             if m.id not in self.clients:
                 self.clients[m.id] = ModelClient(m, make_api(m), retry=retry, shared_limits=self._store)
-        self.budget = Budget.capped(max_cost) if max_cost is not None else None
-        if self.budget is not None:
-            cap_spending(self.clients.values(), self.budget)
         if cache or refresh:
             if self._store is None:
                 raise UsageError("the call cache lives in the store: give the council a store")
@@ -121,15 +136,17 @@ class Council:
         synthesis_format: JsonFormat | None = None,
     ) -> SessionResult:
         """``synthesis_format``: ask the chairman for a JSON answer in this format (``JsonFormat``)."""
-        return await self.runner.run(
-            question,
-            seed=seed,
-            history=history or (),
-            candidates=candidates,
-            synthesis=synthesis,
-            on_event=on_event,
-            synthesis_format=synthesis_format,
-        )
+        budget = self.budget if self.session_cap is None else Budget.capped(self.session_cap)
+        with spending(budget):
+            return await self.runner.run(
+                question,
+                seed=seed,
+                history=history or (),
+                candidates=candidates,
+                synthesis=synthesis,
+                on_event=on_event,
+                synthesis_format=synthesis_format,
+            )
 
     def too_large(self, question: str, history: Sequence[dict[str, str]] = ()) -> bool:
         """Whether ``question`` (as ``check_request`` returns it) with ``history`` is too large for

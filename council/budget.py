@@ -47,6 +47,16 @@ def check_cap(value: Any, where: str = "--max-cost") -> float:
     return cap
 
 
+def cap_in_force(given: Any, loaded: Any) -> float | None:
+    """The spend cap in force (docs/methods.md, "Spend caps"): ``given`` (``--max-cost``, or the
+    API's ``max_cost``; checked), else the config's ``[budget] max_cost_usd``, else none. Every
+    front-end resolves its cap here: run, compare, grade, batch, worker, the server, the MCP
+    tools and ``council.api.Council``."""
+    if given is not None:
+        return check_cap(given)
+    return loaded.config.budget.max_cost_usd  # type: ignore[no-any-return]
+
+
 class BudgetReached(ProviderError):
     """A call was not started: its worst case could take the spending past the cap."""
 
@@ -211,23 +221,43 @@ class Tranches:
         return spent + sum(t.spent for t in self.live), cap
 
 
+class RoomHeld(BudgetReached):
+    """A reservation refused while calls of this budget hold room they may give back when they
+    settle (``Budget(waits=True)``): the call waits for that (:meth:`Budget.room_freed`) and asks
+    again. Never raised past ``ModelClient``."""
+
+    def __init__(self, spent: float, cap: float, budget: Budget, since: int) -> None:
+        super().__init__(spent, cap)
+        self.budget = budget
+        self.since = since
+
+
 class Budget:
     """A cap every call of an invocation (or a batch) reserves against.
 
     Once a reservation is refused the budget stays reached: no later call starts (a
-    smaller one might fit, but the run stops where it stood, and says so)."""
+    smaller one might fit, but the run stops where it stood, and says so). With ``waits``
+    (a batch's workers), a refusal while reservations this budget made are still held (its own
+    calls in flight) is not final: the call waits for one of them to settle and asks again
+    (``RoomHeld``), and the budget is reached only when a reservation is refused with none of
+    them left that could settle before it."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Ledger, *, waits: bool = False) -> None:
         self.ledger = ledger
         self.reached: BudgetReached | None = None
+        self.waits = waits
+        self._held = 0  # reservations made in the ledger and not settled
+        self._settled = 0  # how many have been settled, ever
+        self._waiting: dict[_Group, int] = {}  # groups a waiting call belongs to: their room waits on it
+        self._wakers: list[Any] = []  # the futures of the calls waiting (:meth:`room_freed`)
 
     @classmethod
     def capped(cls, cap: float) -> Budget:
         return cls(MemoryLedger(check_cap(cap)))
 
     def reserve(self, amount: float) -> Any:
-        """A token for :meth:`settle`, or ``BudgetReached``. A call started within
-        :func:`together`'s block draws on its group's one reservation."""
+        """A token for :meth:`settle`, or ``BudgetReached`` (``RoomHeld``: wait, then ask again).
+        A call started within :func:`together`'s block draws on its group's one reservation."""
         if self.reached is not None:
             raise self.reached
         group = _GROUP.get()
@@ -239,15 +269,57 @@ class Budget:
                 group.left -= amount
                 group.calls_left -= 1
                 group.in_flight += 1
-                return _Drawn(group)
+                return _Drawn(group, amount)
         return self._reserve(amount)
 
     def _reserve(self, amount: float) -> Any:
         token, spent, cap = self.ledger.reserve(amount)
         if token is None:
+            if self.waits and self._may_free():
+                raise RoomHeld(spent, cap, self, self._settled)
             self.reached = BudgetReached(spent, cap)
+            self._wake()  # the calls waiting stop too
             raise self.reached
+        self._held += 1
         return token
+
+    def _may_free(self) -> bool:
+        """Whether a reservation this budget holds may settle without the calls now waiting: one
+        of a group a waiting call (or the caller) belongs to settles only after that call."""
+        mine = _GROUP.get()
+        stuck = {g for g in self._waiting if g.token is not None}
+        if mine is not None and mine.budget is self and mine.token is not None:
+            stuck.add(mine)
+        return self._held > len(stuck)
+
+    async def room_freed(self, since: int) -> None:
+        """Return once a reservation of this budget has settled after ``since`` (``RoomHeld.since``),
+        or at once if none may (the caller then asks again, and is refused for good)."""
+        import asyncio
+
+        if self._settled != since or self.reached is not None:
+            return
+        group = _GROUP.get()
+        group = group if group is not None and group.budget is self and group.token is not None else None
+        waker = asyncio.get_running_loop().create_future()
+        self._wakers.append(waker)
+        if group is not None:
+            self._waiting[group] = self._waiting.get(group, 0) + 1
+        try:
+            if not self._may_free():  # every reservation left waits on a waiting call
+                self._wake()
+            await waker
+        finally:
+            self._wakers.remove(waker)
+            if group is not None:
+                self._waiting[group] -= 1
+                if not self._waiting[group]:
+                    del self._waiting[group]
+
+    def _wake(self) -> None:
+        for waker in self._wakers:
+            if not waker.done():
+                waker.set_result(None)
 
     def settle(self, token: Any, actual: float) -> None:
         if isinstance(token, _Drawn):
@@ -256,7 +328,25 @@ class Budget:
             group.in_flight -= 1
             group.settle_if_over()
         else:
+            self._settle(token, actual)
+
+    def release(self, token: Any) -> None:
+        """End a reservation whose call cost nothing (answered with an error, or never sent). A
+        call of a group gives its share back to the group, as if it had not started: its retry
+        draws on it instead of reserving beside it."""
+        if isinstance(token, _Drawn):
+            group = token.group
+            group.left += token.amount
+            group.calls_left += 1
+        self.settle(token, 0.0)
+
+    def _settle(self, token: Any, actual: float) -> None:
+        try:
             self.ledger.settle(token, actual)
+        finally:  # a settlement the store lost still ends the reservation here: no call waits on it
+            self._held -= 1
+            self._settled += 1
+            self._wake()
 
     def totals(self) -> tuple[float, float]:
         return self.ledger.totals()
@@ -264,6 +354,29 @@ class Budget:
     def summary(self) -> str:
         spent, cap = self.totals()
         return f"spent {usd(spent)} of {usd(cap)}"
+
+
+_SPENDING: ContextVar[Budget | None] = ContextVar("council_spending", default=None)
+
+
+@contextmanager
+def spending(budget: Budget | None) -> Iterator[None]:
+    """Calls made within the block (in it or in tasks it creates) reserve against ``budget``
+    rather than their client's own: a session's cap, whichever clients it shares with others
+    (``council.api.Council``). None: nothing changes."""
+    if budget is None:
+        yield
+        return
+    reset = _SPENDING.set(budget)
+    try:
+        yield
+    finally:
+        _SPENDING.reset(reset)
+
+
+def budget_in_force(own: Budget | None) -> Budget | None:
+    """The budget a call reserves against: the block's (:func:`spending`), else its client's ``own``."""
+    return _SPENDING.get() or own
 
 
 @dataclass(frozen=True)
@@ -298,14 +411,15 @@ class _Group:
         """Settle the group's reservation once its block has ended and no call of it is in flight."""
         if not self.open and self.in_flight == 0 and self.token is not None:
             token, self.token = self.token, None
-            self.budget.ledger.settle(token, self.spent)
+            self.budget._settle(token, self.spent)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Drawn:
     """A call's share of its group's reservation."""
 
     group: _Group
+    amount: float
 
 
 _GROUP: ContextVar[_Group | None] = ContextVar("council_budget_group", default=None)

@@ -89,11 +89,15 @@ class ProviderError(CouncilFailure):
         model: str = "",
         status_code: int | None = None,
         retryable: bool = False,
+        unsent: bool = False,
     ) -> None:
         super().__init__(message)
         self.model = model
         self.status_code = status_code
         self.retryable = retryable
+        self.unsent = unsent
+        """The request provably never reached the provider (its connection was refused, or never
+        made, before any byte was sent): it cost nothing."""
 
     def __str__(self) -> str:
         prefix = f"{self.model}: " if self.model else ""

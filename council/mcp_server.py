@@ -50,12 +50,16 @@ class Tools:
     clients and limits are reused by every call)."""
 
     def __init__(self, config: str | None, heartbeat: float = 10.0) -> None:
+        from council.api import session_cap
         from council.config import load_config, resolve_council
 
         self.config = config
         self.heartbeat = heartbeat
         self.loaded = load_config(config)
-        resolve_council(self.loaded, None)  # a bad config fails now, before serving, in one line
+        session_cap(self.loaded, resolve_council(self.loaded, None))  # a bad config fails now, in one line
+        if self.loaded.config.budget.max_cost_usd is not None:  # as a council a configured cap cannot bound
+            for name in self.loaded.config.councils:
+                session_cap(self.loaded, resolve_council(self.loaded, name))
         self.councils: dict[str | None, Any] = {}
 
     def council(self, name: str | None) -> Any:
@@ -433,12 +437,16 @@ def build_server(tools: Tools) -> Any:
 
 
 async def _judging(tools: Tools, refs: list[str] | None, ctx: Any, work: Callable[..., Awaitable[Any]]) -> Any:
+    from council.budget import Budget, cap_in_force
     from council.config import resolve_privacy
     from council.judging.engine import make_judges
-    from council.providers.client import share_limits
+    from council.providers.client import cap_spending, share_limits
     from council.storage import using_store
 
     clients = make_judges(tools.loaded, refs or ())
+    cap = cap_in_force(None, tools.loaded)  # each tool call under the config's cap, as `council compare`
+    if cap is not None:
+        cap_spending(clients, Budget.capped(cap))
     progress = _Progress(ctx, tools.heartbeat)
     progress.doing = "judging"
 

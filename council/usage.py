@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
@@ -25,6 +25,37 @@ log = get_logger("council.usage")
 def known_cost(cost: float | None) -> float | None:
     """A cost that is not a finite number (an inf or nan price, an overflowing sum) is unknown."""
     return cost if cost is None or math.isfinite(cost) else None
+
+
+def reported_usage(
+    usage: Any, prompt: str = "prompt_tokens", completion: str = "completion_tokens"
+) -> tuple[int, int, bool]:
+    """A provider's usage block (a JSON object) as ``(prompt tokens, completion tokens, trusted)``:
+    every backend reads its counts here. A count is an integer of at least 0; anything else (a
+    string, a bool, a negative, fractional or non-finite number, a list), or a block that is not an
+    object, cannot be trusted: it reads as 0 with ``trusted`` False, and the call is settled at its
+    worst case (``ModelClient``; docs/methods.md, "Spend caps"). An absent block or count is 0, as
+    from a server that reports none."""
+    if usage is None:
+        return 0, 0, True
+    if not isinstance(usage, Mapping):
+        return 0, 0, False
+    values = usage.get(prompt), usage.get(completion)
+    counts = [token_count(value) for value in values]
+    trusted = all(count is not None or value is None for count, value in zip(counts, values, strict=True))
+    return counts[0] or 0, counts[1] or 0, trusted
+
+
+def token_count(value: Any) -> int | None:
+    """A reported token count: an int of at least 0 (a float with an integral value too); None for
+    anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float) and math.isfinite(value) and value >= 0 and value.is_integer():
+        return int(value)
+    return None
 
 
 class CallRecord(BaseModel):
@@ -45,6 +76,9 @@ class CallRecord(BaseModel):
     """Answered from the call cache: nothing was sent, nothing paid (``cost_usd`` 0)."""
     saved_usd: float | None = None
     """For a cached call: what the reply cost when it was made (None: unknown)."""
+    usage_untrusted: bool = False
+    """The usage the provider reported could not be trusted (unreadable, or more than the call could
+    take): the tokens are the call's bounds and the cost its worst case (docs/methods.md, "Spend caps")."""
 
     def row(self) -> dict[str, Any]:
         """The fields as a new dict, equal to ``model_dump()``: every field is a plain value, and

@@ -12,7 +12,10 @@ OpenAI's batch API: ``POST /v1/files`` (multipart, ``purpose=batch``), ``GET
 (a malformed file fails it, with the reason), waits ``--batch-seconds``, then answers each line as
 ``/v1/chat/completions`` would; ``--batch-expire-after N`` expires it after N lines (the rest go
 to its error file as ``batch_expired``), and ``--batch-reject REASON`` fails every file's
-validation with that reason. Anthropic's Message Batches too: ``POST /v1/messages/batches``,
+validation with that reason. ``--usage JSON`` replaces every reply's usage block with that object
+(a hostile provider's: strings, negative or huge counts), in direct, streamed and batched replies
+(Anthropic's ``input_tokens``/``output_tokens`` take its ``prompt_tokens``/``completion_tokens``).
+Anthropic's Message Batches too: ``POST /v1/messages/batches``,
 ``GET /v1/messages/batches/{id}[/results]`` (the same delay and expiry). Batches live in
 memory for the server's lifetime. Hostile results (both APIs): ``--batch-results-faults`` makes
 the first line of the first results file served ``malformed`` (cut short), its second ``huge``
@@ -110,6 +113,7 @@ class MockLLM:
         batch_results_faults: Sequence[str] | str = (),
         batch_results_base: str | None = None,
         stream_interval: float = 0.0,
+        usage: str | dict[str, Any] | None = None,
     ) -> None:
         kinds = [k.strip() for k in fault_kinds.split(",")] if isinstance(fault_kinds, str) else list(fault_kinds)
         for kind in kinds:
@@ -120,6 +124,9 @@ class MockLLM:
                 raise ValueError(f"{name} must be within [0, 1], got {rate}")
         self.latency, self.jitter, self.slow_seconds = latency, jitter, slow_seconds
         self.stream_interval = stream_interval
+        self.usage = json.loads(usage) if isinstance(usage, str) else usage
+        if self.usage is not None and not isinstance(self.usage, dict):
+            raise ValueError("usage must be a JSON object")
         self.fault_rate, self.fault_kinds, self.hang_seconds = fault_rate, kinds or ["500"], hang_seconds
         self.malformed_rate, self.retry_after = malformed_rate, retry_after
         self.require_key = require_key
@@ -276,6 +283,8 @@ class MockLLM:
         usage_in = prompt_tokens(messages)
         usage_out = len(text.split())
         usage = {"prompt_tokens": usage_in, "completion_tokens": usage_out, "total_tokens": usage_in + usage_out}
+        if self.usage is not None:
+            usage = dict(self.usage)
         ident, created = f"chatcmpl-mock-{os.getpid()}-{next(self._ids)}", int(time.time())
         if "cutoff" in behaviours and not stream:
             error = cutoff_error(model)
@@ -474,7 +483,7 @@ class MockLLM:
                 "id": data["id"], "type": "message", "role": "assistant", "model": params.get("model"),
                 "content": [_content(data["choices"][0]["message"]["content"], tools)],
                 "stop_reason": "end_turn",
-                "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"]},
+                "usage": {"input_tokens": usage.get("prompt_tokens"), "output_tokens": usage.get("completion_tokens")},
             }  # fmt: skip
             lines.append({"custom_id": item.get("custom_id"), "result": {"type": "succeeded", "message": message}})
         self.files["results-" + batch["id"]] = "".join(json.dumps(line) + "\n" for line in lines).encode()
@@ -617,6 +626,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--batch-results-faults", default="", metavar="KINDS", help=f"comma-separated: {faults}")
     p.add_argument("--batch-results-base", default=None, metavar="URL", help="the server results_url names")
     p.add_argument("--stream-interval", type=float, default=0.0, help="seconds between streamed chunks")
+    p.add_argument("--usage", default=None, metavar="JSON", help="the usage block of every reply (a JSON object)")
     return p.parse_args(argv)
 
 
@@ -644,6 +654,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             batch_results_faults=args.batch_results_faults,
             batch_results_base=args.batch_results_base,
             stream_interval=args.stream_interval,
+            usage=args.usage,
         )
     except (ValueError, OSError) as exc:
         print(f"mock_llm_server: {exc}", file=sys.stderr)

@@ -126,15 +126,6 @@ def lease_seconds_option(command: Any) -> Any:
     )(command)
 
 
-def spend_cap(max_cost: str | None, loaded: Any) -> float | None:
-    """The cap in force: ``--max-cost``, else the config's ``[budget] max_cost_usd``, else none."""
-    from council.budget import check_cap
-
-    if max_cost is not None:
-        return check_cap(max_cost)
-    return loaded.config.budget.max_cost_usd
-
-
 def cache_options(command: Any) -> Any:
     """``--cache`` and ``--refresh``: answer identical requests from the store (or ask again)."""
     command = click.option(

@@ -79,8 +79,8 @@ def run_with_judges(
     store): the store is opened here, once, and handed to ``work``, and judges with an ``rpm`` or
     ``tpm`` keep it in the store's budgets, one for every process sharing the store, as a batch's
     workers do (else ``store`` is the cache's, or None)."""
-    from council.budget import Budget, BudgetReached, check_cap
-    from council.cli.common import attach_cache, cache_wanted, config_and_privacy, spend_cap
+    from council.budget import Budget, BudgetReached, cap_in_force, check_cap
+    from council.cli.common import attach_cache, cache_wanted, config_and_privacy
     from council.judging.engine import make_judges
     from council.providers.client import cap_spending, share_limits
 
@@ -89,7 +89,7 @@ def run_with_judges(
     loaded, privacy = config_and_privacy(config_path)
     judges = make_judges(loaded, judge_refs)
     cached = cache_wanted(use_cache, refresh, loaded)
-    cap = spend_cap(max_cost, loaded)
+    cap = cap_in_force(max_cost, loaded)
     budget = Budget.capped(cap) if cap is not None else None
     if budget is not None:
         for judge in judges:

@@ -63,8 +63,8 @@ def run(
     answered or a synthesis that was asked for is missing (the session is partial).
     """
     from council.api import Council
-    from council.budget import BudgetReached, check_cap
-    from council.cli.common import cache_wanted, quiet, spend_cap, status
+    from council.budget import BudgetReached, cap_in_force, check_cap
+    from council.cli.common import cache_wanted, quiet, status
     from council.cli.progress import ProgressDisplay
     from council.cli.show_parts import show_option_parts
     from council.config import load_config
@@ -79,7 +79,9 @@ def run(
         check_cap(max_cost)
     loaded = load_config(config_path)
     cached = cache_wanted(use_cache, refresh, loaded)
-    council = Council(loaded, council=council_name, max_cost=spend_cap(max_cost, loaded), cache=cached, refresh=refresh)
+    # The cap in force over this invocation's one session: --max-cost, else the config's.
+    cap = cap_in_force(max_cost, loaded)
+    council = Council(loaded, council=council_name, max_cost=cap, cache=cached, refresh=refresh)
     budget = council.budget
     if cached:
         status("note: the call cache repeats kept answers; answers sampled at temperature > 0 are meant to vary")

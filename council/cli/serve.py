@@ -49,6 +49,7 @@ def serve(
     workers: int,
 ) -> None:
     """Serve councils as OpenAI-compatible chat models (model = council name), and the web app at /."""
+    from council.api import session_cap
     from council.config import load_config, resolve_council
     from council.server.app import is_loopback
     from council.server.guard import check_allowed_host
@@ -63,6 +64,8 @@ def serve(
     hosts = [check_allowed_host(name) for name in allowed_hosts]
     loaded = load_config(config_path)
     councils = [resolve_council(loaded, name) for name in loaded.config.councils]  # fail now, not on a request
+    for council in councils:  # so does a council whose calls the configured spend cap cannot bound
+        session_cap(loaded, council)
     from council.storage import open_store
 
     # A store that cannot be opened (unreachable, refused, read-only) is one line now, not a

@@ -15,7 +15,8 @@ from council.cli.judge import config_option
 @click.option("--follow", is_flag=True, help="Keep waiting for new items when the queue is empty (stop with Ctrl-C).")
 @lease_seconds_option
 @max_cost_option(
-    "Replace the batch's stored spend cap (needs --batch-id); every worker of the batch honours the stored cap."
+    "Replace the batch's stored spend cap (needs --batch-id); every worker of the batch honours the stored cap "
+    "(a batch without one takes [budget] max_cost_usd)."
 )
 def worker(
     batch_id: str | None,
@@ -33,7 +34,7 @@ def worker(
     to the queue when their lease passes (their calls may then be made again)."""
     import asyncio
 
-    from council.budget import Budget, BudgetReached, check_cap
+    from council.budget import Budget, BudgetReached, cap_in_force, check_cap
     from council.cli.common import config_and_privacy, status
     from council.errors import CouncilFailure, NotFoundError, UsageError
     from council.judging.batch import batch_budget
@@ -45,6 +46,7 @@ def worker(
     if cap is not None and batch_id is None:
         raise UsageError("--max-cost needs --batch-id: a cap is kept with one batch")
     loaded, privacy = config_and_privacy(config_path)
+    configured = cap_in_force(None, loaded)  # the cap of a batch that has none of its own
     keep_text = privacy.store_transcripts
     budgets: list[Budget] = []
     with using_store(True) as store:
@@ -56,7 +58,7 @@ def worker(
             # Each batch's judges under its stored cap (replaced first by --max-cost), shared by
             # every worker of it: docs/methods.md, "Spend caps".
             judges = judges_from_spec(spec, loaded.config)
-            budget = batch_budget(store, the_id, cap if the_id == batch_id else None, judges)
+            budget = batch_budget(store, the_id, cap if the_id == batch_id else None, judges, configured)
             if budget is not None:
                 budgets.append(budget)
             return judges

@@ -104,6 +104,11 @@ class ResolvedCouncil(BaseModel):
     source: str
 
     @property
+    def models(self) -> list[ResolvedModel]:
+        """Every model the council calls: members, reviewers, the chairman and its fallback."""
+        return [*self.members, *self.reviewers, *(x for x in (self.chairman, self.fallback_chairman) if x)]
+
+    @property
     def hash_queries(self) -> bool:
         return self.privacy.hash_queries
 

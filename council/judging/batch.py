@@ -558,24 +558,31 @@ async def _run_batch(
     return summary
 
 
-def store_batch_cap(store: Store, batch_id: str, max_cost: float | None) -> float | None:
+def store_batch_cap(
+    store: Store, batch_id: str, max_cost: float | None, default: float | None = None
+) -> float | None:
     """Keep ``max_cost`` as the batch's cap in the store (replacing an earlier one; None keeps
-    it); the cap in force, None when the batch has none."""
+    it, or keeps ``default`` for a batch without one); the cap in force, None when the batch has none."""
     from council.storage import batch_key
 
+    key = batch_key(batch_id)
+    if max_cost is None and default is not None and store.open_budget(key, cap_usd=None) is None:
+        max_cost = default
     spent = store.batch_spent(batch_id) if max_cost is not None else 0.0
-    return store.open_budget(batch_key(batch_id), cap_usd=max_cost, spent_usd=spent)
+    return store.open_budget(key, cap_usd=max_cost, spent_usd=spent)
 
 
 def batch_budget(
-    store: Store, batch_id: str, max_cost: float | None, judges: Sequence[ModelClient]
+    store: Store, batch_id: str, max_cost: float | None, judges: Sequence[ModelClient], default: float | None = None
 ) -> Budget | None:
-    """The batch's budget in the store (``max_cost`` replaces its cap), with the judges under it."""
+    """The batch's budget in the store (``max_cost`` replaces its cap; ``default`` is the cap of a
+    batch without one: the worker's config's), with the judges under it."""
     from council.storage import StoreLedger, batch_key
 
     key = batch_key(batch_id)
-    if store_batch_cap(store, batch_id, max_cost) is None:
+    if store_batch_cap(store, batch_id, max_cost, default) is None:
         return None
-    budget = Budget(Tranches(StoreLedger(store, key)))
+    # A worker refused while its own calls hold the room waits for them, rather than stopping.
+    budget = Budget(Tranches(StoreLedger(store, key)), waits=True)
     cap_spending(judges, budget)
     return budget

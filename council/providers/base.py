@@ -51,6 +51,9 @@ class ChatResponse(BaseModel):
     cost_usd: float | None = None
     """None when the price of the model is unknown (never guessed)."""
     provider_model: str | None = Field(default=None, description="model name the backend reported")
+    usage_untrusted: bool = False
+    """The usage block could not be read (``council.usage.reported_usage``): ``ModelClient``
+    settles the call at its worst case."""
 
     @field_validator("cost_usd")
     @classmethod

@@ -2,8 +2,8 @@
 
 One ``ModelClient`` per configured model, shared by every session of a ``Council``
 (so concurrent sessions share a model's limits). A call is:
-``semaphore (max_concurrency) → rate budgets (rpm, tpm) → backend, under a per-attempt
-timeout``, retried with exponential backoff and jitter (tenacity) on 429/5xx/timeouts.
+``semaphore (max_concurrency) → spend cap → rate budgets (rpm, tpm) → backend, under a
+per-attempt timeout``, retried with exponential backoff and jitter (tenacity) on 429/5xx/timeouts.
 Under ``tpm`` each attempt reserves its worst-case tokens (a bound of its prompt + its
 max_tokens) before it is sent and settles at its real usage after (docs/methods.md,
 "Shared rate budget"); one that could never fit is refused unsent (``RequestTooLarge``).
@@ -12,7 +12,8 @@ What a backend sends back (the reply, each streamed piece, the model name it rep
 text) has U+0000 replaced by U+FFFD here, for every backend: nothing after (the store,
 PostgreSQL's text columns included, a terminal, a client) gets one (:func:`provider_text`).
 Under a spend cap (``budget``), each attempt reserves its worst case before it is sent
-and settles at its real cost when it ends (``council.budget``; docs/methods.md, "Spend caps").
+and settles at its real cost when it ends (``council.budget``; docs/methods.md, "Spend caps");
+one refused while its own budget's calls hold the room (a batch's worker) waits for them.
 With a ``cache``, an identical request is answered from it (logged ``cached``, cost 0), and
 a reply the caller accepts is kept (docs/methods.md, "Call cache").
 
@@ -32,7 +33,15 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from council.background import asking_store
-from council.budget import Budget, BudgetReached, CallPrice, prompt_tokens_bound
+from council.budget import (
+    MESSAGE_OVERHEAD_TOKENS,
+    REQUEST_OVERHEAD_TOKENS,
+    Budget,
+    CallPrice,
+    RoomHeld,
+    budget_in_force,
+    prompt_tokens_bound,
+)
 from council.call_cache import CACHE_VERSION, CallCache, request_key
 from council.clock import utc_now
 from council.config import ResolvedModel
@@ -44,6 +53,22 @@ from council.redaction import redact, redact_secrets
 from council.usage import CallRecord, CallSink
 
 log = get_logger("council.providers")
+
+
+#: More tokens than any call takes: a count above it is not trusted even where the call's own
+#: output limit is unknown (and would not fit a database's integer).
+ABSURD_TOKENS = 10**9
+
+
+def _surely_within(request: ChatRequest) -> int:
+    """A prompt token count up to which a request is within its bound (:func:`_prompt_bound`), without
+    encoding it: every character is at least one byte."""
+    chars = sum(len(v) for m in request.messages for v in m.values() if isinstance(v, str))
+    return chars + REQUEST_OVERHEAD_TOKENS + MESSAGE_OVERHEAD_TOKENS * len(request.messages)
+
+
+def _prompt_bound(request: ChatRequest) -> int:
+    return prompt_tokens_bound(request.messages, request.json_schema)
 
 
 class RetryPolicy(BaseModel):
@@ -78,7 +103,8 @@ def _without_secrets(exc: ProviderError, request: ChatRequest) -> ProviderError:
     clean = provider_text(redact(message, private=[m.get("content") for m in request.messages]))
     if clean == message:
         return exc
-    return ProviderError(clean, model=exc.model, status_code=exc.status_code, retryable=exc.retryable)
+    return ProviderError(clean, model=exc.model, status_code=exc.status_code, retryable=exc.retryable,
+                         unsent=exc.unsent)  # fmt: skip
 
 
 def _has_text(response: ChatResponse) -> bool:
@@ -93,6 +119,12 @@ def _cached_reply(entry: Any) -> ChatResponse | None:
         return ChatResponse.model_validate({k: v for k, v in entry.items() if k not in ("v", "model")})
     except ValueError:
         return None
+
+
+def _not_billed(exc: BaseException) -> bool:
+    """A failed attempt that cost nothing: the provider answered it with an error (an HTTP status),
+    or it was never sent (its connection was never made)."""
+    return isinstance(exc, ProviderError) and (exc.status_code is not None or exc.unsent)
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -133,6 +165,7 @@ class ModelClient:
         self.budget: Budget | None = None
         """The spend cap this client's calls reserve against (None: no cap)."""
         self._call_price: CallPrice | None = None
+        self._price_looked_up = False
         self.cache: CallCache | None = None
         """Where identical requests are answered from (None: every call is made)."""
         self._target = {"model": spec.model, "api_base": spec.api_base, "transport": resolved.transport}
@@ -159,26 +192,52 @@ class ModelClient:
 
     def check_budget(self) -> CallPrice:
         """What this model's calls may cost, or a ``UsageError`` saying why a cap cannot be
-        kept for it (no known price; no max_tokens and no known output limit)."""
+        kept for it (:func:`cappable_price`)."""
         if self._call_price is None:
+            self._call_price = cappable_price(self.resolved)
+        return self._call_price
+
+    def _price(self) -> CallPrice | None:
+        """What this model's calls may cost, as ``check_budget`` finds it; None: not known."""
+        if self._call_price is None and not self._price_looked_up:
             from council.providers.prices import call_price
 
+            self._price_looked_up = True
             price = call_price(self.resolved)
-            where = f"[models.{self.id}]"
-            if price is None:
-                raise UsageError(
-                    f"{self.id}: no known price for {self.model}, so a spend cap cannot be kept; "
-                    f"set input_cost_per_token and output_cost_per_token in {where}"
-                )
-            if not (math.isfinite(price.input) and math.isfinite(price.output)):
-                raise UsageError(f"{self.id}: the price of {self.model} is not a finite number; fix it in {where}")
-            if price.worst_case(0, self.resolved.spec.max_tokens) is None:
-                raise UsageError(
-                    f"{self.id}: no max_tokens and no known output limit for {self.model}, so a spend cap "
-                    f"cannot be kept; set max_tokens in {where}"
-                )
-            self._call_price = price
+            if price is not None and math.isfinite(price.input) and math.isfinite(price.output):
+                self._call_price = price
         return self._call_price
+
+    def settled_usage(self, request: ChatRequest, response: ChatResponse) -> ChatResponse:
+        """The reply with the usage its call is settled at: every reply passes here (docs/methods.md,
+        "Spend caps"). Usage that cannot be trusted — counts the backend could not read
+        (``council.usage.reported_usage``), a negative cost, more completion tokens than the
+        request's ``max_tokens`` (else the model's output limit) allow, or more prompt tokens than
+        the request's bound — is replaced by the call's bounds and its worst-case cost, which is
+        what its reservation under a spend cap held, and flagged (``usage_untrusted``), with a warning."""
+        price = None
+        limit = request.max_tokens
+        if limit is None:
+            price = self._price()
+            limit = (price.max_output_tokens or None) if price is not None else None  # 0: a free model's, no limit
+        untrusted = (
+            response.usage_untrusted
+            or (response.cost_usd is not None and response.cost_usd < 0)
+            or response.completion_tokens > (limit if limit is not None else ABSURD_TOKENS)
+            or (response.prompt_tokens > _surely_within(request) and response.prompt_tokens > _prompt_bound(request))
+        )
+        if not untrusted:
+            return response
+        price = price or self._price()
+        prompt = _prompt_bound(request)
+        worst = None if price is None else price.worst_case(prompt, limit)
+        log.warning(
+            "the usage the provider reported cannot be trusted: the call is counted at its worst case",
+            member=self.id, model=self.model, prompt_tokens=response.prompt_tokens,
+            completion_tokens=response.completion_tokens, cost_usd=response.cost_usd,
+        )  # fmt: skip
+        update = {"prompt_tokens": prompt, "completion_tokens": limit or 0, "cost_usd": worst, "usage_untrusted": True}
+        return response.model_copy(update=update)
 
     def worst_case(self, request: ChatRequest) -> float:
         """The most this request can cost (docs/methods.md, "Spend caps")."""
@@ -201,44 +260,59 @@ class ModelClient:
         tokens = self.call_tokens(request)  # RequestTooLarge: refused before anything else
         if not self._prepared:
             self._prepare()
-        async with self._semaphore:
-            if self._rates is not None:  # none for a provider batch's lines (council.providers.provider_batch)
-                await self._pace(tokens)
-            used = tokens  # a call that may have reached the model counts at its worst case
+
+        def send() -> Awaitable[ChatResponse]:
+            return self._send(request, stage, attempt, sink, timeout, on_delta)
+
+        while True:
             try:
-                response = await self._spend(
-                    request, lambda: self._send(request, stage, attempt, sink, timeout, on_delta)
-                )
-                if response.prompt_tokens or response.completion_tokens:
-                    used = response.prompt_tokens + response.completion_tokens
-                return response
-            except (ProviderError, UsageError) as exc:
-                # Not sent (a reached or unkeepable cap), or answered with an error: no tokens used.
-                if isinstance(exc, BudgetReached | UsageError) or getattr(exc, "status_code", None) is not None:
-                    used = 0
-                raise
-            finally:
-                if tokens and used != tokens and self._rates is not None:
-                    await asking_store(self._rates, self._settle_tokens, tokens, used)
+                async with self._semaphore:
+                    return await self._spend(request, lambda: self._paced(tokens, send))
+            except RoomHeld as held:
+                # Refused while this budget's own calls hold the room (a batch's worker): asked again
+                # once one of them has settled, holding no place of the semaphore meanwhile.
+                await held.budget.room_freed(held.since)
+
+    async def _paced(self, tokens: int, send: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
+        """``send()`` once its turn has come under ``rpm`` and ``tpm``; its tokens settled after."""
+        if self._rates is not None:  # none for a provider batch's lines (council.providers.provider_batch)
+            await self._pace(tokens)
+        used = tokens  # a call that may have reached the model counts at its worst case
+        try:
+            response = await send()
+            if response.prompt_tokens or response.completion_tokens:
+                used = response.prompt_tokens + response.completion_tokens
+            return response
+        except (ProviderError, UsageError) as exc:
+            # Not sent (a connection never made), or answered with an error: no tokens used.
+            if isinstance(exc, UsageError) or _not_billed(exc):
+                used = 0
+            raise
+        finally:
+            if tokens and used != tokens and self._rates is not None:
+                await asking_store(self._rates, self._settle_tokens, tokens, used)
 
     async def _spend(self, request: ChatRequest, send: Callable[[], Awaitable[ChatResponse]]) -> ChatResponse:
         """``send()`` the attempt under the spend cap, if any (docs/methods.md, "Spend caps")."""
-        budget = self.budget
+        budget = budget_in_force(self.budget)
         if budget is None:
             return await send()
         worst = self.worst_case(request)
         token = budget.reserve(worst)  # BudgetReached: nothing is sent
-        spent = worst  # a call that may have been billed counts at its worst case
+        spent: float | None = worst  # a call that may have been billed counts at its worst case
         try:
             response = await send()
             spent = worst if response.cost_usd is None else response.cost_usd
             return response
         except ProviderError as exc:
-            if exc.status_code is not None:  # the provider answered with an error: not billed
-                spent = 0.0
+            if _not_billed(exc):
+                spent = None
             raise
         finally:
-            budget.settle(token, spent)
+            if spent is None:
+                budget.release(token)
+            else:
+                budget.settle(token, spent)
 
     async def _send(
         self,
@@ -281,6 +355,8 @@ class ModelClient:
             # so the call log keeps it.
             self._record(sink, call_id, stage, started, t0, attempt, None, "cancelled")
             raise
+        if response is not None:
+            response = self.settled_usage(request, response)
         if error is not None and streamed:
             # Part of the reply is out already: a retry would repeat it. The caller decides.
             error = ProviderError(
@@ -380,6 +456,7 @@ class ModelClient:
             attempt=attempt,
             ok=error is None,
             error=error,
+            usage_untrusted=response.usage_untrusted if response else False,
         )
 
     async def complete(
@@ -461,6 +538,28 @@ class ModelClient:
 
     async def aclose(self) -> None:
         await self.api.aclose()
+
+
+def cappable_price(resolved: ResolvedModel) -> CallPrice:
+    """What a model's calls may cost, or a ``UsageError`` saying why a spend cap cannot be kept
+    for it (no known price; no max_tokens and no known output limit)."""
+    from council.providers.prices import call_price
+
+    price = call_price(resolved)
+    where = f"[models.{resolved.id}]"
+    if price is None:
+        raise UsageError(
+            f"{resolved.id}: no known price for {resolved.model}, so a spend cap cannot be kept; "
+            f"set input_cost_per_token and output_cost_per_token in {where}"
+        )
+    if not (math.isfinite(price.input) and math.isfinite(price.output)):
+        raise UsageError(f"{resolved.id}: the price of {resolved.model} is not a finite number; fix it in {where}")
+    if price.worst_case(0, resolved.spec.max_tokens) is None:
+        raise UsageError(
+            f"{resolved.id}: no max_tokens and no known output limit for {resolved.model}, so a spend cap "
+            f"cannot be kept; set max_tokens in {where}"
+        )
+    return price
 
 
 def share_limits(clients: Iterable[ModelClient], store: SharedLimits) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from council.errors import ProviderError
 from council.providers.base import ChatRequest, ChatResponse, error_name, retryable_status
+from council.usage import reported_usage
 
 # LiteLLM wraps a provider's message in its own and the SDK's class names
 # ("litellm.RateLimitError: RateLimitError: OpenAIException - Rate limit reached",
@@ -52,21 +53,48 @@ def _uses_openai_protocol(model: str, api_base: str | None) -> bool:
     return model.startswith(("openai/", "hosted_vllm/", "lm_studio/", "llamafile/")) and api_base is not None
 
 
-def _connection_failure(exc: BaseException) -> str | None:
-    """The transport's own words when the call never reached the server. LiteLLM reports a
-    refused connection as an InternalServerError with status 500; the chain says what it was."""
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from or while handling, outermost first."""
+    chain: list[BaseException] = []
     seen: BaseException | None = exc
+    while seen is not None and all(seen is not e for e in chain):
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    return chain
+
+
+#: The HTTP libraries' errors for a connection that was never made: nothing was sent.
+_NOT_CONNECTED = frozenset({"ConnectError", "ConnectTimeout", "ClientConnectorError"})
+
+
+def _connection_failure(exc: BaseException) -> tuple[str, bool] | None:
+    """The transport's own words when the call failed on its connection, and whether it was never
+    sent (no connection was made). LiteLLM reports a refused connection as an
+    InternalServerError with status 500; the chain says what it was."""
     words = None
-    connection = False
-    visited: set[int] = set()
-    while seen is not None and id(seen) not in visited:
-        visited.add(id(seen))
+    connection = unsent = False
+    for seen in _chain(exc):
         module = type(seen).__module__.split(".")[0]
         connection = connection or type(seen).__name__ in ("APIConnectionError", "ConnectError", "ConnectTimeout")
-        if module in ("aiohttp", "httpx", "httpcore") and str(seen):
-            words = str(seen)  # the deepest HTTP-library message wins
-        seen = seen.__cause__ or seen.__context__
-    return (words or "Connection error.") if connection else None
+        if module in ("aiohttp", "httpx", "httpcore"):
+            unsent = unsent or any(c.__name__ in _NOT_CONNECTED for c in type(seen).__mro__)
+            if str(seen):
+                words = str(seen)  # the deepest HTTP-library message wins
+    return ((words or "Connection error."), unsent) if connection or unsent else None
+
+
+def _unreadable_reply(exc: BaseException) -> bool:
+    """Whether the provider's reply came but LiteLLM could not read it (a usage block that does not
+    validate: "Invalid response object"), which it reports as an InternalServerError with status
+    500. The call may have been billed: it is no HTTP error."""
+    return any(type(e).__name__ == "ValidationError" and type(e).__module__.startswith("pydantic") for e in _chain(exc))
+
+
+def _usage(usage: Any) -> tuple[int, int, bool]:
+    """LiteLLM's usage object, read as every backend reads a usage block (council.usage.reported_usage)."""
+    if usage is None or isinstance(usage, dict):
+        return reported_usage(usage)
+    return reported_usage({key: getattr(usage, key, None) for key in ("prompt_tokens", "completion_tokens")})
 
 
 def provider_error(exc: BaseException, model: str) -> ProviderError:
@@ -75,8 +103,11 @@ def provider_error(exc: BaseException, model: str) -> ProviderError:
     class names depend on the wording of the error."""
     connection = _connection_failure(exc)
     if connection is not None:
-        message = " ".join(connection.split())[:500]
-        return ProviderError(f"APIConnectionError: {message}", model=model, retryable=True)
+        words, unsent = connection
+        message = " ".join(words.split())[:500]
+        return ProviderError(f"APIConnectionError: {message}", model=model, retryable=True, unsent=unsent)
+    if _unreadable_reply(exc):
+        return ProviderError("APIError: the reply could not be read (Invalid response object)", model=model)
     status = getattr(exc, "status_code", None)
     status = status if isinstance(status, int) else None
     name = error_name(status) if status is not None else type(exc).__name__
@@ -145,15 +176,14 @@ class LiteLLMAPI:
             raise ProviderError("APIError: LiteLLM returned no reply", model=self.model)
         choice = response.choices[0]
         text = choice.message.content or ""
-        usage = getattr(response, "usage", None)
-        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        prompt_tokens, completion_tokens, trusted = _usage(getattr(response, "usage", None))
         return ChatResponse(
             text=text,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             cost_usd=self._cost(response, prompt_tokens, completion_tokens),
             provider_model=getattr(response, "model", None),
+            usage_untrusted=not trusted,
         )
 
     async def stream(self, request: ChatRequest, on_delta: Callable[[str], None]) -> ChatResponse:
@@ -175,14 +205,14 @@ class LiteLLMAPI:
                     on_delta(text)
         except Exception as exc:
             raise provider_error(exc, self.model) from exc
-        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        prompt_tokens, completion_tokens, trusted = _usage(usage)
         return ChatResponse(
             text="".join(pieces),
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             cost_usd=self._stream_cost(litellm, prompt_tokens, completion_tokens),
             provider_model=reported if isinstance(reported, str) else None,
+            usage_untrusted=not trusted,
         )
 
     def _stream_cost(self, litellm: Any, prompt_tokens: int, completion_tokens: int) -> float | None:

@@ -39,6 +39,7 @@ from council.inputs import check_json_text
 from council.providers import prices
 from council.providers.base import ChatRequest, ChatResponse, error_name, retryable_status
 from council.providers.http_client import aiohttp
+from council.usage import reported_usage, token_count
 
 _MAX_MESSAGE = 500
 
@@ -362,7 +363,12 @@ class OpenAICompatibleAPI:
             ) from None
         except aiohttp.ClientError as exc:
             message = " ".join(str(exc).split())[:_MAX_MESSAGE] or type(exc).__name__
-            raise ProviderError(f"APIConnectionError: {message}", model=self.model, retryable=True) from exc
+            # No connection was made (refused, no such host, a TLS handshake that failed): the
+            # request was never sent.
+            unsent = isinstance(exc, aiohttp.ClientConnectorError)
+            raise ProviderError(
+                f"APIConnectionError: {message}", model=self.model, retryable=True, unsent=unsent
+            ) from exc
 
     def _json(self, raw: bytes, what: str) -> Any:
         """Decoded JSON, or one line saying what is wrong with it (bad bytes are not "not JSON").
@@ -420,11 +426,10 @@ class OpenAICompatibleAPI:
 
     def _reply(self, text: str, data: dict[str, Any]) -> ChatResponse:
         """The response from its text and the reply's (or the last chunks') ``usage`` and ``model``."""
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
-        prompt_tokens = _int(usage.get("prompt_tokens"))
-        completion_tokens = _int(usage.get("completion_tokens"))
-        details = usage.get("prompt_tokens_details")
-        cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
+        usage = data.get("usage")
+        prompt_tokens, completion_tokens, trusted = reported_usage(usage)
+        details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+        cached = (token_count(details.get("cached_tokens")) or 0) if isinstance(details, dict) else 0
         reported = data.get("model")
         return ChatResponse(
             text=text,
@@ -432,6 +437,7 @@ class OpenAICompatibleAPI:
             completion_tokens=completion_tokens,
             cost_usd=self.cost(prompt_tokens, completion_tokens, cached),
             provider_model=reported if isinstance(reported, str) else None,
+            usage_untrusted=not trusted,
         )
 
     def cost(self, prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> float | None:
@@ -446,7 +452,3 @@ class OpenAICompatibleAPI:
         session, loop, self._session, self._loop = self._session, self._loop, None, None
         if session is not None and loop is not None and loop is asyncio.get_running_loop():
             await SESSIONS.release(loop, self.endpoint.base_url, session)
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

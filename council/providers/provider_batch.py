@@ -48,6 +48,7 @@ from council.providers.openai_compatible import (
     status_error,
     too_large,
 )
+from council.usage import reported_usage
 
 log = get_logger("council.providers.batch")
 
@@ -455,11 +456,10 @@ class AnthropicBatches:
         parts = [part for part in message.get("content") or [] if isinstance(part, dict)]
         tool = next((part for part in parts if part.get("type") == "tool_use"), None)
         text = json.dumps(tool.get("input")) if tool else "".join(part.get("text", "") for part in parts)
-        usage = message.get("usage") or {}
-        tokens_in, tokens_out = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
+        tokens_in, tokens_out, trusted = reported_usage(message.get("usage"), "input_tokens", "output_tokens")
         cost = None if self.price is None else self.price.cost(tokens_in, tokens_out) * BATCH_PRICE
         return ChatResponse(text=text, prompt_tokens=tokens_in, completion_tokens=tokens_out, cost_usd=cost,
-                            provider_model=message.get("model"))  # fmt: skip
+                            provider_model=message.get("model"), usage_untrusted=not trusted)  # fmt: skip
 
     async def aclose(self) -> None:
         if self._session is not None:

@@ -23,7 +23,7 @@ from council import background
 from council.asking import JsonFormat, ask_valid
 from council.background import after_grace, off_loop, store_write
 from council.bias.query_hash import QueryHasher
-from council.budget import BudgetReached
+from council.budget import BudgetReached, budget_in_force
 from council.clock import utc_now
 from council.config import ResolvedCouncil, ResolvedModel
 from council.errors import InputError, PromptTooLarge, ProviderError, QuorumError, RequestTooLarge
@@ -621,8 +621,9 @@ class SessionRunner:
     def _budget_reached(self) -> BudgetReached | None:
         """The spend cap's stop, when a call of this council was refused by it."""
         for client in self.clients.values():
-            if client.budget is not None and client.budget.reached is not None:
-                return BudgetReached(*client.budget.totals())
+            budget = budget_in_force(client.budget)
+            if budget is not None and budget.reached is not None:
+                return BudgetReached(*budget.totals())
         return None
 
     def _hasher(self) -> QueryHasher:

@@ -477,3 +477,10 @@ def m021_lease_processes(db: Database) -> None:
     # a process of this machine that has ended is found at once, not when its lease expires.
     db["leases"].add_column("machine", str)
     db["leases"].add_column("started", int)
+
+
+@migrations()
+def m022_call_usage_untrusted(db: Database) -> None:
+    # A call whose reported usage could not be trusted (unreadable, or more than the call could
+    # take) is logged at its bounds and worst-case cost, and flagged (docs/methods.md, "Spend caps").
+    db["calls"].add_column("usage_untrusted", int, not_null_default=0)

@@ -225,6 +225,7 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     ("m020_bias_session_summaries", bias_summaries.migration(postgres=True)),
     # Where a lease's pid means something and when its process started (council.storage.ownership).
     ("m021_lease_processes", ["ALTER TABLE leases ADD COLUMN machine TEXT, ADD COLUMN started BIGINT"]),
+    ("m022_call_usage_untrusted", ["ALTER TABLE calls ADD COLUMN usage_untrusted BIGINT NOT NULL DEFAULT 0"]),
 ]
 
 # Primary keys of the tables rows are upserted into (``finish_session`` replaces answers and reviews).

@@ -50,10 +50,11 @@ BUSY_TIMEOUT_S = 60.0
 MIN_ID_PREFIX = 8
 _CALL_COLUMNS = ("call_id", "session_id", "owner", "stage", "member", "model", "started_at", "latency_ms",
                  "prompt_tokens", "completion_tokens", "cost_usd", "attempt", "ok", "error", "cached",
-                 "saved_usd")  # fmt: skip
+                 "saved_usd", "usage_untrusted")  # fmt: skip
 _CALL_OUTCOME = frozenset(
-    {"latency_ms", "prompt_tokens", "completion_tokens", "cost_usd", "ok", "error", "cached", "saved_usd"}
-)
+    {"latency_ms", "prompt_tokens", "completion_tokens", "cost_usd", "ok", "error", "cached", "saved_usd",
+     "usage_untrusted"}
+)  # fmt: skip
 
 
 def _connect(path: Path | str, *, uri: bool = False) -> sqlite3.Connection:

@@ -108,7 +108,7 @@ def test_an_unpriced_model_under_a_cap_is_refused_in_one_line(tmp_path, council_
     assert result.exit_code == 2
     assert len(result.error_lines) == 1
     assert "no known price" in result.stderr
-    assert db_rows(council_home, "select count(*) from calls") == [(0,)]
+    assert not (council_home / "council.db").exists()  # refused before anything is written
 
 
 def test_compare_stops_at_the_cap(tmp_path, config):

@@ -202,17 +202,19 @@ def test_anthropic_models_go_through_message_batches(tmp_path):
 
 
 def test_a_cap_holds_for_lines_waiting_in_a_round(tmp_path, council_home):
-    """Each waiting line reserves its worst case before it joins a round: a round never overshoots."""
+    """Each waiting line reserves its worst case before it joins a round: a round never overshoots.
+    The lines whose worst case did not fit beside the round's wait for it to settle (at the batch
+    price, far below their worst case) and go in later rounds while the cap allows."""
     with start_mock_server(batch_seconds=0.05) as server:
         config, items = config_for(tmp_path, server), pairs(tmp_path, 20)
         args = ["batch", str(items), "--judge", "j", "--config", str(config), "--provider-batch", "--json"]
         result = invoke_cli(*args, "--max-cost", "1")
         remote = provider_batches(server)
-    assert result.exit_code == 1
+    assert result.exit_code == 0, result.stderr
     summary = json.loads(result.stdout)
-    assert summary["budget_reached"] and summary["spent_usd"] <= 1
-    assert 0 < remote[0]["request_counts"]["total"] < 40  # only the lines whose worst case fit were sent
-    assert result.error_lines[-1].startswith("error: budget reached: $")
+    assert summary["finished"] == 20 and not summary["budget_reached"] and summary["spent_usd"] <= 1
+    assert len(remote) > 1 and all(0 < b["request_counts"]["total"] < 40 for b in remote)  # only lines that fit
+    assert sum(b["request_counts"]["total"] for b in remote) == summary["calls"] == 40
 
 
 # -- hostile results: read a line at a time, each line alone, only from the configured server ----
