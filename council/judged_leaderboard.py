@@ -231,19 +231,26 @@ def rate_judgments(
         board.bootstrap = bootstrap
         board.coefficients = {
             k: StyleCoefficient(estimate=c.estimate, ci=c.ci, standard_error=c.standard_error,
-                                not_estimable=c.not_estimable)
+                                not_estimable=c.not_estimable, identified=c.identified)
             for k, c in fit.coefficients.items()
         }
         for m in board.models:
             i = index[m.model]
             m.rating = float(fit.ratings[i])
             m.ci = None if fit.intervals is None else (float(fit.intervals[i, 0]), float(fit.intervals[i, 1]))
+            m.identified, m.not_identified = i not in fit.not_identified, fit.not_identified.get(i)
         board.models.sort(key=lambda m: (m.group, -m.rating, m.model))
         rank_within_groups(board.models)
         board.notes.append(
             f"Ratings with {' and '.join(control)} held equal (style control): the coefficients are the judge's "
             "pull toward the longer / more formatted answer, in log-odds per standard deviation."
         )
+        if fit.not_identified:
+            board.notes.append(
+                f"{len(fit.not_identified)} of {len(names)} models' ratings with the style held equal are not "
+                "identified by the judgments (identified: false; they rest on the prior): "
+                + ", ".join(names[i] for i in fit.not_identified) + "."
+            )
     if baseline is not None and board.models:
         length_controlled(board, judgments, index, baseline)
     return board

@@ -305,11 +305,40 @@ def test_a_style_that_never_varies_is_not_estimable_not_a_huge_interval(tmp_path
     coef = json.loads(res.stdout)["coefficients"]
     assert coef["headers"] == {"estimate": None, "ci": None, "standard_error": None, "ci_method": "wald",
                                "not_estimable": "not estimable: constant (every judgment has the same headers "
-                               "difference)"}  # fmt: skip
+                               "difference)", "identified": False}  # fmt: skip
     assert all(abs(c["ci"][1] - c["ci"][0]) < 10 for k, c in coef.items() if k != "headers")
     text = invoke_cli("leaderboard", "--judgments", str(path), "--control", "length,markdown").stdout
     assert "headers: not estimable: constant" in " ".join(text.split())
     assert "95% Wald CI" in text and all(c["ci_method"] == "wald" for c in coef.values())
+
+
+def test_separated_judgments_say_what_is_not_identified_in_json_and_words(tmp_path):
+    """Issue 61, finding 2: only x and y compared, x's answer 2.5–3.5× longer and x always winning.
+    The length coefficient printed +122.892 (+122.892 to +122.892); now it is null, identified
+    false, with the reason, and both ratings are flagged."""
+    rng = np.random.default_rng(2)
+    rows = []
+    for i in range(80):
+        base = int(rng.integers(300, 900))
+        long = int(base * rng.uniform(2.5, 3.5))
+        x_is_b = i % 2 == 0
+        rows.append({"model_a": "y" if x_is_b else "x", "model_b": "x" if x_is_b else "y",
+                     "winner": "B" if x_is_b else "A", "length_a": base if x_is_b else long,
+                     "length_b": long if x_is_b else base})  # fmt: skip
+    path = _write(tmp_path / "j.jsonl", rows)
+    res = invoke_cli("leaderboard", "--judgments", str(path), "--control", "length", "--bootstrap", "20", "--json")
+    assert res.exit_code == 0, res.stderr
+    out = json.loads(res.stdout)
+    length = out["coefficients"]["length"]
+    assert (length["estimate"], length["ci"], length["standard_error"], length["identified"]) == (
+        None, None, None, False)  # fmt: skip
+    assert "separated" in length["not_estimable"]
+    for m in out["models"]:
+        assert m["identified"] is False and "not identified" in m["not_identified"]
+    assert any("not identified by the judgments" in n for n in out["notes"])
+    text = " ".join(invoke_cli("leaderboard", "--judgments", str(path), "--control", "length").stdout.split())
+    assert "length: not identified: the judgments are separated" in text
+    assert "* x: rating not identified" in text and "122" not in text
 
 
 def test_a_judgments_file_as_large_as_a_batch_file_is_read(tmp_path):
