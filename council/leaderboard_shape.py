@@ -36,7 +36,14 @@ class ModelRating(BaseModel):
     #: With a baseline (``--baseline``): percent of this model's games against it won, ties
     #: half, and the same length-controlled (docs/methods.md, "Length-controlled win rate").
     baseline_win_rate: float | None = None
+    #: None where the games cannot determine it (``lc_reason`` says why), never a diverged fit's number.
     lc_win_rate: float | None = None
+    #: How ``lc_win_rate`` was estimated: "own length slope" (AlpacaEval's per-model fit) or
+    #: "pooled length slope" (the other models' length effect, where its own games cannot tell
+    #: quality from length); None without one.
+    lc_method: str | None = None
+    #: Why ``lc_win_rate`` is null, or why the pooled slope was used.
+    lc_reason: str | None = None
     #: With style control (``--control``): False when the judgments cannot determine this model's
     #: rating with the style held equal (``not_identified`` says why; the rating then rests on the
     #: prior). docs/methods.md, "Style control".

@@ -154,6 +154,9 @@ def render_text(board: Leaderboard, console: Console) -> None:
     if board.baseline is not None:
         console.print(f"Baseline: {visible(board.baseline)} (win rates in percent of games against it, ties half).",
                       markup=False, highlight=False)
+        for m in board.models:
+            if m.lc_reason is not None:  # null, or the other models' length slope: say why
+                console.print(f"LC {visible(m.model)}: {visible(m.lc_reason)}", markup=False, highlight=False)
     console.print(
         "Scale: Elo-style, mean rating 1000; a 400-point gap means 10:1 odds of winning a comparison.",
         markup=False,

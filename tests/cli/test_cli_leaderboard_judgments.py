@@ -70,7 +70,8 @@ def test_json_shape_and_win_rates(tmp_path):
     models = {m["model"]: m for m in out["models"]}
     assert [m["model"] for m in out["models"]] == ["x", "y", "z"]
     for m in out["models"]:
-        assert {"model", "rating", "ci", "comparisons", "win_rate", "baseline_win_rate", "lc_win_rate"} <= set(m)
+        assert {"model", "rating", "ci", "comparisons", "win_rate", "baseline_win_rate", "lc_win_rate", "lc_method",
+                "lc_reason", "identified", "not_identified"} <= set(m)  # fmt: skip
     assert models["x"]["baseline_win_rate"] == pytest.approx(90.0)  # preference 0.9 every game
     assert models["y"]["baseline_win_rate"] == pytest.approx(75.0)  # half wins, half ties
     assert models["z"]["baseline_win_rate"] == 50.0
@@ -176,7 +177,8 @@ def test_without_prompt_ids_the_difficulty_term_is_left_out_and_said(tmp_path):
     path = _write(tmp_path / "j.jsonl", rows)
     out = json.loads(invoke_cli("leaderboard", "--judgments", str(path), "--baseline", "z", "--json").stdout)
     assert any("no prompt_id" in n for n in out["notes"])
-    assert all(m["lc_win_rate"] is not None for m in out["models"])
+    # here x is always longer than z and y always shorter: null, each with its reason
+    assert all((m["lc_win_rate"] is None) == (m["lc_reason"] is not None) for m in out["models"])
 
 
 def test_alpaca_eval_annotations(tmp_path):
@@ -339,6 +341,26 @@ def test_separated_judgments_say_what_is_not_identified_in_json_and_words(tmp_pa
     text = " ".join(invoke_cli("leaderboard", "--judgments", str(path), "--control", "length").stdout.split())
     assert "length: not identified: the judgments are separated" in text
     assert "* x: rating not identified" in text and "122" not in text
+
+
+def test_a_length_controlled_rate_the_games_cannot_determine_is_null_with_the_reason(tmp_path):
+    """Issue 61, finding 1: one model against the baseline, always about three times longer: its
+    own games cannot tell quality from length and no other model's give the length effect."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for i in range(120):
+        base = int(rng.integers(300, 900))
+        rows.append({"model_a": "base", "model_b": "long", "winner": "B" if rng.random() < 0.75 else "A",
+                     "prompt_id": f"p{i}", "length_a": base, "length_b": int(base * rng.uniform(2.8, 3.2))})  # fmt: skip
+    path = _write(tmp_path / "j.jsonl", rows)
+    out = json.loads(invoke_cli("leaderboard", "--judgments", str(path), "--baseline", "base", "--json").stdout)
+    long = {m["model"]: m for m in out["models"]}["long"]
+    assert long["lc_win_rate"] is None and long["lc_method"] is None
+    assert "always longer" in long["lc_reason"] and "no other model" in long["lc_reason"]
+    assert long["baseline_win_rate"] > 60
+    assert any("lc_win_rate not determined by the games" in n for n in out["notes"])
+    text = " ".join(invoke_cli("leaderboard", "--judgments", str(path), "--baseline", "base").stdout.split())
+    assert "LC long: its answers are always longer than the baseline's" in text
 
 
 def test_a_judgments_file_as_large_as_a_batch_file_is_read(tmp_path):
