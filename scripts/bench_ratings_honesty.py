@@ -3,6 +3,7 @@
     python scripts/bench_ratings_honesty.py sessions             # interval coverage at 5, 10, 30 sessions
     python scripts/bench_ratings_honesty.py sessions --reps 1000 --seed 3
     python scripts/bench_ratings_honesty.py style                # the length coefficient in a sparse arena
+    python scripts/bench_ratings_honesty.py lc                   # length-controlled win rates against truth
 
 The tests (tests/methods/test_methods_leaderboard_honesty.py, ..._style_control.py,
 ..._length_controlled.py) run these simulations with fewer replicates; docs/methods.md quotes
@@ -20,6 +21,14 @@ random pairs, in which better models write longer answers (log length = 6 + slop
 N(0, noise²)); the judge has a length taste γ (0: none). For each design, the share of the
 length coefficient's 95 % Wald intervals that exclude 0 (at γ = 0: the false-positive rate)
 and that contain γ, its mean estimate, and the share of replicates where it is not identified.
+First, the dense design the style-control tests use (four models, 30, 100 and 400 judgments).
+
+``lc``: length-controlled win rates against a baseline, the judge's preference σ(θ_m + difficulty +
+1.5·tanh(Δlen / sd_m)), truth = 100 · mean σ(θ_m + difficulty) (the length term at 0). "alone":
+one model as good as the baseline and usually longer (1.6×), one game per instruction (400);
+"always longer": the same model always about 3× longer, beside two models of the baseline's
+length (θ = 0.8, −1), 300 instructions each, and then alone. Per cell: the mean error, its root
+mean square, and the share of replicates with no rate (null).
 """
 
 from __future__ import annotations
@@ -37,6 +46,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from council.methods.bradley_terry import Stratum, elo_scale, fit_log_strengths, rate  # noqa: E402
+from council.methods.length_controlled import (  # noqa: E402
+    BaselineGames,
+    cross_fitted_difficulty,
+    lc_win_rates,
+    standardised_length,
+)
 from council.methods.logistic import sigmoid  # noqa: E402
 from council.methods.style_control import style_controlled_ratings, style_difference  # noqa: E402
 
@@ -152,7 +167,27 @@ def coefficient_runs(reps: int, seed: int, gamma: float, **arena: float) -> Coef
     return CoefficientRuns(excluded / used, covered / used, float(np.mean(estimates)), missing / reps)
 
 
+def dense_coverage(judgments: int, reps: int, seed: int, gamma: float = 0.5, models: int = 4) -> float:
+    """The dense design of the style-control tests: four models (θ from −0.5 to 0.5), random
+    pairs, log-normal lengths independent of the models, a length taste γ; the share of 95 %
+    Wald intervals that contain γ."""
+    rng = np.random.default_rng(seed)
+    theta = np.linspace(-0.5, 0.5, models)
+    hits = 0
+    for _ in range(reps):
+        a = rng.integers(0, models, judgments)
+        b = (a + rng.integers(1, models, judgments)) % models
+        z = style_difference(np.exp(rng.normal(6, 0.6, judgments)), np.exp(rng.normal(6, 0.6, judgments)))
+        y = (rng.random(judgments) < sigmoid(theta[b] - theta[a] + gamma * z)).astype(float)
+        c = style_controlled_ratings(a, b, y, z[:, None], ["length"], models).coefficients["length"]
+        hits += c.ci is not None and c.ci[0] <= gamma <= c.ci[1]
+    return hits / reps
+
+
 def run_style(args: argparse.Namespace) -> None:
+    for judgments in (30, 100, 400):
+        covered = dense_coverage(judgments, args.reps, args.seed + judgments)
+        print(f"dense, 4 models, {judgments} judgments, gamma 0.5: coverage {covered:.4f} over {args.reps}", flush=True)
     print(f"{'spread':>6} {'slope':>5} {'noise':>5} {'gamma':>5} {'reps':>6} {'excl. 0':>8} {'covers':>7} "
           f"{'mean':>7} {'not id.':>7}")  # fmt: skip
     for spread, slope, noise in ARENAS:
@@ -164,13 +199,74 @@ def run_style(args: argparse.Namespace) -> None:
                   f"   ({time.perf_counter() - start:.0f} s)", flush=True)  # fmt: skip
 
 
+LENGTH_TASTE = 1.5  # the simulated judge's pull toward the longer answer, per tanh unit
+
+
+def one_model_one_game_per_prompt(seed: int, prompts: int = 400) -> tuple[BaselineGames, float]:
+    """One model as good as the baseline, usually longer (1.6× on average, sometimes shorter),
+    one game per instruction; returns the games and the true LC win rate."""
+    rng = np.random.default_rng(seed)
+    difficulty = rng.normal(scale=0.7, size=prompts)
+    base_len = np.exp(rng.normal(np.log(800), 0.6, prompts))
+    delta = 1.6 * np.exp(rng.normal(np.log(800), 0.6, prompts)) - base_len
+    model, prompt = np.zeros(prompts, dtype=np.int64), np.arange(prompts)
+    z = standardised_length(BaselineGames(model, np.zeros(prompts), delta, prompt), 1)
+    y = (rng.random(prompts) < sigmoid(difficulty + LENGTH_TASTE * z)).astype(float)
+    return BaselineGames(model, y, delta, prompt), 100 * float(sigmoid(difficulty).mean())
+
+
+def always_longer(seed: int, prompts: int = 300, alone: bool = False) -> tuple[BaselineGames, float]:
+    """Model 0 is as good as the baseline and always about three times longer; models 1 (θ = 0.8)
+    and 2 (θ = −1) write about as long as the baseline, sometimes longer, sometimes shorter (left
+    out ``alone``). Returns the games and model 0's true LC win rate."""
+    rng = np.random.default_rng(seed)
+    difficulty = rng.normal(scale=0.7, size=prompts)
+    base_len = np.exp(rng.normal(np.log(800), 0.3, prompts))
+    models = 1 if alone else 3
+    model = np.repeat(np.arange(models), prompts)
+    prompt = np.tile(np.arange(prompts), models)
+    own_len = np.where(model == 0, 3 * base_len[prompt] * np.exp(rng.normal(0, 0.05, len(model))),
+                       np.exp(rng.normal(np.log(800), 0.6, len(model))))  # fmt: skip
+    delta = own_len - base_len[prompt]
+    z = standardised_length(BaselineGames(model, np.zeros(len(model)), delta, prompt), models)
+    quality = np.array([0.0, 0.8, -1.0])[:models]
+    y = (rng.random(len(model)) < sigmoid(quality[model] + difficulty[prompt] + LENGTH_TASTE * z)).astype(float)
+    return BaselineGames(model, y, delta, prompt), 100 * float(sigmoid(difficulty).mean())
+
+
+def lc_errors(make, reps: int, seed: int) -> tuple[float, float, float]:
+    """(mean error, root mean square error, share null) of model 0's LC win rate over ``reps``."""
+    errors, null = [], 0
+    for rep in range(reps):
+        games, truth = make(seed + rep)
+        n = int(games.model.max()) + 1
+        assert games.prompt is not None
+        rate = lc_win_rates(games, n, cross_fitted_difficulty(games, n, int(games.prompt.max()) + 1)).rates[0]
+        if np.isnan(rate):
+            null += 1
+        else:
+            errors.append(rate - truth)
+    e = np.array(errors)
+    return (float(e.mean()), float(np.sqrt((e * e).mean())), null / reps) if len(e) else (np.nan, np.nan, 1.0)
+
+
+def run_lc(args: argparse.Namespace) -> None:
+    print(f"{'design':>24} {'reps':>6} {'mean error':>10} {'rms error':>9} {'null':>6}")
+    for name, make in (("alone, 1 game a prompt", one_model_one_game_per_prompt), ("always longer", always_longer),
+                       ("always longer, alone", lambda s: always_longer(s, alone=True))):  # fmt: skip
+        start = time.perf_counter()
+        mean, rms, null = lc_errors(make, args.reps, args.seed)
+        print(f"{name:>24} {args.reps:>6} {mean:>+10.2f} {rms:>9.2f} {null:>6.3f}"
+              f"   ({time.perf_counter() - start:.0f} s)", flush=True)  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["sessions", "style"])
+    parser.add_argument("what", choices=["sessions", "style", "lc"])
     parser.add_argument("--reps", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=61)
     args = parser.parse_args()
-    {"sessions": run_sessions, "style": run_style}[args.what](args)
+    {"sessions": run_sessions, "style": run_style, "lc": run_lc}[args.what](args)
     return 0
 
 

@@ -350,8 +350,9 @@ def test_a_length_controlled_rate_the_games_cannot_determine_is_null_with_the_re
     rows = []
     for i in range(120):
         base = int(rng.integers(300, 900))
+        long = int(base * rng.uniform(2.8, 3.2))
         rows.append({"model_a": "base", "model_b": "long", "winner": "B" if rng.random() < 0.75 else "A",
-                     "prompt_id": f"p{i}", "length_a": base, "length_b": int(base * rng.uniform(2.8, 3.2))})  # fmt: skip
+                     "prompt_id": f"p{i}", "length_a": base, "length_b": long})  # fmt: skip
     path = _write(tmp_path / "j.jsonl", rows)
     out = json.loads(invoke_cli("leaderboard", "--judgments", str(path), "--baseline", "base", "--json").stdout)
     long = {m["model"]: m for m in out["models"]}["long"]

@@ -197,23 +197,17 @@ def test_thousands_of_instructions_fit_in_memory_linear_in_their_number():
 # Issue 61, finding 1: rates the games cannot determine, and difficulty that encodes the outcome.
 
 
-def _always_longer(seed, prompts=300, alone=False):
-    """Model 0 is as good as the baseline and always about three times longer; models 1 (θ = 0.8)
-    and 2 (θ = −1) write about as long as the baseline, sometimes longer, sometimes shorter. The
-    judge's length taste is LENGTH_TASTE per tanh unit of every model's standardised length."""
-    rng = np.random.default_rng(seed)
-    difficulty = rng.normal(scale=0.7, size=prompts)
-    base_len = np.exp(rng.normal(np.log(800), 0.3, prompts))
-    models = 1 if alone else 3
-    model = np.repeat(np.arange(models), prompts)
-    prompt = np.tile(np.arange(prompts), models)
-    own_len = np.where(model == 0, 3 * base_len[prompt] * np.exp(rng.normal(0, 0.05, len(model))),
-                       np.exp(rng.normal(np.log(800), 0.6, len(model))))  # fmt: skip
-    delta = own_len - base_len[prompt]
-    z = standardised_length(BaselineGames(model, np.zeros(len(model)), delta, prompt), models)
-    quality = np.array([0.0, 0.8, -1.0])[:models]
-    y = (rng.random(len(model)) < sigmoid(quality[model] + difficulty[prompt] + LENGTH_TASTE * z)).astype(float)
-    return BaselineGames(model, y, delta, prompt), 100 * sigmoid(difficulty).mean()
+def _bench():
+    """The benchmark's simulations (scripts/bench_ratings_honesty.py, quoted by docs/methods.md)."""
+    import sys
+    from pathlib import Path
+
+    scripts = Path(__file__).resolve().parents[2] / "scripts"
+    if str(scripts) not in sys.path:
+        sys.path.insert(0, str(scripts))
+    import bench_ratings_honesty
+
+    return bench_ratings_honesty
 
 
 def test_a_model_always_three_times_longer_borrows_the_length_slope_or_is_null():
@@ -221,21 +215,21 @@ def test_a_model_always_three_times_longer_borrows_the_length_slope_or_is_null()
     good as the baseline (truth 50.4); alone, 79.0 (its raw rate) with prompt ids and 67.1
     without. Among other models it takes their length slope and reads the truth within 6
     points; alone it is null, with the reason."""
-    games, truth = _always_longer(11)
+    games, truth = _bench().always_longer(11)
     out = lc_win_rates(games, 3, cross_fitted_difficulty(games, 3, 300))
     raw = 100 * games.preference[games.model == 0].mean()
     assert raw > 70
     assert out.method[0] == POOLED and "always longer" in out.reason[0]
     assert abs(out.rates[0] - truth) < 6, (out.rates[0], truth)
     assert out.method[1:] == [OWN, OWN]
-    alone, _ = _always_longer(11, alone=True)
+    alone, _ = _bench().always_longer(11, alone=True)
     single = lc_win_rates(alone, 1, cross_fitted_difficulty(alone, 1, 300))
     assert np.isnan(single.rates[0]) and single.method[0] is None
     assert "always longer" in single.reason[0] and "no other model" in single.reason[0]
 
 
 def test_the_pooled_slope_is_the_inverse_variance_mean_of_statsmodels_own_slopes():
-    games, _ = _always_longer(12)
+    games, _ = _bench().always_longer(12)
     gamma = cross_fitted_difficulty(games, 3, 300)
     out = lc_win_rates(games, 3, gamma)
     z = standardised_length(games, 3)
@@ -264,20 +258,12 @@ def test_one_game_per_prompt_alone_reads_the_truth_not_the_raw_rate():
     about 4) and none is off by 12."""
     errors, lifts = [], []
     for seed in range(20):
-        rng = np.random.default_rng(seed)
-        prompts = 400
-        difficulty = rng.normal(scale=0.7, size=prompts)
-        base_len = np.exp(rng.normal(np.log(800), 0.6, prompts))
-        delta = 1.6 * np.exp(rng.normal(np.log(800), 0.6, prompts)) - base_len
-        model, prompt = np.zeros(prompts, dtype=np.int64), np.arange(prompts)
-        z = standardised_length(BaselineGames(model, np.zeros(prompts), delta, prompt), 1)
-        y = (rng.random(prompts) < sigmoid(difficulty + LENGTH_TASTE * z)).astype(float)
-        games = BaselineGames(model, y, delta, prompt)
-        gamma = cross_fitted_difficulty(games, 1, prompts)
+        games, truth = _bench().one_model_one_game_per_prompt(seed)
+        gamma = cross_fitted_difficulty(games, 1, 400)
         assert (gamma == 0).all()
         lc = lc_win_rates(games, 1, gamma).rates[0]
-        errors.append(lc - 100 * sigmoid(difficulty).mean())
-        lifts.append(100 * y.mean() - lc)
+        errors.append(lc - truth)
+        lifts.append(100 * games.preference.mean() - lc)
     assert abs(np.mean(errors)) < 2.5 and np.abs(errors).max() < 12, errors
     assert np.mean(lifts) > 8  # the raw rate is well above: length bought it
 
