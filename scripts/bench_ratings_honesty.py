@@ -167,26 +167,29 @@ def coefficient_runs(reps: int, seed: int, gamma: float, **arena: float) -> Coef
     return CoefficientRuns(excluded / used, covered / used, float(np.mean(estimates)), missing / reps)
 
 
-def dense_coverage(judgments: int, reps: int, seed: int, gamma: float = 0.5, models: int = 4) -> float:
+def dense_coverage(judgments: int, reps: int, seed: int, gamma: float = 0.5, models: int = 4) -> tuple[float, float]:
     """The dense design of the style-control tests: four models (θ from −0.5 to 0.5), random
-    pairs, log-normal lengths independent of the models, a length taste γ; the share of 95 %
-    Wald intervals that contain γ."""
+    pairs, log-normal lengths independent of the models, a length taste γ. Returns the share of
+    95 % Wald intervals that contain γ, and of ±1 standard error intervals that do."""
     rng = np.random.default_rng(seed)
     theta = np.linspace(-0.5, 0.5, models)
-    hits = 0
+    hits = narrow = 0
     for _ in range(reps):
         a = rng.integers(0, models, judgments)
         b = (a + rng.integers(1, models, judgments)) % models
         z = style_difference(np.exp(rng.normal(6, 0.6, judgments)), np.exp(rng.normal(6, 0.6, judgments)))
         y = (rng.random(judgments) < sigmoid(theta[b] - theta[a] + gamma * z)).astype(float)
         c = style_controlled_ratings(a, b, y, z[:, None], ["length"], models).coefficients["length"]
-        hits += c.ci is not None and c.ci[0] <= gamma <= c.ci[1]
-    return hits / reps
+        if c.ci is not None and c.estimate is not None and c.standard_error is not None:
+            assert c.ci_method == "wald"
+            hits += c.ci[0] <= gamma <= c.ci[1]
+            narrow += abs(c.estimate - gamma) <= c.standard_error
+    return hits / reps, narrow / reps
 
 
 def run_style(args: argparse.Namespace) -> None:
     for judgments in (30, 100, 400):
-        covered = dense_coverage(judgments, args.reps, args.seed + judgments)
+        covered = dense_coverage(judgments, args.reps, args.seed + judgments)[0]
         print(f"dense, 4 models, {judgments} judgments, gamma 0.5: coverage {covered:.4f} over {args.reps}", flush=True)
     print(f"{'spread':>6} {'slope':>5} {'noise':>5} {'gamma':>5} {'reps':>6} {'excl. 0':>8} {'covers':>7} "
           f"{'mean':>7} {'not id.':>7}")  # fmt: skip

@@ -3,6 +3,9 @@ judgments with a planted length effect, against statsmodels' GLM of the same for
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -19,6 +22,14 @@ from council.methods.length_controlled import (
 from council.methods.logistic import sigmoid
 
 sm = pytest.importorskip("statsmodels.api")
+
+# The simulations are the benchmark's (scripts/bench_ratings_honesty.py), which docs/methods.md
+# quotes with more replicates.
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+if str(SCRIPTS) not in sys.path:
+    sys.path.insert(0, str(SCRIPTS))
+
+import bench_ratings_honesty as bench  # noqa: E402
 
 PROMPTS = 400
 LENGTH_TASTE = 1.5  # the simulated judge's pull toward the longer answer, per tanh unit
@@ -96,13 +107,13 @@ def test_cross_fitted_difficulty_is_the_other_models_games_own_optimum():
 
 
 def test_one_newton_step_is_close_to_the_exact_left_out_difficulty_with_many_models(monkeypatch):
-    """Eighty models on each of 20 instructions: one Newton step from the joint fit's term (what
+    """Forty models on each of 15 instructions: one Newton step from the joint fit's term (what
     instructions with more than EXACT_GAMES games get where the step is small) against the exact
-    left-out optimum. One step alone was 5.4 off where the left-out game was the only win."""
+    left-out optimum. One step alone was 5.4 off (80 models) where the left-out game was the only win."""
     import council.methods.length_controlled as lc
 
     rng = np.random.default_rng(1)
-    models, prompts = 80, 20
+    models, prompts = 40, 15
     model, prompt = np.repeat(np.arange(models), prompts), np.tile(np.arange(prompts), models)
     delta = np.exp(rng.normal(6.5, 0.6, models * prompts)) - np.exp(rng.normal(6.5, 0.6, models * prompts))
     z = standardised_length(BaselineGames(model, np.zeros(len(model)), delta, prompt), models)
@@ -197,39 +208,26 @@ def test_thousands_of_instructions_fit_in_memory_linear_in_their_number():
 # Issue 61, finding 1: rates the games cannot determine, and difficulty that encodes the outcome.
 
 
-def _bench():
-    """The benchmark's simulations (scripts/bench_ratings_honesty.py, quoted by docs/methods.md)."""
-    import sys
-    from pathlib import Path
-
-    scripts = Path(__file__).resolve().parents[2] / "scripts"
-    if str(scripts) not in sys.path:
-        sys.path.insert(0, str(scripts))
-    import bench_ratings_honesty
-
-    return bench_ratings_honesty
-
-
 def test_a_model_always_three_times_longer_borrows_the_length_slope_or_is_null():
     """Its own games cannot tell quality from length: its per-model fit read 99.4 for a model as
     good as the baseline (truth 50.4); alone, 79.0 (its raw rate) with prompt ids and 67.1
     without. Among other models it takes their length slope and reads the truth within 6
     points; alone it is null, with the reason."""
-    games, truth = _bench().always_longer(11)
+    games, truth = bench.always_longer(11)
     out = lc_win_rates(games, 3, cross_fitted_difficulty(games, 3, 300))
     raw = 100 * games.preference[games.model == 0].mean()
     assert raw > 70
     assert out.method[0] == POOLED and "always longer" in out.reason[0]
     assert abs(out.rates[0] - truth) < 6, (out.rates[0], truth)
     assert out.method[1:] == [OWN, OWN]
-    alone, _ = _bench().always_longer(11, alone=True)
+    alone, _ = bench.always_longer(11, alone=True)
     single = lc_win_rates(alone, 1, cross_fitted_difficulty(alone, 1, 300))
     assert np.isnan(single.rates[0]) and single.method[0] is None
     assert "always longer" in single.reason[0] and "no other model" in single.reason[0]
 
 
 def test_the_pooled_slope_is_the_inverse_variance_mean_of_statsmodels_own_slopes():
-    games, _ = _bench().always_longer(12)
+    games, _ = bench.always_longer(12)
     gamma = cross_fitted_difficulty(games, 3, 300)
     out = lc_win_rates(games, 3, gamma)
     z = standardised_length(games, 3)
@@ -258,7 +256,7 @@ def test_one_game_per_prompt_alone_reads_the_truth_not_the_raw_rate():
     about 4) and none is off by 12."""
     errors, lifts = [], []
     for seed in range(20):
-        games, truth = _bench().one_model_one_game_per_prompt(seed)
+        games, truth = bench.one_model_one_game_per_prompt(seed)
         gamma = cross_fitted_difficulty(games, 1, 400)
         assert (gamma == 0).all()
         lc = lc_win_rates(games, 1, gamma).rates[0]
@@ -276,7 +274,6 @@ def test_alpaca_evals_gamed_model_alone_is_null_not_99_87():
     (16.34) with prompt ids; now the same with and without them (no other model's games)."""
     import gzip
     import json
-    from pathlib import Path
 
     path = Path(__file__).parent.parent / "data" / "alpaca_eval" / "judgments.jsonl.gz"
     rows = [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines()]

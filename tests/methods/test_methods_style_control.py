@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -10,6 +13,14 @@ from council.methods.logistic import sigmoid
 from council.methods.style_control import markdown_counts, style_controlled_ratings, style_difference
 
 sm = pytest.importorskip("statsmodels.api")
+
+# The simulations are the benchmark's (scripts/bench_ratings_honesty.py), which docs/methods.md
+# quotes with more replicates.
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+if str(SCRIPTS) not in sys.path:
+    sys.path.insert(0, str(SCRIPTS))
+
+import bench_ratings_honesty as bench  # noqa: E402
 
 
 def _simulate(seed=0, n=3000):
@@ -140,25 +151,15 @@ def test_a_style_fixed_by_which_models_are_compared_is_not_estimable():
 
 
 def test_coefficient_wald_intervals_hold_their_level_in_a_seeded_simulation():
+    """Four models, a planted length taste γ = 0.5 (the benchmark's dense design)."""
     from scipy.stats import binom
 
-    reps, gamma, models = 400, 0.5, 4
-    theta = np.linspace(-0.5, 0.5, models)
+    reps = 400
     lowest = binom.ppf(0.001, reps, 0.95) / reps  # below this a 95 % interval is (p < 0.001) too narrow
     for n in (30, 100, 400):
-        rng = np.random.default_rng(n)
-        hits = narrow = 0
-        for _ in range(reps):
-            a = rng.integers(0, models, n)
-            b = (a + rng.integers(1, models, n)) % models
-            z = style_difference(np.exp(rng.normal(6, 0.6, n)), np.exp(rng.normal(6, 0.6, n)))
-            y = (rng.random(n) < sigmoid(theta[b] - theta[a] + gamma * z)).astype(float)
-            c = style_controlled_ratings(a, b, y, z[:, None], ["length"], models).coefficients["length"]
-            assert c.ci_method == "wald"
-            hits += c.ci[0] <= gamma <= c.ci[1]
-            narrow += abs(c.estimate - gamma) <= c.standard_error  # a ±1 se interval: must fail the bound
-        assert hits / reps >= lowest, (n, hits / reps)
-        assert narrow / reps < lowest
+        covered, narrow = bench.dense_coverage(n, reps, n)
+        assert covered >= lowest, (n, covered)
+        assert narrow < lowest  # a ±1 se interval must fail the bound
 
 
 # Issue 61, finding 2: separation. The reference is an exact linear programme (scipy's linprog):
@@ -270,15 +271,7 @@ def test_a_noisy_judge_with_a_length_taste_is_identified():
 
 
 def _runs(reps, seed, gamma):
-    import sys
-    from pathlib import Path
-
-    scripts = Path(__file__).resolve().parents[2] / "scripts"
-    if str(scripts) not in sys.path:
-        sys.path.insert(0, str(scripts))
-    from bench_ratings_honesty import coefficient_runs
-
-    return coefficient_runs(reps, seed, gamma, spread=1.5, slope=0.8, noise=0.4)
+    return bench.coefficient_runs(reps, seed, gamma, spread=1.5, slope=0.8, noise=0.4)
 
 
 def test_a_judge_without_length_taste_gets_a_significant_length_coefficient_about_5_percent_of_the_time():
