@@ -225,7 +225,7 @@ def fit_firth(
     def objective(b: np.ndarray) -> float:
         eta = _eta(cols, b, rows)
         p = np.exp(_log_sigmoid(eta))
-        logdet = np.linalg.slogdet(_information(cols, w * p * (1 - p), zero, n_columns) + fill)[1]
+        logdet = _log_pseudo_determinant(_information(cols, w * p * (1 - p), zero, n_columns) + fill)
         return float((w * (y * _log_sigmoid(eta) + (1 - y) * _log_sigmoid(-eta))).sum() + 0.5 * logdet)
 
     value = objective(beta)
@@ -236,7 +236,7 @@ def fit_firth(
         eta = _eta(cols, beta, rows)
         p = np.exp(_log_sigmoid(eta))
         curvature = w * p * (1 - p)
-        inverse = np.linalg.inv(_information(cols, curvature, zero, n_columns) + fill)
+        inverse = symmetric_inverse(_information(cols, curvature, zero, n_columns) + fill)
         leverage = np.zeros(rows)
         for ca, va in cols:
             for cb, vb in cols:
@@ -253,6 +253,27 @@ def fit_firth(
     p = np.exp(_log_sigmoid(_eta(cols, beta, rows)))
     return LogisticFit(coef=beta, information=_information(cols, w * p * (1 - p), zero, n_columns),
                        iterations=iterations, converged=converged)  # fmt: skip
+
+
+def symmetric_inverse(m: np.ndarray) -> np.ndarray:
+    """The inverse of a symmetric positive semi-definite matrix, or its pseudo-inverse where it is
+    singular (a bootstrap round in which a covariate happens not to vary: no step along it)."""
+    try:
+        inverse = np.linalg.inv(m)
+        if np.isfinite(inverse).all() and np.allclose(m @ inverse, np.eye(len(m)), atol=1e-6):
+            return inverse
+    except np.linalg.LinAlgError:
+        pass
+    return np.linalg.pinv(m, hermitian=True)
+
+
+def _log_pseudo_determinant(m: np.ndarray) -> float:
+    """log det m, over its range where it is singular (Jeffreys' prior on what the data determine)."""
+    sign, logdet = np.linalg.slogdet(m)
+    if sign > 0:
+        return float(logdet)
+    values = np.linalg.eigvalsh(m)
+    return float(np.log(values[values > 1e-12 * max(values.max(initial=0.0), 1e-300)]).sum())
 
 
 def weak_directions(

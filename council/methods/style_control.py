@@ -39,7 +39,7 @@ import numpy as np
 
 from council.methods import graphs
 from council.methods.bradley_terry import CI_LEVEL, ELO_FACTOR, PRIOR_GAMES, elo_scale
-from council.methods.logistic import Term, fit_firth, fit_logistic, information, weak_directions
+from council.methods.logistic import Term, fit_firth, fit_logistic, information, symmetric_inverse, weak_directions
 from council.methods.style_counts import markdown_counts  # noqa: F401  (found here too)
 
 Z_95 = 1.959963984540054  # the standard normal's 97.5 % quantile
@@ -388,4 +388,4 @@ def style_controlled_ratings(
 def _standard_errors(info: np.ndarray, null: np.ndarray) -> np.ndarray:
     """Wald standard errors from the information, inverted with the undetermined common shifts
     filled in (which leaves the covariates' block unchanged)."""
-    return np.sqrt(np.clip(np.diag(np.linalg.inv(info + null @ null.T)), 0.0, None))
+    return np.sqrt(np.clip(np.diag(symmetric_inverse(info + null @ null.T)), 0.0, None))

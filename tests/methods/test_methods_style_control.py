@@ -295,3 +295,18 @@ def test_the_length_coefficients_interval_covers_a_planted_taste_in_the_sparse_a
     runs = _runs(reps, 8, 0.5)
     assert runs.covered >= binom.ppf(0.001, reps, 0.95) / reps, runs
     assert abs(runs.mean - 0.5) < 0.15, runs
+
+
+def test_a_bootstrap_round_in_which_a_style_does_not_vary_is_no_error():
+    """A handful of judgments and four styles: some resamples leave a style constant, which made
+    the Firth fit's information singular (LinAlgError); such a round takes no step along it."""
+    rng = np.random.default_rng(0)
+    for n in (4, 5, 8):
+        for seed in range(3):
+            a = rng.integers(0, 3, n)
+            b = (a + rng.integers(1, 3, n)) % 3
+            styles = np.column_stack([style_difference(rng.integers(1, 9, n), rng.integers(1, 9, n)) for _ in range(4)])
+            y = rng.integers(0, 2, n).astype(float)
+            out = style_controlled_ratings(a, b, y, styles, ["length", "headers", "lists", "bold"], 3, bootstrap=50,
+                                           seed=seed)  # fmt: skip
+            assert np.isfinite(out.ratings).all() and np.isfinite(out.intervals).all()
