@@ -174,21 +174,28 @@ def _left_out(eta, y, cell_of, order, cells, start, count, g):
 CERTAIN = 30.0
 
 
-def _determined(terms: list[Term], y: np.ndarray, n_columns: int, offset: np.ndarray | None = None):
-    """The fit of ``terms`` to ``y``, its observed information, and, when it cannot be trusted,
-    why (None: determined): a column (almost) collinear with the others, a direction without
-    information (separation, :func:`~council.methods.logistic.weak_directions`), or a fitted
-    probability numerically 0 or 1."""
-    rows = len(y)
+def _determined(terms: list[Term], names: list[str], y: np.ndarray, offset: np.ndarray | None = None):
+    """The fit of ``terms`` (columns ``names``, the intercept first) to ``y``, its observed
+    information, and, when it cannot be trusted, why (None: determined): a column (almost)
+    collinear with the others, a direction without information (separation,
+    :func:`~council.methods.logistic.weak_directions`), or a fitted probability numerically 0 or 1."""
+    rows, n_columns = len(y), len(names)
     fit = fit_logistic(terms, y, n_columns, offset=offset)
     seen = information(terms, fit.coef, rows, n_columns, offset=offset)
     most = information(terms, fit.coef, rows, n_columns, at_half=True)
     collinear, weak = weak_directions(seen, most, range(n_columns))
     if collinear.shape[1]:
-        return fit, seen, "the length term is (almost) constant over its games"
-    if weak.shape[1] or (np.abs(linear_predictor(terms, fit.coef, rows)) > CERTAIN).any():
+        name = names[1 + int(np.argmax(np.abs(collinear[1:, 0])))]
+        return fit, seen, f"its {name} term is (almost) constant over its games"
+    if weak.shape[1] or (np.abs(linear_predictor(terms, fit.coef, rows, offset)) > CERTAIN).any():
         return fit, seen, "its games are separated: the fitted probabilities run to 0 or 1"
     return fit, seen, None
+
+
+def _difficulty_of(difficulty: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
+    """The model's games' difficulty, None where no other model played its instructions."""
+    gamma = None if difficulty is None else difficulty[rows]
+    return None if gamma is None or not np.any(gamma) else gamma
 
 
 @dataclass(frozen=True)
@@ -222,17 +229,14 @@ def lc_win_rates(games: BaselineGames, n_models: int, difficulty: np.ndarray | N
     failed: dict[int, str] = {}
     for m in np.unique(games.model).tolist():
         rows = games.model == m
-        y, z = games.preference[rows], length[rows]
-        gamma = None if difficulty is None else difficulty[rows]
-        if gamma is not None and not np.any(gamma):
-            gamma = None  # no other model played its instructions: no difficulty to use
+        y, z, gamma = games.preference[rows], length[rows], _difficulty_of(difficulty, rows)
         if (z > 0).all() or (z < 0).all():
             side = "longer" if (z > 0).all() else "shorter"
             failed[m] = (f"its answers are always {side} than the baseline's, so its own games cannot tell quality "
                          "from length")  # fmt: skip
             continue
         terms = [Term(0), Term(1, z)] + ([] if gamma is None else [Term(2, gamma)])
-        fit, seen, why = _determined(terms, y, len(terms))
+        fit, seen, why = _determined(terms, ["intercept", "length", "difficulty"][: len(terms)], y)
         if why is not None:
             failed[m] = f"its own fit does not determine it: {why}"
             continue
@@ -249,12 +253,9 @@ def lc_win_rates(games: BaselineGames, n_models: int, difficulty: np.ndarray | N
             reason[m] = f"{why}, and no other model's games give the judge's length effect"
             continue
         rows = games.model == m
-        y, z = games.preference[rows], length[rows]
-        gamma = None if difficulty is None else difficulty[rows]
-        if gamma is not None and not np.any(gamma):
-            gamma = None
+        y, z, gamma = games.preference[rows], length[rows], _difficulty_of(difficulty, rows)
         terms = [Term(0)] + ([] if gamma is None else [Term(1, gamma)])
-        fit, _, still = _determined(terms, y, len(terms), offset=pooled * z)
+        fit, _, still = _determined(terms, ["intercept", "difficulty"][: len(terms)], y, offset=pooled * z)
         if still is not None:
             reason[m] = f"{why}; with the other models' length slope ({pooled:+.2f}) still not determined: {still}"
             continue
