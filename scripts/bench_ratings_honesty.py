@@ -26,8 +26,8 @@ First, the dense design the style-control tests use (four models, 30, 100 and 40
 ``lc``: length-controlled win rates against a baseline, the judge's preference σ(θ_m + difficulty +
 1.5·tanh(Δlen / sd_m)), truth = 100 · mean σ(θ_m + difficulty) (the length term at 0). "alone":
 one model as good as the baseline and usually longer (1.6×), one game per instruction (400);
-"always longer": the same model always about 3× longer, beside two models of the baseline's
-length (θ = 0.8, −1), 300 instructions each, and then alone. Per cell: the mean error, its root
+"always longer": a model as good as the baseline and always about 3× longer, beside two models
+of the baseline's length (θ = 0.8, −1), 300 instructions each, and then alone. Per cell: the mean error, its root
 mean square, and the share of replicates with no rate (null).
 """
 
