@@ -84,8 +84,9 @@ def _covariates(judgments: Sequence[Judgment], control: Sequence[str]) -> tuple[
 
 
 def length_controlled(board: Leaderboard, judgments: Sequence[Judgment], index: dict[str, int], baseline: str) -> None:
-    """Each model's ``lc_win_rate`` against ``baseline`` (its raw one is the leaderboard's own)."""
-    from council.methods.length_controlled import BaselineGames, instruction_difficulty, lc_win_rates
+    """Each model's ``lc_win_rate`` against ``baseline`` (its raw one is the leaderboard's own),
+    with ``lc_method`` and, where the games cannot determine it, None and ``lc_reason``."""
+    from council.methods.length_controlled import BaselineGames, cross_fitted_difficulty, lc_win_rates
 
     games = [j for j in judgments if baseline in (j.model_a, j.model_b)]
     n = len(index)
@@ -104,10 +105,18 @@ def length_controlled(board: Leaderboard, judgments: Sequence[Judgment], index: 
         prompt = np.array([ids.setdefault(str(j.prompt_id), len(ids)) for j in games], dtype=np.int64)
         n_prompts = len(ids)
     data = BaselineGames(model=model, preference=pref, length_delta=delta, prompt=prompt)
-    lc = np.full(n, np.nan)
+    lc = None
     if with_lengths and len(games):
-        difficulty = instruction_difficulty(data, n, n_prompts) if with_prompts else None
+        difficulty = cross_fitted_difficulty(data, n, n_prompts) if with_prompts else None
         lc = lc_win_rates(data, n, difficulty)
+        if difficulty is not None:
+            alone = int((difficulty == 0).sum())
+            if alone:
+                board.notes.append(
+                    f"Instruction difficulty for lc_win_rate comes from the other models' games on the same prompt: "
+                    f"{alone} of {len(games)} judgments against the baseline have no other model's game on their "
+                    "prompt and use none."
+                )
     if not with_lengths:
         board.notes.append("lc_win_rate needs length_a and length_b on every judgment against the baseline: left out.")
     elif not with_prompts:
@@ -120,8 +129,18 @@ def length_controlled(board: Leaderboard, judgments: Sequence[Judgment], index: 
         i = index[m.model]
         if m.model == baseline:
             m.lc_win_rate = 50.0  # by definition, as AlpacaEval lists its baseline
-        else:
-            m.lc_win_rate = None if np.isnan(lc[i]) else float(lc[i])
+        elif lc is not None:
+            m.lc_win_rate = None if np.isnan(lc.rates[i]) else float(lc.rates[i])
+            m.lc_method, m.lc_reason = lc.method[i], lc.reason[i]
+    if lc is not None and any(r is not None for r in lc.reason):
+        unset = [m.model for m in board.models if m.lc_reason is not None and m.lc_win_rate is None]
+        pooled = [m.model for m in board.models if m.lc_method == "pooled length slope"]
+        if pooled:
+            board.notes.append(f"lc_win_rate with the other models' length slope (its own games cannot tell quality "
+                               f"from length; lc_reason): {', '.join(pooled)}.")  # fmt: skip
+        if unset:
+            board.notes.append(f"lc_win_rate not determined by the games (null; lc_reason says why): "
+                               f"{', '.join(unset)}.")  # fmt: skip
 
 
 #: The fit holds a models × models win matrix (and its Hessian) per bootstrap round, all rounds
@@ -231,19 +250,26 @@ def rate_judgments(
         board.bootstrap = bootstrap
         board.coefficients = {
             k: StyleCoefficient(estimate=c.estimate, ci=c.ci, standard_error=c.standard_error,
-                                not_estimable=c.not_estimable)
+                                not_estimable=c.not_estimable, identified=c.identified)
             for k, c in fit.coefficients.items()
         }
         for m in board.models:
             i = index[m.model]
             m.rating = float(fit.ratings[i])
             m.ci = None if fit.intervals is None else (float(fit.intervals[i, 0]), float(fit.intervals[i, 1]))
+            m.identified, m.not_identified = i not in fit.not_identified, fit.not_identified.get(i)
         board.models.sort(key=lambda m: (m.group, -m.rating, m.model))
         rank_within_groups(board.models)
         board.notes.append(
             f"Ratings with {' and '.join(control)} held equal (style control): the coefficients are the judge's "
             "pull toward the longer / more formatted answer, in log-odds per standard deviation."
         )
+        if fit.not_identified:
+            board.notes.append(
+                f"{len(fit.not_identified)} of {len(names)} models' ratings with the style held equal are not "
+                "identified by the judgments (identified: false; they rest on the prior): "
+                + ", ".join(names[i] for i in fit.not_identified) + "."
+            )
     if baseline is not None and board.models:
         length_controlled(board, judgments, index, baseline)
     return board

@@ -36,17 +36,31 @@ class ModelRating(BaseModel):
     #: With a baseline (``--baseline``): percent of this model's games against it won, ties
     #: half, and the same length-controlled (docs/methods.md, "Length-controlled win rate").
     baseline_win_rate: float | None = None
+    #: None where the games cannot determine it (``lc_reason`` says why), never a diverged fit's number.
     lc_win_rate: float | None = None
+    #: How ``lc_win_rate`` was estimated: "own length slope" (AlpacaEval's per-model fit) or
+    #: "pooled length slope" (the other models' length effect, where its own games cannot tell
+    #: quality from length); None without one.
+    lc_method: str | None = None
+    #: Why ``lc_win_rate`` is null, or why the pooled slope was used.
+    lc_reason: str | None = None
+    #: With style control (``--control``): False when the judgments cannot determine this model's
+    #: rating with the style held equal (``not_identified`` says why; the rating then rests on the
+    #: prior). docs/methods.md, "Style control".
+    identified: bool = True
+    not_identified: str | None = None
 
 
 class StyleCoefficient(BaseModel):
     """A style covariate's coefficient (log-odds per standard deviation) and its 95 % Wald
-    interval; all null when the judgments cannot determine it, ``not_estimable`` saying why."""
+    interval; all null when the judgments cannot determine it (constant, collinear, or separated:
+    the favoured side always won), ``identified`` false and ``not_estimable`` saying why."""
 
     estimate: float | None
     ci: tuple[float, float] | None
     standard_error: float | None
     not_estimable: str | None = None
+    identified: bool = True
     #: "wald": one fit's observed information (not the bootstrap the ratings' intervals use).
     ci_method: Literal["wald"] = "wald"
 

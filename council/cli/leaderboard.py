@@ -134,11 +134,16 @@ def render_text(board: Leaderboard, console: Console) -> None:
         ci = "-" if m.ci is None else f"{m.ci[0]:.0f} – {m.ci[1]:.0f}"
         rate = "-" if m.win_rate is None else f"{m.win_rate:.1%}"
         row = [str(m.group)] if several else []
-        row += [m.rank, Text(visible(m.model)), f"{m.rating:.0f}", ci, str(m.comparisons), rate]
+        rating = f"{m.rating:.0f}" + ("" if m.identified else " *")
+        row += [m.rank, Text(visible(m.model)), rating, ci, str(m.comparisons), rate]
         if board.baseline is not None:
             row += ["-" if v is None else f"{v:.1f}%" for v in (m.baseline_win_rate, m.lc_win_rate)]
         table.add_row(*row)
     console.print(table)
+    for m in board.models:
+        if not m.identified:  # the style decides its comparisons: say so beside the number
+            console.print(f"* {visible(m.model)}: rating {m.not_identified or 'not identified'}",
+                          markup=False, highlight=False)  # fmt: skip
     if board.control:
         console.print(f"Style held equal: {', '.join(board.control)}. Coefficients (log-odds per sd, 95% Wald CI):",
                       markup=False, highlight=False)
@@ -149,6 +154,9 @@ def render_text(board: Leaderboard, console: Console) -> None:
     if board.baseline is not None:
         console.print(f"Baseline: {visible(board.baseline)} (win rates in percent of games against it, ties half).",
                       markup=False, highlight=False)
+        for m in board.models:
+            if m.lc_reason is not None:  # null, or the other models' length slope: say why
+                console.print(f"LC {visible(m.model)}: {visible(m.lc_reason)}", markup=False, highlight=False)
     console.print(
         "Scale: Elo-style, mean rating 1000; a 400-point gap means 10:1 odds of winning a comparison.",
         markup=False,

@@ -18,9 +18,11 @@ without a prior, Hunter's MM algorithm (2004) gives the plain maximum-likelihood
 Ratings are read on an Elo-style scale: rating = 1000 + 400 · log10(p_i / g), g the
 geometric mean of the strengths, so the mean rating is 1000 and a 400-point gap means 10:1
 odds of winning. Intervals: the hull of a percentile bootstrap over units (sessions, judged
-items; resampled with replacement within each source, refitted each round) and the normal
-interval of the posterior mode (its curvature): the bootstrap alone undercovers with few
-sessions and collapses to zero width when every session agrees. The method write-up is in
+items; resampled with replacement within each source, refitted each round), the normal
+interval of the posterior mode (its curvature) and a cluster-robust (sandwich) interval with
+Student's t, each unit a cluster: the bootstrap alone undercovers with few sessions and
+collapses to zero width when every session agrees, and the curvature alone takes a session's
+ballots, which rank the same answers, for independent games. The method write-up is in
 docs/methods.md, "Leaderboard".
 """
 
@@ -36,6 +38,7 @@ from statistics import NormalDist
 import numpy as np
 
 from council.methods import graphs
+from council.methods.distributions import t_quantile_two_sided
 
 ELO_ANCHOR = 1000.0
 ELO_FACTOR = 400.0 / math.log(10.0)  # rating points per unit of θ (natural log of strength)
@@ -246,6 +249,27 @@ def components(wins: np.ndarray) -> list[list[int]]:
     return graphs.components(len(wins), zip(*(a.tolist() for a in np.nonzero(compared)), strict=True))
 
 
+@dataclass(frozen=True)
+class _PairTable:
+    """One stratum's outcomes as a groups × pairs table: ``pairs[k]`` = (winner, loser); entry e
+    puts ``value[e]`` wins in group ``group_of[e]``, pair ``column_of[e]``; ``sizes``: units per group."""
+
+    pairs: list[Pair]
+    group_of: np.ndarray
+    column_of: np.ndarray
+    value: np.ndarray
+    sizes: np.ndarray
+
+
+def _pair_table(stratum: Stratum) -> _PairTable:
+    pairs = sorted({pair for _, outcomes in stratum.groups for pair in outcomes})
+    column = {pair: k for k, pair in enumerate(pairs)}
+    entries = [(g, column[pair], w) for g, (_, outcomes) in enumerate(stratum.groups) for pair, w in outcomes.items()]
+    group_of, column_of, value = (np.array(x) for x in zip(*entries, strict=True))
+    sizes = np.array([n for n, _ in stratum.groups], dtype=float)
+    return _PairTable(pairs, group_of, column_of, value.astype(float), sizes)
+
+
 def bootstrap_wins(
     strata: Sequence[Stratum],
     n_models: int,
@@ -263,13 +287,9 @@ def bootstrap_wins(
     for stratum in strata:
         if not stratum.groups:
             continue
-        pairs = sorted({pair for _, outcomes in stratum.groups for pair in outcomes})
-        column = {pair: k for k, pair in enumerate(pairs)}
-        entries = [
-            (g, column[pair], w) for g, (_, outcomes) in enumerate(stratum.groups) for pair, w in outcomes.items()
-        ]
-        group_of, column_of, value = (np.array(x) for x in zip(*entries, strict=True))
-        sizes = np.array([n for n, _ in stratum.groups], dtype=float)
+        table = _pair_table(stratum)
+        pairs, sizes = table.pairs, table.sizes
+        group_of, column_of, value = table.group_of, table.column_of, table.value
         units = int(sizes.sum())
         n_groups = len(stratum.groups)
         dense = None
@@ -283,7 +303,7 @@ def bootstrap_wins(
         per_pair = np.zeros((rounds, len(pairs)))
         # Rounds in chunks of ~64 MB of draws: few, large products (many small ones are slow
         # with a multi-threaded BLAS on a busy machine).
-        step = max(1, 8_000_000 // max(n_groups if dense is not None else len(entries), 1))
+        step = max(1, 8_000_000 // max(n_groups if dense is not None else len(group_of), 1))
         for first in range(0, rounds, step):
             count = min(step, rounds - first)
             draws = rng.multinomial(units, sizes / units, size=count).astype(float)  # (count, groups)
@@ -302,11 +322,8 @@ def bootstrap_wins(
 # ----------------------------------------------------------------------- ratings
 
 
-def posterior_sd(wins: np.ndarray, prior_games: float = PRIOR_GAMES) -> np.ndarray:
-    """Each rating's standard deviation on the Elo-style scale from the curvature of the log-posterior
-    at its mode (Laplace): the inverse negative Hessian, for θ_i − mean θ. Finite and positive
-    whatever the data, because the virtual games make the Hessian negative definite."""
-    theta = fit_log_strengths(wins, prior_games=prior_games)
+def _neg_hessian(wins: np.ndarray, theta: np.ndarray, prior_games: float) -> np.ndarray:
+    """The negative Hessian of the log-posterior at θ: the weighted graph Laplacian plus the prior's curvature."""
     m = len(theta)
     games = wins + wins.T
     s = _sigmoid(theta[:, None] - theta[None, :])
@@ -314,9 +331,66 @@ def posterior_sd(wins: np.ndarray, prior_games: float = PRIOR_GAMES) -> np.ndarr
     neg_hessian = -curvature
     s_ref = _sigmoid(theta)
     neg_hessian[np.arange(m), np.arange(m)] = curvature.sum(axis=1) + prior_games * s_ref * (1 - s_ref)
+    return neg_hessian
+
+
+def _elo_sd(cov: np.ndarray) -> np.ndarray:
+    """The sd of each θ_i − mean θ on the Elo-style scale, from θ's covariance."""
+    m = len(cov)
     centre = np.eye(m) - 1.0 / m
-    cov = centre @ np.linalg.inv(neg_hessian) @ centre.T
-    return ELO_FACTOR * np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    return ELO_FACTOR * np.sqrt(np.clip(np.diag(centre @ cov @ centre.T), 0.0, None))
+
+
+def posterior_sd(wins: np.ndarray, prior_games: float = PRIOR_GAMES) -> np.ndarray:
+    """Each rating's standard deviation on the Elo-style scale from the curvature of the log-posterior
+    at its mode (Laplace): the inverse negative Hessian, for θ_i − mean θ. Finite and positive
+    whatever the data, because the virtual games make the Hessian negative definite."""
+    theta = fit_log_strengths(wins, prior_games=prior_games)
+    return _elo_sd(np.linalg.inv(_neg_hessian(wins, theta, prior_games)))
+
+
+def cluster_robust_sd(
+    strata: Sequence[Stratum], n_models: int, prior_games: float = PRIOR_GAMES
+) -> tuple[np.ndarray, int]:
+    """Each rating's cluster-robust (sandwich) standard deviation on the Elo-style scale, with its
+    degrees of freedom: H⁻¹ B H⁻¹, H the negative Hessian of the log-posterior at its mode and B
+    the spread of the units' scores (a unit — a session, a judged pair — is a cluster: its pairs
+    share the answers they compare), B = Σ_strata G/(G − 1) Σ_units (g_u − ḡ)(g_u − ḡ)ᵀ over the
+    G units of each stratum (CR1; Cameron & Miller 2015). Degrees of freedom: Σ (G − 1), for
+    Student's t. A stratum of one unit has no spread to measure and adds none.
+    docs/methods.md, "Bootstrap intervals"."""
+    wins = win_matrix(strata, n_models)
+    theta = fit_log_strengths(wins, prior_games=prior_games)
+    s = _sigmoid(theta[:, None] - theta[None, :])
+    spread = np.zeros((n_models, n_models))
+    df = 0
+    for stratum in strata:
+        units = stratum.units
+        if units < 2:
+            continue
+        table = _pair_table(stratum)
+        winners = np.array([i for i, _ in table.pairs])
+        losers = np.array([j for _, j in table.pairs])
+        # a win of i over j adds (1 − σ(θ_i − θ_j)) to i's score and takes it from j's; each unit's
+        # score is sparse (the models it compared), so B is summed over the pairs of its nonzeros
+        push = table.value * (1 - s[winners[table.column_of], losers[table.column_of]])
+        keys = np.r_[table.group_of * n_models + winners[table.column_of],
+                     table.group_of * n_models + losers[table.column_of]]  # fmt: skip
+        cells, where = np.unique(keys, return_inverse=True)  # sorted: by group, then model
+        score = np.bincount(where, weights=np.r_[push, -push])
+        group, model = cells // n_models, cells % n_models
+        weight = table.sizes[group]
+        mean = np.bincount(model, weights=weight * score, minlength=n_models) / units
+        count = np.bincount(group, minlength=len(stratum.groups))[group]  # nonzeros of each cell's unit
+        left = np.repeat(np.arange(len(cells)), count)
+        first = np.searchsorted(group, group)  # the unit's first cell
+        right = first[left] + np.arange(len(left)) - np.repeat(np.cumsum(count) - count, count)
+        products = np.bincount(model[left] * n_models + model[right],
+                               weights=weight[left] * score[left] * score[right], minlength=n_models * n_models)
+        spread += units / (units - 1) * (products.reshape(n_models, n_models) - units * np.outer(mean, mean))
+        df += units - 1
+    inverse = np.linalg.inv(_neg_hessian(wins, theta, prior_games))
+    return _elo_sd(inverse @ spread @ inverse), df
 
 
 @dataclass(frozen=True)
@@ -353,8 +427,11 @@ def rate(
         rounds = elo_scale(fit_log_strengths(bootstrap_wins(strata, n_models, bootstrap, rng), prior_games=prior_games))
         tail = (1 - level) / 2 * 100
         intervals = np.percentile(rounds, [tail, 100 - tail], axis=0).T
-        if prior_games > 0:  # the hull with the curvature interval (docs/methods.md, "Leaderboard")
+        if prior_games > 0:  # the hull with the curvature interval (docs/methods.md, "Bootstrap intervals")
             half = NormalDist().inv_cdf(1 - (1 - level) / 2) * posterior_sd(wins, prior_games)
+            robust, df = cluster_robust_sd(strata, n_models, prior_games)
+            if df > 0:  # ... and the cluster-robust one: a session's ballots are not independent
+                half = np.maximum(half, t_quantile_two_sided(1 - level, df) * robust)
             intervals = np.column_stack([np.minimum(intervals[:, 0], point - half),
                                          np.maximum(intervals[:, 1], point + half)])
     games = (wins + wins.T).sum(axis=1)

@@ -70,7 +70,8 @@ def test_json_shape_and_win_rates(tmp_path):
     models = {m["model"]: m for m in out["models"]}
     assert [m["model"] for m in out["models"]] == ["x", "y", "z"]
     for m in out["models"]:
-        assert {"model", "rating", "ci", "comparisons", "win_rate", "baseline_win_rate", "lc_win_rate"} <= set(m)
+        assert {"model", "rating", "ci", "comparisons", "win_rate", "baseline_win_rate", "lc_win_rate", "lc_method",
+                "lc_reason", "identified", "not_identified"} <= set(m)  # fmt: skip
     assert models["x"]["baseline_win_rate"] == pytest.approx(90.0)  # preference 0.9 every game
     assert models["y"]["baseline_win_rate"] == pytest.approx(75.0)  # half wins, half ties
     assert models["z"]["baseline_win_rate"] == 50.0
@@ -176,7 +177,8 @@ def test_without_prompt_ids_the_difficulty_term_is_left_out_and_said(tmp_path):
     path = _write(tmp_path / "j.jsonl", rows)
     out = json.loads(invoke_cli("leaderboard", "--judgments", str(path), "--baseline", "z", "--json").stdout)
     assert any("no prompt_id" in n for n in out["notes"])
-    assert all(m["lc_win_rate"] is not None for m in out["models"])
+    # here x is always longer than z and y always shorter: null, each with its reason
+    assert all((m["lc_win_rate"] is None) == (m["lc_reason"] is not None) for m in out["models"])
 
 
 def test_alpaca_eval_annotations(tmp_path):
@@ -305,11 +307,61 @@ def test_a_style_that_never_varies_is_not_estimable_not_a_huge_interval(tmp_path
     coef = json.loads(res.stdout)["coefficients"]
     assert coef["headers"] == {"estimate": None, "ci": None, "standard_error": None, "ci_method": "wald",
                                "not_estimable": "not estimable: constant (every judgment has the same headers "
-                               "difference)"}  # fmt: skip
+                               "difference)", "identified": False}  # fmt: skip
     assert all(abs(c["ci"][1] - c["ci"][0]) < 10 for k, c in coef.items() if k != "headers")
     text = invoke_cli("leaderboard", "--judgments", str(path), "--control", "length,markdown").stdout
     assert "headers: not estimable: constant" in " ".join(text.split())
     assert "95% Wald CI" in text and all(c["ci_method"] == "wald" for c in coef.values())
+
+
+def test_separated_judgments_say_what_is_not_identified_in_json_and_words(tmp_path):
+    """Issue 61, finding 2: only x and y compared, x's answer 2.5–3.5× longer and x always winning.
+    The length coefficient printed +122.892 (+122.892 to +122.892); now it is null, identified
+    false, with the reason, and both ratings are flagged."""
+    rng = np.random.default_rng(2)
+    rows = []
+    for i in range(80):
+        base = int(rng.integers(300, 900))
+        long = int(base * rng.uniform(2.5, 3.5))
+        x_is_b = i % 2 == 0
+        rows.append({"model_a": "y" if x_is_b else "x", "model_b": "x" if x_is_b else "y",
+                     "winner": "B" if x_is_b else "A", "length_a": base if x_is_b else long,
+                     "length_b": long if x_is_b else base})  # fmt: skip
+    path = _write(tmp_path / "j.jsonl", rows)
+    res = invoke_cli("leaderboard", "--judgments", str(path), "--control", "length", "--bootstrap", "20", "--json")
+    assert res.exit_code == 0, res.stderr
+    out = json.loads(res.stdout)
+    length = out["coefficients"]["length"]
+    assert (length["estimate"], length["ci"], length["standard_error"], length["identified"]) == (
+        None, None, None, False)  # fmt: skip
+    assert "separated" in length["not_estimable"]
+    for m in out["models"]:
+        assert m["identified"] is False and "not identified" in m["not_identified"]
+    assert any("not identified by the judgments" in n for n in out["notes"])
+    text = " ".join(invoke_cli("leaderboard", "--judgments", str(path), "--control", "length").stdout.split())
+    assert "length: not identified: the judgments are separated" in text
+    assert "* x: rating not identified" in text and "122" not in text
+
+
+def test_a_length_controlled_rate_the_games_cannot_determine_is_null_with_the_reason(tmp_path):
+    """Issue 61, finding 1: one model against the baseline, always about three times longer: its
+    own games cannot tell quality from length and no other model's give the length effect."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for i in range(120):
+        base = int(rng.integers(300, 900))
+        long = int(base * rng.uniform(2.8, 3.2))
+        rows.append({"model_a": "base", "model_b": "long", "winner": "B" if rng.random() < 0.75 else "A",
+                     "prompt_id": f"p{i}", "length_a": base, "length_b": long})  # fmt: skip
+    path = _write(tmp_path / "j.jsonl", rows)
+    out = json.loads(invoke_cli("leaderboard", "--judgments", str(path), "--baseline", "base", "--json").stdout)
+    long = {m["model"]: m for m in out["models"]}["long"]
+    assert long["lc_win_rate"] is None and long["lc_method"] is None
+    assert "always longer" in long["lc_reason"] and "no other model" in long["lc_reason"]
+    assert long["baseline_win_rate"] > 60
+    assert any("lc_win_rate not determined by the games" in n for n in out["notes"])
+    text = " ".join(invoke_cli("leaderboard", "--judgments", str(path), "--baseline", "base").stdout.split())
+    assert "LC long: its answers are always longer than the baseline's" in text
 
 
 def test_a_judgments_file_as_large_as_a_batch_file_is_read(tmp_path):

@@ -72,7 +72,14 @@ def test_the_store_gives_the_numbers_of_its_exported_judgments(tmp_path, council
     stored = _board("--source", "judgments", *extra)
     from_file = _board("--judgments", str(exported), *extra)
     assert _numbers(stored) == _numbers(from_file)
-    assert all(m["lc_win_rate"] is not None for m in stored["models"]) == ("--baseline" in extra)
+    # x writes longer than y, y than z, always: against either baseline no model's own games tell
+    # quality from length, and none has another model's slope to borrow: null, with the reason
+    baseline = extra[extra.index("--baseline") + 1] if "--baseline" in extra else None
+    for m in stored["models"]:
+        if baseline is None or m["model"] == baseline:
+            assert m["lc_reason"] is None
+        else:
+            assert m["lc_win_rate"] is None and "than the baseline's" in m["lc_reason"], m
     if "--control" in extra:
         assert stored["coefficients"]["length"]["estimate"] != 0
 
@@ -183,10 +190,14 @@ def test_with_hashed_queries_the_stored_lc_win_rate_has_instruction_difficulty(
     from_file = _board("--judgments", str(exported), "--baseline", "fake/z")
     assert _numbers(stored) == _numbers(from_file)
     assert not any("prompt_id" in n for n in stored["notes"]), stored["notes"]
+    # Each prompt was judged for one pair only: its difficulty would be that pair's own outcome
+    # (issue 61, finding 1), so no other model's game gives it one, and the note says so.
+    assert any("16 of 16 judgments against the baseline have no other model's game" in n
+               for n in stored["notes"]), stored["notes"]  # fmt: skip
     without = tmp_path / "without.jsonl"
     without.write_text("".join(json.dumps({**line, "prompt_id": None}) + "\n" for line in lines))
     plain = _board("--judgments", str(without), "--baseline", "fake/z")
-    assert [m["lc_win_rate"] for m in plain["models"]] != [m["lc_win_rate"] for m in stored["models"]]
+    assert [m["lc_reason"] for m in plain["models"]] == [m["lc_reason"] for m in stored["models"]]
 
 
 def test_pairs_without_a_prompt_id_are_counted_in_the_note(tmp_path, council_home, monkeypatch):

@@ -4,7 +4,9 @@ hold their level, a plain MLE that says when it does not exist, ranks within con
 from __future__ import annotations
 
 import math
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -79,3 +81,64 @@ def test_ranks_are_within_connected_groups_and_exact_ties_share_a_rank():
         bootstrap=0,
     )
     assert [(m.model, m.rank) for m in tied.models] == [("a", "1="), ("b", "1="), ("c", "3")]
+
+
+# Issue 61, finding 4: the reviewers of one session rank the same answers, and an answer's quality
+# (this time, on this question) is shared by every ballot that ranks it. The simulation is the
+# benchmark's (scripts/bench_ratings_honesty.py), which docs/methods.md quotes with more replicates.
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+if str(SCRIPTS) not in sys.path:
+    sys.path.insert(0, str(SCRIPTS))
+
+from bench_ratings_honesty import session_coverage, shared_quality_sessions  # noqa: E402
+
+
+@pytest.mark.parametrize("sessions", [5, 10])
+def test_interval_coverage_when_reviewers_share_each_answers_quality(sessions):
+    """The bootstrap over 5 or 10 sessions, hulled with the curvature interval (games as if
+    independent), covered 0.87 and 0.90 here (the answers' share of the variance 0.9): too few
+    sessions for the percentile bootstrap, and a ballot's pairs are not independent. The
+    cluster-robust interval (sessions as clusters, Student's t with sessions − 1 degrees of
+    freedom) joins the hull."""
+    reps = 150
+    coverage = session_coverage(sessions, reps, 61 + sessions, answer_sd=1.5, reviewer_sd=0.5)
+    assert coverage >= sps.binom.ppf(0.01, reps * 4, 0.94) / (reps * 4), f"coverage {coverage:.3f}"
+
+
+@pytest.mark.slow
+def test_interval_coverage_with_shared_quality_at_30_sessions_and_a_stronger_share():
+    reps = 150
+    for spread in ({"answer_sd": 1.0, "reviewer_sd": 1.0}, {"answer_sd": 1.5, "reviewer_sd": 0.5}):
+        coverage = session_coverage(30, reps, 91, **spread)
+        assert coverage >= sps.binom.ppf(0.01, reps * 4, 0.94) / (reps * 4), (spread, coverage)
+
+
+def test_cluster_robust_sd_is_statsmodels_cluster_covariance():
+    """The sandwich of :func:`cluster_robust_sd` against statsmodels' GLM with cluster-robust
+    covariance (sessions as groups; CR1 = its uncorrected sandwich × G/(G − 1)), on sessions
+    with shared answer quality, a prior too small to matter, and identical sessions grouped."""
+    sm = pytest.importorskip("statsmodels.api")
+    from council.methods.bradley_terry import ELO_FACTOR, cluster_robust_sd
+
+    theta = np.log([1.0, 1.5, 2.5, 4.0])
+    stratum = shared_quality_sessions(theta, 40, np.random.default_rng(3))
+    grouped = Stratum("sessions", [(2, stratum.groups[0][1]), *stratum.groups[1:]])  # session 0 twice
+    rows, groups = [], []
+    for g, (n, outcomes) in enumerate(grouped.groups):
+        for copy in range(n):
+            for (i, j), w in outcomes.items():
+                rows += [(i, j)] * int(w)
+                groups += [g * 10 + copy] * int(w)
+    x = np.zeros((len(rows), 4))
+    x[np.arange(len(rows)), [i for i, _ in rows]] = 1.0
+    x[np.arange(len(rows)), [j for _, j in rows]] = -1.0
+    fit = sm.GLM(np.ones(len(rows)), x[:, 1:], family=sm.families.Binomial()).fit(
+        tol=1e-12, cov_type="cluster", cov_kwds={"groups": np.array(groups), "use_correction": False})
+    clusters = len(set(groups))
+    cov = np.zeros((4, 4))
+    cov[1:, 1:] = fit.cov_params() * clusters / (clusters - 1)
+    centre = np.eye(4) - 0.25
+    expected = ELO_FACTOR * np.sqrt(np.diag(centre @ cov @ centre.T))
+    sd, df = cluster_robust_sd([grouped], 4, prior_games=1e-6)
+    assert df == clusters - 1
+    np.testing.assert_allclose(sd, expected, rtol=1e-5)

@@ -3,11 +3,17 @@ judgments with a planted length effect, against statsmodels' GLM of the same for
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from council.methods.length_controlled import (
+    OWN,
+    POOLED,
     BaselineGames,
+    cross_fitted_difficulty,
     instruction_difficulty,
     lc_win_rates,
     standardised_length,
@@ -16,6 +22,14 @@ from council.methods.length_controlled import (
 from council.methods.logistic import sigmoid
 
 sm = pytest.importorskip("statsmodels.api")
+
+# The simulations are the benchmark's (scripts/bench_ratings_honesty.py), which docs/methods.md
+# quotes with more replicates.
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+if str(SCRIPTS) not in sys.path:
+    sys.path.insert(0, str(SCRIPTS))
+
+import bench_ratings_honesty as bench  # noqa: E402
 
 PROMPTS = 400
 LENGTH_TASTE = 1.5  # the simulated judge's pull toward the longer answer, per tanh unit
@@ -45,7 +59,9 @@ def _simulate(seed: int = 0, prompts: int = PROMPTS):
 def test_planted_length_effect_is_removed():
     games, quality, difficulty = _simulate()
     raw = 100 * np.bincount(games.model, weights=games.preference) / np.bincount(games.model)
-    lc = lc_win_rates(games, 3, instruction_difficulty(games, 3, PROMPTS))
+    out = lc_win_rates(games, 3, cross_fitted_difficulty(games, 3, PROMPTS))
+    lc = out.rates
+    assert out.method == [OWN] * 3 and out.reason == [None] * 3
     assert raw[0] > 65  # the verbose model buys its raw rate with length
     assert abs(lc[0] - 50) < 6  # ... and is as good as the baseline once length is held equal
     truth_better = 100 * sigmoid(quality[1] + difficulty).mean()
@@ -55,16 +71,61 @@ def test_planted_length_effect_is_removed():
 
 def test_per_model_fit_matches_statsmodels_glm():
     games, _, _ = _simulate(1)
-    gamma = instruction_difficulty(games, 3, PROMPTS)
-    lc = lc_win_rates(games, 3, gamma)
+    gamma = cross_fitted_difficulty(games, 3, PROMPTS)
+    lc = lc_win_rates(games, 3, gamma).rates
     z = standardised_length(games, 3)
     for m in range(3):
         rows = games.model == m
-        x = np.column_stack([np.ones(rows.sum()), z[rows], gamma[games.prompt[rows]]])
+        x = np.column_stack([np.ones(rows.sum()), z[rows], gamma[rows]])
         ref = sm.GLM(games.preference[rows], x, family=sm.families.Binomial()).fit(tol=1e-12)
         x0 = x.copy()
         x0[:, 1] = 0.0  # the length term set to zero
         assert lc[m] == pytest.approx(100 * ref.predict(x0).mean(), abs=1e-6)
+
+
+def test_cross_fitted_difficulty_is_the_other_models_games_own_optimum():
+    """Each game's difficulty maximises, over g, the other models' games' likelihood on its
+    instruction (their model terms held at the joint fit) less the N(0, 10²) prior: scipy's
+    bounded scalar optimiser finds the same g. Above EXACT_GAMES games an instruction gets one
+    Newton step, within a few hundredths here."""
+    from scipy.optimize import minimize_scalar
+
+    import council.methods.length_controlled as lc
+
+    games, _, _ = _simulate(5, 40)
+    eta, _ = lc._joint_fit(games, 3, 40)
+    gamma = cross_fitted_difficulty(games, 3, 40)
+    for j in range(0, len(gamma), 7):
+        others = (games.prompt == games.prompt[j]) & (games.model != games.model[j])
+        y, e = games.preference[others], eta[others]
+
+        def loss(g, y=y, e=e):
+            return -(y * -np.logaddexp(0, -(e + g)) + (1 - y) * -np.logaddexp(0, e + g)).sum() + 0.005 * g * g
+
+        assert gamma[j] == pytest.approx(minimize_scalar(loss, bounds=(-30, 30), method="bounded",
+                                                         options={"xatol": 1e-10}).x, abs=1e-6)  # fmt: skip
+
+
+def test_one_newton_step_is_close_to_the_exact_left_out_difficulty_with_many_models(monkeypatch):
+    """Forty models on each of 15 instructions: one Newton step from the joint fit's term (what
+    instructions with more than EXACT_GAMES games get where the step is small) against the exact
+    left-out optimum. One step alone was 5.4 off (80 models) where the left-out game was the only win."""
+    import council.methods.length_controlled as lc
+
+    rng = np.random.default_rng(1)
+    models, prompts = 40, 15
+    model, prompt = np.repeat(np.arange(models), prompts), np.tile(np.arange(prompts), models)
+    delta = np.exp(rng.normal(6.5, 0.6, models * prompts)) - np.exp(rng.normal(6.5, 0.6, models * prompts))
+    z = standardised_length(BaselineGames(model, np.zeros(len(model)), delta, prompt), models)
+    eta = rng.normal(0, 1, models)[model] + rng.normal(0, 1.5, prompts)[prompt] + z
+    games = BaselineGames(model, (rng.random(len(model)) < sigmoid(eta)).astype(float), delta, prompt)
+    monkeypatch.setattr(lc, "EXACT_GAMES", 1000)
+    exact = cross_fitted_difficulty(games, models, prompts)
+    monkeypatch.setattr(lc, "EXACT_GAMES", 0)
+    one_step = cross_fitted_difficulty(games, models, prompts)
+    assert np.abs(one_step - exact).max() < lc.TRUSTED_STEP**2 / 2
+    rates = lc_win_rates(games, models, one_step).rates, lc_win_rates(games, models, exact).rates
+    assert np.nanmax(np.abs(rates[0] - rates[1])) < 0.02
 
 
 def test_joint_difficulty_matches_a_general_optimizer_with_the_same_prior():
@@ -95,10 +156,10 @@ def test_joint_difficulty_matches_a_general_optimizer_with_the_same_prior():
 def test_without_prompts_or_lengths():
     games, _, _ = _simulate(3)
     no_prompt = BaselineGames(games.model, games.preference, games.length_delta, None)
-    minimal = lc_win_rates(no_prompt, 3)
+    minimal = lc_win_rates(no_prompt, 3).rates
     assert abs(minimal[0] - 50) < 8  # the length term alone still removes most of the pull
     no_length = BaselineGames(games.model, games.preference, None, games.prompt)
-    assert np.isnan(lc_win_rates(no_length, 3)).all()
+    assert np.isnan(lc_win_rates(no_length, 3).rates).all()
 
 
 def test_win_rates_against_a_baseline_count_ties_as_half():
@@ -142,3 +203,92 @@ def test_thousands_of_instructions_fit_in_memory_linear_in_their_number():
         tracemalloc.stop()
     assert gamma.shape == (4_000,) and np.isfinite(gamma).all()
     assert peak < 16 * 2**20, peak
+
+
+# Issue 61, finding 1: rates the games cannot determine, and difficulty that encodes the outcome.
+
+
+def test_a_model_always_three_times_longer_borrows_the_length_slope_or_is_null():
+    """Its own games cannot tell quality from length: its per-model fit read 99.4 for a model as
+    good as the baseline (truth 50.4); alone, 79.0 (its raw rate) with prompt ids and 67.1
+    without. Among other models it takes their length slope and reads the truth within 6
+    points; alone it is null, with the reason."""
+    games, truth = bench.always_longer(11)
+    out = lc_win_rates(games, 3, cross_fitted_difficulty(games, 3, 300))
+    raw = 100 * games.preference[games.model == 0].mean()
+    assert raw > 70
+    assert out.method[0] == POOLED and "always longer" in out.reason[0]
+    assert abs(out.rates[0] - truth) < 6, (out.rates[0], truth)
+    assert out.method[1:] == [OWN, OWN]
+    alone, _ = bench.always_longer(11, alone=True)
+    single = lc_win_rates(alone, 1, cross_fitted_difficulty(alone, 1, 300))
+    assert np.isnan(single.rates[0]) and single.method[0] is None
+    assert "always longer" in single.reason[0] and "no other model" in single.reason[0]
+
+
+def test_the_pooled_slope_is_the_inverse_variance_mean_of_statsmodels_own_slopes():
+    games, _ = bench.always_longer(12)
+    gamma = cross_fitted_difficulty(games, 3, 300)
+    out = lc_win_rates(games, 3, gamma)
+    z = standardised_length(games, 3)
+    slopes, weights = [], []
+    for m in (1, 2):
+        rows = games.model == m
+        x = np.column_stack([np.ones(rows.sum()), z[rows], gamma[rows]])
+        ref = sm.GLM(games.preference[rows], x, family=sm.families.Binomial()).fit(tol=1e-12)
+        slopes.append(ref.params[1])
+        weights.append(1 / ref.bse[1] ** 2)
+    pooled = np.dot(weights, slopes) / np.sum(weights)
+    rows = games.model == 0
+    ref = sm.GLM(games.preference[rows], np.column_stack([np.ones(rows.sum()), gamma[rows]]),
+                 family=sm.families.Binomial(), offset=pooled * z[rows]).fit(tol=1e-12)  # fmt: skip
+    expected = 100 * sigmoid(ref.params[0] + ref.params[1] * gamma[rows]).mean()
+    assert out.rates[0] == pytest.approx(expected, abs=1e-5)
+    assert f"{pooled:+.2f}" in out.reason[0]
+
+
+def test_one_game_per_prompt_alone_reads_the_truth_not_the_raw_rate():
+    """One model against the baseline, as good as it and usually longer, one game per
+    instruction: estimated from the same games, each instruction's difficulty encoded its one
+    outcome and lc_win_rate was the raw rate (to 1e-5 here: a mean error of +9.3 points over these
+    replicates). Cross-fitted, no other model played them: no difficulty term. Over 20 seeded
+    replicates of 400 games the mean error is within 2.5 points (the standard error of one is
+    about 4) and none is off by 12."""
+    errors, lifts = [], []
+    for seed in range(20):
+        games, truth = bench.one_model_one_game_per_prompt(seed)
+        gamma = cross_fitted_difficulty(games, 1, 400)
+        assert (gamma == 0).all()
+        lc = lc_win_rates(games, 1, gamma).rates[0]
+        errors.append(lc - truth)
+        lifts.append(100 * games.preference.mean() - lc)
+    assert abs(np.mean(errors)) < 2.5 and np.abs(errors).max() < 12, errors
+    assert np.mean(lifts) > 8  # the raw rate is well above: length bought it
+
+
+def test_alpaca_evals_gamed_model_alone_is_null_not_99_87():
+    """gpt4_gamed's AlpacaEval games against gpt4_1106_preview, preferences rounded to winners as
+    a judge giving verdicts would: it wins 31 of the 31 games where its answer is longer and 1 of
+    772 where it is shorter, so its fit is separated. It read 99.87 with prompt ids (raw 4.10)
+    and 69.0 without; now null with the reason, either way. claude-2 alone read its raw rate
+    (16.34) with prompt ids; now the same with and without them (no other model's games)."""
+    import gzip
+    import json
+
+    path = Path(__file__).parent.parent / "data" / "alpaca_eval" / "judgments.jsonl.gz"
+    rows = [json.loads(line) for line in gzip.decompress(path.read_bytes()).splitlines()]
+    for name in ("gpt4_gamed", "claude-2"):
+        mine = [r for r in rows if r["model_b"] == name]
+        y = np.array([1.0 if r["preference"] > 0.5 else 0.0 if r["preference"] < 0.5 else 0.5 for r in mine])
+        delta = np.array([r["length_b"] - r["length_a"] for r in mine], dtype=float)
+        prompt = np.array([int(r["prompt_id"]) for r in mine])
+        model = np.zeros(len(mine), dtype=np.int64)
+        with_ids = BaselineGames(model, y, delta, prompt)
+        out = lc_win_rates(with_ids, 1, cross_fitted_difficulty(with_ids, 1, prompt.max() + 1))
+        without = lc_win_rates(BaselineGames(model, y, delta, None), 1)
+        if name == "gpt4_gamed":
+            assert np.isnan(out.rates[0]) and np.isnan(without.rates[0])
+            assert "separated" in out.reason[0] and "no other model" in out.reason[0]
+        else:
+            assert out.rates[0] == pytest.approx(without.rates[0], abs=1e-9)
+            assert abs(out.rates[0] - 100 * y.mean()) > 10

@@ -1,6 +1,7 @@
 """AlpacaEval's published AlpacaEval 2.0 table reproduced from its own judge annotations
 (tests/data/alpaca_eval: a derived extract, see its README): raw win rates exactly, the
-length-controlled ones within the bounds of docs/methods.md, "Length-controlled win rate"."""
+length-controlled ones within the bounds of docs/methods.md, "Length-controlled win rate"
+(median gap 0.58 points before the difficulty was cross-fitted, 0.57 after; held at 0.65)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,11 @@ def test_length_controlled_win_rates_track_the_published_ones(board, published):
     lc = np.array([ours[m] for m in models])
     ref = np.array([float(published[m]["length_controlled_winrate"]) for m in models])
     gaps = np.abs(lc - ref)
-    assert np.median(gaps) <= 1.0, dict(zip(models, gaps.round(2), strict=True))
+    assert np.median(gaps) <= 0.65, dict(zip(models, gaps.round(2), strict=True))
     assert stats.spearmanr(lc, ref).statistic >= 0.95
     assert ours[BASELINE] == 50.0
     assert not any("prompt_id" in note for note in board.notes)  # instruction difficulty was used
+    assert not any("no other model's game" in note for note in board.notes)  # every prompt has all models
+    # every model's answers are sometimes longer than the baseline's and no fit is separated:
+    # each has its own length slope, as AlpacaEval's
+    assert all(m.lc_method == "own length slope" and m.lc_reason is None for m in board.models if m.model != BASELINE)
