@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import gc
 import os
+import signal
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -62,6 +63,8 @@ def serve(
     origins = [check_cors_origin(origin) for origin in cors_origins]
     hosts = [check_allowed_host(name) for name in allowed_hosts]
     loaded = load_config(config_path)
+    if not loaded.config.councils:  # the offline default always has one; a file may have none
+        raise UsageError(f"{loaded.source} defines no council: add a [councils.NAME] table to serve")
     councils = [resolve_council(loaded, name) for name in loaded.config.councils]  # fail now, not on a request
     from council.storage import open_store
 
@@ -96,7 +99,13 @@ def serve(
     click.echo(visible(f"council serve: {listening}  councils: {councils_served}  web app: {web}{processes}"), err=True)
     config = uvicorn.Config(app, log_level="warning", access_log=False, workers=workers, factory=workers > 1)
     if workers == 1:
-        uvicorn.Server(config).run(sockets=[sock])
+        server = uvicorn.Server(config)
+        # uvicorn shuts down gracefully on SIGTERM, then raises it again to the handler it found
+        # (the CLI's, which would make it a Ctrl-C: exit 130, or a traceback where SIGINT is
+        # ignored). A requested stop is a clean exit (0, as uvicorn's own), and a SIGTERM that
+        # comes before uvicorn listens for it stops the server as soon as it has started.
+        signal.signal(signal.SIGTERM, lambda *_: setattr(server, "should_exit", True))
+        server.run(sockets=[sock])
         return
     from uvicorn.supervisors import Multiprocess
 
