@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 @click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
               help="Also answer requests whose Host header names NAME, e.g. behind a proxy (repeatable; "
               "localhost and the bound address always).")
+@click.option("--read-timeout", default=10, show_default=True, type=click.IntRange(1, 3600), metavar="SECONDS",
+              help="Close a connection whose request (headers and body) has not arrived whole this many seconds "
+              "after it began: slow clients cannot hold connections. Responses and streams are not limited.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Server processes sharing the port and the store (uvicorn's workers): one per core "
               "serves more sessions at once.")
@@ -47,6 +50,7 @@ def serve(
     max_body_bytes: int,
     cors_origins: tuple[str, ...],
     allowed_hosts: tuple[str, ...],
+    read_timeout: int,
     workers: int,
 ) -> None:
     """Serve councils as OpenAI-compatible chat models (model = council name), and the web app at /."""
@@ -73,6 +77,8 @@ def serve(
     open_store().close()
     import uvicorn
 
+    from council.server.connections import ServeConfig
+
     options = WorkerOptions(
         config_path=os.path.abspath(config_path) if config_path else None,
         token=token,
@@ -97,7 +103,8 @@ def serve(
     web = listening.removesuffix("v1")
     processes = f"  processes: {workers}" if workers > 1 else ""
     click.echo(visible(f"council serve: {listening}  councils: {councils_served}  web app: {web}{processes}"), err=True)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, workers=workers, factory=workers > 1)
+    config = ServeConfig(app, read_timeout=read_timeout, log_level="warning", access_log=False, workers=workers,
+                         factory=workers > 1)  # fmt: skip
     if workers == 1:
         server = uvicorn.Server(config)
         # uvicorn shuts down gracefully on SIGTERM, then raises it again to the handler it found

@@ -7,7 +7,8 @@ import math
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
 
 from council.server.errors import RequestError, openai_error
 
@@ -42,10 +43,13 @@ async def read_json(request: Request, max_bytes: int) -> Any:
     if length is not None and length.isdigit() and (len(length) > 18 or int(length) > max_bytes):
         raise RequestError(openai_error(413, too_large))
     body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > max_bytes:
-            raise RequestError(openai_error(413, too_large))
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > max_bytes:
+                raise RequestError(openai_error(413, too_large))
+    except ClientDisconnect:  # hung up, or too slow (council.server.connections): no one to answer
+        raise RequestError(Response(status_code=499)) from None
     try:
         return json.loads(body, parse_int=_int, parse_float=_float, parse_constant=_constant)
     except _BadNumber as exc:
