@@ -86,3 +86,14 @@ def serve_process(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def fast_and_slow_councils(path: Path, mock_url: str) -> Path:
+    """A council file for a server test: ``default`` answers at once, ``slow`` waits on the mock's
+    ``+slow`` model (its ``slow_seconds``) until the test is done with it."""
+    lines = ["[councils.default]", 'members = ["a", "b"]', 'chairman = "a"']
+    lines += ["[councils.slow]", 'members = ["a", "slow"]', 'chairman = "a"']
+    for alias, model in (("a", "mock-a"), ("b", "mock-b"), ("slow", "mock-s+slow")):
+        lines += [f"[models.{alias}]", f'model = "openai/{model}"', f'api_base = "{mock_url}"', "retries = 0"]
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from council.errors import UsageError
+from council.server import MAX_SESSIONS, READ_TIMEOUT_SECONDS
 
 if TYPE_CHECKING:
     from council.config import ResolvedCouncil
@@ -36,9 +37,13 @@ if TYPE_CHECKING:
 @click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
               help="Also answer requests whose Host header names NAME, e.g. behind a proxy (repeatable; "
               "localhost and the bound address always).")
-@click.option("--read-timeout", default=10, show_default=True, type=click.IntRange(1, 3600), metavar="SECONDS",
-              help="Close a connection whose request (headers and body) has not arrived whole this many seconds "
-              "after it began: slow clients cannot hold connections. Responses and streams are not limited.")
+@click.option("--max-sessions", default=MAX_SESSIONS, show_default=True, type=click.IntRange(1, 1_000_000), metavar="N",
+              help="Sessions one server process runs at once (chat completions and POST /v1/sessions alike); "
+              "past it, 429 with retry-after.")
+@click.option("--read-timeout", default=READ_TIMEOUT_SECONDS, show_default=True, type=click.IntRange(1, 3600),
+              metavar="SECONDS", help="Close a connection whose request (headers and body) has not arrived whole "
+              "this many seconds after it began: slow clients cannot hold connections. Responses and streams are "
+              "not limited.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Server processes sharing the port and the store (uvicorn's workers): one per core "
               "serves more sessions at once.")
@@ -50,6 +55,7 @@ def serve(
     max_body_bytes: int,
     cors_origins: tuple[str, ...],
     allowed_hosts: tuple[str, ...],
+    max_sessions: int,
     read_timeout: int,
     workers: int,
 ) -> None:
@@ -86,6 +92,7 @@ def serve(
         cors_origins=tuple(origins),
         host=host,
         allowed_hosts=tuple(hosts),
+        max_sessions=max_sessions,
         debug=bool((click.get_current_context().find_root().obj or {}).get("debug")),
     )
     if workers == 1:
@@ -140,6 +147,7 @@ class WorkerOptions:
     cors_origins: tuple[str, ...]
     host: str
     allowed_hosts: tuple[str, ...]
+    max_sessions: int
     debug: bool
 
 
@@ -166,6 +174,7 @@ def _app(loaded: Any, councils: Sequence[ResolvedCouncil], options: WorkerOption
         cors_origins=options.cors_origins,
         host=options.host,
         allowed_hosts=options.allowed_hosts,
+        max_sessions=options.max_sessions,
     )
 
 

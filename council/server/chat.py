@@ -29,6 +29,7 @@ from council.server import protocol
 from council.server.background import EventLog
 from council.server.body import parse_as, read_json
 from council.server.errors import RequestError, error_for, openai_error
+from council.server.limits import HeldUntilSent
 from council.server.progress import progress_line
 from council.server.state import server_of
 from council.session.results import SessionResult
@@ -136,7 +137,7 @@ def council_details(result: SessionResult) -> dict[str, Any]:
     }
 
 
-async def chat_completions(request: Request) -> Response:
+async def chat_completions(request: Request) -> Response | HeldUntilSent:
     server = server_of(request)
     try:
         body = await read_json(request, server.max_body_bytes)
@@ -158,8 +159,11 @@ async def chat_completions(request: Request) -> Response:
     history = protocol.history_messages(earlier)
     try:  # checked before a stream starts: a bad request is a 400, not an error inside a 200
         question, _ = check_request(last.text(), seed=req.seed, history=history)
+        server.sessions.take()  # one place under --max-sessions, or a 429
     except CouncilError as exc:
         return error_for(exc)
+    except RequestError as exc:
+        return exc.response
     reply = _Reply(
         id=f"chatcmpl-{uuid.uuid4().hex}",
         created=int(time.time()),
@@ -167,6 +171,27 @@ async def chat_completions(request: Request) -> Response:
         system_fingerprint=server.fingerprint(req.model),
         include_usage=protocol.include_usage(body),
     )
+    try:
+        response = await _answer(request, council, req, question, history, fmt, reply, progress)
+    except BaseException:
+        server.sessions.give_back()
+        raise
+    return server.sessions.until_sent(response)  # a stream holds its place while it runs
+
+
+async def _answer(
+    request: Request,
+    council: Any,
+    req: ChatCompletionRequest,
+    question: str,
+    history: list[dict[str, str]],
+    fmt: JsonFormat | None,
+    reply: _Reply,
+    progress: bool,
+) -> Response:
+    """The session run for a valid request: a stream, a completion or its error."""
+    server = server_of(request)
+    last = req.messages[-1]
     events = EventLog(server.store)  # so the web app, on any replica, can watch this session too
     if req.stream:
         source = council

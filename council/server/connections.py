@@ -22,14 +22,15 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-DEFAULT_READ_TIMEOUT = 10
+from council.server import READ_TIMEOUT_SECONDS
+
 _RECEIVING = (h11.IDLE, h11.SEND_BODY)  # the client's side, while a request is on its way
 
 
 class ServeConfig(uvicorn.Config):
     """uvicorn's config, with the read timeout and the protocol that keeps it."""
 
-    def __init__(self, app: Any, *, read_timeout: float = DEFAULT_READ_TIMEOUT, **options: Any) -> None:
+    def __init__(self, app: Any, *, read_timeout: float = READ_TIMEOUT_SECONDS, **options: Any) -> None:
         super().__init__(app, http=ReadTimeoutProtocol, **options)
         self.read_timeout = read_timeout
 
@@ -39,7 +40,7 @@ class ReadTimeoutProtocol(H11Protocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.read_timeout: float = getattr(self.config, "read_timeout", DEFAULT_READ_TIMEOUT)
+        self.read_timeout: float = getattr(self.config, "read_timeout", READ_TIMEOUT_SECONDS)
         self._read_deadline: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]

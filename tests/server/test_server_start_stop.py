@@ -12,7 +12,7 @@ import httpx
 import pytest
 from conftest import council_process, db_rows
 from mock_server import start_mock_server
-from serve_helpers import serve_process
+from serve_helpers import fast_and_slow_councils, serve_process
 
 pytestmark = pytest.mark.slow  # real server processes
 
@@ -25,13 +25,7 @@ def mock():
 
 @pytest.fixture
 def config(tmp_path, mock):
-    path = tmp_path / "council.toml"
-    lines = ["[councils.default]", 'members = ["a", "b"]', 'chairman = "a"']
-    lines += ["[councils.slow]", 'members = ["a", "slow"]', 'chairman = "a"']
-    for alias, model in (("a", "mock-a"), ("b", "mock-b"), ("slow", "mock-s+slow")):
-        lines += [f"[models.{alias}]", f'model = "openai/{model}"', f'api_base = "{mock.base_url}"', "retries = 0"]
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return fast_and_slow_councils(tmp_path / "council.toml", mock.base_url)
 
 
 @pytest.mark.parametrize("text", ["", "# nothing yet\n", '[models.a]\nmodel = "fake/a"\n'])
