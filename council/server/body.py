@@ -64,12 +64,14 @@ Parsed = TypeVar("Parsed", bound=BaseModel)
 
 
 def parse_as(model: type[Parsed], body: Any) -> Parsed:
-    """``body`` as ``model``, or a ``RequestError`` (400) naming the first problem and where."""
+    """``body`` as ``model``, or a ``RequestError`` (400) naming the first problem and where, as
+    OpenAI names a parameter (``messages[0].content[1].text``), in the message and in ``param``."""
     try:
         return model.model_validate(body)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "body"
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"]).lstrip(".")
         raise RequestError(
-            openai_error(400, f"invalid request: {where}: {first['msg']}", "invalid_request_error")
+            openai_error(400, f"invalid request: {where or 'body'}: {first['msg']}", "invalid_request_error",
+                         param=where or None)  # fmt: skip
         ) from None

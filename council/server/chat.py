@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
@@ -34,26 +33,6 @@ from council.server.progress import progress_line
 from council.server.state import server_of
 from council.session.results import SessionResult
 from council.session.runner import check_request
-
-
-class ChatMessageIn(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True)
-    role: str
-    content: str | list[dict[str, Any]] | None = None
-
-    def text(self) -> str:
-        if isinstance(self.content, list):  # OpenAI content parts: keep the text ones
-            return "".join(p.get("text", "") for p in self.content if p.get("type") == "text")
-        return self.content or ""
-
-
-class ChatCompletionRequest(BaseModel):
-    # temperature etc. are accepted and ignored; strict: "7" is not a seed, "yes" not a boolean
-    model_config = ConfigDict(extra="allow", strict=True)
-    model: str
-    messages: list[ChatMessageIn] = Field(min_length=1)
-    stream: bool = False
-    seed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -141,11 +120,11 @@ async def chat_completions(request: Request) -> Response | HeldUntilSent:
     server = server_of(request)
     try:
         body = await read_json(request, server.max_body_bytes)
-        req = parse_as(ChatCompletionRequest, body)
+        req = parse_as(protocol.ChatCompletionRequest, body)
         protocol.check_parameters(body)
         protocol.check_messages(req.messages)
-        fmt = protocol.response_format(body.get("response_format"))
-        progress = protocol.include_progress(body)
+        fmt = protocol.response_format(req.response_format)
+        progress = protocol.include_progress(req)
         council = server.council(req.model)
     except RequestError as exc:
         return exc.response
@@ -169,7 +148,7 @@ async def chat_completions(request: Request) -> Response | HeldUntilSent:
         created=int(time.time()),
         model=council.name,
         system_fingerprint=server.fingerprint(req.model),
-        include_usage=protocol.include_usage(body),
+        include_usage=protocol.include_usage(req),
     )
     try:
         response = await _answer(request, council, req, question, history, fmt, reply, progress)
@@ -182,7 +161,7 @@ async def chat_completions(request: Request) -> Response | HeldUntilSent:
 async def _answer(
     request: Request,
     council: Any,
-    req: ChatCompletionRequest,
+    req: protocol.ChatCompletionRequest,
     question: str,
     history: list[dict[str, str]],
     fmt: JsonFormat | None,
