@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from council.cli.common import WholeNumber
 from council.errors import UsageError
 from council.server import MAX_SESSIONS, READ_TIMEOUT_SECONDS
 
@@ -25,11 +26,11 @@ if TYPE_CHECKING:
               help="Council TOML file (default as for `council run`).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind. Anything but loopback needs --token.")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
+@click.option("--port", default=8000, show_default=True, type=WholeNumber(0, 65535),
               help="Port to listen on; 0 picks a free one (the address is printed).")
 @click.option("--token", envvar="COUNCIL_SERVER_TOKEN",
               help="Require 'Authorization: Bearer TOKEN' (env COUNCIL_SERVER_TOKEN).")
-@click.option("--max-body-bytes", default=1_000_000, show_default=True, type=click.IntRange(1024),
+@click.option("--max-body-bytes", default=1_000_000, show_default=True, type=WholeNumber(1024),
               help="Largest request body accepted (larger: 413).")
 @click.option("--cors-origin", "cors_origins", multiple=True, metavar="URL",
               help="Let browser pages from this origin call the server, e.g. http://localhost:3000 "
@@ -37,14 +38,14 @@ if TYPE_CHECKING:
 @click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
               help="Also answer requests whose Host header names NAME, e.g. behind a proxy (repeatable; "
               "localhost and the bound address always).")
-@click.option("--max-sessions", default=MAX_SESSIONS, show_default=True, type=click.IntRange(1, 1_000_000), metavar="N",
+@click.option("--max-sessions", default=MAX_SESSIONS, show_default=True, type=WholeNumber(1, 1_000_000), metavar="N",
               help="Sessions one server process runs at once (chat completions and POST /v1/sessions alike); "
               "past it, 429 with retry-after.")
-@click.option("--read-timeout", default=READ_TIMEOUT_SECONDS, show_default=True, type=click.IntRange(1, 3600),
+@click.option("--read-timeout", default=READ_TIMEOUT_SECONDS, show_default=True, type=WholeNumber(1, 3600),
               metavar="SECONDS", help="Close a connection whose request (headers and body) has not arrived whole "
               "this many seconds after it began: slow clients cannot hold connections. Responses and streams are "
               "not limited.")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
+@click.option("--workers", default=1, show_default=True, type=WholeNumber(1, 64),
               help="Server processes sharing the port and the store (uvicorn's workers): one per core "
               "serves more sessions at once.")
 def serve(

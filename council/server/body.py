@@ -40,7 +40,8 @@ def _constant(name: str) -> float:
 async def read_json(request: Request, max_bytes: int) -> Any:
     too_large = f"request body larger than {max_bytes} bytes"
     length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and (len(length) > 18 or int(length) > max_bytes):
+    # h11 lets only ASCII digits through; str.isdigit() alone would pass "²", which int() refuses.
+    if length is not None and length.isascii() and length.isdigit() and (len(length) > 18 or int(length) > max_bytes):
         raise RequestError(openai_error(413, too_large))
     body = b""
     try:
