@@ -30,10 +30,14 @@ def utc_now() -> str:
 
 
 def to_utc_iso(value: datetime) -> str:
-    """``value`` as stored: UTC, microseconds (a naive value is taken to be UTC)."""
+    """``value`` as stored: UTC, microseconds (a naive value is taken to be UTC). A ``ValueError``
+    for a time whose UTC falls outside the calendar (``9999-12-31T23:59:59-23:59``)."""
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).isoformat(timespec="microseconds")
+    try:
+        return value.astimezone(UTC).isoformat(timespec="microseconds")
+    except OverflowError:
+        raise ValueError(f"{value.isoformat()} is outside the years 1 to 9999 in UTC") from None
 
 
 def parse_since(value: str, *, option: str = "--since") -> str:
@@ -52,6 +56,10 @@ def parse_since(value: str, *, option: str = "--since") -> str:
             parsed = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
     except ValueError:
         raise InputError(
-            f"{option}: {value!r} is not a date (YYYY-MM-DD) or an ISO-8601 date-time (YYYY-MM-DDTHH:MM[:SS][+HH:MM])"
+            f"{option}: {value[:60]!r} is not a date (YYYY-MM-DD) or an ISO-8601 date-time "
+            "(YYYY-MM-DDTHH:MM[:SS][+HH:MM])"
         ) from None
-    return to_utc_iso(parsed)
+    try:
+        return to_utc_iso(parsed)
+    except ValueError as exc:
+        raise InputError(f"{option}: {exc}") from None

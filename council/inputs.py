@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from council.errors import InputError
+from council.errors import InputError, UsageError
 
 #: The largest text file or standard input council reads (a question, a response, a reference).
 MAX_INPUT_BYTES = 10 * 1024 * 1024
@@ -135,3 +135,18 @@ def check_json_text(value: Any, what: str, *, nul: bool = False) -> None:
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
+
+
+_ASCII_DIGITS = re.compile(r"[0-9]+")
+#: Seeds are stored as SQLite integers (signed 64-bit) and sent to providers: 0 to 2**63 - 1.
+MAX_SEED = 2**63 - 1
+
+
+def whole_number(text: str, what: str, lo: int, hi: int, error: type[UsageError] = InputError) -> int:
+    """``text`` (a query parameter, an option, a variable) as a whole number from ``lo`` to ``hi``,
+    or a one-line ``error`` naming ``what``. ASCII digits only: ``int()`` and ``str.isdigit()``
+    also take other scripts' digits (``²``, ``٣``, ``３``), signs, spaces and underscores, and a
+    number of thousands of digits is refused before it is converted."""
+    if _ASCII_DIGITS.fullmatch(text) is None or len(text.lstrip("0")) > len(str(hi)) or not lo <= int(text) <= hi:
+        raise error(f"{what} must be a whole number from {lo} to {hi}, not {text[:40]!r}")
+    return int(text)

@@ -150,7 +150,13 @@ class Serve:
     :data:`FLOOR`); ``base`` once it answers."""
 
     def __init__(
-        self, config: Path, home: str, workers: int = 1, database_url: str | None = None, floor: Path | None = None
+        self,
+        config: Path,
+        home: str,
+        workers: int = 1,
+        database_url: str | None = None,
+        floor: Path | None = None,
+        max_sessions: int | None = None,
     ) -> None:
         env = {**os.environ, "COUNCIL_HOME": home}
         env.pop("COUNCIL_CONFIG", None)
@@ -162,6 +168,8 @@ class Serve:
         else:
             command = [sys.executable, "-m", "council", "serve", "--config", str(config), "--port", "0"]
             command += ["--workers", str(workers)]
+            if max_sessions is not None:  # a round is never refused
+                command += ["--max-sessions", str(max_sessions)]
         self.proc = subprocess.Popen(
             command,
             env=env,
@@ -299,7 +307,7 @@ def main() -> int:
         path = write_council_toml(Path(home) / "council.toml", config)
         with postgres_if(args.postgres) as database:
             url = database.fresh_database(migrated=True) if database is not None else None
-            servers = {"council": Serve(path, home, args.workers, url)}
+            servers = {"council": Serve(path, home, args.workers, url, max_sessions=max(args.sessions, args.warm_up))}
             try:
                 if not args.no_floor:
                     stages = asyncio.run(session_bodies(mock.base_url, args.members))

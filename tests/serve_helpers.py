@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import httpx
 
@@ -32,11 +32,23 @@ class Served(NamedTuple):
 @contextmanager
 def council_serve(config: Path, home: Path, *extra: str | bytes, env: dict[str, str] | None = None) -> Iterator[Served]:
     """``council serve --config CONFIG --port 0 EXTRA...`` with ``COUNCIL_HOME=home``."""
+    with serve_process(config, home, *extra, env=env) as (_, served):
+        yield served
+
+
+@contextmanager
+def serve_process(
+    config: Path | None, home: Path, *extra: str | bytes, env: dict[str, str] | None = None, **popen: Any
+) -> Iterator[tuple[subprocess.Popen[bytes], Served]]:
+    """:func:`council_serve`, with the process too (to signal it, read its exit code); no ``config``:
+    no ``--config``; ``popen``: more ``subprocess.Popen`` arguments."""
+    config_args = () if config is None else ("--config", str(config))
     proc = subprocess.Popen(
-        [sys.executable, "-m", "council", "serve", "--config", str(config), "--port", "0", *extra],
+        [sys.executable, "-m", "council", "serve", *config_args, "--port", "0", *extra],
         env={**os.environ, "COUNCIL_HOME": str(home), **(env or {})},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
+        **popen,
     )
     lines: list[str] = []
     announced = threading.Event()
@@ -66,7 +78,7 @@ def council_serve(config: Path, home: Path, *extra: str | bytes, env: dict[str, 
             if time.monotonic() > deadline or proc.poll() is not None:
                 raise RuntimeError(f"council serve did not answer on {base}: {''.join(lines)}")
             time.sleep(0.05)
-        yield Served(base, lines)
+        yield proc, Served(base, lines)
     finally:
         proc.terminate()
         try:
@@ -74,3 +86,14 @@ def council_serve(config: Path, home: Path, *extra: str | bytes, env: dict[str, 
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def fast_and_slow_councils(path: Path, mock_url: str) -> Path:
+    """A council file for a server test: ``default`` answers at once, ``slow`` waits on the mock's
+    ``+slow`` model (its ``slow_seconds``) until the test is done with it."""
+    lines = ["[councils.default]", 'members = ["a", "b"]', 'chairman = "a"']
+    lines += ["[councils.slow]", 'members = ["a", "slow"]', 'chairman = "a"']
+    for alias, model in (("a", "mock-a"), ("b", "mock-b"), ("slow", "mock-s+slow")):
+        lines += [f"[models.{alias}]", f'model = "openai/{model}"', f'api_base = "{mock_url}"', "retries = 0"]
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -45,8 +45,8 @@ RECORD_FORMATS: tuple[str, ...] = ("auto", "council", "llm-council-core")
 _THEIR_KEYS = frozenset({"score_scale", "consent_level", "council_config_version"})
 _OUR_KEYS = frozenset({"scale_min", "scale_max", "self_review"})
 _DROPPED = ("query_hash", "query_metadata", "consent_level", "council_config_version", "score_scale")
-_SCALE = re.compile(r"^\s*(-?\d{1,6})\s*-\s*(-?\d{1,6})\s*$")
-_VERSION = re.compile(r"^(\d+)(?:\.(\d+))?(?:\.(\d+))?$")
+_SCALE = re.compile(r"^\s*(-?\d{1,6})\s*-\s*(-?\d{1,6})\s*$", re.ASCII)  # int() takes "٣" too
+_VERSION = re.compile(r"^(\d{1,9})(?:\.(\d{1,9}))?(?:\.(\d{1,9}))?$", re.ASCII)
 _THEIR_HASH = re.compile(r"^[0-9a-f]{16}$|^[0-9a-f]{64}$")
 MIN_VERSION = (1, 2, 0)
 

@@ -103,7 +103,7 @@ def _utc_iso(value: str) -> str:
         parsed = datetime.fromisoformat(value)
     except ValueError as exc:
         raise ValueError(f"timestamp {value!r} is not an ISO-8601 date-time") from exc
-    return to_utc_iso(parsed)  # as every stored timestamp (a naive one taken as UTC)
+    return to_utc_iso(parsed)  # as every stored timestamp (a naive one taken as UTC); ValueError past year 9999
 
 
 class BiasRecord(BaseModel):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from council.cli.common import cache_options, lease_seconds_option, max_cost_option, output_option, quiet
+from council.cli.common import WholeNumber, cache_options, lease_seconds_option, max_cost_option, output_option, quiet
 from council.cli.judge import STRATEGIES, adaptive_option, batch_judge_option, config_option, votes_option
 from council.errors import CouncilFailure, UsageError
 from council.inputs import MAX_BATCH_BYTES, read_text_file
@@ -121,7 +121,7 @@ def batch() -> None:
     type=click.Choice(["pairwise", "grade"]),
     help='What every item is; default: from each line\'s keys ("a"/"b" or "response").',
 )
-@click.option("--concurrency", type=click.IntRange(1, 1000), default=8, show_default=True, help="Items in flight.")
+@click.option("--concurrency", type=WholeNumber(1, 1000), default=8, show_default=True, help="Items in flight.")
 @click.option(
     "--resume",
     is_flag=True,

@@ -43,9 +43,12 @@ def _days(ctx: click.Context, param: click.Parameter, value: str | None) -> floa
         days = float(value)
     except ValueError:
         days = math.nan
-    if not math.isfinite(days) or days < 0:
-        raise UsageError(f"--older-than must be a number of days >= 0, got {value!r}")
+    if not 0 <= days <= MAX_DAYS:  # NaN too; more days than the calendar holds cannot be a date
+        raise UsageError(f"--older-than must be a number of days from 0 to {MAX_DAYS}, got {value[:40]!r}")
     return days
+
+
+MAX_DAYS = 3_000_000
 
 
 @cache.command("clear")

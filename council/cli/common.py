@@ -57,6 +57,20 @@ def add_shared_options(command: click.Command) -> click.Command:
     return command
 
 
+class WholeNumber(click.IntRange):
+    """A whole-number option, read as every number a user types (``council.inputs.whole_number``):
+    ASCII digits only, within the range; anything else is one line and exit 2."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, str):
+            return super().convert(value, param, ctx)  # a default
+        from council.inputs import whole_number
+
+        name = max(param.opts, key=len) if param is not None else "the value"
+        hi = self.max if self.max is not None else 10**18
+        return whole_number(value, name, self.min if self.min is not None else 0, hi)
+
+
 def output_option(help: str, *, allow_dash: bool = True) -> Any:
     """``-o/--output FILE``: the file a command writes (``allow_dash``: '-' means stdout)."""
     return click.option(

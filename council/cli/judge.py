@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from council.cli.common import cache_options, max_cost_option
+from council.cli.common import WholeNumber, cache_options, max_cost_option
 from council.errors import CouncilFailure, InputError
 from council.inputs import read_text_file
 
@@ -45,7 +45,7 @@ batch_judge_option = _judge_option(
 grade_judge_option = _judge_option("several judges' scores are averaged per criterion, each judge's kept")
 votes_option = click.option(
     "--votes",
-    type=click.IntRange(1, 25),
+    type=WholeNumber(1, 25),
     default=None,
     help="Judgments per judge, by majority. Default: 3 for grading, 1 swap pair (2 passes) per comparison.",
 )

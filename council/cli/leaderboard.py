@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING
 
 import click
 
+from council.cli.common import WholeNumber
 from council.cli.reports import check_report_targets, write_report
+from council.inputs import MAX_SEED
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -29,13 +31,14 @@ if TYPE_CHECKING:
 )
 @click.option(
     "--bootstrap",
-    type=click.IntRange(0, 100_000),
+    type=WholeNumber(0, 100_000),
     default=200,  # = council.leaderboard_shape.DEFAULT_BOOTSTRAP (not imported: the help loads no pydantic)
     show_default=True,
     metavar="N",
     help="Bootstrap rounds for the 95% intervals (0: none; more: steadier interval ends, slower).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap draws.")
+@click.option("--seed", type=WholeNumber(0, MAX_SEED), default=0, show_default=True,
+              help="Seed of the bootstrap draws.")
 @click.option("--judgments", "judgments", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               metavar="FILE", help="Rate the pairwise judgments in FILE (JSON Lines; repeatable) instead of the "
               "database.")

@@ -6,8 +6,9 @@ import sys
 
 import click
 
-from council.cli.common import cache_options, max_cost_option
+from council.cli.common import WholeNumber, cache_options, max_cost_option
 from council.errors import UsageError
+from council.inputs import MAX_SEED
 
 
 @click.command()
@@ -26,7 +27,8 @@ from council.errors import UsageError
     help="Council TOML file (default: $COUNCIL_CONFIG, $COUNCIL_HOME/council.toml, else the offline default).",
 )
 @click.option("--council", "council_name", help="Which [councils.NAME] to run (default: [defaults] council).")
-@click.option("--seed", type=int, help="Seed for the reviewers' shuffles (recorded; same seed, same orders).")
+@click.option("--seed", type=WholeNumber(0, MAX_SEED),
+              help="Seed for the reviewers' shuffles (recorded; same seed, same orders).")
 @click.option("--json", "as_json", is_flag=True, help="Print the whole result as JSON.")
 @click.option("--no-synthesis", is_flag=True, help="Skip the chairman's synthesis.")
 @click.option(

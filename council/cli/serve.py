@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import gc
 import os
+import signal
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -12,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from council.cli.common import WholeNumber
 from council.errors import UsageError
+from council.server import MAX_SESSIONS, READ_TIMEOUT_SECONDS
 
 if TYPE_CHECKING:
     from council.config import ResolvedCouncil
@@ -23,11 +26,11 @@ if TYPE_CHECKING:
               help="Council TOML file (default as for `council run`).")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to bind. Anything but loopback needs --token.")
-@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535),
+@click.option("--port", default=8000, show_default=True, type=WholeNumber(0, 65535),
               help="Port to listen on; 0 picks a free one (the address is printed).")
 @click.option("--token", envvar="COUNCIL_SERVER_TOKEN",
               help="Require 'Authorization: Bearer TOKEN' (env COUNCIL_SERVER_TOKEN).")
-@click.option("--max-body-bytes", default=1_000_000, show_default=True, type=click.IntRange(1024),
+@click.option("--max-body-bytes", default=1_000_000, show_default=True, type=WholeNumber(1024),
               help="Largest request body accepted (larger: 413).")
 @click.option("--cors-origin", "cors_origins", multiple=True, metavar="URL",
               help="Let browser pages from this origin call the server, e.g. http://localhost:3000 "
@@ -35,7 +38,14 @@ if TYPE_CHECKING:
 @click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
               help="Also answer requests whose Host header names NAME, e.g. behind a proxy (repeatable; "
               "localhost and the bound address always).")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(1, 64),
+@click.option("--max-sessions", default=MAX_SESSIONS, show_default=True, type=WholeNumber(1, 1_000_000), metavar="N",
+              help="Sessions one server process runs at once (chat completions and POST /v1/sessions alike); "
+              "past it, 429 with retry-after.")
+@click.option("--read-timeout", default=READ_TIMEOUT_SECONDS, show_default=True, type=WholeNumber(1, 3600),
+              metavar="SECONDS", help="Close a connection whose request (headers and body) has not arrived whole "
+              "this many seconds after it began: slow clients cannot hold connections. Responses and streams are "
+              "not limited.")
+@click.option("--workers", default=1, show_default=True, type=WholeNumber(1, 64),
               help="Server processes sharing the port and the store (uvicorn's workers): one per core "
               "serves more sessions at once.")
 def serve(
@@ -46,6 +56,8 @@ def serve(
     max_body_bytes: int,
     cors_origins: tuple[str, ...],
     allowed_hosts: tuple[str, ...],
+    max_sessions: int,
+    read_timeout: int,
     workers: int,
 ) -> None:
     """Serve councils as OpenAI-compatible chat models (model = council name), and the web app at /."""
@@ -63,6 +75,8 @@ def serve(
     origins = [check_cors_origin(origin) for origin in cors_origins]
     hosts = [check_allowed_host(name) for name in allowed_hosts]
     loaded = load_config(config_path)
+    if not loaded.config.councils:  # the offline default always has one; a file may have none
+        raise UsageError(f"{loaded.source} defines no council: add a [councils.NAME] table to serve")
     councils = [resolve_council(loaded, name) for name in loaded.config.councils]  # fail now, not on a request
     for council in councils:  # so does a council whose calls the configured spend cap cannot bound
         session_cap(loaded, council)
@@ -73,6 +87,8 @@ def serve(
     open_store().close()
     import uvicorn
 
+    from council.server.connections import ServeConfig
+
     options = WorkerOptions(
         config_path=os.path.abspath(config_path) if config_path else None,
         token=token,
@@ -80,6 +96,7 @@ def serve(
         cors_origins=tuple(origins),
         host=host,
         allowed_hosts=tuple(hosts),
+        max_sessions=max_sessions,
         debug=bool((click.get_current_context().find_root().obj or {}).get("debug")),
     )
     if workers == 1:
@@ -97,9 +114,16 @@ def serve(
     web = listening.removesuffix("v1")
     processes = f"  processes: {workers}" if workers > 1 else ""
     click.echo(visible(f"council serve: {listening}  councils: {councils_served}  web app: {web}{processes}"), err=True)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, workers=workers, factory=workers > 1)
+    config = ServeConfig(app, read_timeout=read_timeout, log_level="warning", access_log=False, workers=workers,
+                         factory=workers > 1)  # fmt: skip
     if workers == 1:
-        uvicorn.Server(config).run(sockets=[sock])
+        server = uvicorn.Server(config)
+        # uvicorn shuts down gracefully on SIGTERM, then raises it again to the handler it found
+        # (the CLI's, which would make it a Ctrl-C: exit 130, or a traceback where SIGINT is
+        # ignored). A requested stop is a clean exit (0, as uvicorn's own), and a SIGTERM that
+        # comes before uvicorn listens for it stops the server as soon as it has started.
+        signal.signal(signal.SIGTERM, lambda *_: setattr(server, "should_exit", True))
+        server.run(sockets=[sock])
         return
     from uvicorn.supervisors import Multiprocess
 
@@ -127,6 +151,7 @@ class WorkerOptions:
     cors_origins: tuple[str, ...]
     host: str
     allowed_hosts: tuple[str, ...]
+    max_sessions: int
     debug: bool
 
 
@@ -153,6 +178,7 @@ def _app(loaded: Any, councils: Sequence[ResolvedCouncil], options: WorkerOption
         cors_origins=options.cors_origins,
         host=options.host,
         allowed_hosts=options.allowed_hosts,
+        max_sessions=options.max_sessions,
     )
 
 

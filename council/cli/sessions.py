@@ -6,6 +6,8 @@ import json
 
 import click
 
+from council.cli.common import WholeNumber
+
 
 @click.group()
 def sessions() -> None:
@@ -14,7 +16,7 @@ def sessions() -> None:
 
 @sessions.command("list")
 @click.option(
-    "--limit", default=20, show_default=True, type=click.IntRange(1, 10**9), help="How many sessions to show."
+    "--limit", default=20, show_default=True, type=WholeNumber(1, 10**9), help="How many sessions to show."
 )
 @click.option("--since", help="Only sessions created on or after this ISO date.")
 @click.option("--council", "council_name", help="Only this council.")

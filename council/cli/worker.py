@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import click
 
-from council.cli.common import lease_seconds_option, max_cost_option
+from council.cli.common import WholeNumber, lease_seconds_option, max_cost_option
 from council.cli.judge import config_option
 
 
 @click.command()
 @click.option("--batch-id", metavar="ID", help="Judge the items of this batch only (default: of any batch).")
 @config_option
-@click.option("--concurrency", type=click.IntRange(1, 1000), default=8, show_default=True, help="Items in flight.")
+@click.option("--concurrency", type=WholeNumber(1, 1000), default=8, show_default=True, help="Items in flight.")
 @click.option("--follow", is_flag=True, help="Keep waiting for new items when the queue is empty (stop with Ctrl-C).")
 @lease_seconds_option
 @max_cost_option(

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from council.errors import ConfigError, PrerequisiteError, ProviderError
+from council.inputs import whole_number
 from council.providers.base import ChatRequest, ChatResponse
 from council.providers.grammar import (
     STRICT_CHARS_PER_TOKEN,
@@ -171,10 +172,7 @@ def _usage(result: Mapping[str, Any]) -> tuple[int, int]:
 
 def _threads_from_env(default: int = 2) -> int:
     raw = os.environ.get("COUNCIL_LOCAL_THREADS", "").strip()
-    try:
-        return max(1, int(raw)) if raw else default
-    except ValueError:
-        raise ConfigError(f"COUNCIL_LOCAL_THREADS must be a whole number, not {raw!r}") from None
+    return max(1, whole_number(raw, "COUNCIL_LOCAL_THREADS", 0, 1024, ConfigError)) if raw else default
 
 
 class LocalLlamaAPI:

@@ -35,7 +35,7 @@ from pydantic_core import to_json
 
 from council.config.endpoints import NativeEndpoint
 from council.errors import ConfigError, InputError, ProviderError
-from council.inputs import check_json_text
+from council.inputs import check_json_text, whole_number
 from council.providers import prices
 from council.providers.base import ChatRequest, ChatResponse, error_name, retryable_status
 from council.providers.http_client import aiohttp
@@ -76,9 +76,7 @@ def max_reply_bytes() -> int:
     raw = os.environ.get("COUNCIL_MAX_REPLY_BYTES", "").strip()
     if not raw:
         return DEFAULT_MAX_REPLY_BYTES
-    if not raw.isdigit() or int(raw) < 1 or len(raw) > 18:
-        raise ConfigError(f"COUNCIL_MAX_REPLY_BYTES must be a whole number of bytes above 0, not {raw[:40]!r}")
-    return int(raw)
+    return whole_number(raw, "COUNCIL_MAX_REPLY_BYTES (bytes)", 1, 10**18, ConfigError)
 
 
 def too_large(limit: int, model: str) -> ProviderError:

@@ -23,6 +23,7 @@ from starlette.routing import Route
 from council.config import LoadedConfig
 from council.errors import CouncilFailure
 from council.redaction import register_secret
+from council.server import MAX_SESSIONS
 from council.server.auth import BearerTokenMiddleware
 from council.server.chat import chat_completions
 from council.server.errors import http_error, server_error
@@ -48,14 +49,16 @@ def create_app(
     cors_origins: Sequence[str] = (),
     host: str = "127.0.0.1",
     allowed_hosts: Sequence[str] = (),
+    max_sessions: int = MAX_SESSIONS,
 ) -> Starlette:
     """``cors_origins``: browser origins allowed to call the server (none by default); ``host``: the
-    bound address; ``allowed_hosts``: other names the ``Host`` header may carry (see :mod:`.guard`)."""
+    bound address; ``allowed_hosts``: other names the ``Host`` header may carry (see :mod:`.guard`);
+    ``max_sessions``: sessions run at once, of every route (see :mod:`.limits`)."""
     register_secret(token)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        app.state.council_server = CouncilServer(loaded, max_body_bytes=max_body_bytes)
+        app.state.council_server = CouncilServer(loaded, max_body_bytes=max_body_bytes, max_sessions=max_sessions)
         try:
             yield
         finally:

@@ -11,6 +11,7 @@ from typing import Any
 
 from council.errors import CouncilError, CouncilFailure
 from council.logs import get_logger
+from council.server.limits import SessionLimit
 
 log = get_logger("council.server")
 
@@ -80,17 +81,20 @@ class EventLog:
 
 
 class LiveSessions:
-    """The sessions this server runs in its background; cancelled (recorded interrupted) at shutdown."""
+    """The sessions this server runs in its background; cancelled (recorded interrupted) at shutdown.
+    Each holds a place of ``limit`` while it runs."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, limit: SessionLimit | None = None) -> None:
         self.store = store
+        self.limit = limit or SessionLimit()
         self.tasks: set[asyncio.Task[BaseException | None]] = set()
 
     async def start(self, council: Any, question: str, seed: int | None, *, to_end: bool = False) -> str:
         """Start the session; its id once it exists (its first event), or the error that stopped
         it before (a ``CouncilError`` the caller turns into a 4xx/502). With ``to_end``, its id
         once it has ended, or the error it ended with: for a session known to fail at once
-        (``Council.too_large``), whose caller gets that error rather than a 202."""
+        (``Council.too_large``), whose caller gets that error rather than a 202. With no place
+        left under the limit: a ``RequestError`` (429), and nothing starts."""
         started: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         events = EventLog(self.store)
 
@@ -114,7 +118,9 @@ class LiveSessions:
                     started.set_exception(failure or CouncilFailure("the session ended before it started"))
             return failure
 
+        self.limit.take()
         task = asyncio.create_task(run())
+        task.add_done_callback(lambda _: self.limit.give_back())
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         if to_end:  # shielded: a client that hangs up leaves it running, as any background session

@@ -7,7 +7,8 @@ import math
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
 
 from council.errors import InputError
 from council.inputs import check_json_text
@@ -41,13 +42,17 @@ def _constant(name: str) -> float:
 async def read_json(request: Request, max_bytes: int) -> Any:
     too_large = f"request body larger than {max_bytes} bytes"
     length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and (len(length) > 18 or int(length) > max_bytes):
+    # h11 lets only ASCII digits through; str.isdigit() alone would pass "²", which int() refuses.
+    if length is not None and length.isascii() and length.isdigit() and (len(length) > 18 or int(length) > max_bytes):
         raise RequestError(openai_error(413, too_large))
     body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > max_bytes:
-            raise RequestError(openai_error(413, too_large))
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > max_bytes:
+                raise RequestError(openai_error(413, too_large))
+    except ClientDisconnect:  # hung up, or too slow (council.server.connections): no one to answer
+        raise RequestError(Response(status_code=499)) from None
     try:
         value = json.loads(body, parse_int=_int, parse_float=_float, parse_constant=_constant)
     except _BadNumber as exc:
@@ -68,12 +73,14 @@ Parsed = TypeVar("Parsed", bound=BaseModel)
 
 
 def parse_as(model: type[Parsed], body: Any) -> Parsed:
-    """``body`` as ``model``, or a ``RequestError`` (400) naming the first problem and where."""
+    """``body`` as ``model``, or a ``RequestError`` (400) naming the first problem and where, as
+    OpenAI names a parameter (``messages[0].content[1].text``), in the message and in ``param``."""
     try:
         return model.model_validate(body)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "body"
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"]).lstrip(".")
         raise RequestError(
-            openai_error(400, f"invalid request: {where}: {first['msg']}", "invalid_request_error")
+            openai_error(400, f"invalid request: {where or 'body'}: {first['msg']}", "invalid_request_error",
+                         param=where or None)  # fmt: skip
         ) from None

@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
@@ -29,30 +28,11 @@ from council.server import protocol
 from council.server.background import EventLog
 from council.server.body import parse_as, read_json
 from council.server.errors import RequestError, error_for, openai_error
+from council.server.limits import HeldUntilSent
 from council.server.progress import progress_line
 from council.server.state import server_of
 from council.session.results import SessionResult
 from council.session.runner import check_request
-
-
-class ChatMessageIn(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True)
-    role: str
-    content: str | list[dict[str, Any]] | None = None
-
-    def text(self) -> str:
-        if isinstance(self.content, list):  # OpenAI content parts: keep the text ones
-            return "".join(p.get("text", "") for p in self.content if p.get("type") == "text")
-        return self.content or ""
-
-
-class ChatCompletionRequest(BaseModel):
-    # temperature etc. are accepted and ignored; strict: "7" is not a seed, "yes" not a boolean
-    model_config = ConfigDict(extra="allow", strict=True)
-    model: str
-    messages: list[ChatMessageIn] = Field(min_length=1)
-    stream: bool = False
-    seed: int | None = None
 
 
 @dataclass(frozen=True)
@@ -136,15 +116,15 @@ def council_details(result: SessionResult) -> dict[str, Any]:
     }
 
 
-async def chat_completions(request: Request) -> Response:
+async def chat_completions(request: Request) -> Response | HeldUntilSent:
     server = server_of(request)
     try:
         body = await read_json(request, server.max_body_bytes)
-        req = parse_as(ChatCompletionRequest, body)
+        req = parse_as(protocol.ChatCompletionRequest, body)
         protocol.check_parameters(body)
         protocol.check_messages(req.messages)
-        fmt = protocol.response_format(body.get("response_format"))
-        progress = protocol.include_progress(body)
+        fmt = protocol.response_format(req.response_format)
+        progress = protocol.include_progress(req)
         council = server.council(req.model)
     except RequestError as exc:
         return exc.response
@@ -158,15 +138,39 @@ async def chat_completions(request: Request) -> Response:
     history = protocol.history_messages(earlier)
     try:  # checked before a stream starts: a bad request is a 400, not an error inside a 200
         question, _ = check_request(last.text(), seed=req.seed, history=history)
+        server.sessions.take()  # one place under --max-sessions, or a 429
     except CouncilError as exc:
         return error_for(exc)
+    except RequestError as exc:
+        return exc.response
     reply = _Reply(
         id=f"chatcmpl-{uuid.uuid4().hex}",
         created=int(time.time()),
         model=council.name,
         system_fingerprint=server.fingerprint(req.model),
-        include_usage=protocol.include_usage(body),
+        include_usage=protocol.include_usage(req),
     )
+    try:
+        response = await _answer(request, council, req, question, history, fmt, reply, progress)
+    except BaseException:
+        server.sessions.give_back()
+        raise
+    return server.sessions.until_sent(response)  # a stream holds its place while it runs
+
+
+async def _answer(
+    request: Request,
+    council: Any,
+    req: protocol.ChatCompletionRequest,
+    question: str,
+    history: list[dict[str, str]],
+    fmt: JsonFormat | None,
+    reply: _Reply,
+    progress: bool,
+) -> Response:
+    """The session run for a valid request: a stream, a completion or its error."""
+    server = server_of(request)
+    last = req.messages[-1]
     events = EventLog(server.store)  # so the web app, on any replica, can watch this session too
     if req.stream:
         source = council

@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from council.background import asking_store
 from council.errors import CouncilError, NotFoundError
 from council.exports import session_listing
+from council.inputs import whole_number
 from council.server.body import parse_as, read_json
 from council.server.errors import RequestError, error_for, openai_error
 from council.server.state import server_of
@@ -35,6 +36,7 @@ POLL_SECONDS = 0.05  # how often a stream looks for new events in the store
 STATUS_EVERY = 20  # polls between looks at the session's status (has it ended elsewhere?)
 KEEPALIVE_SECONDS = 15.0
 MAX_LIST = 500
+MAX_SEQ = 2**63 - 1  # an event's seq is a 64-bit integer in the store
 FINAL_TYPES = frozenset({"session_finished"})  # after it, a session sends nothing more
 
 
@@ -63,11 +65,7 @@ async def start_session(request: Request) -> Response:
 
 def _resume_point(request: Request) -> int:
     raw = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
-    if not raw.isdigit() or len(raw) > 18:
-        raise RequestError(
-            openai_error(400, "Last-Event-ID (or after) must be a whole number", "invalid_request_error")
-        )
-    return int(raw)
+    return whole_number(raw, "Last-Event-ID (or after)", 0, MAX_SEQ)
 
 
 async def session_events(request: Request) -> Response:
@@ -75,10 +73,10 @@ async def session_events(request: Request) -> Response:
     try:
         after = _resume_point(request)
         row = await asking_store(store, store.get_session, request.path_params["session_id"])
-    except RequestError as exc:
-        return exc.response
     except NotFoundError as exc:
         return openai_error(404, str(exc), "invalid_request_error", "not_found")
+    except CouncilError as exc:
+        return error_for(exc)
     return StreamingResponse(
         _events(store, row["id"], after),
         media_type="text/event-stream",
@@ -139,12 +137,10 @@ def _finished_from_row(row: dict[str, Any]) -> bytes:
 
 async def list_sessions(request: Request) -> Response:
     q = request.query_params
-    raw = q.get("limit", "20")
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIST:
-        return openai_error(400, f"limit must be a whole number from 1 to {MAX_LIST}", "invalid_request_error")
     try:
+        limit = whole_number(q.get("limit", "20"), "limit", 1, MAX_LIST)
         store = server_of(request).store
-        rows = await asking_store(store, store.list_sessions, limit=int(raw), since=q.get("since"),
+        rows = await asking_store(store, store.list_sessions, limit=limit, since=q.get("since"),
                                 council=q.get("council"), search=q.get("q") or None)  # fmt: skip
     except CouncilError as exc:
         return error_for(exc)

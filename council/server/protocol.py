@@ -21,8 +21,11 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlsplit
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from council.asking import JsonFormat
 from council.errors import InputError, UsageError
@@ -35,6 +38,73 @@ class ProtocolError(Exception):
         super().__init__(message)
         self.param = param
         self.code = code
+
+
+# The request's shape, read strictly ("7" is not a seed, "yes" not a boolean): every part the
+# server reads is checked here for its JSON type, so a malformed one is a 400 naming it
+# (``council.server.body.parse_as``), never an error further in. Parts it does not read are
+# allowed and left unchecked (``extra="allow"``).
+_STRICT = ConfigDict(extra="allow", strict=True)
+
+
+class ContentPart(BaseModel):
+    """One part of a message's content; only text parts are read (others: :func:`check_messages`)."""
+
+    model_config = _STRICT
+    type: str | None = None
+    text: str | None = None
+
+
+def _as_parts(value: Any) -> Any:
+    """A string is one text part, as OpenAI reads it; anything but a string, a list or null is
+    refused here, where the error can say what the content may be."""
+    if isinstance(value, str):
+        return [{"type": "text", "text": value}]
+    if value is not None and not isinstance(value, list):
+        raise PydanticCustomError("content_type", "content must be a string or a list of content parts")
+    return value
+
+
+class ChatMessage(BaseModel):
+    model_config = _STRICT
+    role: str
+    content: Annotated[list[ContentPart] | None, BeforeValidator(_as_parts)] = None
+
+    def text(self) -> str:
+        """The message's text: its text parts, joined."""
+        return "".join(p.text or "" for p in self.content or () if p.type == "text")
+
+
+class StreamOptions(BaseModel):
+    model_config = _STRICT
+    include_usage: bool | None = None
+    include_progress: bool = True
+
+
+class JsonSchemaFormat(BaseModel):
+    model_config = _STRICT
+    name: str = "response"
+    schema_: Any = Field(None, alias="schema")
+    strict: bool | None = None
+    description: str | None = None
+
+
+class ResponseFormat(BaseModel):
+    model_config = _STRICT
+    type: str
+    json_schema: JsonSchemaFormat | None = None
+
+
+class ChatCompletionRequest(BaseModel):
+    """What the server reads of a request (temperature etc. are accepted and ignored)."""
+
+    model_config = _STRICT
+    model: str
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    seed: int | None = None
+    response_format: ResponseFormat | None = None
 
 
 def _empty(value: Any) -> bool:
@@ -93,26 +163,19 @@ def check_parameters(body: Mapping[str, Any]) -> None:
     for name, (asks, why) in _REFUSED.items():
         if name in body and asks(body[name]):
             raise ProtocolError(name, f"{name}: {why}", "unsupported_parameter")
-    options = body.get("stream_options")
-    if options is not None:
-        if not isinstance(options, dict):
-            raise ProtocolError("stream_options", "stream_options must be an object")
-        if not body.get("stream"):
-            raise ProtocolError("stream_options", "stream_options is only allowed when stream is true")
+    if body.get("stream_options") is not None and not body.get("stream"):
+        raise ProtocolError("stream_options", "stream_options is only allowed when stream is true")
 
 
-def include_usage(body: Mapping[str, Any]) -> bool:
+def include_usage(req: ChatCompletionRequest) -> bool:
     """``stream_options.include_usage``: end the stream with OpenAI's usage chunk."""
-    return bool((body.get("stream_options") or {}).get("include_usage"))
+    return bool(req.stream_options and req.stream_options.include_usage)
 
 
-def include_progress(body: Mapping[str, Any]) -> bool:
+def include_progress(req: ChatCompletionRequest) -> bool:
     """``stream_options.include_progress`` (default true): stage progress as ``reasoning_content``
     deltas (:mod:`council.server.progress`); false: as SSE comment lines clients skip."""
-    value = (body.get("stream_options") or {}).get("include_progress", True)
-    if not isinstance(value, bool):
-        raise ProtocolError("stream_options.include_progress", "stream_options.include_progress must be true or false")
-    return value
+    return req.stream_options is None or req.stream_options.include_progress
 
 
 def check_messages(messages: Sequence[Any]) -> None:
@@ -126,15 +189,13 @@ def check_messages(messages: Sequence[Any]) -> None:
             )
         if not _empty((message.model_extra or {}).get("tool_calls")):
             raise ProtocolError(f"messages[{i}].tool_calls", "tool calls are not supported", "unsupported_parameter")
-        if isinstance(message.content, list):
-            for part in message.content:
-                kind = part.get("type") if isinstance(part, dict) else None
-                if kind != "text":
-                    raise ProtocolError(
-                        f"messages[{i}].content",
-                        f"messages[{i}].content: only text parts are supported, not {str(kind)[:40]!r}",
-                        "unsupported_parameter",
-                    )
+        for part in message.content or ():
+            if part.type != "text":
+                raise ProtocolError(
+                    f"messages[{i}].content",
+                    f"messages[{i}].content: only text parts are supported, not {str(part.type)[:40]!r}",
+                    "unsupported_parameter",
+                )
 
 
 def history_messages(messages: Sequence[Any]) -> list[dict[str, str]]:
@@ -142,13 +203,11 @@ def history_messages(messages: Sequence[Any]) -> list[dict[str, str]]:
     return [{"role": _ROLES[m.role], "content": m.text()} for m in messages]
 
 
-def response_format(value: Any) -> JsonFormat | None:
+def response_format(value: ResponseFormat | None) -> JsonFormat | None:
     """The client's ``response_format`` as the format the chairman must answer in (None: prose)."""
     if value is None:
         return None
-    if not isinstance(value, dict):
-        raise ProtocolError("response_format", "response_format must be an object")
-    kind = value.get("type")
+    kind = value.type
     if kind == "text":
         return None
     if kind == "json_object":
@@ -159,17 +218,17 @@ def response_format(value: Any) -> JsonFormat | None:
             f"response_format.type {str(kind)[:40]!r} is not supported (text, json_object or json_schema)",
             "unsupported_parameter",
         )
-    spec = value.get("json_schema")
-    if not isinstance(spec, dict):
+    spec = value.json_schema
+    if spec is None:
         raise ProtocolError("response_format.json_schema", "response_format.json_schema must be an object")
-    name = spec.get("name", "response")
-    if not isinstance(name, str) or not _SCHEMA_NAME.match(name):
+    name = spec.name
+    if not _SCHEMA_NAME.match(name):
         raise ProtocolError(
             "response_format.json_schema.name",
             "response_format.json_schema.name must be 1-64 letters, digits, '_' or '-'",
         )
     try:
-        return JsonFormat(spec.get("schema"), name=name)
+        return JsonFormat(spec.schema_, name=name)
     except InputError as exc:
         param = "response_format.json_schema.schema"
         raise ProtocolError(param, f"{param}: {exc}") from None

@@ -10,6 +10,8 @@ from starlette.responses import JSONResponse, Response
 from council.background import asking_store
 from council.errors import CouncilError, NotFoundError
 from council.exports import stored_result
+from council.inputs import MAX_SEED, whole_number
+from council.leaderboard_shape import DEFAULT_BOOTSTRAP, MAX_BOOTSTRAP
 from council.server.errors import error_for, openai_error
 from council.server.state import server_of
 
@@ -52,15 +54,13 @@ async def get_leaderboard(request: Request) -> Response:
     from council.leaderboard import leaderboard
 
     q = request.query_params
-    numbers = {}
-    for name, default in (("bootstrap", "200"), ("seed", "0")):
-        raw = q.get(name, default)
-        if not raw.isdigit() or len(raw) > 9:
-            return openai_error(400, f"{name} must be a whole number", "invalid_request_error")
-        numbers[name] = int(raw)
     try:
         from council.judged_leaderboard import parse_control
 
+        numbers = {
+            "bootstrap": whole_number(q.get("bootstrap", str(DEFAULT_BOOTSTRAP)), "bootstrap", 0, MAX_BOOTSTRAP),
+            "seed": whole_number(q.get("seed", "0"), "seed", 0, MAX_SEED),
+        }
         store = server_of(request).store
         board = await asking_store(
             store,

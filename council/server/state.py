@@ -9,14 +9,15 @@ from starlette.requests import Request
 
 from council.config import LoadedConfig
 from council.errors import NotFoundError
-from council.server import protocol
+from council.server import MAX_SESSIONS, protocol
 from council.server.background import LiveSessions
+from council.server.limits import SessionLimit
 
 
 class CouncilServer:
     """Holds one ``Council`` per council name, sharing model clients and the store."""
 
-    def __init__(self, loaded: LoadedConfig, *, max_body_bytes: int) -> None:
+    def __init__(self, loaded: LoadedConfig, *, max_body_bytes: int, max_sessions: int = MAX_SESSIONS) -> None:
         from council.storage import open_store
 
         self.loaded = loaded
@@ -29,7 +30,8 @@ class CouncilServer:
         self.councils: dict[str, Any] = {}
         self.fingerprints: dict[str, str] = {}
         self.started = int(time.time())  # the models' ``created``: when this server loaded them
-        self.live = LiveSessions(self.store)  # sessions started with POST /v1/sessions
+        self.sessions = SessionLimit(max_sessions)  # every session this process runs, of any route
+        self.live = LiveSessions(self.store, self.sessions)  # sessions started with POST /v1/sessions
 
     def council(self, name: str) -> Any:
         if name not in self.loaded.config.councils:

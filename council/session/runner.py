@@ -27,7 +27,7 @@ from council.budget import BudgetReached, budget_in_force
 from council.clock import utc_now
 from council.config import ResolvedCouncil, ResolvedModel
 from council.errors import InputError, PromptTooLarge, ProviderError, QuorumError, RequestTooLarge
-from council.inputs import check_text, check_visible
+from council.inputs import MAX_SEED, check_text, check_visible
 from council.logs import get_logger
 from council.methods.concordance import null_job
 from council.methods.ranking import Consensus, consensus_ranking
@@ -138,9 +138,6 @@ class _Beside:
 
 #: (answers a reviewer ranks, scale) whose review model and schema are built (_prepare_reviews).
 _REVIEWS_BUILT: set[tuple[int, tuple[int, int]]] = set()
-
-#: Seeds are stored as SQLite integers (signed 64-bit) and sent to providers: 0 to 2**63 - 1.
-MAX_SEED = 2**63 - 1
 
 
 def check_request(

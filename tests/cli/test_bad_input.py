@@ -50,9 +50,9 @@ def nothing_billed(mock, before: int) -> bool:
     [
         ("Why is \udcff\udcfe the sky blue?", None, "the question is not valid UTF-8 text"),
         ("Lone \ud800 surrogate", None, "the question is not valid UTF-8 text"),
-        (QUESTION, str(2**63), "the seed must be an integer from 0 to 9223372036854775807"),
-        (QUESTION, str(2**80), "the seed must be an integer from 0 to"),
-        (QUESTION, "-1", "the seed must be an integer from 0 to"),
+        (QUESTION, str(2**63), "--seed must be a whole number from 0 to 9223372036854775807"),
+        (QUESTION, str(2**80), "--seed must be a whole number from 0 to"),
+        (QUESTION, "-1", "--seed must be a whole number from 0 to"),
     ],
 )
 def test_bad_question_or_seed_is_one_line_exit_2_and_nothing_written(council_home, cfg, mock, question, seed, fragment):
