@@ -38,3 +38,22 @@ async def test_tool_text_shows_control_characters_as_escapes_and_keeps_them_in_t
         assert "\\x1b[31mblue\\u202e" in text, (tool, text[:500])
         for control in CONTROLS:
             assert control not in text, (tool, repr(control))
+
+
+def stdio_server(cfg: Path, home: Path) -> StdioServerParameters:
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    env = {"PYTHONPATH": path, "COUNCIL_HOME": str(home), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    return StdioServerParameters(command=sys.executable, args=["-m", "council", "mcp", "--config", str(cfg)], env=env)
+
+
+async def test_a_criterion_list_the_judges_cannot_take_is_the_tools_one_line_error(tmp_path, council_home):
+    cfg = tmp_path / "council.toml"
+    cfg.write_text('[councils.default]\nmembers = ["fake/alpha", "fake/beta"]\nchairman = "fake/alpha"\n')
+    async with Client(stdio_server(cfg, council_home)) as client:
+        for criteria, fragment in ((["x" * 101], "at most 100 characters"), ([f"c{i}" for i in range(51)], "at most 50")):
+            refused = await client.call_tool(
+                "council_compare", {"prompt": "Why?", "response_a": "x", "response_b": "y", "criteria": criteria}
+            )
+            assert refused.is_error and refused.structured_content is None
+            [block] = refused.content
+            assert block.text.startswith("error: ") and fragment in block.text and "\n" not in block.text, block.text
