@@ -16,7 +16,8 @@ validation with that reason. Anthropic's Message Batches too: ``POST /v1/message
 ``GET /v1/messages/batches/{id}[/results]`` (the same delay and expiry). Batches live in
 memory for the server's lifetime.
 Errors use OpenAI's shape, ``{"error": {"message", "type", "code"}}``. The hostile behaviours
-(``+echo``: a 400 quoting the Authorization header and the body; ``+markup``; ``+quote``) come
+(``+echo``: a 400 quoting the Authorization header and the body; ``+leak``: replies quoting
+that header; ``+markup``; ``+quote``) come
 from the same responder; ``+endless`` (the mock's own) answers 200 with a body that never ends,
 JSON or SSE, as fast as the client reads.
 
@@ -246,6 +247,7 @@ class MockLLM:
                 # +echo: what a careless provider or proxy quotes back in its error
                 request_echo=f"Authorization: {request.headers.get('authorization', '')}; "
                 f"request body: {raw.decode('utf-8', 'replace')}",
+                credentials=f"Authorization: {request.headers.get('authorization', '')}",  # +leak
             )
         except ProviderError as exc:
             status = exc.status_code or 500
