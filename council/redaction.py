@@ -29,6 +29,10 @@ those out of a question or a model name would garble the stored data for good. S
 * Council's own words are no credentials: ``bearer token``, ``Bearer TOKEN``,
   ``api_key=<your key>`` or ``$OPENAI_API_KEY`` name a placeholder, not a value.
 
+A model's reply loses its strong secrets where it enters (``council.providers.client``), streamed
+or not (:class:`SecretStream`), so no stored row, event, served route or output holds one; stored
+documents (:func:`redact_document`) are redacted again as they are written.
+
 A session or judgment declares its privacy and its private text with :func:`private_scope`;
 everything below it (the model client, structured-output validation, the store, the log
 processor) calls :func:`redact`, which knows the current scope. Without a scope only secrets
@@ -194,6 +198,56 @@ def redact_secrets(text: str, secrets: frozenset[str] | None = None, *, error_te
     if any(hint in folded for hint in _CREDENTIAL_HINTS):
         text = _CREDENTIAL.sub(_credential, text)
     return text
+
+
+class SecretStream:
+    """A reply streamed in pieces, without strong secrets: the end of a piece that may begin one
+    is held back until the next piece (or :meth:`end`) settles it, so a secret split across
+    pieces is cut too, and the pieces put together are the whole reply as :func:`redact_secrets`
+    cuts it (``error_text=False``)."""
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        """What of the reply so far can be shown: ``piece`` after what was held, secrets cut."""
+        text = self._held + piece
+        secrets = _current_secrets()
+        strong, _ = _secrets_patterns(secrets)
+        if strong is None:
+            self._held = ""
+            return text
+        cut = len(text) - _started_secret(text, _secret_starts(secrets))
+        for match in strong.finditer(text):  # a whole secret across the cut goes out, cut
+            if match.start() < cut < match.end():
+                cut = match.end()
+        self._held = text[cut:]
+        return strong.sub(REDACTED, text[:cut])
+
+    def end(self) -> str:
+        """What was held back, once the reply is over."""
+        text, self._held = self._held, ""
+        return redact_secrets(text, error_text=False)
+
+
+@lru_cache(maxsize=64)
+def _secret_starts(secrets: frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """Every proper beginning of every form of the strong ``secrets``, by its last character,
+    longest first."""
+    starts: dict[str, set[str]] = {}
+    for secret in secrets:
+        if is_strong(secret):
+            for form in _forms(secret):
+                for end in range(1, len(form)):
+                    starts.setdefault(form[end - 1], set()).add(form[:end])
+    return {ch: tuple(sorted(found, key=len, reverse=True)) for ch, found in starts.items()}
+
+
+def _started_secret(text: str, starts: Mapping[str, tuple[str, ...]]) -> int:
+    """The length of the longest end of ``text`` that begins a secret (0: none)."""
+    if not text:
+        return 0
+    return next((len(start) for start in starts.get(text[-1], ()) if text.endswith(start)), 0)
 
 
 class PrivateText:

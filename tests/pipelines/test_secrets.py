@@ -95,6 +95,45 @@ def test_resolving_a_model_registers_its_key():
     assert redact("zq-55xx77yy99") == REDACTED
 
 
+@given(cuts=st.lists(st.integers(min_value=0, max_value=120), max_size=12), pad=st.text(max_size=20))
+def test_a_streamed_reply_loses_a_secret_however_it_is_cut_into_pieces(cuts, pad):
+    register_secret(KEY)
+    reply = f"{pad}Your key is {KEY} and {KEY[:9]} is how it starts; {json.dumps(KEY)}{pad}"
+    bounds = sorted({0, len(reply), *(c for c in cuts if c < len(reply))})
+    stream = redaction.SecretStream()
+    shown = [stream.feed(reply[a:b]) for a, b in zip(bounds, bounds[1:])] + [stream.end()]
+    assert "".join(shown) == redaction.redact_secrets(reply, error_text=False)
+    assert KEY not in "".join(shown)
+
+
+async def test_a_client_streams_a_reply_without_a_key_split_across_its_pieces():
+    from council.config import ModelSpec
+    from council.config.loader import ResolvedModel
+    from council.providers.base import ChatRequest, ChatResponse
+    from council.providers.client import ModelClient
+
+    register_secret(KEY)
+    reply = f"The key you gave me is {KEY}, keep it safe."
+
+    class OneCharacterAtATime:
+        async def stream(self, request, on_delta):
+            for ch in reply:
+                on_delta(ch)
+            return ChatResponse(text=reply)
+
+        async def generate(self, request):
+            return ChatResponse(text=reply)
+
+    client = ModelClient(ResolvedModel(id="m", spec=ModelSpec(model="fake/m")), OneCharacterAtATime())
+    pieces: list[str] = []
+    response = await client.complete(ChatRequest(messages=[{"role": "user", "content": "q"}]), stage="t",
+                                     on_delta=pieces.append)  # fmt: skip
+    assert response.text == "".join(pieces) == f"The key you gave me is {REDACTED}, keep it safe."
+    assert (await client.complete(ChatRequest(messages=[{"role": "user", "content": "q"}]), stage="t")).text == (
+        response.text
+    )
+
+
 # -- logging: the library emits events, the host decides where they go --------------------
 
 
