@@ -1,14 +1,16 @@
-"""Canaries: a configured key that models quote in their replies appears in no table of the
+"""Canaries: a configured key that models quote in their replies, and the credentials of an
+``api_base`` (``http://user:password@host``, sent as HTTP Basic auth), appear in no table of the
 store (every text of every row, on SQLite and PostgreSQL), in no served route and in no export
 or output, whatever path the text took (a session run by the server, its events, the chat
 route, ``council run``, judging, a batch).
 
 The mock's ``+leak`` models put the request's ``Authorization`` header in every plain reply and
-every reasoning.
+every reasoning; its ``+echo`` models quote it in an error.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import sqlite3
 from pathlib import Path
@@ -38,7 +40,8 @@ def every_text(url: str) -> str:
     import psycopg
 
     with psycopg.connect(url) as conn:
-        tables = [name for (name,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+        listed = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+        tables = [name for (name,) in listed]
         assert "session_events" in tables
         return "\n".join(str(row) for name in tables for row in conn.execute(f'SELECT t::text FROM "{name}" t'))
 
@@ -54,8 +57,9 @@ def judged(tmp_path: Path, cfg: Path, home: Path, env: dict[str, str], judge: st
     (tmp_path / "a.txt").write_text("Rayleigh scattering favours short wavelengths.")
     (tmp_path / "b.txt").write_text("Because the sea reflects onto the sky.")
     batch = tmp_path / "batch.jsonl"
-    batch.write_text(json.dumps({"id": "p1", "prompt": QUESTION, "a": "Rayleigh.", "b": "The sea."}) + "\n"
-                     + json.dumps({"id": "g1", "prompt": QUESTION, "response": "Rayleigh scattering."}) + "\n")  # fmt: skip
+    lines = [{"id": "p1", "prompt": QUESTION, "a": "Rayleigh.", "b": "The sea."},
+             {"id": "g1", "prompt": QUESTION, "response": "Rayleigh scattering."}]  # fmt: skip
+    batch.write_text("".join(json.dumps(line) + "\n" for line in lines))
     runs = {
         "compare": ["compare", "--prompt", QUESTION, "--a", str(tmp_path / "a.txt"), "--b", str(tmp_path / "b.txt"),
                     "--json"],
@@ -112,3 +116,26 @@ def test_a_key_models_quote_is_in_no_table_route_or_output(tmp_path, backend_url
     for where, text in {**seen, "the store": stored}.items():
         assert KEY not in text, where
         assert json.dumps(KEY)[1:-1] not in text, where
+
+
+def test_the_credentials_of_an_api_base_are_in_no_table_output_or_export(tmp_path, backend_url):
+    # Sent as Basic auth: the base64 of "user:password" is what a provider or a model echoes.
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"COUNCIL_DATABASE_URL": backend_url}
+    user, password = "alice", "s3cret-pw-7781"
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    with start_mock_server() as mock:
+        base = mock.base_url.replace("http://", f"http://{user}:{password}@")
+        cfg = config(tmp_path, base, {"m1": "mock-alpha+leak", "m2": "mock-beta+echo", "m3": "mock-gamma+leak"})
+        ran = council_process("run", QUESTION, "--config", str(cfg), "--json", home=home, env=env)
+        assert ran.returncode == 0, ran.stderr.decode()
+        session_id = json.loads(ran.stdout)["session_id"]
+        seen = {"council run": ran.stdout.decode() + ran.stderr.decode()}
+        seen |= judged(tmp_path, cfg, home, env, "m1")
+    seen |= exports(home, env, session_id)
+    stored = every_text(backend_url)
+    assert "Authorization: Basic " in stored  # quoted
+    for where, text in {**seen, "the store": stored}.items():
+        for secret in (token, password, f"{user}:{password}"):
+            assert secret not in text, (where, secret)
