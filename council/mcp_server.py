@@ -4,6 +4,10 @@ A thin layer: each tool validates its input (the SDK, from the annotated signatu
 also the tool's published input schema), makes one library call and returns the result as
 text for the model to read plus the whole result as structured content. A tool that fails
 returns one line with ``isError``; nothing is printed on stdout, which carries the protocol.
+In the text, what a model, a provider or a user wrote can never pose as the tool's own words
+(a member answering "Synthesis by m1: ..."): a text of several lines is quoted, each of its
+lines beginning with "> " (:func:`quoted`), and one inside a line of the tool's own is made one
+line (:func:`one_line`).
 Long tools report progress: ``council_run`` from the session's events, ``council_compare``
 and ``council_grade`` per model call, so that clients do not time out.
 
@@ -40,9 +44,16 @@ def _sdk() -> Any:
 
 
 def one_line(message: str) -> str:
+    """``message`` on one line (any line break, Unicode's too, is a space), redacted as error text."""
     from council.redaction import redact
 
     return " ".join(redact(message).split())
+
+
+def quoted(text: str) -> str:
+    """``text`` as a quote: each of its lines (split at every kind of line break a reader sees
+    as one) begins with "> ", so none can be read as a line of the tool's own."""
+    return "\n".join(f"> {line}" if line else ">" for line in text.splitlines() or [""])
 
 
 class Tools:
@@ -145,23 +156,26 @@ def session_text(result: SessionResult, show: frozenset[str] = frozenset()) -> s
     warnings, error = problems(result)
     lines = []
     if error:
-        lines.append(error)
+        lines.append(one_line(error))
     lines.append(f"council {result.council}: status {result.status}, session {result.session_id}, seed {result.seed}")
     if result.question is not None:
-        lines += ["", "Question:", result.question]
+        lines += ["", "Question:", quoted(result.question)]
     if "answers" in show:
         for a in result.answers:
-            status = a.status if a.status != "failed" else f"failed: {a.error}"
-            lines += ["", f"Answer of {a.member} ({a.model}, {status}):", a.text or "(no text)"]
+            status = a.status if a.status != "failed" else f"failed: {one_line(a.error or '')}"
+            lines += ["", f"Answer of {a.member} ({a.model}, {status}):", quoted(a.text or "(no text)")]
     if "reviews" in show:
         for r in result.reviews:
             if not r.valid:
-                lines += ["", f"Review by {r.reviewer}: invalid ({r.error})"]
+                lines += ["", f"Review by {r.reviewer}: invalid ({one_line(r.error or '')})"]
                 continue
             seen = ", ".join(f"{label} = {member}" for label, member in r.labels.items())
             lines += ["", f"Review by {r.reviewer} (order seen: {seen}):"]
             for member in r.display_order:
-                lines.append(f"- {member}: {r.scores.get(member, '-')} — {r.reasoning.get(member, '(no reasoning)')}")
+                reasoning = r.reasoning.get(member)
+                lines.append(f"- {member}: {r.scores.get(member, '-')}" + (", reasoning:" if reasoning else ""))
+                if reasoning:
+                    lines.append(quoted(reasoning))
             lines.append("ranking: " + " > ".join(r.ranking))
     c = result.consensus
     if c is not None:
@@ -173,8 +187,8 @@ def session_text(result: SessionResult, show: frozenset[str] = frozenset()) -> s
     s = result.synthesis
     if s.status == "ok":
         by = f"{s.chairman}, the fallback chairman" if s.fallback_used else s.chairman
-        lines += ["", f"Synthesis by {by}:", s.text or "(text not kept)"]
-    lines += [f"warning: {w}" for w in warnings]
+        lines += ["", f"Synthesis by {by}:", quoted(s.text or "(text not kept)")]
+    lines += [f"warning: {one_line(w)}" for w in warnings]
     return "\n".join(lines)
 
 
@@ -469,7 +483,8 @@ async def _judging(tools: Tools, refs: list[str] | None, ctx: Any, work: Callabl
 def _outcome_result(outcome: Any, text: str) -> Any:
     """A comparison's or grade's result; a failed or partly failed one says so first."""
     if not outcome.success or outcome.partial:
-        text = f"judging {'failed' if not outcome.success else 'partly failed'}: {outcome.error}\n{text}"
+        how = "failed" if not outcome.success else "partly failed"
+        text = f"judging {how}: {one_line(outcome.error or '')}\n{text}"
     return _result(text, outcome.model_dump(mode="json"), error=not outcome.success)
 
 
@@ -490,7 +505,7 @@ def _sessions(session_id: str | None, limit: int, council: str | None, since: st
             rows = [session_listing(r) for r in store.list_sessions(limit=limit, since=since, council=council)]
             text = "\n".join(
                 f"{r['session_id']}  {r['created_at'][:19]}  {r['status']}  {r['council'] or ''}  "
-                + (r["question"] or "(not stored)")
+                + (one_line(r["question"]) if r["question"] else "(not stored)")
                 for r in rows
             )
             return _result(text or "no sessions", {"sessions": rows})
@@ -498,10 +513,11 @@ def _sessions(session_id: str | None, limit: int, council: str | None, since: st
     doc = stored_result(row)
     if doc is None:
         listing = session_listing(row)
-        return _result(f"session {row['id']}: status {row['status']}, error: {row.get('error')}", listing)
+        return _result(f"session {row['id']}: status {row['status']}, error: {one_line(row.get('error') or '')}",
+                       listing)  # fmt: skip
     text = session_text(SessionResult.model_validate(doc), frozenset({"answers", "reviews"}))
     if row.get("error"):  # a session that stopped early, with what it had done: why it stopped
-        text += f"\nerror: session {row['status']}: {row['error']}"
+        text += f"\nerror: session {row['status']}: {one_line(row['error'])}"
     return _result(text, doc)
 
 

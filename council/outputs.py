@@ -6,9 +6,11 @@ and renamed over the target only when the writing succeeded, so a failure (a ful
 interrupted command) leaves the old file as it was (it keeps its mode; a new file gets the
 usual one). Devices and pipes (``/dev/stdout``, ``/dev/full``) are written in place: renaming
 over them would replace the device. A file that cannot be written is a ``UsageError`` naming
-it (one line, exit 2); council's own database, a directory and a file the command reads
-(under any name) are never a target: :func:`check_output`, which a command that reads files
-calls with them before it starts work.
+it (one line, exit 2); council's database (the store in use, wherever
+``COUNCIL_DATABASE_URL`` puts it, and the default one, with their ``-wal``, ``-shm`` and
+``-journal`` files), a directory and a file the command reads (under any name, through any
+link) are never a target: :func:`check_output`, which a command that reads files calls with
+them before it starts work.
 """
 
 from __future__ import annotations
@@ -28,13 +30,16 @@ from council.errors import UsageError
 
 def check_output(path: str | None, inputs: Iterable[str | Path] = ()) -> None:
     """A one-line ``UsageError`` for a target that must not be written: an empty name, a
-    directory, or one of ``inputs`` (the files the command reads, also through a link)."""
+    directory, council's database, or one of ``inputs`` (the files the command reads, also
+    through a link)."""
     if path is None or path == "-":
         return
     if not path.strip():
         raise UsageError("the output file name is empty")
     if os.path.isdir(path):
         raise UsageError(f"cannot write {path}: it is a directory")
+    if _is_the_database(Path(path)):
+        raise UsageError(f"refusing to write {path}: it is council's database")
     for source in inputs:
         with suppress(OSError):
             if os.path.samefile(path, source):
@@ -56,8 +61,6 @@ def open_output(path: str | None, *, make_parents: bool = False) -> Iterator[IO[
         mode = target.stat().st_mode if target.exists() else None
     except OSError as exc:
         raise _cannot_write(path, exc) from None
-    if mode is not None and _is_the_database(target):
-        raise UsageError(f"refusing to write {path}: it is council's database")
     if mode is not None and not stat.S_ISREG(mode):
         try:
             with open(target, "w", encoding="utf-8", newline="") as fh:
@@ -83,11 +86,29 @@ def open_output(path: str | None, *, make_parents: bool = False) -> Iterator[IO[
 
 
 def _is_the_database(target: Path) -> bool:
-    from council.home import council_home
+    """Whether ``target`` is a file of the store in use or of the default one: the same file
+    (through any link), or the same resolved name (a ``-wal`` file not there now)."""
+    resolved = os.path.realpath(target)
+    for name in _database_files():
+        with suppress(OSError):
+            if os.path.realpath(name) == resolved or os.path.samefile(target, name):
+                return True
+    return False
 
-    database = council_home() / "council.db"
-    names = [database, *(database.with_name(database.name + suffix) for suffix in ("-wal", "-shm"))]
-    return any(name.exists() and os.path.samefile(target, name) for name in names)
+
+def _database_files() -> list[Path]:
+    from council.errors import CouncilError
+    from council.home import council_home
+    from council.storage.location import configured
+
+    databases = [council_home() / "council.db"]
+    with suppress(CouncilError):  # a malformed URL: the command says so when it opens the store
+        location = configured()
+        if location.kind == "sqlite" and location.path is not None:
+            databases.append(location.path)
+    # SQLite keeps the -wal, -shm and -journal files beside the database's real file.
+    databases += [Path(os.path.realpath(database)) for database in databases]
+    return [Path(f"{database}{suffix}") for database in databases for suffix in ("", "-wal", "-shm", "-journal")]
 
 
 def _umask() -> int:

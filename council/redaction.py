@@ -5,8 +5,10 @@ row or an export:
 
 * **Secrets**, always: every configured API key and the server token, known *by value*
   (:func:`register_secret`, called where configuration resolves a key; also the values of
-  environment variables named like keys, which provider SDKs read on their own), and anything
-  shaped like a credential (``Bearer …``, ``sk-…``, ``api_key=…``).
+  environment variables named like keys, which provider SDKs read on their own), the
+  credentials of an ``api_base`` (``http://user:password@host``) with the Basic token HTTP
+  clients send for them (:func:`register_url_credentials`), and anything shaped like a
+  credential (``Bearer …``, ``Basic`` and a token, ``sk-…``, ``api_key=…``, a URL's ``:password@``).
 * **Private text**, when transcripts are off (``COUNCIL_STORE_TRANSCRIPTS=0``): the question
   and the answers of the running session or judgment. A provider's error may echo the request
   and a validation message may quote the reply, so any run of :data:`PRIVATE_RUN` characters
@@ -29,6 +31,10 @@ those out of a question or a model name would garble the stored data for good. S
 * Council's own words are no credentials: ``bearer token``, ``Bearer TOKEN``,
   ``api_key=<your key>`` or ``$OPENAI_API_KEY`` name a placeholder, not a value.
 
+A model's reply loses its strong secrets where it enters (``council.providers.client``), streamed
+or not (:class:`SecretStream`), so no stored row, event, served route or output holds one; stored
+documents (:func:`redact_document`) are redacted again as they are written.
+
 A session or judgment declares its privacy and its private text with :func:`private_scope`;
 everything below it (the model client, structured-output validation, the store, the log
 processor) calls :func:`redact`, which knows the current scope. Without a scope only secrets
@@ -37,6 +43,8 @@ are redacted.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 import re
@@ -45,6 +53,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -78,16 +87,22 @@ USER_KEYS = frozenset(
 ERROR_KEYS = frozenset({"error", "errors", "problem", "failures", "partial_reasons", "flags", "notice", "note"})
 
 _registered: set[str] = set()
+#: Registered secrets a machine made (a Basic token): strong however short they are.
+_machine_made: set[str] = set()
 _KEY_NAME = re.compile(r"(API_?KEY|_TOKEN|_SECRET|PASSWORD|PASSWD)$", re.IGNORECASE)
 _VALUE = r"[^\s\"',;}\]]+"
 # Where a credential would go, a placeholder ("bearer token", "Bearer TOKEN", "<your key>",
 # "$OPENAI_API_KEY", "${TOKEN}") is council's own help or error text, never a value; nor is
 # "[redacted]" (already cut).
-_NOT_PLACEHOLDER = r"(?!(?:token|key|secret|password|bearer)\b|[<$({\[]|(?-i:[A-Z][A-Z_]*)(?![\w.\-]))"
+_NOT_PLACEHOLDER = r"(?!(?:token|key|secret|password|bearer|basic)\b|[<$({\[]|(?-i:[A-Z][A-Z_]*)(?![\w.\-]))"
+# "Basic" and a token is a credential only when the token is base64 of "user:password"
+# (:func:`_credential` decodes it): "basic training" stays.
 _CREDENTIAL = re.compile(
-    r"(\bbearer\s+)" + _NOT_PLACEHOLDER + _VALUE
+    r"(?P<bearer>\bbearer\s+)" + _NOT_PLACEHOLDER + _VALUE
+    + r"|(?P<basic>\bbasic\s+)(?P<token>[A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])"
     + r"|\bsk-[A-Za-z0-9_\-]{8,}"
-    + r"|((?:api[_-]?key|x-api-key|access[_-]?token|secret|password|authorization)[\"']?\s*[:=]\s*[\"']?)"
+    + r"|(?P<url>://[^\s/:@]*:)(?!\*+@)" + _NOT_PLACEHOLDER + r"[^\s/@]+(?=@)"
+    + r"|(?P<named>(?:api[_-]?key|x-api-key|access[_-]?token|secret|password|authorization)[\"']?\s*[:=]\s*[\"']?)"
     + _NOT_PLACEHOLDER + _VALUE,
     re.IGNORECASE,
 )  # fmt: skip
@@ -98,15 +113,37 @@ _WORD_BEFORE = r"(?<![\w\-./])"
 _WORD_AFTER = r"(?![\w\-/]|[.:]\w)"
 
 
-def register_secret(value: str | None) -> None:
-    """Redact ``value`` wherever it could appear from now on (an API key, the server token)."""
+def register_secret(value: str | None, *, machine_made: bool = False) -> None:
+    """Redact ``value`` wherever it could appear from now on (an API key, the server token);
+    ``machine_made``: strong however short (a token derived from other secrets)."""
     if value and len(value.strip()) >= MIN_SECRET_CHARS:
+        if machine_made:
+            _machine_made.add(value.strip())
         _registered.add(value.strip())
 
 
+def register_url_credentials(url: str | None) -> None:
+    """Redact the credentials of ``url`` (``http://user:password@host``) from now on: the
+    password (as written and decoded), ``user:password``, a user without a password (a token
+    given as the user name), and the Basic token HTTP clients send for them."""
+    try:
+        parts = urlsplit(url or "")
+        user, password = parts.username, parts.password
+    except ValueError:
+        return
+    if user is None and password is None:
+        return
+    userinfo = parts.netloc.rpartition("@")[0]
+    plain = f"{unquote(user or '')}:{unquote(password or '')}"
+    for value in (userinfo, plain, password, unquote(password or "")) if password else (userinfo, unquote(userinfo)):
+        register_secret(value)
+    register_secret(base64.b64encode(plain.encode()).decode(), machine_made=True)
+
+
 def is_strong(secret: str) -> bool:
-    """Long, or letters and digits mixed: nothing a user writes by chance."""
-    if len(secret) >= MIN_STRONG_CHARS:
+    """Long, or letters and digits mixed: nothing a user writes by chance (nor a token a
+    machine made)."""
+    if len(secret) >= MIN_STRONG_CHARS or secret in _machine_made:
         return True
     return len(secret) >= MIN_MIXED_CHARS and any(c.isdigit() for c in secret) and any(c.isalpha() for c in secret)
 
@@ -171,11 +208,17 @@ def _secrets_patterns(secrets: frozenset[str]) -> tuple[re.Pattern[str] | None, 
     )
 
 
-_CREDENTIAL_HINTS = ("bearer", "sk-", "key", "token", "secret", "password", "authorization")
+_CREDENTIAL_HINTS = ("bearer", "basic", "sk-", "key", "token", "secret", "password", "authorization", "://")
 
 
 def _credential(match: re.Match[str]) -> str:
-    return (match.group(1) or match.group(2) or "") + REDACTED
+    if match.group("basic") is not None:
+        try:
+            decoded = base64.b64decode(match.group("token"), validate=True)
+        except (binascii.Error, ValueError):
+            return match.group(0)
+        return match.group("basic") + REDACTED if b":" in decoded else match.group(0)
+    return (match.group("bearer") or match.group("url") or match.group("named") or "") + REDACTED
 
 
 def redact_secrets(text: str, secrets: frozenset[str] | None = None, *, error_text: bool = True) -> str:
@@ -194,6 +237,56 @@ def redact_secrets(text: str, secrets: frozenset[str] | None = None, *, error_te
     if any(hint in folded for hint in _CREDENTIAL_HINTS):
         text = _CREDENTIAL.sub(_credential, text)
     return text
+
+
+class SecretStream:
+    """A reply streamed in pieces, without strong secrets: the end of a piece that may begin one
+    is held back until the next piece (or :meth:`end`) settles it, so a secret split across
+    pieces is cut too, and the pieces put together are the whole reply as :func:`redact_secrets`
+    cuts it (``error_text=False``)."""
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        """What of the reply so far can be shown: ``piece`` after what was held, secrets cut."""
+        text = self._held + piece
+        secrets = _current_secrets()
+        strong, _ = _secrets_patterns(secrets)
+        if strong is None:
+            self._held = ""
+            return text
+        cut = len(text) - _started_secret(text, _secret_starts(secrets))
+        for match in strong.finditer(text):  # a whole secret across the cut goes out, cut
+            if match.start() < cut < match.end():
+                cut = match.end()
+        self._held = text[cut:]
+        return strong.sub(REDACTED, text[:cut])
+
+    def end(self) -> str:
+        """What was held back, once the reply is over."""
+        text, self._held = self._held, ""
+        return redact_secrets(text, error_text=False)
+
+
+@lru_cache(maxsize=64)
+def _secret_starts(secrets: frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """Every proper beginning of every form of the strong ``secrets``, by its last character,
+    longest first."""
+    starts: dict[str, set[str]] = {}
+    for secret in secrets:
+        if is_strong(secret):
+            for form in _forms(secret):
+                for end in range(1, len(form)):
+                    starts.setdefault(form[end - 1], set()).add(form[:end])
+    return {ch: tuple(sorted(found, key=len, reverse=True)) for ch, found in starts.items()}
+
+
+def _started_secret(text: str, starts: Mapping[str, tuple[str, ...]]) -> int:
+    """The length of the longest end of ``text`` that begins a secret (0: none)."""
+    if not text:
+        return 0
+    return next((len(start) for start in starts.get(text[-1], ()) if text.endswith(start)), 0)
 
 
 class PrivateText:

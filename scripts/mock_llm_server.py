@@ -22,7 +22,8 @@ the first line of the first results file served ``malformed`` (cut short), its s
 (1 MiB more), and/or every file ``endless`` (bytes without end after its lines); ``--batch-results-base URL``
 names another server in each Message Batch's ``results_url``.
 Errors use OpenAI's shape, ``{"error": {"message", "type", "code"}}``. The hostile behaviours
-(``+echo``: a 400 quoting the Authorization header and the body; ``+markup``; ``+quote``) come
+(``+echo``: a 400 quoting the Authorization header and the body; ``+leak``: replies quoting
+that header; ``+markup``; ``+quote``) come
 from the same responder; ``+endless`` (the mock's own) answers 200 with a body that never ends,
 JSON or SSE, as fast as the client reads.
 
@@ -265,6 +266,7 @@ class MockLLM:
                 # +echo: what a careless provider or proxy quotes back in its error
                 request_echo=f"Authorization: {request.headers.get('authorization', '')}; "
                 f"request body: {raw.decode('utf-8', 'replace')}",
+                credentials=f"Authorization: {request.headers.get('authorization', '')}",  # +leak
             )
         except ProviderError as exc:
             status = exc.status_code or 500

@@ -128,6 +128,12 @@ def batch() -> None:
     help="Continue this batch: keep finished items, judge the rest and any item edited since (matched by id).",
 )
 @click.option("--batch-id", help="Name the batch (default: a hash of the file and the settings).")
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Let this file take over a --batch-id that holds another file's items: items are matched by id and "
+    "content, changed ones judged again, the others keep their results.",
+)
 @lease_seconds_option
 @output_option(
     "Results JSONL, one line per item in file order (default: FILE with .results.jsonl).", allow_dash=False
@@ -169,6 +175,7 @@ def judge_file(
     concurrency: int,
     resume: bool,
     batch_id: str | None,
+    replace: bool,
     lease_seconds: float,
     output: str | None,
     judge_refs: tuple[str, ...],
@@ -200,6 +207,7 @@ def judge_file(
     rubrics = batching.load_rubrics(items, rubric, file)
     if criteria:
         resolve_criteria(list(criteria))  # a bad list fails here, before any call
+    source_path = str(Path(file).resolve())  # the batch's file, whatever name it is given by
     output_path = Path(output) if output else Path(file).with_suffix(".results.jsonl")
     check_output(str(output_path), [file])  # before any call, not after the judging
     blocked = next((p for p in output_path.parents if p.exists() and not p.is_dir()), None)
@@ -229,7 +237,8 @@ def judge_file(
         with using_store(True) as store:
             assert store is not None
             counts = enqueue(store, items, batch_id=the_id, settings=settings, judges=judges, rubrics=rubrics,
-                             source=file, content_sha256=batching.content_digest(content))  # fmt: skip
+                             source=source_path, content_sha256=batching.content_digest(content),
+                             replace=replace)  # fmt: skip
             if cap is not None:  # kept with the batch: every worker's calls reserve against it
                 batching.store_batch_cap(store, the_id, cap)
         click.echo(the_id)
@@ -260,7 +269,9 @@ def judge_file(
                 provider_batch=provider_batch,
                 on_provider_progress=progress.on_provider_batch,
                 on_summary=progress.on_summary,
-                source_path=None if batch_id else str(Path(file).resolve()),
+                source_path=source_path,
+                named=batch_id is not None,
+                replace=replace,
             )
         finally:
             progress.stop()

@@ -9,6 +9,7 @@ environment (``COUNCIL_HASH_QUERIES``, ``COUNCIL_STORE_TRANSCRIPTS``), then CLI 
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from council.config.schema import ConfigFile, CouncilSpec, ModelSpec, SelfReview
 from council.errors import ConfigError, InputError, NotFoundError
 from council.home import council_home
 from council.inputs import parse_toml, read_text_file
-from council.redaction import register_secret
+from council.redaction import register_secret, register_url_credentials
 
 # The embedded offline default: two different small local models (llama.cpp),
 # so a fresh install can run a real multi-model council with no keys and no network.
@@ -222,6 +223,7 @@ def resolve_model(ref: str, config: ConfigFile, env: Mapping[str, str], where: s
                 f"{where}: unknown model alias {ref!r} (aliases: {known}; or use a provider/model string){hint}"
             )
         spec = model_spec({"model": ref}, where)
+    register_url_credentials(spec.api_base)  # sent as Basic auth: redacted as a key is
     api_key = None
     if spec.api_key_env:
         value = env.get(spec.api_key_env)
@@ -229,15 +231,27 @@ def resolve_model(ref: str, config: ConfigFile, env: Mapping[str, str], where: s
             raise ConfigError(
                 f"{where}: model {ref!r} needs the environment variable {spec.api_key_env}, which is not set"
             )
-        api_key = SecretStr(value)
+        api_key = SecretStr(_one_line_key(value, spec.api_key_env, ref, where))
         register_secret(value)  # from now on redacted by value wherever it might appear
     elif transport_of(spec.model, spec.api_base, spec.transport) == "native":
         # LiteLLM reads a provider's usual key variable itself; the native client gets it here.
         value = default_api_key(spec.model, spec.api_base, env)
-        api_key = SecretStr(value) if value else None
+        api_key = SecretStr(_one_line_key(value, "its key variable", ref, where)) if value else None
         if value:
             register_secret(value)
     return ResolvedModel(id=ref, spec=spec, api_key=api_key)
+
+
+def _one_line_key(value: str, name: str, ref: str, where: str) -> str:
+    """A key as it goes in a header: a line break or another control character in it (a key file
+    read with its newline) would fail the call, or inject a header; refused before any call,
+    without the key's text."""
+    if any(unicodedata.category(ch) == "Cc" for ch in value):
+        raise ConfigError(
+            f"{where}: the key of model {ref!r} in {name} holds a control character (a line break?): "
+            "a key is one line of printable characters"
+        )
+    return value
 
 
 def resolve_council(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -47,12 +48,24 @@ class ModelSpec(_Strict):
     @classmethod
     def _api_base_is_an_http_url(cls, v: str | None) -> str | None:
         if v is not None:
-            from urllib.parse import urlsplit
-
             parts = urlsplit(v)
             if parts.scheme not in ("http", "https") or not parts.netloc:
-                raise ValueError(f"{v!r} is not an http:// or https:// URL (e.g. http://{v.split('://')[-1]})")
+                shown = v.split("://")[-1].rpartition("@")[2]  # never a password it may carry
+                raise ValueError(f"{shown!r} is not an http:// or https:// URL (e.g. http://{shown})")
         return v
+
+    @model_validator(mode="after")
+    def _one_credential(self) -> ModelSpec:
+        # The URL's user and password go as Basic auth, on the native transport: with a key too,
+        # the HTTP clients refuse to send both (or one silently replaces the other), and
+        # LiteLLM's client, which always sends a key, fails every call.
+        if self.api_base is None or "@" not in urlsplit(self.api_base).netloc:
+            return self
+        if self.api_key_env:
+            raise ValueError("api_base carries credentials and api_key_env is also set: use one")
+        if self.transport == "litellm":
+            raise ValueError('api_base carries credentials, which transport = "litellm" cannot send: use native')
+        return self
 
     @model_validator(mode="after")
     def _tpm_needs_max_tokens(self) -> ModelSpec:

@@ -433,6 +433,8 @@ async def run_batch(
     source_path: str | None = None,
     on_provider_progress: Callable[[str, str, int, int, int], None] | None = None,
     on_summary: Callable[[int], None] | None = None,
+    named: bool = False,
+    replace: bool = False,
 ) -> BatchSummary:
     """Judge every item not finished yet (at most ``concurrency`` at a time), then summarise
     from the database and write ``output`` (JSONL, one result per item, in file order).
@@ -447,9 +449,11 @@ async def run_batch(
     :func:`summarize_batch`). Without ``resume`` a batch id that already has recorded items is
     refused. With ``resume``, items are matched with
     the recorded ones by id and content: changed items are judged again, unchanged ones keep
-    their results. ``source_path`` (the file's absolute path): with ``resume`` and no batch
-    recorded under ``batch_id`` (an id derived from the file, which changed), the latest
-    batch of that file with the same settings is the one continued.
+    their results. ``source_path`` (the file's absolute path) is recorded as the batch's file:
+    another file under its id is refused unless ``replace`` (then its changed items are judged
+    again and it becomes the batch's file). With ``resume`` and no batch recorded under a
+    ``batch_id`` the caller did not name (an id derived from the file, which changed), the
+    latest batch of ``source_path`` with the same settings is the one continued.
 
     ``max_cost``: the batch's spend cap, kept with it in the store (replacing an earlier one);
     a batch with a cap keeps it when resumed without one. Every call of the batch, by any
@@ -468,12 +472,12 @@ async def run_batch(
     keep_text = keeps_text(keep_text)
     with using_store(store) as opened:
         assert opened is not None, "a batch is recorded in a store"
-        if resume and source_path is not None and not opened.batch_exists(batch_id):
+        if resume and not named and source_path is not None and not opened.batch_exists(batch_id):
             batch_id = opened.find_batch(source_path, settings.model_dump(mode="json")) or batch_id
         return await _run_batch(
             items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
             opened, keep_text, on_start, on_item, source_path or source, max_cost, provider_batch,
-            on_provider_progress, hash_prompts, lease_seconds, on_summary,
+            on_provider_progress, hash_prompts, lease_seconds, on_summary, replace,
         )  # fmt: skip
 
 
@@ -499,6 +503,7 @@ async def _run_batch(
     hash_prompts: bool | None,
     lease_seconds: float | None,
     on_summary: Callable[[int], None] | None,
+    replace: bool,
 ) -> BatchSummary:
     # The batch goes through the queue (council.judging.worker) like a distributed one: this
     # process is one worker of it, and any others started on it (``council worker``, or the
@@ -512,7 +517,7 @@ async def _run_batch(
             "add --resume to continue it, or give another --batch-id"
         )
     counts = worker.enqueue(store, items, batch_id=batch_id, settings=settings, judges=judges, rubrics=rubrics,
-                            source=recorded_source, content_sha256=content_sha256)  # fmt: skip
+                            source=recorded_source, content_sha256=content_sha256, replace=replace)  # fmt: skip
     status = store.batch_status(batch_id) or {}
     to_judge = status.get("queued", 0) + status.get("running", 0)
     skipped = len(items) - to_judge

@@ -131,10 +131,19 @@ class BiasChecklist(BaseModel):
 
 
 def criterion_names(criteria: Sequence[str | Criterion]) -> tuple[str, ...]:
-    """Names of ``criteria`` (strings or :class:`Criterion`), checked non-empty and unique."""
+    """Names of ``criteria`` (strings or :class:`Criterion`), checked as a rubric file's are:
+    non-empty, unique, at most :data:`MAX_CRITERIA` of them and :data:`MAX_NAME_CHARS` long
+    (every command and tool that takes a list of names checks it here, before any call)."""
+    if len(criteria) > MAX_CRITERIA:
+        raise ValueError(f"{len(criteria)} criteria given: at most {MAX_CRITERIA} criteria")
     names = tuple((c.name if isinstance(c, Criterion) else str(c)).strip() for c in criteria)
     if not names or any(not n for n in names):
         raise ValueError("at least one criterion is needed, and criterion names must be non-empty")
+    long = next((n for n in names if len(n) > MAX_NAME_CHARS), None)
+    if long is not None:
+        raise ValueError(
+            f"criterion name {long[:40]!r}… has {len(long)} characters: at most {MAX_NAME_CHARS} characters"
+        )
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise ValueError(f"criterion names must be unique; repeated: {', '.join(repeated)}")

@@ -103,12 +103,15 @@ def enqueue(
     rubrics: Mapping[str, Rubric],
     source: str,
     content_sha256: str,
+    replace: bool = False,
 ) -> dict[str, int]:
-    """Queue the items of a batch file under ``batch_id`` (matched with those queued before by
-    id and content); how many are ``new, changed, unchanged, retried, removed``."""
+    """Queue the items of a batch file (``source``: its absolute path) under ``batch_id``
+    (matched with those queued before by id and content); how many are ``new, changed,
+    unchanged, retried, removed``. Another file under an existing id: refused unless ``replace``."""
     return store.enqueue_batch(
         batch_id,
         source=source,
+        replace=replace,
         content_sha256=content_sha256,
         settings=settings.model_dump(mode="json"),
         spec=batch_spec(settings, judges, rubrics).model_dump(mode="json"),

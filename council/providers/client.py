@@ -49,7 +49,7 @@ from council.errors import ProviderError, RequestTooLarge, UsageError
 from council.logs import get_logger
 from council.methods import gcra
 from council.providers.base import ChatRequest, ChatResponse, ModelAPI
-from council.redaction import redact, redact_secrets
+from council.redaction import REDACTED, SecretStream, redact, redact_secrets
 from council.usage import CallRecord, CallSink
 
 log = get_logger("council.providers")
@@ -105,6 +105,13 @@ def _without_secrets(exc: ProviderError, request: ChatRequest) -> ProviderError:
         return exc
     return ProviderError(clean, model=exc.model, status_code=exc.status_code, retryable=exc.retryable,
                          unsent=exc.unsent)  # fmt: skip
+
+
+def _reply_without_secrets(response: ChatResponse) -> ChatResponse:
+    """A reply without the strong secrets known (a key the model was told and repeats): every
+    reply enters here, so no answer, event, stored row or printed output holds one."""
+    clean = redact_secrets(response.text, error_text=False)
+    return response if clean == response.text else response.model_copy(update={"text": clean})
 
 
 def _has_text(response: ChatResponse) -> bool:
@@ -332,11 +339,13 @@ class ModelClient:
         response: ChatResponse | None = None
         error: ProviderError | None = None
         streamed = False
+        shown = SecretStream()  # what the listener hears: a secret split across pieces is cut too
 
         def relay(piece: str) -> None:
             nonlocal streamed
             streamed = True
-            on_delta(provider_text(piece))  # type: ignore[misc]
+            if text := shown.feed(provider_text(piece)):
+                on_delta(text)  # type: ignore[misc]
 
         try:
             async with asyncio.timeout(timeout):
@@ -371,7 +380,9 @@ class ModelClient:
             log.info("model call failed", member=self.id, stage=stage, attempt=attempt, error=str(error))
             raise error
         assert response is not None
-        return response
+        if streamed and (rest := shown.end()):
+            on_delta(rest)  # type: ignore[misc]
+        return _reply_without_secrets(response)
 
     def call_tokens(self, request: ChatRequest) -> int:
         """The most tokens ``request`` can take (a bound of its prompt + its max_tokens) when
@@ -480,6 +491,8 @@ class ModelClient:
         key = request_key(self._target, request.model_dump(mode="json"))
         if not cache.refresh:
             hit = _cached_reply(await asking_store(cache.replies, cache.replies.get, key))
+            if hit is not None:  # kept free of the secrets known then; the ones known now too
+                hit = _reply_without_secrets(hit)
             if hit is not None and accept(hit):
                 if sink is not None:
                     sink(self._cached_call(stage, hit))
@@ -487,7 +500,7 @@ class ModelClient:
                     on_delta(hit.text)
                 return hit
         response = await self._complete(request, stage, sink, on_delta)
-        if accept(response) and redact_secrets(response.text, error_text=False) == response.text:
+        if accept(response) and REDACTED not in response.text:  # a reply a secret was cut from is not kept
             entry = {"v": CACHE_VERSION, "model": self.model, **response.model_dump(mode="json")}
             await asking_store(cache.replies, cache.replies.put, key, entry)
         return response

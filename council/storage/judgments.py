@@ -495,13 +495,24 @@ def position_audit(store: Store, *, judge_model: str | None = None) -> list[dict
 
 
 def open_batch(
-    store: Store, batch_id: str, *, source: str, content_sha256: str, settings: Mapping[str, Any], items: int
+    store: Store,
+    batch_id: str,
+    *,
+    source: str,
+    content_sha256: str,
+    settings: Mapping[str, Any],
+    items: int,
+    replace: bool = False,
 ) -> bool:
     """Register the batch, or check that a batch of this id was started with the same
-    settings (its file may have changed since: :func:`reconcile_batch_items`). Returns True
-    when the batch already existed."""
+    settings and from the same file ``source`` (its absolute path), which may have changed
+    since (:func:`reconcile_batch_items`). Another file under the id is refused (``UsageError``)
+    unless it holds what the batch holds, or ``replace`` is given. Returns True when the batch
+    already existed."""
     with store.immediate() as db:
-        existing = list(db.query("SELECT content_sha256, settings FROM batches WHERE id = ?", [batch_id]))
+        existing = list(
+            db.query("SELECT source, content_sha256, settings, items FROM batches WHERE id = ?", [batch_id])
+        )
         if not existing:
             db["batches"].insert(
                 {
@@ -515,6 +526,12 @@ def open_batch(
             )
             return False
     row = existing[0]
+    if row["source"] != source and row["content_sha256"] != content_sha256 and not replace:
+        # Someone else's file under the same id would replace the results it holds.
+        raise UsageError(
+            f"batch {batch_id} already holds {row['items']} items from another file ({row['source']}): "
+            "pass --replace to re-judge changed items, or choose another --batch-id"
+        )
     if json.loads(row["settings"]) != json.loads(json.dumps(settings, sort_keys=True)):
         raise UsageError(
             f"batch {batch_id} was started with different settings (judges, strategy, rubric, votes...); "

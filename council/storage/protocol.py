@@ -210,10 +210,17 @@ class Store(Protocol):
         """Per judge model: swapped pass pairs, how often they agree, how often the first shown won."""
 
     def open_batch(
-        self, batch_id: str, *, source: str, content_sha256: str, settings: Mapping[str, Any], items: int
+        self,
+        batch_id: str,
+        *,
+        source: str,
+        content_sha256: str,
+        settings: Mapping[str, Any],
+        items: int,
+        replace: bool = False,
     ) -> bool:
-        """Register a batch, or check that it was started from the same file and settings
-        (``UsageError`` if not). True when it already existed."""
+        """Register a batch, or check that it was started from the same file (or one holding the
+        same, or ``replace``) and settings (``UsageError`` if not). True when it already existed."""
 
     def batch_exists(self, batch_id: str) -> bool:
         """Whether a batch of this id was opened."""
@@ -245,10 +252,12 @@ class Store(Protocol):
         settings: Mapping[str, Any],
         spec: Mapping[str, Any],
         items: Sequence[Mapping[str, Any]],
+        replace: bool = False,
     ) -> dict[str, int]:
         """Register the batch (its judging ``spec``) and queue its items (``item_id, position,
         digest, item``), matched with those already queued by id and content; how many are
-        ``new, changed, unchanged, retried, removed``. Other ``settings`` under the id: ``UsageError``."""
+        ``new, changed, unchanged, retried, removed``. Other ``settings`` under the id, or another
+        file ``source`` (absolute path) holding other items without ``replace``: ``UsageError``."""
 
     def claim_items(
         self, worker: str, *, batch_id: str | None = None, limit: int = 1, lease_seconds: float

@@ -38,19 +38,21 @@ def enqueue_batch(
     settings: Mapping[str, Any],
     spec: Mapping[str, Any],
     items: Sequence[Mapping[str, Any]],
+    replace: bool = False,
 ) -> dict[str, int]:
     """Put a batch's items in the queue, matched with what the batch holds by id and content.
 
     ``items``: ``item_id, position, digest, item`` (``digest``: the item's content, as
     ``batch_items.content_sha256`` keeps it; ``item``: the item as JSON-ready data). A batch of
-    this id with other ``settings`` is refused (``UsageError``); its file may have changed:
+    this id with other ``settings``, or from another file ``source`` (its absolute path) unless
+    ``replace`` (which makes it the batch's file), is refused (``UsageError``); its file may have changed:
     the recorded results are matched by :func:`council.storage.judgments.reconcile_batch_items`
     (a changed item's result leaves the batch, an unchanged one's stays), then every item
     without a finished result is queued (a failed one again), unless a worker holds it with
     the same content. Returns how many items are ``new, changed, unchanged, retried, removed``.
     """
-    judgments.open_batch(store, batch_id, source=source, content_sha256=content_sha256, settings=settings,
-                         items=len(items))  # fmt: skip
+    existed = judgments.open_batch(store, batch_id, source=source, content_sha256=content_sha256,
+                                   settings=settings, items=len(items), replace=replace)  # fmt: skip
     digests = {item["item_id"]: (item["digest"], item["position"]) for item in items}
     had_result = set(judgments.batch_item_status(store, batch_id))  # counted by reconcile_batch_items
     changed, removed = judgments.reconcile_batch_items(store, batch_id, digests, content_sha256=content_sha256)
@@ -58,7 +60,10 @@ def enqueue_batch(
     recorded = judgments.batch_item_status(store, batch_id)
     spec_text = json.dumps(spec, sort_keys=True, ensure_ascii=False)
     with store.immediate() as db:
-        db.execute("UPDATE batches SET source = ?, spec = ? WHERE id = ?", [source, spec_text, batch_id])
+        if replace or not existed:
+            db.execute("UPDATE batches SET source = ?, spec = ? WHERE id = ?", [source, spec_text, batch_id])
+        else:  # the file stays the batch's (an identical copy elsewhere changes nothing)
+            db.execute("UPDATE batches SET spec = ? WHERE id = ?", [spec_text, batch_id])
         queued = {
             r["item_id"]: (r["digest"], r["state"])
             for r in db.query("SELECT item_id, digest, state FROM batch_queue WHERE batch_id = ?", [batch_id])

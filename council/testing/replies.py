@@ -62,6 +62,9 @@ Hostile behaviours, for testing what council promises about untrusted text:
   (or, with none, the question); a peer review puts each answer's text where its integer score
   belongs, so the review is invalid and the validation message quotes the answer; any other
   schema gets the first judged text where its first number belongs.
+- ``leak``: replies quote the credentials the request was sent with (the mock server: its
+  ``Authorization`` header), as a model told its key by a careless prompt or proxy might: in
+  front of plain answers and of every reasoning field, like ``markup``.
 """
 
 from __future__ import annotations
@@ -82,7 +85,7 @@ from council.session.schemas import PEER_REVIEW_SCHEMA_NAME
 
 BEHAVIOURS = frozenset(
     {"default", "first", "harsh", "generous", "garbage", "badscore", "flaky", "fail", "slow", "echo", "markup", "quote",
-     "cutoff"}
+     "cutoff", "leak"}
 )
 #: What ``+markup`` puts in front of its replies: rich markup (an unmatched closing tag, a
 #: hidden link, styles), an ANSI colour and an OSC 8 terminal hyperlink.
@@ -215,6 +218,12 @@ def _quoted(messages: Sequence[Mapping[str, Any]]) -> str:
     return "You asked: " + (users[-1] if users else "")
 
 
+def _prefix(behaviours: frozenset[str], credentials: str) -> str:
+    """What ``+markup`` and ``+leak`` put in front of plain replies and reasoning."""
+    leak = f"(I was called with {credentials}) " if "leak" in behaviours else ""
+    return (MARKUP if "markup" in behaviours else "") + leak
+
+
 def _merit(judge: str, text: str) -> float:
     """How good ``text`` looks to ``judge``, in [0, 1): mostly shared by every judge, partly its own."""
     return 0.7 * _unit("merit", text) + 0.3 * _unit("taste", judge, text)
@@ -252,14 +261,17 @@ class FakeResponder:
         seed: int | None = None,
         json_mode: bool = False,
         request_echo: str | None = None,
+        credentials: str = "",
     ) -> str:
         """The reply text; raises ``ProviderError`` for ``+fail`` and ``+echo``, ``ConfigError`` for
         unknown suffixes.
 
         ``json_mode`` without a schema (OpenAI's ``{"type": "json_object"}``) wraps the plain answer
-        as ``{"answer": ...}``. ``request_echo``: what ``+echo`` quotes (default: the messages).
+        as ``{"answer": ...}``. ``request_echo``: what ``+echo`` quotes (default: the messages);
+        ``credentials``: what ``+leak`` quotes.
         """
         name, behaviours = parse_model_name(model)
+        prefix = _prefix(behaviours, credentials)
         if "fail" in behaviours:
             message = "fake failure requested by the +fail behaviour"
             raise ProviderError(message, model=model, status_code=500, retryable=True)
@@ -277,15 +289,13 @@ class FakeResponder:
         if structured and "garbage" in behaviours:
             return rng.choice(_GARBAGE)
         if json_schema is None:
-            text = _quoted(messages) if "quote" in behaviours else self._plain(name, messages, rng)
-            if "markup" in behaviours:
-                text = MARKUP + text
+            text = prefix + (_quoted(messages) if "quote" in behaviours else self._plain(name, messages, rng))
             return json.dumps({"answer": text}) if json_mode else text
         document = None
         if schema_name == PEER_REVIEW_SCHEMA_NAME:
-            document = _peer_review(name, messages, json_schema, behaviours, rng)
+            document = _peer_review(name, messages, json_schema, behaviours, rng, prefix)
         if document is None:
-            generator = _Generator(json_schema, rng, behaviours, name, answer_slots(messages))
+            generator = _Generator(json_schema, rng, behaviours, name, answer_slots(messages), prefix)
             document = generator.generate()
             if "quote" in behaviours:
                 document = generator.quote_into_first_number(document)
@@ -336,8 +346,10 @@ def _peer_review(
     schema: Mapping[str, Any],
     behaviours: frozenset[str],
     rng: random.Random,
+    prefix: str = "",
 ) -> dict[str, Any] | None:
-    """A coherent peer review, or None when the schema is not shaped like one."""
+    """A coherent peer review, or None when the schema is not shaped like one; ``prefix`` goes
+    in front of every reasoning (:func:`_prefix`)."""
     try:
         evaluations = resolve_ref(schema, schema["properties"]["evaluations"])
         item_schemas = {label: resolve_ref(schema, s) for label, s in evaluations["properties"].items()}
@@ -364,7 +376,7 @@ def _peer_review(
     if "badscore" in behaviours:
         victim = rng.choice(labels)
         scores[victim] = rng.choice((3.5, hi + 1, lo - 1))
-    generator = _Generator(schema, rng, behaviours, reviewer, slots)
+    generator = _Generator(schema, rng, behaviours, reviewer, slots, prefix)
     out: dict[str, Any] = {}
     for label, item in item_schemas.items():
         fraction = (scores[label] - lo) / span if span else 1.0
@@ -374,7 +386,6 @@ def _peer_review(
                 # +quote: the answer's text where its score belongs (invalid: not an integer)
                 entry[prop] = slots.get(label, label) if "quote" in behaviours else scores[label]
             elif _REASONING_NAME.search(prop):
-                prefix = MARKUP if "markup" in behaviours else ""
                 entry[prop] = prefix + _review_reasoning(label, fraction)
             else:
                 entry[prop] = generator.value(sub, (prop,), 1)
@@ -413,10 +424,12 @@ class _Generator:
         behaviours: frozenset[str] = frozenset(),
         judge: str = "",
         slots: Mapping[str, str] | None = None,
+        prefix: str = "",
     ) -> None:
         self.root = root
         self.rng = rng
         self.behaviours = behaviours
+        self.prefix = prefix  # in front of every reasoning-like string (:func:`_prefix`)
         # Judged texts by slot label: sided scores and A/B verdicts follow their content.
         self.slots = dict(slots or {})
         self.merits = {label: _merit(judge, text) for label, text in self.slots.items()}
@@ -515,7 +528,7 @@ class _Generator:
         elif fmt in _FORMATS:
             text = _FORMATS[fmt]
         elif _REASONING_NAME.search(name):
-            text = (MARKUP if "markup" in self.behaviours else "") + self.rng.choice(_REASONING)
+            text = self.prefix + self.rng.choice(_REASONING)
         else:
             text = f"{self.rng.choice(_WORDS)}-{self.rng.randint(1, 999)}"
         lo, hi = schema.get("minLength", 0), schema.get("maxLength")

@@ -67,6 +67,43 @@ def test_a_changed_file_under_the_same_id_judges_only_what_changed(tmp_path):
     assert [line["id"] for line in lines] == ["p0", "p1", "p2", "p9"]
 
 
+def test_another_file_under_an_existing_id_is_refused_unless_replace_is_given(tmp_path, monkeypatch):
+    # Someone else's file under the same --batch-id would silently replace the finished results:
+    # refused in one line, before anything changes; --replace asks for it (the changed items judged
+    # again, as an edited file of the batch's own is). The same file under another name (a link, a
+    # relative path) is the same file; an identical copy changes nothing.
+    home = tmp_path / "council-home"
+    mine = write_batch(tmp_path / "mine.jsonl", [pair(i) for i in range(4)])
+    enqueue(mine, "--batch-id", "shared")
+    assert invoke_cli("worker").exit_code == 0
+    runs = db_rows(home, "select item_id, run_id from batch_items order by item_id")
+    theirs = write_batch(tmp_path / "theirs.jsonl", [pair(0), pair(1, " Theirs."), pair(7)])
+    for args in (["--enqueue"], ["--resume"]):
+        refused = invoke_cli("batch", str(theirs), "--judge", "fake/j", "--batch-id", "shared", *args)
+        assert refused.exit_code == 2, (args, refused.stderr)
+        assert refused.error_lines == [
+            f"error: batch shared already holds 4 items from another file ({mine}): pass --replace to re-judge "
+            "changed items, or choose another --batch-id"
+        ]  # fmt: skip
+        assert db_rows(home, "select item_id, run_id from batch_items order by item_id") == runs
+        assert status("shared")["done"] == 4
+    (tmp_path / "copy.jsonl").write_text(mine.read_text())
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(mine)
+    monkeypatch.chdir(tmp_path)
+    for same in (link, tmp_path / "copy.jsonl", "mine.jsonl"):
+        assert "4 unchanged (kept)" in invoke_cli("batch", str(same), "--judge", "fake/j", "--enqueue",
+                                                  "--batch-id", "shared").stderr  # fmt: skip
+    replaced = invoke_cli("batch", str(theirs), "--judge", "fake/j", "--batch-id", "shared", "--enqueue", "--replace")
+    assert replaced.exit_code == 0, replaced.stderr
+    assert "1 new, 1 changed (judged again), 1 unchanged (kept)" in replaced.stderr and "2 removed" in replaced.stderr
+    # Now the batch is the other file's: its owner edits it as the documented update.
+    write_batch(theirs, [pair(0), pair(1, " Theirs, edited."), pair(7)])
+    assert "1 changed" in invoke_cli("batch", str(theirs), "--judge", "fake/j", "--enqueue",
+                                     "--batch-id", "shared").stderr  # fmt: skip
+    assert invoke_cli("batch", str(mine), "--judge", "fake/j", "--enqueue", "--batch-id", "shared").exit_code == 2
+
+
 def test_with_transcripts_off_an_items_texts_leave_the_queue_once_done(tmp_path, monkeypatch):
     monkeypatch.setenv("COUNCIL_STORE_TRANSCRIPTS", "0")
     path = write_batch(tmp_path / "b.jsonl", [pair(i) for i in range(3)])

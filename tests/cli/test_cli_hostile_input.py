@@ -470,3 +470,26 @@ def test_a_hostile_rubric_file_is_one_line(tmp_path, council_home):
         "grade", "--prompt", "Why?", "--response", str(response), "--rubric", str(rubric), "--judge", "fake/alpha"
     )
     assert_one_line(result, 2, "nested too deeply")
+
+
+@pytest.mark.parametrize(
+    "criteria, fragment",
+    [(["x" * 101], "at most 100 characters"), ([f"c{i}" for i in range(51)], "at most 50 criteria")],
+)
+def test_a_criterion_list_the_judges_cannot_take_is_one_line_before_any_call(tmp_path, council_home, criteria,
+                                                                             fragment):  # fmt: skip
+    given = [arg for name in criteria for arg in ("--criteria", name)]
+    (tmp_path / "a.txt").write_text("x")
+    (tmp_path / "b.txt").write_text("y")
+    compared = invoke_cli("compare", "--prompt", "Why?", "--a", str(tmp_path / "a.txt"), "--b", str(tmp_path / "b.txt"),
+                          *given, "--judge", "fake/alpha")  # fmt: skip
+    assert_one_line(compared, 2, fragment)
+    path = tmp_path / "batch.jsonl"
+    path.write_text(json.dumps(PAIR) + "\n")
+    batched = invoke_cli("batch", str(path), *given, "--judge", "fake/alpha")
+    assert_one_line(batched, 2, fragment)
+    queued = invoke_cli("batch", str(path), *given, "--judge", "fake/alpha", "--enqueue")
+    assert_one_line(queued, 2, fragment)
+    assert not (council_home / "council.db").exists() or not any(
+        sqlite3.connect(council_home / "council.db").execute("select 1 from calls union all select 1 from batches")
+    )

@@ -55,3 +55,40 @@ def test_a_batch_whose_default_results_file_is_a_directory_is_one_line(tmp_path,
     path.write_text(json.dumps({"id": "1", "prompt": "p", "a": "x", "b": "y"}) + "\n")
     (tmp_path / "b.results.jsonl").mkdir()
     assert_one_line(invoke_cli("batch", str(path), "--judge", "fake/judge"), "is a directory")
+
+
+def test_no_command_writes_over_the_store_in_use_wherever_it_lives(tmp_path, council_home, monkeypatch):
+    # COUNCIL_DATABASE_URL names a SQLite file outside $COUNCIL_HOME, through a link: every
+    # command that writes a file refuses it, its -wal and -shm siblings and another link to it.
+    import sqlite3
+
+    store_dir = tmp_path / "elsewhere"
+    store_dir.mkdir()
+    database = store_dir / "live.db"
+    link = tmp_path / "link.db"
+    link.symlink_to(database)
+    monkeypatch.setenv("COUNCIL_DATABASE_URL", f"sqlite:///{link}")
+    batch = tmp_path / "b.jsonl"
+    batch.write_text(json.dumps({"id": "1", "prompt": "p", "a": "x", "b": "y"}) + "\n")
+    made = invoke_cli("batch", str(batch), "--judge", "fake/judge", "--batch-id", "kept", "-o", str(tmp_path / "r"))
+    assert made.exit_code == 0, made.stderr
+    other_link = tmp_path / "other-link"
+    other_link.symlink_to(database)
+    held = sqlite3.connect(database)  # an open connection keeps the -wal and -shm files
+    try:
+        held.execute("select count(*) from batches").fetchone()
+        before = {p.name: p.read_bytes() for p in store_dir.iterdir()}
+        assert {"live.db", "live.db-wal", "live.db-shm"} <= set(before)
+        commands = [
+            ["export", "-o"], ["export", "--format", "csv", "-o"], ["bias-report", "-o"], ["bias-report", "--html"],
+            ["leaderboard", "-o"], ["leaderboard", "--html"], ["batch", "results", "kept", "-o"],
+            ["batch", str(batch), "--judge", "fake/judge", "--batch-id", "new", "-o"],
+        ]  # fmt: skip
+        for target in (database, other_link, store_dir / "live.db-wal", store_dir / "live.db-shm", link):
+            for args in commands:
+                result = invoke_cli(*args, str(target))
+                assert_one_line(result, "database")
+                assert {p.name: p.read_bytes() for p in store_dir.iterdir()} == before, (args, target)
+    finally:
+        held.close()
+    assert invoke_cli("batch", "status", "kept").exit_code == 0

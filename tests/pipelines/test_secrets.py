@@ -95,6 +95,79 @@ def test_resolving_a_model_registers_its_key():
     assert redact("zq-55xx77yy99") == REDACTED
 
 
+def test_the_credentials_of_a_url_and_their_basic_token_are_secrets(monkeypatch):
+    import base64
+
+    monkeypatch.setattr(redaction, "_registered", set())
+    redaction.register_url_credentials("http://alice:p%40ss-word@proxy.example:8080/v1")
+    token = base64.b64encode(b"alice:p@ss-word").decode()
+    echoed = f"401 from http://alice:p%40ss-word@proxy.example:8080/v1 (Authorization: Basic {token})"
+    clean = redact(echoed)
+    assert clean.startswith("401 from http://") and f"@proxy.example:8080/v1 (Authorization: Basic {REDACTED})" in clean
+    assert "p%40ss-word" not in clean and token not in clean
+    assert redact("the password p@ss-word") == f"the password {REDACTED}"  # decoded, too
+    # In a reply only strong secrets go: the token is one, however short (a machine made it).
+    redaction.register_url_credentials("http://u:pw@h/v1")
+    short = base64.b64encode(b"u:pw").decode()
+    assert redaction.redact_secrets(f"I was sent {short}.", error_text=False) == f"I was sent {REDACTED}."
+
+
+@pytest.mark.parametrize(
+    "text, kept",
+    [
+        ("Authorization: Basic dXNlcjpodW50ZXIy", False),  # user:hunter2
+        ('{"authorization": "Basic YTpiY2RlZmdo"}', False),
+        ("proxy said: http://bob:hunter22@10.0.0.1/v1 refused", False),
+        ("basic training for beginners", True),
+        ("Basic understanding of physics is enough.", True),
+        ("see http://example.com:8080/docs@latest", True),
+    ],
+)
+def test_basic_credentials_and_url_passwords_are_credential_shaped(text, kept):
+    assert (redact(text) == text) is kept, redact(text)
+    for secret in ("dXNlcjpodW50ZXIy", "YTpiY2RlZmdo", "hunter22"):
+        assert secret not in redact(text)
+
+
+@given(cuts=st.lists(st.integers(min_value=0, max_value=120), max_size=12), pad=st.text(max_size=20))
+def test_a_streamed_reply_loses_a_secret_however_it_is_cut_into_pieces(cuts, pad):
+    register_secret(KEY)
+    reply = f"{pad}Your key is {KEY} and {KEY[:9]} is how it starts; {json.dumps(KEY)}{pad}"
+    bounds = sorted({0, len(reply), *(c for c in cuts if c < len(reply))})
+    stream = redaction.SecretStream()
+    shown = [stream.feed(reply[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)] + [stream.end()]
+    assert "".join(shown) == redaction.redact_secrets(reply, error_text=False)
+    assert KEY not in "".join(shown)
+
+
+async def test_a_client_streams_a_reply_without_a_key_split_across_its_pieces():
+    from council.config import ModelSpec
+    from council.config.loader import ResolvedModel
+    from council.providers.base import ChatRequest, ChatResponse
+    from council.providers.client import ModelClient
+
+    register_secret(KEY)
+    reply = f"The key you gave me is {KEY}, keep it safe."
+
+    class OneCharacterAtATime:
+        async def stream(self, request, on_delta):
+            for ch in reply:
+                on_delta(ch)
+            return ChatResponse(text=reply)
+
+        async def generate(self, request):
+            return ChatResponse(text=reply)
+
+    client = ModelClient(ResolvedModel(id="m", spec=ModelSpec(model="fake/m")), OneCharacterAtATime())
+    pieces: list[str] = []
+    response = await client.complete(ChatRequest(messages=[{"role": "user", "content": "q"}]), stage="t",
+                                     on_delta=pieces.append)  # fmt: skip
+    assert response.text == "".join(pieces) == f"The key you gave me is {REDACTED}, keep it safe."
+    assert (await client.complete(ChatRequest(messages=[{"role": "user", "content": "q"}]), stage="t")).text == (
+        response.text
+    )
+
+
 # -- logging: the library emits events, the host decides where they go --------------------
 
 
@@ -374,4 +447,6 @@ def test_every_credential_shape_contains_a_prefilter_word(text):
     match = redaction._CREDENTIAL.search(text)
     assert match is not None
     assert any(hint in match.group(0).casefold() for hint in redaction._CREDENTIAL_HINTS)
+    if match.group("basic") is not None and redaction._credential(match) == match.group(0):
+        return  # "Basic" and a word that is no base64 of "user:password": prose, kept
     assert redaction.REDACTED in redaction.redact_secrets(text, frozenset())
