@@ -6,11 +6,10 @@ and renamed over the target only when the writing succeeded, so a failure (a ful
 interrupted command) leaves the old file as it was (it keeps its mode; a new file gets the
 usual one). Devices and pipes (``/dev/stdout``, ``/dev/full``) are written in place: renaming
 over them would replace the device. A file that cannot be written is a ``UsageError`` naming
-it (one line, exit 2); council's database (the store in use, wherever
-``COUNCIL_DATABASE_URL`` puts it, and the default one, with their ``-wal``, ``-shm`` and
-``-journal`` files), a directory and a file the command reads (under any name, through any
-link) are never a target: :func:`check_output`, which a command that reads files calls with
-them before it starts work.
+it (one line, exit 2); a SQLite database and its ``-wal``, ``-shm`` and ``-journal`` files
+(council's store, wherever ``COUNCIL_DATABASE_URL`` puts it), a directory and a file the
+command reads (under any name, through any link) are never a target: :func:`check_output`,
+which a command that reads files calls with them before it starts work.
 """
 
 from __future__ import annotations
@@ -30,16 +29,16 @@ from council.errors import UsageError
 
 def check_output(path: str | None, inputs: Iterable[str | Path] = ()) -> None:
     """A one-line ``UsageError`` for a target that must not be written: an empty name, a
-    directory, council's database, or one of ``inputs`` (the files the command reads, also
-    through a link)."""
+    directory, a SQLite database (council's store), or one of ``inputs`` (the files the command
+    reads, also through a link)."""
     if path is None or path == "-":
         return
     if not path.strip():
         raise UsageError("the output file name is empty")
     if os.path.isdir(path):
         raise UsageError(f"cannot write {path}: it is a directory")
-    if _is_the_database(Path(path)):
-        raise UsageError(f"refusing to write {path}: it is council's database")
+    if _is_a_database(Path(path)):
+        raise UsageError(f"refusing to write {path}: it is a SQLite database or one of its files (council's store?)")
     for source in inputs:
         with suppress(OSError):
             if os.path.samefile(path, source):
@@ -85,30 +84,29 @@ def open_output(path: str | None, *, make_parents: bool = False) -> Iterator[IO[
         raise
 
 
-def _is_the_database(target: Path) -> bool:
-    """Whether ``target`` is a file of the store in use or of the default one: the same file
-    (through any link), or the same resolved name (a ``-wal`` file not there now)."""
-    resolved = os.path.realpath(target)
-    for name in _database_files():
-        with suppress(OSError):
-            if os.path.realpath(name) == resolved or os.path.samefile(target, name):
-                return True
-    return False
+#: How a SQLite database, its write-ahead log and its rollback journal begin.
+_SQLITE_HEADERS = (b"SQLite format 3\x00", b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83", bytes.fromhex("d9d505f920a163d7"))
+_SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
-def _database_files() -> list[Path]:
-    from council.errors import CouncilError
-    from council.home import council_home
-    from council.storage.location import configured
+def _is_a_database(target: Path) -> bool:
+    """Whether ``target`` (through any link) is a SQLite database, or the ``-wal``, ``-shm`` or
+    ``-journal`` file beside one (there or not yet): council's store wherever
+    ``COUNCIL_DATABASE_URL`` puts it, found by what the file is rather than by configuration."""
+    real = os.path.realpath(target)
+    beside = [real[: -len(suffix)] for suffix in _SIDE_FILES if real.endswith(suffix)]
+    return any(_begins_like_sqlite(name) for name in (real, *beside))
 
-    databases = [council_home() / "council.db"]
-    with suppress(CouncilError):  # a malformed URL: the command says so when it opens the store
-        location = configured()
-        if location.kind == "sqlite" and location.path is not None:
-            databases.append(location.path)
-    # SQLite keeps the -wal, -shm and -journal files beside the database's real file.
-    databases += [Path(os.path.realpath(database)) for database in databases]
-    return [Path(f"{database}{suffix}") for database in databases for suffix in ("", "-wal", "-shm", "-journal")]
+
+def _begins_like_sqlite(name: str) -> bool:
+    try:
+        if not stat.S_ISREG(os.stat(name).st_mode):  # a pipe or a device is never opened to be read
+            return False
+        with open(name, "rb") as fh:
+            head = fh.read(16)
+    except OSError:
+        return False
+    return head.startswith(_SQLITE_HEADERS)
 
 
 def _umask() -> int:

@@ -59,7 +59,8 @@ def test_a_batch_whose_default_results_file_is_a_directory_is_one_line(tmp_path,
 
 def test_no_command_writes_over_the_store_in_use_wherever_it_lives(tmp_path, council_home, monkeypatch):
     # COUNCIL_DATABASE_URL names a SQLite file outside $COUNCIL_HOME, through a link: every
-    # command that writes a file refuses it, its -wal and -shm siblings and another link to it.
+    # command that writes a file refuses it, its -wal and -shm files, a -journal file not there
+    # (SQLite would read it as its journal) and another link to it.
     import sqlite3
 
     store_dir = tmp_path / "elsewhere"
@@ -84,7 +85,8 @@ def test_no_command_writes_over_the_store_in_use_wherever_it_lives(tmp_path, cou
             ["leaderboard", "-o"], ["leaderboard", "--html"], ["batch", "results", "kept", "-o"],
             ["batch", str(batch), "--judge", "fake/judge", "--batch-id", "new", "-o"],
         ]  # fmt: skip
-        for target in (database, other_link, store_dir / "live.db-wal", store_dir / "live.db-shm", link):
+        side_files = [store_dir / f"live.db{suffix}" for suffix in ("-wal", "-shm", "-journal")]
+        for target in (database, other_link, *side_files, link):
             for args in commands:
                 result = invoke_cli(*args, str(target))
                 assert_one_line(result, "database")
