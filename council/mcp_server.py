@@ -228,7 +228,7 @@ def build_server(tools: Tools) -> Any:
     from council.judging.outcomes import ComparisonOutcome, GradeOutcome
     from council.leaderboard_shape import Leaderboard  # not council.leaderboard: it imports numpy
 
-    class CheckedServer(sdk.MCPServer):  # type: ignore[misc, name-defined]
+    class CheckedServer(sdk.MCPServer):
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             """Every argument's text checked before any tool sees it (U+0000, lone surrogates:
             council.inputs), as text is wherever it comes in: a one-line tool error."""

@@ -160,7 +160,7 @@ def _without_nul(params: Any) -> Any:
 def _text_cursor() -> type:
     """The cursor of every pooled connection: a statement whose values hold U+0000, which
     psycopg refuses before sending it, is sent again with U+FFFD in its place (a warning said).
-    Nothing is checked when nothing is refused: no work added to any other statement."""
+    Nothing is looked at unless psycopg refused something: no work added to other statements."""
     psycopg = _psycopg()
 
     def told() -> None:
@@ -182,7 +182,7 @@ def _text_cursor() -> type:
         def __getattr__(self, name: str) -> Any:
             return getattr(self._copy, name)
 
-    class _TextCursor(psycopg.Cursor):  # type: ignore[misc, name-defined]
+    class _TextCursor(psycopg.Cursor):
         def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
             try:
                 return super().execute(query, params, **kwargs)
@@ -198,10 +198,11 @@ def _text_cursor() -> type:
 
             def counted() -> Iterator[Any]:
                 # psycopg takes a row and sends it before it takes the next: the rows before
-                # the one it refused went, the rest go again.
+                # the one it refused (``at``) went, the rest go again.
                 nonlocal at
-                for at, row in enumerate(rows):  # noqa: B007 - ``at`` is read after the loop
+                for row in rows:
                     yield row
+                    at += 1
 
             try:
                 return super().executemany(query, counted(), **kwargs)
