@@ -262,14 +262,15 @@ def render_html(report: BiasReport, title: str = "council bias report") -> str:
     )
     calibration_test = _calibration_test(report)
     r, ci, seed = report.length_correlation, report.length_correlation_ci, report.length_correlation_ci_seed
+    seed_r = report.length_correlation_seed
     length = html_table(
         ["pooled r", "95% CI", "significant (CI excludes 0)", "sessions", "confidence", "strength", "pairs",
-         "seed's CI (too narrow)"],
+         "seed's r (biased)", "seed's CI (too narrow)"],
         [["—" if r is None else f"{r:+.3f}", "—" if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]",
           "not computed" if ci is None else ("yes" if ci[0] > 0 or ci[1] < 0 else "no"), report.sample_size,
           report.confidence_level, (report.length_interpretation or "—").replace("_", " "), report.length_pairs,
-          "—" if seed is None else f"[{seed[0]:+.3f}, {seed[1]:+.3f}]"]],
-        {0, 3, 6},
+          "—" if seed_r is None else f"{seed_r:+.3f}", "—" if seed is None else f"[{seed[0]:+.3f}, {seed[1]:+.3f}]"]],
+        {0, 3, 6, 7},
     )
     tests = html_table(
         ["test", "statistic", "df", "p-value", "significant (α = 0.05)", "note"],
@@ -329,7 +330,8 @@ means the data are consistent with no effect, not that there is none.</p>
 {tests}
 <h2>Length vs score</h2>
 <p class="muted">Each point is one answer in one session: its length in {escape(report.length_unit)} and the mean
-score it received ({len(report.length_points)} points shown). The pooled r combines each session's own correlation.</p>
+score it received ({len(report.length_points)} points shown). The pooled r is one correlation over every session's
+answers, each measured from its own session's mean length and mean score.</p>
 {scroll(_scatter(report))}
 {length}
 <h2>Self-preference</h2>

@@ -30,7 +30,6 @@ from council.methods.bias_indicators import (
     calibration_zscores,
     honesty_row,
     length_correlation_interpretation,
-    pearson_from_sums,
     pooled_length_correlation,
     position_variance_threshold,
     reliability,
@@ -117,17 +116,19 @@ class BiasReport(BaseModel):
     reviewer_calibration_test: SignificanceTest | None = None
     """One-way ANOVA of scores across all reviewers: do their mean scores differ beyond chance?"""
     length_correlation: float | None = None
-    """Fisher-z pooled r; None when there is no estimate (never 0 for "no data")."""
+    """The pooled within-session correlation; None when there is no estimate (never 0 for "no data")."""
     length_correlation_ci: tuple[float, float] | None = None
-    """95 % interval that keeps its level (docs/methods.md, "Fisher-z pooling")."""
+    """95 % interval that keeps its level at any correlation (docs/methods.md, "Pooling across sessions")."""
     length_correlation_ci_seed: tuple[float, float] | None = None
-    """The seed's interval, se = 1/√(sessions − 3): too narrow when sessions have few answers."""
+    """The seed's interval, se = 1/√(sessions − 3) around its Fisher-z mean: too narrow, off-centre."""
+    length_correlation_seed: float | None = None
+    """The seed's estimate, the mean of the sessions' Fisher z: biased away from zero in small sessions."""
     sample_size: int
-    """Sessions whose length correlation was pooled."""
+    """Sessions whose length correlation was pooled (at least 3 answers with a length)."""
     confidence_level: str
     length_interpretation: str | None = None
     length_pairs: int = 0
-    """(model, session) points in the sessions whose r was pooled (−1 < r < 1)."""
+    """(model, session) points in the sessions pooled."""
     length_unit: LengthUnit = "words"
     """What the length correlation counts: words (default, the method's unit) or characters."""
     length_missing: int = 0
@@ -233,19 +234,18 @@ def bias_report(
     calibration_test = one_way_anova(list(reviewer_sums.values()), name="one-way ANOVA across reviewers")
     profiles, median_of_means, std_of_means = _profiles(reviewer_sums, reviewers, scale)
 
-    # Length correlation: Pearson per session (≥ 3 models with a length), pooled with Fisher z.
-    # Only sessions whose r is strictly inside (−1, 1) are pooled; the honesty row counts their answers.
-    correlations, pairs, missing, missing_sessions = [], 0, 0, 0
-    for answered, _records, n, sx, sy, sxx, syy, sxy in session_rows:
+    # Length correlation: the pooled within-session correlation over the sessions with ≥ 3
+    # answers with a length; the honesty row counts their answers.
+    pooled_sessions, pairs, missing, missing_sessions = [], 0, 0, 0
+    for answered, _records, *session in session_rows:
+        n = session[0]
         if n < answered:
             missing += answered - n
             missing_sessions += 1
         if n >= 3:
-            r = pearson_from_sums(n, sx, sy, sxx, syy, sxy)
-            correlations.append(r)
-            if -1 < r < 1:
-                pairs += n
-    pooled = pooled_length_correlation(correlations, min_sessions=min_sessions)
+            pooled_sessions.append(session)
+            pairs += n
+    pooled = pooled_length_correlation(pooled_sessions, min_sessions=min_sessions)
     estimated = pooled.length_correlation is not None
     interpretation = length_correlation_interpretation(pooled.length_correlation) if estimated else None
     if missing:
@@ -290,6 +290,7 @@ def bias_report(
         length_correlation=pooled.length_correlation,
         length_correlation_ci=pooled.length_correlation_ci,
         length_correlation_ci_seed=pooled.length_correlation_ci_seed,
+        length_correlation_seed=pooled.length_correlation_seed,
         sample_size=pooled.sample_size,
         confidence_level=pooled.confidence_level,
         length_interpretation=interpretation,

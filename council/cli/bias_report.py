@@ -147,15 +147,15 @@ def render_text(report: BiasReport, console: Console) -> None:
             )
         console.print()
 
-    length = Table(title=f"Length–score correlation, length in {report.length_unit} (Fisher-z pooled across sessions)")
-    for col in ("pooled r", "95% CI", "sessions", "confidence", "interpretation"):
+    length = Table(title=f"Length–score correlation, length in {report.length_unit} (pooled within sessions)")
+    for col in ("pooled r", "95% CI", "sessions", "confidence", "interpretation", "seed's r", "seed's CI"):
         length.add_column(col)
     r, ci, seed = report.length_correlation, report.length_correlation_ci, report.length_correlation_ci_seed
-    length.add_column("seed's CI")
+    seed_r = report.length_correlation_seed
     length.add_row(
         "—" if r is None else f"{r:+.3f}", "—" if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]",
         str(report.sample_size), report.confidence_level, report.length_interpretation or "—",
-        "—" if seed is None else f"[{seed[0]:+.3f}, {seed[1]:+.3f}]",
+        "—" if seed_r is None else f"{seed_r:+.3f}", "—" if seed is None else f"[{seed[0]:+.3f}, {seed[1]:+.3f}]",
     )
     console.print(length)
 
