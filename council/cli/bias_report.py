@@ -170,16 +170,36 @@ def render_text(report: BiasReport, console: Console) -> None:
         f"Variance of position means: {pb.variance} (threshold {pb.threshold}): {position_verdict(report)}",
         highlight=False,
     )
-    for test in (pb.test, pb.top_position_test):
+    adjusted = pb.adjusted_p_values
+    for key, test in (("within_review", pb.within_review_test), ("top_position", pb.top_position_test), ("", pb.test)):
+        if test is None:
+            continue
         if test.p_value is None:
             console.print(f"{test.name}: not computed — {test.note}", markup=False, highlight=False)
             continue
         stat = "∞" if test.statistic is None else f"{test.statistic:.3f}"
         df = ", ".join(map(str, test.df))
-        sig = "significant" if test.significant else "not significant"
+        if key and adjusted.get(key) is not None:
+            p_adj = adjusted[key]
+            sig = f"Holm-adjusted p = {p_adj:.3g}, {'significant' if p_adj < test.alpha else 'not significant'}"
+        else:
+            sig = "not part of the verdict"
         extra = f" — {test.note}" if test.note else ""
-        console.print(f"{test.name}: {stat} (df {df}), p = {test.p_value:.3g}, {sig} at 0.05{extra}",
+        console.print(f"{test.name}: {stat} (df {df}), p = {test.p_value:.3g}, {sig}{extra}",
                       markup=False, highlight=False)
+    if pb.reviewers:
+        per = Table(title="Position by reviewer (positions compared within each of its reviews)")
+        for col in ("reviewer", "reviews", "mean by position", "F", "p", "Holm-adjusted p"):
+            per.add_column(col, justify="left" if col in ("reviewer", "mean by position") else "right")
+        for rid, view in pb.reviewers.items():
+            t, p_adj = view.test, adjusted.get(f"reviewer:{rid}")
+            per.add_row(
+                literal(rid), str(view.orderings), ", ".join(f"{p}: {m:.2f}" for p, m in view.means.items()),
+                ("∞" if t.p_value == 0 else "—") if t.statistic is None else f"{t.statistic:.3f}",
+                "—" if t.p_value is None else f"{t.p_value:.3g}",
+                "—" if p_adj is None else f"{p_adj:.3g}" + (" *" if view.significant else ""),
+            )
+        console.print(per)
 
     if report.self_preference:
         sp_table = Table(title="Self-preference (own answers vs the other reviewers' scores of them)")
