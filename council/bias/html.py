@@ -223,6 +223,10 @@ def _yes_no(test: SignificanceTest) -> str:
     return "not computed" if test.p_value is None else "yes" if test.significant else "no"
 
 
+def _adjusted_yes_no(test: SignificanceTest, adjusted: float | None) -> str:
+    return "not computed" if test.p_value is None or adjusted is None else "yes" if adjusted < test.alpha else "no"
+
+
 def _significance(significant: bool, p: float | None) -> str:
     if p is None:
         return "not tested"
@@ -262,21 +266,34 @@ def render_html(report: BiasReport, title: str = "council bias report") -> str:
     )
     calibration_test = _calibration_test(report)
     r, ci, seed = report.length_correlation, report.length_correlation_ci, report.length_correlation_ci_seed
+    seed_r = report.length_correlation_seed
     length = html_table(
         ["pooled r", "95% CI", "significant (CI excludes 0)", "sessions", "confidence", "strength", "pairs",
-         "seed's CI (too narrow)"],
+         "seed's r (biased)", "seed's CI (too narrow)"],
         [["—" if r is None else f"{r:+.3f}", "—" if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]",
           "not computed" if ci is None else ("yes" if ci[0] > 0 or ci[1] < 0 else "no"), report.sample_size,
           report.confidence_level, (report.length_interpretation or "—").replace("_", " "), report.length_pairs,
-          "—" if seed is None else f"[{seed[0]:+.3f}, {seed[1]:+.3f}]"]],
-        {0, 3, 6},
+          "—" if seed_r is None else f"{seed_r:+.3f}", "—" if seed is None else f"[{seed[0]:+.3f}, {seed[1]:+.3f}]"]],
+        {0, 3, 6, 7},
     )
+    adjusted = pb.adjusted_p_values
+    in_verdict = [(k, t) for k, t in (("within_review", pb.within_review_test), ("top_position", pb.top_position_test),
+                                      ("", pb.test)) if t is not None]  # fmt: skip
     tests = html_table(
-        ["test", "statistic", "df", "p-value", "significant (α = 0.05)", "note"],
-        [[t.name, _stat(t.statistic), ", ".join(map(str, t.df)), _p(t.p_value), _yes_no(t), t.note or ""]
-         for t in (pb.test, pb.top_position_test)],
-        {1, 2, 3},
+        ["test", "statistic", "df", "p-value", "Holm-adjusted p (the verdict's)", "significant (α = 0.05)", "note"],
+        [[t.name, _stat(t.statistic), ", ".join(map(str, t.df)), _p(t.p_value),
+          _p(adjusted.get(k)) if k else "not in the verdict", _adjusted_yes_no(t, adjusted.get(k)) if k else "—",
+          t.note or ""] for k, t in in_verdict],
+        {1, 2, 3, 4},
     )
+    by_reviewer = html_table(
+        ["reviewer", "reviews", "mean by position", "F (within its reviews)", "df", "p-value", "Holm-adjusted p",
+         "significant"],
+        [[rid, v.orderings, ", ".join(f"{p}: {m:.2f}" for p, m in v.means.items()), _stat(v.test.statistic),
+          ", ".join(map(str, v.test.df)), _p(v.test.p_value), _p(adjusted.get(f"reviewer:{rid}")),
+          _adjusted_yes_no(v.test, adjusted.get(f"reviewer:{rid}"))] for rid, v in pb.reviewers.items()],
+        {1, 3, 4, 5, 6},
+    ) if pb.reviewers else ""
     self_pref = html_table(
         ["reviewer", "own answers (mean)", "others on the same answers", "difference", "reviewer offset",
          "adjusted difference", "n", "p (paired t, adjusted)", "significant"],
@@ -327,9 +344,11 @@ means the data are consistent with no effect, not that there is none.</p>
 (threshold {pb.threshold}): {escape(position_verdict(report))}.</p>
 {scroll(_position_chart(report))}
 {tests}
+{by_reviewer}
 <h2>Length vs score</h2>
 <p class="muted">Each point is one answer in one session: its length in {escape(report.length_unit)} and the mean
-score it received ({len(report.length_points)} points shown). The pooled r combines each session's own correlation.</p>
+score it received ({len(report.length_points)} points shown). The pooled r is one correlation over every session's
+answers, each measured from its own session's mean length and mean score.</p>
 {scroll(_scatter(report))}
 {length}
 <h2>Self-preference</h2>

@@ -30,7 +30,6 @@ from council.methods.bias_indicators import (
     calibration_zscores,
     honesty_row,
     length_correlation_interpretation,
-    pearson_from_sums,
     pooled_length_correlation,
     position_variance_threshold,
     reliability,
@@ -38,6 +37,7 @@ from council.methods.bias_indicators import (
 )
 from council.methods.significance import (
     ALPHA,
+    Block,
     GroupSums,
     SignificanceTest,
     chi_square_uniform,
@@ -47,8 +47,9 @@ from council.methods.significance import (
     paired_t_test,
     variance_from_sums,
     welch_t_test,
+    within_block_anova,
 )
-from council.storage import BiasQuery, Store
+from council.storage import BiasQuery, BiasSums, Store
 
 DEFAULT_MAX_POINTS = 2000
 """Length-vs-score points kept for the scatter chart."""
@@ -70,6 +71,19 @@ class ReviewerProfile(BaseModel):
     """Holm-adjusted p of Welch's t-test of this reviewer's scores against every other reviewer's."""
 
 
+class ReviewerPositionReport(BaseModel):
+    """One reviewer's scores by display position, compared within its own reviews."""
+
+    means: dict[int, float]
+    counts: dict[int, int]
+    orderings: int
+    """This reviewer's reviews."""
+    test: SignificanceTest
+    """Two-way ANOVA of this reviewer's scores, its reviews as blocks: positions within reviews."""
+    significant: bool = False
+    """Holm-adjusted p < 0.05 in the verdict's family (``PositionBiasReport.adjusted_p_values``)."""
+
+
 class PositionBiasReport(BaseModel):
     means: dict[int, float]
     counts: dict[int, int]
@@ -77,15 +91,24 @@ class PositionBiasReport(BaseModel):
     """Sample variance of the per-position means (docs/methods.md, "Position bias")."""
     threshold: float
     bias_detected: bool
-    """The verdict: the ANOVA across positions is significant at 0.05 (docs/methods.md, "Position bias")."""
+    """The verdict: a test of the family in ``adjusted_p_values`` is significant after Holm's
+    adjustment (docs/methods.md, "Position bias")."""
     seed_variance_flag: bool = False
     """The seed's rule, shown as the seed's: variance > threshold (0.5 on a 1–10 scale)."""
     orderings: int
     """Reviews (one shuffled display order each)."""
     test: SignificanceTest
-    """One-way ANOVA of scores across display positions."""
+    """One-way ANOVA of all scores across display positions: confounded with council size when
+    reviews differ in size; not the verdict."""
     top_position_test: SignificanceTest
     """Chi-square: is the top-scored answer's position uniform over positions?"""
+    within_review_test: SignificanceTest | None = None
+    """Two-way ANOVA, reviews as blocks: positions compared within each review (every reviewer)."""
+    reviewers: dict[str, ReviewerPositionReport] = Field(default_factory=dict)
+    """Per reviewer: its position means and its own within-review test."""
+    adjusted_p_values: dict[str, float | None] = Field(default_factory=dict)
+    """Holm-adjusted p of each test in the verdict: ``within_review``, ``top_position`` and
+    ``reviewer:<id>`` for every reviewer shown."""
 
 
 class SelfPreferenceReport(BaseModel):
@@ -117,17 +140,19 @@ class BiasReport(BaseModel):
     reviewer_calibration_test: SignificanceTest | None = None
     """One-way ANOVA of scores across all reviewers: do their mean scores differ beyond chance?"""
     length_correlation: float | None = None
-    """Fisher-z pooled r; None when there is no estimate (never 0 for "no data")."""
+    """The pooled within-session correlation; None when there is no estimate (never 0 for "no data")."""
     length_correlation_ci: tuple[float, float] | None = None
-    """95 % interval that keeps its level (docs/methods.md, "Fisher-z pooling")."""
+    """95 % interval that keeps its level at any correlation (docs/methods.md, "Pooling across sessions")."""
     length_correlation_ci_seed: tuple[float, float] | None = None
-    """The seed's interval, se = 1/√(sessions − 3): too narrow when sessions have few answers."""
+    """The seed's interval, se = 1/√(sessions − 3) around its Fisher-z mean: too narrow, off-centre."""
+    length_correlation_seed: float | None = None
+    """The seed's estimate, the mean of the sessions' Fisher z: biased away from zero in small sessions."""
     sample_size: int
-    """Sessions whose length correlation was pooled."""
+    """Sessions whose length correlation was pooled (at least 3 answers with a length)."""
     confidence_level: str
     length_interpretation: str | None = None
     length_pairs: int = 0
-    """(model, session) points in the sessions whose r was pooled (−1 < r < 1)."""
+    """(model, session) points in the sessions pooled."""
     length_unit: LengthUnit = "words"
     """What the length correlation counts: words (default, the method's unit) or characters."""
     length_missing: int = 0
@@ -207,9 +232,8 @@ def bias_report(
     scales, normalize, skipped_records, unscored = sums.scales, sums.normalized, sums.skipped_records, sums.unscored
     lo_ref, hi_ref = REFERENCE_SCALE  # records without a scale are taken to be on 1–10
     effective = {(lo if lo is not None else lo_ref, hi if hi is not None else hi_ref) for lo, hi in scales}
-    orderings, left_out, top_tables = sums.orderings, sums.left_out, sums.top_positions
+    orderings = sums.orderings
     reviewer_sums = {r: GroupSums(*g) for r, g in sums.reviewers.items()}
-    position_sums = {p: GroupSums(*g) for p, g in sums.positions.items()}
     session_rows, self_sums, points = sums.sessions, sums.self_preference, sums.points
     unit: LengthUnit = sums.length_unit  # type: ignore[assignment]
     fell_back = length_unit is None and unit == "chars"  # no word count anywhere: characters
@@ -233,19 +257,18 @@ def bias_report(
     calibration_test = one_way_anova(list(reviewer_sums.values()), name="one-way ANOVA across reviewers")
     profiles, median_of_means, std_of_means = _profiles(reviewer_sums, reviewers, scale)
 
-    # Length correlation: Pearson per session (≥ 3 models with a length), pooled with Fisher z.
-    # Only sessions whose r is strictly inside (−1, 1) are pooled; the honesty row counts their answers.
-    correlations, pairs, missing, missing_sessions = [], 0, 0, 0
-    for answered, _records, n, sx, sy, sxx, syy, sxy in session_rows:
+    # Length correlation: the pooled within-session correlation over the sessions with ≥ 3
+    # answers with a length; the honesty row counts their answers.
+    pooled_sessions, pairs, missing, missing_sessions = [], 0, 0, 0
+    for answered, _records, *session in session_rows:
+        n = session[0]
         if n < answered:
             missing += answered - n
             missing_sessions += 1
         if n >= 3:
-            r = pearson_from_sums(n, sx, sy, sxx, syy, sxy)
-            correlations.append(r)
-            if -1 < r < 1:
-                pairs += n
-    pooled = pooled_length_correlation(correlations, min_sessions=min_sessions)
+            pooled_sessions.append(session)
+            pairs += n
+    pooled = pooled_length_correlation(pooled_sessions, min_sessions=min_sessions)
     estimated = pooled.length_correlation is not None
     interpretation = length_correlation_interpretation(pooled.length_correlation) if estimated else None
     if missing:
@@ -256,7 +279,7 @@ def bias_report(
             f"length correlation; --length-unit {other} may include them"
         )
 
-    position = _position_report(position_sums, orderings, left_out, top_tables, scale)
+    position = _position_report(sums, scale)
 
     self_pref = _self_preference_report(self_sums, reviewer_sums)
 
@@ -270,7 +293,7 @@ def bias_report(
         honesty_row(
             "position_bias",
             orderings,
-            ("position bias" if position.bias_detected else "no position bias") + _p_text(position.test, "ANOVA"),
+            ("position bias" if position.bias_detected else "no position bias") + f"; {verdict_tests(position)}",
         ),
         honesty_row(  # the minimum is per reviewer: the smallest reviewer's scores decide
             "reviewer_calibration",
@@ -290,6 +313,7 @@ def bias_report(
         length_correlation=pooled.length_correlation,
         length_correlation_ci=pooled.length_correlation_ci,
         length_correlation_ci_seed=pooled.length_correlation_ci_seed,
+        length_correlation_seed=pooled.length_correlation_seed,
         sample_size=pooled.sample_size,
         confidence_level=pooled.confidence_level,
         length_interpretation=interpretation,
@@ -391,48 +415,109 @@ def _self_preference_report(
     return out
 
 
-def _position_report(
-    sums: dict[int, GroupSums],
-    orderings: int,
-    left_out: int,
-    top_tables: dict[int, list[int]],
-    scale: tuple[float, float] | None,
-) -> PositionBiasReport:
-    """Variance of per-position means plus ANOVA and the top-position test (docs/methods.md, "Position bias")."""
-    means = {p: g.total / g.n for p, g in sums.items()}
-    anova = one_way_anova(list(sums.values()))
+def _position_report(sums: BiasSums, scale: tuple[float, float] | None) -> PositionBiasReport:
+    """Variance of per-position means, the tests and the verdict (docs/methods.md, "Position bias")."""
+    position_sums = {p: GroupSums(*g) for p, g in sums.positions.items()}
+    means = {p: g.total / g.n for p, g in position_sums.items()}
+    anova = one_way_anova(list(position_sums.values()))
+    sizes = {len(members) for _, members in sums.review_blocks}
+    if len(sizes) > 1 and anova.p_value is not None:
+        anova.note = f"reviews of {len(sizes)} sizes pooled: confounded with council size (not the verdict)"
     variance = statistics.variance(means.values()) if len(means) > 1 else 0.0
     threshold = position_variance_threshold(scale)
     top_test = chi_square_uniform(
-        [top_tables[k] for k in sorted(top_tables)],
+        [sums.top_positions[k] for k in sorted(sums.top_positions)],
         name="chi-square goodness of fit (top-scored position vs uniform)",
     )
-    if left_out:
-        why = f"{left_out} reviews left out (tied top score, or an answer without a score)"
+    if sums.left_out:
+        why = f"{sums.left_out} reviews left out (tied top score, or an answer without a score)"
         top_test.note = f"{why}; {top_test.note}" if top_test.note else why
+    within = _within_reviews(position_sums, sums.review_blocks.items(), sums.unblocked)
+    reviewers = {}
+    for rid, by_position in sums.reviewer_positions.items():
+        own = {p: GroupSums(*g) for p, g in by_position.items()}
+        blocks = [(key, g) for key, g in sums.review_blocks.items() if key[0] == rid]
+        reviewers[rid] = ReviewerPositionReport(
+            means={p: round(g.total / g.n, 3) for p, g in own.items()},
+            counts={p: g.n for p, g in own.items()},
+            orderings=sum(g[0] for _, g in blocks),
+            test=_within_reviews(own, blocks, sums.unblocked, name=f"two-way ANOVA within {rid}'s reviews"),
+        )
+    family = {
+        "within_review": within.p_value,
+        "top_position": top_test.p_value,
+        **{f"reviewer:{rid}": view.test.p_value for rid, view in reviewers.items()},
+    }
+    adjusted = holm_adjust(family)
+    for rid, view in reviewers.items():
+        p = adjusted[f"reviewer:{rid}"]
+        view.significant = p is not None and p < ALPHA
     return PositionBiasReport(
         means={p: round(m, 3) for p, m in means.items()},
-        counts={p: g.n for p, g in sums.items()},
+        counts={p: g.n for p, g in position_sums.items()},
         variance=round(variance, 3),
         threshold=round(threshold, 3),
-        bias_detected=anova.significant,
+        bias_detected=any(p is not None and p < ALPHA for p in adjusted.values()),
         seed_variance_flag=len(means) >= 2 and variance > threshold,
-        orderings=orderings,
+        orderings=sums.orderings,
         test=anova,
         top_position_test=top_test,
+        within_review_test=within,
+        reviewers=reviewers,
+        adjusted_p_values=adjusted,
     )
+
+
+def _within_reviews(
+    positions: dict[int, GroupSums],
+    blocks: Iterable[tuple[tuple[str, tuple[int, ...]], tuple[int, float, float]]],
+    unblocked: int,
+    *,
+    name: str = "two-way ANOVA within reviews (reviews as blocks)",
+) -> SignificanceTest:
+    """Positions compared within each review: ``blocks`` of reviews ((reviewer, positions) →
+    (reviews, Σ totals, Σ totals²)), merged over reviewers by their positions."""
+    if unblocked:
+        return SignificanceTest(name=name, statistic=None, df=[0, 0], p_value=None, significant=False,
+                                note=f"{unblocked} reviews of more than 53 answers have answers without a score")
+    merged: dict[tuple[int, ...], list[Any]] = {}
+    for (_, members), (count, total, totals_sq) in blocks:
+        acc = merged.setdefault(members, [0, 0.0, 0.0])
+        acc[0] += count
+        acc[1] += total
+        acc[2] += totals_sq
+    return within_block_anova(positions, [Block(m, *acc) for m, acc in merged.items()], name=name)
+
+
+_TEST_NAMES = {"within_review": "within reviews", "top_position": "top position"}
+
+
+def verdict_tests(pb: PositionBiasReport) -> str:
+    """The tests behind the verdict, as "within reviews p = 0.003, reviewer a p < 0.001; Holm over
+    6 tests": the significant ones, or the smallest adjusted p when none is."""
+    known = {k: p for k, p in pb.adjusted_p_values.items() if p is not None}
+    if not known:
+        return "not tested"
+
+    def name(key: str) -> str:
+        return _TEST_NAMES.get(key) or key.replace(":", " ", 1)
+
+    hits = [f"{name(k)} {p_text(p)}" for k, p in sorted(known.items(), key=lambda kv: kv[1]) if p < ALPHA]
+    if not hits:
+        key = min(known, key=lambda k: known[k])
+        hits = [f"smallest: {name(key)} {p_text(known[key])}"]
+    return f"{', '.join(hits)}; Holm over {len(known)} tests"
 
 
 def position_verdict(report: BiasReport) -> str:
-    """The ANOVA's verdict in words, then the seed's variance rule as the seed's; only an indicator
-    below the minimum orderings (docs/methods.md, "Position bias")."""
+    """The verdict in words with the tests behind it, then the seed's variance rule as the seed's;
+    only an indicator below the minimum orderings (docs/methods.md, "Position bias")."""
     pb = report.position_bias
     row = next(h for h in report.honesty if h.metric == "position_bias")
     seed = f"the seed's variance rule: {'above' if pb.seed_variance_flag else 'below'} the threshold"
     if row.status == "sufficient":
         verdict = "bias detected" if pb.bias_detected else "no bias detected"
-        tested = f" (ANOVA {p_text(pb.test.p_value)})" if pb.test.p_value is not None else ""
-        return f"{verdict}{tested}; {seed}"
+        return f"{verdict} ({verdict_tests(pb)}); {seed}"
     return f"{seed}, an indicator only ({row.data_points} of {row.minimum} orderings)"
 
 

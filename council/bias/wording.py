@@ -33,7 +33,7 @@ class Finding:
     text: str
 
 
-_SYMBOLS = {"one-way ANOVA": "F", "chi-square": "χ²", "paired t": "t", "t-test": "t"}
+_SYMBOLS = {"one-way ANOVA": "F", "two-way ANOVA": "F", "chi-square": "χ²", "paired t": "t", "t-test": "t"}
 
 
 def stat_detail(test: SignificanceTest) -> str:
@@ -76,7 +76,18 @@ def _indicator(report: BiasReport, metric: str, finding: Finding) -> Finding:
     return Finding(finding.topic, finding.verdict, f"Indicator only, too little data ({counts}): {finding.text}")
 
 
+def _adjusted(test: SignificanceTest, p: float | None, subject: str) -> tuple[Verdict, str]:
+    """:func:`describe_test` with the p-value Holm-adjusted in the position verdict's family."""
+    if test.p_value is None or p is None:
+        return describe_test(test, subject)
+    adjusted = test.model_copy(update={"p_value": p, "significant": p < test.alpha})
+    verdict, text = describe_test(adjusted, subject)
+    return verdict, text.replace(f"{p_text(p)})", f"Holm-adjusted {p_text(p)})", 1)
+
+
 def position_findings(report: BiasReport) -> list[Finding]:
+    """Positions compared within reviews (every reviewer, then each reviewer found to differ) and
+    where the top score lands; every p-value Holm-adjusted over the verdict's tests."""
     pb = report.position_bias
     if len(pb.means) < 2:
         return []
@@ -90,16 +101,32 @@ def position_findings(report: BiasReport) -> list[Finding]:
     else:
         lead = f"Answers shown at position {best} get the highest mean score"
     shape = f"{lead} ({pb.means[best]:.2f}; lowest {pb.means[worst]:.2f}, at position {worst})."
-    verdict, sentence = describe_test(pb.test, "The difference between positions")
-    out = [_indicator(report, "position_bias", Finding("position", verdict, f"{shape} {sentence}"))]
+    adjusted = pb.adjusted_p_values
+    out = []
+    if pb.within_review_test is not None:
+        subject = "Compared within each review, the difference between positions"
+        verdict, sentence = _adjusted(pb.within_review_test, adjusted.get("within_review"), subject)
+        out.append(_indicator(report, "position_bias", Finding("position", verdict, f"{shape} {sentence}")))
+    for rid, view in pb.reviewers.items():
+        if not view.significant:
+            continue
+        top = max(view.means, key=lambda p: view.means[p])
+        low = min(view.means, key=lambda p: view.means[p])
+        _, sentence = _adjusted(view.test, adjusted.get(f"reviewer:{rid}"), "This")
+        text = (
+            f"{rid}'s scores depend on display position ({view.means[top]:.2f} at position {top}, "
+            f"{view.means[low]:.2f} at position {low}, over its {view.orderings} reviews). {sentence}"
+        )
+        out.append(_indicator(report, "position_bias", Finding("position", "significant", text)))
     top = pb.top_position_test
     if top.p_value is not None:
-        if top.significant:
+        p = adjusted.get("top_position", top.p_value)
+        if p is not None and p < top.alpha:
             finding = Finding(
                 "position",
                 "significant",
                 f"The best-scored answer of a review lands at some positions more often than chance would "
-                f"({stat_detail(top)}).",
+                f"({stat_detail(top)}; Holm-adjusted {p_text(p)}).",
             )
         else:
             finding = Finding(

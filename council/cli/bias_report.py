@@ -147,15 +147,15 @@ def render_text(report: BiasReport, console: Console) -> None:
             )
         console.print()
 
-    length = Table(title=f"Length–score correlation, length in {report.length_unit} (Fisher-z pooled across sessions)")
-    for col in ("pooled r", "95% CI", "sessions", "confidence", "interpretation"):
+    length = Table(title=f"Length–score correlation, length in {report.length_unit} (pooled within sessions)")
+    for col in ("pooled r", "95% CI", "sessions", "confidence", "interpretation", "seed's r", "seed's CI"):
         length.add_column(col)
     r, ci, seed = report.length_correlation, report.length_correlation_ci, report.length_correlation_ci_seed
-    length.add_column("seed's CI")
+    seed_r = report.length_correlation_seed
     length.add_row(
         "—" if r is None else f"{r:+.3f}", "—" if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]",
         str(report.sample_size), report.confidence_level, report.length_interpretation or "—",
-        "—" if seed is None else f"[{seed[0]:+.3f}, {seed[1]:+.3f}]",
+        "—" if seed_r is None else f"{seed_r:+.3f}", "—" if seed is None else f"[{seed[0]:+.3f}, {seed[1]:+.3f}]",
     )
     console.print(length)
 
@@ -170,16 +170,36 @@ def render_text(report: BiasReport, console: Console) -> None:
         f"Variance of position means: {pb.variance} (threshold {pb.threshold}): {position_verdict(report)}",
         highlight=False,
     )
-    for test in (pb.test, pb.top_position_test):
+    adjusted = pb.adjusted_p_values
+    for key, test in (("within_review", pb.within_review_test), ("top_position", pb.top_position_test), ("", pb.test)):
+        if test is None:
+            continue
         if test.p_value is None:
             console.print(f"{test.name}: not computed — {test.note}", markup=False, highlight=False)
             continue
         stat = "∞" if test.statistic is None else f"{test.statistic:.3f}"
         df = ", ".join(map(str, test.df))
-        sig = "significant" if test.significant else "not significant"
+        if key and adjusted.get(key) is not None:
+            p_adj = adjusted[key]
+            sig = f"Holm-adjusted p = {p_adj:.3g}, {'significant' if p_adj < test.alpha else 'not significant'}"
+        else:
+            sig = "not part of the verdict"
         extra = f" — {test.note}" if test.note else ""
-        console.print(f"{test.name}: {stat} (df {df}), p = {test.p_value:.3g}, {sig} at 0.05{extra}",
+        console.print(f"{test.name}: {stat} (df {df}), p = {test.p_value:.3g}, {sig}{extra}",
                       markup=False, highlight=False)
+    if pb.reviewers:
+        per = Table(title="Position by reviewer (positions compared within each of its reviews)")
+        for col in ("reviewer", "reviews", "mean by position", "F", "p", "Holm-adjusted p"):
+            per.add_column(col, justify="left" if col in ("reviewer", "mean by position") else "right")
+        for rid, view in pb.reviewers.items():
+            t, p_adj = view.test, adjusted.get(f"reviewer:{rid}")
+            per.add_row(
+                literal(rid), str(view.orderings), ", ".join(f"{p}: {m:.2f}" for p, m in view.means.items()),
+                ("∞" if t.p_value == 0 else "—") if t.statistic is None else f"{t.statistic:.3f}",
+                "—" if t.p_value is None else f"{t.p_value:.3g}",
+                "—" if p_adj is None else f"{p_adj:.3g}" + (" *" if view.significant else ""),
+            )
+        console.print(per)
 
     if report.self_preference:
         sp_table = Table(title="Self-preference (own answers vs the other reviewers' scores of them)")

@@ -218,12 +218,16 @@ def run_aggregated_bias_audit(
     confidence: high ≥ 50 sessions, moderate ≥ 20, else preliminary.
     """
     valid = [r for r in correlations if r is not None and -1 < r < 1]
-    if len(valid) < min_sessions:
-        return AggregatedBiasResult(0.0, (0.0, 0.0), len(valid), "insufficient")
-    z_values = [0.5 * math.log((1 + r) / (1 - r)) for r in valid]
-    pooled_z = math.fsum(z_values) / len(z_values)  # statistics.mean's exact fractions cost 2 µs a session
-    pooled_r = _tanh_from_z(pooled_z)
+    return _seed_pooling([0.5 * math.log((1 + r) / (1 - r)) for r in valid], min_sessions)
+
+
+def _seed_pooling(z_values: Sequence[float], min_sessions: int) -> AggregatedBiasResult:
+    """:func:`run_aggregated_bias_audit` from the sessions' z = atanh(r)."""
     n = len(z_values)
+    if n < min_sessions:
+        return AggregatedBiasResult(0.0, (0.0, 0.0), n, "insufficient")
+    pooled_z = math.fsum(z_values) / n  # statistics.mean's exact fractions cost 2 µs a session
+    pooled_r = _tanh_from_z(pooled_z)
     if n <= 3:
         return AggregatedBiasResult(round(pooled_r, 3), (-1.0, 1.0), n, "insufficient")
     se = 1 / math.sqrt(n - 3)
@@ -233,44 +237,114 @@ def run_aggregated_bias_audit(
     return AggregatedBiasResult(round(pooled_r, 3), (round(ci_lower, 3), round(ci_upper, 3)), n, confidence)
 
 
+SessionSums = tuple[int, float, float, float, float, float]
+"""One session's (n, Σx, Σy, Σx², Σy², Σxy) over its answers: x = length, y = mean score received."""
+
+
 @dataclass(frozen=True)
 class PooledLengthCorrelation:
     """The cross-session length correlation as the report gives it: ``None`` where there is no estimate."""
 
     length_correlation: float | None
+    """The pooled within-session correlation (docs/methods.md, "Pooling across sessions")."""
     length_correlation_ci: tuple[float, float] | None
-    """95 % interval that keeps its level: empirical standard error of the session z's, t quantile."""
+    """95 % interval that keeps its level: Fisher's z, jackknife over sessions, t quantile."""
     length_correlation_ci_seed: tuple[float, float] | None
-    """The seed's interval, se = 1/√(sessions − 3): too narrow for small sessions."""
+    """The seed's interval, se = 1/√(sessions − 3), around the seed's estimate."""
     sample_size: int
+    """Sessions pooled: those with at least 3 answers with a length."""
     confidence_level: str
+    length_correlation_seed: float | None = None
+    """The seed's estimate: the mean of the sessions' Fisher z (biased away from zero)."""
 
 
-def pooled_length_correlation(
-    correlations: Sequence[float | None], min_sessions: int = 10
-) -> PooledLengthCorrelation:
-    """Fisher-z pooled r with an interval that holds its level (docs/methods.md, "Fisher-z pooling").
+JACKKNIFE_MAX_SESSIONS = 1000
+"""Up to this many sessions the interval's jackknife leaves each out in turn; above it, its
+linear approximation from sums (the same to O(1/sessions); docs/methods.md, "Pooling across sessions")."""
 
-    Each session's z = atanh(r) is one independent observation whose variance depends on the
-    session's size (and is infinite in theory, finite here, for 3 answers), so the standard error
-    is the empirical one of the z's: sd(z)/√m, with the t quantile on m − 1 degrees of freedom.
-    The seed's interval (se = 1/√(m − 3)) is returned beside it. Fewer than ``min_sessions`` usable
-    sessions (or 3 or fewer) → no estimate: ``None``, never 0.
+
+def pooled_length_correlation(sessions: Sequence[SessionSums], min_sessions: int = 10) -> PooledLengthCorrelation:
+    """The pooled within-session correlation of length and score, with an interval that holds
+    its level at any correlation (docs/methods.md, "Pooling across sessions").
+
+    Each session's lengths and scores are centred on the session's own means and one Pearson r
+    is taken over all of them: r = ΣSxy / √(ΣSxx · ΣSyy). The interval is on Fisher's z with
+    the jackknife standard error over sessions and the t quantile on Satterthwaite's degrees of
+    freedom (at most sessions − 1). Sessions with fewer than 3 answers are left out (the seed's rule); fewer than
+    ``min_sessions`` left, or no spread in lengths or in scores → no estimate: ``None``, never 0.
+    The seed's figures (the mean of the sessions' Fisher z and its interval with se = 1/√(m − 3))
+    are returned beside it.
     """
-    seed = run_aggregated_bias_audit(correlations, min_sessions=min_sessions)
-    if seed.confidence_level == "insufficient":
-        return PooledLengthCorrelation(None, None, None, seed.sample_size, "insufficient")
-    z = [math.atanh(r) for r in correlations if r is not None and -1 < r < 1]
-    m = len(z)
-    mean = math.fsum(z) / m
-    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in z) / (m - 1))
-    # Every z equal (e.g. all r = 0 from constant scores): no spread to estimate; the seed's se then.
-    se = sd / math.sqrt(m) if sd > 0 else 1 / math.sqrt(m - 3)
-    half = t_quantile_two_sided(0.05, m - 1) * se
-    ci = (round(math.tanh(mean - half), 3), round(math.tanh(mean + half), 3))
-    return PooledLengthCorrelation(
-        seed.length_correlation, ci, seed.length_correlation_ci, seed.sample_size, seed.confidence_level
-    )
+    # One pass for both estimates and the sums of the approximate jackknife (a report may pool
+    # 100 k sessions); each session's centred sums are kept only when the jackknife is exact.
+    atanh, sqrt = math.atanh, math.sqrt
+    keep = len(sessions) <= JACKKNIFE_MAX_SESSIONS
+    kept: list[tuple[float, float, float]] = []
+    seed_z: list[float] = []
+    m = 0
+    a = b = c = aa = bb = cc = ab = ac = bc = 0.0  # Σ Sxy, Σ Sxx, Σ Syy and their products
+    for n, sx, sy, sxx, syy, sxy in sessions:
+        if n < 3:
+            continue
+        m += 1
+        vx, vy = n * sxx - sx * sx, n * syy - sy * sy
+        spread_x, spread_y = vx > CANCELLATION * n * abs(sxx), vy > CANCELLATION * n * abs(syy)
+        if spread_x and spread_y:
+            q = n * sxy - sx * sy
+            r = q / sqrt(vx * vy)
+            if -1 + 1e-12 <= r <= 1 - 1e-12:  # the seed pools −1 < r < 1 (pearson_from_sums snaps the rest)
+                seed_z.append(atanh(r))
+            q /= n
+        else:
+            seed_z.append(0.0)  # pearson_from_sums: no spread, r = 0
+            q = 0.0
+        p, t = (vx / n if spread_x else 0.0), (vy / n if spread_y else 0.0)
+        a += q
+        b += p
+        c += t
+        aa += q * q
+        bb += p * p
+        cc += t * t
+        ab += q * p
+        ac += q * t
+        bc += p * t
+        if keep:
+            kept.append((q, p, t))
+    seed = _seed_pooling(seed_z, min_sessions)
+    seed_r = None if seed.confidence_level == "insufficient" else seed.length_correlation
+    seed_ci = None if seed_r is None else seed.length_correlation_ci
+    if m < min_sessions or m <= 3 or b <= 0 or c <= 0:
+        return PooledLengthCorrelation(None, None, seed_ci, m, "insufficient", seed_r)
+    r = max(-1.0, min(1.0, a / sqrt(b * c)))
+    confidence = "high" if m >= 50 else "moderate" if m >= 20 else "preliminary"
+    if abs(r) == 1:
+        return PooledLengthCorrelation(round(r, 3), (-1.0, 1.0), seed_ci, m, confidence, seed_r)
+    if keep:  # each session left out in turn: the variance of the leave-one-out z's
+        try:
+            z = [atanh((a - q) / sqrt((b - p) * (c - t))) for q, p, t in kept]
+        except (ValueError, ZeroDivisionError):  # a session alone holds a spread: no jackknife
+            return PooledLengthCorrelation(round(r, 3), (-1.0, 1.0), seed_ci, m, confidence, seed_r)
+        mean = math.fsum(z) / m
+        d2 = [(v - mean) ** 2 for v in z]
+        s2, s4 = math.fsum(d2), math.fsum(v * v for v in d2)
+        # The jackknife variance (m − 1)/m · Σ(z₋ₛ − z̄)² inflated by m/(m − 1), which vanishes as
+        # sessions grow: the plain one covered a point short at 10 sessions.
+        var = s2
+        # Satterthwaite's degrees of freedom of the variance: 2m/(κ − 1) for the leave-one-out
+        # estimates' kurtosis κ (m for normal ones); fewer when one session dominates.
+        df = min(m - 1.0, 2 * m / (m * s4 / (s2 * s2) - 1)) if s2 > 0 and m * s4 > s2 * s2 else m - 1.0
+    else:  # r's linear influence per session, w = αq + βp + γt (Σw = 0): the jackknife's limit
+        alpha, beta, gamma = 1 / sqrt(b * c), -r / (2 * b), -r / (2 * c)
+        w2 = (alpha * alpha * aa + beta * beta * bb + gamma * gamma * cc
+              + 2 * (alpha * beta * ab + alpha * gamma * ac + beta * gamma * bc))  # fmt: skip
+        var = max(w2, 0.0) / (1 - r * r) ** 2  # on z = atanh r, inflated as the exact one
+        df = m - 1.0
+    # Every session alike (no spread between them): the seed's se rather than a zero width.
+    se = sqrt(var) if var > 0 else 1 / sqrt(m - 3)
+    half = t_quantile_two_sided(0.05, df) * se
+    centre = atanh(r)
+    ci = (round(math.tanh(centre - half), 3), round(math.tanh(centre + half), 3))
+    return PooledLengthCorrelation(round(r, 3), ci, seed_ci, m, confidence, seed_r)
 
 
 # ---------------------------------------------------------------------------

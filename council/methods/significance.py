@@ -14,6 +14,7 @@ from typing import NamedTuple
 from pydantic import BaseModel
 
 from council.methods.distributions import CANCELLATION, chi2_sf, f_sf, t_two_sided_p
+from council.methods.graphs import component_roots
 
 ALPHA = 0.05
 
@@ -70,15 +71,107 @@ def one_way_anova(groups: Sequence[GroupSums], *, name: str = "one-way ANOVA") -
     ss_between = max(0.0, between_raw - grand * grand / n_total)
     ss_within = max(0.0, sum(g.total_sq for g in groups) - between_raw)
     scale = max(abs(sum(g.total_sq for g in groups)), 1.0)
-    if ss_within <= CANCELLATION * scale:
-        if ss_between <= CANCELLATION * scale:
+    return _f_test(ss_between, ss_within, df1, df2, scale, name=name,
+                   notes=("every score is identical", "no spread within positions"))  # fmt: skip
+
+
+def _f_test(
+    ss_effect: float, ss_error: float, df1: int, df2: int, scale: float, *, name: str, notes: tuple[str, str]
+) -> SignificanceTest:
+    """F = (SS_effect / df1) / (SS_error / df2) and its p; an error sum of squares that is a
+    rounding error of ``scale`` is zero: F = 0 with ``notes[0]`` when the effect's is too, else
+    infinite (p = 0) with ``notes[1]``."""
+    if ss_error <= CANCELLATION * scale:
+        if ss_effect <= CANCELLATION * scale:
             return SignificanceTest(name=name, statistic=0.0, df=[df1, df2], p_value=1.0, significant=False,
-                                    note="every score is identical")
+                                    note=notes[0])
         return SignificanceTest(name=name, statistic=None, df=[df1, df2], p_value=0.0, significant=True,
-                                note="no spread within positions: the F statistic is infinite")
-    f = (ss_between / df1) / (ss_within / df2)
+                                note=f"{notes[1]}: the F statistic is infinite")
+    f = (ss_effect / df1) / (ss_error / df2)
     p = f_sf(f, df1, df2)
     return SignificanceTest(name=name, statistic=f, df=[df1, df2], p_value=p, significant=p < ALPHA)
+
+
+class Block(NamedTuple):
+    """Blocks that hold the same treatments, one observation each (reviews of one size: positions
+    0..k−1): how many, Σ of their totals, Σ of their totals²."""
+
+    members: tuple[int, ...]
+    count: int
+    total: float
+    totals_sq: float
+
+
+def within_block_anova(
+    treatments: Mapping[int, GroupSums], blocks: Sequence[Block], *, name: str = "two-way ANOVA within blocks"
+) -> SignificanceTest:
+    """F-test that treatment effects are zero, treatments compared within blocks: the additive
+    two-way model y = block + treatment + error fitted by least squares, the treatments' sum of
+    squares adjusted for the blocks (the type I table with blocks first), from sums only.
+
+    ``treatments`` holds each treatment's (n, Σy, Σy²) over exactly the observations of
+    ``blocks``. Incomplete blocks are fine (reviews of 3 and of 5 answers): the reduced normal
+    equations C τ = Q, with C = Σ_blocks (diag(members) − J/k) and Q_t = T_t − Σ_{blocks with t}
+    block mean, are solved once per connected set of treatments (docs/methods.md, "Position bias").
+    """
+    index: dict[int, int] = {}
+    for block in blocks:
+        if len(block.members) >= 2:
+            for t in block.members:
+                index.setdefault(t, len(index))
+    size = len(index)
+    c = [[0.0] * size for _ in range(size)]
+    q = [0.0] * size
+    for t, i in index.items():
+        q[i] = treatments[t].total if t in treatments else 0.0
+    n_obs = n_blocks = 0
+    block_ss = 0.0
+    for members, count, total, totals_sq in blocks:
+        k = len(members)
+        n_obs += count * k
+        n_blocks += count
+        block_ss += totals_sq / k
+        for t in members:
+            if t not in index:
+                continue  # a block of one: its observation is its own mean
+            i = index[t]
+            q[i] -= total / k
+            c[i][i] += count
+            for u in members:
+                c[i][index[u]] -= count / k
+    # One treatment per connected set fixed at 0 (the model's constraint): solve for the rest.
+    roots = component_roots(size, ((index[t], index[b.members[0]]) for b in blocks if len(b.members) >= 2
+                                   for t in b.members))  # fmt: skip
+    free = [i for i in range(size) if roots[i] != i]
+    df1 = len(free)
+    df2 = n_obs - n_blocks - df1
+    if df1 < 1 or df2 < 1:
+        return SignificanceTest(name=name, statistic=None, df=[max(df1, 0), max(df2, 0)], p_value=None,
+                                significant=False, note="needs 2 treatments in a block and more observations "
+                                "than blocks and treatments")  # fmt: skip
+    tau = _solve_symmetric([[c[i][j] for j in free] for i in free], [q[i] for i in free])
+    ss_treat = max(0.0, sum(t * q[i] for t, i in zip(tau, free, strict=True)))
+    total_sq = sum(g.total_sq for g in treatments.values())
+    ss_error = max(0.0, total_sq - block_ss - ss_treat)
+    return _f_test(ss_treat, ss_error, df1, df2, max(abs(total_sq), 1.0), name=name,
+                   notes=("no spread within blocks", "no spread left within blocks"))  # fmt: skip
+
+
+def _solve_symmetric(a: list[list[float]], b: list[float]) -> list[float]:
+    """x with a x = b for a small symmetric positive definite a (Cholesky)."""
+    n = len(b)
+    low = [[0.0] * n for _ in range(n)]
+    for i in range(n):
+        for j in range(i + 1):
+            acc = a[i][j] - sum(low[i][k] * low[j][k] for k in range(j))
+            low[i][j] = math.sqrt(max(acc, 0.0)) if i == j else acc / low[j][j]
+    y = [0.0] * n
+    for i in range(n):
+        y[i] = (b[i] - sum(low[i][k] * y[k] for k in range(i))) / low[i][i]
+    x = [0.0] * n
+    for i in reversed(range(n)):
+        x[i] = (y[i] - sum(low[k][i] * x[k] for k in range(i + 1, n))) / low[i][i]
+    return x
 
 
 def chi_square_statistic(counts: Sequence[float]) -> float:

@@ -26,11 +26,12 @@ from __future__ import annotations
 import copy
 import secrets
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from council.storage.bias_summaries import (
     LENGTH_SUMS,
     LENGTHS,
+    MASK_BITS,
     POSITION_TABLE,
     REVIEW_TABLE,
     SELF_TABLE,
@@ -130,10 +131,33 @@ def _scales(db: Database, f: _Filter, summarized: bool) -> list[tuple[int | None
     return [(r[0], r[1]) for r in db.execute(sql, f.base_params).fetchall()]
 
 
-def _position_sums(db: Database, f: _Filter, s: str) -> dict[int, tuple[int, float, float]]:
-    sql = f"""SELECT position, COUNT(*), TOTAL({s}), TOTAL({s} * {s})
-              FROM bias_records WHERE {f.full} GROUP BY position ORDER BY position"""
-    return {r[0]: (r[1], r[2], r[3]) for r in db.execute(sql, f.full_params)}
+def _position_sums(db: Database, f: _Filter, s: str) -> dict[str, dict[int, tuple[int, float, float]]]:
+    sql = f"""SELECT reviewer_id, position, COUNT(*), TOTAL({s}), TOTAL({s} * {s})
+              FROM bias_records WHERE {f.full} GROUP BY reviewer_id, position"""
+    return _by_reviewer(db.execute(sql, f.full_params))
+
+
+def _by_reviewer(rows: Iterable[Sequence[Any]]) -> dict[str, dict[int, tuple[int, float, float]]]:
+    """(reviewer, position, n, Σs, Σs²) rows → reviewer → position → sums, both in order (PostgreSQL
+    hashes its groups: the report adds them up in this order, to the last digit)."""
+    out: dict[str, dict[int, tuple[int, float, float]]] = {}
+    for reviewer, position, n, total, total_sq in sorted(rows, key=lambda r: (r[0], r[1])):
+        out.setdefault(reviewer, {})[int(position)] = (int(n), total, total_sq)
+    return out
+
+
+def _pooled_positions(
+    by_reviewer: dict[str, dict[int, tuple[int, float, float]]],
+) -> dict[int, tuple[int, float, float]]:
+    """Every selected reviewer's position sums added up, positions in ascending order."""
+    pooled: dict[int, list[Any]] = {}
+    for positions in by_reviewer.values():
+        for position, (n, total, total_sq) in positions.items():
+            acc = pooled.setdefault(position, [0, 0.0, 0.0])
+            acc[0] += n
+            acc[1] += total
+            acc[2] += total_sq
+    return {p: (n, total, total_sq) for p, (n, total, total_sq) in sorted(pooled.items())}
 
 
 def _in_session_order(rows: Iterable[tuple[str, Sequence[Any]]]) -> list[tuple[Any, ...]]:
@@ -259,19 +283,29 @@ def _answers_from_rows(
 _SELF_SUMS = "COUNT(*), TOTAL(own), TOTAL(others), TOTAL(own - others), TOTAL((own - others) * (own - others))"
 
 
-def _tally(
-    rows: Iterable[Sequence[Any]], reviewers: Sequence[str]
-) -> tuple[int, int, int, dict[int, list[int]], dict[str, tuple[int, float, float]]]:
-    """Reviews grouped by (reviewer, k, outcome code, has scores) → (reviews, reviews left out,
-    bad reviews, review size k → counts of the top-scored position, every reviewer's (n, Σs,
-    Σs²) over the good reviews). Only the selected reviewers' valid reviews with a score count
-    in the test; a review is left out of it when its top score is tied or not every answer in
-    it has a score."""
+class Tally(NamedTuple):
+    reviews: int
+    left_out: int
+    bad: int
+    tables: dict[int, list[int]]
+    reviewer_sums: dict[str, tuple[int, float, float]]
+    blocks: dict[tuple[str, tuple[int, ...]], tuple[int, float, float]]
+    unblocked: int
+
+
+def _tally(rows: Iterable[Sequence[Any]], reviewers: Sequence[str]) -> Tally:
+    """Reviews grouped by (reviewer, k, outcome code, has scores, mask of the positions with a
+    score or NULL when all have one) → (reviews, reviews left out, bad reviews, review size k →
+    counts of the top-scored position, every reviewer's (n, Σs, Σs²) over the good reviews, the
+    selected reviewers' valid reviews as blocks of positions, reviews whose positions cannot be
+    told). Only the selected reviewers' valid reviews with a score count in the test; a review
+    is left out of it when its top score is tied or not every answer in it has a score."""
     selected = set(reviewers)
-    reviews = left_out = bad = 0
+    reviews = left_out = bad = unblocked = 0
     tables: dict[int, list[int]] = {}
     sums: dict[str, list[Any]] = {}
-    for reviewer, k, code, has_scores, count, n, total, total_sq in rows:
+    blocks: dict[tuple[str, tuple[int, ...]], list[Any]] = {}
+    for reviewer, k, code, has_scores, count, n, total, total_sq, totals_sq, mask in rows:
         if code == -1:
             bad += count
             continue
@@ -281,6 +315,19 @@ def _tally(
         acc[2] += total_sq
         if not has_scores or (selected and reviewer not in selected):
             continue
+        if mask is None:  # every answer scored: positions 0..k-1 (the positions check)
+            scored: tuple[int, ...] | None = tuple(range(k))
+        elif k > MASK_BITS:
+            scored = None
+        else:
+            scored = tuple(p for p in range(k) if int(mask) >> p & 1)
+        if scored is None:
+            unblocked += count
+        else:
+            block = blocks.setdefault((reviewer, scored), [0, 0.0, 0.0])
+            block[0] += count
+            block[1] += total
+            block[2] += totals_sq
         reviews += count
         if code == -2:
             left_out += count
@@ -290,7 +337,8 @@ def _tally(
     # report adds the reviewers' figures up in this order, to the last digit.
     ordered = sorted(sums.items(), key=lambda item: (item[0] is not None, item[0] or ""))
     reviewer_sums = {r: (n, total, total_sq) for r, (n, total, total_sq) in ordered if n}
-    return reviews, left_out, bad, tables, reviewer_sums
+    in_order = {key: (n, total, totals_sq) for key, (n, total, totals_sq) in sorted(blocks.items())}
+    return Tally(reviews, left_out, bad, tables, reviewer_sums, in_order, unblocked)
 
 
 class Reviews:
@@ -326,7 +374,6 @@ class Reviews:
         self.source, self.source_params = source, source_params
         self.unscored = unscored
         self.bad_count = 0
-        self.reviewer_sums: dict[str, tuple[int, float, float]] = {}
 
     def _grouped(self, excluded: str | None, exact: bool) -> str:
         """Per review: its size k, what the positions check needs, the packed top scores, the
@@ -343,33 +390,39 @@ class Reviews:
             check = "MIN(position) AS lo, MAX(position) AS hi, COUNT(DISTINCT position) AS distinct_n"
         else:
             check = f"{agg['mask']} AS mask"
-        # Without unscored records every record has a score: k counts them, with no second count.
-        scored = "COUNT(score) AS scored," if self.unscored else ""
+        # Without unscored records every record has a score: k counts them, with no second count
+        # and no mask of the positions that have one.
+        scored = (
+            "COUNT(score) AS scored, TOTAL(CASE WHEN score IS NOT NULL AND position BETWEEN 0 AND "
+            f"{MASK_BITS - 1} THEN CAST(1 AS BIGINT) << CAST(position AS INTEGER) END) AS smask,"
+            if self.unscored
+            else ""
+        )
         return f"""SELECT r.reviewer_id, {agg["k"]} AS k, {scored} {check}, {agg["top"]} AS top,
                           {agg["a"]} AS a, {agg["b"]} AS b, {agg["total"]} AS total, {agg["total_sq"]} AS total_sq
                    FROM ({self.source}) r {skip} GROUP BY r.session_id, r.reviewer_id"""
 
-    def scan(
-        self, reviewers: Sequence[str], excluded: str | None = None, *, exact: bool = False
-    ) -> tuple[int, int, dict[int, list[int]]]:
-        """(reviews, reviews left out, review size k → counts of the top-scored position), and
-        ``bad_count`` set to the number of bad reviews (over every reviewer), ``reviewer_sums``
-        to every reviewer's (n, Σs, Σs²) over the good reviews (:func:`_tally`)."""
+    def scan(self, reviewers: Sequence[str], excluded: str | None = None, *, exact: bool = False) -> Tally:
+        """:func:`_tally` of every review, and ``bad_count`` set to the number of bad reviews
+        (over every reviewer)."""
         scored = "scored" if self.unscored else "k"
         bad = "lo < 0 OR hi >= k OR distinct_n < k" if exact else mask_check("k", "mask")
         code = review_code("k", scored, "top", "a", "b", bad=bad)  # NULL: too big for the fast check
+        # The mask of the scored positions only matters for a review with an unscored answer.
+        smask = "CASE WHEN scored < k THEN smask END" if self.unscored else "NULL"
         # One code per review instead of four grouping columns (a third less to sort). Which
         # reviewers are selected is decided in Python, per reviewer, so no filter value is
         # bound in this statement.
         sql = f"""
             SELECT reviewer_id, k, {code} AS code, {scored} > 0 AS scored, COUNT(*),
-                   SUM({scored}), TOTAL(total), TOTAL(total_sq)
-            FROM ({self._grouped(excluded, exact)}) g GROUP BY 1, 2, 3, 4"""
+                   SUM({scored}), TOTAL(total), TOTAL(total_sq), TOTAL(total * total), {smask} AS scored_mask
+            FROM ({self._grouped(excluded, exact)}) g GROUP BY 1, 2, 3, 4, 10"""
         rows = self.db.execute(sql, self.source_params).fetchall()
         if not exact and any(row[2] is None for row in rows):
             return self.scan(reviewers, excluded, exact=True)
-        reviews, left_out, self.bad_count, tables, self.reviewer_sums = _tally(rows, reviewers)
-        return reviews, left_out, tables
+        tally = _tally(rows, reviewers)
+        self.bad_count = tally.bad
+        return tally
 
     def bad(self) -> list[tuple[str, str]]:
         sql = f"""SELECT session_id, reviewer_id FROM ({self.source}) r GROUP BY session_id, reviewer_id
@@ -381,11 +434,12 @@ class Reviews:
         return [(p, i) for p, i in self.db.execute(sql, [*self.source_params, session, reviewer])]
 
 
-def _summary_reviews(db: Database, f: _Filter, reviewers: Sequence[str]) -> tuple[Any, ...] | None:
+def _summary_reviews(db: Database, f: _Filter, reviewers: Sequence[str]) -> Tally | None:
     """The per-review pass from the review outcomes kept as records are written: the same
     groups as :meth:`Reviews.scan`'s, one row per review read. None when a review is bad or
     too big for the fast check: the rows then tell which, and are read instead."""
-    sql = f"""SELECT reviewer_id, k, code, TRUE, COUNT(*), SUM(k), TOTAL(total), TOTAL(total_sq)
+    sql = f"""SELECT reviewer_id, k, code, TRUE, COUNT(*), SUM(k), TOTAL(total), TOTAL(total_sq),
+                     TOTAL(total * total), NULL
               FROM {REVIEW_TABLE} WHERE {f.summary} GROUP BY reviewer_id, k, code"""
     rows = db.execute(sql, f.base_params).fetchall()
     if any(row[2] is None or row[2] == -1 for row in rows):
@@ -393,7 +447,7 @@ def _summary_reviews(db: Database, f: _Filter, reviewers: Sequence[str]) -> tupl
     return _tally(rows, reviewers)
 
 
-def _summary_positions(db: Database, f: _Filter) -> dict[int, tuple[int, float, float]]:
+def _summary_positions(db: Database, f: _Filter) -> dict[str, dict[int, tuple[int, float, float]]]:
     """The positions' sums from the position sums (no ``--since``: they hold no timestamps)."""
     where, params = [], []
     if f.council:
@@ -402,9 +456,9 @@ def _summary_positions(db: Database, f: _Filter) -> dict[int, tuple[int, float, 
     if f.reviewers:
         where.append(f"reviewer_id IN ({', '.join('?' for _ in f.reviewers)})")
         params += f.reviewers
-    sql = f"""SELECT position, SUM(n), TOTAL(total), TOTAL(total_sq) FROM {POSITION_TABLE}
-              WHERE {" AND ".join(where) or "TRUE"} GROUP BY position ORDER BY position"""
-    return {r[0]: (int(r[1]), r[2], r[3]) for r in db.execute(sql, params)}
+    sql = f"""SELECT reviewer_id, position, SUM(n), TOTAL(total), TOTAL(total_sq) FROM {POSITION_TABLE}
+              WHERE {" AND ".join(where) or "TRUE"} GROUP BY reviewer_id, position"""
+    return _by_reviewer(db.execute(sql, params))
 
 
 def _find_bad(db: Database, f: _Filter, reviews: Reviews) -> BadRecords:
@@ -519,7 +573,7 @@ def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
             second = None
         # One pass per review: the positions check and the top-position test together.
         reviews = Reviews(db, f.base, f.base_params, s, skip_rows=_has_invalid_rows(db), unscored=unscored)
-        out.orderings, out.left_out, out.top_positions = reviews.scan(f.reviewers)
+        tally = reviews.scan(f.reviewers)
         out.bad = _find_bad(db, f, reviews)
         if out.bad and not query.skip_bad:
             return out
@@ -529,13 +583,13 @@ def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
             f.exclude(clause)
             out.skipped_records = before - _count(db, f)
             if excluded_reviews:
-                out.orderings, out.left_out, out.top_positions = reviews.scan(f.reviewers, excluded_reviews)
+                tally = reviews.scan(f.reviewers, excluded_reviews)
         if unscored:
             out.unscored = db.execute(
                 f"SELECT COUNT(*) FROM {UNSCORED_TABLE} WHERE {f.unscored_where()}", f.base_params
             ).fetchone()[0]
-        out.reviewers = reviews.reviewer_sums
-        out.positions = _position_sums(db, f, s)
+        _take_tally(out, tally)
+        _take_positions(out, _position_sums(db, f, s))
         first = ahead.result() if ahead is not None and not out.bad else None
         answers, out.length_unit = _answers_from_rows(db, f, s, query, first)
         out.sessions, out.self_preference, out.points = answers.sessions, answers.self_preference, answers.points
@@ -550,6 +604,16 @@ def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
         if own_transaction and conn.in_transaction:
             conn.execute("ROLLBACK")
     return out
+
+
+def _take_tally(out: BiasSums, tally: Tally) -> None:
+    out.orderings, out.left_out, out.top_positions = tally.reviews, tally.left_out, tally.tables
+    out.reviewers, out.review_blocks, out.unblocked = tally.reviewer_sums, tally.blocks, tally.unblocked
+
+
+def _take_positions(out: BiasSums, by_reviewer: dict[str, dict[int, tuple[int, float, float]]]) -> None:
+    out.reviewer_positions = by_reviewer
+    out.positions = _pooled_positions(by_reviewer)
 
 
 def _from_summaries(db: Database, f: _Filter, query: BiasQuery, out: BiasSums, second: Any) -> bool:
@@ -583,10 +647,10 @@ def _from_summaries(db: Database, f: _Filter, query: BiasQuery, out: BiasSums, s
         ahead = None
         if tallied is None:
             return False
-        out.orderings, out.left_out, _bad, out.top_positions, out.reviewers = tallied
+        _take_tally(out, tallied)
         out.length_unit = unit  # type: ignore[assignment]
         out.sessions, out.self_preference, out.points = answers.sessions, answers.self_preference, answers.points
-        out.positions = positions
+        _take_positions(out, positions)
         return True
     finally:
         if ahead is not None:

@@ -82,7 +82,11 @@ class BiasSums:
     ``sessions`` rows, in session id order: answers, records, then over the answers with a
     length: n, Σx, Σy, Σx², Σy², Σxy (x = length, y = mean score received).
     ``self_preference``: reviewer → (n, Σown, Σothers, Σd, Σd²). ``positions`` in ascending
-    order (the report lists them so). ``top_positions``: review size k → counts of the
+    order (the report lists them so), over every selected reviewer; ``reviewer_positions`` the
+    same per selected reviewer. ``review_blocks``: (reviewer, the positions a review has
+    scores at) → (reviews, Σ of their totals, Σ of their totals²), every valid review of a
+    selected reviewer; ``unblocked``: reviews whose positions could not be told (more than 53
+    answers, some without a score). ``top_positions``: review size k → counts of the
     top-scored position. ``points``: (length, mean score) of the first ``max_points``
     answers in (session id, model) order. Sums of floats may differ in the last bits
     between backends; counts may not."""
@@ -96,6 +100,9 @@ class BiasSums:
     unscored: int = 0
     reviewers: dict[str, Sums] = field(default_factory=dict)
     positions: dict[int, Sums] = field(default_factory=dict)
+    reviewer_positions: dict[str, dict[int, Sums]] = field(default_factory=dict)
+    review_blocks: dict[tuple[str, tuple[int, ...]], Sums] = field(default_factory=dict)
+    unblocked: int = 0
     orderings: int = 0
     left_out: int = 0
     top_positions: dict[int, list[int]] = field(default_factory=dict)

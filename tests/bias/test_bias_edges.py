@@ -350,19 +350,24 @@ def test_the_database_is_checked_too(council_home):
 
 
 def test_honesty_counts_only_the_data_an_estimate_uses():
-    # 10 sessions of 3 answers where length and score line up exactly: r = +1 every time. The
-    # pooled estimate leaves r = ±1 out, so it uses nothing, and the row must say so.
+    # 10 sessions of 3 answers where length and score line up exactly (r = +1 every time) and 5 of
+    # 2 answers. The seed's pooling leaves r = ±1 out: nothing left, its figures are null. The
+    # pooled within-session correlation uses them (issue 61: leaving out the strongest sessions
+    # biased it); sessions of 2 answers are pooled by neither, and the row counts what was.
     rows = []
-    for s in range(10):
+    for s in range(15):
         for reviewer in ("r1", "r2"):
-            for pos, (m, words, score) in enumerate([("a", 10, 3), ("b", 20, 5), ("c", 30, 7)]):
+            answers = [("a", 10, 3), ("b", 20, 5), ("c", 30, 7)][: 3 if s < 10 else 2]
+            for pos, (m, words, score) in enumerate(answers):
                 rows.append(rec(f"s{s}", reviewer, m, pos, score, words=words).row())
     store = SQLiteStore.memory()
     store.insert_bias_records(rows)
     report = bias_report(store)
     row = next(h for h in report.honesty if h.metric == "length_correlation")
-    assert report.sample_size == 0
-    assert (row.data_points, row.status, row.verdict) == (0, "insufficient", None)
+    assert report.sample_size == 10 and report.length_correlation == 1.0
+    assert report.length_correlation_ci == (-1.0, 1.0)  # no session varies from the others: no jackknife
+    assert report.length_correlation_seed is None and report.length_correlation_ci_seed is None
+    assert (row.data_points, row.status) == (30, "sufficient")
 
 
 def test_session_honesty_counts_no_pairs_when_no_r_was_computed():

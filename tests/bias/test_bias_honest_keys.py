@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from scipy import stats as sps
 
 from council.bias.html import render_html
@@ -14,6 +15,7 @@ from council.bias.records import BiasRecord
 from council.bias.report import bias_report, position_verdict
 from council.bias.wording import findings
 from council.storage import SQLiteStore
+from tests.bias.test_bias_report import session_points, within_session_reference
 
 
 def _store(rows: list[dict]) -> SQLiteStore:
@@ -72,19 +74,12 @@ def test_no_planted_effect_no_verdict():
     assert pb.test.p_value > 0.05 and pb.bias_detected is False
 
 
-def _pooled_chars_reference(rows: list[dict]) -> float:
-    """Fisher-z pooled r over characters, by numpy (sessions with 3+ answers)."""
+def _pooled_chars_reference(rows: list[dict], unit: str = "chars") -> float:
+    """The seed's Fisher-z pooled r (characters by default), by numpy (sessions with 3+ answers)."""
     import numpy as np
 
-    by_session: dict[str, dict[str, list[float]]] = {}
-    length: dict[tuple[str, str], int] = {}
-    for r in rows:
-        by_session.setdefault(r["session_id"], {}).setdefault(r["model_id"], []).append(r["score_value"])
-        length[(r["session_id"], r["model_id"])] = r["response_length_chars"]
     zs = []
-    for sid, models in by_session.items():
-        x = [length[(sid, m)] for m in models]
-        y = [float(np.mean(v)) for v in models.values()]
+    for x, y in session_points(rows, unit):
         r = np.corrcoef(x, y)[0, 1]
         if -1 < r < 1:
             zs.append(np.arctanh(r))
@@ -96,7 +91,8 @@ def test_records_with_only_chars_fall_back_to_characters():
     report = bias_report(_store(rows))
     assert report.length_unit == "chars"
     assert report.sample_size == 60 and report.length_missing == 0
-    assert report.length_correlation == round(_pooled_chars_reference(rows), 3)
+    assert report.length_correlation == round(within_session_reference(rows, "chars")[0], 3)
+    assert report.length_correlation_seed == round(_pooled_chars_reference(rows), 3)
     assert any("characters" in n for n in report.notes)
     text = " ".join(f.text for f in findings(report))
     assert "too few sessions" not in text
@@ -114,3 +110,39 @@ def test_no_length_data_is_null_not_zero():
     assert report.length_correlation is None
     text = " ".join(f.text for f in findings(report))
     assert "(0;" not in text and "three or more answers" in text
+
+
+def correlated_lengths(rho: float, sessions: int = 300, seed: int = 8) -> list[dict]:
+    """Four answers a session, one reviewer: within a session the score an answer gets has
+    correlation ``rho`` with its length in words; sessions differ in mean length and score."""
+    rng = random.Random(seed)
+    rows = []
+    for s in range(sessions):
+        length_mean, score_mean = rng.uniform(150, 450), rng.uniform(4, 7)
+        for pos in range(4):
+            u, e = rng.gauss(0, 1), rng.gauss(0, 1)
+            words = round(length_mean + 40 * u)
+            score = score_mean + 0.8 * (rho * u + (1 - rho * rho) ** 0.5 * e)
+            rows.append(BiasRecord(
+                session_id=f"s{s:03d}", reviewer_id="p/r", model_id=f"p/m{pos}", position=pos,
+                response_length_chars=6 * words, response_length_words=words, score_value=min(10.0, max(1.0, score)),
+                timestamp="2026-01-01T00:00:00.000000+00:00", scale_min=1, scale_max=10,
+            ).row())
+    return rows
+
+
+def test_the_pooled_length_correlation_is_not_biased_away_from_zero():
+    # Issue 61, finding 8: the mean of the sessions' Fisher z read 0.69 for rho = 0.5 (and
+    # 0.86, "strong_positive", for 0.7), with an interval that excluded the truth.
+    rows = correlated_lengths(0.5)
+    report = bias_report(_store(rows))
+    r, (lo, hi) = within_session_reference(rows)
+    assert report.length_correlation == pytest.approx(r, abs=5e-4)
+    assert report.length_correlation_ci == pytest.approx((lo, hi), abs=1e-3)
+    assert lo < 0.5 < hi and abs(report.length_correlation - 0.5) < 0.06
+    assert report.length_interpretation == "moderate_positive"
+    # The seed's figure stays beside it, by its own recipe: far from the truth.
+    assert report.length_correlation_seed == round(_pooled_chars_reference(rows, "words"), 3)
+    assert report.length_correlation_seed > 0.6
+    strong = bias_report(_store(correlated_lengths(0.7, seed=9)))
+    assert abs(strong.length_correlation - 0.7) < 0.05 and strong.length_correlation_seed > 0.75
