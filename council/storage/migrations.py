@@ -469,3 +469,12 @@ def m020_bias_session_summaries(db: Database) -> None:
     # replace, dropped.
     for statement in bias_summaries.migration(postgres=False):
         db.execute(statement)
+
+
+@migrations()
+def m021_bias_review_gaps(db: Database) -> None:
+    # Each review's and self-reviewed answer's gaps to the other reviewers on the answers they
+    # share (council.storage.bias_summaries.gap_columns): calibration and self-preference compare
+    # reviewers on them. The summaries are made again and computed from the rows already stored.
+    for statement in bias_summaries.gap_migration(postgres=False):
+        db.execute(statement)

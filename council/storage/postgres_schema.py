@@ -223,6 +223,9 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     # The report's summaries per session, review and self-reviewed answer, computed from the rows
     # already stored; m019's per-review sums dropped (the same statements as SQLite's m020).
     ("m020_bias_session_summaries", bias_summaries.migration(postgres=True)),
+    # The reviews' and self-reviewed answers' gaps to the other reviewers on shared answers: the
+    # summaries made again with them (the same statements as SQLite's m021).
+    ("m021_bias_review_gaps", bias_summaries.gap_migration(postgres=True)),
 ]
 
 # Primary keys of the tables rows are upserted into (``finish_session`` replaces answers and reviews).
