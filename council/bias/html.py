@@ -93,16 +93,17 @@ def _reviewer_chart(report: BiasReport) -> str:
     for i, (rid, p) in enumerate(rows):
         y = top + i * row_h
         # Colour only a label the test backs: a harsh/generous reviewer that is not significant is grey.
-        label = p.classification if p.significant or p.classification == "neutral" else \
+        label = p.classification if p.significant or p.classification not in ("harsh", "generous") else \
             f"{p.classification} (not significant)"
         cls = p.classification if p.significant else "neutral"
+        z = "—" if p.z_score is None else f"{p.z_score:+.2f}"
         parts.append(
             f'<text x="{left - 8}" y="{y + 15}" text-anchor="end">{escape(rid)}</text>'
             f'<rect class="{cls}" x="{left}" y="{y + 3}" width="{max(x(p.mean) - left, 0):.1f}" height="{row_h - 8}">'
-            f"<title>{escape(rid)}: mean {p.mean}, z {p.z_score:+.2f} ({escape(label)}), {p.samples} scores"
+            f"<title>{escape(rid)}: mean {p.mean}, z {z} ({escape(label)}), {p.samples} scores"
             "</title></rect>"
             # Values sit in their own column right of the plot, clear of the bars and the median line.
-            f'<text class="value" x="{left + width + 12}" y="{y + 15}">{p.mean:.2f}  z = {p.z_score:+.2f}  '
+            f'<text class="value" x="{left + width + 12}" y="{y + 15}">{p.mean:.2f}  z = {z}  '
             f"{escape(label)}</text>"
         )
     if report.median_of_means is not None:
@@ -223,6 +224,10 @@ def _yes_no(test: SignificanceTest) -> str:
     return "not computed" if test.p_value is None else "yes" if test.significant else "no"
 
 
+def _signed(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.3f}"
+
+
 def _adjusted_yes_no(test: SignificanceTest, adjusted: float | None) -> str:
     return "not computed" if test.p_value is None or adjusted is None else "yes" if adjusted < test.alpha else "no"
 
@@ -234,7 +239,7 @@ def _significance(significant: bool, p: float | None) -> str:
 
 
 def _calibration_test(report: BiasReport) -> str:
-    """One line: do the reviewers differ at all (one-way ANOVA), said plainly."""
+    """One line: do the reviewers differ at all on the answers they share, said plainly."""
     t = report.reviewer_calibration_test
     if t is None:
         return ""
@@ -242,7 +247,7 @@ def _calibration_test(report: BiasReport) -> str:
         return f'<p class="note">{escape(t.name)}: not computed — {escape(t.note or "")}</p>'
     if t.significant:
         return (f'<p class="muted">{escape(t.name)}: p = {number(t.p_value, 3)}: '
-                "the reviewers' mean scores differ.</p>")
+                "the reviewers score the answers they share differently.</p>")
     return (f'<p class="note">{escape(t.name)}: p = {number(t.p_value, 3)}: the differences between reviewers '
             "are not significant; a harsh or generous label may be chance.</p>")
 
@@ -258,11 +263,13 @@ def render_html(report: BiasReport, title: str = "council bias report") -> str:
         scope += " · scores rescaled to 1–10"
     notes = "".join(f'<p class="note">{escape(n)}</p>' for n in report.notes)
     reviewers = html_table(
-        ["reviewer", "mean", "std", "z", "classification", "variance", "label", "samples", "reliability",
-         "differs from the others (Holm-adjusted p)"],
-        [[rid, p.mean, p.std, f"{p.z_score:+.2f}", p.classification, p.variance, p.variance_label, p.samples,
-          p.reliability, _significance(p.significant, p.p_value)] for rid, p in report.reviewers.items()],
-        {1, 2, 3, 5, 7},
+        ["reviewer", "mean", "std", "offset on shared answers", "sessions", "z", "classification", "variance",
+         "label", "samples", "reliability", "differs from the others (Holm-adjusted p)", "seed's z (raw means)"],
+        [[rid, p.mean, p.std, "—" if p.offset is None else f"{p.offset:+.3f}", p.offset_sessions,
+          "—" if p.z_score is None else f"{p.z_score:+.2f}", p.classification, p.variance, p.variance_label,
+          p.samples, p.reliability, _significance(p.significant, p.p_value),
+          f"{p.seed_z_score:+.2f} ({p.seed_classification})"] for rid, p in report.reviewers.items()],
+        {1, 2, 3, 4, 5, 7, 9},
     )
     calibration_test = _calibration_test(report)
     r, ci, seed = report.length_correlation, report.length_correlation_ci, report.length_correlation_ci_seed
@@ -295,12 +302,13 @@ def render_html(report: BiasReport, title: str = "council bias report") -> str:
         {1, 3, 4, 5, 6},
     ) if pb.reviewers else ""
     self_pref = html_table(
-        ["reviewer", "own answers (mean)", "others on the same answers", "difference", "reviewer offset",
-         "adjusted difference", "n", "p (paired t, adjusted)", "significant"],
-        [[rid, sp.self_mean, sp.others_mean, f"{sp.difference:+.3f}", f"{sp.reviewer_offset:+.3f}",
-          f"{sp.adjusted_difference:+.3f}", sp.n, _p(sp.test.p_value), _yes_no(sp.test)]
+        ["reviewer", "own answers (mean)", "others on the same answers", "difference", "n",
+         "gap on its other answers", "adjusted difference", "sessions compared", "p (t over sessions)",
+         "significant"],
+        [[rid, sp.self_mean, sp.others_mean, f"{sp.difference:+.3f}", sp.n, _signed(sp.reviewer_offset),
+          _signed(sp.adjusted_difference), sp.adjusted_n, _p(sp.test.p_value), _yes_no(sp.test)]
          for rid, sp in report.self_preference.items()],
-        {1, 2, 3, 4, 5, 6, 7},
+        {1, 2, 3, 4, 5, 6, 7, 8},
     ) if report.self_preference else '<p class="muted">No self-review records.</p>'
     said = findings(report)
     summary = (
@@ -334,8 +342,9 @@ Diagnostic only: no score is ever adjusted.</p>
 means the data are consistent with no effect, not that there is none.</p>
 {summary}
 <h2>Reviewer calibration</h2>
-<p class="muted">Mean score per reviewer; z against the median of reviewer means
-(std of means {number(report.std_of_means)}). Harsh below z = −1, generous above +1.</p>
+<p class="muted">Mean score per reviewer. Each reviewer's offset is its mean gap to the other reviewers on the
+answers they both scored; z is that offset against the median of the offsets (spread {number(report.std_of_offsets)}).
+Harsh below z = −1, generous above +1; a reviewer that shares no answer with another is not comparable.</p>
 {calibration_test}
 {scroll(_reviewer_chart(report))}
 {reviewers}

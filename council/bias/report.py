@@ -46,7 +46,6 @@ from council.methods.significance import (
     p_text,
     paired_t_test,
     variance_from_sums,
-    welch_t_test,
     within_block_anova,
 )
 from council.storage import BiasQuery, BiasSums, Store
@@ -58,17 +57,28 @@ DEFAULT_MAX_POINTS = 2000
 class ReviewerProfile(BaseModel):
     mean: float
     std: float
-    z_score: float
+    z_score: float | None
+    """The seed's z (against the median, over the spread) of this reviewer's ``offset`` among the
+    reviewers' offsets; None when it shares no answer with another reviewer."""
     classification: str
-    """Harsh below z = −1, generous above +1, whatever the significance (docs/methods.md, "Reviewer calibration")."""
+    """Harsh below z = −1, generous above +1, whatever the significance; "not comparable" when it
+    shares no answer with another reviewer (docs/methods.md, "Reviewer calibration")."""
     samples: int
     variance: float
     variance_label: str
     reliability: str
     significant: bool = False
-    """This reviewer's mean differs from the other reviewers' (Welch's t, Holm-adjusted p < 0.05)."""
+    """This reviewer scores the answers it shares with the others differently (Holm-adjusted p < 0.05)."""
     p_value: float | None = None
-    """Holm-adjusted p of Welch's t-test of this reviewer's scores against every other reviewer's."""
+    """Holm-adjusted p of the t-test over sessions of this reviewer's gaps to the other reviewers."""
+    offset: float | None = None
+    """Mean over sessions of its gap to the other reviewers on the answers they both scored (points)."""
+    offset_sessions: int = 0
+    """Sessions (reviews) in which it shared an answer with another reviewer."""
+    seed_z_score: float = 0.0
+    """The seed's z of this reviewer's raw mean: valid only when every reviewer grades the same answers."""
+    seed_classification: str = "neutral"
+    """The seed's class of ``seed_z_score``."""
 
 
 class ReviewerPositionReport(BaseModel):
@@ -115,9 +125,9 @@ class SelfPreferenceReport(BaseModel):
     """A reviewer's scores of its own answers against the other reviewers' scores of them.
 
     A harsh reviewer scores its own answer low too, so the raw difference mixes
-    self-preference with calibration: ``adjusted_difference`` subtracts the
-    reviewer's offset (its mean score minus the mean of all scores), and the paired
-    t-test is on that adjusted difference.
+    self-preference with calibration: per session, ``adjusted_difference`` compares the
+    reviewer's gap to the other reviewers on its own answer with its gap to them on the
+    session's other answers, and the t-test over sessions is on that contrast.
     """
 
     self_mean: float
@@ -125,11 +135,15 @@ class SelfPreferenceReport(BaseModel):
     others_mean: float
     """Mean score the other reviewers gave those same answers."""
     difference: float
-    reviewer_offset: float
-    """The reviewer's mean score minus the mean of every score (its harshness/generosity)."""
-    adjusted_difference: float
+    reviewer_offset: float | None
+    """The reviewer's mean gap to the other reviewers on the other answers of those sessions
+    (its harshness/generosity where they share answers); None when there are none."""
+    adjusted_difference: float | None
+    """Mean over sessions of (gap on its own answer − gap on the session's other answers)."""
     n: int
     """Own answers that other reviewers also scored."""
+    adjusted_n: int = 0
+    """Those of them in sessions where the reviewer shares other answers with the others."""
     test: SignificanceTest
 
 
@@ -137,8 +151,12 @@ class BiasReport(BaseModel):
     reviewers: dict[str, ReviewerProfile]
     median_of_means: float | None = None
     std_of_means: float | None = None
+    median_of_offsets: float | None = None
+    std_of_offsets: float | None = None
+    """The baseline of the reviewers' z-scores: the median and spread of their offsets."""
     reviewer_calibration_test: SignificanceTest | None = None
-    """One-way ANOVA of scores across all reviewers: do their mean scores differ beyond chance?"""
+    """Do the reviewers differ on the answers they share beyond chance? The smallest Holm-adjusted p
+    of the reviewers' t-tests (docs/methods.md, "Calibration significance")."""
     length_correlation: float | None = None
     """The pooled within-session correlation; None when there is no estimate (never 0 for "no data")."""
     length_correlation_ci: tuple[float, float] | None = None
@@ -254,8 +272,8 @@ def bias_report(
         lo, hi = effective.pop()
         scale = (float(lo), float(hi))
 
-    calibration_test = one_way_anova(list(reviewer_sums.values()), name="one-way ANOVA across reviewers")
-    profiles, median_of_means, std_of_means = _profiles(reviewer_sums, reviewers, scale)
+    profiles, calibration_test, offset_baseline = _profiles(reviewer_sums, sums.reviewer_offsets, reviewers, scale)
+    means = [g.total / g.n for g in reviewer_sums.values()]
 
     # Length correlation: the pooled within-session correlation over the sessions with ≥ 3
     # answers with a length; the honesty row counts their answers.
@@ -281,7 +299,7 @@ def bias_report(
 
     position = _position_report(sums, scale)
 
-    self_pref = _self_preference_report(self_sums, reviewer_sums)
+    self_pref = _self_preference_report(self_sums)
 
     honesty = [
         honesty_row(
@@ -299,7 +317,7 @@ def bias_report(
             "reviewer_calibration",
             min((p.samples for p in profiles.values()), default=0),
             _calibration_verdict(profiles, calibration_test),
-            estimated=len(reviewer_sums) >= 2,
+            estimated=sum(o[0] > 0 for o in sums.reviewer_offsets.values()) >= 2,
         ),
     ]
     if any(h.status == "insufficient" for h in honesty):
@@ -307,8 +325,10 @@ def bias_report(
 
     return BiasReport(
         reviewers=profiles,
-        median_of_means=median_of_means,
-        std_of_means=std_of_means,
+        median_of_means=_median(means),
+        std_of_means=_spread(means),
+        median_of_offsets=offset_baseline["median"],
+        std_of_offsets=offset_baseline["spread"],
         reviewer_calibration_test=calibration_test,
         length_correlation=pooled.length_correlation,
         length_correlation_ci=pooled.length_correlation_ci,
@@ -340,77 +360,115 @@ def _p_text(test: SignificanceTest, name: str) -> str:
     return f"; {name} {p_text(test.p_value)}" if test.p_value is not None else ""
 
 
+NOT_COMPARABLE = "not comparable"
+"""The classification of a reviewer that shares no answer with another reviewer."""
+
+
 def _calibration_verdict(profiles: dict[str, ReviewerProfile], test: SignificanceTest) -> str:
-    """The honesty verdict: outlying reviewers, each said significant or not, and the ANOVA."""
+    """The honesty verdict: outlying reviewers, each said significant or not, and the test across them."""
     flagged = []
     for rid, p in sorted(profiles.items()):
-        if p.classification != "neutral":
+        if p.classification in ("harsh", "generous"):
             sig = "significant" if p.significant else "not significant"
             flagged.append(f"{rid}: {p.classification} ({sig})")
     overall = (
         "reviewers differ" if test.significant else "differences between reviewers not significant"
-    ) + _p_text(test, "ANOVA")
+    ) + _p_text(test, "smallest Holm-adjusted")
     return "; ".join([*flagged, overall]) if flagged else f"no outlying reviewer; {overall}"
 
 
 def _profiles(
-    sums: dict[str, GroupSums], reviewers: Sequence[str], scale: tuple[float, float] | None
-) -> tuple[dict[str, ReviewerProfile], float | None, float | None]:
-    """Calibration over each reviewer's scores; the baseline is every reviewer in ``sums``
-    (docs/methods.md, "Reviewer calibration" and "Calibration significance")."""
+    sums: dict[str, GroupSums],
+    offsets: dict[str, tuple[int, float, float]],
+    reviewers: Sequence[str],
+    scale: tuple[float, float] | None,
+) -> tuple[dict[str, ReviewerProfile], SignificanceTest, dict[str, float | None]]:
+    """Calibration on the answers reviewers share: each reviewer's offset (its mean gap to the
+    other reviewers over the sessions it shared answers in) and a t-test of it over sessions,
+    Holm-adjusted over every reviewer in the baseline; the seed's z-scores of those offsets. The
+    seed's z of the raw means is kept beside (docs/methods.md, "Reviewer calibration")."""
     means = {r: g.total / g.n for r, g in sums.items()}
-    zs = calibration_zscores(means)
-    # Each reviewer against all the others (Welch), Holm-adjusted over every reviewer in the baseline.
-    total = GroupSums(sum(g.n for g in sums.values()), sum(g.total for g in sums.values()),
-                      sum(g.total_sq for g in sums.values()))
-    raw_p = {
-        r: welch_t_test(g, GroupSums(total.n - g.n, total.total - g.total, total.total_sq - g.total_sq)).p_value
-        for r, g in sums.items()
+    seed_zs = calibration_zscores(means)
+    shared = {r: o for r, o in offsets.items() if o[0] > 0 and r in sums}
+    offset_means = {r: total / n for r, (n, total, _) in shared.items()}
+    zs = calibration_zscores(offset_means)
+    tests = {
+        r: paired_t_test(n, total, total_sq, name="t-test of its gaps to the other reviewers (one a session)")
+        for r, (n, total, total_sq) in shared.items()
     }
-    adjusted = holm_adjust(raw_p)
+    adjusted = holm_adjust({r: t.p_value for r, t in tests.items()})
     profiles = {}
     for rid in sorted(sums):
         if reviewers and rid not in reviewers:
             continue
         g = sums[rid]
         var = variance_from_sums(*g)
+        z, label = zs.get(rid, (None, NOT_COMPARABLE))
+        p = adjusted.get(rid)
         profiles[rid] = ReviewerProfile(
             mean=round(means[rid], 3),
             std=round(math.sqrt(var), 3),
-            z_score=zs[rid][0],
-            classification=zs[rid][1],
+            z_score=z,
+            classification=label,
             samples=g.n,
             variance=round(var, 3),
             variance_label=variance_label(var, g.n, scale),
             reliability=reliability(g.n),
-            p_value=adjusted[rid],
-            significant=adjusted[rid] is not None and adjusted[rid] < ALPHA,
+            p_value=p,
+            significant=p is not None and p < ALPHA,
+            offset=round(offset_means[rid], 3) if rid in offset_means else None,
+            offset_sessions=shared[rid][0] if rid in shared else 0,
+            seed_z_score=seed_zs[rid][0],
+            seed_classification=seed_zs[rid][1],
         )
-    if not means:
-        return profiles, None, None
-    values = list(means.values())
-    std_of_means = statistics.stdev(values) if len(values) > 2 else 1.0
-    return profiles, round(statistics.median(values), 3), round(std_of_means, 3)
+    return profiles, _calibration_test(tests, adjusted), {
+        "median": _median(offset_means.values()),
+        "spread": _spread(offset_means.values()),
+    }
 
 
-def _self_preference_report(
-    self_sums: dict[str, tuple[int, float, float, float, float]], reviewer_sums: dict[str, GroupSums]
-) -> dict[str, SelfPreferenceReport]:
-    all_n = sum(g.n for g in reviewer_sums.values())
-    grand_mean = sum(g.total for g in reviewer_sums.values()) / all_n if all_n else 0.0
+def _median(values: Iterable[float]) -> float | None:
+    values = list(values)
+    return round(statistics.median(values), 3) if values else None
+
+
+def _spread(values: Iterable[float]) -> float | None:
+    """The seed's spread of reviewer means: their standard deviation above 2 reviewers, else 1."""
+    values = list(values)
+    if not values:
+        return None
+    return round(statistics.stdev(values) if len(values) > 2 else 1.0, 3)
+
+
+def _calibration_test(tests: dict[str, SignificanceTest], adjusted: dict[str, float | None]) -> SignificanceTest:
+    """"Do any reviewers differ?": the reviewer with the smallest Holm-adjusted p, its t and df, and
+    that p (Bonferroni's global test, so significant exactly when some reviewer is)."""
+    name = "t-tests across reviewers of their gaps on shared answers (Holm-adjusted)"
+    known = {r: p for r, p in adjusted.items() if p is not None}
+    if not known:
+        return SignificanceTest(name=name, statistic=None, df=[0], p_value=None, significant=False,
+                                note="no two reviewers scored the same answers in two sessions or more")
+    first = min(known, key=lambda r: (known[r], r))
+    t = tests[first]
+    return SignificanceTest(name=name, statistic=t.statistic, df=t.df, p_value=known[first],
+                            significant=known[first] < ALPHA, note=f"smallest: {first}")
+
+
+def _self_preference_report(self_sums: dict[str, tuple[Any, ...]]) -> dict[str, SelfPreferenceReport]:
+    """Per reviewer, per session: c = (its gap to the others on its own answer) − (its mean gap to
+    them on the session's other answers); the t-test over sessions is on c (docs/methods.md,
+    "Self-preference")."""
     out = {}
-    for rid, (n, own, others, sd, sdd) in sorted(self_sums.items()):
-        g = reviewer_sums.get(rid)
-        c = g.total / g.n - grand_mean if g and g.n else 0.0
-        # d − c for every pair, from the sums: Σ(d−c) = Σd − nc, Σ(d−c)² = Σd² − 2cΣd + nc².
+    for rid, (n, own, others, sd, _sdd, cn, sg, sc, scc) in sorted(self_sums.items()):
         out[rid] = SelfPreferenceReport(
             self_mean=round(own / n, 3),
             others_mean=round(others / n, 3),
             difference=round(sd / n, 3),
-            reviewer_offset=round(c, 3),
-            adjusted_difference=round(sd / n - c, 3),
+            reviewer_offset=round(sg / cn, 3) if cn else None,
+            adjusted_difference=round(sc / cn, 3) if cn else None,
             n=n,
-            test=paired_t_test(n, sd - n * c, sdd - 2 * c * sd + n * c * c, name="paired t-test (adjusted)"),
+            adjusted_n=cn,
+            test=paired_t_test(cn, sc, scc, name="t-test of own-answer gap minus other-answer gap"),
         )
     return out
 

@@ -174,7 +174,7 @@ def self_preference_findings(report: BiasReport) -> list[Finding]:
     calm: list[tuple[str, float]] = []
     untested: list[str] = []
     for rid, sp in report.self_preference.items():
-        if sp.test.p_value is None:
+        if sp.test.p_value is None or sp.adjusted_difference is None:
             untested.append(rid)
             continue
         if not sp.test.significant:
@@ -183,7 +183,7 @@ def self_preference_findings(report: BiasReport) -> list[Finding]:
         side = "above" if sp.adjusted_difference >= 0 else "below"
         shape = (
             f"{rid} scores its own answers {abs(sp.adjusted_difference):.2f} points {side} what the other reviewers "
-            f"give them, after allowing for its general harshness or generosity ({sp.n} answers)."
+            f"give them, beyond its gap to them on the other answers of the same sessions ({sp.adjusted_n} sessions)."
         )
         _, sentence = describe_test(sp.test, "This self-preference")
         out.append(Finding("self-preference", "significant", f"{shape} {sentence}"))
@@ -192,8 +192,8 @@ def self_preference_findings(report: BiasReport) -> list[Finding]:
         spread = p_text(ps[0]) if len(ps) == 1 else f"{p_text(ps[0])} to {ps[-1]:.2g}"
         names = ", ".join(rid for rid, _ in calm)
         text = (
-            f"No significant self-preference for {names} (paired t-tests, {spread}): their scores of their own "
-            "answers are consistent with the other reviewers' scores of them."
+            f"No significant self-preference for {names} (t-tests over sessions, {spread}): their scores of their "
+            "own answers are consistent with the other reviewers' scores of them."
         )
         out.append(Finding("self-preference", "not significant", text))
     if untested:
@@ -211,15 +211,15 @@ def calibration_findings(
     reviewer) turn them from a description into a tested claim when the report carries them."""
     out = []
     if test is not None:
-        tested, sentence = describe_test(test, "The difference between reviewers' mean scores")
+        tested, sentence = describe_test(test, "The difference between reviewers on the answers they share")
         out.append(_indicator(report, "reviewer_calibration", Finding("calibration", tested, sentence)))
-    flagged = {rid: p for rid, p in report.reviewers.items() if p.classification != "neutral"}
-    median = report.median_of_means
+    flagged = {rid: p for rid, p in report.reviewers.items() if p.classification in ("harsh", "generous")}
     for rid, profile in flagged.items():
         how = "lower" if profile.classification == "harsh" else "higher"
         shape = (
-            f"{rid} scores {how} than the other reviewers (mean {profile.mean:.2f} against a median of "
-            f"{median:.2f}; z = {profile.z_score:+.2f}, {profile.classification})."
+            f"{rid} scores {how} than the other reviewers on the answers they both scored (by "
+            f"{abs(profile.offset or 0):.2f} points on average over {profile.offset_sessions} sessions; "
+            f"z = {profile.z_score:+.2f} among the reviewers' offsets, {profile.classification})."
         )
         verdict: Verdict
         if significant is not None and rid in significant:
@@ -227,10 +227,20 @@ def calibration_findings(
             tail = f"This difference is {'' if significant[rid] else 'not '}statistically significant."
         else:
             verdict = "not tested"
-            tail = "The label compares reviewers' means (|z| > 1); it is not a significance test."
+            tail = "The label compares reviewers' offsets (|z| > 1); it is not a significance test."
         out.append(_indicator(report, "reviewer_calibration", Finding("calibration", verdict, f"{shape} {tail}")))
-    if not flagged and report.reviewers:
-        text = "No reviewer's mean score stands out from the others (every |z| ≤ 1); this is not a significance test."
+    apart = [rid for rid, p in report.reviewers.items() if p.z_score is None]
+    if apart:
+        text = (
+            f"{', '.join(apart)} scored no answer another reviewer also scored: their harshness cannot be told "
+            "from the quality of the answers they saw, so they are not compared."
+        )
+        out.append(Finding("calibration", "not tested", text))
+    if not flagged and len(apart) < len(report.reviewers):
+        text = (
+            "No reviewer's offset on shared answers stands out from the others' (every |z| ≤ 1); this is not a "
+            "significance test."
+        )
         out.append(Finding("calibration", "not tested", text))
     return out
 

@@ -126,7 +126,16 @@ def render_text(report: BiasReport, console: Console) -> None:
             f"; differs from the others, {p_text(p.p_value)}" if p.significant
             else f"; not significantly different from the others, {p_text(p.p_value)}"
         )
-        console.print(f"  Mean score: {p.mean:.1f} ({p.classification}, z={p.z_score:+.1f}{sig})", highlight=False)
+        if p.z_score is None:
+            console.print(f"  Mean score: {p.mean:.1f} (not comparable: it shares no answer with another reviewer; "
+                          f"the seed's z={p.seed_z_score:+.1f})", highlight=False)
+        else:
+            side = "above" if (p.offset or 0) >= 0 else "below"
+            console.print(
+                f"  Mean score: {p.mean:.1f}; on shared answers {abs(p.offset or 0):.2f} {side} the others over "
+                f"{p.offset_sessions} sessions ({p.classification}, z={p.z_score:+.1f}{sig})",
+                highlight=False,
+            )
         label = _VARIANCE_TEXT.get(p.variance_label, p.variance_label)
         console.print(f"  Score variance: {p.variance:.1f} ({label})", highlight=False)
         console.print(f"  Reliability: {p.reliability} ({p.samples} samples)", highlight=False)
@@ -137,12 +146,12 @@ def render_text(report: BiasReport, console: Console) -> None:
             console.print(f"{ct.name}: not computed — {ct.note}", markup=False, highlight=False)
         else:
             verdict = (
-                "reviewers' mean scores differ" if ct.significant
+                "reviewers score the answers they share differently" if ct.significant
                 else "the differences between reviewers are not significant (they could be chance)"
             )
             stat = "∞" if ct.statistic is None else f"{ct.statistic:.3f}"
             console.print(
-                f"{ct.name}: F = {stat} (df {', '.join(map(str, ct.df))}), p = {ct.p_value:.3g}: {verdict}",
+                f"{ct.name}: t = {stat} (df {', '.join(map(str, ct.df))}; {ct.note}), p = {ct.p_value:.3g}: {verdict}",
                 markup=False, highlight=False,
             )
         console.print()
@@ -203,13 +212,15 @@ def render_text(report: BiasReport, console: Console) -> None:
 
     if report.self_preference:
         sp_table = Table(title="Self-preference (own answers vs the other reviewers' scores of them)")
-        for col in ("reviewer", "own", "others", "difference", "reviewer offset", "adjusted", "n", "p (paired t)"):
+        for col in ("reviewer", "own", "others", "difference", "n", "gap on its other answers", "adjusted",
+                    "sessions", "p (t over sessions)"):
             sp_table.add_column(col, justify="left" if col == "reviewer" else "right")
         for rid, sp in report.self_preference.items():
             p = "—" if sp.test.p_value is None else f"{sp.test.p_value:.3g}"
             sp_table.add_row(
-                literal(rid), f"{sp.self_mean:.3f}", f"{sp.others_mean:.3f}", f"{sp.difference:+.3f}",
-                f"{sp.reviewer_offset:+.3f}", f"{sp.adjusted_difference:+.3f}", str(sp.n), p,
+                literal(rid), f"{sp.self_mean:.3f}", f"{sp.others_mean:.3f}", f"{sp.difference:+.3f}", str(sp.n),
+                "—" if sp.reviewer_offset is None else f"{sp.reviewer_offset:+.3f}",
+                "—" if sp.adjusted_difference is None else f"{sp.adjusted_difference:+.3f}", str(sp.adjusted_n), p,
             )
         console.print(sp_table)
 

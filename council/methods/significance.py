@@ -1,6 +1,6 @@
 """Significance tests computed from sums (n, Σx, Σx²), so SQL aggregates can feed them.
 
-One-way ANOVA, chi-square goodness of fit to uniform, paired and Welch t-tests, Holm's
+One-way and within-block ANOVA, chi-square goodness of fit to uniform, the paired t-test, Holm's
 step-down adjustment, and how a p-value is written (docs/methods.md, "Significance tests").
 P-values come from :mod:`council.methods.distributions`. Pure: no I/O.
 """
@@ -221,29 +221,6 @@ def paired_t_test(n: int, sum_d: float, sum_d2: float, *, name: str = "paired t-
     t = mean / math.sqrt(var / n)
     p = t_two_sided_p(t, n - 1)
     return SignificanceTest(name=name, statistic=t, df=[n - 1], p_value=p, significant=p < ALPHA)
-
-
-def welch_t_test(a: GroupSums, b: GroupSums, *, name: str = "Welch's t-test") -> SignificanceTest:
-    """Two-sided test that two groups have equal means, unequal variances allowed (Welch 1947).
-
-    From each group's (n, Σx, Σx²); the degrees of freedom are Welch–Satterthwaite's
-    (not an integer in general; ``df`` reports them rounded down)."""
-    if a.n < 2 or b.n < 2:
-        return SignificanceTest(name=name, statistic=None, df=[0], p_value=None, significant=False,
-                                note="needs at least 2 scores in each group")
-    va, vb = variance_from_sums(*a) / a.n, variance_from_sums(*b) / b.n
-    diff = a.total / a.n - b.total / b.n
-    se2 = va + vb
-    if se2 <= CANCELLATION * max(abs(a.total_sq) + abs(b.total_sq), 1.0) / (a.n + b.n):
-        if abs(diff) <= CANCELLATION * max(abs(a.total / a.n), 1.0):
-            return SignificanceTest(name=name, statistic=0.0, df=[a.n + b.n - 2], p_value=1.0, significant=False,
-                                    note="every score is identical")
-        return SignificanceTest(name=name, statistic=None, df=[a.n + b.n - 2], p_value=0.0, significant=True,
-                                note="no spread within either group: the t statistic is infinite")
-    t = diff / math.sqrt(se2)
-    df = se2 * se2 / (va * va / (a.n - 1) + vb * vb / (b.n - 1))
-    p = t_two_sided_p(t, df)
-    return SignificanceTest(name=name, statistic=t, df=[int(df)], p_value=p, significant=p < ALPHA)
 
 
 def holm_adjust(p_values: Mapping[str, float | None]) -> dict[str, float | None]:

@@ -8,10 +8,11 @@ Four tables hold what the report's passes would otherwise compute from every rec
   characters, y = the mean score an answer received), and what a filter needs to know of its
   records: the range of their timestamps and councils, and whether they share one scale;
 * ``bias_review_outcomes``, one row per review (session, reviewer): its size k, its outcome
-  for the top-position test (bad, left out, or the top-scored position: :func:`review_code`)
-  and the sums of its scores;
-* ``bias_self_sums``, one row per answer its own model reviewed: its own score and the mean
-  of the other reviewers' scores;
+  for the top-position test (bad, left out, or the top-scored position: :func:`review_code`),
+  the sums of its scores, and its gaps to the other reviewers on the answers they share
+  (:func:`gap_columns`);
+* ``bias_self_sums``, one row per answer its own model reviewed: its own score, the mean of
+  the other reviewers' scores, and the same reviewer's gaps on the session's other answers;
 * ``bias_position_sums``: n, Σs, Σs² per (position, reviewer, council), added to by every
   write (records are never changed, so sums of what was written stay exact).
 
@@ -66,8 +67,10 @@ SESSION_COLUMNS = (
     *(f"{unit}_{s}" for unit in LENGTHS for s in ("n", *LENGTH_SUMS)),
     "reviews_from", "reviews_to", "selves_from", "selves_to",
 )  # fmt: skip
-REVIEW_COLUMNS = ("id", "session_id", "reviewer_id", "ts_min", "council_min", "k", "code", "total", "total_sq")
-SELF_COLUMNS = ("id", "model_id", "session_id", "ts_min", "council_min", "own", "others")
+REVIEW_COLUMNS = (
+    "id", "session_id", "reviewer_id", "ts_min", "council_min", "k", "code", "total", "total_sq", "gap",
+)  # fmt: skip
+SELF_COLUMNS = ("id", "model_id", "session_id", "ts_min", "council_min", "own", "others", "gap")
 
 
 def review_aggregates(score: str) -> dict[str, str]:
@@ -115,7 +118,8 @@ def create_statements(*, postgres: bool) -> list[str]:
              "ts_min": "TEXT", "ts_max": "TEXT", "council_min": "TEXT", "council_max": "TEXT",
              "scale_min": "BIGINT", "scale_max": "BIGINT", "code": "BIGINT",
              "reviews_from": "BIGINT", "reviews_to": "BIGINT", "selves_from": "BIGINT", "selves_to": "BIGINT",
-             "total": real, "total_sq": real, "own": real, "others": real}  # fmt: skip
+             "total": real, "total_sq": real, "own": real, "others": real,
+             "gap": "DOUBLE PRECISION"}  # fmt: skip
     for unit in LENGTHS:
         types.update({f"{unit}_{s}": real for s in LENGTH_SUMS})
 
@@ -178,6 +182,25 @@ def _session_columns() -> str:
     return ", ".join(parts)
 
 
+def gap_columns(source: str) -> str:
+    """SQL selecting, per review (session, reviewer) of ``source``'s records, its ``gap``: over
+    its scores of answers it did not write that at least one other reviewer also scored
+    (self-reviews left out on both sides), the mean of (its score − the mean of the other
+    reviewers' scores of the answer); a review with none has no row. Calibration compares
+    reviewers on these, and self-preference a reviewer's gap on its own answer with its gap here
+    (docs/methods.md, "Reviewer calibration")."""
+    others = (
+        "SELECT session_id, model_id, COUNT(*) AS n, TOTAL(score_value) AS total "
+        f"FROM (SELECT * FROM {source}) s WHERE COALESCE(self_review, 0) = 0 GROUP BY session_id, model_id"
+    )
+    return f"""SELECT r.session_id, r.reviewer_id,
+                      TOTAL(r.score_value - (o.total - r.score_value) / (o.n - 1)) / COUNT(*) AS gap
+               FROM (SELECT * FROM {source}) r
+               JOIN ({others}) o ON o.session_id = r.session_id AND o.model_id = r.model_id
+               WHERE COALESCE(r.self_review, 0) = 0 AND o.n >= 2
+               GROUP BY r.session_id, r.reviewer_id"""
+
+
 def fold_statements(source: str, *, replace: str | None = None) -> list[str]:
     """The summaries of every session in ``source`` (``bias_records``, or a write's staging
     table) computed from ``source``'s rows, each session's review and self rows inserted in
@@ -198,22 +221,27 @@ def fold_statements(source: str, *, replace: str | None = None) -> list[str]:
     answers = f"WITH a AS (SELECT {_answer_columns()} FROM {source} GROUP BY session_id, model_id)"
     session_columns = SESSION_COLUMNS[:-4]
     replaced = ", ".join(f"{c} = excluded.{c}" for c in session_columns[1:])
+    gaps = gap_columns(source)
     statements += [
         f"""INSERT INTO {REVIEW_TABLE} ({", ".join(REVIEW_COLUMNS[1:])})
-            SELECT session_id, reviewer_id, ts_min, council_min, k, {code}, total, total_sq
+            SELECT r.session_id, r.reviewer_id, ts_min, council_min, k, {code}, total, total_sq,
+                   g.gap
             FROM (SELECT session_id, reviewer_id, MIN("timestamp") AS ts_min, MIN(council) AS council_min,
                          {", ".join(f"{sql} AS {name}" for name, sql in agg.items())}
                   FROM {source} GROUP BY session_id, reviewer_id) r
-            ORDER BY session_id, reviewer_id""",
+            LEFT JOIN ({gaps}) g ON g.session_id = r.session_id AND g.reviewer_id = r.reviewer_id
+            ORDER BY r.session_id, r.reviewer_id""",
         # WHERE TRUE: an upsert's SELECT needs a WHERE for SQLite to parse it.
         f"{answers} INSERT INTO {SESSION_TABLE} ({', '.join(session_columns)}) "
         f"SELECT {_session_columns()} FROM a WHERE TRUE GROUP BY session_id "
         f"ON CONFLICT (session_id) DO UPDATE SET {replaced}",
-        # d = own score − mean of the other reviewers' scores (the report's pass over the rows
-        # computes the same, bias_sums._Answers).
+        # d = own score − mean of the other reviewers' scores, and the reviewer's gaps on the
+        # session's other answers (the report's pass over the rows computes the same, bias_sums._Answers).
         f"""{answers} INSERT INTO {SELF_TABLE} ({", ".join(SELF_COLUMNS[1:])})
-            SELECT model_id, session_id, ts_min, council_min, self_total, (total - self_total) / (n - self_n)
-            FROM a WHERE self_n = 1 AND n > 1 ORDER BY session_id, model_id""",
+            SELECT a.model_id, a.session_id, a.ts_min, a.council_min, a.self_total,
+                   (a.total - a.self_total) / (a.n - a.self_n), g.gap
+            FROM a LEFT JOIN ({gaps}) g ON g.session_id = a.session_id AND g.reviewer_id = a.model_id
+            WHERE a.self_n = 1 AND a.n > 1 ORDER BY a.session_id, a.model_id""",
     ]
     return statements
 
@@ -305,6 +333,12 @@ def migration(*, postgres: bool) -> list[str]:
         "DROP TABLE IF EXISTS bias_review_sums",
         "DROP INDEX IF EXISTS idx_bias_records_position_score_value",
     ]
+
+
+def gap_migration(*, postgres: bool) -> list[str]:
+    """m021 on either backend: the tables made again with the reviews' and self-reviewed
+    answers' gaps to the other reviewers (:func:`gap_columns`), computed from the rows stored."""
+    return [*(f"DROP TABLE IF EXISTS {table}" for table in ALL_TABLES), *migration(postgres=postgres)]
 
 
 #: m019 as it shipped (frozen): per-review sums kept by an additive upsert, dropped by m020.

@@ -127,18 +127,57 @@ def summary_rows(records: Sequence[Sequence[Any]]) -> tuple[list[Any], list[Any]
             p[0] += 1
             p[1] += s
             p[2] += ss
-    sessions, selves = _answer_rows(answers)
+    gaps = _gaps(records, answers)
+    sessions, selves = _answer_rows(answers, gaps)
     return (
         sessions,
-        [_review_row(key, reviews[key]) for key in sorted(reviews)],
+        [_review_row(key, reviews[key], _mean_gap(gaps, key)) for key in sorted(reviews)],
         selves,
         [(position, reviewer, 0 if council is None else 1, "" if council is None else council, *sums)
          for (position, reviewer, council), sums in positions.items()],
     )  # fmt: skip
 
 
-def _review_row(key: tuple[str, str], r: list[Any]) -> tuple[Any, ...]:
-    """(session, reviewer, ts_min, council_min, k, code, Σs, Σs²): bias_summaries.review_code."""
+_GAP_FIELDS = itemgetter(*(FIELDS.index(name) for name in ("session_id", "reviewer_id", "model_id", "score_value",
+                                                              "self_review")))
+
+
+def _gaps(records: Sequence[Sequence[Any]], answers: dict[tuple[str, str], list[Any]]) -> dict[Any, list[Any]]:
+    """Per review (session, reviewer): [n, Σ] of the gaps over its scores of answers it did not write
+    that another reviewer also scored, a gap being the score less the mean of the other
+    reviewers' (self-reviews left out on both sides): bias_summaries.gap_columns. A second pass
+    over the records, once every answer's sums are known."""
+    # Per answer scored by N ≥ 2 reviewers (not its own model), total T: a score s's gap
+    # s − (T − s)/(N − 1) is s·N/(N − 1) − T/(N − 1).
+    shared = {
+        key: ((a[0] - a[6]) / (a[0] - a[6] - 1), (a[1] - a[7]) / (a[0] - a[6] - 1))
+        for key, a in answers.items()
+        if a[0] - a[6] >= 2
+    }
+    lookup = shared.get
+    gaps: dict[Any, list[Any]] = {}
+    for session, reviewer, model, score, own in map(_GAP_FIELDS, records):
+        answer = lookup((session, model))
+        if own or answer is None:
+            continue
+        gap = float(score) * answer[0] - answer[1]
+        g = gaps.get((session, reviewer))
+        if g is None:
+            gaps[session, reviewer] = [1, gap]
+        else:
+            g[0] += 1
+            g[1] += gap
+    return gaps
+
+
+def _mean_gap(gaps: dict[Any, list[Any]], key: Any) -> float | None:
+    """A review's gap (bias_summaries.gap_columns): the mean of its gaps, None without any."""
+    gap = gaps.get(key)
+    return None if gap is None else gap[1] / gap[0]
+
+
+def _review_row(key: tuple[str, str], r: list[Any], gap: float | None) -> tuple[Any, ...]:
+    """(session, reviewer, ts_min, council_min, k, code, Σs, Σs², gap): bias_summaries.review_code."""
     k, mask, top, a, b, total, total_sq, ts, council = r
     if k > MASK_BITS:
         code = None
@@ -148,7 +187,7 @@ def _review_row(key: tuple[str, str], r: list[Any]) -> tuple[Any, ...]:
         code = int(_round(b + top * PACK))
     else:
         code = -2
-    return (*key, ts, council, k, code, float(total), float(total_sq))
+    return (*key, ts, council, k, code, float(total), float(total_sq), gap)
 
 
 def _least(values: Any) -> Any:
@@ -162,9 +201,12 @@ def _greatest(values: Any) -> Any:
     return max(present) if present else None
 
 
-def _answer_rows(answers: dict[tuple[str, str], list[Any]]) -> tuple[list[Any], list[Any]]:
+def _answer_rows(
+    answers: dict[tuple[str, str], list[Any]], gaps: dict[Any, list[Any]]
+) -> tuple[list[Any], list[Any]]:
     """The session rows, from their answers in model order as the statements' GROUP BY sums
-    them (bias_summaries._session_columns), and the self-reviewed answers' rows."""
+    them (bias_summaries._session_columns), and the self-reviewed answers' rows with their
+    reviewer's ``gaps`` in the session."""
     sessions: dict[str, list[Any]] = {}
     selves = []
     for (session, model), (n, total, words, n_words, chars, n_chars, self_n, self_total, first, every) in sorted(
@@ -195,7 +237,7 @@ def _answer_rows(answers: dict[tuple[str, str], list[Any]]) -> tuple[list[Any], 
             ts_min, council_min = (first[0], first[1]) if every is None else (
                 _least([v[0] for v in every]), _least([v[1] for v in every]))  # fmt: skip
             selves.append((model, session, ts_min, council_min, float(self_total),
-                           (total - self_total) / (n - float(self_n))))  # fmt: skip
+                           (total - self_total) / (n - float(self_n)), _mean_gap(gaps, (session, model))))  # fmt: skip
     out = []
     for session, row in sessions.items():
         records, first, every = row[0], row[14], row[15]

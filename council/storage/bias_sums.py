@@ -175,18 +175,23 @@ class _Answers:
     model)`` over the answer index; :meth:`from_summaries` from the summary tables."""
 
     sessions: list[Any]
-    self_preference: dict[str, tuple[int, float, float, float, float]]
+    self_preference: dict[str, tuple[Any, ...]]
     points: list[tuple[float, float]]
+    offsets: dict[str, tuple[int, float, float]]
 
     def __init__(self) -> None:
-        self.sessions, self.self_preference, self.points = [], {}, []
+        self.sessions, self.self_preference, self.points, self.offsets = [], {}, [], {}
 
     @classmethod
-    def from_rows(cls, db: Database, f: _Filter, s: str, length_column: str, max_points: int) -> _Answers:
+    def from_rows(
+        cls, db: Database, f: _Filter, s: str, length_column: str, max_points: int, *, gaps: bool = True
+    ) -> _Answers:
         """One ``GROUP BY (session, model)``, kept as one materialized table inside a single
-        statement that reads it three ways. Columns of an answer: ``n``/``total`` over all
+        statement that reads it several ways. Columns of an answer: ``n``/``total`` over all
         reviewers (base filter), ``fn``/``ftotal`` over the selected reviewers, ``x`` the
-        response length, ``self_n``/``self_total`` the self-review scores."""
+        response length, ``self_n``/``self_total`` the self-review scores. With ``gaps``, also
+        every review's gaps to the other reviewers (as council.storage.bias_summaries.gap_columns
+        computes them), for self-preference and, per reviewer, for calibration."""
         params: list[Any] = []
         selected = ""
         if f.reviewers:
@@ -200,29 +205,49 @@ class _Answers:
         # In a self-review the reviewer and the answer are the same model, so the reviewer is
         # the answer's ``model_id``. The reviewer filter selects whose self-scores count; the
         # others' scores are everyone else's. d = own score − mean of the others' scores.
-        own_where = "self_n = 1 AND n > 1"
+        own_where = "a.self_n = 1 AND a.n > 1"
+        own_params: list[Any] = []
         if f.reviewers:
-            own_where += f" AND model_id IN ({', '.join('?' for _ in f.reviewers)})"
-            params += list(f.reviewers)
+            own_where += f" AND a.model_id IN ({', '.join('?' for _ in f.reviewers)})"
+            own_params = list(f.reviewers)
         # Session sums, x = length, y = mean score received: answers, records, then over the
         # answers with a length n, Σx, Σy, Σx², Σy², Σxy (council.storage.bias_summaries keeps
         # the same sums per session). Points: the first answers in (session id, model) order;
         # session ids are random UUIDs, so an arbitrary subset.
+        # A review's gaps: each score of an answer it did not write less the mean of the other
+        # reviewers' (not the answer's own model's) scores of it, where there are any.
+        gap_cte = self_part = offsets_part = ""
+        if gaps:
+            gap_cte = f""", g AS MATERIALIZED (
+                SELECT bias_records.session_id, reviewer_id,
+                       TOTAL({s} - (a.total - a.self_total - {s}) / (a.n - a.self_n - 1)) / COUNT(*) AS gap
+                FROM bias_records
+                JOIN a ON a.session_id = bias_records.session_id AND a.model_id = bias_records.model_id
+                WHERE {f.base} AND COALESCE(self_review, 0) = 0 AND a.n - a.self_n >= 2
+                GROUP BY bias_records.session_id, reviewer_id)"""
+            params += f.base_params
+            self_part = f"""
+            UNION ALL
+            SELECT 1, model_id, {_SELF_SUMS}
+            FROM (SELECT a.model_id, a.self_total AS own, (a.total - a.self_total) / (a.n - a.self_n) AS others,
+                         g.gap FROM a LEFT JOIN g ON g.session_id = a.session_id AND g.reviewer_id = a.model_id
+                  WHERE {own_where}) o GROUP BY model_id"""
+            offsets_part = f"""
+            UNION ALL
+            SELECT 3, reviewer_id, {_OFFSET_SUMS}, NULL, NULL, NULL, NULL, NULL, NULL FROM g GROUP BY reviewer_id"""
+            params += own_params
         sql = f"""
             WITH a AS MATERIALIZED (
                 SELECT session_id, model_id, COUNT(*) AS n, TOTAL({s}) AS total, {selected}
                        AVG({length_column}) AS x, TOTAL(self_review) AS self_n, TOTAL(self_review * {s}) AS self_total
                 FROM bias_records WHERE {f.base} AND session_id IS NOT NULL AND model_id IS NOT NULL
-                GROUP BY session_id, model_id)
+                GROUP BY session_id, model_id){gap_cte}
             SELECT 0, session_id, COUNT(*), SUM({fn}), COUNT(x), TOTAL(x), TOTAL(CASE WHEN x IS NOT NULL THEN y END),
-                   TOTAL(x * x), TOTAL(CASE WHEN x IS NOT NULL THEN y * y END), TOTAL(x * y)
+                   TOTAL(x * x), TOTAL(CASE WHEN x IS NOT NULL THEN y * y END), TOTAL(x * y), NULL
             FROM (SELECT session_id, {fn}, x, {ftotal} / {fn} AS y FROM a WHERE {fn} > 0) p GROUP BY session_id
+            {self_part}{offsets_part}
             UNION ALL
-            SELECT 1, model_id, {_SELF_SUMS}, NULL, NULL, NULL
-            FROM (SELECT model_id, self_total AS own, (total - self_total) / (n - self_n) AS others
-                  FROM a WHERE {own_where}) o GROUP BY model_id
-            UNION ALL
-            SELECT 2, NULL, x, y, NULL, NULL, NULL, NULL, NULL, NULL
+            SELECT 2, NULL, x, y, NULL, NULL, NULL, NULL, NULL, NULL, NULL
             FROM (SELECT x, {ftotal} / {fn} AS y FROM a WHERE {fn} > 0 AND x IS NOT NULL
                   ORDER BY session_id, model_id LIMIT ?) q"""
         params.append(max(0, max_points))
@@ -230,11 +255,14 @@ class _Answers:
         sessions = []
         for part, key, *v in db.execute(sql, params).fetchall():
             if part == 0:
-                sessions.append((key, v))
+                sessions.append((key, v[:-1]))
             elif part == 1:
-                out.self_preference[key] = (int(v[0]), v[1], v[2], v[3], v[4])
+                out.self_preference[key] = _self_sums(v)
+            elif part == 3:
+                out.offsets[key] = (int(v[0]), v[1], v[2])
             else:
                 out.points.append((float(v[0]), float(v[1])))
+        out.offsets = dict(sorted(out.offsets.items()))
         out.sessions = _in_session_order(sessions)
         return out
 
@@ -254,9 +282,7 @@ class _Answers:
         sql = f"SELECT answers, records, {columns} FROM {SESSION_TABLE} WHERE {f.summary} ORDER BY session_id"
         out = cls()
         out.sessions = db.execute(sql, f.base_params).fetchall()
-        sql = f"SELECT model_id, {_SELF_SUMS} FROM {SELF_TABLE} WHERE {f.summary} GROUP BY model_id"
-        for model, *v in db.execute(sql, f.base_params).fetchall():
-            out.self_preference[model] = (int(v[0]), v[1], v[2], v[3], v[4])
+        out.self_preference = _summary_self(db, f)
         if max_points > 0:
             sql = f"""SELECT AVG({LENGTHS[unit]}) AS x, TOTAL(score_value) / COUNT(*) AS y FROM bias_records
                       WHERE {f.base} GROUP BY session_id, model_id HAVING AVG({LENGTHS[unit]}) IS NOT NULL
@@ -266,21 +292,44 @@ class _Answers:
 
 
 def _answers_from_rows(
-    db: Database, f: _Filter, s: str, query: BiasQuery, first: _Answers | None = None
+    db: Database, f: _Filter, s: str, query: BiasQuery, first: _Answers | None = None, *, gaps: bool = True
 ) -> tuple[_Answers, Any]:
     """The per-answer pass over the rows (``first``, when it ran already, in words unless the
     query named the unit) and its length unit: the query's, else words unless no answer has a
     word count, then characters, which every record has."""
     unit = query.length_unit or "words"
-    answers = first if first is not None else _Answers.from_rows(db, f, s, LENGTHS[unit], query.max_points)
+    answers = first if first is not None else _Answers.from_rows(db, f, s, LENGTHS[unit], query.max_points, gaps=gaps)
     if query.length_unit is None and answers.sessions and not any(row[2] for row in answers.sessions):
         unit = "chars"
-        answers = _Answers.from_rows(db, f, s, LENGTHS[unit], query.max_points)
+        answers = _Answers.from_rows(db, f, s, LENGTHS[unit], query.max_points, gaps=gaps)
     return answers, unit
 
 
-# Self-preference per model from (own, others) per answer: n, Σown, Σothers, Σd, Σd².
-_SELF_SUMS = "COUNT(*), TOTAL(own), TOTAL(others), TOTAL(own - others), TOTAL((own - others) * (own - others))"
+# Self-preference per model from (own, others, gap) per answer: n, Σown, Σothers, Σd, Σd², then over
+# the answers whose reviewer has a gap on the session's other answers (the aggregates skip a NULL
+# gap), n, Σg, Σc, Σc² with c = d − g (docs/methods.md, "Self-preference").
+_SELF_SUMS = (
+    "COUNT(*), TOTAL(own), TOTAL(others), TOTAL(own - others), TOTAL((own - others) * (own - others)), "
+    "COUNT(gap), TOTAL(gap), TOTAL(own - others - gap), TOTAL((own - others - gap) * (own - others - gap))"
+)
+# A reviewer's offsets from its reviews' gaps: reviews with one, Σg, Σg² (docs/methods.md,
+# "Reviewer calibration").
+_OFFSET_SUMS = "COUNT(gap), TOTAL(gap), TOTAL(gap * gap)"
+
+
+def _self_sums(v: Sequence[Any]) -> tuple[Any, ...]:
+    return (int(v[0]), v[1], v[2], v[3], v[4], int(v[5]), v[6], v[7], v[8])
+
+
+def _summary_self(db: Database, f: _Filter) -> dict[str, tuple[Any, ...]]:
+    """Self-preference per model from the self-reviewed answers' summaries (the selected
+    reviewers' own answers when the query names reviewers)."""
+    where, params = f.summary, list(f.base_params)
+    if f.reviewers:
+        where += f" AND model_id IN ({', '.join('?' for _ in f.reviewers)})"
+        params += f.reviewers
+    sql = f"SELECT model_id, {_SELF_SUMS} FROM {SELF_TABLE} WHERE {where} GROUP BY model_id"
+    return {model: _self_sums(v) for model, *v in sorted(db.execute(sql, params).fetchall())}
 
 
 class Tally(NamedTuple):
@@ -291,6 +340,7 @@ class Tally(NamedTuple):
     reviewer_sums: dict[str, tuple[int, float, float]]
     blocks: dict[tuple[str, tuple[int, ...]], tuple[int, float, float]]
     unblocked: int
+    offsets: dict[str, tuple[int, float, float]]
 
 
 def _tally(rows: Iterable[Sequence[Any]], reviewers: Sequence[str]) -> Tally:
@@ -298,14 +348,17 @@ def _tally(rows: Iterable[Sequence[Any]], reviewers: Sequence[str]) -> Tally:
     score or NULL when all have one) → (reviews, reviews left out, bad reviews, review size k →
     counts of the top-scored position, every reviewer's (n, Σs, Σs²) over the good reviews, the
     selected reviewers' valid reviews as blocks of positions, reviews whose positions cannot be
-    told). Only the selected reviewers' valid reviews with a score count in the test; a review
-    is left out of it when its top score is tied or not every answer in it has a score."""
+    told, and every reviewer's offsets over its valid reviews when the rows carry them: reviews
+    with a gap, Σ and Σ² of their mean gaps). Only the selected reviewers' valid reviews with a
+    score count in the test; a review is left out of it when its top score is tied or not every
+    answer in it has a score."""
     selected = set(reviewers)
     reviews = left_out = bad = unblocked = 0
     tables: dict[int, list[int]] = {}
     sums: dict[str, list[Any]] = {}
     blocks: dict[tuple[str, tuple[int, ...]], list[Any]] = {}
-    for reviewer, k, code, has_scores, count, n, total, total_sq, totals_sq, mask in rows:
+    offsets: dict[str, list[Any]] = {}
+    for reviewer, k, code, has_scores, count, n, total, total_sq, totals_sq, mask, *gaps in rows:
         if code == -1:
             bad += count
             continue
@@ -313,6 +366,11 @@ def _tally(rows: Iterable[Sequence[Any]], reviewers: Sequence[str]) -> Tally:
         acc[0] += int(n)  # PostgreSQL's SUM of integers is a numeric
         acc[1] += total
         acc[2] += total_sq
+        if gaps and gaps[0]:
+            off = offsets.setdefault(reviewer, [0, 0.0, 0.0])
+            off[0] += int(gaps[0])
+            off[1] += gaps[1]
+            off[2] += gaps[2]
         if not has_scores or (selected and reviewer not in selected):
             continue
         if mask is None:  # every answer scored: positions 0..k-1 (the positions check)
@@ -338,7 +396,8 @@ def _tally(rows: Iterable[Sequence[Any]], reviewers: Sequence[str]) -> Tally:
     ordered = sorted(sums.items(), key=lambda item: (item[0] is not None, item[0] or ""))
     reviewer_sums = {r: (n, total, total_sq) for r, (n, total, total_sq) in ordered if n}
     in_order = {key: (n, total, totals_sq) for key, (n, total, totals_sq) in sorted(blocks.items())}
-    return Tally(reviews, left_out, bad, tables, reviewer_sums, in_order, unblocked)
+    offset_sums = {r: (n, total, total_sq) for r, (n, total, total_sq) in sorted(offsets.items())}
+    return Tally(reviews, left_out, bad, tables, reviewer_sums, in_order, unblocked, offset_sums)
 
 
 class Reviews:
@@ -416,7 +475,7 @@ class Reviews:
         sql = f"""
             SELECT reviewer_id, k, {code} AS code, {scored} > 0 AS scored, COUNT(*),
                    SUM({scored}), TOTAL(total), TOTAL(total_sq), TOTAL(total * total), {smask} AS scored_mask
-            FROM ({self._grouped(excluded, exact)}) g GROUP BY 1, 2, 3, 4, 10"""
+            FROM ({self._grouped(excluded, exact)}) g GROUP BY 1, 2, 3, 4, 10"""  # the gaps: the answers' pass
         rows = self.db.execute(sql, self.source_params).fetchall()
         if not exact and any(row[2] is None for row in rows):
             return self.scan(reviewers, excluded, exact=True)
@@ -439,7 +498,7 @@ def _summary_reviews(db: Database, f: _Filter, reviewers: Sequence[str]) -> Tall
     groups as :meth:`Reviews.scan`'s, one row per review read. None when a review is bad or
     too big for the fast check: the rows then tell which, and are read instead."""
     sql = f"""SELECT reviewer_id, k, code, TRUE, COUNT(*), SUM(k), TOTAL(total), TOTAL(total_sq),
-                     TOTAL(total * total), NULL
+                     TOTAL(total * total), NULL, {_OFFSET_SUMS}
               FROM {REVIEW_TABLE} WHERE {f.summary} GROUP BY reviewer_id, k, code"""
     rows = db.execute(sql, f.base_params).fetchall()
     if any(row[2] is None or row[2] == -1 for row in rows):
@@ -592,7 +651,7 @@ def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
         _take_positions(out, _position_sums(db, f, s))
         first = ahead.result() if ahead is not None and not out.bad else None
         answers, out.length_unit = _answers_from_rows(db, f, s, query, first)
-        out.sessions, out.self_preference, out.points = answers.sessions, answers.self_preference, answers.points
+        _take_answers(out, answers, offsets=True)
     finally:
         if second is not None:
             second.close()
@@ -609,6 +668,14 @@ def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
 def _take_tally(out: BiasSums, tally: Tally) -> None:
     out.orderings, out.left_out, out.top_positions = tally.reviews, tally.left_out, tally.tables
     out.reviewers, out.review_blocks, out.unblocked = tally.reviewer_sums, tally.blocks, tally.unblocked
+    out.reviewer_offsets = tally.offsets  # from the summaries; the rows' come with the answers'
+
+
+def _take_answers(out: BiasSums, answers: _Answers, *, offsets: bool) -> None:
+    """The per-answer sums, and with ``offsets`` the reviewers' offsets the rows' pass computed."""
+    out.sessions, out.self_preference, out.points = answers.sessions, answers.self_preference, answers.points
+    if offsets:
+        out.reviewer_offsets = answers.offsets
 
 
 def _take_positions(out: BiasSums, by_reviewer: dict[str, dict[int, tuple[int, float, float]]]) -> None:
@@ -635,7 +702,8 @@ def _from_summaries(db: Database, f: _Filter, query: BiasQuery, out: BiasSums, s
             if tallied is None:
                 return False
         if f.reviewers:  # the selected reviewers' own scores per answer: the rows'
-            answers, unit = _answers_from_rows(db, f, "score_value", query)
+            answers, unit = _answers_from_rows(db, f, "score_value", query, gaps=False)
+            answers.self_preference = _summary_self(db, f)
         else:
             answers, unit = _Answers.from_summaries(db, f, query.length_unit, query.max_points)
         if positions_from_rows:
@@ -649,7 +717,7 @@ def _from_summaries(db: Database, f: _Filter, query: BiasQuery, out: BiasSums, s
             return False
         _take_tally(out, tallied)
         out.length_unit = unit  # type: ignore[assignment]
-        out.sessions, out.self_preference, out.points = answers.sessions, answers.self_preference, answers.points
+        _take_answers(out, answers, offsets=False)
         _take_positions(out, positions)
         return True
     finally:

@@ -81,7 +81,10 @@ class BiasSums:
     When records are bad and ``skip_bad`` is off, only ``bad`` is filled (the report stops).
     ``sessions`` rows, in session id order: answers, records, then over the answers with a
     length: n, Σx, Σy, Σx², Σy², Σxy (x = length, y = mean score received).
-    ``self_preference``: reviewer → (n, Σown, Σothers, Σd, Σd²). ``positions`` in ascending
+    ``self_preference``: reviewer → (n, Σown, Σothers, Σd, Σd², then over the answers whose
+    reviewer has gaps on the session's other answers n, Σg, Σc, Σc², g its mean gap there, c = d − g).
+    ``reviewer_offsets``: every reviewer → (reviews with a gap to the other reviewers on shared
+    answers, Σ and Σ² of those reviews' mean gaps). ``positions`` in ascending
     order (the report lists them so), over every selected reviewer; ``reviewer_positions`` the
     same per selected reviewer. ``review_blocks``: (reviewer, the positions a review has
     scores at) → (reviews, Σ of their totals, Σ of their totals²), every valid review of a
@@ -107,5 +110,8 @@ class BiasSums:
     left_out: int = 0
     top_positions: dict[int, list[int]] = field(default_factory=dict)
     sessions: list[tuple[int, int, int, float, float, float, float, float]] = field(default_factory=list)
-    self_preference: dict[str, tuple[int, float, float, float, float]] = field(default_factory=dict)
+    self_preference: dict[str, tuple[int, float, float, float, float, int, float, float, float]] = field(
+        default_factory=dict
+    )
+    reviewer_offsets: dict[str, Sums] = field(default_factory=dict)
     points: list[tuple[float, float]] = field(default_factory=list)

@@ -484,3 +484,12 @@ def m022_call_usage_untrusted(db: Database) -> None:
     # A call whose reported usage could not be trusted (unreadable, or more than the call could
     # take) is logged at its bounds and worst-case cost, and flagged (docs/methods.md, "Spend caps").
     db["calls"].add_column("usage_untrusted", int, not_null_default=0)
+
+
+@migrations()
+def m023_bias_review_gaps(db: Database) -> None:
+    # Each review's and self-reviewed answer's gaps to the other reviewers on the answers they
+    # share (council.storage.bias_summaries.gap_columns): calibration and self-preference compare
+    # reviewers on them. The summaries are made again and computed from the rows already stored.
+    for statement in bias_summaries.gap_migration(postgres=False):
+        db.execute(statement)

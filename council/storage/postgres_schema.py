@@ -226,6 +226,9 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     # Where a lease's pid means something and when its process started (council.storage.ownership).
     ("m021_lease_processes", ["ALTER TABLE leases ADD COLUMN machine TEXT, ADD COLUMN started BIGINT"]),
     ("m022_call_usage_untrusted", ["ALTER TABLE calls ADD COLUMN usage_untrusted BIGINT NOT NULL DEFAULT 0"]),
+    # The reviews' and self-reviewed answers' gaps to the other reviewers on shared answers: the
+    # summaries made again with them (the same statements as SQLite's m023).
+    ("m023_bias_review_gaps", bias_summaries.gap_migration(postgres=True)),
 ]
 
 # Primary keys of the tables rows are upserted into (``finish_session`` replaces answers and reviews).

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import random
+import statistics
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,14 @@ bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
 
 
+def report_of(rows):
+    reports = bench.Reports()
+    try:
+        return reports(rows)
+    finally:
+        reports.close()
+
+
 def null_ceiling(reps: int, alpha: float = 0.05) -> float:
     """The most flags a test at level ``alpha`` gives 99 % of the time, as a share of ``reps``."""
     return sps.binom.ppf(0.99, reps, alpha) / reps
@@ -29,9 +38,19 @@ def null_ceiling(reps: int, alpha: float = 0.05) -> float:
 # - position_council_size: a 3-member and a 5-member council whose answers' mean scores differ by 1
 #   point, no position effect. Positions 3–4 exist only in the lower-scoring council; the one-way
 #   ANOVA over all scores called it position bias (0.44 of reports at 30 sessions, 0.99 at 100).
+# - calibration_exclude: four identical reviewers, model a's answers 2 points better, reviews
+#   exclude the reviewer's own answer. Reviewer a never scores the best answer, so its raw mean is
+#   the lowest: "a: harsh (significant)" in 0.95 of reports at 30 sessions, all at 100.
+# - self_preference_generous: reviewer a scores every answer 1 point higher and does not favour
+#   its own. Subtracting a's offset against every score removed only (M − 1)/M of it: flagged in
+#   0.20 of reports at 30 sessions, 0.59 at 100.
 NULL_CELLS = [
     ("position_council_size", 30, 200),
     ("position_council_size", 100, 60),
+    ("calibration_exclude", 30, 200),
+    ("calibration_exclude", 100, 60),
+    ("self_preference_generous", 30, 200),
+    ("self_preference_generous", 100, 60),
 ]
 
 
@@ -88,11 +107,7 @@ def test_the_within_review_tests_equal_statsmodels():
     for row in rows:
         if row["reviewer_id"] == "b" and row["position"] == 0 and row["score_value"] < 10:
             row["score_value"] += 1
-    report = bench.Reports()
-    try:
-        pb = report(rows).position_bias
-    finally:
-        report.close()
+    pb = report_of(rows).position_bias
     frame = records_frame(rows)
     f, df1, df2, p = statsmodels_position_test(frame)
     test = pb.within_review_test
@@ -114,3 +129,131 @@ def test_the_within_review_tests_equal_statsmodels():
     holm = multipletests([family[k] for k in keys], method="holm")[1]
     assert pb.adjusted_p_values == pytest.approx(dict(zip(keys, holm, strict=True)), rel=1e-12)
     assert pb.bias_detected == (min(holm) < 0.05) and pb.reviewers["b"].significant
+
+
+# -- finding 7: calibration under self_review = "exclude" -----------------------------------------
+
+
+def test_a_harsher_reviewer_is_found_on_shared_answers():
+    reports = bench.Reports()
+    try:
+        found = others_flagged = 0
+        for rep in range(40):
+            rng = random.Random(f"harsh-{rep}")
+            profiles = reports(bench.council(rng, 30, **bench.SCENARIOS["calibration_planted"])).reviewers
+            found += profiles["b"].classification == "harsh" and profiles["b"].significant
+            others_flagged += sum(profiles[r].significant and profiles[r].classification != "neutral" for r in "acd")
+    finally:
+        reports.close()
+    assert found >= 38 and others_flagged <= 4
+
+
+def shared_answer_reference(rows):
+    """Per reviewer, its gap to the other reviewers on the answers they share, by pandas: every
+    non-self score minus the mean of the other non-self scores of the same answer, averaged per
+    review (one per session), then a one-sample t-test over sessions (scipy) and Holm
+    (statsmodels) over the reviewers."""
+    from statsmodels.stats.multitest import multipletests
+
+    frame = records_frame(rows)
+    scored = frame[frame["self_review"] == 0].copy()
+    answer = scored.groupby(["session_id", "model_id"])["score_value"]
+    scored["n"], scored["total"] = answer.transform("size"), answer.transform("sum")
+    scored = scored[scored["n"] >= 2]
+    scored["gap"] = scored["score_value"] - (scored["total"] - scored["score_value"]) / (scored["n"] - 1)
+    per_review = scored.groupby(["reviewer_id", "session_id"])["gap"].mean()
+    out = {}
+    for reviewer, gaps in per_review.groupby(level=0):
+        test = sps.ttest_1samp(gaps.to_numpy(), 0.0)
+        out[reviewer] = {"offset": gaps.mean(), "n": len(gaps), "p": test.pvalue, "t": test.statistic}
+    names = sorted(out)
+    for name, p in zip(names, multipletests([out[n]["p"] for n in names], method="holm")[1], strict=True):
+        out[name]["holm"] = p
+    return out, per_review
+
+
+def test_calibration_on_shared_answers_equals_pandas_and_scipy():
+    rng = random.Random(71)
+    rows = bench.council(rng, 25, members=bench._four, quality={"a": 2.0}, harshness={"c": -1.0},
+                         self_review="exclude")  # fmt: skip
+    report = report_of(rows)
+    want, _ = shared_answer_reference(rows)
+    offsets = {r: want[r]["offset"] for r in want}
+    median, spread = statistics.median(offsets.values()), statistics.stdev(offsets.values())
+    for reviewer, profile in report.reviewers.items():
+        w = want[reviewer]
+        assert profile.offset == pytest.approx(w["offset"], abs=5e-4) and profile.offset_sessions == w["n"]
+        assert profile.p_value == pytest.approx(w["holm"], rel=1e-6)
+        assert profile.significant == (w["holm"] < 0.05)
+        assert profile.z_score == pytest.approx((offsets[reviewer] - median) / spread, abs=0.0051)
+    assert report.reviewers["c"].classification == "harsh" and report.reviewers["c"].significant
+    assert report.reviewers["a"].classification == "neutral"  # its raw mean is the lowest
+    assert report.reviewers["a"].seed_classification in ("harsh", "neutral")
+    best = min(want, key=lambda r: want[r]["holm"])
+    test = report.reviewer_calibration_test
+    assert test.p_value == pytest.approx(want[best]["holm"], rel=1e-6) and test.significant
+
+
+def test_reviewers_who_share_no_answer_are_not_compared():
+    # One reviewer a session: no answer scored by two reviewers, nothing to compare on.
+    rows = [bench._row(f"s{s}", f"r{s % 3}", "m", 0, 3 + s % 5, 100, False) for s in range(60)]
+    report = report_of(rows)
+    for profile in report.reviewers.values():
+        assert profile.classification == "not comparable" and profile.z_score is None
+        assert profile.offset is None and not profile.significant and profile.seed_classification
+    assert report.reviewer_calibration_test.p_value is None
+    row = next(h for h in report.honesty if h.metric == "reviewer_calibration")
+    assert row.status == "insufficient"
+
+
+# -- finding 5: self-preference ---------------------------------------------------------------------
+
+
+def test_planted_self_preference_is_found_and_equals_the_paired_contrast():
+    rng = random.Random(51)
+    rows = bench.council(rng, 30, **bench.SCENARIOS["self_preference_planted"])
+    report = report_of(rows)
+    _, per_review = shared_answer_reference(rows)
+    frame = records_frame(rows)
+    contrasts = []
+    for session, group in frame.groupby("session_id"):
+        own = group[(group["model_id"] == "a") & (group["reviewer_id"] == "a")]["score_value"].iloc[0]
+        others = group[(group["model_id"] == "a") & (group["reviewer_id"] != "a")]["score_value"].mean()
+        contrasts.append((own - others) - per_review[("a", session)])
+    sp = report.self_preference["a"]
+    test = sps.ttest_1samp(contrasts, 0.0)
+    assert sp.adjusted_n == len(contrasts) == 30
+    assert sp.adjusted_difference == pytest.approx(sum(contrasts) / len(contrasts), abs=5e-4)
+    assert sp.test.statistic == pytest.approx(test.statistic, rel=1e-9)
+    assert sp.test.p_value == pytest.approx(test.pvalue, rel=1e-7, abs=1e-15)
+    assert sp.test.significant and 1.0 < sp.adjusted_difference < 2.0
+
+
+def test_the_worked_self_preference_example():
+    # docs/methods.md, "Self-preference": three members reviewing every answer, three sessions.
+    table = {
+        "s1": {"x": (9, 7, 6), "y": (7, 8, 5), "z": (6, 6, 7)},
+        "s2": {"x": (8, 6, 7), "y": (7, 7, 6), "z": (5, 5, 8)},
+        "s3": {"x": (9, 8, 6), "y": (8, 9, 7), "z": (8, 7, 9)},
+    }
+    rows = [
+        bench._row(session, reviewer, model, position, score, 100, reviewer == model)
+        for session, by_reviewer in table.items()
+        for reviewer, scores in by_reviewer.items()
+        for position, (model, score) in enumerate(zip("xyz", scores, strict=True))
+    ]
+    sp = report_of(rows).self_preference["x"]
+    assert (sp.difference, sp.reviewer_offset, sp.adjusted_difference) == (1.833, 0.667, 1.167)
+    assert (sp.n, sp.adjusted_n) == (3, 3) and sp.test.df == [2]
+    assert sp.test.statistic == pytest.approx(7.0) and sp.test.p_value == pytest.approx(0.01980394118039314)
+
+
+def test_when_every_reviewer_scores_every_answer_the_z_scores_are_the_seeds():
+    # The offsets are then an affine map of the raw means (docs/methods.md, "Reviewer calibration").
+    rng = random.Random(72)
+    rows = bench.council(rng, 12, members=bench._four, reviewers=lambda s: ["r1", "r2", "r3", "r4"],
+                         harshness={"r1": -1.0, "r3": 0.7})  # fmt: skip
+    profiles = report_of(rows).reviewers
+    for profile in profiles.values():
+        assert profile.z_score == pytest.approx(profile.seed_z_score, abs=0.0101)
+        assert profile.classification == profile.seed_classification

@@ -27,6 +27,7 @@ from council.methods.bias_indicators import (
     run_aggregated_bias_audit,
 )
 from council.storage import SQLiteStore
+from tests.storage.test_bias_summaries import close
 
 MODELS = [f"prov/model-{i}" for i in range(6)]
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -130,25 +131,40 @@ def reference(records, *, reviewers=(), unit="words"):
     out["left_out"] = left_out
     out["top_tables"] = {k: v for k, v in tables.items() if v is not None}
 
-    all_scores = [r["score_value"] for r in base]
-    grand = statistics.mean(all_scores) if all_scores else 0
+    # Reviewers compared on the answers they share (issue 61): per review, the mean over its
+    # non-self scores of an answer someone else also scored of (score − the others' mean).
+    answer_scores = defaultdict(list)
+    for r in base:
+        if not r["self_review"]:
+            answer_scores[(r["session_id"], r["model_id"])].append(r["score_value"])
+    review_gaps = defaultdict(list)
+    for r in base:
+        scores = answer_scores[(r["session_id"], r["model_id"])]
+        if not r["self_review"] and len(scores) >= 2:
+            others = (sum(scores) - r["score_value"]) / (len(scores) - 1)
+            review_gaps[(r["session_id"], r["reviewer_id"])].append(r["score_value"] - others)
+    gap = {key: statistics.mean(v) for key, v in review_gaps.items()}
+    offsets = defaultdict(list)
+    for (_, reviewer), g in sorted(gap.items()):
+        offsets[reviewer].append(g)
+    out["offsets"] = offsets
     self_d = defaultdict(list)
     for r in full:
         if not r["self_review"]:
             continue
-        others = [o["score_value"] for o in base if o["session_id"] == r["session_id"]
-                  and o["model_id"] == r["model_id"] and not o["self_review"]]
+        others = answer_scores[(r["session_id"], r["model_id"])]
         if others:
-            self_d[r["model_id"]].append((r["score_value"], statistics.mean(others)))
+            own_gap = gap.get((r["session_id"], r["model_id"]))
+            self_d[r["model_id"]].append((r["score_value"], statistics.mean(others), own_gap))
     out["self"] = {}
     for rid, pairs_ in self_d.items():
-        c = out["calibration"][rid]["mean"] - grand
-        d = [s - o for s, o in pairs_]
+        d = [s - o for s, o, _ in pairs_]
         out["self"][rid] = dict(
             n=len(d),
-            self_mean=statistics.mean(s for s, _ in pairs_),
-            others_mean=statistics.mean(o for _, o in pairs_),
-            difference=statistics.mean(d), offset=c, adjusted=[x - c for x in d],
+            self_mean=statistics.mean(s for s, _, _ in pairs_),
+            others_mean=statistics.mean(o for _, o, _ in pairs_),
+            difference=statistics.mean(d),
+            adjusted=[s - o - g for s, o, g in pairs_ if g is not None],
         )
     return out
 
@@ -197,9 +213,20 @@ def assert_matches_reference(report, ref, *, reviewers=()):
         assert got.mean == pytest.approx(round(cal["mean"], 3), abs=1e-9)
         assert got.std == pytest.approx(round(cal["std"], 3), abs=1e-3 + 1e-9)
         assert got.variance == pytest.approx(cal["std"] ** 2, abs=6e-4)
-        assert got.z_score == pytest.approx(cal["z_score"], abs=0.0101)
-        assert got.classification == cal["classification"]
+        assert got.seed_z_score == pytest.approx(cal["z_score"], abs=0.0101)
+        assert got.seed_classification == cal["classification"]
         assert got.samples == ref["samples"][rid]
+    # z of the offsets on shared answers, against their median over their spread (the seed's rule)
+    means = {rid: statistics.mean(g) for rid, g in ref["offsets"].items()}
+    median = statistics.median(means.values())
+    spread = statistics.stdev(means.values()) if len(means) > 2 else 1.0
+    for rid in expected_reviewers:
+        got = report.reviewers[rid]
+        if rid not in means:
+            assert got.z_score is None and got.classification == "not comparable"
+            continue
+        assert got.offset == pytest.approx(means[rid], abs=5.01e-4) and got.offset_sessions == len(ref["offsets"][rid])
+        assert got.z_score == pytest.approx((means[rid] - median) / spread, abs=0.0051)
 
     # The pooled within-session correlation and its jackknife interval (issue 61), by numpy; the
     # seed's Fisher-z figures beside them, from the seed's own functions.
@@ -245,8 +272,10 @@ def assert_matches_reference(report, ref, *, reviewers=()):
         assert got.self_mean == pytest.approx(round(want["self_mean"], 3), abs=1e-9)
         assert got.others_mean == pytest.approx(round(want["others_mean"], 3), abs=1.01e-3)
         assert got.difference == pytest.approx(round(want["difference"], 3), abs=1.01e-3)
-        assert got.adjusted_difference == pytest.approx(statistics.mean(want["adjusted"]), abs=1.01e-3)
-        if want["n"] > 1 and len(set(want["adjusted"])) > 1:
+        assert got.adjusted_n == len(want["adjusted"])
+        if want["adjusted"]:
+            assert got.adjusted_difference == pytest.approx(statistics.mean(want["adjusted"]), abs=1.01e-3)
+        if len(want["adjusted"]) > 1 and len(set(want["adjusted"])) > 1:
             assert got.test.p_value == pytest.approx(sps.ttest_1samp(want["adjusted"], 0).pvalue, rel=1e-6, abs=1e-12)
 
 
@@ -328,7 +357,9 @@ def test_export_then_records_gives_the_same_report(tmp_path):
     assert len(lines) == n and "id" not in json.loads(lines[0])
     from_db = bias_report(store, max_points=100)
     from_file = report_from_records_files([out], max_points=100)
-    assert from_file == from_db
+    # The same report; a gap to the other reviewers is a fraction, summed in another order when the
+    # file's records are read by the rows' pass: the last bits of the offsets' tests may differ.
+    close(from_file.model_dump(), from_db.model_dump())
     assert len(from_db.length_points) == 100
 
 

@@ -37,7 +37,7 @@ def record(session: str, reviewer: str, model: str, position: int, score: float,
 
 
 def close(a: Any, b: Any, where: str = "") -> None:
-    """Equal, integers exactly and floats to 1e-12 relative (sums added in another order);
+    """Equal, integers exactly and floats to 1e-12 relative or 1e-9 (sums added in another order);
     the distinct scales in any order (the report reads them as a set)."""
     if dataclasses.is_dataclass(a):
         for field in dataclasses.fields(a):
@@ -53,8 +53,8 @@ def close(a: Any, b: Any, where: str = "") -> None:
         assert len(a) == len(b), where
         for i, (x, y) in enumerate(zip(a, b, strict=True)):
             close(x, y, f"{where}[{i}]")
-    elif isinstance(a, float) and not float(a).is_integer():
-        assert math.isclose(a, b, rel_tol=1e-12), (where, a, b)
+    elif isinstance(a, float) and isinstance(b, float):  # a gap may be 0 one way, 1e-16 the other
+        assert math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-9), (where, a, b)
     else:
         assert a == b and type(a) is type(b), (where, a, b)
 
@@ -152,7 +152,7 @@ def test_the_report_reads_the_summaries_not_the_rows(query):
     assert any("records, words_n" in sql and f"FROM {SESSION_TABLE} WHERE" in sql for sql in seen) == (
         not query.reviewers
     )
-    assert any(f"FROM {SELF_TABLE} WHERE" in sql for sql in seen) == (not query.reviewers)
+    assert any(f"FROM {SELF_TABLE} WHERE" in sql for sql in seen)  # the selected reviewers' own answers too
     assert any("WITH a AS MATERIALIZED" in sql for sql in seen) == bool(query.reviewers)
     assert store.db.execute(f"SELECT COUNT(*), SUM(k) FROM {REVIEW_TABLE}").fetchone() == (2, 8)
     assert store.db.execute(f"SELECT records, answers FROM {SESSION_TABLE}").fetchall() == [(8, 4)]
@@ -208,9 +208,10 @@ def test_a_record_written_past_the_summaries_sends_the_report_to_the_rows(monkey
     store.close()
 
 
-@pytest.mark.parametrize("before", ["m019_bias_summaries", "m020_bias_session_summaries"])
+@pytest.mark.parametrize("before", ["m019_bias_summaries", "m020_bias_session_summaries", "m021_bias_review_gaps"])
 def test_m020_summarizes_the_rows_already_stored_and_keeps_them(before, tmp_path, monkeypatch):
-    # A database from before m019 (no summaries) or from m019 (per-review sums, now dropped).
+    # A database from before m019 (no summaries), from m019 (per-review sums, now dropped) or from
+    # m020 (summaries without the reviews' gaps to the other reviewers: m021 makes them again).
     path = tmp_path / "council.db"
     legacy = Database(sqlite3.connect(path, isolation_level=None))
     migrations.apply(legacy, stop_before=before)
@@ -226,7 +227,10 @@ def test_m020_summarizes_the_rows_already_stored_and_keeps_them(before, tmp_path
     assert store.db.execute(f"SELECT COUNT(*) FROM {REVIEW_TABLE}").fetchone()[0] == 6
     assert store.db.execute(f"SELECT COUNT(*) FROM {SESSION_TABLE}").fetchone()[0] == 3
     assert "bias_review_sums" not in store.db.table_names()
-    close(store.bias_sums(BiasQuery()), from_rows(store, BiasQuery(), monkeypatch))
+    assert store.db.execute(f"SELECT COUNT(gap) FROM {REVIEW_TABLE}").fetchone()[0] == 6
+    summed = store.bias_sums(BiasQuery())
+    assert set(summed.reviewer_offsets) == {"r0", "r1"}
+    close(summed, from_rows(store, BiasQuery(), monkeypatch))
     store.close()
 
 
@@ -369,7 +373,9 @@ def test_m020_on_postgresql_summarizes_the_rows_already_stored(postgres_url, mon
         for table in ALL_TABLES:
             conn.execute(f"DROP TABLE {table}")
         conn.execute("CREATE TABLE bias_review_sums (k BIGINT)")  # m019's table, which m020 drops
-        conn.execute("DELETE FROM _council_migrations WHERE name = 'm020_bias_session_summaries'")
+        conn.execute(
+            "DELETE FROM _council_migrations WHERE name IN ('m020_bias_session_summaries', 'm021_bias_review_gaps')"
+        )
         names = ", ".join(f'"{c}"' for c in rows[0])
         with conn.cursor() as cur:
             cur.executemany(
@@ -381,6 +387,7 @@ def test_m020_on_postgresql_summarizes_the_rows_already_stored(postgres_url, mon
         assert sums_module._summaries_complete(store.db) and store.count("bias_records") == 24
         assert int(store.db.execute(f"SELECT COUNT(*) FROM {REVIEW_TABLE}").fetchone()[0]) == 6
         assert store.db.execute("SELECT to_regclass('bias_review_sums')").fetchone()[0] is None
+        assert int(store.db.execute(f"SELECT COUNT(gap) FROM {REVIEW_TABLE}").fetchone()[0]) == 6
         close(store.bias_sums(BiasQuery()), from_rows(store, BiasQuery(), monkeypatch))
     finally:
         store.close()

@@ -46,9 +46,28 @@ def test_calibration_is_not_sufficient_when_each_reviewer_is_under_the_minimum()
     assert row.status == "insufficient" and row.data_points == min(p.samples for p in report.reviewers.values())
 
 
+def noisy_report(seed: int):
+    """Three reviewers scoring the same three answers in four sessions, at random."""
+    import random
+
+    rng = random.Random(seed)
+    rows = [
+        BiasRecord(session_id=f"s{s}", reviewer_id=reviewer, model_id=m, position=pos, response_length_chars=100,
+                   score_value=float(rng.randint(2, 9)), scale_min=1, scale_max=10).row()
+        for s in range(4) for reviewer in REVIEWERS for pos, m in enumerate(["m/a", "m/b", "m/c"])
+    ]  # fmt: skip
+    store = SQLiteStore.memory()
+    store.insert_bias_records(rows)
+    return bias_report(store)
+
+
 def test_labels_that_are_not_significant_get_no_colour():
-    report = small_report(sessions=3)
-    flagged = [r for r, p in report.reviewers.items() if p.classification != "neutral" and not p.significant]
+    # Random scores: a reviewer whose offset on the shared answers lands beyond |z| = 1 by chance.
+    for seed in range(20):
+        report = noisy_report(seed)
+        flagged = [r for r, p in report.reviewers.items() if p.classification != "neutral" and not p.significant]
+        if flagged:
+            break
     assert flagged
     page = render_html(report)
     for rid in flagged:
