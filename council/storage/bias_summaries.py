@@ -336,7 +336,7 @@ def migration(*, postgres: bool) -> list[str]:
 
 
 def gap_migration(*, postgres: bool) -> list[str]:
-    """m021 on either backend: the tables made again with the reviews' and self-reviewed
+    """m023 on either backend: the tables made again with the reviews' and self-reviewed
     answers' gaps to the other reviewers (:func:`gap_columns`), computed from the rows stored."""
     return [*(f"DROP TABLE IF EXISTS {table}" for table in ALL_TABLES), *migration(postgres=postgres)]
 
