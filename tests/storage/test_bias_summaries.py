@@ -208,10 +208,10 @@ def test_a_record_written_past_the_summaries_sends_the_report_to_the_rows(monkey
     store.close()
 
 
-@pytest.mark.parametrize("before", ["m019_bias_summaries", "m020_bias_session_summaries", "m021_bias_review_gaps"])
+@pytest.mark.parametrize("before", ["m019_bias_summaries", "m020_bias_session_summaries", "m023_bias_review_gaps"])
 def test_m020_summarizes_the_rows_already_stored_and_keeps_them(before, tmp_path, monkeypatch):
     # A database from before m019 (no summaries), from m019 (per-review sums, now dropped) or from
-    # m020 (summaries without the reviews' gaps to the other reviewers: m021 makes them again).
+    # m020 (summaries without the reviews' gaps to the other reviewers: m023 makes them again).
     path = tmp_path / "council.db"
     legacy = Database(sqlite3.connect(path, isolation_level=None))
     migrations.apply(legacy, stop_before=before)
@@ -374,7 +374,7 @@ def test_m020_on_postgresql_summarizes_the_rows_already_stored(postgres_url, mon
             conn.execute(f"DROP TABLE {table}")
         conn.execute("CREATE TABLE bias_review_sums (k BIGINT)")  # m019's table, which m020 drops
         conn.execute(
-            "DELETE FROM _council_migrations WHERE name IN ('m020_bias_session_summaries', 'm021_bias_review_gaps')"
+            "DELETE FROM _council_migrations WHERE name IN ('m020_bias_session_summaries', 'm023_bias_review_gaps')"
         )
         names = ", ".join(f'"{c}"' for c in rows[0])
         with conn.cursor() as cur:
