@@ -96,8 +96,8 @@ def invoke_cli(*args: str, env: dict[str, str] | None = None, input: str | bytes
     """
     from click.testing import CliRunner
 
+    from council._util.logs import unconfigure_logging
     from council.cli.main import cli
-    from council.logs import unconfigure_logging
 
     try:
         result = CliRunner().invoke(cli, list(args), env=env, input=input, prog_name="council")

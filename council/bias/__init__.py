@@ -8,7 +8,7 @@ and ``export`` the JSONL/CSV export.
 
 from __future__ import annotations
 
-from council.lazy_exports import lazy_exports
+from council._util.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "BiasRecord": "council.bias.records",

@@ -12,11 +12,11 @@ import json
 from pathlib import Path
 from typing import Any, TextIO
 
+from council._util.clock import parse_since
 from council.bias.records import BiasRecord
-from council.clock import parse_since
-from council.csv_cells import csv_cell
 from council.errors import InputError
 from council.storage import Store
+from council.untrusted.csv_cells import csv_cell
 
 RECORD_FIELDS: tuple[str, ...] = tuple(BiasRecord.model_fields)
 FORMATS = ("jsonl", "csv")

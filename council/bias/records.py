@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from council._util.clock import to_utc_iso
 from council.bias.query_hash import (  # noqa: F401  # importable from here, as before
     FINGERPRINT_MESSAGE,
     SALT_BYTES,
@@ -26,7 +27,6 @@ from council.bias.query_hash import (  # noqa: F401  # importable from here, as 
     QueryHasher,
     read_shared_salt,
 )
-from council.clock import to_utc_iso
 from council.methods import exact_moments
 from council.methods.bias_indicators import (
     INDICATORS_NOTE,

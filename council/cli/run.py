@@ -8,7 +8,7 @@ import click
 
 from council.cli.common import WholeNumber, cache_options, max_cost_option
 from council.errors import UsageError
-from council.inputs import MAX_SEED
+from council.untrusted.inputs import MAX_SEED
 
 
 @click.command()
@@ -64,8 +64,8 @@ def run(
     QUESTION '-' reads the question from standard input. Exit status 1 when no quorum
     answered or a synthesis that was asked for is missing (the session is partial).
     """
+    from council.accounting.budget import BudgetReached, cap_in_force, check_cap
     from council.api import Council
-    from council.budget import BudgetReached, cap_in_force, check_cap
     from council.cli.common import cache_wanted, quiet, status
     from council.cli.progress import ProgressDisplay
     from council.cli.show_parts import show_option_parts
@@ -136,7 +136,7 @@ def run(
 
 def read_question(question: str | None, question_file: str | None) -> str:
     """The question from exactly one source: the argument, standard input ('-'), or a file."""
-    from council.inputs import read_text_file, read_text_stream
+    from council.untrusted.inputs import read_text_file, read_text_stream
 
     if question is not None and question_file is not None:
         raise UsageError("give the question as QUESTION or with --file FILE, not both")

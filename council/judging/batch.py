@@ -30,9 +30,8 @@ from typing import IO, Any
 
 from pydantic import BaseModel, Field
 
-from council.budget import Budget, Tranches
+from council.accounting.budget import Budget, Tranches
 from council.errors import InputError, UsageError
-from council.inputs import check_json_text, check_visible, parse_json_line
 from council.judging.batch_items import BatchItem, BatchSettings, Mode, item_digest  # noqa: F401  (found here too)
 from council.judging.rubrics import load_rubric
 from council.judging.running import keeps_text
@@ -40,6 +39,7 @@ from council.judging.schemas import Rubric
 from council.methods.judge_agreement import GoldAgreement, LabelAgreement, LabelTally, gold_agreement
 from council.providers.client import ModelClient, cap_spending
 from council.storage import Store, using_store
+from council.untrusted.inputs import check_json_text, check_visible, parse_json_line
 
 MODE_KEYS: dict[str, set[str]] = {"pairwise": {"a", "b"}, "grade": {"response"}}
 OPTIONAL_KEYS: dict[str, set[str]] = {
@@ -340,7 +340,7 @@ def summarize_batch(
     common = {"batch_id": batch_id, "source": source, "items": items, "skipped": skipped, "judged": judged}
     if output is None:
         return summarize(rows, **common)
-    from council.outputs import open_output
+    from council._util.outputs import open_output
 
     with open_output(str(output), make_parents=True) as fh:
         summary = summarize(_written(rows, fh), **common)

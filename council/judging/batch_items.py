@@ -11,13 +11,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from council.accounting.usage import CallLog, CallRecord
 from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade
 from council.judging.schemas import Rubric
 from council.methods.swap import DEFAULT_STRATEGY
 from council.methods.voting import GRADE_VOTES, PAIRWISE_VOTES
 from council.providers.client import ModelClient
 from council.storage import Store
-from council.usage import CallLog, CallRecord
 
 Mode = Literal["pairwise", "grade"]
 

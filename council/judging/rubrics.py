@@ -25,10 +25,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from council.asking import describe_validation_error
 from council.errors import InputError, NotFoundError
-from council.inputs import parse_toml, read_text_file
 from council.judging.schemas import BiasChecklist, Criterion, Rubric
+from council.providers.asking import describe_validation_error
+from council.untrusted.inputs import parse_toml, read_text_file
 
 BUILTIN_RUBRICS_DIR = Path(__file__).resolve().parents[1] / "config" / "rubrics"
 BIAS_CHECKLIST_NAME = "bias-awareness"

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from council.errors import ConfigError, PrerequisiteError, ProviderError
-from council.inputs import whole_number
 from council.providers.base import ChatRequest, ChatResponse
 from council.providers.grammar import (
     STRICT_CHARS_PER_TOKEN,
@@ -43,6 +42,7 @@ from council.providers.grammar import (
     string_cap_for_budget,
 )
 from council.providers.local_weights import INSTALL_HINT, LOCAL_MODELS
+from council.untrusted.inputs import whole_number
 
 DEFAULT_MAX_TOKENS = 256
 """Plain answers, when the request does not say."""

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from council._util.home import council_home
 from council.errors import PrerequisiteError, ProviderError
-from council.home import council_home
 
 INSTALL_HINT = "run `bash scripts/install.sh` or `pip install 'council[local]'`"
 

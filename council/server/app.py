@@ -22,7 +22,6 @@ from starlette.routing import Route
 
 from council.config import LoadedConfig
 from council.errors import CouncilFailure
-from council.redaction import register_secret
 from council.server import MAX_SESSIONS
 from council.server.auth import BearerTokenMiddleware
 from council.server.chat import chat_completions
@@ -33,6 +32,7 @@ from council.server.models_routes import get_model, list_models
 from council.server.sessions_routes import get_bias_report, get_leaderboard, get_session
 from council.server.state import CouncilServer
 from council.server.web import web_routes
+from council.untrusted.redaction import register_secret
 
 MAX_BODY_BYTES = 1_000_000
 

@@ -11,8 +11,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from council.errors import InputError
-from council.inputs import check_json_text
 from council.server.errors import RequestError, openai_error
+from council.untrusted.inputs import check_json_text
 
 MAX_INT_DIGITS = 100
 """Longer integers mean nothing to any parameter; Python would refuse above 4300 digits anyway."""

@@ -22,8 +22,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from council.asking import JsonFormat
 from council.errors import CouncilError, CouncilFailure
+from council.providers.asking import JsonFormat
 from council.server import protocol
 from council.server.background import EventLog
 from council.server.body import parse_as, read_json

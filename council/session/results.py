@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from council.accounting.usage import Usage
 from council.bias.records import SessionBiasMetadata
 from council.methods.ranking import Consensus
-from council.usage import Usage
 
 SessionStatus = Literal["running", "complete", "partial", "failed", "interrupted"]
 

@@ -19,9 +19,9 @@ from council.storage.data import BiasQuery, BiasSums, ComparisonData
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
+    from council.accounting.usage import CallJournal, CallRecord
     from council.errors import ItemAlreadyRecorded, ItemRefused
     from council.storage.judgments import JudgmentSave
-    from council.usage import CallJournal, CallRecord
 
 
 @runtime_checkable

@@ -104,7 +104,7 @@ def test_clear_refuses_a_bad_age(bad):
 
 async def test_the_python_api_takes_a_cap_and_the_cache(config, council_home):
     from council import Council
-    from council.budget import BudgetReached
+    from council.accounting.budget import BudgetReached
     from council.errors import UsageError
 
     async with Council.from_config(str(config), cache=True) as council:

@@ -13,7 +13,7 @@ from conftest import db_rows, invoke_cli, write_config
 from mock_server import start_mock_server
 from serve_helpers import council_serve
 
-from council.budget import BudgetReached
+from council.accounting.budget import BudgetReached
 
 # A call's worst case is about 0.008 (400 tokens at 2e-5) plus its prompt bound at 1e-6 a byte:
 # one member call fits under 0.015, two do not.

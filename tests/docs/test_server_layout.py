@@ -1,6 +1,6 @@
 """Each of the server's promises is kept by one module every request passes through: no route
 checks the token, the Host, the Origin or the content type itself, no route parses a request body
-itself, and no code outside council/asking.py builds a JSON Schema validator (there, references
+itself, and no code outside council/providers/asking.py builds a JSON Schema validator (there, references
 resolve in the offline registry only)."""
 
 from __future__ import annotations
@@ -65,5 +65,5 @@ def test_json_schema_validators_are_built_only_with_the_offline_registry():
         if {"validator_for", "Draft202012Validator", "Draft7Validator", "validate"} & names_in(p)
         and "jsonschema" in p.read_text(encoding="utf-8")
     )
-    assert builders == ["asking.py"], builders
-    assert "registry=_offline_registry()" in (PACKAGE / "asking.py").read_text(encoding="utf-8")
+    assert builders == ["providers/asking.py"], builders
+    assert "registry=_offline_registry()" in (PACKAGE / "providers" / "asking.py").read_text(encoding="utf-8")

@@ -1,5 +1,5 @@
 """Work begun beside a stage's calls waits until they are on the wire, unless it is needed
-sooner (council.background); the price map read so stays one read."""
+sooner (council._util.background); the price map read so stays one read."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import asyncio
 import subprocess
 import sys
 
-from council import Council, background
+from council import Council
+from council._util import background
 from council.providers.fake import FakeAPI
 from council.session import runner
 from council.session.schemas import peer_review_model

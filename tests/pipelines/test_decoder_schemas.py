@@ -12,7 +12,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
-from council.json_schema import inline_refs
 from council.judging.engine import GENERAL_CRITERIA
 from council.judging.rubrics import DEPTH_CRITERIA, load_bias_checklist, load_rubric
 from council.judging.schemas import JudgeReasoning, pairwise_pass_model, rubric_grade_model
@@ -23,6 +22,7 @@ from council.providers.grammar import (
     constrain_schema_for_grammar,
     json_schema_gbnf,
 )
+from council.providers.json_schema import inline_refs
 from council.session.schemas import peer_review_schema
 
 JUDGE_SCHEMAS = {

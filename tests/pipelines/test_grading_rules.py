@@ -10,10 +10,10 @@ import json
 import pytest
 from fake_judges import grade_reply, scripted
 
-from council.asking import invalid_numbers, parse_json_object
 from council.errors import InputError
 from council.judging.engine import grade
 from council.judging.rubrics import load_rubric
+from council.providers.asking import invalid_numbers, parse_json_object
 from council.storage import SQLiteStore
 from tests.conftest import db_dump, db_rows, invoke_cli
 

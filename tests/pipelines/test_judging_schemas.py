@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from council.asking import validate_output
 from council.errors import InputError, InvalidOutputError, NotFoundError, UsageError
 from council.judging import (
     DEPTH_CRITERIA,
@@ -24,6 +23,7 @@ from council.judging import (
 )
 from council.judging.schemas import Rubric
 from council.methods.verdicts import criterion_items
+from council.providers.asking import validate_output
 
 CRITERIA = ["accuracy", "clarity"]
 

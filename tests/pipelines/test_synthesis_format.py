@@ -8,8 +8,8 @@ import json
 import pytest
 
 from council import Council
-from council.asking import JsonFormat, validate_output
 from council.errors import InputError
+from council.providers.asking import JsonFormat, validate_output
 from council.session import prompts
 
 CAPITAL = {

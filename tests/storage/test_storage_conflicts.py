@@ -12,13 +12,13 @@ import threading
 import pytest
 from fake_judges import fake_client
 
+from council.accounting.usage import CallRecord
 from council.errors import CouncilFailure, TransactionConflict
 from council.judging.batch import BatchSettings, content_digest, parse_batch
 from council.judging.engine import compare
 from council.storage import location, open_location
 from council.storage.judgments import JudgmentSave
 from council.storage.retries import ATTEMPTS
-from council.usage import CallRecord
 
 
 def test_a_deadlock_postgresql_breaks_is_a_transaction_conflict(postgres_url):

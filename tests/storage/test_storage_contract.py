@@ -14,12 +14,12 @@ import pytest
 from fake_judges import fake_client
 
 from council import Council
+from council.accounting.usage import CallRecord
 from council.bias.records import BiasRecord
 from council.errors import CouncilFailure, NotFoundError, UsageError
 from council.judging.batch import BatchSettings, content_digest, parse_batch, run_batch
 from council.judging.engine import compare, grade
 from council.storage import BiasQuery, Store, judgments
-from council.usage import CallRecord
 
 MEMBERS = ["fake/alpha", "fake/beta", "fake/gamma", "fake/delta"]
 

@@ -1,0 +1,13 @@
+"""Internal plumbing shared by every package; nothing here is public API and any of it may change.
+
+- ``background``: work in worker threads beside the event loop (store writes, grace timers).
+- ``clock``: time as council stores and filters it (UTC ISO-8601 text, ``--since``).
+- ``home``: the data directory, ``$COUNCIL_HOME``.
+- ``html_parts``: what the self-contained HTML pages (bias report, leaderboard) are drawn with.
+- ``lazy_exports``: a package's public names, imported when first asked for.
+- ``logs``: log events; the library emits them, the host decides where they go.
+- ``outputs``: writing the files users name (``-o FILE``), whole or not at all.
+- ``refused_imports``: importing a library without the optional packages it would load.
+"""
+
+__all__: list[str] = []

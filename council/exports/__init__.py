@@ -1,0 +1,21 @@
+"""Session exports, their row shapes and their published JSON Schemas.
+
+- ``sessions``: session exports shaped in one place (``council export``, ``council sessions list``).
+- ``shapes``: every export line as a pydantic model (the source of docs/schemas/).
+- ``rows``: the flat tables' columns, light enough to load without the session machinery.
+"""
+
+from __future__ import annotations
+
+from council._util.lazy_exports import lazy_exports
+
+_EXPORTS = {
+    "SHAPES": "council.exports.sessions",
+    "export_sessions": "council.exports.sessions",
+    "session_listing": "council.exports.sessions",
+    "stored_result": "council.exports.sessions",
+}
+
+__all__ = sorted(_EXPORTS)
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)
