@@ -22,7 +22,7 @@ queue, the worker, the call log's group commits, the judgments' rows and their c
 summary. No mock server shares the machine with it, and the replies come in fewer turns of the
 event loop than over sockets (so the batch commits less often): this is council's work around
 the calls, without what benchmarks/bench_bare_client.py's "own CPU" (council's CPU beside the mock
-less the bare client's) also counts (docs/benchmarks.md, section 46). ``--latency`` spreads the
+less the bare client's) also counts (docs/benchmark-history.md, section 46). ``--latency`` spreads the
 replies as a server's would come (each after 0.5-1.5 times it): a few a turn, the turns'
 own costs (the loop's, the commits') counted as over sockets; the engine's figure then holds
 the timers' too.
