@@ -34,7 +34,7 @@ GOAL_MS = 0.2
 
 
 def build() -> tuple[object, object, object, object]:
-    from council.call_cache import CallCache
+    from council.accounting.call_cache import CallCache
     from council.config import ModelSpec, ResolvedModel
     from council.judging.engine import GENERAL_CRITERIA
     from council.judging.prompts import pairwise_messages
@@ -73,9 +73,9 @@ async def main() -> None:
     parser.add_argument("--block", type=int, default=250)
     args = parser.parse_args()
     home = prepare(__file__, __doc__.split("\n\n")[2].replace("\n", " "), litellm=False)  # noqa: F841
-    from council.asking import ask_valid
+    from council.providers.asking import ask_valid
     from council.judging.prompts import retry_message
-    from council.usage import CallLog
+    from council.accounting.usage import CallLog
 
     store, client, request, model = build()
     first = await client.complete(request, stage="compare")  # made once, kept

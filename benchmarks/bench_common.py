@@ -215,7 +215,7 @@ def prepare(script: str, *description: str, litellm: bool = True) -> tempfile.Te
         print(line)
     home = tempfile.TemporaryDirectory(prefix="council-bench-")
     os.environ["COUNCIL_HOME"] = home.name
-    from council.logs import configure_logging
+    from council._util.logs import configure_logging
 
     configure_logging()  # as the CLI does: warnings and errors on stderr
     if litellm:

@@ -76,7 +76,7 @@ def worker_main(indices: list[int], config: dict[str, Any], opts: dict[str, Any]
     os.environ.pop("COUNCIL_DATABASE_URL", None)
     if opts["database_url"]:
         os.environ["COUNCIL_DATABASE_URL"] = opts["database_url"]
-    from council.logs import configure_logging
+    from council._util.logs import configure_logging
 
     configure_logging()  # as the CLI does: warnings and errors only, on stderr
     if opts["transport"] == "litellm":

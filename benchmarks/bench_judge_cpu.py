@@ -81,7 +81,7 @@ class Replayed:
 async def timed(items: list[dict[str, Any]], judge: Any, at_once: int) -> float:
     """CPU seconds for judging every item (``at_once`` comparisons in flight)."""
     from council.judging.engine import compare
-    from council.usage import CallLog
+    from council.accounting.usage import CallLog
 
     gate = asyncio.Semaphore(at_once)
 

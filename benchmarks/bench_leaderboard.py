@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from council.leaderboard import leaderboard  # noqa: E402
+from council.leaderboard.stored import leaderboard  # noqa: E402
 from council.storage import SQLiteStore  # noqa: E402
 
 MODELS = [

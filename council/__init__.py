@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from council.lazy_exports import lazy_exports
+from council._util.lazy_exports import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -18,7 +18,7 @@ _EXPORTS = {
     "SessionEvent": "council.session",
     "Candidate": "council.session",
     "Consensus": "council.session",
-    "JsonFormat": "council.asking",
+    "JsonFormat": "council.providers.asking",
     "load_config": "council.config",
     "CouncilError": "council.errors",
     "UsageError": "council.errors",
@@ -33,7 +33,7 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover  # the lazy exports above, for type checkers
     from council.api import Council  # noqa: F401
-    from council.asking import JsonFormat  # noqa: F401
+    from council.providers.asking import JsonFormat  # noqa: F401
     from council.config import load_config  # noqa: F401
     from council.errors import (  # noqa: F401
         ConfigError,

@@ -17,9 +17,9 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from council.asking import JsonFormat
-from council.budget import Budget, cap_in_force, spending
-from council.call_cache import check_can_keep
+from council.providers.asking import JsonFormat
+from council.accounting.budget import Budget, cap_in_force, spending
+from council.accounting.call_cache import check_can_keep
 from council.config import LoadedConfig, ResolvedCouncil, load_config, resolve_council
 from council.errors import UsageError
 from council.providers.client import ModelClient, RetryPolicy, cappable_price
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # imported once the session's replies come in (council.sessio
 
 def attach_call_cache(clients: Iterable[ModelClient], store: Store, *, refresh: bool = False) -> None:
     """Put model clients on the store's call cache (docs/methods.md, "Call cache")."""
-    from council.call_cache import CallCache
+    from council.accounting.call_cache import CallCache
     from council.storage import StoreReplies
 
     cache = CallCache(StoreReplies(store), refresh=refresh)
@@ -43,7 +43,7 @@ def attach_call_cache(clients: Iterable[ModelClient], store: Store, *, refresh: 
 
 
 def session_cap(loaded: LoadedConfig, council: ResolvedCouncil, max_cost: Any = None) -> float | None:
-    """The cap in force for ``council``'s sessions (``council.budget.cap_in_force``): ``max_cost``,
+    """The cap in force for ``council``'s sessions (``council.accounting.budget.cap_in_force``): ``max_cost``,
     else the config's ``[budget] max_cost_usd``. A model of the council whose calls cannot be
     kept within a cap is a ``UsageError`` now, before any session (or any request a server takes)."""
     cap = cap_in_force(max_cost, loaded)

@@ -24,11 +24,11 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from council.errors import InputError, ProviderError
-from council.logs import get_logger
+from council._util.logs import get_logger
 from council.providers.base import ChatRequest
 from council.providers.client import ModelClient
-from council.redaction import keeps_text, redact
-from council.usage import CallSink
+from council.untrusted.redaction import keeps_text, redact
+from council.accounting.usage import CallSink
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -176,7 +176,7 @@ class JsonFormat:
         """What the prompt tells the model about the format (the schema neutralised as untrusted text)."""
         if self.schema is None:
             return "Reply with one JSON object only, no prose around it."
-        from council.slots import neutralise
+        from council.untrusted.slots import neutralise
 
         dumped = neutralise(json.dumps(self.schema, ensure_ascii=False, separators=(",", ":")))
         return f"Reply with one JSON object only, no prose around it, that matches this JSON schema: {dumped}"
@@ -237,7 +237,7 @@ def _offline_registry() -> Any:
 def _refuse_unsafe_keywords(node: Any, root: dict[str, Any]) -> None:
     """Walk every sub-schema (not property names or literal data) for refused keywords and
     references that do not resolve inside the schema itself."""
-    from council.json_schema import resolve_pointer
+    from council.providers.json_schema import resolve_pointer
 
     if isinstance(node, list):
         for item in node:

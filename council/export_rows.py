@@ -1,7 +1,7 @@
 """The flat export tables' rows (``--shape sessions`` in CSV, ``scores``, ``answers``): their
-columns, in order, with their types. Light on purpose (pydantic only): ``council.exports``
+columns, in order, with their types. Light on purpose (pydantic only): ``council.exports.sessions``
 takes its column lists from here without loading the session machinery; the JSON Schemas
-are made in :mod:`council.export_shapes`.
+are made in :mod:`council.exports.shapes`.
 """
 
 from __future__ import annotations

@@ -15,13 +15,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from council.bias.records import BiasRecord, LengthCorrelation, SelfPreference
-from council.export_rows import AnswerRow, ScoreRow, SessionRow
-from council.judgment_files import JudgedPairLine
+from council.exports.rows import AnswerRow, ScoreRow, SessionRow
+from council.leaderboard.judgment_files import JudgedPairLine
 from council.methods.bias_indicators import HonestyRow
 from council.methods.ranking import Consensus
 from council.methods.significance import SignificanceTest
 from council.session.results import Failure, MemberAnswer, Synthesis
-from council.usage import Usage
+from council.accounting.usage import Usage
 
 SCHEMA_DIR = "docs/schemas"
 SCHEMA_URI = "https://json-schema.org/draft/2020-12/schema"

@@ -1,7 +1,7 @@
 """Session exports, shaped in one place (``council export`` and ``council sessions list`` only write them).
 
-Shapes (``SHAPES``), each line's model and JSON Schema in :mod:`council.export_shapes`
-(the flat rows' in :mod:`council.export_rows`):
+Shapes (``SHAPES``), each line's model and JSON Schema in :mod:`council.exports.shapes`
+(the flat rows' in :mod:`council.exports.rows`):
 
 - ``sessions``: one row per session. In JSONL, the whole stored result (``SessionLine``: maps
   keyed by member, model or position become lists of records; a session without a result has
@@ -18,7 +18,7 @@ empty throughout would load as numbers in pandas), and the redacted JSON documen
 key of the full one, with nulls. Integers stay integers; booleans are ``true``/``false`` in
 JSONL and in CSV alike. A redacted export also cuts the session's texts out of every other
 field (errors that echoed the request), and CSV text cells never start a formula
-(:mod:`council.csv_cells`).
+(:mod:`council.untrusted.csv_cells`).
 """
 
 from __future__ import annotations
@@ -29,13 +29,13 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any
 
-from council.csv_cells import csv_cell
+from council.untrusted.csv_cells import csv_cell
 from council.errors import InputError
-from council.export_rows import AnswerRow, ScoreRow, SessionRow
+from council.exports.rows import AnswerRow, ScoreRow, SessionRow
 
 if TYPE_CHECKING:
     from council.bias.records import SessionBiasMetadata
-    from council.export_shapes import SessionLine
+    from council.exports.shapes import SessionLine
 
 REDACTED = "[redacted]"
 FORMATS = ("jsonl", "csv")
@@ -91,8 +91,8 @@ def session_line(row: dict[str, Any], calls: list[dict[str, Any]], redact: bool)
     """One session as the JSONL export writes it (its model's JSON): its stored result with
     every text nulled when ``redact``, or, for a session without one (failed or still
     running), its metadata with the same keys, ``calls`` (its call log) giving the usage."""
-    from council.export_shapes import SessionLine
-    from council.usage import CallRecord, Usage
+    from council.exports.shapes import SessionLine
+    from council.accounting.usage import CallRecord, Usage
 
     row_meta = {
         "kind": row.get("kind") or "council",
@@ -179,7 +179,7 @@ def _duration_ms(row: dict[str, Any]) -> float | None:
 def session_row(row: dict[str, Any], calls: list[dict[str, Any]], redact: bool) -> dict[str, Any]:
     """The flat per-session row; ``calls`` (the session's call log) supplies the totals of a
     session that has no stored result."""
-    from council.usage import CallRecord, Usage
+    from council.accounting.usage import CallRecord, Usage
 
     doc = json.loads(row["result"]) if row.get("result") else {}
     consensus = doc.get("consensus") or {}
@@ -297,7 +297,7 @@ def export_sessions(
         raise InputError(f"unknown export format {fmt!r} (choose {' or '.join(FORMATS)})")
     if shape not in SHAPES:
         raise InputError(f"unknown export shape {shape!r} (choose {', '.join(SHAPES)})")
-    from council.redaction import known_secrets, private_scope
+    from council.untrusted.redaction import known_secrets, private_scope
 
     # Every key council knows is redacted from every row (rows written by older versions may hold one).
     secrets = frozenset(known_secrets())
@@ -335,7 +335,7 @@ def _write_session(
     redact: bool,
     secrets: frozenset[str],
 ) -> None:
-    from council.redaction import redact_document, redacted_model_json
+    from council.untrusted.redaction import redact_document, redacted_model_json
 
     if shape == "sessions" and writer is None:
         calls = [] if row.get("result") else store.session_calls(row["id"])

@@ -87,8 +87,8 @@ def check_text(value: str, what: str, *, nul: bool = False) -> str:
 
 def check_visible(value: str, what: str) -> str:
     """``value`` if it has something a reader can see: not only whitespace and invisible
-    characters (zero-width spaces, joiners, bidi controls: :data:`council.slots.INVISIBLE`)."""
-    from council.slots import INVISIBLE
+    characters (zero-width spaces, joiners, bidi controls: :data:`council.untrusted.slots.INVISIBLE`)."""
+    from council.untrusted.slots import INVISIBLE
 
     if not re.sub(f"[\\s{INVISIBLE}]+", "", value):
         raise InputError(f"{what} has no visible text")

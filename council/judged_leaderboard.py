@@ -3,8 +3,8 @@
 (``council leaderboard --judgments``) and the store's judged pairs (``Store.judged_pairs``) go
 through the same :func:`rate_judgments`, so the same pairs give the same numbers.
 
-Loading is :mod:`council.judgment_files`; the plain ratings are the leaderboard's own
-(:func:`council.ratings.build_leaderboard`, every judgment one unit); style control is
+Loading is :mod:`council.leaderboard.judgment_files`; the plain ratings are the leaderboard's own
+(:func:`council.leaderboard.ratings.build_leaderboard`, every judgment one unit); style control is
 :mod:`council.methods.style_control` and the baseline's raw and length-controlled win rates
 are :mod:`council.methods.length_controlled`. docs/methods.md, "Style control" and
 "Length-controlled win rate".
@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from council.errors import InputError, UsageError
-from council.judgment_files import MARKDOWN_KEYS, Judgment, load_judgments
-from council.ratings import (
+from council.leaderboard.judgment_files import MARKDOWN_KEYS, Judgment, load_judgments
+from council.leaderboard.ratings import (
     DEFAULT_BOOTSTRAP,
     MAX_BOOTSTRAP,
     Leaderboard,
@@ -190,7 +190,7 @@ def stored_judgments(rows: Iterable[dict[str, Any]]) -> list[Judgment]:
     store's. Each distinct model name and markdown count is one object shared by every judgment
     that has it (they are only read): about 1 instead of 2 kB a judgment, for a fit that holds
     them all."""
-    from council.judgment_files import MarkdownCounts
+    from council.leaderboard.judgment_files import MarkdownCounts
 
     shared: dict[Any, Any] = {}
 

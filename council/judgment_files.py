@@ -11,7 +11,7 @@ a JSON list of objects with ``generator_1`` (A, its baseline), ``generator_2`` (
 ``preference`` in [1, 2] (2: B better; 0 and 1.5: a tie; null: not judged, left out and
 counted, as AlpacaEval does), ``output_1``/``output_2`` (lengths and markdown counts are
 taken from them) and ``instruction`` (the prompt). Files are read through
-:func:`council.inputs.read_text_file`; a bad judgment stops the load with one line naming the
+:func:`council.untrusted.inputs.read_text_file`; a bad judgment stops the load with one line naming the
 file and line (or item), nothing half-read.
 """
 
@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, Valid
 
 from council.bias.loading import explain
 from council.errors import InputError, UsageError
-from council.inputs import MAX_BATCH_BYTES, read_text_file
+from council.untrusted.inputs import MAX_BATCH_BYTES, read_text_file
 from council.methods.style_counts import MARKDOWN_KEYS, answer_style  # noqa: F401  (found here too)
 
 if TYPE_CHECKING:

@@ -2,11 +2,11 @@
 bootstrap intervals (``council leaderboard``).
 
 A model is its model string, so one model pools across councils and members. The data
-come from :mod:`council.storage.comparisons`, the board from :mod:`council.ratings`; this module
+come from :mod:`council.storage.comparisons`, the board from :mod:`council.leaderboard.ratings`; this module
 reads the store and says what the numbers can and cannot tell. With ``control`` or a
 baseline, council's judged pairs (``Store.judged_pairs``, with their answers' lengths and
 markdown counts) are rated as a judgments file of them would be
-(:mod:`council.judged_leaderboard`). docs/methods.md, "Leaderboard" and "Style control".
+(:mod:`council.leaderboard.judged`). docs/methods.md, "Leaderboard" and "Style control".
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from council.errors import UsageError
-from council.ratings import (  # noqa: F401  (the leaderboard's names, found here too)
+from council.leaderboard.ratings import (  # noqa: F401  (the leaderboard's names, found here too)
     DEFAULT_BOOTSTRAP,
     MAX_BOOTSTRAP,
     SCALE,
@@ -31,7 +31,7 @@ from council.ratings import (  # noqa: F401  (the leaderboard's names, found her
 from council.storage import Store, using_store
 
 if TYPE_CHECKING:
-    from council.judgment_files import Judgment
+    from council.leaderboard.judgment_files import Judgment
 
 
 def leaderboard(
@@ -53,7 +53,7 @@ def leaderboard(
     ``control``: hold these styles equal (``length``, ``markdown``): the judged pairs are rated
     as a judgments file of them would be (docs/methods.md, "Style control").
     """
-    from council.clock import parse_since
+    from council._util.clock import parse_since
 
     if source not in SOURCES:
         raise UsageError(f"--source must be one of {', '.join(SOURCES)}, got {source!r}")
@@ -69,7 +69,7 @@ def leaderboard(
     with using_store(store) as opened:
         assert opened is not None, "the leaderboard reads a store"
         if control or (baseline is not None and source != "sessions" and council is None):
-            from council.judged_leaderboard import stored_judgments
+            from council.leaderboard.judged import stored_judgments
 
             # The fit needs them all: read as judgments, each row let go once converted.
             pairs = stored_judgments(opened.judged_pairs(since=stored_since))
@@ -118,7 +118,7 @@ def _controlled(
     seed: int,
     since: str | None,
 ) -> Leaderboard:
-    from council.judged_leaderboard import rate_judgments
+    from council.leaderboard.judged import rate_judgments
 
     kept, left = _styled(pairs, [*control, "length"] if baseline else control)
     board = rate_judgments(kept, control=control, baseline=baseline, bootstrap=bootstrap, seed=seed)
@@ -134,7 +134,7 @@ def _controlled(
 
 def _stored_lc(board: Leaderboard, pairs: list[Judgment], baseline: str) -> None:
     """Each model's ``lc_win_rate`` from the judged pairs against ``baseline`` that carry lengths."""
-    from council.judged_leaderboard import length_controlled
+    from council.leaderboard.judged import length_controlled
 
     games = [j for j in pairs if baseline in (j.model_a, j.model_b)]
     kept, left = _styled(games, ["length"])

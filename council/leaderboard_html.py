@@ -1,16 +1,16 @@
 """The leaderboard as one self-contained HTML page (``council leaderboard --html``): a forest
 plot of the ratings with their intervals, the table and the notes, in the bias report's styles
-(:mod:`council.html_parts`); inline SVG, no scripts, every string from the data escaped."""
+(:mod:`council._util.html_parts`); inline SVG, no scripts, every string from the data escaped."""
 
 from __future__ import annotations
 
 from html import escape
 from typing import TYPE_CHECKING
 
-from council.html_parts import PAGE_CSS, html_table, nice_ticks, number, scroll
+from council._util.html_parts import PAGE_CSS, html_table, nice_ticks, number, scroll
 
 if TYPE_CHECKING:
-    from council.leaderboard_shape import Leaderboard
+    from council.leaderboard.shape import Leaderboard
 
 
 def leaderboard_chart(board: Leaderboard, group: int | None = None) -> str:

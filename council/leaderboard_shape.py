@@ -1,6 +1,6 @@
 """The leaderboard's shape: what every output prints (text, JSON, HTML, the server, MCP).
 
-Kept apart from the ratings (:mod:`council.ratings`, which fits them with numpy), so that a
+Kept apart from the ratings (:mod:`council.leaderboard.ratings`, which fits them with numpy), so that a
 program that only describes a leaderboard (the MCP server publishing its tools' output
 schemas at start-up) does not import numpy. docs/methods.md, "Leaderboard".
 """

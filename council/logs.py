@@ -4,7 +4,7 @@ Library modules log through :func:`get_logger`: structlog bound to the standard 
 ``logging`` under the ``council`` logger, which has a ``NullHandler``. Used from Python,
 council therefore prints nothing unless the application configures logging (it then gets
 council's events like any other library's). Every event is redacted
-(:mod:`council.redaction`) before any handler sees it.
+(:mod:`council.untrusted.redaction`) before any handler sees it.
 
 The CLI and the server call :func:`configure_logging`: human-readable lines on stderr, or JSON
 lines appended to ``$COUNCIL_LOG_FILE`` (created 0600), at ``COUNCIL_LOG_LEVEL`` (default
@@ -20,8 +20,8 @@ import sys
 import threading
 from typing import Any
 
-from council.redaction import REDACTED, redact, redact_data
-from council.refused_imports import refused
+from council.untrusted.redaction import REDACTED, redact, redact_data
+from council._util.refused_imports import refused
 
 
 def _structlog() -> Any:
@@ -38,7 +38,7 @@ def _structlog() -> Any:
     if _imported is None:
         with _import_lock:
             if _imported is None:
-                with refused("rich", why="structlog's import (council.logs)"):
+                with refused("rich", why="structlog's import (council._util.logs)"):
                     import structlog
                 _imported = structlog
     return _imported
@@ -118,7 +118,7 @@ class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
 
 def _visible(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
-    from council.terminal import visible
+    from council.untrusted.terminal import visible
 
     return {k: visible(v) if isinstance(v, str) else v for k, v in event.items()}
 

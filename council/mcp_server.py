@@ -25,9 +25,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from council.errors import CouncilError, InputError, PrerequisiteError
-from council.inputs import check_json_text
+from council.untrusted.inputs import check_json_text
 from council.session.results import SessionResult
-from council.terminal import visible
+from council.untrusted.terminal import visible
 
 SERVER_NAME = "council"
 INSTALL_HINT = "council mcp needs the MCP SDK: pip install 'council-orchestrator[mcp]'"
@@ -45,7 +45,7 @@ def _sdk() -> Any:
 
 def one_line(message: str) -> str:
     """``message`` on one line (any line break, Unicode's too, is a space), redacted as error text."""
-    from council.redaction import redact
+    from council.untrusted.redaction import redact
 
     return " ".join(redact(message).split())
 
@@ -132,7 +132,7 @@ class _Progress:
 
 def _result(text: str, structured: dict[str, Any] | None, *, error: bool = False) -> Any:
     """Every tool's reply. The text, which clients show to people too, gets control characters
-    as escapes (:func:`council.terminal.visible`); the structured content keeps them as written."""
+    as escapes (:func:`council.untrusted.terminal.visible`); the structured content keeps them as written."""
     from mcp_types import CallToolResult, TextContent
 
     content = [TextContent(type="text", text=visible(text))]
@@ -226,12 +226,12 @@ def build_server(tools: Tools) -> Any:
     from mcp_types import CallToolResult
 
     from council.judging.outcomes import ComparisonOutcome, GradeOutcome
-    from council.leaderboard_shape import Leaderboard  # not council.leaderboard: it imports numpy
+    from council.leaderboard.shape import Leaderboard  # not council.leaderboard.stored: it imports numpy
 
     class CheckedServer(sdk.MCPServer):
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
             """Every argument's text checked before any tool sees it (U+0000, lone surrogates:
-            council.inputs), as text is wherever it comes in: a one-line tool error."""
+            council.untrusted.inputs), as text is wherever it comes in: a one-line tool error."""
             try:
                 for key, value in arguments.items():
                     check_json_text(value, f"argument {key!r}")
@@ -401,8 +401,8 @@ def build_server(tools: Tools) -> Any:
     ) -> Annotated[CallToolResult, Leaderboard]:
         """Bradley–Terry ratings per model, with bootstrap intervals, from the stored sessions and judged pairs."""
         from council.cli.leaderboard import render_text
-        from council.judged_leaderboard import parse_control
-        from council.leaderboard import leaderboard
+        from council.leaderboard.judged import parse_control
+        from council.leaderboard.stored import leaderboard
 
         async def go() -> Any:
             board = await asyncio.to_thread(
@@ -451,7 +451,7 @@ def build_server(tools: Tools) -> Any:
 
 
 async def _judging(tools: Tools, refs: list[str] | None, ctx: Any, work: Callable[..., Awaitable[Any]]) -> Any:
-    from council.budget import Budget, cap_in_force
+    from council.accounting.budget import Budget, cap_in_force
     from council.config import resolve_privacy
     from council.judging.engine import make_judges
     from council.providers.client import cap_spending, share_limits
@@ -497,7 +497,7 @@ def _bias_report(since: str | None, reviewers: list[str], council: str | None) -
 
 
 def _sessions(session_id: str | None, limit: int, council: str | None, since: str | None) -> Any:
-    from council.exports import session_listing, stored_result
+    from council.exports.sessions import session_listing, stored_result
     from council.storage import using_store
 
     with using_store(True) as store:

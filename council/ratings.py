@@ -1,10 +1,10 @@
 """The leaderboard's ratings from counted comparisons (pure: no I/O).
 
-:class:`Leaderboard` (its shape, :mod:`council.leaderboard_shape`) is what every output prints
+:class:`Leaderboard` (its shape, :mod:`council.leaderboard.shape`) is what every output prints
 (text, JSON, HTML, the server, MCP); :func:`build_leaderboard` fills it from
 :class:`~council.storage.ComparisonData` with the Bradley–Terry fit and intervals of
-:mod:`council.methods.bradley_terry`. Reading the store is :mod:`council.leaderboard`,
-judgment files and style control :mod:`council.judged_leaderboard`. docs/methods.md,
+:mod:`council.methods.bradley_terry`. Reading the store is :mod:`council.leaderboard.stored`,
+judgment files and style control :mod:`council.leaderboard.judged`. docs/methods.md,
 "Leaderboard".
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from council.errors import UsageError
-from council.leaderboard_shape import (  # noqa: F401  (the leaderboard's names, found here too)
+from council.leaderboard.shape import (  # noqa: F401  (the leaderboard's names, found here too)
     DEFAULT_BOOTSTRAP,
     MAX_BOOTSTRAP,
     SCALE,

@@ -1,5 +1,5 @@
 """The characters that read as ``<``, ``/`` or a letter of a slot name (from Unicode's confusables
-table; written by scripts/write_slot_lookalikes.py, do not edit). See council.slots."""
+table; written by scripts/write_slot_lookalikes.py, do not edit). See council.untrusted.slots."""
 
 # target: every single character confusable with it, as escapes
 _BY_TARGET = {

@@ -17,7 +17,7 @@ characters: every Unicode "format" character and a few fillers) anywhere between
 ``<`` and the end of the name, even inside it (``<ans\u200bwer>``). Lookalikes count as
 what they look like: each character is folded first (NFKC, case folding, then Unicode's
 confusables table, from the ``confusable-homoglyphs`` package, for ``<``, ``/`` and the
-letters of the slot names, kept in :mod:`council.slot_lookalikes`), so ``<\u0430nswer>``
+letters of the slot names, kept in :mod:`council.untrusted.lookalikes`), so ``<\u0430nswer>``
 with a Cyrillic ``а``, ``˂/answer>``, ``＜／ａｎｓｗｅｒ＞`` and ``<𝐚nswer>`` are tags too.
 Neutralising replaces the opening sign with ``‹`` (U+2039) and keeps everything else, so a
 reviewer still sees what the text said.
@@ -65,8 +65,8 @@ def tag_pattern() -> re.Pattern[str]:
 
 def _confusables() -> dict[str, str]:
     """Every single character Unicode lists as confusable with ``<``, ``/`` or a letter of a
-    slot name, mapped to it: kept in council.slot_lookalikes (the whole table takes ~30 ms to load)."""
-    from council.slot_lookalikes import LOOKALIKES
+    slot name, mapped to it: kept in council.untrusted.lookalikes (the whole table takes ~30 ms to load)."""
+    from council.untrusted.lookalikes import LOOKALIKES
 
     return LOOKALIKES
 

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
-from council.logs import get_logger
+from council._util.logs import get_logger
 
 log = get_logger("council.usage")
 

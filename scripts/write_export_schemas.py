@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from council.export_shapes import SCHEMA_DIR, export_schemas
+from council.exports.shapes import SCHEMA_DIR, export_schemas
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""Write council/slot_lookalikes.py: the part of Unicode's confusables table that slot tags need
+"""Write council/untrusted/lookalikes.py: the part of Unicode's confusables table that slot tags need
 (tests/pipelines/test_slots.py checks it is current; ruff formats it).
 
     python scripts/write_slot_lookalikes.py
@@ -20,7 +20,7 @@ TARGET = ROOT / "council" / "slot_lookalikes.py"
 def lookalikes() -> dict[str, str]:
     from confusable_homoglyphs.confusables import confusables_data
 
-    from council.slots import NEUTRAL_OPENER, SLOT_NAMES
+    from council.untrusted.slots import NEUTRAL_OPENER, SLOT_NAMES
 
     targets = {ch for name in SLOT_NAMES for ch in name} | {"<", "/"}
     table: dict[str, str] = {}
@@ -41,7 +41,7 @@ def source(table: dict[str, str]) -> str:
         by_target.setdefault(target, []).append(lookalike)
     lines = [
         '"""The characters that read as ``<``, ``/`` or a letter of a slot name (from Unicode\'s confusables',
-        'table; written by scripts/write_slot_lookalikes.py, do not edit). See council.slots."""',
+        'table; written by scripts/write_slot_lookalikes.py, do not edit). See council.untrusted.slots."""',
         "",
         "# target: every single character confusable with it, as escapes",
         "_BY_TARGET = {",

@@ -97,7 +97,7 @@ def invoke_cli(*args: str, env: dict[str, str] | None = None, input: str | bytes
     from click.testing import CliRunner
 
     from council.cli.main import cli
-    from council.logs import unconfigure_logging
+    from council._util.logs import unconfigure_logging
 
     try:
         result = CliRunner().invoke(cli, list(args), env=env, input=input, prog_name="council")

@@ -10,7 +10,7 @@ words, ``html`` the report's self-contained HTML page and ``export`` the JSONL/C
 
 from __future__ import annotations
 
-from council.lazy_exports import lazy_exports
+from council._util.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "BiasRecord": "council.bias.records",

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from council.bias.records import BiasRecord
-from council.clock import parse_since
-from council.csv_cells import csv_cell
+from council._util.clock import parse_since
+from council.untrusted.csv_cells import csv_cell
 from council.errors import InputError
 from council.storage import Store
 

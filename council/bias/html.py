@@ -16,7 +16,7 @@ from html import escape
 
 from council.bias.report import BiasReport, position_verdict
 from council.bias.wording import findings, p_text
-from council.html_parts import PAGE_CSS, html_table, nice_ticks, number, scroll
+from council._util.html_parts import PAGE_CSS, html_table, nice_ticks, number, scroll
 from council.methods.significance import SignificanceTest
 
 

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from council.bias.foreign import RECORD_FORMATS, RecordFormat, detect_format, from_llm_council_core
 from council.bias.records import BiasRecord
 from council.errors import InputError, UsageError
-from council.inputs import check_json_text, parse_json_line
+from council.untrusted.inputs import check_json_text, parse_json_line
 from council.storage import Store, memory_store
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from council.errors import ConfigError
-from council.logs import get_logger
+from council._util.logs import get_logger
 
 log = get_logger("council.bias")
 
@@ -101,7 +101,7 @@ class QueryHasher:
     def of_store(cls, store: Any) -> QueryHasher:
         """The installation's hasher for a run writing to ``store`` (or None): its salt file in
         the data directory, or ``COUNCIL_SALT_FILE``; a replaced salt is noticed by the store."""
-        from council.home import council_home
+        from council._util.home import council_home
 
         def had_hashes() -> bool:
             return store is not None and bool(store.has_query_hashes())

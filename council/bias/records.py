@@ -26,7 +26,7 @@ from council.bias.query_hash import (  # noqa: F401  # importable from here, as 
     QueryHasher,
     read_shared_salt,
 )
-from council.clock import to_utc_iso
+from council._util.clock import to_utc_iso
 from council.methods import exact_moments
 from council.methods.bias_indicators import (
     INDICATORS_NOTE,

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from council.bias.loading import load_records_files
 from council.bias.records import LENGTH_UNITS, LengthUnit
 from council.bias.validation import problems_of, raise_first
-from council.clock import parse_since
+from council._util.clock import parse_since
 from council.errors import UsageError
 from council.methods.bias_indicators import (
     INDICATORS_NOTE,

@@ -12,8 +12,8 @@ import click
 from council.cli.common import WholeNumber, cache_options, lease_seconds_option, max_cost_option, output_option, quiet
 from council.cli.judge import STRATEGIES, adaptive_option, batch_judge_option, config_option, votes_option
 from council.errors import CouncilFailure, UsageError
-from council.inputs import MAX_BATCH_BYTES, read_text_file
-from council.outputs import check_output
+from council.untrusted.inputs import MAX_BATCH_BYTES, read_text_file
+from council._util.outputs import check_output
 
 if TYPE_CHECKING:
     from council.config import PrivacySettings
@@ -76,7 +76,7 @@ class BatchProgress:
         line = f"provider batch {batch_id}: {status}, {done} done, {failed} failed of {total}"
         if not self.quiet and line != self._last_line:
             self._last_line = line
-            from council.terminal import visible
+            from council.untrusted.terminal import visible
 
             self.err.print(visible(line), markup=False, highlight=False)
 
@@ -288,7 +288,7 @@ def judge_file(
     else:
         render_summary(summary)
     if summary.budget_reached:
-        from council.budget import BudgetReached
+        from council.accounting.budget import BudgetReached
 
         assert summary.spent_usd is not None and summary.max_cost_usd is not None
         raise BudgetReached(summary.spent_usd, summary.max_cost_usd)
@@ -323,7 +323,7 @@ def batch_status(batch_id: str, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(found, indent=2))
         return
-    from council.terminal import visible
+    from council.untrusted.terminal import visible
 
     cost = "unknown" if found["cost_usd"] is None else f"${found['cost_usd']:.4f}"
     click.echo(
@@ -430,7 +430,7 @@ def render_summary(s: BatchSummary) -> None:
 def _budget_rows(s: BatchSummary) -> list[tuple[str, str]]:
     if s.max_cost_usd is None or s.spent_usd is None:
         return []
-    from council.budget import usd
+    from council.accounting.budget import usd
 
     reached = " (reached: resume with a higher --max-cost)" if s.budget_reached else ""
     return [("spend cap (all runs)", f"{usd(s.spent_usd)} of {usd(s.max_cost_usd)}{reached}")]

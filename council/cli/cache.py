@@ -25,7 +25,7 @@ def stats(as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(figures, indent=2))
         return
-    from council.terminal import visible
+    from council.untrusted.terminal import visible
 
     saved = "unknown" if figures["saved_usd"] is None else f"${figures['saved_usd']:.4f}"
     click.echo(f"{figures['entries']} entries ({figures['bytes']} bytes); oldest {figures['oldest'] or '-'}")

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from council.outputs import open_output
+from council._util.outputs import open_output
 
 DEBUG_HELP = "Show full tracebacks and debug logs."
 QUIET_HELP = "No progress or status lines on stderr (results, warnings and errors still print)."
@@ -26,7 +26,7 @@ def _root_obj(ctx: click.Context) -> dict[str, Any]:
 def _set_debug(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if value and not _root_obj(ctx).get("debug"):
         _root_obj(ctx)["debug"] = True
-        from council.logs import configure_logging
+        from council._util.logs import configure_logging
 
         configure_logging(debug=True)
 
@@ -58,13 +58,13 @@ def add_shared_options(command: click.Command) -> click.Command:
 
 
 class WholeNumber(click.IntRange):
-    """A whole-number option, read as every number a user types (``council.inputs.whole_number``):
+    """A whole-number option, read as every number a user types (``council.untrusted.inputs.whole_number``):
     ASCII digits only, within the range; anything else is one line and exit 2."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if not isinstance(value, str):
             return super().convert(value, param, ctx)  # a default
-        from council.inputs import whole_number
+        from council.untrusted.inputs import whole_number
 
         name = max(param.opts, key=len) if param is not None else "the value"
         hi = self.max if self.max is not None else 10**18
@@ -91,7 +91,7 @@ def quiet() -> bool:
 def status(message: str) -> None:
     """A status line on stderr ("wrote FILE", "exported 3 sessions"), unless ``--quiet``."""
     if not quiet():
-        from council.terminal import visible
+        from council.untrusted.terminal import visible
 
         click.echo(visible(message), err=True)
 
@@ -122,7 +122,7 @@ def config_and_privacy(config_path: str | None) -> tuple[Any, Any]:
 
 
 def max_cost_option(help: str = MAX_COST_HELP) -> Any:
-    """``--max-cost USD``: a hard spend cap (checked by ``council.budget.check_cap``)."""
+    """``--max-cost USD``: a hard spend cap (checked by ``council.accounting.budget.check_cap``)."""
     return click.option("--max-cost", "max_cost", metavar="USD", help=help)
 
 
@@ -158,7 +158,7 @@ def cache_options(command: Any) -> Any:
 def cache_wanted(use_cache: bool, refresh: bool, loaded: Any) -> bool:
     """Whether the call cache is on: ``--cache``/``--refresh``, else ``[cache] enabled``. With
     transcripts off it cannot keep replies: a ``UsageError``."""
-    from council.call_cache import check_can_keep
+    from council.accounting.call_cache import check_can_keep
     from council.config import resolve_privacy
 
     wanted = use_cache or refresh or loaded.config.cache.enabled

@@ -1,12 +1,12 @@
 """``council export``: session logs (JSONL/CSV; per session, per review score or per answer;
-full or redacted) and bias records. The rows are shaped in :mod:`council.exports`."""
+full or redacted) and bias records. The rows are shaped in :mod:`council.exports.sessions`."""
 
 from __future__ import annotations
 
 import click
 
 from council.cli.common import open_output, output_option, status
-from council.exports import SHAPES
+from council.exports.sessions import SHAPES
 
 
 @click.command()
@@ -30,7 +30,7 @@ def export(
     fmt: str, shape: str, redact: bool, output: str | None, since: str | None, bias_records: bool, judged_pairs: bool
 ) -> None:
     """Export session logs, bias records or judged pairs from the database."""
-    from council.clock import parse_since
+    from council._util.clock import parse_since
     from council.storage import using_store
 
     if since:
@@ -41,7 +41,7 @@ def export(
         if bias_records or fmt != "jsonl":
             raise UsageError("--judged-pairs writes a judgments file: JSON Lines, "
                              "without --bias-records or --format csv")
-        from council.judgment_files import export_judged_pairs
+        from council.leaderboard.judgment_files import export_judged_pairs
 
         with using_store(True) as store, open_output(output) as fh:
             n = export_judged_pairs(store, fh, since=parse_since(since) if since else None)
@@ -54,7 +54,7 @@ def export(
             n = export_bias_records(store, fh, fmt=fmt, since=since)
         status(f"exported {n} bias records")
         return
-    from council.exports import export_sessions
+    from council.exports.sessions import export_sessions
 
     with using_store(True) as store, open_output(output) as fh:
         count = export_sessions(store, fh, fmt=fmt, shape=shape, redact=redact, since=since)

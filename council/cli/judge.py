@@ -9,7 +9,7 @@ import click
 
 from council.cli.common import WholeNumber, cache_options, max_cost_option
 from council.errors import CouncilFailure, InputError
-from council.inputs import read_text_file
+from council.untrusted.inputs import read_text_file
 
 if TYPE_CHECKING:
     from council.config import PrivacySettings
@@ -79,7 +79,7 @@ def run_with_judges(
     store): the store is opened here, once, and handed to ``work``, and judges with an ``rpm`` or
     ``tpm`` keep it in the store's budgets, one for every process sharing the store, as a batch's
     workers do (else ``store`` is the cache's, or None)."""
-    from council.budget import Budget, BudgetReached, cap_in_force, check_cap
+    from council.accounting.budget import Budget, BudgetReached, cap_in_force, check_cap
     from council.cli.common import attach_cache, cache_wanted, config_and_privacy
     from council.judging.engine import make_judges
     from council.providers.client import cap_spending, share_limits
@@ -310,7 +310,7 @@ def render_comparison(outcome: ComparisonOutcome) -> None:
     from rich.text import Text
 
     from council.cli.render import literal, out, styled
-    from council.terminal import visible
+    from council.untrusted.terminal import visible
 
     if outcome.success:
         consistency = (
@@ -394,7 +394,7 @@ def render_grade(outcome: GradeOutcome) -> None:
     from rich.table import Table
 
     from council.cli.render import out, styled
-    from council.terminal import visible
+    from council.untrusted.terminal import visible
 
     report = outcome.report
     for judge in outcome.judges:

@@ -9,12 +9,12 @@ import click
 
 from council.cli.common import WholeNumber
 from council.cli.reports import check_report_targets, write_report
-from council.inputs import MAX_SEED
+from council.untrusted.inputs import MAX_SEED
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from council.leaderboard import Leaderboard
+    from council.leaderboard.stored import Leaderboard
 
 
 @click.command("leaderboard")
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 @click.option(
     "--bootstrap",
     type=WholeNumber(0, 100_000),
-    default=200,  # = council.leaderboard_shape.DEFAULT_BOOTSTRAP (not imported: the help loads no pydantic)
+    default=200,  # = council.leaderboard.shape.DEFAULT_BOOTSTRAP (not imported: the help loads no pydantic)
     show_default=True,
     metavar="N",
     help="Bootstrap rounds for the 95% intervals (0: none; more: steadier interval ends, slower).",
@@ -71,7 +71,7 @@ def leaderboard(
     """Bradley–Terry ratings per model, with bootstrap intervals, from every stored ranking
     and judged pair (a tie is half a win)."""
     from council.errors import UsageError
-    from council.leaderboard import leaderboard as build
+    from council.leaderboard.stored import leaderboard as build
 
     check_report_targets(output, html, as_json=as_json, what="leaderboard", inputs=judgments)
     if judgments:
@@ -79,20 +79,20 @@ def leaderboard(
                  if _given(name)]
         if clash:
             raise UsageError(f"{', '.join(clash)} select(s) stored data; --judgments rates the files instead")
-        from council.judged_leaderboard import judged_leaderboard, parse_control
+        from council.leaderboard.judged import judged_leaderboard, parse_control
 
         board = judged_leaderboard(judgments, judgments_format=judgments_format, control=parse_control(control),
                                    baseline=baseline, bootstrap=bootstrap, seed=seed)
     else:
         if _given("judgments_format"):
             raise UsageError("--judgments-format need(s) --judgments files")
-        from council.judged_leaderboard import parse_control
+        from council.leaderboard.judged import parse_control
 
         board = build(council=council_name, since=since, source=source, bootstrap=bootstrap, seed=seed,
                       baseline=baseline, control=parse_control(control))
 
     def page() -> str:
-        from council.leaderboard_html import render_leaderboard_html
+        from council.leaderboard.html import render_leaderboard_html
 
         return render_leaderboard_html(board)
 
@@ -117,7 +117,7 @@ def render_text(board: Leaderboard, console: Console) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from council.terminal import visible
+    from council.untrusted.terminal import visible
 
     units = f"{board.sessions} sessions, {board.judgments} judged pairs, {board.comparisons} comparisons"
     if not board.models:

@@ -104,8 +104,8 @@ class LazyGroup(click.Group):
 
 def one_line(message: str) -> str:
     """An error as printed: no secrets, control characters visible, on one line."""
-    from council.redaction import redact
-    from council.terminal import visible
+    from council.untrusted.redaction import redact
+    from council.untrusted.terminal import visible
 
     return " ".join(visible(redact(message)).split())
 
@@ -142,7 +142,7 @@ def cli(ctx: click.Context, debug: bool, quiet: bool) -> None:
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
     ctx.obj["quiet"] = quiet
-    from council.logs import configure_logging
+    from council._util.logs import configure_logging
 
     configure_logging(debug=debug)
 

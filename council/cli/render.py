@@ -2,7 +2,7 @@
 
 Every string a user, a file or a model supplied is data, printed as written: council's
 consoles never read markup (``[/]`` or ``[link=...]`` in an answer is shown, not obeyed)
-and show control characters as escapes (:mod:`council.terminal`). Council's own styling
+and show control characters as escapes (:mod:`council.untrusted.terminal`). Council's own styling
 is passed as styles: :func:`styled` builds a line of styled words and literal values.
 """
 
@@ -17,7 +17,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from council.terminal import visible
+from council.untrusted.terminal import visible
 
 if TYPE_CHECKING:
     from council.session.results import SessionResult

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from council.cli.common import open_output, status, write_output
-from council.outputs import check_output
+from council._util.outputs import check_output
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -8,7 +8,7 @@ import click
 
 from council.cli.common import WholeNumber, cache_options, max_cost_option
 from council.errors import UsageError
-from council.inputs import MAX_SEED
+from council.untrusted.inputs import MAX_SEED
 
 
 @click.command()
@@ -65,7 +65,7 @@ def run(
     answered or a synthesis that was asked for is missing (the session is partial).
     """
     from council.api import Council
-    from council.budget import BudgetReached, cap_in_force, check_cap
+    from council.accounting.budget import BudgetReached, cap_in_force, check_cap
     from council.cli.common import cache_wanted, quiet, status
     from council.cli.progress import ProgressDisplay
     from council.cli.show_parts import show_option_parts
@@ -84,7 +84,7 @@ def run(
     # The cap in force over this invocation's one session: --max-cost, else the config's.
     cap = cap_in_force(max_cost, loaded)
     council = Council(loaded, council=council_name, max_cost=cap, cache=cached, refresh=refresh)
-    budget = council.budget
+    budget = council.accounting.budget
     if cached:
         status("note: the call cache repeats kept answers; answers sampled at temperature > 0 are meant to vary")
     # The parts shown as they arrive are the progress; a live bar would interleave with them.
@@ -136,7 +136,7 @@ def run(
 
 def read_question(question: str | None, question_file: str | None) -> str:
     """The question from exactly one source: the argument, standard input ('-'), or a file."""
-    from council.inputs import read_text_file, read_text_stream
+    from council.untrusted.inputs import read_text_file, read_text_stream
 
     if question is not None and question_file is not None:
         raise UsageError("give the question as QUESTION or with --file FILE, not both")

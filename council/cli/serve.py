@@ -108,7 +108,7 @@ def serve(
     sock = _listen(host, port)
     shown = f"[{host}]" if ":" in host else host
     listening = f"http://{shown}:{sock.getsockname()[1]}/v1"
-    from council.terminal import visible
+    from council.untrusted.terminal import visible
 
     councils_served = ", ".join(sorted(loaded.config.councils))
     web = listening.removesuffix("v1")
@@ -159,7 +159,7 @@ def worker_app(options: WorkerOptions) -> Any:
     """The app of one worker process (``--workers N``): the CLI's logging, the config, the
     warm-up, then :func:`create_app` as one process would call it."""
     from council.config import load_config, resolve_council
-    from council.logs import configure_logging
+    from council._util.logs import configure_logging
 
     configure_logging(debug=options.debug)
     loaded = load_config(options.config_path)

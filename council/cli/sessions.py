@@ -28,7 +28,7 @@ def list_sessions(limit: int, since: str | None, council_name: str | None, as_js
     with using_store(True) as store:
         rows = store.list_sessions(limit=limit, since=since, council=council_name)
     if as_json:
-        from council.exports import session_listing
+        from council.exports.sessions import session_listing
 
         click.echo(json.dumps([session_listing(r) for r in rows], indent=2))
         return
@@ -62,7 +62,7 @@ def show_session(session_id: str, as_json: bool, show: str | None) -> None:
     from council.storage import using_store
 
     parts = show_option_parts("all" if show is None and not as_json else show, as_json)
-    from council.exports import session_listing, stored_result
+    from council.exports.sessions import session_listing, stored_result
 
     with using_store(True) as store:
         row = store.get_session(session_id)
@@ -71,7 +71,7 @@ def show_session(session_id: str, as_json: bool, show: str | None) -> None:
         click.echo(json.dumps(result or session_listing(row), indent=2))
         return
     if result is None:
-        from council.terminal import visible
+        from council.untrusted.terminal import visible
 
         error = f", error: {row['error']}" if row["error"] else ""
         click.echo(visible(f"session {row['id']}: status {row['status']}{error}"))

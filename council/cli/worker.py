@@ -34,7 +34,7 @@ def worker(
     to the queue when their lease passes (their calls may then be made again)."""
     import asyncio
 
-    from council.budget import Budget, BudgetReached, cap_in_force, check_cap
+    from council.accounting.budget import Budget, BudgetReached, cap_in_force, check_cap
     from council.cli.common import config_and_privacy, status
     from council.errors import CouncilFailure, NotFoundError, UsageError
     from council.judging.batch import batch_budget

@@ -19,9 +19,9 @@ from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 from council.config.endpoints import Transport, bare_model_fix, default_api_key, transport_of
 from council.config.schema import ConfigFile, CouncilSpec, ModelSpec, SelfReview
 from council.errors import ConfigError, InputError, NotFoundError
-from council.home import council_home
-from council.inputs import parse_toml, read_text_file
-from council.redaction import register_secret, register_url_credentials
+from council._util.home import council_home
+from council.untrusted.inputs import parse_toml, read_text_file
+from council.untrusted.redaction import register_secret, register_url_credentials
 
 # The embedded offline default: two different small local models (llama.cpp),
 # so a fresh install can run a real multi-model council with no keys and no network.

@@ -152,7 +152,7 @@ class Storage(_Strict):
 class BudgetSpec(_Strict):
     """``[budget]``: a hard spend cap wherever the file is used: run, compare, grade, batch, worker,
     and each session of the server, the MCP tools and the Python API (``--max-cost`` wins;
-    ``council.budget.cap_in_force``)."""
+    ``council.accounting.budget.cap_in_force``)."""
 
     max_cost_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
 

@@ -30,9 +30,9 @@ from typing import IO, Any
 
 from pydantic import BaseModel, Field
 
-from council.budget import Budget, Tranches
+from council.accounting.budget import Budget, Tranches
 from council.errors import InputError, UsageError
-from council.inputs import check_json_text, check_visible, parse_json_line
+from council.untrusted.inputs import check_json_text, check_visible, parse_json_line
 from council.judging.batch_items import BatchItem, BatchSettings, Mode, item_digest  # noqa: F401  (found here too)
 from council.judging.rubrics import load_rubric
 from council.judging.running import keeps_text
@@ -340,7 +340,7 @@ def summarize_batch(
     common = {"batch_id": batch_id, "source": source, "items": items, "skipped": skipped, "judged": judged}
     if output is None:
         return summarize(rows, **common)
-    from council.outputs import open_output
+    from council._util.outputs import open_output
 
     with open_output(str(output), make_parents=True) as fh:
         summary = summarize(_written(rows, fh), **common)

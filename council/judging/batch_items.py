@@ -17,7 +17,7 @@ from council.methods.swap import DEFAULT_STRATEGY
 from council.methods.voting import GRADE_VOTES, PAIRWISE_VOTES
 from council.providers.client import ModelClient
 from council.storage import Store
-from council.usage import CallLog, CallRecord
+from council.accounting.usage import CallLog, CallRecord
 
 Mode = Literal["pairwise", "grade"]
 

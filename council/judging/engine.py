@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from council.budget import together
+from council.accounting.budget import together
 from council.config import LoadedConfig, resolve_council, resolve_model
 from council.errors import InputError, UsageError
 from council.judging.grading import grade
@@ -65,7 +65,7 @@ from council.methods.verdicts import PairwiseMetadata, PairwiseResult, Scale, ch
 from council.methods.voting import PAIRWISE_VOTES, VoteResult, min_votes_for_decision, run_votes
 from council.providers.client import ModelClient
 from council.storage import Store
-from council.usage import CallRecord, CallSink, Usage
+from council.accounting.usage import CallRecord, CallSink, Usage
 
 __all__ = [
     "ComparisonOutcome",

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from council.budget import together
+from council.accounting.budget import together
 from council.errors import InputError, InvalidOutputError
 from council.judging.grade_report import combine_judge_reports, compile_evaluation_report
 from council.judging.outcomes import GradeOutcome, JudgeGrade, JudgmentPass, judge_failures
@@ -26,7 +26,7 @@ from council.methods.verdicts import criterion_items
 from council.methods.voting import DEFAULT_VOTES, min_votes_for_decision
 from council.providers.client import ModelClient
 from council.storage import Store
-from council.usage import CallSink, Usage
+from council.accounting.usage import CallSink, Usage
 
 GRADE_SCHEMA = "rubric_grade"
 

@@ -11,8 +11,8 @@ from council.judging.schemas import EvaluationReport
 from council.methods.averaging import JudgesVerdict, MultiJudgeVerdict
 from council.methods.verdicts import ConfidenceLevel, PairwiseResult, Scale, Side, SideScores, Verdict
 from council.methods.voting import VoteResult
-from council.redaction import redacted_json, redacted_model_json
-from council.usage import Usage
+from council.untrusted.redaction import redacted_json, redacted_model_json
+from council.accounting.usage import Usage
 
 
 class JudgmentPass(BaseModel):
@@ -64,7 +64,7 @@ class _Stored(BaseModel):
         return data if keep_text else without_judge_text(data)
 
     def stored_json(self, *, keep_text: bool) -> str:
-        """:meth:`stored_result` as the JSON text stored, redacted (council.redaction); whole, it is
+        """:meth:`stored_result` as the JSON text stored, redacted (council.untrusted.redaction); whole, it is
         written straight from the model (the same text)."""
         if keep_text:
             return redacted_model_json(self)

@@ -1,7 +1,7 @@
 """Prompts for judges: pairwise passes and rubric grades.
 
 Untrusted text (the original prompt, context, responses, reference answer) enters
-through :mod:`council.slots`, each in its own slot (``<response id="A">…</response>``)
+through :mod:`council.untrusted.slots`, each in its own slot (``<response id="A">…</response>``)
 with every tag-like slot name inside it neutralised, so it cannot close its slot, open
 a fake one, or pose as instructions outside it. The system prompt also tells the judge
 that slot contents are data, never instructions.
@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from council.judging.schemas import BiasChecklist, Criterion, Rubric, pairwise_pass_model, rubric_grade_model
 from council.methods.verdicts import DEFAULT_PAIRWISE_SCALE, check_scale
-from council.slots import data_not_instructions, neutralise, slot
+from council.untrusted.slots import data_not_instructions, neutralise, slot
 
 Message = dict[str, str]
 

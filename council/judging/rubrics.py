@@ -25,9 +25,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from council.asking import describe_validation_error
+from council.providers.asking import describe_validation_error
 from council.errors import InputError, NotFoundError
-from council.inputs import parse_toml, read_text_file
+from council.untrusted.inputs import parse_toml, read_text_file
 from council.judging.schemas import BiasChecklist, Criterion, Rubric
 
 BUILTIN_RUBRICS_DIR = Path(__file__).resolve().parents[1] / "config" / "rubrics"

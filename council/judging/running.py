@@ -1,5 +1,5 @@
 """What every judgment run shares: argument checks, one recorded judge pass (asked with
-``council.asking.ask_valid``), the call log, and persisting the finished run."""
+``council.providers.asking.ask_valid``), the call log, and persisting the finished run."""
 
 from __future__ import annotations
 
@@ -13,15 +13,15 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from council.asking import ask_valid
+from council.providers.asking import ask_valid
 from council.config import resolve_privacy
 from council.errors import InputError, UsageError
 from council.judging.outcomes import JudgmentPass, Outcome
 from council.judging.prompts import retry_message
 from council.providers.client import ModelClient
-from council.redaction import private_scope
+from council.untrusted.redaction import private_scope
 from council.storage import Store, using_store
-from council.usage import CallLog, CallRecord, CallSink
+from council.accounting.usage import CallLog, CallRecord, CallSink
 
 _T = TypeVar("_T")
 

@@ -40,9 +40,9 @@ from council.errors import (
 )
 from council.judging.batch_items import BatchItem, BatchSettings, item_digest, judge_item
 from council.judging.schemas import Rubric
-from council.logs import get_logger
+from council._util.logs import get_logger
 from council.providers.client import ModelClient, share_limits
-from council.redaction import private_scope, redact
+from council.untrusted.redaction import private_scope, redact
 from council.storage import JudgmentSave, Store
 
 log = get_logger("council.judging")

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, field_validator
 
-from council.usage import known_cost
+from council.accounting.usage import known_cost
 
 
 def _schema_as_given(value: Any) -> dict[str, Any] | None:
@@ -52,7 +52,7 @@ class ChatResponse(BaseModel):
     """None when the price of the model is unknown (never guessed)."""
     provider_model: str | None = Field(default=None, description="model name the backend reported")
     usage_untrusted: bool = False
-    """The usage block could not be read (``council.usage.reported_usage``): ``ModelClient``
+    """The usage block could not be read (``council.accounting.usage.reported_usage``): ``ModelClient``
     settles the call at its worst case."""
 
     @field_validator("cost_usd")

@@ -12,7 +12,7 @@ What a backend sends back (the reply, each streamed piece, the model name it rep
 text) has U+0000 replaced by U+FFFD here, for every backend: nothing after (the store,
 PostgreSQL's text columns included, a terminal, a client) gets one (:func:`provider_text`).
 Under a spend cap (``budget``), each attempt reserves its worst case before it is sent
-and settles at its real cost when it ends (``council.budget``; docs/methods.md, "Spend caps");
+and settles at its real cost when it ends (``council.accounting.budget``; docs/methods.md, "Spend caps");
 one refused while its own budget's calls hold the room (a batch's worker) waits for them.
 With a ``cache``, an identical request is answered from it (logged ``cached``, cost 0), and
 a reply the caller accepts is kept (docs/methods.md, "Call cache").
@@ -32,8 +32,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from council.background import asking_store
-from council.budget import (
+from council._util.background import asking_store
+from council.accounting.budget import (
     MESSAGE_OVERHEAD_TOKENS,
     REQUEST_OVERHEAD_TOKENS,
     Budget,
@@ -42,15 +42,15 @@ from council.budget import (
     budget_in_force,
     prompt_tokens_bound,
 )
-from council.call_cache import CACHE_VERSION, CallCache, request_key
-from council.clock import utc_now
+from council.accounting.call_cache import CACHE_VERSION, CallCache, request_key
+from council._util.clock import utc_now
 from council.config import ResolvedModel
 from council.errors import ProviderError, RequestTooLarge, UsageError
-from council.logs import get_logger
+from council._util.logs import get_logger
 from council.methods import gcra
 from council.providers.base import ChatRequest, ChatResponse, ModelAPI
-from council.redaction import REDACTED, SecretStream, redact, redact_secrets
-from council.usage import CallRecord, CallSink
+from council.untrusted.redaction import REDACTED, SecretStream, redact, redact_secrets
+from council.accounting.usage import CallRecord, CallSink
 
 log = get_logger("council.providers")
 
@@ -218,7 +218,7 @@ class ModelClient:
     def settled_usage(self, request: ChatRequest, response: ChatResponse) -> ChatResponse:
         """The reply with the usage its call is settled at: every reply passes here (docs/methods.md,
         "Spend caps"). Usage that cannot be trusted — counts the backend could not read
-        (``council.usage.reported_usage``), a negative cost, more completion tokens than the
+        (``council.accounting.usage.reported_usage``), a negative cost, more completion tokens than the
         request's ``max_tokens`` (else the model's output limit) allow, or more prompt tokens than
         the request's bound — is replaced by the call's bounds and its worst-case cost, which is
         what its reservation under a spend cap held, and flagged (``usage_untrusted``), with a warning."""

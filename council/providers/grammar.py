@@ -16,7 +16,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from council.json_schema import SCHEMA_MAP_KEYWORDS, inline_refs, integer_bounds, map_subschemas
+from council.providers.json_schema import SCHEMA_MAP_KEYWORDS, inline_refs, integer_bounds, map_subschemas
 
 MAX_PERMUTATIONS = 720
 """A fixed-length unique array of enum labels becomes an enum of its permutations up to this many (6!)."""

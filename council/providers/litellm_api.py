@@ -17,7 +17,7 @@ from typing import Any
 
 from council.errors import ProviderError
 from council.providers.base import ChatRequest, ChatResponse, error_name, retryable_status
-from council.usage import reported_usage
+from council.accounting.usage import reported_usage
 
 # LiteLLM wraps a provider's message in its own and the SDK's class names
 # ("litellm.RateLimitError: RateLimitError: OpenAIException - Rate limit reached",
@@ -91,7 +91,7 @@ def _unreadable_reply(exc: BaseException) -> bool:
 
 
 def _usage(usage: Any) -> tuple[int, int, bool]:
-    """LiteLLM's usage object, read as every backend reads a usage block (council.usage.reported_usage)."""
+    """LiteLLM's usage object, read as every backend reads a usage block (council.accounting.usage.reported_usage)."""
     if usage is None or isinstance(usage, dict):
         return reported_usage(usage)
     return reported_usage({key: getattr(usage, key, None) for key in ("prompt_tokens", "completion_tokens")})

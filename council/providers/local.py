@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from council.errors import ConfigError, PrerequisiteError, ProviderError
-from council.inputs import whole_number
+from council.untrusted.inputs import whole_number
 from council.providers.base import ChatRequest, ChatResponse
 from council.providers.grammar import (
     STRICT_CHARS_PER_TOKEN,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from council.errors import PrerequisiteError, ProviderError
-from council.home import council_home
+from council._util.home import council_home
 
 INSTALL_HINT = "run `bash scripts/install.sh` or `pip install 'council[local]'`"
 

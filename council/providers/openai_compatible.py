@@ -35,11 +35,11 @@ from pydantic_core import to_json
 
 from council.config.endpoints import NativeEndpoint
 from council.errors import ConfigError, InputError, ProviderError
-from council.inputs import check_json_text, whole_number
+from council.untrusted.inputs import check_json_text, whole_number
 from council.providers import prices
 from council.providers.base import ChatRequest, ChatResponse, error_name, retryable_status
 from council.providers.http_client import aiohttp
-from council.usage import reported_usage, token_count
+from council.accounting.usage import reported_usage, token_count
 
 _MAX_MESSAGE = 500
 

@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from council.background import after_grace
+from council._util.background import after_grace
 from council.config import model_map
 from council.config.model_map import price_map
 
@@ -32,7 +32,7 @@ _loader: threading.Thread | None = None
 def load_in_background() -> None:
     """Start reading the map in a thread, once: called as a model's first request goes out, so
     the ~20 ms read overlaps the wait for its reply instead of delaying the reply's handling.
-    It begins once that request is on the wire (council.background); a lookup before then
+    It begins once that request is on the wire (council._util.background); a lookup before then
     reads the map itself."""
     global _loader
     if not model_map.is_loaded() and _loader is None:
@@ -143,10 +143,10 @@ def output_limit(provider: str, model: str) -> int | None:
 
 
 def call_price(resolved: Any) -> Any:
-    """A configured model's ``council.budget.CallPrice`` (``resolved``: a ``ResolvedModel``):
+    """A configured model's ``council.accounting.budget.CallPrice`` (``resolved``: a ``ResolvedModel``):
     configured prices, else the price map's; offline models (fake/, local/) cost nothing unless
     priced. None when the price is unknown."""
-    from council.budget import CallPrice
+    from council.accounting.budget import CallPrice
     from council.config.endpoints import native_endpoint, provider_of
 
     spec = resolved.spec

@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
-from council.call_cache import request_key
+from council.accounting.call_cache import request_key
 from council.errors import ProviderError
-from council.logs import get_logger
+from council._util.logs import get_logger
 from council.providers.base import ChatRequest, ChatResponse, error_name
 from council.providers.http_client import aiohttp
 from council.providers.openai_compatible import (
@@ -48,7 +48,7 @@ from council.providers.openai_compatible import (
     status_error,
     too_large,
 )
-from council.usage import reported_usage
+from council.accounting.usage import reported_usage
 
 log = get_logger("council.providers.batch")
 

@@ -22,7 +22,7 @@ from starlette.routing import Route
 
 from council.config import LoadedConfig
 from council.errors import CouncilFailure
-from council.redaction import register_secret
+from council.untrusted.redaction import register_secret
 from council.server import MAX_SESSIONS
 from council.server.auth import BearerTokenMiddleware
 from council.server.chat import chat_completions

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from council.errors import CouncilError, CouncilFailure
-from council.logs import get_logger
+from council._util.logs import get_logger
 from council.server.limits import SessionLimit
 
 log = get_logger("council.server")

@@ -11,7 +11,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from council.errors import InputError
-from council.inputs import check_json_text
+from council.untrusted.inputs import check_json_text
 from council.server.errors import RequestError, openai_error
 
 MAX_INT_DIGITS = 100

@@ -22,7 +22,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from council.asking import JsonFormat
+from council.providers.asking import JsonFormat
 from council.errors import CouncilError, CouncilFailure
 from council.server import protocol
 from council.server.background import EventLog

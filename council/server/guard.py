@@ -13,7 +13,7 @@ no preflight), and DNS rebinding can make a page's own name resolve to 127.0.0.1
 * A request body, whatever the method, must be declared JSON (``application/json`` or
   ``…+json``): 415.
 * The URL may not hold U+0000 (``%00`` in its path or query): 400, as text with it is refused
-  wherever it comes in (council.inputs), on every store alike.
+  wherever it comes in (council.untrusted.inputs), on every store alike.
 
 Clients that are not browsers send no ``Origin`` and are held to every rule but the second.
 """
@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from council.errors import UsageError
-from council.inputs import NUL_REFUSED
+from council.untrusted.inputs import NUL_REFUSED
 from council.server.errors import openai_error
 
 LOCAL_NAMES = frozenset({"localhost"})

@@ -23,10 +23,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from council.background import asking_store
+from council._util.background import asking_store
 from council.errors import CouncilError, NotFoundError
-from council.exports import session_listing
-from council.inputs import whole_number
+from council.exports.sessions import session_listing
+from council.untrusted.inputs import whole_number
 from council.server.body import parse_as, read_json
 from council.server.errors import RequestError, error_for, openai_error
 from council.server.state import server_of

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
-from council.asking import JsonFormat
+from council.providers.asking import JsonFormat
 from council.errors import InputError, UsageError
 
 

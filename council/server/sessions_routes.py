@@ -7,11 +7,11 @@ import json
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from council.background import asking_store
+from council._util.background import asking_store
 from council.errors import CouncilError, NotFoundError
-from council.exports import stored_result
-from council.inputs import MAX_SEED, whole_number
-from council.leaderboard_shape import DEFAULT_BOOTSTRAP, MAX_BOOTSTRAP
+from council.exports.sessions import stored_result
+from council.untrusted.inputs import MAX_SEED, whole_number
+from council.leaderboard.shape import DEFAULT_BOOTSTRAP, MAX_BOOTSTRAP
 from council.server.errors import error_for, openai_error
 from council.server.state import server_of
 
@@ -51,11 +51,11 @@ async def get_bias_report(request: Request) -> Response:
 
 async def get_leaderboard(request: Request) -> Response:
     """The same JSON as ``council leaderboard --json`` (same query names as its options)."""
-    from council.leaderboard import leaderboard
+    from council.leaderboard.stored import leaderboard
 
     q = request.query_params
     try:
-        from council.judged_leaderboard import parse_control
+        from council.leaderboard.judged import parse_control
 
         numbers = {
             "bootstrap": whole_number(q.get("bootstrap", str(DEFAULT_BOOTSTRAP)), "bootstrap", 0, MAX_BOOTSTRAP),

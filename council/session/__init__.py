@@ -1,7 +1,7 @@
 """A council session: answers -> shuffled anonymous peer review -> consensus -> synthesis.
 
 - ``runner``: the session itself (:class:`SessionRunner`), where the pure pieces meet I/O;
-- ``prompts``: the three stages' prompts (untrusted text through :mod:`council.slots`);
+- ``prompts``: the three stages' prompts (untrusted text through :mod:`council.untrusted.slots`);
 - ``schemas``: what a reviewer must return, built per review;
 - ``results``: the result types (``SessionResult`` and its parts);
 - ``candidates``: existing answers to review instead of asking the members;
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from council.lazy_exports import lazy_exports
+from council._util.lazy_exports import lazy_exports
 
 # Imported when first asked for: a run's first call needs the runner and its events, not the
 # result models (docs/benchmark-history.md, section 20).

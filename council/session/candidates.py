@@ -10,7 +10,7 @@ from typing import Annotated
 from pydantic import BaseModel, StringConstraints, ValidationError
 
 from council.errors import InputError
-from council.inputs import read_text_file
+from council.untrusted.inputs import read_text_file
 
 _SHAPE = 'expected a JSON list of {"id": ..., "text": ...}, a JSON object {id: text}, or JSONL'
 

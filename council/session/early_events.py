@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from council.redaction import keeps_text
+from council.untrusted.redaction import keeps_text
 
 
 class EventBase(BaseModel):

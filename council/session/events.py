@@ -18,7 +18,7 @@ chairman and those of its fallback.
 
 Privacy: with transcripts off, no event carries the question, an answer, a reviewer's
 reasoning or the synthesis (:func:`private_view`, the one place that decides, follows the
-session's :mod:`council.redaction` scope). The events told before any reply, their base and
+session's :mod:`council.untrusted.redaction` scope). The events told before any reply, their base and
 :func:`private_view` are defined in :mod:`council.session.early_events` (a run's first calls
 need only those) and exported here with the rest. The published JSON Schema is
 docs/schemas/session-events.json (:func:`events_json_schema`; a test keeps it equal).
@@ -34,7 +34,7 @@ from pydantic import Field, TypeAdapter
 
 from council.methods.ranking import Consensus, ConsensusEntry
 from council.session.early_events import EventBase, Notice, SessionStarted, StageStarted, private_view
-from council.usage import Usage
+from council.accounting.usage import Usage
 
 if TYPE_CHECKING:  # the result models are imported once replies come in, not before the first call
     from council.session.results import MemberAnswer, Review, SessionResult, Synthesis

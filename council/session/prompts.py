@@ -1,7 +1,7 @@
 """Prompts for the three council stages.
 
 The question and every answer are untrusted text: each enters a prompt through
-:mod:`council.slots` (its own ``<question>`` / ``<answer label="X">`` slot, with every
+:mod:`council.untrusted.slots` (its own ``<question>`` / ``<answer label="X">`` slot, with every
 tag-like slot name inside it neutralised), so an answer cannot close its slot, open a
 fake one, forge the ranking, or pose as instructions outside it.
 """
@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from council.slots import data_not_instructions, neutralise, slot
+from council.untrusted.slots import data_not_instructions, neutralise, slot
 
 #: The slots the question and each answer travel in (``<question>``, ``<answer label="X">``).
 QUESTION_SLOT = "question"

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from council.bias.records import SessionBiasMetadata
 from council.methods.ranking import Consensus
-from council.usage import Usage
+from council.accounting.usage import Usage
 
 SessionStatus = Literal["running", "complete", "partial", "failed", "interrupted"]
 

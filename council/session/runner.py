@@ -19,21 +19,21 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from council import background
-from council.asking import JsonFormat, ask_valid
-from council.background import after_grace, off_loop, store_write
+from council._util import background
+from council.providers.asking import JsonFormat, ask_valid
+from council._util.background import after_grace, off_loop, store_write
 from council.bias.query_hash import QueryHasher
-from council.budget import BudgetReached, budget_in_force
-from council.clock import utc_now
+from council.accounting.budget import BudgetReached, budget_in_force
+from council._util.clock import utc_now
 from council.config import ResolvedCouncil, ResolvedModel
 from council.errors import InputError, PromptTooLarge, ProviderError, QuorumError, RequestTooLarge
-from council.inputs import MAX_SEED, check_text, check_visible
-from council.logs import get_logger
+from council.untrusted.inputs import MAX_SEED, check_text, check_visible
+from council._util.logs import get_logger
 from council.methods.concordance import null_job
 from council.methods.ranking import Consensus, consensus_ranking
 from council.providers.base import ChatRequest
 from council.providers.client import ModelClient
-from council.redaction import add_private, private_scope
+from council.untrusted.redaction import add_private, private_scope
 from council.session import prompts
 from council.session.candidates import Candidate, check_candidates
 from council.session.early_events import EventBase, Notice, SessionStarted, StageStarted, private_view
@@ -44,9 +44,9 @@ from council.session.schemas import (
     peer_review_schema,
     peer_review_schema_text,
 )
-from council.slots import tag_pattern
+from council.untrusted.slots import tag_pattern
 from council.storage import Store
-from council.usage import CallLog, Usage
+from council.accounting.usage import CallLog, Usage
 
 if TYPE_CHECKING:
     from council.bias.records import BiasRecord, SessionBiasMetadata
@@ -71,7 +71,7 @@ EventSink = Callable[["SessionEvent"], None]
 #: by the process's first session in a worker thread while its first calls are in flight, so
 #: that neither the first call nor the last reply waits for them (docs/benchmark-history.md, section
 #: 20). The slot tag pattern is compiled there too.
-_AHEAD = ["council.session.results", "council.session.events", "council.bias.records", "council.slot_lookalikes"]
+_AHEAD = ["council.session.results", "council.session.events", "council.bias.records", "council.untrusted.lookalikes"]
 
 
 #: What hosts asked to run on the event loop once the ahead imports are done (:func:`import_ahead`'s
@@ -116,7 +116,7 @@ def _start_ahead(worker: bool = True) -> asyncio.Task[None] | None:
 
 def _in_worker(job: Callable[[], Any], start: threading.Event | None = None) -> asyncio.Task[None]:
     """``job`` in a worker thread, from a task, once the calls just set off are on the wire
-    (council.background), or when ``start`` is set."""
+    (council._util.background), or when ``start`` is set."""
 
     async def in_worker() -> None:
         await asyncio.get_running_loop().run_in_executor(None, after_grace(job, start))
@@ -799,7 +799,7 @@ class SessionRunner:
             synthesising = asyncio.ensure_future(self._synthesise(run, ranked))
         try:
             if synthesising is not None:
-                # Once its request is on the wire (council.background.GRACE_S), or it has answered:
+                # Once its request is on the wire (council._util.background.GRACE_S), or it has answered:
                 # aiohttp writes a request in a task of its own, which work begun in the turn after
                 # the call's held back (~1.5 ms at 5 members).
                 await asyncio.wait([synthesising], timeout=background.GRACE_S)

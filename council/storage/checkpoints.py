@@ -21,7 +21,7 @@ import sqlite3
 import threading
 from collections.abc import Callable
 
-from council.logs import get_logger
+from council._util.logs import get_logger
 
 log = get_logger("council.storage")
 

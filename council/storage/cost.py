@@ -1,6 +1,6 @@
 """The store behind the cost contracts, over :class:`Store` operations (so every backend
-serves them): a batch's spend-cap ledger (``council.budget.Ledger``), the call cache's
-replies (``council.call_cache.ReplyStore``) and the journal of provider batch rounds
+serves them): a batch's spend-cap ledger (``council.accounting.budget.Ledger``), the call cache's
+replies (``council.accounting.call_cache.ReplyStore``) and the journal of provider batch rounds
 (``council.providers.provider_batch.BatchJournal``)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from council.call_cache import CACHE_VERSION
+from council.accounting.call_cache import CACHE_VERSION
 from council.storage.protocol import Store
 
 
@@ -18,7 +18,7 @@ def batch_key(batch_id: str) -> str:
 
 
 class StoreLedger:
-    """``council.budget.Ledger`` over the store's budget ``key`` (docs/methods.md, "Spend caps")."""
+    """``council.accounting.budget.Ledger`` over the store's budget ``key`` (docs/methods.md, "Spend caps")."""
 
     def __init__(self, store: Store, key: str) -> None:
         self.store = store
@@ -38,7 +38,7 @@ class StoreLedger:
 
 
 class StoreReplies:
-    """``council.call_cache.ReplyStore`` over the store (docs/methods.md, "Call cache")."""
+    """``council.accounting.call_cache.ReplyStore`` over the store (docs/methods.md, "Call cache")."""
 
     def __init__(self, store: Store) -> None:
         self.store = store

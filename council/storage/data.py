@@ -1,7 +1,7 @@
 """Plain data that crosses the storage seam: what a query is asked, what it returns.
 
 No SQL and no connection here: a backend fills these, callers read them. Statistics
-are computed outside storage (council.bias, council.leaderboard) from these sums.
+are computed outside storage (council.bias, council.leaderboard.stored) from these sums.
 """
 
 from __future__ import annotations

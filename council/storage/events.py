@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from council.clock import utc_now
+from council._util.clock import utc_now
 
 
 def append_events(db: Any, session_id: str, events: Sequence[dict[str, Any]]) -> None:

@@ -38,12 +38,12 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from council.logs import get_logger
-from council.redaction import redact
+from council._util.logs import get_logger
+from council.untrusted.redaction import redact
 from council.storage.retries import retried
 
 if TYPE_CHECKING:
-    from council.usage import CallRecord
+    from council.accounting.usage import CallRecord
 
 log = get_logger("council.storage")
 

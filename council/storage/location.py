@@ -114,7 +114,7 @@ def _file_url(env: Mapping[str, str]) -> str | None:
     it), so a command that only reads the store is not stopped by an unrelated setting."""
     import tomllib
 
-    from council.home import council_home
+    from council._util.home import council_home
 
     path = Path(env["COUNCIL_CONFIG"]).expanduser() if env.get("COUNCIL_CONFIG") else council_home(env) / "council.toml"
     try:

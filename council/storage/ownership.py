@@ -37,7 +37,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from council.clock import utc_now
+from council._util.clock import utc_now
 from council.errors import ConfigError
 
 #: A lease outlives its last heartbeat by this long (``COUNCIL_LEASE_SECONDS`` changes it).

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from council.errors import TransactionConflict
-from council.logs import get_logger
+from council._util.logs import get_logger
 
 ATTEMPTS = 3
 """Runs of one transaction in all; a conflict on the last is raised."""

@@ -3,7 +3,7 @@
 sqlite-utils imports pandas and numpy when they are installed, only to map their scalar types
 to column types on insert. council never inserts either, and the two cost ~0.3 s of every
 command's start-up, so they are refused to sqlite-utils' import (an ``ImportError`` in the
-importing thread, as if they were not installed: :mod:`council.refused_imports`); another
+importing thread, as if they were not installed: :mod:`council._util.refused_imports`); another
 thread's import of them, and any later one, works as usual.
 Its pattern for ``CREATE VIRTUAL TABLE`` is compiled at its first use instead of at import
 (:class:`DeferredPattern`). Every council module imports sqlite-utils from here.
@@ -15,7 +15,7 @@ import re
 import threading
 from typing import Any
 
-from council.refused_imports import refused
+from council._util.refused_imports import refused
 
 _re_compile = re.compile
 

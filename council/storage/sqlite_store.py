@@ -24,11 +24,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from council.clock import parse_since, utc_now
+from council._util.clock import parse_since, utc_now
 from council.errors import EnvironmentFailure, NotFoundError, UsageError
-from council.home import ensure_home
-from council.logs import get_logger
-from council.redaction import redact, redact_document, redacted_model_json
+from council._util.home import ensure_home
+from council._util.logs import get_logger
+from council.untrusted.redaction import redact, redact_document, redacted_model_json
 from council.storage import bias_rows, budgets, call_cache, ownership, queue
 from council.storage.bias_summary_rows import write_summaries
 from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
@@ -42,7 +42,7 @@ from council.storage.shared_operations import SharedOperations
 from council.storage.sqlite import Database
 
 if TYPE_CHECKING:  # pydantic's import (~50 ms) is not every command's: a listing reads no call record
-    from council.usage import CallJournal, CallRecord
+    from council.accounting.usage import CallJournal, CallRecord
 
 log = get_logger("council.storage")
 BUSY_TIMEOUT_S = 60.0

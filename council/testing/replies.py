@@ -78,7 +78,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from council.errors import ConfigError, ProviderError
-from council.json_schema import integer_bounds, resolve_ref
+from council.providers.json_schema import integer_bounds, resolve_ref
 from council.judging.prompts import RESPONSE_SLOT
 from council.session.prompts import ANSWER_SLOT, QUESTION_SLOT
 from council.session.schemas import PEER_REVIEW_SCHEMA_NAME

@@ -104,7 +104,7 @@ def test_clear_refuses_a_bad_age(bad):
 
 async def test_the_python_api_takes_a_cap_and_the_cache(config, council_home):
     from council import Council
-    from council.budget import BudgetReached
+    from council.accounting.budget import BudgetReached
     from council.errors import UsageError
 
     async with Council.from_config(str(config), cache=True) as council:
@@ -115,7 +115,7 @@ async def test_the_python_api_takes_a_cap_and_the_cache(config, council_home):
     async with Council.from_config(str(config), max_cost=0.004) as council:
         with pytest.raises(BudgetReached):
             await council.run("What else?", seed=3)
-        spent, cap = council.budget.totals()
+        spent, cap = council.accounting.budget.totals()
         assert spent <= cap == 0.004
     with pytest.raises(UsageError, match="transcripts are off"):
         Council.from_config(str(config), cache=True, env={"COUNCIL_STORE_TRANSCRIPTS": "0"})

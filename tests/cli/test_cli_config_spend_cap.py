@@ -13,7 +13,7 @@ from conftest import db_rows, invoke_cli, write_config
 from mock_server import start_mock_server
 from serve_helpers import council_serve
 
-from council.budget import BudgetReached
+from council.accounting.budget import BudgetReached
 
 # A call's worst case is about 0.008 (400 tokens at 2e-5) plus its prompt bound at 1e-6 a byte:
 # one member call fits under 0.015, two do not.
@@ -95,7 +95,7 @@ def test_an_explicit_cap_still_covers_every_session_of_the_council(tmp_path, cou
                     await council.run(QUESTION)
                 with pytest.raises(BudgetReached):
                     await council.run(QUESTION)  # nothing left for a second session
-                return council.budget.totals()
+                return council.accounting.budget.totals()
 
         spent, cap = asyncio.run(go())
     assert cap == CAP and 0 < spent <= CAP

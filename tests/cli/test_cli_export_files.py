@@ -19,7 +19,7 @@ import pytest
 from conftest import invoke_cli
 
 from council import Council
-from council.csv_cells import csv_cell
+from council.untrusted.csv_cells import csv_cell
 
 pd = pytest.importorskip("pandas")
 

@@ -20,7 +20,7 @@ from jsonschema import Draft202012Validator
 
 from council import Council
 from council.errors import CouncilFailure
-from council.export_shapes import SCHEMA_DIR, column_types, export_schemas
+from council.exports.shapes import SCHEMA_DIR, column_types, export_schemas
 
 ROOT = Path(__file__).resolve().parents[2]
 SHAPES = ("sessions", "scores", "answers")

@@ -137,7 +137,7 @@ def test_a_question_file_that_never_ends_is_one_line(council_home):
 
 
 def test_a_batch_file_may_be_larger_than_a_question_file(tmp_path, council_home):
-    from council.inputs import MAX_INPUT_BYTES
+    from council.untrusted.inputs import MAX_INPUT_BYTES
 
     path = tmp_path / "batch.jsonl"
     line = json.dumps({**PAIR, "a": "x" * 100_000})

@@ -261,7 +261,7 @@ _keys = st.sampled_from(
 def test_any_line_loads_or_is_one_clear_error(tmp_path_factory, changes):
     """Valid judgments with a few fields replaced by anything JSON can hold: a board, or one line."""
     from council.errors import InputError
-    from council.judged_leaderboard import judged_leaderboard
+    from council.leaderboard.judged import judged_leaderboard
 
     base = _games(2)
     lines = [{**base[i % len(base)], **change} for i, change in enumerate(changes)] + base
@@ -368,7 +368,7 @@ def test_a_judgments_file_as_large_as_a_batch_file_is_read(tmp_path):
     """``export --judged-pairs`` writes ~340 bytes a pair: the 10 MB cap of a question file refused
     what it wrote for 30,000 pairs. A judgments file holds many judgments, as a batch file holds
     many items, and has the batch file's cap."""
-    from council.inputs import MAX_INPUT_BYTES
+    from council.untrusted.inputs import MAX_INPUT_BYTES
 
     line = {"run_id": "r", "created_at": "2026-01-01T00:00:00.000000+00:00", "model_a": "y", "model_b": "x",
             "winner": "B", "length_a": 400, "length_b": 900, "markdown_a": {"headers": 0, "lists": 1, "bold": 1},
@@ -384,7 +384,7 @@ def test_a_judgments_file_as_large_as_a_batch_file_is_read(tmp_path):
 
 def test_more_judgments_than_a_rating_holds_is_one_line_and_exit_2(tmp_path, monkeypatch):
     """The files' size is capped, and so is their count of judgments (each held in memory)."""
-    from council import judgment_files
+    from council.leaderboard import judgment_files
 
     monkeypatch.setattr(judgment_files, "MAX_JUDGMENTS", 100)
     first, second = _write(tmp_path / "a.jsonl", _games(30)), _write(tmp_path / "b.jsonl", _games(30))

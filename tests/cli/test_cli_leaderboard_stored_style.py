@@ -13,7 +13,7 @@ import pytest
 from conftest import invoke_cli
 from jsonschema import Draft202012Validator
 
-from council.judgment_files import JudgedPairLine
+from council.leaderboard.judgment_files import JudgedPairLine
 
 MODELS = ("fake/x", "fake/y", "fake/z")
 ROOT = Path(__file__).resolve().parents[2]

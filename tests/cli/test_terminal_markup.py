@@ -113,7 +113,7 @@ BIDI = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\
 
 @pytest.mark.parametrize("char", BIDI)
 def test_every_bidi_control_is_shown_as_an_escape(char):
-    from council.terminal import visible
+    from council.untrusted.terminal import visible
 
     shown = visible(f"gpt-4o{char}1-inim")
     assert char not in shown and f"\\u{ord(char):04x}" in shown

@@ -14,34 +14,34 @@ LAYERS: list[tuple[str, ...]] = [
     # shared small things, used by everything
     (
         "council.errors",
-        "council.logs",
-        "council.refused_imports",
-        "council.clock",
-        "council.background",
-        "council.home",
-        "council.usage",
-        "council.slots",
-        "council.slot_lookalikes",
-        "council.json_schema",
-        "council.inputs",
-        "council.outputs",
-        "council.redaction",
-        "council.csv_cells",
-        "council.terminal",
+        "council._util.logs",
+        "council._util.refused_imports",
+        "council._util.clock",
+        "council._util.background",
+        "council._util.home",
+        "council.accounting.usage",
+        "council.untrusted.slots",
+        "council.untrusted.lookalikes",
+        "council.providers.json_schema",
+        "council.untrusted.inputs",
+        "council._util.outputs",
+        "council.untrusted.redaction",
+        "council.untrusted.csv_cells",
+        "council.untrusted.terminal",
         "council.methods",
-        "council.budget",
-        "council.call_cache",
-        "council.html_parts",
-        "council.lazy_exports",
+        "council.accounting.budget",
+        "council.accounting.call_cache",
+        "council._util.html_parts",
+        "council._util.lazy_exports",
     ),
     ("council.config",),
     ("council.providers", "council.storage"),
-    ("council.asking", "council.bias", "council.judgment_files"),
+    ("council.providers.asking", "council.bias", "council.leaderboard.judgment_files"),
     # council.testing: replies that follow the real prompts of both pipelines
     ("council.session", "council.judging", "council.testing"),
-    ("council.api", "council.exports", "council.export_shapes", "council.export_rows", "council.leaderboard",
-     "council.judged_leaderboard", "council.ratings", "council.leaderboard_shape", "council.leaderboard_html"),
-    ("council.cli", "council.server", "council.mcp_server", "council.__main__", "council"),
+    ("council.api", "council.exports.sessions", "council.exports.shapes", "council.exports.rows", "council.leaderboard.stored",
+     "council.leaderboard.judged", "council.leaderboard.ratings", "council.leaderboard.shape", "council.leaderboard.html"),
+    ("council.cli", "council.server", "council.mcp.server", "council.__main__", "council"),
 ]
 
 # Pure logic: no model calls, no database, no CLI or server. Every module of council.methods is
@@ -59,18 +59,18 @@ PURE = (
     "council.judging.outcomes",
     "council.bias.records",
     "council.bias.foreign",
-    "council.slots",
-    "council.slot_lookalikes",
-    "council.json_schema",
-    "council.clock",
-    "council.csv_cells",
-    "council.export_shapes",
-    "council.export_rows",
-    "council.budget",
-    "council.call_cache",
-    "council.html_parts",
+    "council.untrusted.slots",
+    "council.untrusted.lookalikes",
+    "council.providers.json_schema",
+    "council._util.clock",
+    "council.untrusted.csv_cells",
+    "council.exports.shapes",
+    "council.exports.rows",
+    "council.accounting.budget",
+    "council.accounting.call_cache",
+    "council._util.html_parts",
 )
-IO = ("council.providers", "council.storage", "council.api", "council.cli", "council.server", "council.mcp_server")
+IO = ("council.providers", "council.storage", "council.api", "council.cli", "council.server", "council.mcp.server")
 
 # Siblings that must stay apart.
 APART = [("council.session", "council.judging"), ("council.providers", "council.storage")]
@@ -290,7 +290,7 @@ def test_the_rules_catch_what_they_forbid():
 def test_the_spend_cap_is_kept_in_one_place():
     """Every call reserves against the cap in ModelClient; no other module reserves or settles
     (the store's ledger, council.storage.cost, is the one caller of the store's budget operations)."""
-    allowed = {"council.budget", "council.providers.client", "council.storage.cost"}
+    allowed = {"council.accounting.budget", "council.providers.client", "council.storage.cost"}
     for name, path in MODULES.items():
         if name in allowed:
             continue
@@ -343,14 +343,14 @@ def test_only_the_mcp_server_imports_the_mcp_sdk_and_only_when_serving():
         ]
 
     users = {name for name, path in MODULES.items() if imports_sdk(ast.parse(path.read_text(encoding="utf-8")))}
-    assert users == {"council.mcp_server"}
-    tree = ast.parse(MODULES["council.mcp_server"].read_text(encoding="utf-8"))
+    assert users == {"council.mcp.server"}
+    tree = ast.parse(MODULES["council.mcp.server"].read_text(encoding="utf-8"))
     top_level = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
     assert not [node for node in top_level if imports_sdk(node)]  # imported lazily, inside functions
 
 
 def test_the_bias_package_holds_only_the_bias_report():
-    """The leaderboard's page lives beside the leaderboard (council.leaderboard_html), not in council.bias."""
+    """The leaderboard's page lives beside the leaderboard (council.leaderboard.html), not in council.bias."""
     wrong = [
         f"{name}:{node.lineno}"
         for name in MODULES

@@ -1,6 +1,6 @@
 """Each of the server's promises is kept by one module every request passes through: no route
 checks the token, the Host, the Origin or the content type itself, no route parses a request body
-itself, and no code outside council/asking.py builds a JSON Schema validator (there, references
+itself, and no code outside council/providers/asking.py builds a JSON Schema validator (there, references
 resolve in the offline registry only)."""
 
 from __future__ import annotations

@@ -175,7 +175,7 @@ LATER = [
     "council.session.events",
     "council.bias.records",
     "council.methods.bias_indicators",
-    "council.slot_lookalikes",
+    "council.untrusted.lookalikes",
 ]
 #: Notes what is loaded when the first connection to the mock opens (LATER, the retry loop's
 #: tenacity, the slot tag pattern: "slot pattern" once compiled), and the thread that first asks
@@ -202,7 +202,7 @@ class Watch:
 sys.meta_path.insert(0, Watch())
 compile_pattern = re.compile
 def compile_noted(pattern, flags=0):
-    if isinstance(pattern, str) and pattern.startswith("[<\uff1c"):  # council.slots' tag pattern
+    if isinstance(pattern, str) and pattern.startswith("[<\uff1c"):  # council.untrusted.slots' tag pattern
         note("slot pattern")
     return compile_pattern(pattern, flags)
 re.compile = compile_noted
@@ -267,7 +267,7 @@ def test_commands_that_call_no_model_import_no_http_client(home, args):
 @pytest.mark.parametrize("args", [["--help"], ["run", "--help"], ["batch", "--help"], ["serve", "--help"]])
 def test_help_imports_nothing_its_command_would_use(home, args):
     # `council --help` lists every command from its summary in council.cli.main: no command
-    # module (council.exports alone took ~50 ms) and none of the libraries their work needs.
+    # module (council.exports.sessions alone took ~50 ms) and none of the libraries their work needs.
     _, loaded = run_command(home, *args)
     # A command's own --help comes after the group set up logging (structlog, which imports asyncio).
     unused = NOT_FOR_HELP - ({"structlog", "asyncio"} if args != ["--help"] else set())
@@ -357,7 +357,7 @@ def test_opening_the_store_scans_no_installed_package_for_sqlite_utils_plugins(t
 def test_structlog_is_loaded_without_rich_and_rich_still_imports_after():
     code = (
         "import sys\n"
-        "import council.logs\n"
+        "import council._util.logs\n"
         "deferred = 'structlog' not in sys.modules\n"
         "council.logs.get_logger('council.test').debug('first event')\n"
         "before = 'rich' in sys.modules\n"
@@ -370,7 +370,7 @@ def test_structlog_is_loaded_without_rich_and_rich_still_imports_after():
 
 #: A process's code before the rest: structlog's import is made slow, and ``started`` is set when it begins.
 SLOW_STRUCTLOG = slowed("structlog") + (
-    "import council.logs\n"
+    "import council._util.logs\n"
     "errors = []\n"
     "def log(name):\n"
     "    try:\n"

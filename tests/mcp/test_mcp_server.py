@@ -285,10 +285,10 @@ def test_the_server_describes_its_tools_without_importing_numpy(tmp_path, counci
     (~0.15 s of every client's wait for the server): numpy comes with the first leaderboard."""
     code = (
         "import sys\n"
-        "from council.mcp_server import Tools, build_server\n"
+        "from council.mcp.server import Tools, build_server\n"
         f"server = build_server(Tools({str(fake_config(tmp_path))!r}, 10.0))\n"
         "print('numpy' in sys.modules)\n"
-        "from council.leaderboard import leaderboard\n"
+        "from council.leaderboard.stored import leaderboard\n"
         "print('numpy' in sys.modules)\n"
     )
     env = {**os.environ, "COUNCIL_HOME": str(council_home), "PYTHONPATH": str(ROOT)}

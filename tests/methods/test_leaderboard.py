@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from council import Council
 from council.cli.main import cli
 from council.errors import InputError, UsageError
-from council.leaderboard import leaderboard
+from council.leaderboard.stored import leaderboard
 from council.methods.bradley_terry import win_matrix
 from council.storage import SQLiteStore
 
@@ -294,7 +294,7 @@ async def test_a_batch_that_names_its_models_feeds_the_leaderboard(tmp_path, cou
 
 def test_the_command_and_the_library_share_their_defaults():
     from council.cli.leaderboard import leaderboard as command
-    from council.leaderboard import DEFAULT_BOOTSTRAP
+    from council.leaderboard.stored import DEFAULT_BOOTSTRAP
 
     defaults = {p.name: p.default for p in command.params}
     assert defaults["bootstrap"] == DEFAULT_BOOTSTRAP and defaults["source"] == "all" and defaults["seed"] == 0
@@ -302,7 +302,7 @@ def test_the_command_and_the_library_share_their_defaults():
 
 def test_the_stores_judgments_share_their_model_names_and_markdown_counts():
     """A fit holds every stored pair: each distinct name and count is one object (2 -> 1 kB a pair)."""
-    from council.judged_leaderboard import stored_judgments
+    from council.leaderboard.judged import stored_judgments
 
     def row(i: int) -> dict:
         counts = {"headers": 1, "lists": 2, "bold": i % 2}

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from council.leaderboard import build_leaderboard
+from council.leaderboard.stored import build_leaderboard
 from council.methods.bradley_terry import SeparationWarning, Stratum, bradley_terry, elo_scale, rate
 from council.storage import ComparisonData
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, StrictInt, ValidationError
 from test_judging_schemas import CRITERIA, pass_doc
 
-from council.asking import check_output, describe_validation_error, parse_json_object
+from council.providers.asking import check_output, describe_validation_error, parse_json_object
 from council.judging import pairwise_pass_model
 
 PASS = pairwise_pass_model(CRITERIA, (1, 5), True)

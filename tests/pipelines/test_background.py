@@ -1,5 +1,5 @@
 """Work begun beside a stage's calls waits until they are on the wire, unless it is needed
-sooner (council.background); the price map read so stays one read."""
+sooner (council._util.background); the price map read so stays one read."""
 
 from __future__ import annotations
 

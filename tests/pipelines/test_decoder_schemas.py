@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
-from council.json_schema import inline_refs
+from council.providers.json_schema import inline_refs
 from council.judging.engine import GENERAL_CRITERIA
 from council.judging.rubrics import DEPTH_CRITERIA, load_bias_checklist, load_rubric
 from council.judging.schemas import JudgeReasoning, pairwise_pass_model, rubric_grade_model

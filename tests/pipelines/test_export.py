@@ -80,9 +80,9 @@ async def test_each_session_line_is_its_model_json_whether_or_not_a_secret_was_c
     it. Either way a line is ``SessionLine``'s own JSON, keys in its order, one form for all."""
     import sqlite3
 
-    from council import redaction
-    from council.export_shapes import SessionLine
-    from council.home import council_home
+    from council.untrusted import redaction
+    from council.exports.shapes import SessionLine
+    from council._util.home import council_home
 
     results = await run_sessions(2)
     secret = "k-5e8d2c7a9f1b3e6d4a0c"

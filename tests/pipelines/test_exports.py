@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from council import Council
 from council.cli.main import cli
-from council.exports import ANSWER_COLUMNS, SCORE_COLUMNS, SESSION_COLUMNS
+from council.exports.sessions import ANSWER_COLUMNS, SCORE_COLUMNS, SESSION_COLUMNS
 
 pd = pytest.importorskip("pandas")
 

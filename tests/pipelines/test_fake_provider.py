@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from council.asking import validate_output
+from council.providers.asking import validate_output
 from council.config import ModelSpec, ResolvedModel
 from council.errors import ConfigError, ProviderError
 from council.providers.base import ChatRequest, ModelAPI

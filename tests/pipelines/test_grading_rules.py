@@ -10,7 +10,7 @@ import json
 import pytest
 from fake_judges import grade_reply, scripted
 
-from council.asking import invalid_numbers, parse_json_object
+from council.providers.asking import invalid_numbers, parse_json_object
 from council.errors import InputError
 from council.judging.engine import grade
 from council.judging.rubrics import load_rubric

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 
-from council.asking import validate_output
+from council.providers.asking import validate_output
 from council.session import prompts
 from council.session.schemas import PEER_REVIEW_SCHEMA_NAME, peer_review_model, peer_review_schema
 from council.testing.replies import MARKUP, FakeResponder

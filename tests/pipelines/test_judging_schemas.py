@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from council.asking import validate_output
+from council.providers.asking import validate_output
 from council.errors import InputError, InvalidOutputError, NotFoundError, UsageError
 from council.judging import (
     DEPTH_CRITERIA,

@@ -12,7 +12,7 @@ import pytest
 from mock_server import start_mock_server, wait_for
 from pydantic import BaseModel, Field
 
-from council.asking import validate_output
+from council.providers.asking import validate_output
 from council.providers.base import ChatRequest
 from council.providers.fake import FakeAPI
 from council.session import prompts

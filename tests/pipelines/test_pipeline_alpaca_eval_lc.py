@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from council.judged_leaderboard import judged_leaderboard
+from council.leaderboard.judged import judged_leaderboard
 
 DATA = Path(__file__).parent.parent / "data" / "alpaca_eval"
 BASELINE = "gpt4_1106_preview"

@@ -9,17 +9,17 @@ import json
 import pytest
 from pydantic import BaseModel
 
-from council.asking import ask_valid
-from council.budget import Budget
-from council.call_cache import CACHE_VERSION, CallCache, request_key
+from council.providers.asking import ask_valid
+from council.accounting.budget import Budget
+from council.accounting.call_cache import CACHE_VERSION, CallCache, request_key
 from council.config import ModelSpec, ResolvedModel
 from council.providers.base import ChatRequest
 from council.providers.client import ModelClient, cap_spending
 from council.providers.fake import FakeAPI
 from council.providers.prices import configured_price
-from council.redaction import register_secret
+from council.untrusted.redaction import register_secret
 from council.storage import SQLiteStore, Store, StoreReplies
-from council.usage import CallLog, Usage
+from council.accounting.usage import CallLog, Usage
 
 
 class Verdict(BaseModel):
@@ -149,7 +149,7 @@ async def test_an_empty_reply_is_not_cached(store):
 
 
 async def test_a_reply_holding_a_configured_secret_is_not_cached(store, monkeypatch):
-    from council import redaction
+    from council.untrusted import redaction
 
     monkeypatch.setattr(redaction, "_registered", set())  # this test's secret stays in this test
     secret = "sk-proj-Zq8vN3kL5mP7rT9wX2yB4dF6hJ1"

@@ -160,7 +160,7 @@ async def test_transcripts_off_an_error_quoting_an_answer_is_cut_from_the_events
 
 async def test_the_bias_records_are_computed_while_the_chairman_writes(monkeypatch):
     # They need only the reviews: off the session's critical path, once the chairman's request is sent.
-    from council import background
+    from council._util import background
     from council.bias import records
     from council.providers.fake import FakeAPI
 
@@ -188,7 +188,7 @@ async def test_the_bias_records_are_computed_while_the_chairman_writes(monkeypat
 
 
 async def test_a_chairman_quicker_than_the_grace_is_not_kept_waiting_for_it(monkeypatch):
-    from council import background
+    from council._util import background
 
     # A process's first sessions begin work of their own after the grace: ended before it is made long.
     await collect(council(), seed=4)
@@ -201,7 +201,7 @@ async def test_a_chairman_quicker_than_the_grace_is_not_kept_waiting_for_it(monk
 def test_the_chairmans_request_reaches_the_server_before_the_bias_records_are_computed(tmp_path, monkeypatch):
     # Over real HTTP. aiohttp writes a request in a task of its own, one turn of the loop after
     # the call's: work begun on the loop then ran first and held the request back (~1.5 ms).
-    from council import background
+    from council._util import background
     from council.bias import records
 
     computed, real = [], records.session_bias_metadata

@@ -13,7 +13,7 @@ import pytest
 from conftest import db_rows, invoke_cli, write_config
 from mock_server import start_mock_server
 
-from council.budget import Budget, prompt_tokens_bound
+from council.accounting.budget import Budget, prompt_tokens_bound
 from council.config import ModelSpec, ResolvedModel
 from council.errors import ProviderError
 from council.providers.base import ChatRequest

@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from council import Council, redaction
-from council.redaction import REDACTED, redact, redact_document, register_secret
+from council.untrusted.redaction import REDACTED, redact, redact_document, register_secret
 
 QUESTION = "Should I run ollama locally, or is lm-studio easier? I want the answer for a laptop."
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from council import redaction
-from council.redaction import REDACTED, private_scope, redact_document
+from council.untrusted import redaction
+from council.untrusted.redaction import REDACTED, private_scope, redact_document
 
 STRONG = "k-7f3a9c2e5b1d4e6f8a0b"
 QUOTED = 'pa"ss\\word-77x9'  # escaped in JSON text
@@ -90,7 +90,7 @@ async def test_an_outcome_serialized_from_the_model_is_stored_as_its_dump_would_
     from fake_judges import fake_client
 
     from council.judging.engine import compare, grade
-    from council.redaction import redacted_json, redacted_model_json
+    from council.untrusted.redaction import redacted_json, redacted_model_json
 
     judged = await compare("Which? é \u2028", "A, in detail.", "B.", judges=[fake_client()], store=None)
     graded = await grade("Capital?", "Paris", judges=[fake_client()], store=None)

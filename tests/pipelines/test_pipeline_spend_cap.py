@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from council.budget import (
+from council.accounting.budget import (
     Budget,
     BudgetReached,
     CallPrice,

@@ -18,7 +18,7 @@ from batch_files import pair, write_jsonl
 from conftest import db_rows, write_config
 from mock_server import start_mock_server
 
-from council.budget import Budget
+from council.accounting.budget import Budget
 from council.config import ModelSpec, ResolvedModel
 from council.judging.engine import compare
 from council.providers.client import ModelClient, cap_spending
@@ -167,7 +167,7 @@ def fake_judge(latency: float = 0.02, retries: int = 0) -> ModelClient:
 
 @pytest.mark.parametrize("waits", [False, True])
 async def test_a_waiting_budget_starts_a_call_refused_beside_its_own_once_they_settle(waits):
-    from council.budget import BudgetReached, MemoryLedger
+    from council.accounting.budget import BudgetReached, MemoryLedger
     from council.providers.base import ChatRequest
 
     client = fake_judge()
@@ -189,7 +189,7 @@ async def test_a_waiting_budget_starts_a_call_refused_beside_its_own_once_they_s
 async def test_a_call_whose_room_only_its_own_group_holds_is_refused_not_left_waiting():
     """A retry beyond its group's calls reserves on its own; refused while only that group holds the
     room (which settles only after the retry), waiting would never end: the budget is reached."""
-    from council.budget import BudgetReached, MemoryLedger, together
+    from council.accounting.budget import BudgetReached, MemoryLedger, together
     from council.errors import ProviderError
     from council.providers.base import ChatRequest
 

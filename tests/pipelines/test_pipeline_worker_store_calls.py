@@ -15,7 +15,7 @@ from council.judging.batch import BatchSettings, content_digest, parse_batch
 from council.judging.worker import enqueue, run_worker
 from council.providers.client import ModelClient
 from council.providers.fake import FakeAPI
-from council.redaction import current_scope
+from council.untrusted.redaction import current_scope
 
 
 def _queued(store, items: int, api: FakeAPI | None = None):

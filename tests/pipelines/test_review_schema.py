@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from council.asking import parse_json_object, validate_output
+from council.providers.asking import parse_json_object, validate_output
 from council.session import prompts
 from council.session.schemas import answer_labels, peer_review_model
 

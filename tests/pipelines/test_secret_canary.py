@@ -21,7 +21,7 @@ from conftest import council_process, write_config
 from mock_server import start_mock_server
 from serve_helpers import council_serve
 
-from council.redaction import REDACTED
+from council.untrusted.redaction import REDACTED
 
 pytestmark = pytest.mark.slow  # real processes: the server, the CLI
 

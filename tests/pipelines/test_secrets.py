@@ -20,8 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from mock_server import start_mock_server
 
-from council import redaction
-from council.redaction import PRIVATE_RUN, REDACTED, private_scope, redact, register_secret
+from council.untrusted import redaction
+from council.untrusted.redaction import PRIVATE_RUN, REDACTED, private_scope, redact, register_secret
 
 KEY = "k-7f3a9c2e5b1d4e6f8a0b"  # not shaped like any well-known key: only known by value
 QUESTION = "Which orbital mechanics principle explains why geostationary satellites stay above one spot?"
@@ -186,7 +186,7 @@ async def test_the_library_prints_nothing_when_used_from_python(capsys):
 
 
 def test_a_host_gets_council_events_through_standard_logging_redacted(caplog):
-    from council.logs import get_logger
+    from council._util.logs import get_logger
 
     register_secret(KEY)
     with caplog.at_level(logging.INFO, logger="council"):
@@ -198,7 +198,7 @@ def test_a_host_gets_council_events_through_standard_logging_redacted(caplog):
 
 
 def test_the_cli_log_file_is_private_json_lines_and_redacted(tmp_path, monkeypatch):
-    from council.logs import configure_logging, get_logger, unconfigure_logging
+    from council._util.logs import configure_logging, get_logger, unconfigure_logging
 
     path = tmp_path / "council.log"
     monkeypatch.setenv("COUNCIL_LOG_FILE", str(path))

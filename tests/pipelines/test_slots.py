@@ -1,4 +1,4 @@
-"""council.slots: the one way untrusted text enters a prompt, and every way a tag can hide."""
+"""council.untrusted.slots: the one way untrusted text enters a prompt, and every way a tag can hide."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from council.judging.prompts import grade_messages, pairwise_messages
 from council.judging.rubrics import load_bias_checklist, load_rubric
 from council.session import prompts
-from council.slots import INVISIBLE, SLOT_NAMES, neutralise, slot
+from council.untrusted.slots import INVISIBLE, SLOT_NAMES, neutralise, slot
 
 ZWSP, SHY, WJ, INVISIBLE_TIMES = "\u200b", "\u00ad", "\u2060", "\u2062"
 
@@ -103,7 +103,7 @@ def test_every_confusable_of_a_slot_letter_is_folded():
     # letter of a slot name (or for < or /) reads as that letter here.
     from confusable_homoglyphs.confusables import confusables_data
 
-    from council.slots import _fold
+    from council.untrusted.slots import _fold
 
     letters = {ch for name in SLOT_NAMES for ch in name} | {"<", "/"}
     missed = [
@@ -116,11 +116,11 @@ def test_every_confusable_of_a_slot_letter_is_folded():
 
 
 def test_the_kept_lookalike_table_is_the_one_unicode_lists():
-    # council.slot_lookalikes is written from the confusables package; a newer table shows here.
+    # council.untrusted.lookalikes is written from the confusables package; a newer table shows here.
     # Regenerate with: python scripts/write_slot_lookalikes.py
     import importlib.util
 
-    from council.slot_lookalikes import LOOKALIKES
+    from council.untrusted.lookalikes import LOOKALIKES
 
     script = Path(__file__).resolve().parents[2] / "scripts" / "write_slot_lookalikes.py"
     spec = importlib.util.spec_from_file_location("write_slot_lookalikes", script)
@@ -230,7 +230,7 @@ def test_retry_messages_neutralise_quoted_output():
 @given(st.text())
 def test_the_fold_table_folds_as_each_character_would_be(text):
     # neutralise folds with str.translate over a table filled as characters are first seen.
-    from council.slots import _FOLD_TABLE, _fold
+    from council.untrusted.slots import _FOLD_TABLE, _fold
 
     assert text.translate(_FOLD_TABLE) == "".join(ch if ch < "\x80" else _fold(ch) for ch in text)
 
@@ -239,7 +239,7 @@ def test_the_fold_table_folds_as_each_character_would_be(text):
 def test_a_text_neutralised_again_gives_what_folding_it_anew_gives(text):
     # Texts are remembered (each answer is quoted in every reviewer's prompt): a remembered
     # result is the one folding gives, and the ASCII shortcut changes nothing.
-    from council.slots import NEUTRAL_OPENER, _neutralise_folded, tag_pattern
+    from council.untrusted.slots import NEUTRAL_OPENER, _neutralise_folded, tag_pattern
 
     expected = tag_pattern().sub(NEUTRAL_OPENER, text) if text.isascii() else _neutralise_folded(text)
     assert neutralise(text) == expected
@@ -247,7 +247,7 @@ def test_a_text_neutralised_again_gives_what_folding_it_anew_gives(text):
 
 
 def _opener_lookalikes() -> list[str]:
-    from council.slot_lookalikes import LOOKALIKES
+    from council.untrusted.lookalikes import LOOKALIKES
 
     return sorted(ch for ch, reads in LOOKALIKES.items() if reads == "<")
 
@@ -264,7 +264,7 @@ def test_a_text_with_nothing_that_reads_as_an_opening_sign_is_left_as_it_is_and_
     """Folding keeps positions, so a text none of whose characters folds to an opening sign holds
     no tag and is given back unfolded; any other text is neutralised where its folded form has a
     tag. Held to the fold of every character, one by one."""
-    from council.slots import NEUTRAL_OPENER, _fold, tag_pattern
+    from council.untrusted.slots import NEUTRAL_OPENER, _fold, tag_pattern
 
     text = f"é{before}{opener}answer{after}"  # not ASCII: the folding path
     folded = "".join(ch if ch < "\x80" else _fold(ch) for ch in text)
@@ -280,7 +280,7 @@ def test_the_characters_that_read_as_an_opening_sign_are_all_known():
     another, the shortcut is off and every text is folded."""
     import unicodedata
 
-    from council import slots
+    from council.untrusted import slots
 
     fold = slots._fold.__wrapped__  # not through its cache: a million code points
     found = {chr(cp) for cp in range(0x110000) if (fold(chr(cp)) if cp >= 0x80 else chr(cp)) in slots._OPENERS}
@@ -292,7 +292,7 @@ def test_the_characters_that_read_as_an_opening_sign_are_all_known():
 
 
 def test_remembered_texts_stay_within_their_character_budget():
-    from council.slots import _Recent
+    from council.untrusted.slots import _Recent
 
     recent = _Recent(limit=1_000)
     for i in range(500):

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from council import Council
-from council.asking import JsonFormat, validate_output
+from council.providers.asking import JsonFormat, validate_output
 from council.errors import InputError
 from council.session import prompts
 

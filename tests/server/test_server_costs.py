@@ -9,7 +9,7 @@ import pytest
 from conftest import invoke_cli, write_config
 
 from council.providers.base import ChatResponse
-from council.usage import CallRecord, Usage
+from council.accounting.usage import CallRecord, Usage
 
 
 @pytest.mark.parametrize("cost", [math.inf, -math.inf, math.nan])

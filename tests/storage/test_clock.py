@@ -1,4 +1,4 @@
-"""Stored timestamps (council.clock.utc_now): UTC ISO-8601 text, microseconds, in time's order."""
+"""Stored timestamps (council._util.clock.utc_now): UTC ISO-8601 text, microseconds, in time's order."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from council import clock
-from council.clock import to_utc_iso, utc_now
+from council._util import clock
+from council._util.clock import to_utc_iso, utc_now
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

@@ -16,7 +16,7 @@ import time
 import pytest
 from conftest import url_rows
 
-from council.clock import utc_now
+from council._util.clock import utc_now
 from council.storage import SQLiteStore, open_store
 
 
@@ -45,8 +45,8 @@ _DIES_WHILE_RUNNING = textwrap.dedent(
     """
     import os, sys
     from council.storage import open_store
-    from council.usage import CallRecord
-    from council.clock import utc_now
+    from council.accounting.usage import CallRecord
+    from council._util.clock import utc_now
     store = open_store()
     store.begin_session("s-orphan-01", council="default")
     store.journal("s-orphan-01").call_started(

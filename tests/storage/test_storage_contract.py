@@ -19,7 +19,7 @@ from council.errors import CouncilFailure, NotFoundError, UsageError
 from council.judging.batch import BatchSettings, content_digest, parse_batch, run_batch
 from council.judging.engine import compare, grade
 from council.storage import BiasQuery, Store, judgments
-from council.usage import CallRecord
+from council.accounting.usage import CallRecord
 
 MEMBERS = ["fake/alpha", "fake/beta", "fake/gamma", "fake/delta"]
 

@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from council.storage import open_store
-from council.usage import CallRecord
+from council.accounting.usage import CallRecord
 
 
 def _record(i: int) -> CallRecord:
@@ -311,7 +311,7 @@ def test_closing_the_store_writes_the_events_still_waiting(lite):
 def test_each_call_row_is_redacted_in_its_own_privacy_scope_whoever_commits_it(store):
     """Two runs with transcripts off journal in one turn: the commit runs in the first one's
     context, yet the second run's private text never reaches the disk in its error."""
-    from council.redaction import private_scope
+    from council.untrusted.redaction import private_scope
 
     def failed(i: int, error: str) -> CallRecord:
         return _record(i).model_copy(update={"ok": False, "error": error})
