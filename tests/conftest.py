@@ -42,7 +42,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 def pytest_collection_modifyitems(items):
     """The local-model tests first (~5 of the suite's ~9 minutes on 2 cores): under pytest-xdist they
     start at once, each model on one thread (above), and the other tests fill the cores around them
-    (docs/benchmarks.md, section 29)."""
+    (docs/benchmark-history.md, section 29)."""
     local = [item for item in items if item.get_closest_marker("local_model")]
     items[:] = local + [item for item in items if not item.get_closest_marker("local_model")]
 

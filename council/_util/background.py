@@ -12,7 +12,7 @@ While a process's first calls wait for their replies, it reads LiteLLM's price m
 agreement test's null distribution. Each holds the interpreter for up to ~20 ms at a time
 inside one C call (the JSON parse, an extension module's initialisation), and the event loop,
 which still has to connect and write the requests just set off, waits as long: begun together
-with the calls, that work made a ``council run``'s first replies 20–40 ms late (docs/benchmarks.md,
+with the calls, that work made a ``council run``'s first replies 20–40 ms late (docs/benchmark-history.md,
 section 34). Requests reach a local server within ~5 ms of the loop, so the work first waits
 :data:`GRACE_S` (its thread asleep, the interpreter free), or less when it is needed sooner.
 """

@@ -15,7 +15,7 @@ from council.errors import InputError
 
 _now_ns = time.time_ns
 # The last second written and its text up to the seconds: a busy server stamps every call and
-# event, and ``datetime.now(UTC).isoformat()`` takes ~3 µs a stamp, this ~1 (docs/benchmarks.md, section 44).
+# event, and ``datetime.now(UTC).isoformat()`` takes ~3 µs a stamp, this ~1 (docs/benchmark-history.md, section 44).
 _second: tuple[int, str] = (-1, "")
 
 

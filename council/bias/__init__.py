@@ -1,9 +1,11 @@
 """Bias auditing: per-session indicators, privacy-safe records, the cross-session report.
 
-Diagnostic only — nothing here changes a score (docs/methods.md, "Bias audit"). ``stats``
-holds the pure formulas, ``records`` the record schema and per-session metadata, ``query_hash``
-query hashing, ``report`` the SQL cross-session report, ``html`` its self-contained HTML page
-and ``export`` the JSONL/CSV export.
+Diagnostic only — nothing here changes a score (docs/methods.md, "Bias audit"). The pure
+formulas are in ``council.methods.bias_indicators``. Here: ``records`` the record schema and
+per-session metadata, ``query_hash`` query hashing, ``report`` the cross-session report from the
+store's sums, ``validation`` the record checks' findings as messages, ``loading`` record files
+into a temporary store, ``foreign`` other tools' record formats, ``wording`` the findings in
+words, ``html`` the report's self-contained HTML page and ``export`` the JSONL/CSV export.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 rich (``council.cli.render``) is imported only when the line can show, i.e. stderr may be a
 terminal, and then in a worker thread while the first calls are in flight: no run's first call
-waits for it (docs/benchmarks.md, section 20).
+waits for it (docs/benchmark-history.md, section 20).
 """
 
 from __future__ import annotations

@@ -224,5 +224,5 @@ def _warm_up(councils: Sequence[ResolvedCouncil]) -> None:
 # Short pauses while serving (Python's default young generations), but a full collection after
 # 1,000 of the middle generation's instead of 10: with 200 sessions running, their objects live
 # long enough to reach the old generation, and each full pass scanned them all again: 10 of them
-# in a round of 200 sessions, ~12 % of the server's CPU (docs/benchmarks.md, section 20).
+# in a round of 200 sessions, ~12 % of the server's CPU (docs/benchmark-history.md, section 20).
 SERVE_GC_THRESHOLD = (700, 10, 1000)

@@ -62,7 +62,7 @@ WAIT_SECONDS = 0.2
 #: How long a finished item's record waits for the other items in flight to finish and join its
 #: transaction (never longer than until they all have). Replies arrive a few per turn of the
 #: event loop, so recording at the end of each turn made ~600 commits for 800 items, each
-#: ~0.2-0.3 ms of the loop's time whatever it holds; waiting this long, ~170 (docs/benchmarks.md,
+#: ~0.2-0.3 ms of the loop's time whatever it holds; waiting this long, ~170 (docs/benchmark-history.md,
 #: section 46). The call-log rows of those milliseconds ride the same commit: a crash may lose
 #: what they hold for that long (the issue's "per few ms"), never a result already reported.
 RECORD_HOLD_S = 0.003
@@ -258,7 +258,7 @@ async def run_worker(
 
     # A store whose operations may run on several threads at once (a connection pool) is called
     # off the event loop: its round trips then overlap each other and the judges' calls instead
-    # of stalling every item in flight (docs/benchmarks.md, section 19).
+    # of stalling every item in flight (docs/benchmark-history.md, section 19).
     # A few threads, fewer than the pool's connections: more calls wait in the executor's queue
     # (no time limit), never for a connection (the pool gives up after its timeout).
     executor = ThreadPoolExecutor(min(concurrency, STORE_THREADS), "council-store") if store.threadsafe else None
@@ -377,7 +377,7 @@ async def run_worker(
     # The items that finish within RECORD_HOLD_S of the first of them (or until no other is in
     # flight) are recorded in one transaction, which also claims as many items more
     # (Store.record_and_claim): one commit for all of them, instead of one per item and one per
-    # claim (docs/benchmarks.md, sections 17 and 46). An item counts as judged (``on_item``) only
+    # claim (docs/benchmark-history.md, sections 17 and 46). An item counts as judged (``on_item``) only
     # once that transaction has committed.
     finished: list[tuple[JudgmentSave, asyncio.Future[None]]] = []
     ready: list[dict[str, Any]] = []  # claimed with finished items, to start

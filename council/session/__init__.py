@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from council._util.lazy_exports import lazy_exports
 
 # Imported when first asked for: a run's first call needs the runner and its events, not the
-# result models (docs/benchmarks.md, section 20).
+# result models (docs/benchmark-history.md, section 20).
 _EXPORTS = {
     "Consensus": "council.methods.ranking",
     "ConsensusEntry": "council.methods.ranking",

@@ -69,7 +69,7 @@ EventSink = Callable[["SessionEvent"], None]
 #: that tell of them, the lookalikes table that neutralises non-ASCII answers quoted in the
 #: reviewers' prompts) and what a host adds with :func:`import_ahead`: imported where used, and
 #: by the process's first session in a worker thread while its first calls are in flight, so
-#: that neither the first call nor the last reply waits for them (docs/benchmarks.md, section
+#: that neither the first call nor the last reply waits for them (docs/benchmark-history.md, section
 #: 20). The slot tag pattern is compiled there too.
 _AHEAD = ["council.session.results", "council.session.events", "council.bias.records", "council.untrusted.lookalikes"]
 

@@ -3,7 +3,7 @@
 In WAL mode SQLite copies the log back into the database file (a checkpoint) in the commit that
 takes the log past 1,000 pages, on the connection that commits; with ``synchronous = NORMAL``
 that checkpoint is where the file is synced. A store's commits run on the event loop, so each
-checkpoint stalled every call in flight (docs/benchmarks.md, section 33: a batch of 800 pairs
+checkpoint stalled every call in flight (docs/benchmark-history.md, section 33: a batch of 800 pairs
 ~3 % faster without them, bulk writes of bias records ~7 %). Once a store commits its first
 write transaction, its connection checkpoints only past :data:`WAL_CAP_PAGES` and this
 thread does it on a connection of its own: ``PASSIVE``, which never waits for a writer or a

@@ -1,4 +1,4 @@
-"""The call journal's group commit, the same on every store (docs/benchmarks.md, sections 17-19).
+"""The call journal's group commit, the same on every store (docs/benchmark-history.md, sections 17-19).
 
 A call is journaled twice (as it starts and as it finishes). Inside a running event loop the
 rows of one turn of the loop wait in memory and are committed together at its end, and any
@@ -23,7 +23,7 @@ a lock guards the waiting rows, and a call's started row never overwrites its fi
 On such a store (``threadsafe``) the group commits run in one thread of its own, the store's
 write thread, where a session's final write goes too (``write_thread``): the event loop never
 waits on their round trips (on PostgreSQL they were ~35 % of a busy server's loop,
-docs/benchmarks.md, section 35), and the events, which only that thread commits, keep their
+docs/benchmark-history.md, section 35), and the events, which only that thread commits, keep their
 order: a reader polling for the events after the last it saw never finds a gap that fills later.
 A session's start is written on whichever thread starts it, carrying nothing: a transaction with
 no call rows waits on no other one.
@@ -243,7 +243,7 @@ class GroupCommit:
         """Inside a final write's transaction (a session's, a judgment's): the call-log rows
         (``call_row``'s) it has to write. A finished call that the call log has on record, its
         finished row committed by an earlier transaction or carried by this one, is left out:
-        written again it would change nothing (~15 µs a call, docs/benchmarks.md, section 45).
+        written again it would change nothing (~15 µs a call, docs/benchmark-history.md, section 45).
         Any other row is written, as it always was: the final write records what the call log
         may have lost. Each call is left out once (a final write tried again writes it)."""
         carried = getattr(self._carrying, "carried", None)

@@ -244,7 +244,7 @@ def record_and_claim(
 ) -> tuple[list[ItemAlreadyRecorded | ItemRefused | None], list[dict[str, Any]]]:
     """Record finished batch items, each as :func:`save_judgment` would, and claim up to ``limit``
     more for ``worker`` (as ``claim_items``), in one transaction: a worker's items that finish
-    together cost one commit, not one each plus one per claim (docs/benchmarks.md, section 17).
+    together cost one commit, not one each plus one per claim (docs/benchmark-history.md, section 17).
     Returns, per save, None (recorded) or the ``ItemAlreadyRecorded`` it raised (not recorded),
     and the rows claimed. When one cannot be recorded, the transaction is rolled back and each
     is recorded in its own (as :func:`save_judgment`), then the claim is made alone. A save

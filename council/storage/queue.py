@@ -193,7 +193,7 @@ def _claim_postgres(conn: Any, worker: str, batch_id: str | None, limit: int, le
         # As on SQLite: the first queued items read in order from the (batch_id, state, position)
         # index, with the running ones whose lease passed, each locked as it is read (skipping the
         # rows another claim holds). One condition with an OR read and sorted every queued item of
-        # the batch per claim (docs/benchmarks.md, section 36). Up to ``limit`` rows read but not
+        # the batch per claim (docs/benchmark-history.md, section 36). Up to ``limit`` rows read but not
         # taken stay locked until the transaction ends: another claim meanwhile takes later ones.
         chosen = (
             "WITH queued AS (SELECT batch_id, item_id, position FROM batch_queue"

@@ -3,7 +3,7 @@
 On PostgreSQL two transactions that write some of the same rows in opposite orders deadlock,
 and the server rolls one of them back (``TransactionConflict``): a batch worker's record of the
 items that finished in a turn, and the call log's group commit holding some of the same call
-rows, did so under load, and the worker stopped with the store "not answering" (docs/benchmarks.md,
+rows, did so under load, and the worker stopped with the store "not answering" (docs/benchmark-history.md,
 section 35). Nothing of a rolled-back transaction was written, and the rows it carried wait again,
 so running it again as it was is safe. SQLite, one writer at a time, never raises it.
 

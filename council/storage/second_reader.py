@@ -1,7 +1,7 @@
 """A second read-only connection to a SQLite file, reading the same snapshot as the first.
 
 The bias report's two passes over the rows (per review, per answer) are independent, so on a
-SQLite file they run at once on two connections, each on a core (docs/benchmarks.md, section
+SQLite file they run at once on two connections, each on a core (docs/benchmark-history.md, section
 21). Python's sqlite3 has no snapshot API, so sameness is checked instead: ``PRAGMA
 data_version`` changes when any other connection commits, so if the second connection reads
 the same value before the first one's snapshot begins and after its own has begun, nothing was

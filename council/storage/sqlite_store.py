@@ -219,7 +219,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
 
     def _lease_key(self) -> str:
         # Resolved once: every call-log row asks for its owner, and resolving the path is a
-        # system call per component (~5 % of a busy server's CPU, docs/benchmarks.md section 20).
+        # system call per component (~5 % of a busy server's CPU, docs/benchmark-history.md section 20).
         if self._resolved_key is None:
             assert self.path is not None
             self._resolved_key = str(self.path.resolve())
@@ -353,7 +353,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
         if self.threadsafe:
             # Several transactions write call rows at once here (PostgreSQL): each writes its rows
             # in one order, their call_id's, so none waits for a row another holds while that one
-            # waits for a row it holds (a deadlock: docs/benchmarks.md, section 37). Started and
+            # waits for a row it holds (a deadlock: docs/benchmark-history.md, section 37). Started and
             # finished rows go in one statement (a started row updates nothing), and a row without
             # an owner (a final write's, a record's) has a NULL one, as it would unwritten: the rows
             # stay one statement, not one each time the kind or the columns change along the order.
@@ -471,7 +471,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
         """Insert ``rows`` (plain values) into ``table`` inside the caller's transaction, one
         prepared statement per shape of row; ``replace``: a row with the same key replaces the
         stored one. (sqlite-utils' ``insert_all`` reads the table's columns and converts every
-        value first: ~8 % of a busy server's CPU, docs/benchmarks.md section 20.)"""
+        value first: ~8 % of a busy server's CPU, docs/benchmark-history.md section 20.)"""
         shapes: dict[tuple[str, ...], list[list[Any]]] = {}
         for row in rows:
             columns = tuple(row)

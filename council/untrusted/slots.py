@@ -156,7 +156,7 @@ def _may_open() -> re.Pattern[str] | None:
 def _neutralise_folded(text: str) -> str:
     # Folding keeps positions and a tag begins with an opening sign, so a text without a character
     # that folds to one holds no tag: one search instead of folding it all (~6 against ~55 µs for
-    # an 800-character answer; a busy server folds five a session, docs/benchmarks.md section 44).
+    # an 800-character answer; a busy server folds five a session, docs/benchmark-history.md section 44).
     may_open = _may_open()
     if may_open is not None and may_open.search(text) is None:
         return text

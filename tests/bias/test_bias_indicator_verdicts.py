@@ -1,6 +1,6 @@
 """Issue 61, findings 5–7: the bias report's verdicts on seeded councils with known truth.
 
-Seeded, fast versions of scripts/bench_bias_indicators.py on a few cells (the figures of every
+Seeded, fast versions of benchmarks/bench_bias_indicators.py on a few cells (the figures of every
 cell are in docs/methods.md): under the null the share of reports that flag must stay below what
 a true rate of 0.05 gives 99 % of the time; with a planted effect the report must find it.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from scipy import stats as sps
 
-_path = Path(__file__).resolve().parents[2] / "scripts" / "bench_bias_indicators.py"
+_path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_bias_indicators.py"
 _spec = importlib.util.spec_from_file_location("bench_bias_indicators", _path)
 bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)

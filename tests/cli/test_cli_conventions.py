@@ -15,7 +15,7 @@ from council.cli.main import cli
 from council.errors import CouncilError
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text()
+CLI_PAGE = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
 
 #: Commands that write a file: each takes -o/--output FILE, and no other command does.
 WRITES_FILES = {"export", "batch", "batch results", "bias-report", "leaderboard"}
@@ -220,7 +220,7 @@ def test_the_report_commands_write_a_page_beside_their_json(tmp_path, command):
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_shell_completion_is_documented_and_works(shell):
-    assert f"_COUNCIL_COMPLETE={shell}_source council" in README
+    assert f"_COUNCIL_COMPLETE={shell}_source council" in CLI_PAGE
     result = CliRunner().invoke(cli, [], prog_name="council", env={"_COUNCIL_COMPLETE": f"{shell}_source"})
     assert result.exit_code == 0 and "_COUNCIL_COMPLETE" in result.output
 

@@ -25,7 +25,7 @@ def anchors() -> set[str]:
 
 def project_texts() -> list[tuple[Path, str]]:
     files = [*sorted((ROOT / "council").rglob("*.py")), *sorted((ROOT / "council").rglob("*.toml"))]
-    files += [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    files += [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     return [(p, p.read_text(encoding="utf-8")) for p in files]
 
 

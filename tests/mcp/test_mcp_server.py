@@ -226,8 +226,10 @@ def test_missing_sdk_is_one_line(tmp_path, council_home):
     assert proc.stderr.strip() == "error: council mcp needs the MCP SDK: pip install 'council-orchestrator[mcp]'"
 
 
-def test_readme_mcp_snippet_is_valid_json():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_docs_mcp_snippet_is_valid_json():
+    from site_docs import page
+
+    readme = page("chat-apps/mcp.md")
     start = readme.index('{\n  "mcpServers"')
     snippet = json.loads(readme[start : readme.index("\n}\n", start) + 2])
     entry = snippet["mcpServers"]["council"]

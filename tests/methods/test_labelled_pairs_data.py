@@ -9,7 +9,7 @@ from pathlib import Path
 
 from council.judging.batch import parse_batch
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "scripts" / "data"
+DATA_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
 PAIRS = DATA_DIR / "labelled_pairs.jsonl"
 
 

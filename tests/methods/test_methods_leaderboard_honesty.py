@@ -85,10 +85,10 @@ def test_ranks_are_within_connected_groups_and_exact_ties_share_a_rank():
 
 # Issue 61, finding 4: the reviewers of one session rank the same answers, and an answer's quality
 # (this time, on this question) is shared by every ballot that ranks it. The simulation is the
-# benchmark's (scripts/bench_ratings_honesty.py), which docs/methods.md quotes with more replicates.
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-if str(SCRIPTS) not in sys.path:
-    sys.path.insert(0, str(SCRIPTS))
+# benchmark's (benchmarks/bench_ratings_honesty.py), which docs/methods.md quotes with more replicates.
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+if str(BENCHMARKS) not in sys.path:
+    sys.path.insert(0, str(BENCHMARKS))
 
 from bench_ratings_honesty import session_coverage, shared_quality_sessions  # noqa: E402
 

@@ -1,7 +1,7 @@
 """The pooled length-correlation interval keeps its 95 % level under the null (issue 28, finding 1)
 and away from it (issue 61, finding 8).
 
-Seeded, fast versions of scripts/bench_length_ci_coverage.py and of scripts/bench_bias_indicators.py
+Seeded, fast versions of benchmarks/bench_length_ci_coverage.py and of benchmarks/bench_bias_indicators.py
 --only length_coverage on a few cells: the count of intervals containing the truth must not fall
 below what a true coverage of 0.94 (0.935 away from the null) would give 99 % of the time.
 """
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-_path = Path(__file__).resolve().parents[2] / "scripts" / "bench_length_ci_coverage.py"
+_path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_length_ci_coverage.py"
 _spec = importlib.util.spec_from_file_location("bench_length_ci_coverage", _path)
 bench = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench)
@@ -58,7 +58,7 @@ def test_no_estimate_is_none():
 
 # -- away from the null (issue 61, finding 8) ----------------------------------------------------
 
-_indicators_path = Path(__file__).resolve().parents[2] / "scripts" / "bench_bias_indicators.py"
+_indicators_path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_bias_indicators.py"
 _indicators_spec = importlib.util.spec_from_file_location("bench_bias_indicators", _indicators_path)
 indicators = importlib.util.module_from_spec(_indicators_spec)
 _indicators_spec.loader.exec_module(indicators)

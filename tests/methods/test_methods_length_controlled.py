@@ -23,11 +23,11 @@ from council.methods.logistic import sigmoid
 
 sm = pytest.importorskip("statsmodels.api")
 
-# The simulations are the benchmark's (scripts/bench_ratings_honesty.py), which docs/methods.md
+# The simulations are the benchmark's (benchmarks/bench_ratings_honesty.py), which docs/methods.md
 # quotes with more replicates.
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-if str(SCRIPTS) not in sys.path:
-    sys.path.insert(0, str(SCRIPTS))
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+if str(BENCHMARKS) not in sys.path:
+    sys.path.insert(0, str(BENCHMARKS))
 
 import bench_ratings_honesty as bench  # noqa: E402
 

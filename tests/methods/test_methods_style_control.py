@@ -14,11 +14,11 @@ from council.methods.style_control import markdown_counts, style_controlled_rati
 
 sm = pytest.importorskip("statsmodels.api")
 
-# The simulations are the benchmark's (scripts/bench_ratings_honesty.py), which docs/methods.md
+# The simulations are the benchmark's (benchmarks/bench_ratings_honesty.py), which docs/methods.md
 # quotes with more replicates.
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-if str(SCRIPTS) not in sys.path:
-    sys.path.insert(0, str(SCRIPTS))
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+if str(BENCHMARKS) not in sys.path:
+    sys.path.insert(0, str(BENCHMARKS))
 
 import bench_ratings_honesty as bench  # noqa: E402
 
@@ -267,7 +267,7 @@ def test_a_noisy_judge_with_a_length_taste_is_identified():
 
 
 # Issue 61, finding 3: the ratings' prior biased the length coefficient in sparse arenas where
-# better models write longer. The simulation is the benchmark's (scripts/bench_ratings_honesty.py).
+# better models write longer. The simulation is the benchmark's (benchmarks/bench_ratings_honesty.py).
 
 
 def _runs(reps, seed, gamma):

@@ -1,4 +1,4 @@
-"""The fault soak (scripts/bench_fault_soak.py), small, as a test: worker processes run sessions
+"""The fault soak (benchmarks/bench_fault_soak.py), small, as a test: worker processes run sessions
 through a mock server that fails, hangs and garbles replies, under session deadlines, then the
 database is audited against what each run() returned or raised and the server's request log.
 Which faults hit which requests varies from run to run; what is checked never does: nothing
@@ -21,7 +21,7 @@ def test_sessions_under_faults_and_deadlines_lose_and_duplicate_nothing(request,
     if backend == "postgresql":
         args += ["--database-url", request.getfixturevalue("postgres_url")]
     out = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "bench_fault_soak.py"), *args],
+        [sys.executable, str(ROOT / "benchmarks" / "bench_fault_soak.py"), *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -1,6 +1,6 @@
 """How a batch worker talks to its store, on SQLite and on a real PostgreSQL: several items
 claimed in one round trip, a pooled store's calls off the event loop (with the item's privacy
-scope), and still exactly one result per item (docs/benchmarks.md, section 19)."""
+scope), and still exactly one result per item (docs/benchmark-history.md, section 19)."""
 
 from __future__ import annotations
 
@@ -202,7 +202,7 @@ class _Staggered(FakeAPI):
 async def test_items_finishing_turns_apart_are_recorded_in_one_transaction(url_store, monkeypatch):
     """A finished item's record waits (at most ``RECORD_HOLD_S``) for the others in flight, so
     items that finish a few turns apart share a commit; each is still counted only once that
-    commit is made (docs/benchmarks.md, section 46)."""
+    commit is made (docs/benchmark-history.md, section 46)."""
     from council.judging import worker
 
     monkeypatch.setattr(worker, "RECORD_HOLD_S", 30.0)  # ample: the test never waits for it

@@ -433,12 +433,13 @@ def test_a_replaced_salt_is_noticed_by_its_fingerprint_once(tmp_path, council_ho
     assert third.exit_code == 0 and "salt" not in third.stderr  # said once; the new salt is the one now
 
 
-def test_the_readme_names_the_salt_file_by_its_real_name():
+def test_the_configuration_reference_names_the_salt_file_by_its_real_name():
+    from site_docs import page, site_text
+
     from council.bias.records import SALT_FILE
 
-    readme = (ROOT / "README.md").read_text()
-    assert f"$COUNCIL_HOME/{SALT_FILE}" in readme
-    assert "$COUNCIL_HOME/salt`" not in readme
+    assert f"$COUNCIL_HOME/{SALT_FILE}" in page("operators/configuration.md")
+    assert "$COUNCIL_HOME/salt`" not in site_text()
 
 
 @given(st.from_regex(redaction._CREDENTIAL))

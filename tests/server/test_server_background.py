@@ -30,7 +30,7 @@ async def test_an_event_log_waits_with_no_task_and_writes_held_deltas_within_its
     """A server holds an event log for every session it runs. Only the chairman's deltas are held
     back, and a held one is written at most ``interval`` after it came; nothing keeps waking up
     for a session that holds none (a ticking task each woke every 50 ms for the session's life:
-    ~5 % of a busy server's CPU, docs/benchmarks.md section 44)."""
+    ~5 % of a busy server's CPU, docs/benchmark-history.md section 44)."""
     import asyncio
     import time
 

@@ -3,7 +3,7 @@ the outage wait for it and are written whole; none is lost, none is left ``runni
 
 A probe found 2 of 60 sessions lost to a 3 s outage (a 502 each; one left ``running`` with none
 of its answers): once the server was found gone, a session's write waited a second for a
-connection, then failed (docs/benchmarks.md, section 39). The outage here is 4 s: at 2.5 s the
+connection, then failed (docs/benchmark-history.md, section 39). The outage here is 4 s: at 2.5 s the
 revision before passed too, its writes queued behind the failing ones until the server was back.
 """
 

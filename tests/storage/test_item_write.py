@@ -1,5 +1,5 @@
 """A judged batch item's write on SQLite: one transaction that reads nothing back
-(docs/benchmarks.md, section 17: the item's write is most of council's own CPU per call)."""
+(docs/benchmark-history.md, section 17: the item's write is most of council's own CPU per call)."""
 
 from __future__ import annotations
 

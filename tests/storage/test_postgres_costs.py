@@ -1,5 +1,5 @@
 """What PostgreSQL's work costs: round trips a write asks for, rows a claim reads, row versions a
-write leaves (docs/benchmarks.md, section 36).
+write leaves (docs/benchmark-history.md, section 36).
 
 A round trip is the client waiting for the server: it sends a Sync (the end of a pipeline), a
 Flush (a read inside one) or a simple query, found here in libpq's own trace of the connection's

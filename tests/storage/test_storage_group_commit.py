@@ -1,5 +1,5 @@
 """The call journal's group commit: one transaction per turn of the event loop, and never a
-result on disk without the calls journaled before it (docs/benchmarks.md, the batch)."""
+result on disk without the calls journaled before it (docs/benchmark-history.md, the batch)."""
 
 from __future__ import annotations
 
