@@ -18,7 +18,10 @@ masked stderr. What is recorded:
   ``cache stats`` (JSON and text) after cached repeats;
 - ``batch`` on a small pairwise file naming ``model_a``/``model_b`` (``--json`` summary and the
   results file; the text summary; two judges), on a small grading file, and ``batch status
-  --json`` / ``batch results`` of the first batch;
+  --json`` / ``batch results`` of the first batch. The pairwise batches run with
+  ``--concurrency 1``: ``export --judged-pairs`` and the leaderboard read judged pairs oldest
+  first, and items judged side by side finish in the scheduler's order (the grading batch,
+  which nothing reads by time, keeps the default concurrency);
 - ``bias-report`` (``--json``, text, ``--html``) and ``leaderboard`` (``--json`` for every
   ``--source``, text, ``--html``, ``--judgments`` on the exported judged pairs, with
   ``--control length`` and ``--baseline``);
@@ -313,16 +316,18 @@ def record_all(r: Recorder) -> None:
     r.record("cache_stats.json", "cache", "stats", "--json")
     r.record("cache_stats.txt", "cache", "stats")
 
-    # Batches
-    r.record("batch_pairs_summary.json", "batch", "pairs.jsonl", "--judge", "j1", *cfg_json)
+    # Batches. Pairwise ones judge an item at a time: the judged pairs are exported (and rated) oldest
+    # first, and items judged side by side finish in whatever order the scheduler gives them.
+    pairs = ("pairs.jsonl", "--concurrency", "1")
+    r.record("batch_pairs_summary.json", "batch", *pairs, "--judge", "j1", *cfg_json)
     r.record_file("batch_pairs.results.jsonl", "pairs.results.jsonl")
     batch_id = json.loads(r.raw["batch_pairs_summary.json"] or "{}").get("batch_id", "")
     r.record("batch_status.json", "batch", "status", batch_id, "--json")
     r.record("batch_results.jsonl", "batch", "results", batch_id)
-    r.record("batch_pairs_two_judges_summary.json", "batch", "pairs.jsonl", "--judge", "j1", "--judge", "j2",
+    r.record("batch_pairs_two_judges_summary.json", "batch", *pairs, "--judge", "j1", "--judge", "j2",
              "-o", "pairs2.results.jsonl", *cfg_json)  # fmt: skip
     r.record_file("batch_pairs_two_judges.results.jsonl", "pairs2.results.jsonl")
-    r.record("batch_pairs_summary.txt", "batch", "pairs.jsonl", "--judge", "j2", "--strategy", "average",
+    r.record("batch_pairs_summary.txt", "batch", *pairs, "--judge", "j2", "--strategy", "average",
              "-o", "pairs3.results.jsonl", *cfg)  # fmt: skip
     r.record_file("batch_pairs_average.results.jsonl", "pairs3.results.jsonl")
     r.record("batch_grades_summary.json", "batch", "grades.jsonl", "--judge", "j1", "--votes", "1", *cfg_json)
