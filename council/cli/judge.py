@@ -12,10 +12,7 @@ from council.errors import CouncilFailure, InputError
 from council.untrusted.inputs import read_text_file
 
 if TYPE_CHECKING:
-    from council.config import PrivacySettings
-    from council.judging.engine import ComparisonOutcome, GradeOutcome
-    from council.providers.client import ModelClient
-    from council.storage import Store
+    from council import ComparisonOutcome, GradeOutcome, JudgePanel
 
 STRATEGIES = ("average", "conservative", "consistency")
 T = TypeVar("T")
@@ -26,6 +23,8 @@ config_option = click.option(
     type=click.Path(dir_okay=False),
     help="Council TOML file (judge aliases come from its [models]).",
 )
+
+
 def _judge_option(several: str) -> Callable[[Any], Any]:
     """``--judge`` (repeatable), its help saying what several judges do in this command."""
     return click.option(
@@ -59,7 +58,7 @@ spend_cap_option = max_cost_option()
 def run_with_judges(
     config_path: str | None,
     judge_refs: Sequence[str],
-    work: Callable[[list[ModelClient], PrivacySettings, float | None, Store | None], Awaitable[T]],
+    work: Callable[[JudgePanel], Awaitable[T]],
     *,
     max_cost: str | None = None,
     cap_each_call: bool = True,
@@ -67,55 +66,21 @@ def run_with_judges(
     refresh: bool = False,
     in_store: bool = False,
 ) -> T:
-    """Resolve the judges, run ``work(judges, privacy, cap, store)`` with them, and close their clients
-    whatever happens. ``privacy`` is the privacy settings of ``config_path`` (judge reasoning
-    stored? prompts hashed?), resolved as ``council worker`` resolves them.
+    """Set the judges up (:func:`council.judge_panel`: ``--config``'s judges, privacy settings, cap,
+    call cache (``--cache``, else ``[cache] enabled``) and store), run ``work(panel)`` with them, and
+    close their clients whatever happens.
+    A cap that stopped a comparison or a grade is raised after it (``BudgetReached``, exit 1)."""
+    import asyncio
 
-    ``max_cost`` (else ``[budget] max_cost_usd``) caps this invocation's spending; a cap that
-    stopped the work is raised after it (``BudgetReached``, exit 1). ``cap_each_call=False``
-    (a batch, whose cap is kept with it in the store) only checks the judges can be capped and
-    hands ``work`` the cap in force. ``use_cache``/``refresh`` (else ``[cache] enabled``) put the
-    judges on the store's call cache. ``in_store`` (compare, grade: their runs are recorded in the
-    store): the store is opened here, once, and handed to ``work``, and judges with an ``rpm`` or
-    ``tpm`` keep it in the store's budgets, one for every process sharing the store, as a batch's
-    workers do (else ``store`` is the cache's, or None)."""
-    from council.accounting.budget import Budget, BudgetReached, cap_in_force, check_cap
-    from council.cli.common import attach_cache, cache_wanted, config_and_privacy
-    from council.judging.engine import make_judges
-    from council.providers.client import cap_spending, share_limits
+    from council import judge_panel
 
-    if max_cost is not None:
-        check_cap(max_cost)
-    loaded, privacy = config_and_privacy(config_path)
-    judges = make_judges(loaded, judge_refs)
-    cached = cache_wanted(use_cache, refresh, loaded)
-    cap = cap_in_force(max_cost, loaded)
-    budget = Budget.capped(cap) if cap is not None else None
-    if budget is not None:
-        for judge in judges:
-            judge.check_budget()
-        if cap_each_call:
-            cap_spending(judges, budget)
-
-    async def go() -> T:
-        try:
-            return await work(judges, privacy, cap, store)
-        finally:
-            for judge in judges:
-                await judge.aclose()
-
-    from council.storage import using_store
-
-    with using_store(cached or in_store) as store:
-        if store is not None and cached:
-            attach_cache(judges, store, refresh=refresh)
-        if store is not None and in_store:
-            share_limits(judges, store)  # one rpm/tpm for every process: docs/methods.md, "Shared rate budget"
-        import asyncio
-
-        result = asyncio.run(go())
-    if cap_each_call and budget is not None and budget.reached is not None:
-        raise BudgetReached(*budget.totals())
+    cache = use_cache or None  # not asked for: the config's [cache] enabled
+    with judge_panel(
+        config_path, judge_refs, max_cost=max_cost, cap_each_call=cap_each_call, cache=cache, refresh=refresh,
+        in_store=in_store,
+    ) as panel:  # fmt: skip
+        result = asyncio.run(panel.run(work))
+    panel.raise_if_capped()
     return result
 
 
@@ -177,32 +142,28 @@ def compare(
     as_json: bool,
 ) -> None:
     """Compare two responses to PROMPT, judging them in both orders (position swap)."""
-    from council.judging import engine
-    from council.methods.voting import PAIRWISE_VOTES
+    from council import resolve_criteria
 
     if not prompt.strip():
         raise InputError("the prompt is empty")
     response_a = read_text_file(a_path, "response A file")
     response_b = read_text_file(b_path, "response B file")
-    chosen = engine.resolve_criteria(list(criteria) or None)
+    chosen = resolve_criteria(list(criteria) or None)
 
     outcome = run_with_judges(
         config_path,
         judge_refs,
-        lambda judges, privacy, _cap, store: engine.compare(
+        lambda panel: panel.compare(
             prompt,
             response_a,
             response_b,
-            judges=judges,
             criteria=chosen,
             context=context,
             allow_tie=not no_tie,
             swap=not no_swap,
             strategy=strategy,
-            votes=votes or PAIRWISE_VOTES,
+            votes=votes,
             adaptive=adaptive,
-            keep_text=privacy.store_transcripts,
-            store=store,
         ),
         max_cost=max_cost,
         use_cache=use_cache,
@@ -254,9 +215,7 @@ def grade(
     as_json: bool,
 ) -> None:
     """Grade one response against a rubric: reasoning before integer scores, votes per criterion."""
-    from council.judging import engine
-    from council.judging.rubrics import load_rubric
-    from council.methods.voting import GRADE_VOTES
+    from council import load_rubric
 
     if not prompt.strip():
         raise InputError("the prompt is empty")
@@ -267,17 +226,14 @@ def grade(
     outcome = run_with_judges(
         config_path,
         judge_refs,
-        lambda judges, privacy, _cap, store: engine.grade(
+        lambda panel: panel.grade(
             prompt,
             response,
             rubric=loaded_rubric,
-            judges=judges,
             reference=reference,
             context=context,
-            votes=votes or GRADE_VOTES,
+            votes=votes,
             adaptive=adaptive,
-            keep_text=privacy.store_transcripts,
-            store=store,
         ),
         max_cost=max_cost,
         use_cache=use_cache,

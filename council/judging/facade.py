@@ -279,7 +279,7 @@ def judge_panel(
     *,
     max_cost: Any = None,
     cap_each_call: bool = True,
-    cache: bool = False,
+    cache: bool | None = False,
     refresh: bool = False,
     in_store: bool = False,
     env: Mapping[str, str] | None = None,
@@ -291,8 +291,8 @@ def judge_panel(
     (a ``UsageError`` otherwise, before any call). ``cap_each_call``: the judges' calls reserve
     against the cap here (a comparison, a grade; :meth:`JudgePanel.raise_if_capped` tells if it
     stopped them); without it (a batch, whose cap is kept with it in the store) the cap is only
-    checked and handed on (``panel.cap``). ``cache``/``refresh`` (else ``[cache] enabled``; refused
-    with transcripts off) put the judges on the store's call cache. ``in_store`` (compare, grade:
+    checked and handed on (``panel.cap``). ``cache`` (None: the config's ``[cache] enabled``) or
+    ``refresh`` puts the judges on the store's call cache (refused with transcripts off). ``in_store`` (compare, grade:
     their runs are recorded): the store is opened once, and judges with an ``rpm`` or ``tpm`` keep
     it in the store's budgets, one for every process sharing the store (else ``panel.store`` is the
     cache's, or None). The store is closed when the block ends; the clients by :meth:`JudgePanel.run`."""
@@ -317,12 +317,12 @@ def judge_panel(
         yield JudgePanel(resolved, clients, cap=cap, budget=budget if cap_each_call else None, store=store)
 
 
-def _cache_wanted(cache: bool, refresh: bool, config: JudgingConfig) -> bool:
-    """Whether the call cache is on: asked for, else ``[cache] enabled``. With transcripts off it
-    cannot keep replies: a ``UsageError``."""
+def _cache_wanted(cache: bool | None, refresh: bool, config: JudgingConfig) -> bool:
+    """Whether the call cache is on: asked for (``cache``, ``refresh``), else with ``cache=None`` the
+    config's ``[cache] enabled``. With transcripts off it cannot keep replies: a ``UsageError``."""
     from council.accounting.call_cache import check_can_keep
 
-    wanted = cache or refresh or config.loaded.config.cache.enabled
+    wanted = cache or refresh or (cache is None and config.loaded.config.cache.enabled)
     if wanted:
         check_can_keep(config.privacy.store_transcripts)
     return bool(wanted)
