@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from council.accounting.usage import CallLog, CallRecord, CallSink
-from council.config import resolve_privacy
+from council.config import PrivacySettings, resolve_privacy
 from council.errors import InputError, UsageError
 from council.judging.outcomes import JudgmentPass, Outcome
 from council.judging.prompts import retry_message
@@ -95,10 +95,18 @@ def check_common(prompt: str, judges: Sequence[ModelClient], votes: int, max_att
         raise UsageError(f"max_attempts must be at least 1, got {max_attempts}")
 
 
+def default_privacy() -> PrivacySettings:
+    """The privacy settings of a judging function whose caller passed none (``keep_text=None``,
+    ``hash_prompts=None``): those the CLI would use, the environment over the default config file
+    (``$COUNCIL_CONFIG``, else ``$COUNCIL_HOME/council.toml``). This is the one place a judging
+    function reads the user's config on its own; the front-ends pass theirs explicitly
+    (:mod:`council.judging.facade`)."""
+    return resolve_privacy()
+
+
 def keeps_text(keep_text: bool | None) -> bool:
-    """An explicit choice, else the privacy setting the CLI would use (environment, then
-    the default config file; default: keep)."""
-    return resolve_privacy().store_transcripts if keep_text is None else keep_text
+    """An explicit choice, else :func:`default_privacy`'s (default: keep)."""
+    return default_privacy().store_transcripts if keep_text is None else keep_text
 
 
 @dataclass

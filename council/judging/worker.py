@@ -222,15 +222,16 @@ async def run_worker(
     store's outage grace (PostgreSQL: a write under way then is done once; ``through_outage``);
     a database away for longer is a ``CouncilFailure``: the items this worker held return to
     the queue with its leases.
-    ``hash_prompts`` (default: the privacy setting ``hash_queries``): a judged pair keeps its
+    ``hash_prompts`` (None: the user's ``hash_queries``, read by
+    :func:`council.judging.running.default_privacy`): a judged pair keeps its
     prompt's salted query hash as its ``prompt_id``; never an unsalted digest, which anyone
     could match against a list of prompts (docs/methods.md, "Length-controlled win rate")."""
     report = WorkerReport(worker=worker or worker_name())
     store.recover_while_open()  # a worker runs for long: dead processes' sessions do not wait for a command
     if hash_prompts is None:
-        from council.config import resolve_privacy
+        from council.judging.running import default_privacy
 
-        hash_prompts = resolve_privacy().hash_queries
+        hash_prompts = default_privacy().hash_queries
     hasher = QueryHasher.of_store(store) if hash_prompts else None
     if hasher is not None:
         hasher.fingerprint()  # a salt file it cannot use is a ConfigError now, before any item is claimed
