@@ -16,7 +16,7 @@ from council.errors import CouncilFailure, UsageError
 from council.untrusted.inputs import MAX_BATCH_BYTES, read_text_file
 
 if TYPE_CHECKING:
-    from council import BatchItem, BatchPlan, BatchSummary, JudgePanel
+    from council import BatchFile, BatchItem, BatchPlan, BatchSummary, JudgePanel
 
 
 class BatchProgress:
@@ -50,8 +50,8 @@ class BatchProgress:
             self._progress.advance(self._task)
 
     def on_summary(self, read: int) -> None:
-        """The summary and the results file, read from the store once the items are judged
-        (~0.2 ms an item: about 20 s for a hundred thousand): a bar in place of the judging one."""
+        """The summary and the results file, read from the store once the items are judged (long
+        for a large batch): a bar in place of the judging one."""
         if self.quiet or not self.err.is_terminal:
             return
         if not self._summarising:
@@ -193,16 +193,9 @@ def judge_file(
     Also: `council batch status ID`, `council batch results ID`, and `council worker`.
     --max-cost is kept with the batch: it counts every run of it, and a later --max-cost
     replaces it (a batch stopped by its cap resumes with --resume and a higher one)."""
-    from council import read_batch_file
     from council.cli.judge import run_with_judges
 
-    content = read_text_file(file, "batch file", max_bytes=MAX_BATCH_BYTES)
-    batch_file = read_batch_file(content, file, mode=mode, rubric=rubric, criteria=criteria)
-    output_path = Path(output) if output else Path(file).with_suffix(".results.jsonl")
-    check_output(str(output_path), [file])  # before any call, not after the judging
-    blocked = next((p for p in output_path.parents if p.exists() and not p.is_dir()), None)
-    if blocked is not None:  # found before any call, not after the judging
-        raise UsageError(f"cannot write the results to {output_path}: {blocked} is a file")
+    batch_file, output_path = _read_input(file, output, mode, rubric, criteria)
     silent = quiet()
     settings = dict(mode=mode, strategy=strategy, swap=not no_swap, criteria=criteria, rubric=rubric, votes=votes,
                     adaptive=adaptive)  # fmt: skip
@@ -246,6 +239,28 @@ def judge_file(
     summary = run_with_judges(
         config_path, judge_refs, work, max_cost=max_cost, cap_each_call=False, use_cache=use_cache, refresh=refresh
     )
+    _finish(summary, as_json)
+
+
+def _read_input(
+    file: str, output: str | None, mode: str | None, rubric: str, criteria: tuple[str, ...]
+) -> tuple[BatchFile, Path]:
+    """The batch file read and checked, and where its results go: every mistake found here,
+    before any call, not after the judging."""
+    from council import read_batch_file
+
+    content = read_text_file(file, "batch file", max_bytes=MAX_BATCH_BYTES)
+    batch_file = read_batch_file(content, file, mode=mode, rubric=rubric, criteria=criteria)
+    output_path = Path(output) if output else Path(file).with_suffix(".results.jsonl")
+    check_output(str(output_path), [file])
+    blocked = next((p for p in output_path.parents if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        raise UsageError(f"cannot write the results to {output_path}: {blocked} is a file")
+    return batch_file, output_path
+
+
+def _finish(summary: BatchSummary, as_json: bool) -> None:
+    """The summary printed, then the exit status: the cap that stopped the batch, or its failed items."""
     if as_json:
         click.echo(summary.model_dump_json(indent=2))
     else:

@@ -262,59 +262,81 @@ def _usage_line(outcome: ComparisonOutcome | GradeOutcome) -> Any:
 
 
 def render_comparison(outcome: ComparisonOutcome) -> None:
+    from council.cli.render import out
+
+    if outcome.success:
+        _print_winner(outcome)
+    for judge in outcome.judges:
+        _print_judge(judge)
+    _print_judges_combined(outcome)
+    out.print(_passes_table(outcome))
+    out.print(_usage_line(outcome))
+
+
+def _print_winner(outcome: ComparisonOutcome) -> None:
+    from council.cli.render import out, styled
+
+    consistency = (
+        f"{outcome.swap_pairs - outcome.inconsistent_pairs}/{outcome.swap_pairs} swap pairs consistent"
+        if outcome.swap
+        else "no swap"
+    )
+    out.print(
+        styled(
+            (f"Winner: {outcome.winner}", "bold"),
+            f"  confidence {outcome.confidence:.2f} ({outcome.confidence_level})  "
+            f"strategy {outcome.strategy}, {consistency}",
+        )
+    )
+    if outcome.unstable:
+        out.print("unstable: the winner changed when the order was swapped (position bias)", style="yellow")
+    if outcome.flagged_for_review:
+        out.print("flagged for review", style="magenta")
+
+
+def _print_judge(judge: Any) -> None:
+    """One judge of a comparison: its criteria table and its votes, or why it failed."""
     from rich.table import Table
     from rich.text import Text
 
+    from council.cli.render import out, styled
+    from council.untrusted.terminal import visible
+
+    if not judge.success:
+        out.print(styled((f"judge {visible(judge.judge)} failed:", "red"), f" {judge.error}"))
+        return
+    r = judge.result
+    name = judge.judge if judge.judge == judge.model else f"{judge.judge} ({judge.model})"
+    table = Table(title=f"Judge {name}: {r.winner}, confidence {r.confidence:.2f}")
+    for col in ("criterion", "winner", "A score", "B score", "both passes agree"):
+        table.add_column(col, justify="left" if col == "criterion" else "right")
+    for c in r.comparison:
+        agree = "-" if c.consistent is None else ("yes" if c.consistent else "no")
+        table.add_row(c.criterion, c.winner, f"{c.a_score:g}", f"{c.b_score:g}", agree)
+    if r.scores:
+        a_total, b_total = f"{r.scores['A'].total:g}", f"{r.scores['B'].total:g}"
+        table.add_row(Text("total", style="bold"), r.winner, a_total, b_total, "")
+    out.print(table)
+    if judge.vote is not None and judge.vote.votes_planned > 1:
+        counts = ", ".join(f"{k}: {v}" for k, v in judge.vote.counts.items())
+        out.print(
+            f"votes {judge.vote.votes_cast}/{judge.vote.votes_planned} ({counts}), "
+            f"{judge.vote.confidence_level} confidence"
+        )
+
+
+def _print_judges_combined(outcome: ComparisonOutcome) -> None:
+    """How several judges were combined (averaged, or their verdicts counted), and who was left out."""
     from council.cli.render import literal, out, styled
     from council.untrusted.terminal import visible
 
-    if outcome.success:
-        consistency = (
-            f"{outcome.swap_pairs - outcome.inconsistent_pairs}/{outcome.swap_pairs} swap pairs consistent"
-            if outcome.swap
-            else "no swap"
-        )
-        out.print(
-            styled(
-                (f"Winner: {outcome.winner}", "bold"),
-                f"  confidence {outcome.confidence:.2f} ({outcome.confidence_level})  "
-                f"strategy {outcome.strategy}, {consistency}",
-            )
-        )
-        if outcome.unstable:
-            out.print("unstable: the winner changed when the order was swapped (position bias)", style="yellow")
-        if outcome.flagged_for_review:
-            out.print("flagged for review", style="magenta")
-    for judge in outcome.judges:
-        if not judge.success:
-            out.print(styled((f"judge {visible(judge.judge)} failed:", "red"), f" {judge.error}"))
-            continue
-        r = judge.result
-        name = judge.judge if judge.judge == judge.model else f"{judge.judge} ({judge.model})"
-        table = Table(title=f"Judge {name}: {r.winner}, confidence {r.confidence:.2f}")
-        for col in ("criterion", "winner", "A score", "B score", "both passes agree"):
-            table.add_column(col, justify="left" if col == "criterion" else "right")
-        for c in r.comparison:
-            agree = "-" if c.consistent is None else ("yes" if c.consistent else "no")
-            table.add_row(c.criterion, c.winner, f"{c.a_score:g}", f"{c.b_score:g}", agree)
-        if r.scores:
-            a_total, b_total = f"{r.scores['A'].total:g}", f"{r.scores['B'].total:g}"
-            table.add_row(Text("total", style="bold"), r.winner, a_total, b_total, "")
-        out.print(table)
-        if judge.vote is not None and judge.vote.votes_planned > 1:
-            counts = ", ".join(f"{k}: {v}" for k, v in judge.vote.counts.items())
-            out.print(
-                f"votes {judge.vote.votes_cast}/{judge.vote.votes_planned} ({counts}), "
-                f"{judge.vote.confidence_level} confidence"
-            )
     if outcome.averaged is not None:
         avg = outcome.averaged
         out.print(
             f"Averaged over {len(avg.judges)} judges: A {avg.scores['A'].total:.2f}, "
             f"B {avg.scores['B'].total:.2f} -> {avg.winner} (judges agreeing: {avg.agreement:.0%})"
         )
-        for judge, error in avg.excluded.items():
-            out.print(styled((f"left out {visible(judge)}:", "yellow"), f" {error}"))
+        excluded = avg.excluded
     elif outcome.judges_verdict is not None:
         jv = outcome.judges_verdict
         counts = ", ".join(f"{k}: {v}" for k, v in jv.counts.items())
@@ -324,8 +346,16 @@ def render_comparison(outcome: ComparisonOutcome) -> None:
                 f"(judges naming it: {jv.agreement:.0%})"
             )
         )
-        for judge, error in jv.excluded.items():
-            out.print(styled((f"left out {visible(judge)}:", "yellow"), f" {error}"))
+        excluded = jv.excluded
+    else:
+        return
+    for judge, error in excluded.items():
+        out.print(styled((f"left out {visible(judge)}:", "yellow"), f" {error}"))
+
+
+def _passes_table(outcome: ComparisonOutcome) -> Any:
+    from rich.table import Table
+
     passes = Table(title="Passes (winner as the judge saw it, then in the original labels)")
     for col in ("judge", "vote", "pass", "shown first", "as seen", "winner", "A total", "B total", "attempts", "valid"):
         passes.add_column(col)
@@ -342,8 +372,7 @@ def render_comparison(outcome: ComparisonOutcome) -> None:
             str(p.attempts),
             "yes" if p.valid else f"no: {p.problem}",
         )
-    out.print(passes)
-    out.print(_usage_line(outcome))
+    return passes
 
 
 def render_grade(outcome: GradeOutcome) -> None:

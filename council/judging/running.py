@@ -28,8 +28,8 @@ _T = TypeVar("_T")
 
 async def gathered(awaitables: Iterable[Awaitable[_T]]) -> list[_T]:
     """``asyncio.gather``'s results, as a list; a single awaitable (a batch item's one judge) is
-    awaited in place, without a task of its own (a ``gather`` of one: ~20 µs in a bare event loop,
-    the turn of the loop it adds included; docs/benchmarks.md, section 45)."""
+    awaited in place: a task of its own and the turn of the loop it adds would cost more than the
+    rest of the bookkeeping of a fast judge's pass."""
     pending = list(awaitables)
     if len(pending) == 1:
         return [await pending[0]]

@@ -61,10 +61,10 @@ STORE_THREADS = 4
 WAIT_SECONDS = 0.2
 #: How long a finished item's record waits for the other items in flight to finish and join its
 #: transaction (never longer than until they all have). Replies arrive a few per turn of the
-#: event loop, so recording at the end of each turn made ~600 commits for 800 items, each
-#: ~0.2-0.3 ms of the loop's time whatever it holds; waiting this long, ~170 (docs/benchmarks.md,
-#: section 46). The call-log rows of those milliseconds ride the same commit: a crash may lose
-#: what they hold for that long (the issue's "per few ms"), never a result already reported.
+#: event loop, and every commit costs the loop time whatever it holds: waiting a few milliseconds
+#: makes far fewer commits than recording at the end of each turn (bench_batch.py measures it).
+#: The call-log rows of those milliseconds ride the same commit: a crash
+#: may lose what they hold for that long, never a result already reported.
 RECORD_HOLD_S = 0.003
 
 
@@ -199,22 +199,19 @@ class _Judges:
                     await client.aclose()
 
 
-async def run_worker(
-    store: Store,
-    *,
-    judges_for: Callable[[str, BatchSpec], list[ModelClient]],
-    batch_id: str | None = None,
-    concurrency: int = 8,
-    follow: bool = False,
-    lease_seconds: float = DEFAULT_LEASE_SECONDS,
-    keep_text: bool = True,
-    worker: str | None = None,
-    on_item: Callable[[BatchItem, bool], None] | None = None,
-    keep_judges: Sequence[ModelClient] = (),
-    stop: Callable[[], bool] | None = None,
-    hash_prompts: bool | None = None,
-) -> WorkerReport:
-    """Claim and judge items (of ``batch_id``, else of any batch) ``concurrency`` at a time,
+async def run_worker(store: Store, **options: Any) -> WorkerReport:
+    """Run a :class:`Worker` over ``store``'s queue (``options``: its keyword arguments) and say
+    what it did."""
+    return await Worker(store, **options).run()
+
+
+Finished = tuple[JudgmentSave, "asyncio.Future[None]"]
+
+
+class Worker:
+    """One worker's run over the queue, made of named steps (below).
+
+    Claim and judge items (of ``batch_id``, else of any batch) ``concurrency`` at a time,
     until none is queued and none is running elsewhere (a dead worker's items come back when
     their lease passes); with ``follow``, keep waiting for new ones. Once ``stop()`` is true
     (a spend cap reached) no new item is claimed, and an item the cap cut short is not recorded:
@@ -226,19 +223,8 @@ async def run_worker(
     :func:`council.judging.running.default_privacy`): a judged pair keeps its
     prompt's salted query hash as its ``prompt_id``; never an unsalted digest, which anyone
     could match against a list of prompts (docs/methods.md, "Length-controlled win rate").
-    The steps are those of :class:`Worker`."""
-    return await Worker(
-        store, judges_for=judges_for, batch_id=batch_id, concurrency=concurrency, follow=follow,
-        lease_seconds=lease_seconds, keep_text=keep_text, worker=worker, on_item=on_item, keep_judges=keep_judges,
-        stop=stop, hash_prompts=hash_prompts,
-    ).run()  # fmt: skip
 
-
-Finished = tuple[JudgmentSave, "asyncio.Future[None]"]
-
-
-class Worker:
-    """One worker's run over the queue (:func:`run_worker` says what it promises), in named steps:
+    The steps:
 
     - ``run``: start the claiming loop and the heartbeat; at the end release what is held, close the judges;
     - ``dispatch``: keep ``concurrency`` items in flight: ``claim`` free places, ``start`` each item,
