@@ -427,10 +427,10 @@ def run_queue_worker(
     max_cost: Any = None,
 ) -> QueueWork:
     """Judge queued batch items (of ``batch_id``, else of any batch) until none is left
-    (:class:`council.judging.worker.Worker`), with the judges each batch stored, under the
-    privacy settings of ``config`` (see :func:`judging_config`). Each batch's calls reserve
-    against its stored cap, shared by every worker of it (``max_cost`` replaces ``batch_id``'s
-    first); a batch without one takes the config's ``[budget] max_cost_usd``."""
+    (:class:`council.judging.worker.Worker`; blocking: it runs its own event loop), with the
+    judges each batch stored, under the privacy settings of ``config`` (see :func:`judging_config`).
+    Each batch's calls reserve against its stored cap, shared by every worker of it (``max_cost``
+    replaces ``batch_id``'s first); a batch without one takes the config's ``[budget] max_cost_usd``."""
     import asyncio
 
     from council.judging.batch import batch_budget

@@ -230,7 +230,7 @@ class Worker:
     - ``dispatch``: keep ``concurrency`` items in flight: ``claim`` free places, ``start`` each item,
       wait for one to finish, or ``wait_for_others`` when nothing is left to claim;
     - ``judge``: one item, in its privacy scope; cut short by the cap (``stopping``), it is not recorded;
-    - ``record``: a finished item joins the next write; ``settle`` writes them (with a claim of as
+    - ``record``: a finished item joins the next write; ``write_finished`` writes them (with a claim of as
       many items more) in one transaction, once ``held_for_others`` is over;
     - ``heartbeat``: renew the leases of the items held;
     - ``call``/``in_store``/``store_op``: every store operation, off the event loop for a pooled store,
@@ -281,7 +281,7 @@ class Worker:
         #: Items that finish while the worker reads back what it holds (``take_up``): that read may
         #: still find them held. By id: two reads' sets may be equal.
         self.finishing: dict[int, set[tuple[str, str]]] = {}
-        #: Finished items waiting for their write (``settle``), and the writes under way.
+        #: Finished items waiting for their write (``write_finished``), and the writes under way.
         self.finished: list[Finished] = []
         self.writes: set[asyncio.Task[None]] = set()
         #: The last claim found fewer items than it asked for.
@@ -561,7 +561,7 @@ class Worker:
 
     def save_of(self, row: Mapping[str, Any], item: BatchItem, outcome: Any, calls: Any) -> JudgmentSave:
         """An item's rows, built in its privacy scope; they are written with the others that finish
-        within a few milliseconds (``settle``)."""
+        within a few milliseconds (``write_finished``)."""
         kind = "compare" if item.mode == "pairwise" else "grade"
         prompt_id = self.hasher.hash(item.prompt) if self.hasher is not None and kind == "compare" else None
         return JudgmentSave(kind, outcome, calls, keep_text=self.keep_text, batch_id=row["batch_id"], item=item,
@@ -582,7 +582,7 @@ class Worker:
         if len(self.finished) == 1:  # the first since the last record: written once the others have joined it
             # The call-log rows meanwhile go in the same transaction (not one of their own first).
             written = self.store.expect_write()
-            task = asyncio.create_task(self.settle(written))
+            task = asyncio.create_task(self.write_finished(written))
             self.writes.add(task)
             task.add_done_callback(self._settled)
             task.add_done_callback(lambda _: written())  # even if cancelled before it ran
@@ -611,7 +611,7 @@ class Worker:
             timer.cancel()
             self.hold.remove(over)
 
-    async def settle(self, written: Callable[[], None]) -> None:
+    async def write_finished(self, written: Callable[[], None]) -> None:
         """Write the finished items (with a claim for the places they and earlier claims left free)
         in one transaction, and tell each item how its write went."""
         try:
