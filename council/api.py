@@ -1,4 +1,5 @@
-"""The public Python API: ``Council``.
+"""The public Python API: ``Council``, and judging (``judge_panel`` and the rest of
+:mod:`council.judging.facade`, re-exported here).
 
     council = Council.from_config("council.toml")      # or a dict, or None for the default
     result = await council.run("question")              # SessionResult
@@ -17,6 +18,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from council._util.lazy_exports import lazy_exports
 from council.accounting.budget import Budget, cap_in_force, spending
 from council.accounting.call_cache import check_can_keep
 from council.config import LoadedConfig, ResolvedCouncil, load_config, resolve_council
@@ -30,6 +32,36 @@ from council.storage import Store, using_store
 if TYPE_CHECKING:  # imported once the session's replies come in (council.session.runner)
     from council.session.events import SessionEvent
     from council.session.results import SessionResult
+
+# The judging facade (council.judging.facade: compare, grade, batches, workers), imported when one
+# of its names is first asked for: a council run has no use for it. ``council`` exports it too.
+JUDGING = (
+    "BatchFile",
+    "BatchItem",
+    "BatchPlan",
+    "BatchSettings",
+    "BatchSummary",
+    "ComparisonOutcome",
+    "DEFAULT_LEASE_SECONDS",
+    "GRADE_VOTES",
+    "GradeOutcome",
+    "JudgePanel",
+    "JudgingConfig",
+    "PAIRWISE_VOTES",
+    "QueueWork",
+    "SWAP_STRATEGIES",
+    "WorkerReport",
+    "batch_results",
+    "batch_status",
+    "builtin_rubrics",
+    "judge_panel",
+    "judging_config",
+    "load_rubric",
+    "read_batch_file",
+    "resolve_criteria",
+    "run_queue_worker",
+)
+__getattr__ = lazy_exports(__name__, dict.fromkeys(JUDGING, "council.judging.facade"))
 
 
 def attach_call_cache(clients: Iterable[ModelClient], store: Store, *, refresh: bool = False) -> None:

@@ -8,6 +8,29 @@ only with ``--debug``.
 
 from __future__ import annotations
 
+from council._util.money import usd
+
+__all__ = [
+    "BudgetReached",
+    "ConfigError",
+    "CouncilError",
+    "CouncilFailure",
+    "EnvironmentFailure",
+    "InputError",
+    "InvalidOutputError",
+    "ItemAlreadyRecorded",
+    "ItemRefused",
+    "NotFoundError",
+    "PrerequisiteError",
+    "PromptTooLarge",
+    "ProviderError",
+    "QuorumError",
+    "RequestTooLarge",
+    "StoreWentAway",
+    "TransactionConflict",
+    "UsageError",
+]
+
 
 class CouncilError(Exception):
     """Base class for every error council raises on purpose."""
@@ -103,6 +126,16 @@ class ProviderError(CouncilFailure):
         prefix = f"{self.model}: " if self.model else ""
         code = f" (HTTP {self.status_code})" if self.status_code else ""
         return f"{prefix}{self.args[0]}{code}"
+
+
+class BudgetReached(ProviderError):
+    """A call was not started: its worst case could take the spending past the cap (a spend cap:
+    ``--max-cost``, ``[budget] max_cost_usd``, a batch's stored cap). Exit 1."""
+
+    def __init__(self, spent: float, cap: float) -> None:
+        super().__init__(f"budget reached: {usd(spent)} of {usd(cap)}", retryable=False)
+        self.spent = spent
+        self.cap = cap
 
 
 class RequestTooLarge(ProviderError):

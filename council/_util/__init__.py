@@ -6,6 +6,8 @@
 - ``html_parts``: what the self-contained HTML pages (bias report, leaderboard) are drawn with.
 - ``lazy_exports``: a package's public names, imported when first asked for.
 - ``logs``: log events; the library emits them, the host decides where they go.
+- ``money``: dollar amounts as council shows them in messages and tables.
+- ``money``: amounts of US dollars as messages show them.
 - ``outputs``: writing the files users name (``-o FILE``), whole or not at all.
 - ``refused_imports``: importing a library without the optional packages it would load.
 """

@@ -22,18 +22,14 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from council.errors import ProviderError, UsageError
+from council._util.money import usd
+from council.errors import BudgetReached, UsageError
+
+# BudgetReached is defined in council.errors (every caller can meet it); it stays importable from here.
 
 #: Tokens a chat message costs beyond its text (role, separators), counted generously.
 MESSAGE_OVERHEAD_TOKENS = 8
 REQUEST_OVERHEAD_TOKENS = 16
-
-
-def usd(amount: float) -> str:
-    """Money as people read it: at least cents, more digits only where they matter."""
-    text = f"{amount:.6f}".rstrip("0")
-    whole, _, cents = text.partition(".")
-    return f"${whole}.{cents.ljust(2, '0')}"
 
 
 def check_cap(value: Any, where: str = "--max-cost") -> float:
@@ -55,15 +51,6 @@ def cap_in_force(given: Any, loaded: Any) -> float | None:
     if given is not None:
         return check_cap(given)
     return loaded.config.budget.max_cost_usd  # type: ignore[no-any-return]
-
-
-class BudgetReached(ProviderError):
-    """A call was not started: its worst case could take the spending past the cap."""
-
-    def __init__(self, spent: float, cap: float) -> None:
-        super().__init__(f"budget reached: {usd(spent)} of {usd(cap)}", retryable=False)
-        self.spent = spent
-        self.cap = cap
 
 
 def prompt_tokens_bound(messages: Iterable[dict[str, Any]], schema: dict[str, Any] | None = None) -> int:

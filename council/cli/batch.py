@@ -16,9 +16,7 @@ from council.errors import CouncilFailure, UsageError
 from council.untrusted.inputs import MAX_BATCH_BYTES, read_text_file
 
 if TYPE_CHECKING:
-    from council.config import PrivacySettings
-    from council.judging.batch import BatchItem, BatchPlan, BatchSummary
-    from council.providers.client import ModelClient
+    from council import BatchFile, BatchItem, BatchPlan, BatchSummary, JudgePanel
 
 
 class BatchProgress:
@@ -52,8 +50,8 @@ class BatchProgress:
             self._progress.advance(self._task)
 
     def on_summary(self, read: int) -> None:
-        """The summary and the results file, read from the store once the items are judged
-        (~0.2 ms an item: about 20 s for a hundred thousand): a bar in place of the judging one."""
+        """The summary and the results file, read from the store once the items are judged (long
+        for a large batch): a bar in place of the judging one."""
         if self.quiet or not self.err.is_terminal:
             return
         if not self._summarising:
@@ -97,7 +95,6 @@ class BatchGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-
 class _FileCommand(click.Command):
     """The group's default command: its usage reads ``council batch [OPTIONS] FILE``."""
 
@@ -135,9 +132,7 @@ def batch() -> None:
     "content, changed ones judged again, the others keep their results.",
 )
 @lease_seconds_option
-@output_option(
-    "Results JSONL, one line per item in file order (default: FILE with .results.jsonl).", allow_dash=False
-)
+@output_option("Results JSONL, one line per item in file order (default: FILE with .results.jsonl).", allow_dash=False)
 @batch_judge_option
 @click.option(
     "--strategy",
@@ -199,77 +194,39 @@ def judge_file(
     --max-cost is kept with the batch: it counts every run of it, and a later --max-cost
     replaces it (a batch stopped by its cap resumes with --resume and a higher one)."""
     from council.cli.judge import run_with_judges
-    from council.judging import batch as batching
-    from council.judging.engine import resolve_criteria
 
-    content = read_text_file(file, "batch file", max_bytes=MAX_BATCH_BYTES)
-    items = batching.parse_batch(content, file, mode)  # type: ignore[arg-type]
-    rubrics = batching.load_rubrics(items, rubric, file)
-    if criteria:
-        resolve_criteria(list(criteria))  # a bad list fails here, before any call
-    source_path = str(Path(file).resolve())  # the batch's file, whatever name it is given by
-    output_path = Path(output) if output else Path(file).with_suffix(".results.jsonl")
-    check_output(str(output_path), [file])  # before any call, not after the judging
-    blocked = next((p for p in output_path.parents if p.exists() and not p.is_dir()), None)
-    if blocked is not None:  # found before any call, not after the judging
-        raise UsageError(f"cannot write the results to {output_path}: {blocked} is a file")
+    batch_file, output_path = _read_input(file, output, mode, rubric, criteria)
     silent = quiet()
+    settings = dict(mode=mode, strategy=strategy, swap=not no_swap, criteria=criteria, rubric=rubric, votes=votes,
+                    adaptive=adaptive)  # fmt: skip
 
-    def settings_for(judges: list[ModelClient]) -> batching.BatchSettings:
-        return batching.BatchSettings(
-            mode=mode,  # type: ignore[arg-type]
-            judges=[f"{j.id}={j.model}" for j in judges],
-            strategy=strategy,
-            swap=not no_swap,
-            criteria=list(criteria) or None,
-            rubric=rubric,
-            votes=votes,
-            adaptive=adaptive,
-        )
-
-    async def enqueue_file(judges: list[ModelClient], cap: float | None) -> None:
+    async def enqueue_file(panel: JudgePanel) -> None:
         from council.cli.common import status
-        from council.judging.worker import enqueue
-        from council.storage import using_store
 
-        settings = settings_for(judges)
-        the_id = batch_id or batching.default_batch_id(content, settings)
-        with using_store(True) as store:
-            assert store is not None
-            counts = enqueue(store, items, batch_id=the_id, settings=settings, judges=judges, rubrics=rubrics,
-                             source=source_path, content_sha256=batching.content_digest(content),
-                             replace=replace)  # fmt: skip
-            if cap is not None:  # kept with the batch: every worker's calls reserve against it
-                batching.store_batch_cap(store, the_id, cap)
+        chosen = panel.batch_settings(**settings)  # type: ignore[arg-type]
+        the_id = batch_id or batch_file.batch_id(chosen)
+        counts = panel.enqueue(batch_file, chosen, the_id, replace=replace)
         click.echo(the_id)
-        status(f"batch {the_id}: {len(items)} items queued: " + enqueued_text(counts))
+        status(f"batch {the_id}: {len(batch_file.items)} items queued: " + enqueued_text(counts))
 
-    async def work(judges: list[ModelClient], privacy: PrivacySettings, cap: float | None, _store: Any) -> BatchSummary:
-        settings = settings_for(judges)
-        the_id = batch_id or batching.default_batch_id(content, settings)
-        progress = BatchProgress(the_id, len(items), quiet=silent)
+    async def work(panel: JudgePanel) -> BatchSummary:
+        chosen = panel.batch_settings(**settings)  # type: ignore[arg-type]
+        the_id = batch_id or batch_file.batch_id(chosen)
+        progress = BatchProgress(the_id, len(batch_file.items), quiet=silent)
         try:
-            return await batching.run_batch(
-                items,
-                settings=settings,
-                judges=judges,
-                batch_id=the_id,
-                source=file,
-                content_sha256=batching.content_digest(content),
-                rubrics=rubrics,
+            return await panel.run_batch(
+                batch_file,
+                chosen,
+                the_id,
                 concurrency=concurrency,
                 lease_seconds=lease_seconds,
                 resume=resume,
                 output=output_path,
-                keep_text=privacy.store_transcripts,
-                hash_prompts=privacy.hash_queries,
                 on_start=progress.on_start,
                 on_item=progress.on_item,
-                max_cost=cap,
                 provider_batch=provider_batch,
                 on_provider_progress=progress.on_provider_batch,
                 on_summary=progress.on_summary,
-                source_path=source_path,
                 named=batch_id is not None,
                 replace=replace,
             )
@@ -277,18 +234,39 @@ def judge_file(
             progress.stop()
 
     if enqueue:
-        run_with_judges(config_path, judge_refs, lambda judges, _privacy, cap, _store: enqueue_file(judges, cap),
-                        max_cost=max_cost, cap_each_call=False)  # fmt: skip
+        run_with_judges(config_path, judge_refs, enqueue_file, max_cost=max_cost, cap_each_call=False)
         return
     summary = run_with_judges(
         config_path, judge_refs, work, max_cost=max_cost, cap_each_call=False, use_cache=use_cache, refresh=refresh
     )
+    _finish(summary, as_json)
+
+
+def _read_input(
+    file: str, output: str | None, mode: str | None, rubric: str, criteria: tuple[str, ...]
+) -> tuple[BatchFile, Path]:
+    """The batch file read and checked, and where its results go: every mistake found here,
+    before any call, not after the judging."""
+    from council import read_batch_file
+
+    content = read_text_file(file, "batch file", max_bytes=MAX_BATCH_BYTES)
+    batch_file = read_batch_file(content, file, mode=mode, rubric=rubric, criteria=criteria)
+    output_path = Path(output) if output else Path(file).with_suffix(".results.jsonl")
+    check_output(str(output_path), [file])
+    blocked = next((p for p in output_path.parents if p.exists() and not p.is_dir()), None)
+    if blocked is not None:
+        raise UsageError(f"cannot write the results to {output_path}: {blocked} is a file")
+    return batch_file, output_path
+
+
+def _finish(summary: BatchSummary, as_json: bool) -> None:
+    """The summary printed, then the exit status: the cap that stopped the batch, or its failed items."""
     if as_json:
         click.echo(summary.model_dump_json(indent=2))
     else:
         render_summary(summary)
     if summary.budget_reached:
-        from council.accounting.budget import BudgetReached
+        from council import BudgetReached
 
         assert summary.spent_usd is not None and summary.max_cost_usd is not None
         raise BudgetReached(summary.spent_usd, summary.max_cost_usd)
@@ -311,15 +289,9 @@ def batch_status(batch_id: str, as_json: bool) -> None:
     rounds it sent through providers' batch APIs (--provider-batch)."""
     import json
 
-    from council.errors import NotFoundError
-    from council.storage import using_store
+    from council import batch_status as stored_status
 
-    with using_store(True) as store:
-        assert store is not None
-        found = store.batch_status(batch_id)
-        if found is None:
-            raise NotFoundError(f"no batch {batch_id!r} in the store")
-        found["provider_batches"] = store.provider_batches(batch_id)
+    found = stored_status(batch_id)
     if as_json:
         click.echo(json.dumps(found, indent=2))
         return
@@ -343,19 +315,14 @@ def batch_status(batch_id: str, as_json: bool) -> None:
 @output_option("Results JSONL, one line per item in file order (default: stdout).")
 def batch_results(batch_id: str, output: str | None) -> None:
     """The results of a stored batch: the lines `council batch --output` writes."""
+    from council import batch_results as stored_results
     from council.cli.common import open_output, status
-    from council.errors import NotFoundError
-    from council.judging.batch import result_line
-    from council.storage import using_store
 
-    with using_store(True) as store:
-        assert store is not None
-        if store.batch_status(batch_id) is None:
-            raise NotFoundError(f"no batch {batch_id!r} in the store")
+    with stored_results(batch_id) as lines:
         written = 0
         with open_output(output) as fh:
-            for row in store.batch_rows(batch_id):  # a page at a time, however big the batch
-                fh.write(result_line(row) + "\n")
+            for line in lines:  # a page at a time, however big the batch
+                fh.write(line + "\n")
                 written += 1
     if output and output != "-":
         status(f"wrote {written} results to {output}")
@@ -430,7 +397,7 @@ def render_summary(s: BatchSummary) -> None:
 def _budget_rows(s: BatchSummary) -> list[tuple[str, str]]:
     if s.max_cost_usd is None or s.spent_usd is None:
         return []
-    from council.accounting.budget import usd
+    from council._util.money import usd
 
     reached = " (reached: resume with a higher --max-cost)" if s.budget_reached else ""
     return [("spend cap (all runs)", f"{usd(s.spent_usd)} of {usd(s.max_cost_usd)}{reached}")]

@@ -12,10 +12,7 @@ from council.errors import CouncilFailure, InputError
 from council.untrusted.inputs import read_text_file
 
 if TYPE_CHECKING:
-    from council.config import PrivacySettings
-    from council.judging.engine import ComparisonOutcome, GradeOutcome
-    from council.providers.client import ModelClient
-    from council.storage import Store
+    from council import ComparisonOutcome, GradeOutcome, JudgePanel
 
 STRATEGIES = ("average", "conservative", "consistency")
 T = TypeVar("T")
@@ -26,6 +23,8 @@ config_option = click.option(
     type=click.Path(dir_okay=False),
     help="Council TOML file (judge aliases come from its [models]).",
 )
+
+
 def _judge_option(several: str) -> Callable[[Any], Any]:
     """``--judge`` (repeatable), its help saying what several judges do in this command."""
     return click.option(
@@ -59,7 +58,7 @@ spend_cap_option = max_cost_option()
 def run_with_judges(
     config_path: str | None,
     judge_refs: Sequence[str],
-    work: Callable[[list[ModelClient], PrivacySettings, float | None, Store | None], Awaitable[T]],
+    work: Callable[[JudgePanel], Awaitable[T]],
     *,
     max_cost: str | None = None,
     cap_each_call: bool = True,
@@ -67,55 +66,21 @@ def run_with_judges(
     refresh: bool = False,
     in_store: bool = False,
 ) -> T:
-    """Resolve the judges, run ``work(judges, privacy, cap, store)`` with them, and close their clients
-    whatever happens. ``privacy`` is the privacy settings of ``config_path`` (judge reasoning
-    stored? prompts hashed?), resolved as ``council worker`` resolves them.
+    """Set the judges up (:func:`council.judge_panel`: ``--config``'s judges, privacy settings, cap,
+    call cache (``--cache``, else ``[cache] enabled``) and store), run ``work(panel)`` with them, and
+    close their clients whatever happens.
+    A cap that stopped a comparison or a grade is raised after it (``BudgetReached``, exit 1)."""
+    import asyncio
 
-    ``max_cost`` (else ``[budget] max_cost_usd``) caps this invocation's spending; a cap that
-    stopped the work is raised after it (``BudgetReached``, exit 1). ``cap_each_call=False``
-    (a batch, whose cap is kept with it in the store) only checks the judges can be capped and
-    hands ``work`` the cap in force. ``use_cache``/``refresh`` (else ``[cache] enabled``) put the
-    judges on the store's call cache. ``in_store`` (compare, grade: their runs are recorded in the
-    store): the store is opened here, once, and handed to ``work``, and judges with an ``rpm`` or
-    ``tpm`` keep it in the store's budgets, one for every process sharing the store, as a batch's
-    workers do (else ``store`` is the cache's, or None)."""
-    from council.accounting.budget import Budget, BudgetReached, cap_in_force, check_cap
-    from council.cli.common import attach_cache, cache_wanted, config_and_privacy
-    from council.judging.engine import make_judges
-    from council.providers.client import cap_spending, share_limits
+    from council import judge_panel
 
-    if max_cost is not None:
-        check_cap(max_cost)
-    loaded, privacy = config_and_privacy(config_path)
-    judges = make_judges(loaded, judge_refs)
-    cached = cache_wanted(use_cache, refresh, loaded)
-    cap = cap_in_force(max_cost, loaded)
-    budget = Budget.capped(cap) if cap is not None else None
-    if budget is not None:
-        for judge in judges:
-            judge.check_budget()
-        if cap_each_call:
-            cap_spending(judges, budget)
-
-    async def go() -> T:
-        try:
-            return await work(judges, privacy, cap, store)
-        finally:
-            for judge in judges:
-                await judge.aclose()
-
-    from council.storage import using_store
-
-    with using_store(cached or in_store) as store:
-        if store is not None and cached:
-            attach_cache(judges, store, refresh=refresh)
-        if store is not None and in_store:
-            share_limits(judges, store)  # one rpm/tpm for every process: docs/methods.md, "Shared rate budget"
-        import asyncio
-
-        result = asyncio.run(go())
-    if cap_each_call and budget is not None and budget.reached is not None:
-        raise BudgetReached(*budget.totals())
+    cache = use_cache or None  # not asked for: the config's [cache] enabled
+    with judge_panel(
+        config_path, judge_refs, max_cost=max_cost, cap_each_call=cap_each_call, cache=cache, refresh=refresh,
+        in_store=in_store,
+    ) as panel:  # fmt: skip
+        result = asyncio.run(panel.run(work))
+    panel.raise_if_capped()
     return result
 
 
@@ -177,32 +142,28 @@ def compare(
     as_json: bool,
 ) -> None:
     """Compare two responses to PROMPT, judging them in both orders (position swap)."""
-    from council.judging import engine
-    from council.methods.voting import PAIRWISE_VOTES
+    from council import resolve_criteria
 
     if not prompt.strip():
         raise InputError("the prompt is empty")
     response_a = read_text_file(a_path, "response A file")
     response_b = read_text_file(b_path, "response B file")
-    chosen = engine.resolve_criteria(list(criteria) or None)
+    chosen = resolve_criteria(list(criteria) or None)
 
     outcome = run_with_judges(
         config_path,
         judge_refs,
-        lambda judges, privacy, _cap, store: engine.compare(
+        lambda panel: panel.compare(
             prompt,
             response_a,
             response_b,
-            judges=judges,
             criteria=chosen,
             context=context,
             allow_tie=not no_tie,
             swap=not no_swap,
             strategy=strategy,
-            votes=votes or PAIRWISE_VOTES,
+            votes=votes,
             adaptive=adaptive,
-            keep_text=privacy.store_transcripts,
-            store=store,
         ),
         max_cost=max_cost,
         use_cache=use_cache,
@@ -254,9 +215,7 @@ def grade(
     as_json: bool,
 ) -> None:
     """Grade one response against a rubric: reasoning before integer scores, votes per criterion."""
-    from council.judging import engine
-    from council.judging.rubrics import load_rubric
-    from council.methods.voting import GRADE_VOTES
+    from council import load_rubric
 
     if not prompt.strip():
         raise InputError("the prompt is empty")
@@ -267,17 +226,14 @@ def grade(
     outcome = run_with_judges(
         config_path,
         judge_refs,
-        lambda judges, privacy, _cap, store: engine.grade(
+        lambda panel: panel.grade(
             prompt,
             response,
             rubric=loaded_rubric,
-            judges=judges,
             reference=reference,
             context=context,
-            votes=votes or GRADE_VOTES,
+            votes=votes,
             adaptive=adaptive,
-            keep_text=privacy.store_transcripts,
-            store=store,
         ),
         max_cost=max_cost,
         use_cache=use_cache,
@@ -306,59 +262,81 @@ def _usage_line(outcome: ComparisonOutcome | GradeOutcome) -> Any:
 
 
 def render_comparison(outcome: ComparisonOutcome) -> None:
+    from council.cli.render import out
+
+    if outcome.success:
+        _print_winner(outcome)
+    for judge in outcome.judges:
+        _print_judge(judge)
+    _print_judges_combined(outcome)
+    out.print(_passes_table(outcome))
+    out.print(_usage_line(outcome))
+
+
+def _print_winner(outcome: ComparisonOutcome) -> None:
+    from council.cli.render import out, styled
+
+    consistency = (
+        f"{outcome.swap_pairs - outcome.inconsistent_pairs}/{outcome.swap_pairs} swap pairs consistent"
+        if outcome.swap
+        else "no swap"
+    )
+    out.print(
+        styled(
+            (f"Winner: {outcome.winner}", "bold"),
+            f"  confidence {outcome.confidence:.2f} ({outcome.confidence_level})  "
+            f"strategy {outcome.strategy}, {consistency}",
+        )
+    )
+    if outcome.unstable:
+        out.print("unstable: the winner changed when the order was swapped (position bias)", style="yellow")
+    if outcome.flagged_for_review:
+        out.print("flagged for review", style="magenta")
+
+
+def _print_judge(judge: Any) -> None:
+    """One judge of a comparison: its criteria table and its votes, or why it failed."""
     from rich.table import Table
     from rich.text import Text
 
+    from council.cli.render import out, styled
+    from council.untrusted.terminal import visible
+
+    if not judge.success:
+        out.print(styled((f"judge {visible(judge.judge)} failed:", "red"), f" {judge.error}"))
+        return
+    r = judge.result
+    name = judge.judge if judge.judge == judge.model else f"{judge.judge} ({judge.model})"
+    table = Table(title=f"Judge {name}: {r.winner}, confidence {r.confidence:.2f}")
+    for col in ("criterion", "winner", "A score", "B score", "both passes agree"):
+        table.add_column(col, justify="left" if col == "criterion" else "right")
+    for c in r.comparison:
+        agree = "-" if c.consistent is None else ("yes" if c.consistent else "no")
+        table.add_row(c.criterion, c.winner, f"{c.a_score:g}", f"{c.b_score:g}", agree)
+    if r.scores:
+        a_total, b_total = f"{r.scores['A'].total:g}", f"{r.scores['B'].total:g}"
+        table.add_row(Text("total", style="bold"), r.winner, a_total, b_total, "")
+    out.print(table)
+    if judge.vote is not None and judge.vote.votes_planned > 1:
+        counts = ", ".join(f"{k}: {v}" for k, v in judge.vote.counts.items())
+        out.print(
+            f"votes {judge.vote.votes_cast}/{judge.vote.votes_planned} ({counts}), "
+            f"{judge.vote.confidence_level} confidence"
+        )
+
+
+def _print_judges_combined(outcome: ComparisonOutcome) -> None:
+    """How several judges were combined (averaged, or their verdicts counted), and who was left out."""
     from council.cli.render import literal, out, styled
     from council.untrusted.terminal import visible
 
-    if outcome.success:
-        consistency = (
-            f"{outcome.swap_pairs - outcome.inconsistent_pairs}/{outcome.swap_pairs} swap pairs consistent"
-            if outcome.swap
-            else "no swap"
-        )
-        out.print(
-            styled(
-                (f"Winner: {outcome.winner}", "bold"),
-                f"  confidence {outcome.confidence:.2f} ({outcome.confidence_level})  "
-                f"strategy {outcome.strategy}, {consistency}",
-            )
-        )
-        if outcome.unstable:
-            out.print("unstable: the winner changed when the order was swapped (position bias)", style="yellow")
-        if outcome.flagged_for_review:
-            out.print("flagged for review", style="magenta")
-    for judge in outcome.judges:
-        if not judge.success:
-            out.print(styled((f"judge {visible(judge.judge)} failed:", "red"), f" {judge.error}"))
-            continue
-        r = judge.result
-        name = judge.judge if judge.judge == judge.model else f"{judge.judge} ({judge.model})"
-        table = Table(title=f"Judge {name}: {r.winner}, confidence {r.confidence:.2f}")
-        for col in ("criterion", "winner", "A score", "B score", "both passes agree"):
-            table.add_column(col, justify="left" if col == "criterion" else "right")
-        for c in r.comparison:
-            agree = "-" if c.consistent is None else ("yes" if c.consistent else "no")
-            table.add_row(c.criterion, c.winner, f"{c.a_score:g}", f"{c.b_score:g}", agree)
-        if r.scores:
-            a_total, b_total = f"{r.scores['A'].total:g}", f"{r.scores['B'].total:g}"
-            table.add_row(Text("total", style="bold"), r.winner, a_total, b_total, "")
-        out.print(table)
-        if judge.vote is not None and judge.vote.votes_planned > 1:
-            counts = ", ".join(f"{k}: {v}" for k, v in judge.vote.counts.items())
-            out.print(
-                f"votes {judge.vote.votes_cast}/{judge.vote.votes_planned} ({counts}), "
-                f"{judge.vote.confidence_level} confidence"
-            )
     if outcome.averaged is not None:
         avg = outcome.averaged
         out.print(
             f"Averaged over {len(avg.judges)} judges: A {avg.scores['A'].total:.2f}, "
             f"B {avg.scores['B'].total:.2f} -> {avg.winner} (judges agreeing: {avg.agreement:.0%})"
         )
-        for judge, error in avg.excluded.items():
-            out.print(styled((f"left out {visible(judge)}:", "yellow"), f" {error}"))
+        excluded = avg.excluded
     elif outcome.judges_verdict is not None:
         jv = outcome.judges_verdict
         counts = ", ".join(f"{k}: {v}" for k, v in jv.counts.items())
@@ -368,8 +346,16 @@ def render_comparison(outcome: ComparisonOutcome) -> None:
                 f"(judges naming it: {jv.agreement:.0%})"
             )
         )
-        for judge, error in jv.excluded.items():
-            out.print(styled((f"left out {visible(judge)}:", "yellow"), f" {error}"))
+        excluded = jv.excluded
+    else:
+        return
+    for judge, error in excluded.items():
+        out.print(styled((f"left out {visible(judge)}:", "yellow"), f" {error}"))
+
+
+def _passes_table(outcome: ComparisonOutcome) -> Any:
+    from rich.table import Table
+
     passes = Table(title="Passes (winner as the judge saw it, then in the original labels)")
     for col in ("judge", "vote", "pass", "shown first", "as seen", "winner", "A total", "B total", "attempts", "valid"):
         passes.add_column(col)
@@ -386,8 +372,7 @@ def render_comparison(outcome: ComparisonOutcome) -> None:
             str(p.attempts),
             "yes" if p.valid else f"no: {p.problem}",
         )
-    out.print(passes)
-    out.print(_usage_line(outcome))
+    return passes
 
 
 def render_grade(outcome: GradeOutcome) -> None:

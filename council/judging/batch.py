@@ -441,7 +441,7 @@ async def run_batch(
 
     ``keep_text`` as in :func:`council.judging.engine.compare` (the results file is written
     from the database, so it then holds no judge reasoning either); ``hash_prompts`` as in
-    :func:`council.judging.worker.run_worker`.
+    :class:`council.judging.worker.Worker`.
     ``lease_seconds``: how long an item this process claimed stays held if it stops renewing
     the claim (killed): a ``resume`` waits that long for such items (default: the worker's).
     ``on_start(plan)`` and ``on_item(item, ok)`` report progress, and ``on_summary(n)`` the

@@ -336,7 +336,9 @@ async def compare(
 
     ``store``: True opens ``$COUNCIL_HOME/council.db``; a ``Store`` is used as is; None
     keeps the run in memory (the caller persists it, as ``batch`` does). ``keep_text=False``
-    stores no judge reasoning (default: ``COUNCIL_STORE_TRANSCRIPTS``). Judge failures
+    stores no judge reasoning; None: the user's setting (``store_transcripts`` of
+    :func:`council.judging.running.default_privacy`, read from the environment and the default
+    config file). Pass it to judge under another config's settings (``council.judging.facade`` does). Judge failures
     are reported in the outcome (``success=False`` when no judge succeeded), not raised.
     """
     check_common(prompt, judges, votes, max_attempts)

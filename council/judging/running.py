@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from council.accounting.usage import CallLog, CallRecord, CallSink
-from council.config import resolve_privacy
+from council.config import PrivacySettings, resolve_privacy
 from council.errors import InputError, UsageError
 from council.judging.outcomes import JudgmentPass, Outcome
 from council.judging.prompts import retry_message
@@ -28,8 +28,8 @@ _T = TypeVar("_T")
 
 async def gathered(awaitables: Iterable[Awaitable[_T]]) -> list[_T]:
     """``asyncio.gather``'s results, as a list; a single awaitable (a batch item's one judge) is
-    awaited in place, without a task of its own (a ``gather`` of one: ~20 µs in a bare event loop,
-    the turn of the loop it adds included; docs/benchmark-history.md, section 45)."""
+    awaited in place: a task of its own and the turn of the loop it adds would cost more than the
+    rest of the bookkeeping of a fast judge's pass."""
     pending = list(awaitables)
     if len(pending) == 1:
         return [await pending[0]]
@@ -95,10 +95,18 @@ def check_common(prompt: str, judges: Sequence[ModelClient], votes: int, max_att
         raise UsageError(f"max_attempts must be at least 1, got {max_attempts}")
 
 
+def default_privacy() -> PrivacySettings:
+    """The privacy settings of a judging function whose caller passed none (``keep_text=None``,
+    ``hash_prompts=None``): those the CLI would use, the environment over the default config file
+    (``$COUNCIL_CONFIG``, else ``$COUNCIL_HOME/council.toml``). This is the one place a judging
+    function reads the user's config on its own; the front-ends pass theirs explicitly
+    (:mod:`council.judging.facade`)."""
+    return resolve_privacy()
+
+
 def keeps_text(keep_text: bool | None) -> bool:
-    """An explicit choice, else the privacy setting the CLI would use (environment, then
-    the default config file; default: keep)."""
-    return resolve_privacy().store_transcripts if keep_text is None else keep_text
+    """An explicit choice, else :func:`default_privacy`'s (default: keep)."""
+    return default_privacy().store_transcripts if keep_text is None else keep_text
 
 
 @dataclass

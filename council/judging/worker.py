@@ -61,10 +61,10 @@ STORE_THREADS = 4
 WAIT_SECONDS = 0.2
 #: How long a finished item's record waits for the other items in flight to finish and join its
 #: transaction (never longer than until they all have). Replies arrive a few per turn of the
-#: event loop, so recording at the end of each turn made ~600 commits for 800 items, each
-#: ~0.2-0.3 ms of the loop's time whatever it holds; waiting this long, ~170 (docs/benchmark-history.md,
-#: section 46). The call-log rows of those milliseconds ride the same commit: a crash may lose
-#: what they hold for that long (the issue's "per few ms"), never a result already reported.
+#: event loop, and every commit costs the loop time whatever it holds: waiting a few milliseconds
+#: makes far fewer commits than recording at the end of each turn (bench_batch.py measures it).
+#: The call-log rows of those milliseconds ride the same commit: a crash
+#: may lose what they hold for that long, never a result already reported.
 RECORD_HOLD_S = 0.003
 
 
@@ -199,22 +199,19 @@ class _Judges:
                     await client.aclose()
 
 
-async def run_worker(
-    store: Store,
-    *,
-    judges_for: Callable[[str, BatchSpec], list[ModelClient]],
-    batch_id: str | None = None,
-    concurrency: int = 8,
-    follow: bool = False,
-    lease_seconds: float = DEFAULT_LEASE_SECONDS,
-    keep_text: bool = True,
-    worker: str | None = None,
-    on_item: Callable[[BatchItem, bool], None] | None = None,
-    keep_judges: Sequence[ModelClient] = (),
-    stop: Callable[[], bool] | None = None,
-    hash_prompts: bool | None = None,
-) -> WorkerReport:
-    """Claim and judge items (of ``batch_id``, else of any batch) ``concurrency`` at a time,
+async def run_worker(store: Store, **options: Any) -> WorkerReport:
+    """Run a :class:`Worker` over ``store``'s queue (``options``: its keyword arguments) and say
+    what it did."""
+    return await Worker(store, **options).run()
+
+
+Finished = tuple[JudgmentSave, "asyncio.Future[None]"]
+
+
+class Worker:
+    """One worker's run over the queue, made of named steps (below).
+
+    Claim and judge items (of ``batch_id``, else of any batch) ``concurrency`` at a time,
     until none is queued and none is running elsewhere (a dead worker's items come back when
     their lease passes); with ``follow``, keep waiting for new ones. Once ``stop()`` is true
     (a spend cap reached) no new item is claimed, and an item the cap cut short is not recorded:
@@ -222,24 +219,132 @@ async def run_worker(
     store's outage grace (PostgreSQL: a write under way then is done once; ``through_outage``);
     a database away for longer is a ``CouncilFailure``: the items this worker held return to
     the queue with its leases.
-    ``hash_prompts`` (default: the privacy setting ``hash_queries``): a judged pair keeps its
+    ``hash_prompts`` (None: the user's ``hash_queries``, read by
+    :func:`council.judging.running.default_privacy`): a judged pair keeps its
     prompt's salted query hash as its ``prompt_id``; never an unsalted digest, which anyone
-    could match against a list of prompts (docs/methods.md, "Length-controlled win rate")."""
-    report = WorkerReport(worker=worker or worker_name())
-    store.recover_while_open()  # a worker runs for long: dead processes' sessions do not wait for a command
-    if hash_prompts is None:
-        from council.config import resolve_privacy
+    could match against a list of prompts (docs/methods.md, "Length-controlled win rate").
 
-        hash_prompts = resolve_privacy().hash_queries
-    hasher = QueryHasher.of_store(store) if hash_prompts else None
-    if hasher is not None:
-        hasher.fingerprint()  # a salt file it cannot use is a ConfigError now, before any item is claimed
-    judges = _Judges(store, judges_for)
-    store_down = False
+    The steps:
 
-    def store_op(op: Callable[..., Any], *args: Any, last: bool = False, **kwargs: Any) -> Any:
-        nonlocal store_down
-        if store_down:  # the calls queued behind the one that found it fail at once, not after a wait each
+    - ``run``: start the claiming loop and the heartbeat; at the end release what is held, close the judges;
+    - ``dispatch``: keep ``concurrency`` items in flight: ``claim`` free places, ``start`` each item,
+      wait for one to finish, or ``wait_for_others`` when nothing is left to claim;
+    - ``judge``: one item, in its privacy scope; cut short by the cap (``stopping``), it is not recorded;
+    - ``record``: a finished item joins the next write; ``write_finished`` writes them (with a claim of as
+      many items more) in one transaction, once ``held_for_others`` is over;
+    - ``heartbeat``: renew the leases of the items held;
+    - ``call``/``in_store``/``store_op``: every store operation, off the event loop for a pooled store,
+      ``through_outage`` when the database server goes away (``take_up`` then finds what a lost
+      reply had claimed).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        judges_for: Callable[[str, BatchSpec], list[ModelClient]],
+        batch_id: str | None = None,
+        concurrency: int = 8,
+        follow: bool = False,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        keep_text: bool = True,
+        worker: str | None = None,
+        on_item: Callable[[BatchItem, bool], None] | None = None,
+        keep_judges: Sequence[ModelClient] = (),
+        stop: Callable[[], bool] | None = None,
+        hash_prompts: bool | None = None,
+    ) -> None:
+        self.store = store
+        self.batch_id = batch_id
+        self.concurrency = concurrency
+        self.follow = follow
+        self.lease_seconds = lease_seconds
+        self.keep_text = keep_text
+        self.on_item = on_item
+        self.keep_judges = keep_judges
+        self.stop = stop
+        self.hash_prompts = hash_prompts
+        self.report = WorkerReport(worker=worker or worker_name())
+        self.judges = _Judges(store, judges_for)
+        self.hasher: QueryHasher | None = None
+        self.executor: ThreadPoolExecutor | None = None
+        #: The store failed: the calls queued behind the one that found it fail at once.
+        self.store_down = False
+        #: A store outage was told (once for everything it caught).
+        self.outage_told = False
+        #: Waiting for other workers' items was told, or there is nothing to wait for (the worker stops).
+        self.told = False
+        self.in_flight: dict[str, int] = {}
+        #: The items being judged; ``ready`` holds those claimed to start (waiting for free places).
+        self.judging: set[tuple[str, str]] = set()
+        self.ready: list[dict[str, Any]] = []
+        #: Items that finish while the worker reads back what it holds (``take_up``): that read may
+        #: still find them held. By id: two reads' sets may be equal.
+        self.finishing: dict[int, set[tuple[str, str]]] = {}
+        #: Finished items waiting for their write (``write_finished``), and the writes under way.
+        self.finished: list[Finished] = []
+        self.writes: set[asyncio.Task[None]] = set()
+        #: The last claim found fewer items than it asked for.
+        self.dry = False
+        #: The hold under way, if any (``held_for_others``).
+        self.hold: list[asyncio.Future[None]] = []
+
+    # ------------------------------------------------------------------ start and end
+
+    async def run(self) -> WorkerReport:
+        self.open()
+        if self.batch_id is not None:  # a judge this machine cannot reach fails here, before any claim
+            self.store_op(self.judges.get, self.batch_id)
+        work = asyncio.create_task(self.dispatch())
+        beat = asyncio.create_task(self.heartbeat())
+        try:
+            await asyncio.wait({work, beat}, return_when=asyncio.FIRST_COMPLETED)
+            if beat.done():  # the heartbeat failed: the store is away
+                work.cancel()
+                await asyncio.gather(work, return_exceptions=True)
+                beat.result()
+            work.result()
+        finally:
+            for task in (work, beat):
+                task.cancel()
+            await asyncio.gather(work, beat, return_exceptions=True)
+            await self.close()
+        return self.report
+
+    def open(self) -> None:
+        store = self.store
+        store.recover_while_open()  # a worker runs for long: dead processes' sessions do not wait for a command
+        hash_prompts = self.hash_prompts
+        if hash_prompts is None:
+            from council.judging.running import default_privacy
+
+            hash_prompts = default_privacy().hash_queries
+        self.hasher = QueryHasher.of_store(store) if hash_prompts else None
+        if self.hasher is not None:
+            self.hasher.fingerprint()  # a salt file it cannot use is a ConfigError now, before any item is claimed
+        # A store whose operations may run on several threads at once (a connection pool) is called
+        # off the event loop: its round trips then overlap each other and the judges' calls instead
+        # of stalling every item in flight. A few threads, fewer than the pool's connections: more
+        # calls wait in the executor's queue (no time limit), never for a connection (the pool gives
+        # up after its timeout).
+        if store.threadsafe:
+            self.executor = ThreadPoolExecutor(min(self.concurrency, STORE_THREADS), "council-store")
+
+    async def close(self) -> None:
+        if self.executor is not None:
+            self.executor.shutdown(wait=True)  # a store call still running (a save) finishes first
+        if not self.store_down:  # else the leases pass instead
+            self.store.release_claims(self.report.worker)
+        await self.judges.aclose(self.keep_judges)
+
+    def stopping(self) -> bool:
+        """``stop()`` came true (a spend cap): no new item is claimed."""
+        return self.stop is not None and self.stop()
+
+    # ------------------------------------------------------------------ the store
+
+    def store_op(self, op: Callable[..., Any], *args: Any, last: bool = False, **kwargs: Any) -> Any:
+        if self.store_down:  # the calls queued behind the one that found it fail at once, not after a wait each
             raise CouncilFailure(_STORE_DOWN.format("it failed a moment ago"))
         try:
             return op(*args, **kwargs)
@@ -253,26 +358,17 @@ async def run_worker(
             why = " ".join(redact(str(exc)).split())[:300]
             if not last and isinstance(exc, StoreWentAway):  # tried again: see ``through_outage``
                 raise StoreWentAway(why) from None
-            store_down = True
+            self.store_down = True
             raise CouncilFailure(_STORE_DOWN.format(why)) from None
 
-    # A store whose operations may run on several threads at once (a connection pool) is called
-    # off the event loop: its round trips then overlap each other and the judges' calls instead
-    # of stalling every item in flight (docs/benchmark-history.md, section 19).
-    # A few threads, fewer than the pool's connections: more calls wait in the executor's queue
-    # (no time limit), never for a connection (the pool gives up after its timeout).
-    executor = ThreadPoolExecutor(min(concurrency, STORE_THREADS), "council-store") if store.threadsafe else None
-
-    async def in_store(op: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        if executor is None:
-            return store_op(op, *args, **kwargs)
+    async def in_store(self, op: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if self.executor is None:
+            return self.store_op(op, *args, **kwargs)
         context = contextvars.copy_context()  # the item's privacy scope goes with it
-        job = functools.partial(context.run, store_op, op, *args, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(executor, job)
+        job = functools.partial(context.run, self.store_op, op, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self.executor, job)
 
-    outage_told: list[bool] = []
-
-    async def through_outage(first: Callable[[], Awaitable[Any]], again: Callable[[bool], Awaitable[Any]]) -> Any:
+    async def through_outage(self, first: Callable[[], Awaitable[Any]], again: Callable[[bool], Awaitable[Any]]) -> Any:
         """``first()``; when the server goes away under it (``StoreWentAway``), ``again(last)`` until the
         server is back: the store waits for it, within its outage grace (a connection the outage
         broke may still be handed out first, and fails at once). ``last``: the grace is over, and
@@ -280,10 +376,10 @@ async def run_worker(
         try:
             return await first()
         except StoreWentAway as exc:
-            if not outage_told:
-                outage_told.append(True)
+            if not self.outage_told:
+                self.outage_told = True
                 log.warning(f"the store went away mid-batch; waiting for it to come back to go on ({exc})")
-        deadline = time.monotonic() + getattr(store, "outage_grace_s", 0.0)
+        deadline = time.monotonic() + getattr(self.store, "outage_grace_s", 0.0)
         while True:
             last = time.monotonic() >= deadline
             try:
@@ -293,33 +389,99 @@ async def run_worker(
                     raise
                 await asyncio.sleep(0.05)
                 continue
-            outage_told.clear()  # the store is back: a later outage is told again
+            self.outage_told = False  # the store is back: a later outage is told again
             return result
 
-    async def call(op: Callable[..., Any], *args: Any, again: Callable[[bool], Any] | None = None, **kw: Any) -> Any:
+    async def call(
+        self, op: Callable[..., Any], *args: Any, again: Callable[[bool], Any] | None = None, **kw: Any
+    ) -> Any:
         """``op`` in the store. When its server goes away while ``op`` runs, ``op`` may have been
         done or not (a commit whose reply was lost): it is run again, or ``again(last)`` instead
-        (an operation that must not be done twice), as :func:`through_outage` says."""
-        retry = again or (lambda last: in_store(op, *args, last=last, **kw))
-        return await through_outage(lambda: in_store(op, *args, **kw), retry)
+        (an operation that must not be done twice), as :meth:`through_outage` says."""
+        retry = again or (lambda last: self.in_store(op, *args, last=last, **kw))
+        return await self.through_outage(lambda: self.in_store(op, *args, **kw), retry)
 
-    in_flight: dict[str, int] = {}
-    judging: set[tuple[str, str]] = set()  # the items being judged; ``ready`` (below) holds those claimed to start
-    # Items that finish while the worker reads back what it holds (``take_up``): that read may
-    # still find them held.
-    finishing: dict[int, set[tuple[str, str]]] = {}  # by id: two reads' sets may be equal
+    # ------------------------------------------------------------------ claiming
 
-    told: list[bool] = []
+    async def dispatch(self) -> None:
+        # One claim round trip takes as many items as there are free places (several at once
+        # at the start); after that the items are claimed with the results that free their
+        # places, and a claim of its own is made only for places those did not fill (unless the
+        # queue ran dry then: it is looked at again once this worker's items are done).
+        running: set[asyncio.Task[None]] = set()
+        try:
+            while True:
+                claimed, stopping = await self.claim(running)
+                for row in claimed:
+                    running.add(self.start(row))
+                if running:
+                    done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                    failed = [task for task in done if task.cancelled() or task.exception() is not None]
+                    if failed:  # the first error, as a single worker would raise it (each one retrieved)
+                        failed[0].result()
+                    continue
+                if self.ready and not stopping:  # taken up after a lost reply: places are free now
+                    continue
+                if not await self.wait_for_others():
+                    return
+        finally:
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+            await asyncio.gather(*self.writes, return_exceptions=True)  # a write under way completes
 
-    async def others_running() -> bool:
+    async def claim(self, running: set[asyncio.Task[None]]) -> tuple[list[dict[str, Any]], bool]:
+        """The items to start now: those waiting for free places, then a claim for the places
+        left (none once ``stopping``, nor while the queue was found dry and items are in flight);
+        and whether the worker is stopping."""
+        stopping = self.stopping()
+        if stopping:
+            self.ready.clear()  # released with the others when the worker ends
+        claimed = self.ready[: max(0, self.concurrency - len(running))]  # more wait for free places
+        del self.ready[: len(claimed)]
+        self.judging.update(_key(row) for row in claimed)  # known while the claim below is under way
+        free = self.concurrency - len(running) - len(claimed)
+        if free > 0 and not stopping and not (self.dry and (running or claimed)):
+            more = await self.call(self.store.claim_items, self.report.worker, batch_id=self.batch_id, limit=free,
+                                   lease_seconds=self.lease_seconds, again=self.claimed_again)  # fmt: skip
+            self.dry = len(more) < free
+            claimed += self.fresh(more)
+        return claimed, stopping
+
+    def start(self, row: dict[str, Any]) -> asyncio.Task[None]:
+        held = row["batch_id"]
+        try:
+            self.judges.get(held)
+        except CouncilError:
+            self.told = True  # the worker stops: nothing to wait for
+            raise
+        self.report.batches.add(held)
+        self.in_flight[held] = self.in_flight.get(held, 0) + 1
+        self.judging.add(_key(row))
+        return asyncio.create_task(self.judge(row))
+
+    async def wait_for_others(self) -> bool:
+        """Nothing in flight and nothing to claim: whether to look again (``follow``, or items held
+        by other workers), after a while."""
+        if self.stopping():
+            return False
+        held = await self.others_running()
+        if not self.follow and not held:
+            return False
+        # Others' items finish (or come back) soon: look again sooner than for new ones.
+        await asyncio.sleep(WAIT_SECONDS if held else POLL_SECONDS)
+        return True
+
+    async def others_running(self) -> bool:
         # Items held by other workers (their claims may pass and come back to this one);
         # this worker's own are finished by its other loops.
-        scope = [batch_id] if batch_id is not None else sorted(report.batches)
+        scope = [self.batch_id] if self.batch_id is not None else sorted(self.report.batches)
         held = 0
         for b in scope:
-            held += max(0, ((await call(store.batch_status, b)) or {}).get("running", 0) - in_flight.get(b, 0))
-        if held and not told and not follow:
-            told.append(True)
+            running = ((await self.call(self.store.batch_status, b)) or {}).get("running", 0)
+            held += max(0, running - self.in_flight.get(b, 0))
+        if held and not self.told and not self.follow:
+            self.told = True
             log.warning(
                 f"waiting for {held} item(s) held by another worker: they are recorded when it finishes them, "
                 "or return to the queue once their claims' lease passes if it has stopped (the --lease-seconds "
@@ -327,37 +489,60 @@ async def run_worker(
             )
         return held > 0
 
-    async def judged(item: BatchItem, spec: BatchSpec, clients: Sequence[ModelClient]) -> Any:
+    def fresh(self, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Claimed rows not already being judged or waiting to start (an item taken up after a
+        lost reply may come back from a claim that was under way then)."""
+        known = self.judging | {_key(r) for r in self.ready}
+        return [r for r in rows if _key(r) not in known]
+
+    async def take_up(self, last: bool) -> None:
+        """After a write whose reply was lost with the server: the items the store says this
+        worker holds and it does not know it claimed wait for free places with those claimed."""
+        seen: set[tuple[str, str]] = set()
+        self.finishing[id(seen)] = seen
+        try:
+            mine = await self.in_store(self.store.claims_of, self.report.worker, last=last)
+        finally:
+            del self.finishing[id(seen)]
+        self.ready.extend(r for r in self.fresh(mine) if _key(r) not in seen)
+
+    async def claimed_again(self, last: bool) -> list[dict[str, Any]]:
+        await self.take_up(last)
+        return []  # places the lost claim did not fill are claimed by the next round
+
+    async def heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            await self.call(self.store.renew_claims, self.report.worker, lease_seconds=self.lease_seconds)
+
+    # ------------------------------------------------------------------ judging
+
+    async def judged(self, item: BatchItem, spec: BatchSpec, clients: Sequence[ModelClient]) -> Any:
         def judging_once(_last: bool = False) -> Awaitable[Any]:
-            return judge_item(item, spec.settings, clients, spec.rubrics, store=store, keep_text=keep_text)
+            return judge_item(item, spec.settings, clients, spec.rubrics, store=self.store, keep_text=self.keep_text)
 
         # The server going away under one of the item's calls (its reservation in a rate or spend
         # budget kept in the store, the call cache): the item is judged again, its calls asked
         # again (as after a crash), once the server is back.
-        return await through_outage(judging_once, judging_once)
+        return await self.through_outage(judging_once, judging_once)
 
-    async def judge(row: Mapping[str, Any]) -> None:
+    async def judge(self, row: Mapping[str, Any]) -> None:
         held = row["batch_id"]
+        report = self.report
         try:
-            spec, clients = judges.get(held)
+            spec, clients = self.judges.get(held)
             item = BatchItem.model_validate(row["item"])
             texts = [item.prompt, item.a, item.b, item.response, item.reference, item.context]
-            with private_scope(keep_text=keep_text, texts=texts):
-                outcome, calls = await judged(item, spec, clients)
-                if stop is not None and stop() and (not outcome.success or outcome.partial):
+            with private_scope(keep_text=self.keep_text, texts=texts):
+                outcome, calls = await self.judged(item, spec, clients)
+                if self.stopping() and (not outcome.success or outcome.partial):
                     # Cut short by the spend cap: not a failure of the item. Its claim goes back to the
                     # queue with the others this worker holds, for a worker under a new cap.
                     report.stopped += 1
                     return
-                kind = "compare" if item.mode == "pairwise" else "grade"
-                prompt_id = hasher.hash(item.prompt) if hasher is not None and kind == "compare" else None
-                # Its rows are built here, in the item's privacy scope; they are written with the
-                # others that finish within a few milliseconds (``record_finished``).
-                save = JudgmentSave(kind, outcome, calls, keep_text=keep_text, batch_id=held, item=item,
-                                    item_digest=row["digest"], prompt_id=prompt_id)  # fmt: skip
                 ok = outcome.success
                 try:
-                    await recorded(save)
+                    await self.record(self.save_of(row, item, outcome, calls))
                 except ItemAlreadyRecorded:
                     report.dropped += 1
                     return
@@ -365,89 +550,93 @@ async def run_worker(
                     log.warning(f"batch {held}: item {item.id!r} failed: {exc}")
                     ok = False
         finally:
-            in_flight[held] -= 1
-            judging.discard(_key(row))
-            for seen in finishing.values():
+            self.in_flight[held] -= 1
+            self.judging.discard(_key(row))
+            for seen in self.finishing.values():
                 seen.add(_key(row))
         report.judged += 1
         report.failed += not ok
-        if on_item is not None:
-            on_item(item, ok)
+        if self.on_item is not None:
+            self.on_item(item, ok)
+
+    def save_of(self, row: Mapping[str, Any], item: BatchItem, outcome: Any, calls: Any) -> JudgmentSave:
+        """An item's rows, built in its privacy scope; they are written with the others that finish
+        within a few milliseconds (``write_finished``)."""
+        kind = "compare" if item.mode == "pairwise" else "grade"
+        prompt_id = self.hasher.hash(item.prompt) if self.hasher is not None and kind == "compare" else None
+        return JudgmentSave(kind, outcome, calls, keep_text=self.keep_text, batch_id=row["batch_id"], item=item,
+                            item_digest=row["digest"], prompt_id=prompt_id)  # fmt: skip
+
+    # ------------------------------------------------------------------ recording
 
     # The items that finish within RECORD_HOLD_S of the first of them (or until no other is in
     # flight) are recorded in one transaction, which also claims as many items more
     # (Store.record_and_claim): one commit for all of them, instead of one per item and one per
-    # claim (docs/benchmark-history.md, sections 17 and 46). An item counts as judged (``on_item``) only
-    # once that transaction has committed.
-    finished: list[tuple[JudgmentSave, asyncio.Future[None]]] = []
-    ready: list[dict[str, Any]] = []  # claimed with finished items, to start
-    writes: set[asyncio.Task[None]] = set()
-    dry = [False]  # the last claim found fewer items than it asked for
+    # claim. An item counts as judged (``on_item``) only once that transaction has committed.
 
-    def fresh(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Claimed rows not already being judged or waiting to start (an item taken up after a
-        lost reply may come back from a claim that was under way then)."""
-        known = judging | {_key(r) for r in ready}
-        return [r for r in rows if _key(r) not in known]
+    async def record(self, save: JudgmentSave) -> None:
+        done = asyncio.get_running_loop().create_future()
+        self.finished.append((save, done))
+        if self.hold and not self.hold[0].done() and not self.others_in_flight():
+            self.hold[0].set_result(None)  # the last item in flight has finished: nothing more to wait for
+        if len(self.finished) == 1:  # the first since the last record: written once the others have joined it
+            # The call-log rows meanwhile go in the same transaction (not one of their own first).
+            written = self.store.expect_write()
+            task = asyncio.create_task(self.write_finished(written))
+            self.writes.add(task)
+            task.add_done_callback(self._settled)
+            task.add_done_callback(lambda _: written())  # even if cancelled before it ran
+        await done
 
-    async def take_up(last: bool) -> None:
-        """After a write whose reply was lost with the server: the items the store says this
-        worker holds and it does not know it claimed wait for free places with those claimed."""
-        seen: set[tuple[str, str]] = set()
-        finishing[id(seen)] = seen
+    def _settled(self, task: asyncio.Task[None]) -> None:
+        self.writes.discard(task)
+        if not task.cancelled():
+            task.exception()  # raised to the items waiting on it; retrieved here
+
+    def others_in_flight(self) -> bool:
+        return sum(self.in_flight.values()) > len(self.finished)  # the finished ones still count until recorded
+
+    async def held_for_others(self) -> None:
+        """Wait up to RECORD_HOLD_S for the other items in flight to finish (``record`` ends the
+        wait when the last of them has)."""
+        if RECORD_HOLD_S <= 0 or not self.others_in_flight():
+            return
+        loop = asyncio.get_running_loop()
+        over = loop.create_future()
+        timer = loop.call_later(RECORD_HOLD_S, lambda: over.done() or over.set_result(None))
+        self.hold.append(over)
         try:
-            mine = await in_store(store.claims_of, report.worker, last=last)
+            await over
         finally:
-            del finishing[id(seen)]
-        ready.extend(r for r in fresh(mine) if _key(r) not in seen)
+            timer.cancel()
+            self.hold.remove(over)
 
-    async def claimed_again(last: bool) -> list[dict[str, Any]]:
-        await take_up(last)
-        return []  # places the lost claim did not fill are claimed by the next round
-
-    def fail(waiting: Sequence[tuple[JudgmentSave, asyncio.Future[None]]], exc: BaseException) -> None:
-        for _, done in waiting:
-            if not done.done():
-                done.set_exception(exc)
-
-    async def record_finished(written: Callable[[], None]) -> None:
+    async def write_finished(self, written: Callable[[], None]) -> None:
+        """Write the finished items (with a claim for the places they and earlier claims left free)
+        in one transaction, and tell each item how its write went."""
         try:
-            await held_for_others()
+            await self.held_for_others()
         except BaseException as exc:
-            fail(finished, exc)
-            finished.clear()
+            _fail(self.finished, exc)
+            self.finished.clear()
             raise
-        batch = finished[:]
-        finished.clear()
+        batch = self.finished[:]
+        self.finished.clear()
         saves = [save for save, _ in batch]
         # Every place free once these are recorded: theirs, and any an earlier claim left empty.
-        free = concurrency - (sum(in_flight.values()) - len(batch)) - len(ready)
-        limit = 0 if stop is not None and stop() else max(0, free)
-
-        async def recorded_again(last: bool) -> tuple[list[ItemAlreadyRecorded | None], list[dict[str, Any]]]:
-            # The lost write's runs that are in the store were recorded by it (with its claims, in
-            # the same transaction): they are not written twice; the rest are, then the items
-            # this worker holds unknown to it are taken up.
-            done = await in_store(store.runs_recorded, [s.outcome.run_id for s in saves], last=last)
-            rest = [s for s in saves if s.outcome.run_id not in done]
-            results, claimed = await in_store(store.record_and_claim, rest, report.worker, batch_id=batch_id,
-                                              limit=0 if done else limit, lease_seconds=lease_seconds,
-                                              last=last)  # fmt: skip
-            ready.extend(fresh(claimed))
-            await take_up(last)
-            them = iter(results)
-            return [None if s.outcome.run_id in done else next(them) for s in saves], []
-
+        free = self.concurrency - (sum(self.in_flight.values()) - len(batch)) - len(self.ready)
+        limit = 0 if self.stopping() else max(0, free)
         try:
-            results, claimed = await call(store.record_and_claim, saves, report.worker, batch_id=batch_id,
-                                          limit=limit, lease_seconds=lease_seconds, again=recorded_again)  # fmt: skip
+            results, claimed = await self.call(self.store.record_and_claim, saves, self.report.worker,
+                                               batch_id=self.batch_id, limit=limit, lease_seconds=self.lease_seconds,
+                                               again=lambda last: self.recorded_again(saves, limit, last))  # fmt: skip
         except BaseException as exc:
-            fail(batch, exc)
+            _fail(batch, exc)
             raise
         finally:
             written()
-        ready.extend(fresh(claimed))
-        dry[0] = len(claimed) < limit
+        self.ready.extend(self.fresh(claimed))
+        self.dry = len(claimed) < limit
         for (_, done), result in zip(batch, results, strict=True):
             if done.done():
                 continue
@@ -456,120 +645,24 @@ async def run_worker(
             else:
                 done.set_exception(result)
 
-    hold: list[asyncio.Future[None]] = []  # the hold under way, if any (``held_for_others``)
+    async def recorded_again(
+        self, saves: list[JudgmentSave], limit: int, last: bool
+    ) -> tuple[list[ItemAlreadyRecorded | None], list[dict[str, Any]]]:
+        # The lost write's runs that are in the store were recorded by it (with its claims, in
+        # the same transaction): they are not written twice; the rest are, then the items
+        # this worker holds unknown to it are taken up.
+        done = await self.in_store(self.store.runs_recorded, [s.outcome.run_id for s in saves], last=last)
+        rest = [s for s in saves if s.outcome.run_id not in done]
+        results, claimed = await self.in_store(self.store.record_and_claim, rest, self.report.worker,
+                                               batch_id=self.batch_id, limit=0 if done else limit,
+                                               lease_seconds=self.lease_seconds, last=last)  # fmt: skip
+        self.ready.extend(self.fresh(claimed))
+        await self.take_up(last)
+        them = iter(results)
+        return [None if s.outcome.run_id in done else next(them) for s in saves], []
 
-    def others_in_flight() -> bool:
-        return sum(in_flight.values()) > len(finished)  # the finished ones still count until recorded
 
-    async def held_for_others() -> None:
-        """Wait up to RECORD_HOLD_S for the other items in flight to finish (``recorded`` ends the
-        wait when the last of them has)."""
-        if RECORD_HOLD_S <= 0 or not others_in_flight():
-            return
-        loop = asyncio.get_running_loop()
-        over = loop.create_future()
-        timer = loop.call_later(RECORD_HOLD_S, lambda: over.done() or over.set_result(None))
-        hold.append(over)
-        try:
-            await over
-        finally:
-            timer.cancel()
-            hold.remove(over)
-
-    async def recorded(save: JudgmentSave) -> None:
-        done = asyncio.get_running_loop().create_future()
-        finished.append((save, done))
-        if hold and not hold[0].done() and not others_in_flight():
-            hold[0].set_result(None)  # the last item in flight has finished: nothing more to wait for
-        if len(finished) == 1:  # the first since the last record: written once the others have joined it
-            # The call-log rows meanwhile go in the same transaction (not one of their own first).
-            written = store.expect_write()
-            task = asyncio.create_task(record_finished(written))
-            writes.add(task)
-            task.add_done_callback(_settled)
-            task.add_done_callback(lambda _: written())  # even if cancelled before it ran
-        await done
-
-    def _settled(task: asyncio.Task[None]) -> None:
-        writes.discard(task)
-        if not task.cancelled():
-            task.exception()  # raised to the items waiting on it; retrieved here
-
-    async def dispatch() -> None:
-        # One claim round trip takes as many items as there are free places (several at once
-        # at the start); after that the items are claimed with the results that free their
-        # places, and a claim of its own is made only for places those did not fill (unless the
-        # queue ran dry then: it is looked at again once this worker's items are done).
-        running: set[asyncio.Task[None]] = set()
-        try:
-            while True:
-                stopping = stop is not None and stop()
-                if stopping:
-                    ready.clear()  # released with the others when the worker ends
-                claimed = ready[: max(0, concurrency - len(running))]  # more wait for free places
-                del ready[: len(claimed)]
-                judging.update(_key(row) for row in claimed)  # known while the claim below is under way
-                free = concurrency - len(running) - len(claimed)
-                if free > 0 and not stopping and not (dry[0] and (running or claimed)):
-                    more = await call(store.claim_items, report.worker, batch_id=batch_id, limit=free,
-                                      lease_seconds=lease_seconds, again=claimed_again)  # fmt: skip
-                    dry[0] = len(more) < free
-                    claimed += fresh(more)
-                for row in claimed:
-                    held = row["batch_id"]
-                    try:
-                        judges.get(held)
-                    except CouncilError:
-                        told.append(True)  # the worker stops: nothing to wait for
-                        raise
-                    report.batches.add(held)
-                    in_flight[held] = in_flight.get(held, 0) + 1
-                    judging.add(_key(row))
-                    running.add(asyncio.create_task(judge(row)))
-                if running:
-                    done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                    failed = [task for task in done if task.cancelled() or task.exception() is not None]
-                    if failed:  # the first error, as a single worker would raise it (each one retrieved)
-                        failed[0].result()
-                    continue
-                if ready and not stopping:  # taken up after a lost reply: places are free now
-                    continue
-                if stop is not None and stop():
-                    return
-                held = await others_running()
-                if not follow and not held:
-                    return
-                # Others' items finish (or come back) soon: look again sooner than for new ones.
-                await asyncio.sleep(WAIT_SECONDS if held else POLL_SECONDS)
-        finally:
-            for task in running:
-                task.cancel()
-            await asyncio.gather(*running, return_exceptions=True)
-            await asyncio.gather(*writes, return_exceptions=True)  # a write under way completes
-
-    async def heartbeat() -> None:
-        while True:
-            await asyncio.sleep(lease_seconds / 3)
-            await call(store.renew_claims, report.worker, lease_seconds=lease_seconds)
-
-    if batch_id is not None:  # a judge this machine cannot reach fails here, before any claim
-        store_op(judges.get, batch_id)
-    work = asyncio.create_task(dispatch())
-    beat = asyncio.create_task(heartbeat())
-    try:
-        await asyncio.wait({work, beat}, return_when=asyncio.FIRST_COMPLETED)
-        if beat.done():  # the heartbeat failed: the store is away
-            work.cancel()
-            await asyncio.gather(work, return_exceptions=True)
-            beat.result()
-        work.result()
-    finally:
-        for task in (work, beat):
-            task.cancel()
-        await asyncio.gather(work, beat, return_exceptions=True)
-        if executor is not None:
-            executor.shutdown(wait=True)  # a store call still running (a save) finishes first
-        if not store_down:  # else the leases pass instead
-            store.release_claims(report.worker)
-        await judges.aclose(keep_judges)
-    return report
+def _fail(waiting: Sequence[Finished], exc: BaseException) -> None:
+    for _, done in waiting:
+        if not done.done():
+            done.set_exception(exc)

@@ -225,7 +225,7 @@ def build_server(tools: Tools) -> Any:
     Context = sdk.Context  # noqa: N806 - the SDK's class, used as an annotation below
     from mcp_types import CallToolResult
 
-    from council.judging.outcomes import ComparisonOutcome, GradeOutcome
+    from council import ComparisonOutcome, GradeOutcome
     from council.leaderboard.shape import Leaderboard  # not council.leaderboard.stored: it imports numpy
 
     class CheckedServer(sdk.MCPServer):
@@ -310,27 +310,23 @@ def build_server(tools: Tools) -> Any:
     ) -> Annotated[CallToolResult, ComparisonOutcome]:
         """Compare two responses to a prompt with position swap (each judge sees both orders);
         returns the winner, its confidence, and every pass."""
-        from council.judging import engine
-        from council.methods.voting import PAIRWISE_VOTES
+        from council import resolve_criteria
 
         async def go() -> Any:
-            chosen = engine.resolve_criteria(criteria or None)
+            chosen = resolve_criteria(criteria or None)
             outcome = await _judging(
                 tools,
                 judges,
                 ctx,
-                lambda clients, keep_text, sink, store: engine.compare(
+                lambda panel, sink: panel.compare(
                     prompt,
                     response_a,
                     response_b,
-                    judges=clients,
                     criteria=chosen,
                     swap=swap,
                     strategy=strategy,
-                    votes=votes or PAIRWISE_VOTES,
-                    keep_text=keep_text,
+                    votes=votes,
                     sink=sink,
-                    store=store,
                 ),
             )
             text = f"winner: {outcome.winner} (confidence {outcome.confidence:.2f}, {outcome.confidence_level})"
@@ -354,9 +350,7 @@ def build_server(tools: Tools) -> Any:
     ) -> Annotated[CallToolResult, GradeOutcome]:
         """Grade one response against a rubric: reasoning before integer scores per criterion,
         several votes per judge; returns the scores and the evaluation report."""
-        from council.judging import engine
-        from council.judging.rubrics import builtin_rubrics, load_rubric
-        from council.methods.voting import GRADE_VOTES
+        from council import builtin_rubrics, load_rubric
 
         async def go() -> Any:
             # Names only: a path chosen by the model could make the tool read any local file.
@@ -367,16 +361,8 @@ def build_server(tools: Tools) -> Any:
                 tools,
                 judges,
                 ctx,
-                lambda clients, keep_text, sink, store: engine.grade(
-                    prompt,
-                    response,
-                    rubric=loaded_rubric,
-                    judges=clients,
-                    reference=reference,
-                    votes=votes or GRADE_VOTES,
-                    keep_text=keep_text,
-                    sink=sink,
-                    store=store,
+                lambda panel, sink: panel.grade(
+                    prompt, response, rubric=loaded_rubric, reference=reference, votes=votes, sink=sink
                 ),
             )
             report = outcome.report
@@ -406,7 +392,12 @@ def build_server(tools: Tools) -> Any:
 
         async def go() -> Any:
             board = await asyncio.to_thread(
-                leaderboard, council=council, since=since, source=source, bootstrap=bootstrap, baseline=baseline,
+                leaderboard,
+                council=council,
+                since=since,
+                source=source,
+                bootstrap=bootstrap,
+                baseline=baseline,
                 control=parse_control(",".join(control)) if control else [],
             )
             return _result(_render(render_text, board), board.model_dump(mode="json"))
@@ -451,33 +442,22 @@ def build_server(tools: Tools) -> Any:
 
 
 async def _judging(tools: Tools, refs: list[str] | None, ctx: Any, work: Callable[..., Awaitable[Any]]) -> Any:
-    from council.accounting.budget import Budget, cap_in_force
-    from council.config import resolve_privacy
-    from council.judging.engine import make_judges
-    from council.providers.client import cap_spending, share_limits
-    from council.storage import using_store
+    """``work(panel, on_call)`` with the judges ``refs`` set up by :func:`council.judge_panel`: each
+    tool call under the config's cap, as ``council compare``; the run recorded in the store, whose
+    rate budgets the judges' rpm/tpm share with every process on it; ``on_call`` reports progress."""
+    from council import judge_panel
 
-    clients = make_judges(tools.loaded, refs or ())
-    cap = cap_in_force(None, tools.loaded)  # each tool call under the config's cap, as `council compare`
-    if cap is not None:
-        cap_spending(clients, Budget.capped(cap))
-    progress = _Progress(ctx, tools.heartbeat)
-    progress.doing = "judging"
+    with judge_panel(tools.loaded, refs or (), in_store=True) as panel:
+        progress = _Progress(ctx, tools.heartbeat)
+        progress.doing = "judging"
 
-    def on_call(record: Any) -> None:
-        progress.tick(f"{record.stage} by {record.member}: {'ok' if record.ok else 'failed'}")
+        def on_call(record: Any) -> None:
+            progress.tick(f"{record.stage} by {record.member}: {'ok' if record.ok else 'failed'}")
 
-    try:
-        # The run is recorded in the store, whose rate budgets the judges' rpm/tpm share with every
-        # process on it (docs/methods.md, "Shared rate budget"): opened once for both.
-        with using_store(True) as store:
-            assert store is not None
-            share_limits(clients, store)
-            return await work(clients, resolve_privacy(tools.loaded).store_transcripts, on_call, store)
-    finally:
-        await progress.flush()
-        for client in clients:
-            await client.aclose()
+        try:
+            return await panel.run(lambda p: work(p, on_call))
+        finally:
+            await progress.flush()
 
 
 def _outcome_result(outcome: Any, text: str) -> Any:
