@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
-import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
@@ -20,7 +19,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from council.clock import utc_now
-from council.errors import ItemAlreadyRecorded, ItemRefused, UsageError
+from council.errors import ItemAlreadyRecorded, ItemRefused, StoreRefused, UsageError
 from council.redaction import redact
 from council.storage import pages
 from council.storage.group_commit import call_row
@@ -293,10 +292,7 @@ def record_and_claim(
 def refused_value(exc: BaseException) -> bool:
     """Whether the database refused a value written (a data exception, a constraint: the data of
     what was written, not the database failing or going away), on either backend."""
-    if isinstance(exc, sqlite3.DataError | sqlite3.IntegrityError | OverflowError):
-        return True
-    psycopg = sys.modules.get("psycopg")  # loaded when the store is on PostgreSQL
-    return psycopg is not None and isinstance(exc, psycopg.DataError | psycopg.IntegrityError)
+    return isinstance(exc, StoreRefused | sqlite3.DataError | sqlite3.IntegrityError | OverflowError)
 
 
 def refused_rows(rows: JudgmentRows, error: str) -> JudgmentRows:

@@ -35,12 +35,20 @@ from contextlib import contextmanager
 from typing import Any
 
 from council.clock import utc_now
-from council.errors import ConfigError, CouncilFailure, PrerequisiteError, StoreWentAway, TransactionConflict
+from council.errors import (
+    ConfigError,
+    CouncilFailure,
+    PrerequisiteError,
+    StoreRefused,
+    StoreWentAway,
+    TransactionConflict,
+)
 from council.logs import get_logger
 from council.redaction import redact
 from council.storage import bias_rows, bias_summaries, ownership, postgres_schema, queue
-from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
+from council.storage.bias_sums import sum_bias_records
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
+from council.storage.dialect import POSTGRES
 from council.storage.group_commit import GroupCommit
 from council.storage.location import display_url
 from council.storage.rate_limits import adjust_postgres, reserve_postgres
@@ -316,38 +324,6 @@ def _move_staged(conn: Any, columns: Sequence[str], *, empty: bool = True) -> No
         conn.execute(f"TRUNCATE {_STAGING}")
 
 
-_UNTYPED_TEMP = re.compile(r"CREATE TABLE temp\.(\w+) \((.*)\)\s*(WITHOUT ROWID)?\s*$", re.S)
-_AVG = re.compile(r"\bAVG\(([^()]*)\)")
-# Column types of the shared statements' temporary tables (SQLite leaves them untyped).
-_TEMP_TYPES = {"session_id": "TEXT", "model_id": "TEXT", "reviewer_id": "TEXT", "n": "BIGINT", "fn": "BIGINT"}
-
-
-def _temp_table(match: re.Match[str]) -> str:
-    parts, key = [], ""
-    for item in (p.strip() for p in match.group(2).split(",")):
-        if item.startswith("PRIMARY KEY"):
-            key = item + ", " + ", ".join(x.strip() for x in match.group(2).split("PRIMARY KEY", 1)[1].split(",")[1:])
-            break
-        parts.append(f"{item} {_TEMP_TYPES.get(item, 'DOUBLE PRECISION')}")
-    key = key.rstrip(", ")
-    return f"CREATE TEMP TABLE {match.group(1)} ({', '.join(parts)}{', ' + key if key else ''}) ON COMMIT DROP"
-
-
-@functools.lru_cache(maxsize=512)
-def _placeholders(sql: str) -> str:
-    """A statement written for SQLite, as PostgreSQL takes it: ``?`` placeholders as ``%s``,
-    untyped temporary tables typed (dropped with their transaction), ``AVG`` as a float (not
-    numeric), ``INSERT OR IGNORE`` as ``ON CONFLICT DO NOTHING``. council's shared statements
-    hold no ``?`` or ``%`` inside string literals."""
-    sql = sql.replace("%", "%%").replace("?", "%s")
-    sql = _UNTYPED_TEMP.sub(_temp_table, sql.strip())
-    sql = sql.replace(UNSCORED_TABLE, "bias_unscored").replace("temp.", "pg_temp.")
-    sql = _AVG.sub(r"AVG((\1)::float8)", sql).replace("instr(", "strpos(")
-    if sql.startswith("INSERT OR IGNORE INTO"):
-        sql = "INSERT INTO" + sql[len("INSERT OR IGNORE INTO") :] + " ON CONFLICT DO NOTHING"
-    return sql
-
-
 @contextmanager
 def _pipelined_transaction(conn: Any) -> Iterator[None]:
     """BEGIN, the block's statements and COMMIT in one pipeline, synced once on the way out.
@@ -374,10 +350,12 @@ def _pipelined_transaction(conn: Any) -> Iterator[None]:
 
 
 class _Connection:
-    """A psycopg connection seen through the sqlite3 calls the shared statement modules make
-    (``execute``, ``executemany`` with ``?`` placeholders), so council.storage.judgments
-    writes and reads both backends with one set of statements. A unique violation is raised
-    as ``sqlite3.IntegrityError``, the error those modules handle."""
+    """A psycopg connection running the statement modules' statements (``execute``,
+    ``executemany``; ``?`` parameters, as the dialect gives them to psycopg), so
+    council.storage.judgments writes and reads both backends with one set of statements. A
+    row or value the database refuses is raised as council's ``StoreRefused``."""
+
+    dialect = POSTGRES
 
     def __init__(self, conn: Any) -> None:
         self.raw = conn
@@ -389,25 +367,25 @@ class _Connection:
         return self.raw.info.transaction_status != TransactionStatus.IDLE
 
     def execute(self, sql: str, params: Sequence[Any] = (), *, dicts: bool = False) -> Any:
-        return self._run(lambda cur: cur.execute(_placeholders(sql), [_value(v) for v in params]), dicts)
+        statement = POSTGRES.statement(sql)
+        return self._run(lambda cur: cur.execute(statement, [_value(v) for v in params]), dicts)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
+        statement = POSTGRES.statement(sql)
         values = [[_value(v) for v in r] for r in rows]
         if len(values) == 1:  # one row: no pipeline to open and sync
-            return self._run(lambda cur: cur.execute(_placeholders(sql), values[0]))
-        return self._run(lambda cur: cur.executemany(_placeholders(sql), values))
+            return self._run(lambda cur: cur.execute(statement, values[0]))
+        return self._run(lambda cur: cur.executemany(statement, values))
 
     def _run(self, action: Any, dicts: bool = False) -> Any:
-        import sqlite3
-
         from psycopg.rows import dict_row, tuple_row
 
         psycopg = _psycopg()
         cur = self.raw.cursor(row_factory=dict_row if dicts else tuple_row)
         try:
             action(cur)
-        except psycopg.errors.UniqueViolation as exc:
-            raise sqlite3.IntegrityError(str(exc)) from None
+        except (psycopg.IntegrityError, psycopg.DataError) as exc:
+            raise StoreRefused(" ".join(str(exc).split())) from exc
         return cur
 
 
@@ -545,6 +523,7 @@ class PostgresStore(GroupCommit, SharedOperations):
     """All reads and writes of a PostgreSQL store go through here."""
 
     kind = "postgresql"
+    dialect = POSTGRES
     #: Operations may run on several threads at once (a connection pool): council.judging.worker
     #: calls them off its event loop.
     threadsafe = True

@@ -31,9 +31,10 @@ from council.logs import get_logger
 from council.redaction import redact, redact_document, redacted_model_json
 from council.storage import bias_rows, budgets, call_cache, ownership, queue
 from council.storage.bias_summary_rows import write_summaries
-from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
+from council.storage.bias_sums import sum_bias_records
 from council.storage.checkpoints import WAL_CAP_PAGES, Checkpointer
 from council.storage.comparisons import count_comparisons
+from council.storage.dialect import SQLITE
 from council.storage.group_commit import GroupCommit, call_row
 from council.storage.migrations import migrations
 from council.storage.opening import connect_checked, set_schema_version, write_refused
@@ -132,6 +133,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
 
     #: One connection, used by one thread at a time: council.judging.worker calls it on its event loop.
     threadsafe = False
+    dialect = SQLITE
 
     def __init__(self, db: Database, path: Path | None = None) -> None:
         self.db = db
@@ -487,7 +489,7 @@ class SQLiteStore(GroupCommit, SharedOperations):
         """Newest first. ``search``: text the question contains (any case; literal, never a pattern)."""
         where, params = [], []
         if search:
-            where.append("instr(lower(question), lower(?)) > 0")
+            where.append(self.dialect.contains("lower(question)", "lower(?)"))
             params.append(search)
         if since:
             where.append("created_at >= ?")
@@ -597,12 +599,13 @@ class SQLiteStore(GroupCommit, SharedOperations):
                 self.db.conn.execute("BEGIN")
             _write_bias_records(self.db.conn, scored, 10_000)
         self.db.execute(
-            f"CREATE TABLE IF NOT EXISTS {UNSCORED_TABLE} "
+            f"CREATE TABLE IF NOT EXISTS {SQLITE.unscored_table} "
             "(id INTEGER PRIMARY KEY, session_id, reviewer_id, position, timestamp, council)"
         )
         columns = ("id", "session_id", "reviewer_id", "position", "timestamp", "council")
         self.db.conn.executemany(
-            f"INSERT INTO {UNSCORED_TABLE} VALUES (?, ?, ?, ?, ?, ?)", [tuple(r[c] for c in columns) for r in unscored]
+            f"INSERT INTO {SQLITE.unscored_table} VALUES (?, ?, ?, ?, ?, ?)",
+            [tuple(r[c] for c in columns) for r in unscored],
         )
         self._unscored = True
 
