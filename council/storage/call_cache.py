@@ -32,8 +32,9 @@ def cache_reply(store: Store, key: str, version: int, entry: Mapping[str, Any]) 
     cost = entry.get("cost_usd")
     with store.immediate() as db:
         db.execute(
-            "INSERT OR REPLACE INTO call_cache (key, version, model, reply, cost_usd, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO call_cache (key, version, model, reply, cost_usd, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET version = excluded.version, model = excluded.model,"
+            " reply = excluded.reply, cost_usd = excluded.cost_usd, created_at = excluded.created_at",
             [key, version, entry.get("model"), json.dumps(dict(entry), ensure_ascii=False),
              cost if isinstance(cost, int | float) else None, utc_now()],
         )  # fmt: skip

@@ -58,11 +58,11 @@ def insert_rows(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, A
             values = tuple(map(_column_value, values))
         groups.setdefault(tuple(row), []).append(values)
     for columns, values in groups.items():
-        conn.executemany(_insert_sql(table, columns), values)
+        conn.executemany(insert_statement(table, columns), values)
 
 
 @functools.lru_cache(maxsize=64)  # a few tables, a few shapes of row each
-def _insert_sql(table: str, columns: tuple[str, ...]) -> str:
+def insert_statement(table: str, columns: tuple[str, ...]) -> str:
     names = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
     quoted = '"' + table.replace('"', '""') + '"'
     return f"INSERT INTO {quoted} ({names}) VALUES ({', '.join('?' * len(columns))})"
@@ -510,16 +510,15 @@ def open_batch(
             db.query("SELECT source, content_sha256, settings, items FROM batches WHERE id = ?", [batch_id])
         )
         if not existing:
-            db["batches"].insert(
-                {
-                    "id": batch_id,
-                    "source": source,
-                    "content_sha256": content_sha256,
-                    "settings": json.dumps(settings, sort_keys=True),
-                    "items": items,
-                    "created_at": utc_now(),
-                }
-            )
+            batch = {
+                "id": batch_id,
+                "source": source,
+                "content_sha256": content_sha256,
+                "settings": json.dumps(settings, sort_keys=True),
+                "items": items,
+                "created_at": utc_now(),
+            }
+            insert_rows(db.conn, "batches", [batch])
             return False
     row = existing[0]
     if row["source"] != source and row["content_sha256"] != content_sha256 and not replace:

@@ -49,11 +49,9 @@ from council.storage import bias_rows, bias_summaries, ownership, postgres_schem
 from council.storage.bias_sums import sum_bias_records
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
 from council.storage.dialect import POSTGRES
-from council.storage.group_commit import GroupCommit
 from council.storage.location import display_url
 from council.storage.rate_limits import adjust_postgres, reserve_postgres
-from council.storage.shared_operations import SharedOperations
-from council.storage.sqlite_store import SQLiteStore
+from council.storage.sql_store import SQLStore
 
 log = get_logger("council.storage")
 
@@ -72,7 +70,6 @@ IDLE_CHECK_S = 1.0
 #: minutes) a server back after a long outage was found only at the next of those attempts: 17 s
 #: after it was back, after 40 s away.
 RECONNECT_TIMEOUT_S = 3.0
-MIN_ID_PREFIX = 8
 
 
 # SQLSTATEs of a server going away or not yet back: admin_shutdown (a restart, fast or smart),
@@ -228,32 +225,6 @@ def _text_cursor() -> type:
     return _TextCursor
 
 
-def insert_rows(conn: Any, table: str, rows: Sequence[dict[str, Any]], *, upsert_on: Sequence[str] = ()) -> None:
-    """INSERTs grouped by column set; ``upsert_on``: replace the row with that key (sqlite-utils'
-    ``replace=True``)."""
-    groups: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
-    for row in rows:
-        values = tuple(row.values())
-        if not _PLAIN.issuperset(map(type, values)):  # one test in C for the usual row
-            values = tuple(map(_value, values))
-        groups.setdefault(tuple(row), []).append(values)
-    for columns, values in groups.items():
-        sql = (
-            f"INSERT INTO {_quote(table)} ({', '.join(map(_quote, columns))}) "
-            f"VALUES ({', '.join('%s' for _ in columns)})"
-        )
-        if upsert_on:
-            updates = ", ".join(f"{_quote(c)} = excluded.{_quote(c)}" for c in columns if c not in upsert_on)
-            sql += f" ON CONFLICT ({', '.join(map(_quote, upsert_on))}) DO " + (
-                f"UPDATE SET {updates}" if updates else "NOTHING"
-            )
-        with conn.cursor() as cur:
-            if len(values) == 1:  # one row: no pipeline to open and sync
-                cur.execute(sql, values[0])
-            else:
-                cur.executemany(sql, values)
-
-
 def _copy_bias_records(conn: Any, records: Iterable[Mapping[str, Any]], batch_size: int) -> int:
     """``COPY`` the records into ``bias_records`` (booleans as 0/1, as the SQLite store keeps them),
     through a staging table from which the report's summaries of their sessions are then
@@ -389,37 +360,6 @@ class _Connection:
         return cur
 
 
-class _Table:
-    """The part of sqlite-utils' ``Table`` the SQLite store's shared methods use."""
-
-    def __init__(self, conn: _Connection, name: str) -> None:
-        self.conn, self.name = conn, name
-
-    def insert(self, row: dict[str, Any]) -> None:
-        insert_rows(self.conn.raw, self.name, [row])
-
-    def insert_all(self, rows: Iterable[dict[str, Any]], *, replace: bool = False, batch_size: int = 10_000) -> None:
-        key = postgres_schema.PRIMARY_KEYS[self.name] if replace else ()
-        batch: list[dict[str, Any]] = []
-        for row in rows:
-            batch.append(dict(row))
-            if len(batch) >= batch_size:
-                insert_rows(self.conn.raw, self.name, batch, upsert_on=key)
-                batch = []
-        if batch:
-            insert_rows(self.conn.raw, self.name, batch, upsert_on=key)
-
-    def update(self, pk: str, values: dict[str, Any]) -> None:
-        sets = ", ".join(f"{_quote(c)} = %s" for c in values)
-        self.conn.raw.execute(
-            f"UPDATE {_quote(self.name)} SET {sets} WHERE id = %s", [*(_value(v) for v in values.values()), pk]
-        )
-
-    @property
-    def count(self) -> int:
-        return int(self.conn.execute(f"SELECT count(*) FROM {_quote(self.name)}").fetchone()[0])
-
-
 class _Database:
     """The part of sqlite-utils' ``Database`` the shared statement modules use."""
 
@@ -436,9 +376,6 @@ class _Database:
         """The block's statements sent without waiting for each one's result; a read inside, or
         the block's end, collects them (a statement's count is known from then on)."""
         return self.conn.raw.pipeline()
-
-    def __getitem__(self, table: str) -> _Table:
-        return _Table(self.conn, table)
 
 
 class _Rows(list):  # type: ignore[type-arg]
@@ -466,22 +403,9 @@ class _PooledDatabase:
             cur = _Database(conn).execute(sql, params)
             return _Rows(cur.fetchall() if cur.description else [])
 
-    def __getitem__(self, table: str) -> Any:
-        return _PooledTable(self.store, table)
-
     @property
     def conn(self) -> _PooledDatabase:
         return self  # reads through ``db.conn.execute`` too, each on a pooled connection
-
-
-class _PooledTable:
-    def __init__(self, store: PostgresStore, name: str) -> None:
-        self.store, self.name = store, name
-
-    @property
-    def count(self) -> int:
-        with self.store.connection() as conn:
-            return _Table(_Connection(conn), self.name).count
 
 
 # Stores not closed by their opener are closed at exit, never by the garbage collector
@@ -519,7 +443,7 @@ class _Staleness:
         self.worked_now(conn)
 
 
-class PostgresStore(GroupCommit, SharedOperations):
+class PostgresStore(SQLStore):
     """All reads and writes of a PostgreSQL store go through here."""
 
     kind = "postgresql"
@@ -826,55 +750,17 @@ class PostgresStore(GroupCommit, SharedOperations):
                 {"id": reservation, "actual": actual_usd, "now": utc_now(), "key": key},
             )
 
-    def cache_reply(self, key: str, version: int, entry: Mapping[str, Any]) -> None:
-        """As ``council.storage.call_cache.cache_reply``."""
-        cost = entry.get("cost_usd")
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO call_cache (key, version, model, reply, cost_usd, created_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO UPDATE SET version = excluded.version,"
-                " model = excluded.model, reply = excluded.reply, cost_usd = excluded.cost_usd,"
-                " created_at = excluded.created_at",
-                [key, version, entry.get("model"), json.dumps(dict(entry), ensure_ascii=False),
-                 cost if isinstance(cost, int | float) else None, utc_now()],
-            )  # fmt: skip
-
-    # -- sessions ------------------------------------------------------------
-    # -- what the SQLite store does with statements both databases take ----------------
-    # (placeholders and sqlite-utils calls go through _Database): the same rows, shaped once.
-    journal = SQLiteStore.journal
-
+    # -- the call log ---------------------------------------------------------
     def write_calls(self, rows: Sequence[dict[str, Any]]) -> None:
-        """As SQLite's, with the rows the transaction carries (``_begin``): its call rows are written
-        in one pass, in the order of their call ids, as every transaction here writes its own.
-        Two transactions that write some of the same call rows (a group commit and a batch's
+        """As every store's, with the rows the transaction carries (``_begin``): its call rows are
+        written in one pass, in the order of their call ids, as every transaction here writes its
+        own. Two transactions that write some of the same call rows (a group commit and a batch's
         record; two records that carry each other's items' rows) then never deadlock: the later
         waits for the earlier's first shared row, holding none the earlier wants."""
         carried = getattr(self._local, "carried", None)
         if carried is not None:
             rows = [*carried.take_rows(), *rows]
-        SQLiteStore.write_calls(self, rows)
-
-    _insert_calls = SQLiteStore._insert_calls
-
-    begin_session = SQLiteStore.begin_session
-    save_session = SQLiteStore.save_session
-    fail_session = SQLiteStore.fail_session
-    _finish_session = SQLiteStore._finish_session
-
-    def _write_rows(self, table: str, rows: Sequence[dict[str, Any]], *, replace: bool = False) -> None:
-        """As SQLiteStore's: ``replace`` upserts on the table's primary key."""
-        self.db[table].insert_all(rows, replace=replace)
-
-    list_sessions = SQLiteStore.list_sessions
-    get_session = SQLiteStore.get_session
-    session_calls = SQLiteStore.session_calls
-    has_query_hashes = SQLiteStore.has_query_hashes
-    swap_setting = SQLiteStore.swap_setting
-    append_events = SQLiteStore.append_events  # by the group commit, as the call log
-    events_after = SQLiteStore.events_after
-    read_events = SQLiteStore.read_events
-    count = SQLiteStore.count
+        super().write_calls(rows)
 
     def _write_pending_events(self, pending: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> None:
         """Inside the carrying transaction, under a savepoint: a failed statement aborts a
@@ -922,7 +808,10 @@ class PostgresStore(GroupCommit, SharedOperations):
                 'reviewer_id TEXT, position BIGINT, "timestamp" TEXT, council TEXT)'
             )
             columns = ("id", "session_id", "reviewer_id", "position", "timestamp", "council")
-            insert_rows(conn, "bias_unscored", [{c: r[c] for c in columns} for r in unscored])
+            _Connection(conn).executemany(
+                f"INSERT INTO bias_unscored ({', '.join(map(_quote, columns))}) VALUES (?, ?, ?, ?, ?, ?)",
+                [[r[c] for c in columns] for r in unscored],
+            )
         self._unscored = self._unscored or bool(unscored)
 
     def bias_sums(self, query: BiasQuery) -> BiasSums:
@@ -932,7 +821,7 @@ class PostgresStore(GroupCommit, SharedOperations):
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             return sum_bias_records(self, query)  # type: ignore[arg-type]
 
-    # -- judgments and batches: the PostgreSQL wording (the rest is in SharedOperations) --
+    # -- judgments and batches: the PostgreSQL wording (the rest is in SQLStore) ----------
     claim_items = queue.claim_postgres
     claim_within = queue.claim_within_postgres  # inside a transaction (judgments.record_and_claim)
 
