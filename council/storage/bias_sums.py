@@ -47,9 +47,9 @@ from council.storage.second_reader import Background, open_in_snapshot
 # the dialect's, council.storage.dialect): TRUE rather than 1, every subquery named.
 
 if TYPE_CHECKING:
+    from council.storage.connection import Backend
+    from council.storage.connection import Connection as Database
     from council.storage.dialect import Dialect
-    from council.storage.sqlite import Database
-    from council.storage.sqlite_store import SQLiteStore
 
 INVALID_TABLE = "bias_records_invalid"
 
@@ -585,7 +585,7 @@ def _summaries_answer(db: Database, f: _Filter) -> bool:
     return bool(db.execute(sql, [*params, *f.base_params]).fetchone()[0])
 
 
-def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
+def sum_bias_records(store: Backend, query: BiasQuery) -> BiasSums:
     """Every sum of the bias report (:class:`BiasSums`), in one read snapshot (with the
     records without a score, when the store was loaded from files that had some).
 

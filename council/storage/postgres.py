@@ -361,7 +361,8 @@ class _Connection:
 
 
 class _Database:
-    """The part of sqlite-utils' ``Database`` the shared statement modules use."""
+    """A psycopg connection as a :class:`council.storage.connection.Connection`, which the statement
+    modules run on (SQLite's is sqlite-utils' ``Database``)."""
 
     def __init__(self, conn: Any) -> None:
         self.conn = _Connection(conn)
