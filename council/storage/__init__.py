@@ -11,7 +11,7 @@ council calls the named operations of :class:`Store`. Its modules:
   ``connection`` (what the statement modules run on);
 - the backends: ``sqlite_store`` with ``sqlite`` (the one import of sqlite-utils),
   ``opening``, ``migrations``, ``checkpoints``, ``second_reader``; ``postgres`` with
-  ``postgres_schema`` and ``postgres_comparisons``;
+  ``postgres_connection`` (its connection adapter), ``postgres_schema`` and ``postgres_comparisons``;
 - the statement modules (functions over a ``connection.Backend``): ``judgments``, ``queue``,
   ``budgets``, ``call_cache``, ``provider_batches``, ``pages``, ``events``, ``comparisons``,
   ``bias_sums``, ``bias_summaries``, ``bias_summary_rows``, ``bias_rows``, ``rate_limits``,
