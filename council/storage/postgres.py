@@ -33,12 +33,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from council.clock import utc_now
-from council.errors import (
-    ConfigError,
-    CouncilFailure,
-    StoreWentAway,
-    TransactionConflict,
-)
+from council.errors import ConfigError, CouncilFailure, StoreRefused, StoreWentAway, TransactionConflict
 from council.logs import get_logger
 from council.redaction import redact
 from council.storage import bias_rows, bias_summaries, ownership, postgres_schema, queue
@@ -301,7 +296,8 @@ class PostgresStore(SQLStore):
     def connection(self) -> Iterator[Any]:
         """A pooled connection; the server going away (unreachable, restarted, the pool
         timing out) is one ``CouncilFailure`` line, and the transaction in progress is rolled
-        back by the server: nothing half-written."""
+        back by the server: nothing half-written. A row or value the database refuses is a
+        ``StoreRefused``."""
         psycopg = psycopg_module()
         from psycopg_pool import PoolTimeout
 
@@ -321,6 +317,10 @@ class PostgresStore(SQLStore):
             with self.pool.connection(timeout=wait) as conn:
                 yield conn
             self.away_since = self._wait_failed_at = None
+        except (psycopg.IntegrityError, psycopg.DataError) as exc:
+            # A row or value the database refused (the data written, not the server failing),
+            # found by a statement, a pipeline's sync or the COMMIT: council's error, one line.
+            raise StoreRefused(_one_line(exc, self.url)) from exc
         except (psycopg.OperationalError, PoolTimeout) as exc:
             gone = self._gone(exc)
             if gone:

@@ -4,10 +4,10 @@
 connection (:class:`PooledConnection`: reads outside a transaction, each on a pooled one). Its
 :class:`Statements` give psycopg each statement as the dialect words it
 (council.storage.dialect: ``?`` parameters as ``%s``, converted once per statement text), the
-values as the SQLite store keeps them (lists and dicts as JSON text, booleans as 0/1), and raise
-council's ``StoreRefused`` for a row or value the database refuses. Also here: the cursor every
-connection uses (a text holding U+0000, which PostgreSQL cannot store, sent again with U+FFFD in
-its place) and the pipelined transaction (BEGIN, the statements and COMMIT in one round trip).
+values as the SQLite store keeps them (lists and dicts as JSON text, booleans as 0/1). Also here:
+the cursor every connection uses (a text holding U+0000, which PostgreSQL cannot store, sent again
+with U+FFFD in its place) and the pipelined transaction (BEGIN, the statements and COMMIT in one
+round trip).
 
 psycopg is imported only when a PostgreSQL store is used (council.storage.postgres).
 """
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from council.errors import PrerequisiteError, StoreRefused
+from council.errors import PrerequisiteError
 from council.logs import get_logger
 from council.storage.dialect import POSTGRES
 
@@ -163,8 +163,9 @@ def pipelined_transaction(conn: Any) -> Iterator[None]:
 class Statements:
     """A psycopg connection running the statement modules' statements (``execute``,
     ``executemany``; ``?`` parameters, as the dialect gives them to psycopg), so
-    council.storage.judgments writes and reads both backends with one set of statements. A
-    row or value the database refuses is raised as council's ``StoreRefused``."""
+    council.storage.judgments writes and reads both backends with one set of statements. (A row
+    or value the database refuses becomes council's ``StoreRefused`` where the store hands out
+    the connection, ``PostgresStore.connection``: in a pipeline it is known only at the sync.)"""
 
     dialect = POSTGRES
 
@@ -191,12 +192,8 @@ class Statements:
     def _run(self, action: Any, dicts: bool = False) -> Any:
         from psycopg.rows import dict_row, tuple_row
 
-        psycopg = psycopg_module()
         cur = self.raw.cursor(row_factory=dict_row if dicts else tuple_row)
-        try:
-            action(cur)
-        except (psycopg.IntegrityError, psycopg.DataError) as exc:
-            raise StoreRefused(" ".join(str(exc).split())) from exc
+        action(cur)
         return cur
 
 
