@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from council.clock import utc_now
+from council._util.clock import utc_now
 from council.storage.ownership import SQLITE_CLOCK, dead
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def settle_budget(store: Backend, key: str, reservation: int, actual_usd: float)
 
 def shrink_budget(store: Backend, key: str, reservation: int, amount_usd: float) -> None:
     """Hold ``amount_usd`` for a reservation still in use, less than it held: the rest is free
-    again for every process sharing the budget (council.budget.Tranches gives back what it
+    again for every process sharing the budget (council.accounting.budget.Tranches gives back what it
     reserved ahead and did not draw)."""
     with store.immediate() as db:
         db.execute("UPDATE budget_reservations SET amount_usd = ? WHERE id = ? AND key = ? AND amount_usd > ?",

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from council.clock import to_utc_iso, utc_now
+from council._util.clock import to_utc_iso, utc_now
 
 if TYPE_CHECKING:
     from council.storage.connection import Backend

@@ -18,16 +18,16 @@ from contextlib import nullcontext
 from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from council.clock import utc_now
+from council._util.clock import utc_now
 from council.errors import ItemAlreadyRecorded, ItemRefused, StoreRefused, UsageError
-from council.redaction import redact
+from council.untrusted.redaction import redact
 from council.storage import pages
 from council.storage.group_commit import call_row
 from council.storage.retries import retried
 
 if TYPE_CHECKING:
     from council.storage.connection import Backend
-    from council.usage import CallRecord
+    from council.accounting.usage import CallRecord
 
 
 def _json(value: Any) -> str | None:

@@ -89,7 +89,7 @@ def _after(order: Sequence[str], last: Sequence[Any]) -> tuple[str, list[Any]]:
 
 def iter_sessions(store: Backend, *, since: str | None = None) -> Iterator[dict[str, Any]]:
     """Every session row, oldest first (ties by id), :data:`SESSIONS_PAGE` at a time."""
-    from council.clock import parse_since
+    from council._util.clock import parse_since
 
     sql, params = "SELECT * FROM sessions WHERE TRUE", []
     if since:

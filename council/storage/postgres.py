@@ -12,7 +12,7 @@ psycopg is imported here and in the connection adapter (council.storage.postgres
 only, and these only when a PostgreSQL URL is used, so SQLite users never pay its import.
 
 PostgreSQL's text columns cannot hold U+0000, which SQLite's can. Council refuses it where text
-comes in (council.inputs) and replaces it in what providers send (council.providers.client), so
+comes in (council.untrusted.inputs) and replaces it in what providers send (council.providers.client), so
 neither store is given one; a text that still holds one (a store written by an older council,
 copied in) is stored here with U+FFFD in its place, and so is a value a query is given
 (council.storage.postgres_connection): one bad value never fails a write or a read.
@@ -32,10 +32,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from council.clock import utc_now
+from council._util.clock import utc_now
 from council.errors import ConfigError, CouncilFailure, StoreRefused, StoreWentAway, TransactionConflict
-from council.logs import get_logger
-from council.redaction import redact
+from council._util.logs import get_logger
+from council.untrusted.redaction import redact
 from council.storage import bias_rows, bias_summaries, ownership, postgres_schema, queue
 from council.storage.bias_sums import sum_bias_records
 from council.storage.data import BiasQuery, BiasSums, ComparisonData

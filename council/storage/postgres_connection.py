@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from council.errors import PrerequisiteError
-from council.logs import get_logger
+from council._util.logs import get_logger
 from council.storage.dialect import POSTGRES
 
 log = get_logger("council.storage")

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from council.errors import ItemAlreadyRecorded, ItemRefused
     from council.storage.judgments import JudgmentSave
-    from council.usage import CallJournal, CallRecord
+    from council.accounting.usage import CallJournal, CallRecord
 
 
 @runtime_checkable

@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from council.clock import utc_now
+from council._util.clock import utc_now
 
 if TYPE_CHECKING:
     from council.storage.connection import Backend

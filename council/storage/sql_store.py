@@ -17,16 +17,16 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from council.clock import parse_since, utc_now
+from council._util.clock import parse_since, utc_now
 from council.errors import NotFoundError
-from council.redaction import redact, redact_document, redacted_model_json
+from council.untrusted.redaction import redact, redact_document, redacted_model_json
 from council.storage import budgets, call_cache, judgments, pages, queue
 from council.storage import provider_batches as rounds
 from council.storage.group_commit import GroupCommit, call_row
 
 if TYPE_CHECKING:  # pydantic's import (~50 ms) is not every command's: a listing reads no call record
     from council.storage.dialect import Dialect
-    from council.usage import CallJournal, CallRecord
+    from council.accounting.usage import CallJournal, CallRecord
 
 #: The shortest id prefix a session can be found by (the tables show 8 characters).
 MIN_ID_PREFIX = 8

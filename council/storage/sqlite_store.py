@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from council.errors import EnvironmentFailure, UsageError
-from council.home import ensure_home
-from council.logs import get_logger
+from council._util.home import ensure_home
+from council._util.logs import get_logger
 from council.storage import bias_rows, budgets, ownership, queue
 from council.storage.bias_summary_rows import write_summaries
 from council.storage.bias_sums import sum_bias_records

@@ -16,7 +16,7 @@ from council.judging.batch import BatchSettings, content_digest, parse_batch
 from council.judging.engine import compare
 from council.judging.worker import enqueue
 from council.storage import SQLiteStore, judgments
-from council.usage import CallLog, CallRecord
+from council.accounting.usage import CallLog, CallRecord
 
 
 async def _judged_item_write(store: SQLiteStore, log: CallLog) -> list[str]:

@@ -220,7 +220,7 @@ def test_a_finished_call_written_again_unchanged_makes_no_new_row_version(postgr
     # A judgment's or a session's final write records its calls again, after the call log's
     # group commit already wrote most of them finished: each was an UPDATE of the row and of
     # its four indexes (~0.14 ms of the database's time a call in a batch) that changed nothing.
-    from council.usage import CallRecord
+    from council.accounting.usage import CallRecord
 
     store = open_location(location.parse(postgres_url))
     record = CallRecord(call_id="c1", stage="judge", member="j", model="fake/j", started_at="2026-01-01T00:00:00Z",
@@ -265,7 +265,7 @@ async def test_a_workers_record_of_finished_items_and_its_claim_are_a_few_round_
     from council.judging.engine import compare
     from council.judging.worker import enqueue
     from council.storage import JudgmentSave
-    from council.usage import CallRecord
+    from council.accounting.usage import CallRecord
 
     store = open_location(location.parse(postgres_url))
     text = "".join(f'{{"id": "r{i}", "prompt": "Q{i}?", "a": "A.", "b": "B."}}\n' for i in range(8))

@@ -18,7 +18,7 @@ from council.judging.engine import compare
 from council.storage import location, open_location
 from council.storage.judgments import JudgmentSave
 from council.storage.retries import ATTEMPTS
-from council.usage import CallRecord
+from council.accounting.usage import CallRecord
 
 
 def test_a_deadlock_postgresql_breaks_is_a_transaction_conflict(postgres_url):
