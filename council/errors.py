@@ -75,6 +75,11 @@ class ItemRefused(CouncilFailure):
     failing): the item was recorded as failed instead, with this reason."""
 
 
+class StoreRefused(CouncilFailure):
+    """The database refused a row or a value written (a key already there, a constraint, a value
+    it cannot hold): the data written, not the database failing or going away."""
+
+
 class TransactionConflict(CouncilFailure):
     """The database rolled a write transaction back to break a deadlock with another one (or a
     serialization conflict): nothing of it was written, and it may be run again as it was."""
