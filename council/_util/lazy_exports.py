@@ -12,12 +12,14 @@ from typing import Any
 
 
 def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` for ``package``: ``exports`` maps each name to its module."""
+    """A module ``__getattr__`` for ``package``: ``exports`` maps each name to its module, or to
+    ``"module:attribute"`` where the package exports it under another name."""
 
     def __getattr__(name: str) -> Any:
-        module = exports.get(name)
-        if module is None:
+        target = exports.get(name)
+        if target is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(module), name)
+        module, _, attribute = target.partition(":")
+        return getattr(importlib.import_module(module), attribute or name)
 
     return __getattr__

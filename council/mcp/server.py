@@ -24,8 +24,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from council.api import SessionResult
 from council.errors import CouncilError, InputError, PrerequisiteError
-from council.session.results import SessionResult
 from council.untrusted.inputs import check_json_text
 from council.untrusted.terminal import visible
 
@@ -61,8 +61,7 @@ class Tools:
     clients and limits are reused by every call)."""
 
     def __init__(self, config: str | None, heartbeat: float = 10.0) -> None:
-        from council.api import session_cap
-        from council.config import load_config, resolve_council
+        from council.api import load_config, resolve_council, session_cap
 
         self.config = config
         self.heartbeat = heartbeat
@@ -151,7 +150,7 @@ async def _guard(work: Callable[[], Awaitable[Any]]) -> Any:
 
 
 def session_text(result: SessionResult, show: frozenset[str] = frozenset()) -> str:
-    from council.cli.render import problems, w_text
+    from council.api import problems, w_text
 
     warnings, error = problems(result)
     lines = []
@@ -193,7 +192,7 @@ def session_text(result: SessionResult, show: frozenset[str] = frozenset()) -> s
 
 
 def _render(render: Callable[[Any, Any], None], value: Any) -> str:
-    """A CLI text rendering (bias report, leaderboard) as plain text."""
+    """A text rendering of the library's (bias report, leaderboard) as plain text."""
     import io
 
     from rich.console import Console
@@ -226,7 +225,7 @@ def build_server(tools: Tools) -> Any:
     from mcp_types import CallToolResult
 
     from council.judging.outcomes import ComparisonOutcome, GradeOutcome
-    from council.leaderboard.shape import Leaderboard  # not council.leaderboard.stored: it imports numpy
+    from council.api import Leaderboard  # its shape only: the stored leaderboard imports numpy
 
     class CheckedServer(sdk.MCPServer):
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
@@ -400,16 +399,14 @@ def build_server(tools: Tools) -> Any:
         ] = None,
     ) -> Annotated[CallToolResult, Leaderboard]:
         """Bradley–Terry ratings per model, with bootstrap intervals, from the stored sessions and judged pairs."""
-        from council.cli.leaderboard import render_text
-        from council.leaderboard.judged import parse_control
-        from council.leaderboard.stored import leaderboard
+        from council.api import leaderboard, parse_control, render_leaderboard_text
 
         async def go() -> Any:
             board = await asyncio.to_thread(
                 leaderboard, council=council, since=since, source=source, bootstrap=bootstrap, baseline=baseline,
                 control=parse_control(",".join(control)) if control else [],
             )
-            return _result(_render(render_text, board), board.model_dump(mode="json"))
+            return _result(_render(render_leaderboard_text, board), board.model_dump(mode="json"))
 
         return await _guard(go)
 
@@ -421,12 +418,12 @@ def build_server(tools: Tools) -> Any:
     ) -> Any:
         """The cross-session bias audit of the stored reviews: reviewer calibration, length–score
         correlation, position bias, self-preference (reported, never corrected)."""
-        from council.cli.bias_report import render_text
+        from council.api import render_bias_report_text
 
         async def go() -> Any:
             report = await asyncio.to_thread(_bias_report, since, reviewers or [], council)
             structured = report.model_dump(mode="json", exclude={"length_points"})
-            return _result(_render(render_text, report), structured)
+            return _result(_render(render_bias_report_text, report), structured)
 
         return await _guard(go)
 
@@ -489,27 +486,24 @@ def _outcome_result(outcome: Any, text: str) -> Any:
 
 
 def _bias_report(since: str | None, reviewers: list[str], council: str | None) -> Any:
-    from council.bias.report import bias_report
-    from council.storage import using_store
+    from council.api import stored_bias_report
 
-    with using_store(True) as store:
-        return bias_report(store, since=since, reviewers=reviewers, council=council)
+    return stored_bias_report(since=since, reviewers=reviewers, council=council, max_points=0, length_unit=None,
+                              skip_bad=False)  # fmt: skip
 
 
 def _sessions(session_id: str | None, limit: int, council: str | None, since: str | None) -> Any:
-    from council.exports.sessions import session_listing, stored_result
-    from council.storage import using_store
+    from council.api import get_session, list_sessions, session_listing, stored_result
 
-    with using_store(True) as store:
-        if session_id is None:
-            rows = [session_listing(r) for r in store.list_sessions(limit=limit, since=since, council=council)]
-            text = "\n".join(
-                f"{r['session_id']}  {r['created_at'][:19]}  {r['status']}  {r['council'] or ''}  "
-                + (one_line(r["question"]) if r["question"] else "(not stored)")
-                for r in rows
-            )
-            return _result(text or "no sessions", {"sessions": rows})
-        row = store.get_session(session_id)
+    if session_id is None:
+        rows = [session_listing(r) for r in list_sessions(limit=limit, since=since, council=council)]
+        text = "\n".join(
+            f"{r['session_id']}  {r['created_at'][:19]}  {r['status']}  {r['council'] or ''}  "
+            + (one_line(r["question"]) if r["question"] else "(not stored)")
+            for r in rows
+        )
+        return _result(text or "no sessions", {"sessions": rows})
+    row = get_session(session_id)
     doc = stored_result(row)
     if doc is None:
         listing = session_listing(row)
