@@ -64,14 +64,19 @@ def run(
     QUESTION '-' reads the question from standard input. Exit status 1 when no quorum
     answered or a synthesis that was asked for is missing (the session is partial).
     """
-    from council.accounting.budget import BudgetReached, cap_in_force, check_cap
-    from council.api import Council
+    from council.api import (
+        BudgetReached,
+        Council,
+        cap_in_force,
+        check_cap,
+        check_request,
+        import_ahead,
+        load_candidates,
+        load_config,
+    )
     from council.cli.common import cache_wanted, quiet, status
     from council.cli.progress import ProgressDisplay
     from council.cli.show_parts import show_option_parts
-    from council.config import load_config
-    from council.session import load_candidates
-    from council.session.runner import check_request, import_ahead
 
     # Everything the user gave is checked before the database is opened or a model called.
     parts = show_option_parts(show, as_json)
