@@ -22,8 +22,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from council.api import JsonFormat, SessionResult, check_request
 from council.errors import CouncilError, CouncilFailure
-from council.providers.asking import JsonFormat
 from council.server import protocol
 from council.server.background import EventLog
 from council.server.body import parse_as, read_json
@@ -31,8 +31,6 @@ from council.server.errors import RequestError, error_for, openai_error
 from council.server.limits import HeldUntilSent
 from council.server.progress import progress_line
 from council.server.state import server_of
-from council.session.results import SessionResult
-from council.session.runner import check_request
 
 
 @dataclass(frozen=True)
