@@ -16,22 +16,33 @@ _VARIANCE_TEXT = {"compressed": "compressed range"}
 
 def render_bias_report_text(report: BiasReport, console: Console) -> None:
     """Reviewer profiles (docs/methods.md, "Reviewer profiles"), then tables for the other statistics."""
-    from rich.table import Table
-    from rich.text import Text
-
-    from council.bias.report import position_verdict
-    from council.methods.significance import p_text
-    from council.untrusted.terminal import literal
-
     if report.total_records == 0:
         console.print("No bias records" + (" match these filters." if any(report.filters.values()) else " yet."))
         return
+    for part in (_findings, _reviewer_profiles, _length_correlation, _position_bias, _self_preference, _honesty):
+        part(report, console)
+
+
+def _findings(report: BiasReport, console: Console) -> None:
+    """What the data says, in words (:mod:`council.bias.wording`)."""
+    from rich.text import Text
+
     from council.bias.wording import findings
 
     console.print(Text("=== What the data says ===", style="bold"), "(significant: unlikely to be chance, p < 0.05)")
     for finding in findings(report):
         console.print(f"- [{finding.verdict}] {finding.text}", markup=False, highlight=False)
     console.print()
+
+
+def _reviewer_profiles(report: BiasReport, console: Console) -> None:
+    """Each reviewer's mean, offset on shared answers, variance and reliability; then the test
+    of whether reviewers differ."""
+    from rich.text import Text
+
+    from council.methods.significance import p_text
+    from council.untrusted.terminal import literal
+
     console.print(
         Text(f"=== Reviewer Profiles ({report.sessions} sessions, {report.total_records} records) ===", style="bold")
     )
@@ -72,6 +83,10 @@ def render_bias_report_text(report: BiasReport, console: Console) -> None:
             )
         console.print()
 
+
+def _length_correlation(report: BiasReport, console: Console) -> None:
+    from rich.table import Table
+
     length = Table(title=f"Length–score correlation, length in {report.length_unit} (pooled within sessions)")
     for col in ("pooled r", "95% CI", "sessions", "confidence", "interpretation", "seed's r", "seed's CI"):
         length.add_column(col)
@@ -83,6 +98,15 @@ def render_bias_report_text(report: BiasReport, console: Console) -> None:
         "—" if seed_r is None else f"{seed_r:+.3f}", "—" if seed is None else f"[{seed[0]:+.3f}, {seed[1]:+.3f}]",
     )
     console.print(length)
+
+
+def _position_bias(report: BiasReport, console: Console) -> None:
+    """Mean score by display position, its tests (Holm-adjusted where they make the verdict)
+    and the per-reviewer view."""
+    from rich.table import Table
+
+    from council.bias.report import position_verdict
+    from council.untrusted.terminal import literal
 
     pb = report.position_bias
     positions = Table(title="Mean score by display position")
@@ -126,6 +150,12 @@ def render_bias_report_text(report: BiasReport, console: Console) -> None:
             )
         console.print(per)
 
+
+def _self_preference(report: BiasReport, console: Console) -> None:
+    from rich.table import Table
+
+    from council.untrusted.terminal import literal
+
     if report.self_preference:
         sp_table = Table(title="Self-preference (own answers vs the other reviewers' scores of them)")
         for col in ("reviewer", "own", "others", "difference", "n", "gap on its other answers", "adjusted",
@@ -139,6 +169,14 @@ def render_bias_report_text(report: BiasReport, console: Console) -> None:
                 "—" if sp.adjusted_difference is None else f"{sp.adjusted_difference:+.3f}", str(sp.adjusted_n), p,
             )
         console.print(sp_table)
+
+
+def _honesty(report: BiasReport, console: Console) -> None:
+    """Whether each statistic has the data it needs, then the report's notes."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from council.untrusted.terminal import literal
 
     honesty = Table(title="Statistical honesty")
     for col in ("metric", "data points", "minimum", "status", "verdict"):
