@@ -225,7 +225,6 @@ def build_server(tools: Tools) -> Any:
     from mcp_types import CallToolResult
 
     from council.judging.outcomes import ComparisonOutcome, GradeOutcome
-    from council.api import Leaderboard  # its shape only: the stored leaderboard imports numpy
 
     class CheckedServer(sdk.MCPServer):
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
@@ -248,45 +247,7 @@ def build_server(tools: Tools) -> Any:
         ),
     )
 
-    @server.tool(title="Ask the council")
-    async def council_run(
-        question: Annotated[str, Field(description="The question for the council.", min_length=1)],
-        ctx: Context,
-        council: Annotated[str | None, Field(description="Which council of the config (default: its default).")] = None,
-        seed: Annotated[int | None, Field(description="Seed for the reviewers' shuffles.", ge=0)] = None,
-        synthesis: Annotated[bool, Field(description="Ask the chairman for a synthesis.")] = True,
-        show: Annotated[
-            list[Show], Field(description="Also put these in the text: each member's answer, each review.")
-        ] = [],  # noqa: B006 - the SDK copies defaults into the schema; never mutated
-    ) -> Annotated[CallToolResult, SessionResult]:
-        """Run a council session: every member answers, every reviewer scores and ranks the others'
-        anonymised answers (each in its own shuffled order), a consensus ranking is formed by Borda
-        count and the chairman writes the answer. Returns the answer, the ranking and the session."""
-
-        async def go() -> Any:
-            c = tools.council(council)
-            progress = _Progress(ctx, tools.heartbeat)
-            result = None
-            try:
-                async for item in c.stream(question, seed=seed, synthesis=synthesis):
-                    if isinstance(item, SessionResult):
-                        result = item
-                        continue
-                    if item.type == "session_started":
-                        progress.total = len(item.members) + len(item.reviewers) + 1 + int(item.synthesis)
-                    elif item.type == "stage":
-                        progress.doing = item.detail
-                    message = _event_message(item)
-                    if message is not None:
-                        progress.tick(message)
-            finally:
-                await progress.flush()
-            assert result is not None
-            missing = result.synthesis.status == "failed"
-            structured = result.model_dump(mode="json")
-            return _result(session_text(result, frozenset(show)), structured, error=missing)
-
-        return await _guard(go)
+    _add_run_tool(server, tools, sdk)
 
     @server.tool(title="Compare two responses")
     async def council_compare(
@@ -384,6 +345,62 @@ def build_server(tools: Tools) -> Any:
 
         return await _guard(go)
 
+    _add_read_tools(server, tools)
+    return server
+
+
+def _add_run_tool(server: Any, tools: Tools, sdk: Any) -> None:
+    """``council_run``: a session, its progress reported from its events."""
+    Context = sdk.Context  # noqa: N806 - the SDK's class, used as an annotation below
+    from mcp_types import CallToolResult
+
+    @server.tool(title="Ask the council")
+    async def council_run(
+        question: Annotated[str, Field(description="The question for the council.", min_length=1)],
+        ctx: Context,
+        council: Annotated[str | None, Field(description="Which council of the config (default: its default).")] = None,
+        seed: Annotated[int | None, Field(description="Seed for the reviewers' shuffles.", ge=0)] = None,
+        synthesis: Annotated[bool, Field(description="Ask the chairman for a synthesis.")] = True,
+        show: Annotated[
+            list[Show], Field(description="Also put these in the text: each member's answer, each review.")
+        ] = [],  # noqa: B006 - the SDK copies defaults into the schema; never mutated
+    ) -> Annotated[CallToolResult, SessionResult]:
+        """Run a council session: every member answers, every reviewer scores and ranks the others'
+        anonymised answers (each in its own shuffled order), a consensus ranking is formed by Borda
+        count and the chairman writes the answer. Returns the answer, the ranking and the session."""
+
+        async def go() -> Any:
+            c = tools.council(council)
+            progress = _Progress(ctx, tools.heartbeat)
+            result = None
+            try:
+                async for item in c.stream(question, seed=seed, synthesis=synthesis):
+                    if isinstance(item, SessionResult):
+                        result = item
+                        continue
+                    if item.type == "session_started":
+                        progress.total = len(item.members) + len(item.reviewers) + 1 + int(item.synthesis)
+                    elif item.type == "stage":
+                        progress.doing = item.detail
+                    message = _event_message(item)
+                    if message is not None:
+                        progress.tick(message)
+            finally:
+                await progress.flush()
+            assert result is not None
+            missing = result.synthesis.status == "failed"
+            structured = result.model_dump(mode="json")
+            return _result(session_text(result, frozenset(show)), structured, error=missing)
+
+        return await _guard(go)
+
+
+def _add_read_tools(server: Any, tools: Tools) -> None:
+    """The tools that read the store: the leaderboard, the bias report, the stored sessions."""
+    from mcp_types import CallToolResult
+
+    from council.api import Leaderboard  # its shape only: the stored leaderboard imports numpy
+
     @server.tool(title="Leaderboard")
     async def council_leaderboard(
         council: Annotated[str | None, Field(description="Only this council's sessions.")] = None,
@@ -444,7 +461,6 @@ def build_server(tools: Tools) -> Any:
 
         return await _guard(go)
 
-    return server
 
 
 async def _judging(tools: Tools, refs: list[str] | None, ctx: Any, work: Callable[..., Awaitable[Any]]) -> Any:
