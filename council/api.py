@@ -27,14 +27,42 @@ from typing import IO, TYPE_CHECKING, Any
 from council._util.lazy_exports import lazy_exports
 from council.errors import UsageError
 
-if TYPE_CHECKING:
-    from council.config import LoadedConfig, ResolvedCouncil
+if TYPE_CHECKING:  # the lazy exports below, for type checkers
+    from council.accounting.budget import Budget, BudgetReached, cap_in_force, check_cap  # noqa: F401
+    from council.accounting.call_cache import check_can_keep  # noqa: F401
+    from council.bias.html import render_html as render_bias_report_html  # noqa: F401
+    from council.bias.report import (  # noqa: F401
+        DEFAULT_MAX_POINTS,
+        BiasReport,
+        bias_report,
+        report_from_records_files,
+    )
+    from council.bias.text import render_bias_report_text  # noqa: F401
+    from council.config import (  # noqa: F401
+        LoadedConfig,
+        PrivacySettings,
+        ResolvedCouncil,
+        load_config,
+        resolve_council,
+        resolve_privacy,
+    )
+    from council.exports.sessions import SHAPES as EXPORT_SHAPES  # noqa: F401
+    from council.exports.sessions import session_listing, stored_result  # noqa: F401
+    from council.exports.wording import problems, w_text, without_prefix  # noqa: F401
+    from council.leaderboard.html import render_leaderboard_html  # noqa: F401
+    from council.leaderboard.judged import judged_leaderboard, parse_control  # noqa: F401
+    from council.leaderboard.shape import DEFAULT_BOOTSTRAP, MAX_BOOTSTRAP, Leaderboard  # noqa: F401
+    from council.leaderboard.stored import leaderboard  # noqa: F401
+    from council.leaderboard.text import render_leaderboard_text  # noqa: F401
+    from council.methods.ranking import method_title  # noqa: F401
+    from council.methods.significance import p_text  # noqa: F401
     from council.providers.asking import JsonFormat
     from council.providers.client import ModelClient, RetryPolicy
-    from council.session import Candidate, EventSink
-    from council.session.events import SessionEvent
+    from council.session import Candidate, EventSink, load_candidates  # noqa: F401
+    from council.session.events import SessionEvent, events_from_result  # noqa: F401
     from council.session.results import SessionResult
-    from council.storage import Store, TableCopy
+    from council.session.runner import MAX_SEED, check_request, import_ahead  # noqa: F401
+    from council.storage import Store, TableCopy, open_store, using_store  # noqa: F401
 
 # name: its module (or "module:attribute" where it is exported here under another name).
 _EXPORTS = {
