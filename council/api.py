@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # the lazy exports below, for type checkers
         bias_report,
         report_from_records_files,
     )
-    from council.bias.text import render_bias_report_text  # noqa: F401
+    from council.bias.wording import render_bias_report_text  # noqa: F401
     from council.config import (  # noqa: F401
         LoadedConfig,
         PrivacySettings,
@@ -104,7 +104,7 @@ _EXPORTS = {
     "bias_report": "council.bias.report",
     "report_from_records_files": "council.bias.report",
     "render_bias_report_html": "council.bias.html:render_html",
-    "render_bias_report_text": "council.bias.text",
+    "render_bias_report_text": "council.bias.wording",
     # the leaderboard
     "Leaderboard": "council.leaderboard.shape",
     "DEFAULT_BOOTSTRAP": "council.leaderboard.shape",

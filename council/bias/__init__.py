@@ -2,8 +2,9 @@
 
 Diagnostic only — nothing here changes a score (docs/methods.md, "Bias audit"). ``stats``
 holds the pure formulas, ``records`` the record schema and per-session metadata, ``query_hash``
-query hashing, ``report`` the SQL cross-session report, ``html`` its self-contained HTML page,
-``text`` the report as text (the CLI's, the MCP tool's) and ``export`` the JSONL/CSV export.
+query hashing, ``report`` the SQL cross-session report, ``wording`` its findings in words and the
+whole report as text (the CLI's, the MCP tool's), ``html`` its self-contained HTML page and
+``export`` the JSONL/CSV export.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ _EXPORTS = {
     "bias_report": "council.bias.report",
     "report_from_records_files": "council.bias.report",
     "render_html": "council.bias.html",
-    "render_bias_report_text": "council.bias.text",
+    "render_bias_report_text": "council.bias.wording",
     "export_bias_records": "council.bias.export",
 }
 
