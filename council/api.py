@@ -121,7 +121,7 @@ _EXPORTS = {
 }
 # The judging facade (council.judging.facade) adds its names to _EXPORTS in one block here.
 
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS, keep=True)
 
 
 def attach_call_cache(clients: Iterable[ModelClient], store: Store, *, refresh: bool = False) -> None:
