@@ -82,7 +82,7 @@ def _key_words(key: str) -> list[str]:
     return [w for w in re.split(r"[^a-z0-9]+", key.lower()) if w]
 
 
-@lru_cache(maxsize=1024)  # every record checks the same few keys; the regexes cost ~3 µs a key
+@lru_cache(maxsize=1024)  # every record checks the same few keys, and the regexes are the cost
 def raw_text_key(key: str) -> bool:
     """True when a record key looks like it carries raw query or answer text."""
     words = _key_words(key)
@@ -91,13 +91,13 @@ def raw_text_key(key: str) -> bool:
     return any(w in RAW_TEXT_WORDS for w in words)
 
 
-@lru_cache(maxsize=256)  # records come with the same few sets of keys: ~3 µs a record to check them one by one
+@lru_cache(maxsize=256)  # records come with the same few sets of keys: checked once per set, not per record
 def _raw_text_keys(keys: tuple[Any, ...]) -> tuple[str, ...]:
     """The keys among ``keys`` that look like raw text (:func:`raw_text_key`), sorted."""
     return tuple(sorted(k for k in keys if isinstance(k, str) and raw_text_key(k)))
 
 
-@lru_cache(maxsize=256)  # a session's records share one timestamp: ~3 µs each to read and write again
+@lru_cache(maxsize=256)  # a session's records share one timestamp: read and written again once
 def _utc_iso(value: str) -> str:
     try:
         parsed = datetime.fromisoformat(value)

@@ -226,7 +226,7 @@ def _seed_pooling(z_values: Sequence[float], min_sessions: int) -> AggregatedBia
     n = len(z_values)
     if n < min_sessions:
         return AggregatedBiasResult(0.0, (0.0, 0.0), n, "insufficient")
-    pooled_z = math.fsum(z_values) / n  # statistics.mean's exact fractions cost 2 µs a session
+    pooled_z = math.fsum(z_values) / n  # statistics.mean's exact fractions are slow, and paid per session
     pooled_r = _tanh_from_z(pooled_z)
     if n <= 3:
         return AggregatedBiasResult(round(pooled_r, 3), (-1.0, 1.0), n, "insufficient")

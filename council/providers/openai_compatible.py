@@ -4,7 +4,7 @@ For models that speak the OpenAI protocol (``openai/…``, OpenRouter, Groq, vLL
 ``/v1``, llama.cpp, LM Studio…; see ``council.config.endpoints``). One POST per call, no SDK
 (``stream`` sends the same POST with ``stream: true`` and reads OpenAI's SSE chunks):
 a call costs a fraction of a millisecond of CPU where LiteLLM costs several (measured in
-``scripts/bench_http_clients.py`` and ``scripts/bench_overhead.py``).
+``benchmarks/bench_http_clients.py`` and ``benchmarks/bench_overhead.py``).
 
 Connections: one pooled keep-alive ``aiohttp.ClientSession`` per base URL and event loop,
 shared by every model that uses that server and closed when the last of them is closed

@@ -405,8 +405,8 @@ class SessionRunner:
         )
 
     async def _persist(self, run: RunState, result: SessionResult, records: list[BiasRecord]) -> None:
-        """Write the session, in the store's write thread if it has one (PostgreSQL: its round
-        trips were ~27 % of a busy server's event loop, and stalled every other session)."""
+        """Write the session, in the store's write thread if it has one (PostgreSQL: on the
+        event loop its round trips stalled every other session of a busy server)."""
         keep_text = self.council.store_transcripts
         stored = result if keep_text else scrub_transcripts(result)
         store = self.store

@@ -477,7 +477,7 @@ def redacted_model_json(model: BaseModel, secrets: frozenset[str] | None = None)
 
 
 def _json_text(value: Any) -> str | None:
-    import pydantic_core  # here, not with the module: ~15 ms of a command that redacts nothing
+    import pydantic_core  # here, not with the module: start-up time for a command that redacts nothing
 
     try:
         return pydantic_core.to_json(value).decode()
