@@ -29,6 +29,7 @@ from council._util.lazy_exports import lazy_exports
 from council.errors import UsageError
 
 if TYPE_CHECKING:  # the lazy exports below, for type checkers
+    from council._util.speedups import import_ahead  # noqa: F401
     from council.accounting.budget import Budget, BudgetReached, cap_in_force, check_cap  # noqa: F401
     from council.accounting.call_cache import check_can_keep  # noqa: F401
     from council.bias.html import render_html as render_bias_report_html  # noqa: F401
@@ -62,7 +63,7 @@ if TYPE_CHECKING:  # the lazy exports below, for type checkers
     from council.session import Candidate, EventSink, load_candidates  # noqa: F401
     from council.session.events import SessionEvent, events_from_result  # noqa: F401
     from council.session.results import SessionResult
-    from council.session.runner import MAX_SEED, check_request, import_ahead  # noqa: F401
+    from council.session.runner import MAX_SEED, check_request  # noqa: F401
     from council.storage import Store, TableCopy, open_store, using_store  # noqa: F401
 
 # name: its module (or "module:attribute" where it is exported here under another name).
@@ -88,7 +89,7 @@ _EXPORTS = {
     "events_from_result": "council.session.events",
     "load_candidates": "council.session",
     "check_request": "council.session.runner",
-    "import_ahead": "council.session.runner",
+    "import_ahead": "council._util.speedups",
     "MAX_SEED": "council.session.runner",
     "method_title": "council.methods.ranking",
     "p_text": "council.methods.significance",

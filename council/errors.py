@@ -26,6 +26,7 @@ __all__ = [
     "ProviderError",
     "QuorumError",
     "RequestTooLarge",
+    "StoreRefused",
     "StoreWentAway",
     "TransactionConflict",
     "UsageError",
