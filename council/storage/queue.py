@@ -69,7 +69,7 @@ def enqueue_batch(
             for r in db.query("SELECT item_id, digest, state FROM batch_queue WHERE batch_id = ?", [batch_id])
         }
         # Gathered by statement, each sent as one executemany: on PostgreSQL one pipeline each
-        # instead of a round trip per item (800 items: ~110 ms on the event loop before).
+        # instead of a round trip per item, each of which held the event loop.
         inserts: list[list[Any]] = []
         rewrites: list[list[Any]] = []
         moves: list[list[Any]] = []
@@ -157,7 +157,7 @@ def claim_within_sqlite(
         params = [batch_id, limit, batch_id, now, limit]
     # On the connection itself: sqlite-utils' query wraps a statement in a savepoint, whose
     # release fails (raised and caught) while RETURNING rows are unread; in the caller's
-    # transaction a failed statement rolls everything back anyway (~2 % of a batch's CPU).
+    # transaction a failed statement rolls everything back anyway (``benchmarks/bench_judge_cpu.py``).
     cursor = db.conn.execute(
         "UPDATE batch_queue SET state = 'running', worker = ?, lease_until = ?, attempts = attempts + 1"
         f" WHERE rowid IN ({chosen}) RETURNING {', '.join(_CLAIMED)}",
@@ -193,7 +193,7 @@ def _claim_postgres(conn: Any, worker: str, batch_id: str | None, limit: int, le
         # As on SQLite: the first queued items read in order from the (batch_id, state, position)
         # index, with the running ones whose lease passed, each locked as it is read (skipping the
         # rows another claim holds). One condition with an OR read and sorted every queued item of
-        # the batch per claim (docs/benchmark-history.md, section 36). Up to ``limit`` rows read but not
+        # the batch per claim (``benchmarks/bench_bare_client.py``). Up to ``limit`` rows read but not
         # taken stay locked until the transaction ends: another claim meanwhile takes later ones.
         chosen = (
             "WITH queued AS (SELECT batch_id, item_id, position FROM batch_queue"
