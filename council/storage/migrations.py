@@ -11,6 +11,7 @@ from council.storage.sqlite import Database, Migrations
 migrations = Migrations("council")
 
 
+# Long as the first schema is: its DDL, never edited since databases ran it (changes are new migrations).
 @migrations()
 def m001_core(db: Database) -> None:
     db["sessions"].create(

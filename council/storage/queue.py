@@ -70,37 +70,7 @@ def enqueue_batch(
         }
         # Gathered by statement, each sent as one executemany: on PostgreSQL one pipeline each
         # instead of a round trip per item, each of which held the event loop.
-        inserts: list[list[Any]] = []
-        rewrites: list[list[Any]] = []
-        moves: list[list[Any]] = []
-        for item in items:
-            key = [batch_id, item["item_id"]]
-            status = recorded.get(item["item_id"])
-            before = queued.get(item["item_id"])
-            if status == "ok":
-                state = "done"
-                counts["unchanged"] += 1
-            elif before is not None and before[0] == item["digest"] and before[1] in ("queued", "running"):
-                # Waiting or held by a worker, with this content: left as it is.
-                counts["unchanged"] += 1
-                moves.append([item["position"], *key])
-                continue
-            else:
-                state = "queued"
-                if status == "failed":
-                    counts["retried"] += 1
-                elif item["item_id"] in had_result:
-                    pass  # its result was dropped: counted as changed
-                elif before is not None and before[0] != item["digest"]:
-                    counts["changed"] += 1  # queued, not judged yet, and edited since
-                elif before is None:
-                    counts["new"] += 1
-            if before is None:
-                inserts.append([*key, item["position"], item["digest"], _item_text(item), state])
-            elif state == "queued" or before[1] != "done":
-                rewrites.append([item["position"], item["digest"], _item_text(item), state, *key])
-            else:  # done, and still done: its texts may have left the queue already
-                moves.append([item["position"], *key])
+        inserts, rewrites, moves = _queue_changes(batch_id, items, recorded, queued, had_result, counts)
         gone = sorted(set(queued) - set(digests))
         counts["removed"] += sum(1 for item_id in gone if item_id not in had_result)
         for sql, rows in (
@@ -114,6 +84,52 @@ def enqueue_batch(
             if rows:
                 db.conn.executemany(sql, rows)
     return counts
+
+
+def _queue_changes(
+    batch_id: str,
+    items: Sequence[Mapping[str, Any]],
+    recorded: Mapping[str, str],
+    queued: Mapping[str, tuple[str, str]],
+    had_result: set[str],
+    counts: dict[str, int],
+) -> tuple[list[list[Any]], list[list[Any]], list[list[Any]]]:
+    """What :func:`enqueue_batch` writes to the queue, as the parameters of its three statements
+    (rows to insert, rows to rewrite, rows only moved to a new position), each item counted in
+    ``counts``. ``recorded``: the items' result status; ``queued``: the queue's rows, item id to
+    (digest, state); ``had_result``: the items that had a result before it was reconciled."""
+    inserts: list[list[Any]] = []
+    rewrites: list[list[Any]] = []
+    moves: list[list[Any]] = []
+    for item in items:
+        key = [batch_id, item["item_id"]]
+        status = recorded.get(item["item_id"])
+        before = queued.get(item["item_id"])
+        if status == "ok":
+            state = "done"
+            counts["unchanged"] += 1
+        elif before is not None and before[0] == item["digest"] and before[1] in ("queued", "running"):
+            # Waiting or held by a worker, with this content: left as it is.
+            counts["unchanged"] += 1
+            moves.append([item["position"], *key])
+            continue
+        else:
+            state = "queued"
+            if status == "failed":
+                counts["retried"] += 1
+            elif item["item_id"] in had_result:
+                pass  # its result was dropped: counted as changed
+            elif before is not None and before[0] != item["digest"]:
+                counts["changed"] += 1  # queued, not judged yet, and edited since
+            elif before is None:
+                counts["new"] += 1
+        if before is None:
+            inserts.append([*key, item["position"], item["digest"], _item_text(item), state])
+        elif state == "queued" or before[1] != "done":
+            rewrites.append([item["position"], item["digest"], _item_text(item), state, *key])
+        else:  # done, and still done: its texts may have left the queue already
+            moves.append([item["position"], *key])
+    return inserts, rewrites, moves
 
 
 def _item_text(item: Mapping[str, Any]) -> str:
