@@ -481,6 +481,8 @@ async def run_batch(
         )  # fmt: skip
 
 
+# Long by its signature: one parameter per option of run_batch; the body is three steps (queue,
+# work, summarize).
 async def _run_batch(
     items: Sequence[BatchItem],
     settings: BatchSettings,
