@@ -244,7 +244,7 @@ class GroupCommit:
         """Inside a final write's transaction (a session's, a judgment's): the call-log rows
         (``call_row``'s) it has to write. A finished call that the call log has on record, its
         finished row committed by an earlier transaction or carried by this one, is left out:
-        written again it would change nothing, and an upsert per call is the batch's own work
+        written again it would change nothing but cost a batch an upsert per call
         (``benchmarks/bench_bare_client.py``).
         Any other row is written, as it always was: the final write records what the call log
         may have lost. Each call is left out once (a final write tried again writes it)."""

@@ -345,7 +345,7 @@ def judged_pairs(store: Backend, *, since: str | None = None) -> Iterator[dict[s
     sql, params = (_JUDGED_PAIRS, []) if since is None else (_JUDGED_PAIRS + " AND created_at >= ?", [since])
 
     def read(statement: str, values: list[Any]) -> Iterable[tuple[Any, ...]]:
-        return store.db.execute(statement, values)  # tuples: cheaper a row than dicts
+        return store.db.execute(statement, values)  # tuples: cheaper than a dict a row
 
     rows = pages.in_time_order(read, sql, params, key=lambda r: (r[1], r[0]), size=pages.ROWS_PAGE)
     for run_id, created_at, model_a, model_b, winner, length_a, length_b, *counts, prompt_id in rows:
