@@ -191,7 +191,8 @@ def main(*, exit_fast: bool = True) -> None:
     # Finding pydantic's plugins reads every installed distribution's entry points (a part of
     # each command's start worth saving) for tools that watch an application's own models: the command runs
     # without them unless PYDANTIC_DISABLE_PLUGINS is set (empty: load them all). Used from Python,
-    # council leaves pydantic's plugins to the application (README, the table of environment variables).
+    # council leaves pydantic's plugins to the application (docs/operators/configuration.md, its table
+    # of environment variables).
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
     try:

@@ -33,7 +33,8 @@ def mcp(config_path: str | None, heartbeat: float) -> None:
     """Serve the Model Context Protocol over stdio: tools council_run, council_compare,
     council_grade, council_leaderboard, council_bias_report and council_sessions.
 
-    Started by an MCP client (see the README for the client's config); needs the mcp extra.
+    Started by an MCP client (adding it to the client's config: docs/chat-apps/mcp.md); needs the
+    mcp extra.
     """
     from council.mcp import serve
 

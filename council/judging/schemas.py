@@ -164,7 +164,8 @@ _WORD = re.compile(r"[^\W\d_]{2,}")  # a run of two or more letters, in any scri
 
 def _has_words(text: str) -> str:
     # The first words only, each found where the one before ended (as ``finditer`` finds them):
-    # finding every word of a long reasoning took ~2 % of a batch's CPU.
+    # finding every word of a long reasoning was a visible part of a batch's CPU
+    # (benchmarks/bench_judge_cpu.py).
     end = 0
     for _ in range(MIN_REASONING_WORDS):
         word = _WORD.search(text, end)

@@ -221,10 +221,6 @@ def _event_message(event: Any) -> str | None:
 def build_server(tools: Tools) -> Any:
     """The MCP server with council's six tools."""
     sdk = _sdk()
-    Context = sdk.Context  # noqa: N806 - the SDK's class, used as an annotation below
-    from mcp_types import CallToolResult
-
-    from council import ComparisonOutcome, GradeOutcome
 
     class CheckedServer(sdk.MCPServer):
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
@@ -248,6 +244,18 @@ def build_server(tools: Tools) -> Any:
     )
 
     _add_run_tool(server, tools, sdk)
+    _add_compare_tool(server, tools, sdk)
+    _add_grade_tool(server, tools, sdk)
+    _add_read_tools(server, tools)
+    return server
+
+
+def _add_compare_tool(server: Any, tools: Tools, sdk: Any) -> None:
+    """``council_compare``: two responses to one prompt, judged by a panel (in both orders unless told)."""
+    Context = sdk.Context  # noqa: N806 - the SDK's class, used as an annotation below
+    from mcp_types import CallToolResult
+
+    from council import ComparisonOutcome
 
     @server.tool(title="Compare two responses")
     async def council_compare(
@@ -296,6 +304,14 @@ def build_server(tools: Tools) -> Any:
 
         return await _guard(go)
 
+
+def _add_grade_tool(server: Any, tools: Tools, sdk: Any) -> None:
+    """``council_grade``: one response graded against a built-in rubric by a panel."""
+    Context = sdk.Context  # noqa: N806 - the SDK's class, used as an annotation below
+    from mcp_types import CallToolResult
+
+    from council import GradeOutcome
+
     @server.tool(title="Grade a response")
     async def council_grade(
         prompt: Annotated[str, Field(description="The prompt the response answers.", min_length=1)],
@@ -330,9 +346,6 @@ def build_server(tools: Tools) -> Any:
             return _outcome_result(outcome, text)
 
         return await _guard(go)
-
-    _add_read_tools(server, tools)
-    return server
 
 
 def _add_run_tool(server: Any, tools: Tools, sdk: Any) -> None:

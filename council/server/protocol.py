@@ -1,7 +1,7 @@
 """What ``council serve`` does with each part of an OpenAI chat-completions request.
 
 A council is not one model, so some parameters cannot mean what a client intends. Each
-one falls in exactly one group (the README lists them):
+one falls in exactly one group (docs/chat-apps/server.md lists them):
 
 * honoured: ``model`` (the council), ``messages``, ``stream``, ``stream_options.include_usage``,
   ``seed`` (the reviewers' shuffles), ``response_format`` (the chairman's synthesis is asked
@@ -132,8 +132,8 @@ _REFUSED: dict[str, tuple[Callable[[Any], bool], str]] = {
     "web_search_options": (lambda v: v is not None, "web search is not supported"),
 }
 
-#: Accepted and ignored: each council member's sampling is set in the council's config (README's
-#: parameter table lists them; tests/docs/test_docs.py keeps the two equal).
+#: Accepted and ignored: each council member's sampling is set in the council's config (the
+#: parameter table of docs/chat-apps/server.md lists them; tests/docs/test_docs.py keeps the two equal).
 IGNORED = (
     "temperature",
     "top_p",

@@ -44,7 +44,7 @@ log = get_logger("council.session")
 OFFLINE_NOTICE = (
     "Ran on the small offline default (two tiny local models: SmolLM2-135M and Gemma-3-270M). "
     "Their answers and reviews are a smoke test, not a real council. Configure real providers "
-    "in a council.toml (see README: 'Configuring real providers')."
+    "in a council.toml (see docs/operators/configuration.md)."
 )
 
 

@@ -1,5 +1,5 @@
 """Bias records as rows for the bulk write paths: SQLite's ``executemany`` and PostgreSQL's
-``COPY``, both in one transaction per call (docs/benchmark-history.md, "Store writes").
+``COPY``, both in one transaction per call (``benchmarks/bench_bias_report.py`` writes them in bulk).
 
 The rules a record must follow are the table's CHECK constraint (migrations m005 and m017),
 so nothing is checked here but the field names: a misspelt one is refused, as an INSERT

@@ -1,7 +1,7 @@
 """The bias report's summaries, kept as the records are written (migration m020).
 
 Four tables hold what the report's passes would otherwise compute from every record
-(docs/methods.md, "Bias audit"; docs/benchmark-history.md, section 24):
+(docs/methods.md, "Bias audit"; ``benchmarks/bench_report_scan.py`` measures the report):
 
 * ``bias_session_sums``, one row per session: its record and answer counts, the sums of the
   length correlation over its answers (n, Σx, Σy, Σx², Σy², Σxy, x = length in words and in
@@ -25,7 +25,7 @@ its rows and nothing is read back. A write adding to a session already stored re
 session's records again by the per-answer index.
 
 On SQLite the rows of the review and self tables are appended (a key of random session ids
-would cost every write a random page: docs/benchmark-history.md, section 24), each session's in one
+would cost every write a random page), each session's in one
 run of ids that its session row names; council.storage.bias_summary_rows computes them. On
 PostgreSQL the statements below compute them from the write's staging table and find a
 session's rows by an index on the session id.

@@ -3,7 +3,7 @@
 A session's records are normally written at once, so a write usually brings whole new
 sessions, whose summaries need nothing but the new rows: computed here from the rows already
 in memory, they cost less than the ``GROUP BY`` statements of council.storage.bias_summaries,
-which sort every new row twice (docs/benchmark-history.md, section 24). A write adding to a session
+which sort every new row twice (``benchmarks/bench_store_backends.py``). A write adding to a session
 already summarized reads that session's records back (the per-answer index) and computes it
 again. The values are the statements' own: the same aggregates, in the same types, with
 SQLite's rounding; a hypothesis test holds the two to each other.

@@ -183,6 +183,7 @@ class _Answers:
     def __init__(self) -> None:
         self.sessions, self.self_preference, self.points, self.offsets = [], {}, [], {}
 
+    # Long as one statement is: its parts (0-3) are built and read back here, side by side.
     @classmethod
     def from_rows(
         cls, db: Database, f: _Filter, s: str, length_column: str, max_points: int, *, gaps: bool = True
@@ -633,35 +634,7 @@ def sum_bias_records(store: Backend, query: BiasQuery) -> BiasSums:
                 second, lambda c: _Answers.from_rows(c, ahead_filter, s, LENGTHS[unit], query.max_points)
             )
             second = None
-        # One pass per review: the positions check and the top-position test together.
-        reviews = Reviews(
-            db,
-            f.base,
-            f.base_params,
-            s,
-            skip_rows=_has_invalid_rows(db),
-            unscored=f.dialect.unscored_table if unscored else None,
-        )
-        tally = reviews.scan(f.reviewers)
-        out.bad = _find_bad(db, f, reviews)
-        if out.bad and not query.skip_bad:
-            return out
-        if out.bad:
-            before = _count(db, f)
-            clause, excluded_reviews = _exclusion(db, out.bad, f.dialect)
-            f.exclude(clause)
-            out.skipped_records = before - _count(db, f)
-            if excluded_reviews:
-                tally = reviews.scan(f.reviewers, excluded_reviews)
-        if unscored:
-            out.unscored = db.execute(
-                f"SELECT COUNT(*) FROM {f.dialect.unscored_table} WHERE {f.unscored_where()}", f.base_params
-            ).fetchone()[0]
-        _take_tally(out, tally)
-        _take_positions(out, _position_sums(db, f, s))
-        first = ahead.result() if ahead is not None and not out.bad else None
-        answers, out.length_unit = _answers_from_rows(db, f, s, query, first)
-        _take_answers(out, answers, offsets=True)
+        _from_rows(db, f, s, query, out, unscored=unscored, ahead=ahead)
     finally:
         if second is not None:
             second.close()
@@ -673,6 +646,44 @@ def sum_bias_records(store: Backend, query: BiasQuery) -> BiasSums:
         if own_transaction and conn.in_transaction:
             conn.execute("ROLLBACK")
     return out
+
+
+def _from_rows(
+    db: Database, f: _Filter, s: str, query: BiasQuery, out: BiasSums, *, unscored: bool, ahead: Background | None
+) -> None:
+    """``out`` filled from the rows, in the caller's snapshot: the per-review pass, the bad
+    reviews (with ``skip_bad``, left out of every later pass), the positions' pass and the
+    per-answer pass (``ahead``'s, run on the second connection, unless bad reviews changed the
+    filter). ``f`` narrows as the bad reviews are left out."""
+    # One pass per review: the positions check and the top-position test together.
+    reviews = Reviews(
+        db,
+        f.base,
+        f.base_params,
+        s,
+        skip_rows=_has_invalid_rows(db),
+        unscored=f.dialect.unscored_table if unscored else None,
+    )
+    tally = reviews.scan(f.reviewers)
+    out.bad = _find_bad(db, f, reviews)
+    if out.bad and not query.skip_bad:
+        return
+    if out.bad:
+        before = _count(db, f)
+        clause, excluded_reviews = _exclusion(db, out.bad, f.dialect)
+        f.exclude(clause)
+        out.skipped_records = before - _count(db, f)
+        if excluded_reviews:
+            tally = reviews.scan(f.reviewers, excluded_reviews)
+    if unscored:
+        out.unscored = db.execute(
+            f"SELECT COUNT(*) FROM {f.dialect.unscored_table} WHERE {f.unscored_where()}", f.base_params
+        ).fetchone()[0]
+    _take_tally(out, tally)
+    _take_positions(out, _position_sums(db, f, s))
+    first = ahead.result() if ahead is not None and not out.bad else None
+    answers, out.length_unit = _answers_from_rows(db, f, s, query, first)
+    _take_answers(out, answers, offsets=True)
 
 
 def _take_tally(out: BiasSums, tally: Tally) -> None:

@@ -3,14 +3,14 @@
 In WAL mode SQLite copies the log back into the database file (a checkpoint) in the commit that
 takes the log past 1,000 pages, on the connection that commits; with ``synchronous = NORMAL``
 that checkpoint is where the file is synced. A store's commits run on the event loop, so each
-checkpoint stalled every call in flight (docs/benchmark-history.md, section 33: a batch of 800 pairs
-~3 % faster without them, bulk writes of bias records ~7 %). Once a store commits its first
-write transaction, its connection checkpoints only past :data:`WAL_CAP_PAGES` and this
+checkpoint stalled every call in flight (a batch, ``benchmarks/bench_batch.py``, and bulk writes
+of bias records, ``benchmarks/bench_bias_report.py``, were slower for it). Once a store commits
+its first write transaction, its connection checkpoints only past :data:`WAL_CAP_PAGES` and this
 thread does it on a connection of its own: ``PASSIVE``, which never waits for a writer or a
 reader and never blocks one, at most every ``interval`` seconds while commits come in. The
 sqlite3 module releases the GIL while SQLite works, so the copy and the syncs run on another
-core. When the store closes, the thread stops and the last connection to close checkpoints
-what is left, as SQLite always does; a process killed meanwhile leaves a log that the next
+core. When the store closes, the thread stops and the last connection to close checkpoints what
+is left, as SQLite always does; a process killed meanwhile leaves a log that the next
 connection replays, as ever. Where no thread can be started, the store keeps SQLite's own
 checkpoints (the write that committed stands).
 """

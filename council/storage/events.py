@@ -20,8 +20,9 @@ def append_events(db: Any, session_id: str, events: Sequence[dict[str, Any]]) ->
     """Insert events (dicts with ``seq`` and ``type``) inside the caller's transaction; an event
     already stored (same seq) is kept, so a retried batch writes nothing twice. The text is
     pydantic-core's compact JSON of the dict: for an event's ``model_dump(mode="json")`` the text
-    its model's ``model_dump_json`` writes (numbers finite), ~4 × quicker than the standard
-    library's ``json.dumps`` (docs/benchmark-history.md, section 44). No secret is cut here: what a
+    its model's ``model_dump_json`` writes (numbers finite), quicker than the standard
+    library's ``json.dumps`` for the events a busy server writes
+    (``benchmarks/bench_serve_sessions.py``). No secret is cut here: what a
     model or a provider wrote lost its secrets where it entered (``council.providers.client``),
     and the process that writes a session's events is the one that made its calls."""
     db.conn.executemany(

@@ -1,4 +1,5 @@
-"""The call journal's group commit, the same on every store (docs/benchmark-history.md, sections 17-19).
+"""The call journal's group commit, the same on every store (``benchmarks/bench_bare_client.py``,
+``benchmarks/bench_store_backends.py`` and ``benchmarks/bench_scaleout.py`` measure the writes).
 
 A call is journaled twice (as it starts and as it finishes). Inside a running event loop the
 rows of one turn of the loop wait in memory and are committed together at its end, and any
@@ -22,8 +23,8 @@ a lock guards the waiting rows, and a call's started row never overwrites its fi
 
 On such a store (``threadsafe``) the group commits run in one thread of its own, the store's
 write thread, where a session's final write goes too (``write_thread``): the event loop never
-waits on their round trips (on PostgreSQL they were ~35 % of a busy server's loop,
-docs/benchmark-history.md, section 35), and the events, which only that thread commits, keep their
+waits on their round trips (on PostgreSQL a large part of a busy server's loop:
+``benchmarks/bench_serve_sessions.py``), and the events, which only that thread commits, keep their
 order: a reader polling for the events after the last it saw never finds a gap that fills later.
 A session's start is written on whichever thread starts it, carrying nothing: a transaction with
 no call rows waits on no other one.
@@ -164,10 +165,10 @@ class GroupCommit:
 
     def _in_flush_thread(self) -> Future[None]:
         """On a store whose operations may run on several threads, every group commit runs in a
-        thread of its own: its round trip stalls no session on the event loop (~8 % of a busy
-        server's loop on PostgreSQL), and a session's events, which only that thread commits,
-        are committed in their order (a reader that polls for the events after the last it saw
-        would miss one committed late by another thread). One commit at a time; one waiting to
+        thread of its own: its round trip stalls no session on the event loop (on PostgreSQL a busy
+        server's loop would otherwise wait on it), and a session's events, which only that thread
+        commits, are committed in their order (a reader that polls for the events after the last it
+        saw would miss one committed late by another thread). One commit at a time; one waiting to
         start takes whatever is pending when it starts, so it is the one returned."""
         with self._pending_lock:
             waiting = self._flush_waiting
@@ -243,7 +244,8 @@ class GroupCommit:
         """Inside a final write's transaction (a session's, a judgment's): the call-log rows
         (``call_row``'s) it has to write. A finished call that the call log has on record, its
         finished row committed by an earlier transaction or carried by this one, is left out:
-        written again it would change nothing (~15 µs a call, docs/benchmark-history.md, section 45).
+        written again it would change nothing but cost a batch an upsert per call
+        (``benchmarks/bench_bare_client.py``).
         Any other row is written, as it always was: the final write records what the call log
         may have lost. Each call is left out once (a final write tried again writes it)."""
         carried = getattr(self._carrying, "carried", None)
@@ -367,7 +369,7 @@ def call_row(record: CallRecord, **extra: Any) -> dict[str, Any]:
 
 def _running_loop() -> Any:
     """The running event loop, or None. asyncio is not imported for it: no loop runs in a
-    process that never imported asyncio (a bias report, a listing: ~30 ms of start-up saved)."""
+    process that never imported asyncio (a bias report, a listing), which is spared its import."""
     asyncio = sys.modules.get("asyncio")
     if asyncio is None:
         return None

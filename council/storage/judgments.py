@@ -243,7 +243,7 @@ def record_and_claim(
 ) -> tuple[list[ItemAlreadyRecorded | ItemRefused | None], list[dict[str, Any]]]:
     """Record finished batch items, each as :func:`save_judgment` would, and claim up to ``limit``
     more for ``worker`` (as ``claim_items``), in one transaction: a worker's items that finish
-    together cost one commit, not one each plus one per claim (docs/benchmark-history.md, section 17).
+    together cost one commit, not one each plus one per claim (``benchmarks/bench_bare_client.py``).
     Returns, per save, None (recorded) or the ``ItemAlreadyRecorded`` it raised (not recorded),
     and the rows claimed. When one cannot be recorded, the transaction is rolled back and each
     is recorded in its own (as :func:`save_judgment`), then the claim is made alone. A save
@@ -345,7 +345,7 @@ def judged_pairs(store: Backend, *, since: str | None = None) -> Iterator[dict[s
     sql, params = (_JUDGED_PAIRS, []) if since is None else (_JUDGED_PAIRS + " AND created_at >= ?", [since])
 
     def read(statement: str, values: list[Any]) -> Iterable[tuple[Any, ...]]:
-        return store.db.execute(statement, values)  # tuples: ~5 µs a row less than dicts
+        return store.db.execute(statement, values)  # tuples: cheaper than a dict a row
 
     rows = pages.in_time_order(read, sql, params, key=lambda r: (r[1], r[0]), size=pages.ROWS_PAGE)
     for run_id, created_at, model_a, model_b, winner, length_a, length_b, *counts, prompt_id in rows:

@@ -11,6 +11,7 @@ from council.storage.sqlite import Database, Migrations
 migrations = Migrations("council")
 
 
+# Long as the first schema is: its DDL, never edited since databases ran it (changes are new migrations).
 @migrations()
 def m001_core(db: Database) -> None:
     db["sessions"].create(
@@ -117,8 +118,8 @@ def m001_core(db: Database) -> None:
 def m002_bias_report_indexes(db: Database) -> None:
     # The cross-session bias report groups by review (session, reviewer) and by
     # answer (session, model); these covering indexes let both GROUP BYs stream
-    # over an index instead of sorting the table (at 1 M records the per-review pass
-    # drops from ~2 s to ~0.5 s); the small scale index answers "are scales mixed?".
+    # over an index instead of sorting the table (``benchmarks/bench_report_scan.py``);
+    # the small scale index answers "are scales mixed?".
     # The answer index supersedes m001's (session_id, model_id, score_value,
     # response_length_chars) index, which is dropped to keep writes cheap.
     db["bias_records"].create_index(
@@ -294,7 +295,7 @@ def m006_batch_labels(db: Database) -> None:
     db["judgment_runs"].add_column("model_a", str)
     db["judgment_runs"].add_column("model_b", str)
     # The leaderboard maps every ranked member to its model: a covering index answers that
-    # lookup from the index alone (~25% faster over 100,000 sessions than the primary key).
+    # lookup from the index alone, quicker than the primary key (``benchmarks/bench_leaderboard.py``).
     db["answers"].create_index(["session_id", "member", "status", "model"], index_name="idx_answers_model")
 
 

@@ -167,7 +167,7 @@ def _write_staged_rows(conn: Any, records: Sequence[Mapping[str, Any]]) -> None:
 # This connection's own table (a temporary one): the rows of one write before they are
 # stored, so that the summaries are computed from exactly them, whatever other writers commit
 # meanwhile. Each commit empties it (in place; a TRUNCATE gives the table a new file and
-# catalog row, ~0.45 ms of a session's write, docs/benchmark-history.md section 36).
+# catalog row, which made every session's write slower: benchmarks/bench_store_backends.py).
 _STAGING = "bias_records_staged"
 
 
@@ -508,7 +508,8 @@ class PostgresStore(SQLStore):
         locked, and the reservation inserted only if it fits, by statements sent together in
         one pipelined transaction. The lock is held while the server runs them, not across four
         round trips, and the call-log rows a transaction of this store carries are not written
-        under it (docs/benchmark-history.md, section 40). Read committed: the INSERT's snapshot is taken
+        under it: a batch under a spend cap otherwise waits on the lock
+        (``benchmarks/bench_bare_client.py``). Read committed: the INSERT's snapshot is taken
         once the lock is held, so it sums every reservation committed before."""
         owner = self._owner()["owner"]
         with self.connection() as conn:

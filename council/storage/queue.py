@@ -69,38 +69,8 @@ def enqueue_batch(
             for r in db.query("SELECT item_id, digest, state FROM batch_queue WHERE batch_id = ?", [batch_id])
         }
         # Gathered by statement, each sent as one executemany: on PostgreSQL one pipeline each
-        # instead of a round trip per item (800 items: ~110 ms on the event loop before).
-        inserts: list[list[Any]] = []
-        rewrites: list[list[Any]] = []
-        moves: list[list[Any]] = []
-        for item in items:
-            key = [batch_id, item["item_id"]]
-            status = recorded.get(item["item_id"])
-            before = queued.get(item["item_id"])
-            if status == "ok":
-                state = "done"
-                counts["unchanged"] += 1
-            elif before is not None and before[0] == item["digest"] and before[1] in ("queued", "running"):
-                # Waiting or held by a worker, with this content: left as it is.
-                counts["unchanged"] += 1
-                moves.append([item["position"], *key])
-                continue
-            else:
-                state = "queued"
-                if status == "failed":
-                    counts["retried"] += 1
-                elif item["item_id"] in had_result:
-                    pass  # its result was dropped: counted as changed
-                elif before is not None and before[0] != item["digest"]:
-                    counts["changed"] += 1  # queued, not judged yet, and edited since
-                elif before is None:
-                    counts["new"] += 1
-            if before is None:
-                inserts.append([*key, item["position"], item["digest"], _item_text(item), state])
-            elif state == "queued" or before[1] != "done":
-                rewrites.append([item["position"], item["digest"], _item_text(item), state, *key])
-            else:  # done, and still done: its texts may have left the queue already
-                moves.append([item["position"], *key])
+        # instead of a round trip per item, each of which held the event loop.
+        inserts, rewrites, moves = _queue_changes(batch_id, items, recorded, queued, had_result, counts)
         gone = sorted(set(queued) - set(digests))
         counts["removed"] += sum(1 for item_id in gone if item_id not in had_result)
         for sql, rows in (
@@ -114,6 +84,52 @@ def enqueue_batch(
             if rows:
                 db.conn.executemany(sql, rows)
     return counts
+
+
+def _queue_changes(
+    batch_id: str,
+    items: Sequence[Mapping[str, Any]],
+    recorded: Mapping[str, str],
+    queued: Mapping[str, tuple[str, str]],
+    had_result: set[str],
+    counts: dict[str, int],
+) -> tuple[list[list[Any]], list[list[Any]], list[list[Any]]]:
+    """What :func:`enqueue_batch` writes to the queue, as the parameters of its three statements
+    (rows to insert, rows to rewrite, rows only moved to a new position), each item counted in
+    ``counts``. ``recorded``: the items' result status; ``queued``: the queue's rows, item id to
+    (digest, state); ``had_result``: the items that had a result before it was reconciled."""
+    inserts: list[list[Any]] = []
+    rewrites: list[list[Any]] = []
+    moves: list[list[Any]] = []
+    for item in items:
+        key = [batch_id, item["item_id"]]
+        status = recorded.get(item["item_id"])
+        before = queued.get(item["item_id"])
+        if status == "ok":
+            state = "done"
+            counts["unchanged"] += 1
+        elif before is not None and before[0] == item["digest"] and before[1] in ("queued", "running"):
+            # Waiting or held by a worker, with this content: left as it is.
+            counts["unchanged"] += 1
+            moves.append([item["position"], *key])
+            continue
+        else:
+            state = "queued"
+            if status == "failed":
+                counts["retried"] += 1
+            elif item["item_id"] in had_result:
+                pass  # its result was dropped: counted as changed
+            elif before is not None and before[0] != item["digest"]:
+                counts["changed"] += 1  # queued, not judged yet, and edited since
+            elif before is None:
+                counts["new"] += 1
+        if before is None:
+            inserts.append([*key, item["position"], item["digest"], _item_text(item), state])
+        elif state == "queued" or before[1] != "done":
+            rewrites.append([item["position"], item["digest"], _item_text(item), state, *key])
+        else:  # done, and still done: its texts may have left the queue already
+            moves.append([item["position"], *key])
+    return inserts, rewrites, moves
 
 
 def _item_text(item: Mapping[str, Any]) -> str:
@@ -157,7 +173,7 @@ def claim_within_sqlite(
         params = [batch_id, limit, batch_id, now, limit]
     # On the connection itself: sqlite-utils' query wraps a statement in a savepoint, whose
     # release fails (raised and caught) while RETURNING rows are unread; in the caller's
-    # transaction a failed statement rolls everything back anyway (~2 % of a batch's CPU).
+    # transaction a failed statement rolls everything back anyway (``benchmarks/bench_judge_cpu.py``).
     cursor = db.conn.execute(
         "UPDATE batch_queue SET state = 'running', worker = ?, lease_until = ?, attempts = attempts + 1"
         f" WHERE rowid IN ({chosen}) RETURNING {', '.join(_CLAIMED)}",
@@ -193,7 +209,7 @@ def _claim_postgres(conn: Any, worker: str, batch_id: str | None, limit: int, le
         # As on SQLite: the first queued items read in order from the (batch_id, state, position)
         # index, with the running ones whose lease passed, each locked as it is read (skipping the
         # rows another claim holds). One condition with an OR read and sorted every queued item of
-        # the batch per claim (docs/benchmark-history.md, section 36). Up to ``limit`` rows read but not
+        # the batch per claim (``benchmarks/bench_bare_client.py``). Up to ``limit`` rows read but not
         # taken stay locked until the transaction ends: another claim meanwhile takes later ones.
         chosen = (
             "WITH queued AS (SELECT batch_id, item_id, position FROM batch_queue"

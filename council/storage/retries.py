@@ -1,15 +1,16 @@
 """Write transactions the database rolled back to break a deadlock, run again.
 
-On PostgreSQL two transactions that write some of the same rows in opposite orders deadlock,
-and the server rolls one of them back (``TransactionConflict``): a batch worker's record of the
-items that finished in a turn, and the call log's group commit holding some of the same call
-rows, did so under load, and the worker stopped with the store "not answering" (docs/benchmark-history.md,
-section 35). Nothing of a rolled-back transaction was written, and the rows it carried wait again,
-so running it again as it was is safe. SQLite, one writer at a time, never raises it.
+On PostgreSQL two transactions that write some of the same rows in opposite orders deadlock, and
+the server rolls one of them back (``TransactionConflict``): a batch worker's record of the items
+that finished in a turn, and the call log's group commit holding some of the same call rows, did
+so under load, and the worker stopped with the store "not answering"
+(``benchmarks/bench_bare_client.py`` on PostgreSQL). Nothing of a rolled-back transaction was
+written, and the rows it carried wait again, so running it again as it was is safe. SQLite, one
+writer at a time, never raises it.
 
 Those deadlocks are now prevented where they were seen: every transaction writes its call rows in
-one pass, in the order of their ids (``PostgresStore.write_calls``; section 37, where three such
-transactions deadlocked in a cycle past these retries). The retries stay for any other pair of
+one pass, in the order of their ids (``PostgresStore.write_calls``: three such transactions once
+deadlocked in a cycle past these retries). The retries stay for any other pair of
 writes that may yet meet in opposite orders.
 """
 

@@ -1,12 +1,12 @@
 """A second read-only connection to a SQLite file, reading the same snapshot as the first.
 
 The bias report's two passes over the rows (per review, per answer) are independent, so on a
-SQLite file they run at once on two connections, each on a core (docs/benchmark-history.md, section
-21). Python's sqlite3 has no snapshot API, so sameness is checked instead: ``PRAGMA
-data_version`` changes when any other connection commits, so if the second connection reads
-the same value before the first one's snapshot begins and after its own has begun, nothing was
-committed in between and both see one state. Otherwise (or if the file cannot be opened a
-second time) there is no second reader and the caller reads sequentially.
+SQLite file they run at once on two connections, each on a core
+(``benchmarks/bench_report_scan.py``). Python's sqlite3 has no snapshot API, so sameness is
+checked instead: ``PRAGMA data_version`` changes when any other connection commits, so if the
+second connection reads the same value before the first one's snapshot begins and after its own
+has begun, nothing was committed in between and both see one state. Otherwise (or if the file
+cannot be opened a second time) there is no second reader and the caller reads sequentially.
 """
 
 from __future__ import annotations

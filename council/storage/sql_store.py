@@ -24,7 +24,7 @@ from council.storage import provider_batches as rounds
 from council.storage.group_commit import GroupCommit, call_row
 from council.untrusted.redaction import redact, redact_document, redacted_model_json
 
-if TYPE_CHECKING:  # pydantic's import (~50 ms) is not every command's: a listing reads no call record
+if TYPE_CHECKING:  # pydantic's slow import is not every command's: a listing reads no call record
     from council.accounting.usage import CallJournal, CallRecord
     from council.storage.dialect import Dialect
 
@@ -110,7 +110,7 @@ class SQLStore(GroupCommit):
         if self.threadsafe:
             # Several transactions write call rows at once here (PostgreSQL): each writes its rows
             # in one order, their call_id's, so none waits for a row another holds while that one
-            # waits for a row it holds (a deadlock: docs/benchmark-history.md, section 37). Started and
+            # waits for a row it holds (a deadlock, seen under load). Started and
             # finished rows go in one statement (a started row updates nothing), and a row without
             # an owner (a final write's, a record's) has a NULL one, as it would unwritten: the rows
             # stay one statement, not one each time the kind or the columns change along the order.
@@ -161,7 +161,7 @@ class SQLStore(GroupCommit):
         # the new row alone, carrying no call-log rows: it then waits on no other transaction (the
         # session starts on whichever thread, beside the write thread's commits of those rows).
         with self._write_transaction(carry=not self.threadsafe):
-            self._write_rows("sessions", [row])  # one prepared statement (sqlite-utils' insert: ~2 ×)
+            self._write_rows("sessions", [row])  # one prepared statement (sqlite-utils' insert costs more)
 
     def save_session(
         self, result: Any, records: Sequence[Any], *, keep_text: bool, calls: Sequence[CallRecord]
@@ -228,7 +228,7 @@ class SQLStore(GroupCommit):
         """Insert ``rows`` (plain values) into ``table`` inside the caller's transaction, one
         prepared statement per shape of row; ``replace``: a row with the same key replaces the
         stored one. (sqlite-utils' ``insert_all`` reads the table's columns and converts every
-        value first: ~8 % of a busy server's CPU, docs/benchmark-history.md, section 20.)"""
+        value first, a cost a busy server pays per write: ``benchmarks/bench_serve_sessions.py``.)"""
         shapes: dict[tuple[str, ...], list[list[Any]]] = {}
         for row in rows:
             columns = tuple(row)

@@ -1,10 +1,11 @@
 """sqlite-utils, imported without pandas and numpy, its Database without plugins.
 
 sqlite-utils imports pandas and numpy when they are installed, only to map their scalar types
-to column types on insert. council never inserts either, and the two cost ~0.3 s of every
-command's start-up, so they are refused to sqlite-utils' import (an ``ImportError`` in the
-importing thread, as if they were not installed: :mod:`council._util.refused_imports`); another
-thread's import of them, and any later one, works as usual.
+to column types on insert. council never inserts either, and the two are slow to import, a cost
+in every command's start-up (``benchmarks/bench_startup.py``), so they are refused to
+sqlite-utils' import (an ``ImportError`` in the importing thread, as if they were not
+installed: :mod:`council._util.refused_imports`); another thread's import of them, and any
+later one, works as usual.
 Its pattern for ``CREATE VIRTUAL TABLE`` is compiled at its first use instead of at import
 (:class:`DeferredPattern`). Every council module imports sqlite-utils from here.
 """
@@ -22,9 +23,9 @@ _re_compile = re.compile
 
 class DeferredPattern:
     """A regular expression compiled when first used. sqlite-utils compiles its pattern for a
-    virtual table's schema at import: case-insensitive over ``\\u0080-\\uffff``, it takes
-    ~25 ms (~7 ms on a fast machine) of every command's start-up, and council reads no
-    virtual table's schema."""
+    virtual table's schema at import: case-insensitive over ``\\u0080-\\uffff``, it is slow
+    to compile, a cost in every command's start-up (``benchmarks/bench_startup.py``), and council
+    reads no virtual table's schema."""
 
     def __init__(self, pattern: str, flags: int) -> None:
         self._source, self._flags = pattern, flags
@@ -56,8 +57,8 @@ finally:
 
 class Database(sqlite_utils.Database):
     """sqlite-utils' Database, running no sqlite-utils plugins on council's connections: they
-    are council's own, and finding plugins reads every installed package's entry points
-    (10-20 ms of every command's start)."""
+    are council's own, and finding plugins reads every installed package's entry points, a cost
+    in every command's start (``benchmarks/bench_startup.py``)."""
 
     def __init__(self, *args: Any, execute_plugins: bool = False, **kwargs: Any) -> None:
         super().__init__(*args, execute_plugins=execute_plugins, **kwargs)

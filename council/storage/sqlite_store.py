@@ -204,7 +204,8 @@ class SQLiteStore(SQLStore):
 
     def _lease_key(self) -> str:
         # Resolved once: every call-log row asks for its owner, and resolving the path is a
-        # system call per component (~5 % of a busy server's CPU, docs/benchmark-history.md section 20).
+        # system call per component, a cost a busy server pays per call
+        # (benchmarks/bench_serve_sessions.py).
         if self._resolved_key is None:
             assert self.path is not None
             self._resolved_key = str(self.path.resolve())

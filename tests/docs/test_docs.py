@@ -195,6 +195,17 @@ def test_the_architecture_page_names_every_module_and_package():
     assert "```mermaid" in layout
 
 
+def test_the_code_sends_readers_to_docs_pages_that_exist_not_to_the_readme():
+    """The README is a front door: a comment, a help text or a message points to the docs page
+    that holds the reference, and every page it names exists."""
+    for path in sorted((ROOT / "council").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        where = path.relative_to(ROOT)
+        assert "README" not in text, f"{where} sends its reader to the README; name the docs page"
+        for named in re.findall(r"docs/[\w./-]+\.md", text):
+            assert (ROOT / named).is_file(), f"{where} names {named}, which does not exist"
+
+
 def test_the_server_page_lists_the_parameters_the_server_ignores():
     from council.server.protocol import IGNORED
 
