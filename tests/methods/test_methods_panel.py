@@ -85,7 +85,8 @@ def test_the_panel_block_by_hand() -> None:
     assert p.error_correlation["x"]["z"] == pytest.approx(expected[0, 2])
     assert p.error_correlation["x"]["y"] is None  # y never errs: its r is undefined
     assert p.mean_error_correlation == pytest.approx(expected[0, 2])
-    assert p.n_eff == pytest.approx(3 / (1 + 2 * expected[0, 2]))
+    assert expected[0, 2] == pytest.approx(-0.5)
+    assert p.n_eff is None and p.n_eff_ci is None  # 1 + (k − 1)·ρ̄ = 0: no effective number
 
 
 def test_no_labels_no_label_keys() -> None:
