@@ -39,13 +39,13 @@ def at_first_call(event, args):
 sys.addaudithook(at_first_call)
 class NoWorkerJobs:
     def find_spec(self, name, path=None, target=None):
-        if name != "council.session.runner":
+        if name != "council._util.speedups":
             return None
         spec = PathFinder.find_spec(name, path)
         load = spec.loader.exec_module
         def exec_module(module):
             load(module)
-            module._in_worker = lambda job: asyncio.ensure_future(asyncio.sleep(0))
+            module.in_worker = lambda job, start=None: asyncio.ensure_future(asyncio.sleep(0))
         spec.loader.exec_module = exec_module
         return spec
 sys.meta_path.insert(0, NoWorkerJobs())

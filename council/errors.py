@@ -26,6 +26,7 @@ __all__ = [
     "ProviderError",
     "QuorumError",
     "RequestTooLarge",
+    "StoreRefused",
     "StoreWentAway",
     "TransactionConflict",
     "UsageError",
@@ -73,6 +74,11 @@ class ItemAlreadyRecorded(CouncilFailure):
 class ItemRefused(CouncilFailure):
     """The database refused a value of a batch item's result (that item's data, not the database
     failing): the item was recorded as failed instead, with this reason."""
+
+
+class StoreRefused(CouncilFailure):
+    """The database refused a row or a value written (a key already there, a constraint, a value
+    it cannot hold): the data written, not the database failing or going away."""
 
 
 class TransactionConflict(CouncilFailure):

@@ -120,8 +120,9 @@ class Proc(NamedTuple):
 class Masker:
     """Replaces run-varying values; placeholders are numbered by first appearance over all outputs."""
 
-    def __init__(self, tmp: Path, port: int) -> None:
+    def __init__(self, tmp: Path, port: int, database_url: str | None = None) -> None:
         self.tmp_paths = sorted({str(tmp), str(tmp.resolve())}, key=len, reverse=True)
+        self.database = database_url.rsplit("/", 1)[-1].split("?")[0] if database_url else None
         self.port = str(port)
         self.ids: dict[str, str] = {}
 
@@ -140,6 +141,8 @@ class Masker:
     def text(self, s: str) -> str:
         for path in self.tmp_paths:
             s = s.replace(path, "<TMP>")
+        if self.database:
+            s = s.replace(self.database, "<DATABASE>")
         for host in ("127.0.0.1", "localhost"):
             s = s.replace(f"{host}:{self.port}", f"{host}:<PORT>")
         s = CHATCMPL.sub("<CHATCMPL>", s)
@@ -392,6 +395,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--council-cmd", default=f"{shlex.quote(sys.executable)} -m council", help=cmd_help)
     mock_help = "the mock LLM server (default: the checkout's scripts/mock_llm_server.py)"
     p.add_argument("--mock-script", type=Path, default=None, help=mock_help)
+    db_help = "record against this PostgreSQL database (COUNCIL_DATABASE_URL; empty, its URL masked), not SQLite"
+    p.add_argument("--database-url", default=None, help=db_help)
     args = p.parse_args(argv)
     checkout = args.checkout.resolve()
     mock_script = args.mock_script or checkout / "scripts" / "mock_llm_server.py"
@@ -412,12 +417,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             "PYTHONIOENCODING": "utf-8", "COLUMNS": "120", "LINES": "50", "NO_COLOR": "1", "TERM": "dumb",
             "PYTHONDONTWRITEBYTECODE": "1",  # the checkout under test may be read-only; leave it as it is
         }  # fmt: skip
+        if args.database_url:
+            env["COUNCIL_DATABASE_URL"] = args.database_url
         where = [sys.executable, "-c", "import council; print(council.__file__)"]
         found = subprocess.run(where, cwd=work, env=env, capture_output=True, text=True, check=False).stdout.strip()
         print(f"python -m council in PYTHONPATH={checkout} imports {found or 'nothing'}")
         mock, url = start_mock(mock_script, env, work)
         try:
-            masker = Masker(tmp, int(url.rsplit(":", 1)[1]))
+            masker = Masker(tmp, int(url.rsplit(":", 1)[1]), args.database_url)
             (work / "council.toml").write_text(config_text(url + "/v1"))
             write_inputs(work)
             recorder = Recorder(out, work, env, shlex.split(args.council_cmd), masker)

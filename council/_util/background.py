@@ -6,46 +6,18 @@ does so where the store has one. :func:`asking_store`
 runs a call that asks a store (a read, a rate reservation, the call cache) in a worker thread
 on such a store, and in place on SQLite, whose connection is the loop's own.
 
-:func:`after_grace` is for work begun beside a stage's calls, begun once they are on the wire.
-While a process's first calls wait for their replies, it reads LiteLLM's price map (one
-``json.loads`` of a 3 MB file, ~20 ms), imports what the rest of the session needs and draws the
-agreement test's null distribution. Each holds the interpreter for up to ~20 ms at a time
-inside one C call (the JSON parse, an extension module's initialisation), and the event loop,
-which still has to connect and write the requests just set off, waits as long: begun together
-with the calls, that work made a ``council run``'s first replies 20–40 ms late (docs/benchmark-history.md,
-section 34). Requests reach a local server within ~5 ms of the loop, so the work first waits
-:data:`GRACE_S` (its thread asleep, the interpreter free), or less when it is needed sooner.
+Work begun beside a stage's calls, and when it starts, is in :mod:`council._util.speedups`.
 """
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
 
-GRACE_S = 0.02
-"""How long work begun beside calls waits for them to be written first: in a worker thread
-(:func:`after_grace`), and on the event loop a session's bias records while its chairman writes
-(council.session.runner)."""
-
 _T = TypeVar("_T")
-
-
-def after_grace(job: Callable[[], _T], start: threading.Event | None = None) -> Callable[[], _T]:
-    """``job``, for a worker thread: run after :data:`GRACE_S`, or as soon as ``start`` is set."""
-
-    def run() -> _T:
-        if start is None:
-            time.sleep(GRACE_S)
-        else:
-            start.wait(GRACE_S)
-        return job()
-
-    return run
 
 
 async def asking_store(target: object, job: Callable[..., _T], *args: object, **kwargs: object) -> _T:

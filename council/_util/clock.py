@@ -15,7 +15,8 @@ from council.errors import InputError
 
 _now_ns = time.time_ns
 # The last second written and its text up to the seconds: a busy server stamps every call and
-# event, and ``datetime.now(UTC).isoformat()`` takes ~3 µs a stamp, this ~1 (docs/benchmark-history.md, section 44).
+# event, and formatting only the microseconds is a fraction of ``datetime.now(UTC).isoformat()``
+# (benchmarks/bench_serve_sessions.py).
 _second: tuple[int, str] = (-1, "")
 
 

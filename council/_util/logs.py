@@ -26,8 +26,9 @@ from council.untrusted.redaction import REDACTED, redact, redact_data
 
 def _structlog() -> Any:
     """structlog, imported at the first event logged or rendered, not with this module: with
-    asyncio it costs ~0.1 s of a command's start-up, and a command that logs nothing (a bias
-    report, a listing) need not pay it. It imports rich (~50 ms) when rich is installed, only
+    asyncio it is a large part of a command's start-up (``benchmarks/bench_startup.py``), and a
+    command that logs nothing (a bias report, a listing) need not pay it. It imports rich (slow
+    too) when rich is installed, only
     to render exceptions: rich is refused to it (to this thread only: another thread's import of
     rich meanwhile goes on), and the console renderer is given plain tracebacks in any case (rich
     may have been imported by the time structlog is).

@@ -137,8 +137,8 @@ class Tranches:
     like the one asked at once, and lets the next ones draw on it (docs/methods.md, "Spend caps").
 
     In a store each reservation and settlement is a transaction, and PostgreSQL's are round
-    trips: reserving per vote, a PostgreSQL batch under a cap ran at 0.34–0.39 of the bare
-    client's speed against 0.59–0.68 without one (docs/benchmark-history.md, section 40). A tranche is
+    trips: reserving per vote, a PostgreSQL batch under a cap ran far slower than without one
+    (``benchmarks/bench_bare_client.py``). A tranche is
     settled at what its draws spent once none of them is in flight (with the room nobody drew
     back with it), so a process never holds room when it is idle. Near the cap, where a whole
     tranche does not fit, the room this process holds and no longer needs is given back

@@ -5,7 +5,8 @@ formulas are in ``council.methods.bias_indicators``. Here: ``records`` the recor
 per-session metadata, ``query_hash`` query hashing, ``report`` the cross-session report from the
 store's sums, ``validation`` the record checks' findings as messages, ``loading`` record files
 into a temporary store, ``foreign`` other tools' record formats, ``wording`` the findings in
-words, ``html`` the report's self-contained HTML page and ``export`` the JSONL/CSV export.
+words and the whole report as text (the CLI's, the MCP tool's), ``html`` the report's
+self-contained HTML page and ``export`` the JSONL/CSV export.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ _EXPORTS = {
     "bias_report": "council.bias.report",
     "report_from_records_files": "council.bias.report",
     "render_html": "council.bias.html",
+    "render_bias_report_text": "council.bias.wording",
     "export_bias_records": "council.bias.export",
 }
 

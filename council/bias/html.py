@@ -252,17 +252,9 @@ def _calibration_test(report: BiasReport) -> str:
             "are not significant; a harsh or generous label may be chance.</p>")
 
 
-def render_html(report: BiasReport, title: str = "council bias report") -> str:
-    """A standalone HTML page for ``report`` (open it in any browser, offline)."""
-    pb = report.position_bias
-    filters = ", ".join(
-        f"{k} = {', '.join(v) if isinstance(v, list) else v}" for k, v in report.filters.items() if v
-    )
-    scope = " · " + escape(filters) if filters else ""
-    if report.scales_normalized:
-        scope += " · scores rescaled to 1–10"
-    notes = "".join(f'<p class="note">{escape(n)}</p>' for n in report.notes)
-    reviewers = html_table(
+def _reviewers_table(report: BiasReport) -> str:
+    """Each reviewer's calibration: mean, offset on shared answers, z and labels."""
+    return html_table(
         ["reviewer", "mean", "std", "offset on shared answers", "sessions", "z", "classification", "variance",
          "label", "samples", "reliability", "differs from the others (Holm-adjusted p)", "seed's z (raw means)"],
         [[rid, p.mean, p.std, "—" if p.offset is None else f"{p.offset:+.3f}", p.offset_sessions,
@@ -271,10 +263,13 @@ def render_html(report: BiasReport, title: str = "council bias report") -> str:
           f"{p.seed_z_score:+.2f} ({p.seed_classification})"] for rid, p in report.reviewers.items()],
         {1, 2, 3, 4, 5, 7, 9},
     )
-    calibration_test = _calibration_test(report)
+
+
+def _length_table(report: BiasReport) -> str:
+    """The pooled length correlation, its interval and the seed's figures beside it."""
     r, ci, seed = report.length_correlation, report.length_correlation_ci, report.length_correlation_ci_seed
     seed_r = report.length_correlation_seed
-    length = html_table(
+    return html_table(
         ["pooled r", "95% CI", "significant (CI excludes 0)", "sessions", "confidence", "strength", "pairs",
          "seed's r (biased)", "seed's CI (too narrow)"],
         [["—" if r is None else f"{r:+.3f}", "—" if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]",
@@ -283,6 +278,11 @@ def render_html(report: BiasReport, title: str = "council bias report") -> str:
           "—" if seed_r is None else f"{seed_r:+.3f}", "—" if seed is None else f"[{seed[0]:+.3f}, {seed[1]:+.3f}]"]],
         {0, 3, 6, 7},
     )
+
+
+def _position_tables(report: BiasReport) -> tuple[str, str]:
+    """The position-bias tests (the verdict's, Holm-adjusted) and each reviewer's own test."""
+    pb = report.position_bias
     adjusted = pb.adjusted_p_values
     in_verdict = [(k, t) for k, t in (("within_review", pb.within_review_test), ("top_position", pb.top_position_test),
                                       ("", pb.test)) if t is not None]  # fmt: skip
@@ -301,7 +301,12 @@ def render_html(report: BiasReport, title: str = "council bias report") -> str:
           _adjusted_yes_no(v.test, adjusted.get(f"reviewer:{rid}"))] for rid, v in pb.reviewers.items()],
         {1, 3, 4, 5, 6},
     ) if pb.reviewers else ""
-    self_pref = html_table(
+    return tests, by_reviewer
+
+
+def _self_preference_table(report: BiasReport) -> str:
+    """Each reviewer's own answers against the others' scores of them."""
+    return html_table(
         ["reviewer", "own answers (mean)", "others on the same answers", "difference", "n",
          "gap on its other answers", "adjusted difference", "sessions compared", "p (t over sessions)",
          "significant"],
@@ -310,8 +315,12 @@ def render_html(report: BiasReport, title: str = "council bias report") -> str:
          for rid, sp in report.self_preference.items()],
         {1, 2, 3, 4, 5, 6, 7, 8},
     ) if report.self_preference else '<p class="muted">No self-review records.</p>'
+
+
+def _findings_list(report: BiasReport) -> str:
+    """What the data says, one verdict a line."""
     said = findings(report)
-    summary = (
+    return (
         '<ul class="findings">' + "".join(
             f'<li><span class="verdict v-{f.verdict.replace(" ", "-")}">{escape(f.verdict)}</span>'
             f"{escape(f.text)}</li>"
@@ -319,6 +328,10 @@ def render_html(report: BiasReport, title: str = "council bias report") -> str:
         ) + "</ul>"
         if said else '<p class="muted">Nothing to report yet.</p>'
     )
+
+
+def _honesty_table(report: BiasReport) -> str:
+    """Each indicator against the minimum sample it needs."""
     honesty = "<table><thead><tr>" + "".join(
         f"<th>{h}</th>" for h in ("metric", "data points", "minimum", "status", "verdict")
     ) + "</tr></thead><tbody>"
@@ -329,6 +342,26 @@ def render_html(report: BiasReport, title: str = "council bias report") -> str:
         f'<td>{escape((h.verdict or "—").replace("_", " "))}</td></tr>'
         for h in report.honesty
     ) + "</tbody></table>"
+    return honesty
+
+
+def render_html(report: BiasReport, title: str = "council bias report") -> str:
+    """A standalone HTML page for ``report`` (open it in any browser, offline)."""
+    pb = report.position_bias
+    filters = ", ".join(
+        f"{k} = {', '.join(v) if isinstance(v, list) else v}" for k, v in report.filters.items() if v
+    )
+    scope = " · " + escape(filters) if filters else ""
+    if report.scales_normalized:
+        scope += " · scores rescaled to 1–10"
+    notes = "".join(f'<p class="note">{escape(n)}</p>' for n in report.notes)
+    reviewers = _reviewers_table(report)
+    calibration_test = _calibration_test(report)
+    length = _length_table(report)
+    tests, by_reviewer = _position_tables(report)
+    self_pref = _self_preference_table(report)
+    summary = _findings_list(report)
+    honesty = _honesty_table(report)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{escape(title)}</title><style>{PAGE_CSS}</style></head>

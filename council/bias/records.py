@@ -82,7 +82,7 @@ def _key_words(key: str) -> list[str]:
     return [w for w in re.split(r"[^a-z0-9]+", key.lower()) if w]
 
 
-@lru_cache(maxsize=1024)  # every record checks the same few keys; the regexes cost ~3 µs a key
+@lru_cache(maxsize=1024)  # every record checks the same few keys, and the regexes are the cost
 def raw_text_key(key: str) -> bool:
     """True when a record key looks like it carries raw query or answer text."""
     words = _key_words(key)
@@ -91,13 +91,13 @@ def raw_text_key(key: str) -> bool:
     return any(w in RAW_TEXT_WORDS for w in words)
 
 
-@lru_cache(maxsize=256)  # records come with the same few sets of keys: ~3 µs a record to check them one by one
+@lru_cache(maxsize=256)  # records come with the same few sets of keys: checked once per set, not per record
 def _raw_text_keys(keys: tuple[Any, ...]) -> tuple[str, ...]:
     """The keys among ``keys`` that look like raw text (:func:`raw_text_key`), sorted."""
     return tuple(sorted(k for k in keys if isinstance(k, str) and raw_text_key(k)))
 
 
-@lru_cache(maxsize=256)  # a session's records share one timestamp: ~3 µs each to read and write again
+@lru_cache(maxsize=256)  # a session's records share one timestamp: read and written again once
 def _utc_iso(value: str) -> str:
     try:
         parsed = datetime.fromisoformat(value)
@@ -252,8 +252,52 @@ def session_bias_metadata(records: Sequence[BiasRecord], length_unit: LengthUnit
     by_reviewer: dict[str, list[BiasRecord]] = defaultdict(list)
     for rec in records:
         by_reviewer[rec.reviewer_id].append(rec)
+    calibration, calibration_test = _calibration(by_reviewer)
+    length = _length_correlation(records, length_unit)
+    position = _position_bias(by_reviewer)
 
-    # Calibration: items are (model, position) so two answers by the same model stay distinct.
+    harsh_generous = sorted(
+        f"{rid}: {c.classification}" for rid, c in calibration.items() if c.classification != "neutral"
+    )
+    p_text = f" (ANOVA p = {calibration_test.p_value:.3g})" if calibration_test.p_value is not None else ""
+    if harsh_generous and not calibration_test.significant:
+        harsh_generous = [*harsh_generous, "differences between reviewers not significant" + p_text]
+    honesty = [
+        honesty_row("length_correlation", length.pairs, length.interpretation, estimated=length.pairs > 0),
+        honesty_row(
+            "position_bias", position.orderings, "position bias" if position.bias_detected else "no position bias"
+        ),
+        honesty_row("reviewer_calibration", len(records), "; ".join(harsh_generous) or "no outlying reviewer"),
+    ]
+
+    flags = []
+    r = length.r
+    if length.interpretation != "insufficient_data" and abs(r) > EXTREME_LENGTH_R:
+        rewarding = "verbosity" if r > 0 else "brevity"
+        flags.append(
+            f"extreme length–score correlation (r = {r:+.3f}, length in {length_unit}): "
+            f"reviewers may be rewarding {rewarding}"
+        )
+
+    note = INDICATORS_NOTE if any(h.status == "insufficient" for h in honesty) else None
+    return SessionBiasMetadata(
+        records=len(records),
+        calibration=calibration,
+        calibration_test=calibration_test,
+        length_correlation=length,
+        position_bias=position,
+        self_preference=_self_preference(records),
+        honesty=honesty,
+        flags=flags,
+        note=note,
+    )
+
+
+def _calibration(
+    by_reviewer: Mapping[str, list[BiasRecord]],
+) -> tuple[dict[str, ReviewerCalibration], SignificanceTest]:
+    """Each reviewer's calibration against the others, and whether their means differ at all.
+    Items are (model, position) so two answers by the same model stay distinct."""
     calibration_raw = audit_reviewer_calibration(
         {rid: {f"{r.model_id}#{r.position}": r.score_value for r in recs} for rid, recs in by_reviewer.items()}
     )
@@ -265,8 +309,11 @@ def session_bias_metadata(records: Sequence[BiasRecord], length_unit: LengthUnit
         ],
         name="one-way ANOVA across reviewers",
     )
+    return calibration, calibration_test
 
-    # Length correlation: each model's answer length vs the mean score it received in this session.
+
+def _length_correlation(records: Sequence[BiasRecord], length_unit: LengthUnit) -> LengthCorrelation:
+    """Each model's answer length vs the mean score it received in this session."""
     received: dict[str, list[float]] = defaultdict(list)
     lengths: dict[str, float] = {}
     for rec in records:
@@ -277,9 +324,11 @@ def session_bias_metadata(records: Sequence[BiasRecord], length_unit: LengthUnit
     avg_scores = {m: exact_moments.mean(s) for m, s in received.items()}
     r, interpretation = calculate_length_correlation(lengths, avg_scores)
     used = sum(1 for m in avg_scores if m in lengths) if interpretation != "insufficient_data" else 0
-    length = LengthCorrelation(r=r, interpretation=interpretation, pairs=used, unit=length_unit)
+    return LengthCorrelation(r=r, interpretation=interpretation, pairs=used, unit=length_unit)
 
-    # Position bias: one ordering per reviewer, keyed by recorded display position.
+
+def _position_bias(by_reviewer: Mapping[str, list[BiasRecord]]) -> PositionBias:
+    """Mean score by display position: one ordering per reviewer, keyed by recorded position."""
     session_data = []
     for recs in by_reviewer.values():
         slots: list[str | None] = [None] * (max(r.position for r in recs) + 1)
@@ -291,7 +340,7 @@ def session_bias_metadata(records: Sequence[BiasRecord], length_unit: LengthUnit
         session_data.append({"display_order": slots, "scores": scores})
     variance, detected = calculate_position_bias(session_data)
     by_position = position_scores(session_data)
-    position = PositionBias(
+    return PositionBias(
         means={p: exact_moments.mean(s) for p, s in sorted(by_position.items())},
         counts={p: len(s) for p, s in sorted(by_position.items())},
         variance=variance,
@@ -299,6 +348,9 @@ def session_bias_metadata(records: Sequence[BiasRecord], length_unit: LengthUnit
         orderings=len(session_data),
     )
 
+
+def _self_preference(records: Sequence[BiasRecord]) -> list[SelfPreference]:
+    """Each self-review's score against the other reviewers' mean on the same answer."""
     self_pref = []
     for rec in records:
         if not rec.self_review:
@@ -314,36 +366,4 @@ def session_bias_metadata(records: Sequence[BiasRecord], length_unit: LengthUnit
                 others_n=len(others),
             )
         )
-
-    harsh_generous = sorted(
-        f"{rid}: {c.classification}" for rid, c in calibration.items() if c.classification != "neutral"
-    )
-    p_text = f" (ANOVA p = {calibration_test.p_value:.3g})" if calibration_test.p_value is not None else ""
-    if harsh_generous and not calibration_test.significant:
-        harsh_generous = [*harsh_generous, "differences between reviewers not significant" + p_text]
-    honesty = [
-        honesty_row("length_correlation", length.pairs, interpretation, estimated=length.pairs > 0),
-        honesty_row("position_bias", len(session_data), "position bias" if detected else "no position bias"),
-        honesty_row("reviewer_calibration", len(records), "; ".join(harsh_generous) or "no outlying reviewer"),
-    ]
-
-    flags = []
-    if interpretation != "insufficient_data" and abs(r) > EXTREME_LENGTH_R:
-        rewarding = "verbosity" if r > 0 else "brevity"
-        flags.append(
-            f"extreme length–score correlation (r = {r:+.3f}, length in {length_unit}): "
-            f"reviewers may be rewarding {rewarding}"
-        )
-
-    note = INDICATORS_NOTE if any(h.status == "insufficient" for h in honesty) else None
-    return SessionBiasMetadata(
-        records=len(records),
-        calibration=calibration,
-        calibration_test=calibration_test,
-        length_correlation=length,
-        position_bias=position,
-        self_preference=self_pref,
-        honesty=honesty,
-        flags=flags,
-        note=note,
-    )
+    return self_pref

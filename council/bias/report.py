@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +22,13 @@ from pydantic import BaseModel, Field
 from council._util.clock import parse_since
 from council.bias.loading import load_records_files
 from council.bias.records import LENGTH_UNITS, LengthUnit
-from council.bias.validation import problems_of, raise_first
+from council.bias.validation import Problems, problems_of, raise_first
 from council.errors import UsageError
 from council.methods.bias_indicators import (
     INDICATORS_NOTE,
     REFERENCE_SCALE,
     HonestyRow,
+    PooledLengthCorrelation,
     calibration_zscores,
     honesty_row,
     length_correlation_interpretation,
@@ -232,51 +234,117 @@ def bias_report(
         raise UsageError(f"unknown length unit {length_unit!r}; choose words or chars")
     reviewers = list(dict.fromkeys(reviewers))
     since = parse_since(since) if since else None
-    locate = locate or (lambda rid: f"bias record {rid}")
-    sums = store.bias_sums(
-        BiasQuery(
-            since=since,
-            reviewers=tuple(reviewers),
-            council=council,
-            length_unit=length_unit,
-            max_points=max_points,
-            skip_bad=skip_bad,
-            reference_scale=REFERENCE_SCALE,
-        )
+    query = BiasQuery(
+        since=since,
+        reviewers=tuple(reviewers),
+        council=council,
+        length_unit=length_unit,
+        max_points=max_points,
+        skip_bad=skip_bad,
+        reference_scale=REFERENCE_SCALE,
     )
-    problems = problems_of(sums.bad, locate)
-    if problems and not skip_bad:
-        raise_first(problems, "use --skip-bad to leave such records out and count them")
-    scales, normalize, skipped_records, unscored = sums.scales, sums.normalized, sums.skipped_records, sums.unscored
-    lo_ref, hi_ref = REFERENCE_SCALE  # records without a scale are taken to be on 1–10
-    effective = {(lo if lo is not None else lo_ref, hi if hi is not None else hi_ref) for lo, hi in scales}
-    orderings = sums.orderings
-    reviewer_sums = {r: GroupSums(*g) for r, g in sums.reviewers.items()}
-    session_rows, self_sums, points = sums.sessions, sums.self_preference, sums.points
+    sums, problems = _checked_sums(store, query, locate or (lambda rid: f"bias record {rid}"))
     unit: LengthUnit = sums.length_unit  # type: ignore[assignment]
-    fell_back = length_unit is None and unit == "chars"  # no word count anywhere: characters
-    notes_unit = ["no record has a word count: the length correlation counts characters"] if fell_back else []
+    notes, scale = _scale_and_notes(sums, problems, fell_back=length_unit is None and unit == "chars")
+    reviewer_sums = {r: GroupSums(*g) for r, g in sums.reviewers.items()}
+    profiles, calibration_test, offset_baseline = _profiles(reviewer_sums, sums.reviewer_offsets, reviewers, scale)
+    means = [g.total / g.n for g in reviewer_sums.values()]
+    length = _length_correlation(sums.sessions, unit, min_sessions)
+    if length.note:
+        notes.append(length.note)
+    position = _position_report(sums, scale)
+    honesty = _honesty_rows(sums, length, position, profiles, calibration_test, unit)
+    if any(h.status == "insufficient" for h in honesty):
+        notes.append(INDICATORS_NOTE)
 
-    notes: list[str] = list(notes_unit)
+    return BiasReport(
+        reviewers=profiles,
+        median_of_means=_median(means),
+        std_of_means=_spread(means),
+        median_of_offsets=offset_baseline["median"],
+        std_of_offsets=offset_baseline["spread"],
+        reviewer_calibration_test=calibration_test,
+        **length.fields(unit),
+        position_bias=position,
+        self_preference=_self_preference_report(sums.self_preference),
+        honesty=honesty,
+        score_scale=scale,
+        scales_normalized=sums.normalized,
+        filters={"since": since, "reviewer": reviewers or None, "council": council},
+        total_records=sum(r[1] for r in sums.sessions),
+        sessions=len(sums.sessions),
+        skipped_reviews=len(problems.bad_reviews),
+        skipped_records=sums.skipped_records,
+        unscored_records=sums.unscored,
+        notes=notes,
+        length_points=sums.points,
+    )
+
+
+def _checked_sums(store: Store, query: BiasQuery, locate: Callable[[int], str]) -> tuple[BiasSums, Problems]:
+    """The store's sums for ``query``, and the bad records found on the way: the first stops the
+    report unless ``query.skip_bad`` (then their reviews are left out, and counted)."""
+    sums = store.bias_sums(query)
+    problems = problems_of(sums.bad, locate)
+    if problems and not query.skip_bad:
+        raise_first(problems, "use --skip-bad to leave such records out and count them")
+    return sums, problems
+
+
+def _scale_and_notes(
+    sums: BiasSums, problems: Problems, *, fell_back: bool
+) -> tuple[list[str], tuple[float, float] | None]:
+    """The report's first notes (the length unit fallen back to, records left out or unscored,
+    scales mixed) and the one score scale every record is on (None: several, or unknown)."""
+    notes = ["no record has a word count: the length correlation counts characters"] if fell_back else []
     if problems:
         notes.append(
             f"{len(problems.bad_reviews)} reviews and {len(problems.bad_rows)} invalid records left out "
-            f"({skipped_records} records; first: {problems.messages[0] if problems.messages else 'see above'})"
+            f"({sums.skipped_records} records; first: {problems.messages[0] if problems.messages else 'see above'})"
         )
-    if unscored:
-        notes.append(f"{unscored} records without a score (0.0 in llm-council-core records) are in no statistic")
+    if sums.unscored:
+        notes.append(f"{sums.unscored} records without a score (0.0 in llm-council-core records) are in no statistic")
     scale: tuple[float, float] | None = None
-    if normalize:
+    if sums.normalized:
         notes.append("records use different score scales: every score was rescaled to 1–10 first")
-    elif any(lo is not None for lo, _ in scales):
+    elif any(lo is not None for lo, _ in sums.scales):
+        lo_ref, hi_ref = REFERENCE_SCALE  # records without a scale are taken to be on 1–10
+        effective = {(lo if lo is not None else lo_ref, hi if hi is not None else hi_ref) for lo, hi in sums.scales}
         lo, hi = effective.pop()
         scale = (float(lo), float(hi))
+    return notes, scale
 
-    profiles, calibration_test, offset_baseline = _profiles(reviewer_sums, sums.reviewer_offsets, reviewers, scale)
-    means = [g.total / g.n for g in reviewer_sums.values()]
 
-    # Length correlation: the pooled within-session correlation over the sessions with ≥ 3
-    # answers with a length; the honesty row counts their answers.
+@dataclass(frozen=True)
+class _Length:
+    """The length correlation as the report gives it, with what it counted."""
+
+    pooled: PooledLengthCorrelation
+    pairs: int  # answers in the pooled sessions
+    missing: int  # answers without a length in the unit
+    interpretation: str | None
+    note: str | None  # why some answers are left out, and how to include them
+
+    def fields(self, unit: LengthUnit) -> dict[str, Any]:
+        """The report's fields that give it."""
+        pooled = self.pooled
+        return {
+            "length_correlation": pooled.length_correlation,
+            "length_correlation_ci": pooled.length_correlation_ci,
+            "length_correlation_ci_seed": pooled.length_correlation_ci_seed,
+            "length_correlation_seed": pooled.length_correlation_seed,
+            "sample_size": pooled.sample_size,
+            "confidence_level": pooled.confidence_level,
+            "length_interpretation": self.interpretation,
+            "length_pairs": self.pairs,
+            "length_unit": unit,
+            "length_missing": self.missing,
+        }
+
+
+def _length_correlation(session_rows: Sequence[Sequence[Any]], unit: LengthUnit, min_sessions: int) -> _Length:
+    """The pooled within-session correlation over the sessions with ≥ 3 answers with a length;
+    the honesty row counts their answers."""
     pooled_sessions, pairs, missing, missing_sessions = [], 0, 0, 0
     for answered, _records, *session in session_rows:
         n = session[0]
@@ -289,28 +357,37 @@ def bias_report(
     pooled = pooled_length_correlation(pooled_sessions, min_sessions=min_sessions)
     estimated = pooled.length_correlation is not None
     interpretation = length_correlation_interpretation(pooled.length_correlation) if estimated else None
+    note = None
     if missing:
         other = "chars" if unit == "words" else "words"
-        notes.append(
+        note = (
             f"{missing} answers in {missing_sessions} sessions have no length in {unit} "
             f"(records written before word counts existed, or by another tool) and are left out of the "
             f"length correlation; --length-unit {other} may include them"
         )
+    return _Length(pooled, pairs, missing, interpretation, note)
 
-    position = _position_report(sums, scale)
 
-    self_pref = _self_preference_report(self_sums)
-
-    honesty = [
+def _honesty_rows(
+    sums: BiasSums,
+    length: _Length,
+    position: PositionBiasReport,
+    profiles: dict[str, ReviewerProfile],
+    calibration_test: SignificanceTest,
+    unit: LengthUnit,
+) -> list[HonestyRow]:
+    """Each indicator against the minimum sample it needs (docs/methods.md, "Statistical honesty")."""
+    interpretation = length.interpretation
+    return [
         honesty_row(
             "length_correlation",
-            pairs,
+            length.pairs,
             None if interpretation is None else f"{interpretation} (length in {unit})",
-            estimated=estimated,
+            estimated=length.pooled.length_correlation is not None,
         ),
         honesty_row(
             "position_bias",
-            orderings,
+            sums.orderings,
             ("position bias" if position.bias_detected else "no position bias") + f"; {verdict_tests(position)}",
         ),
         honesty_row(  # the minimum is per reviewer: the smallest reviewer's scores decide
@@ -320,40 +397,6 @@ def bias_report(
             estimated=sum(o[0] > 0 for o in sums.reviewer_offsets.values()) >= 2,
         ),
     ]
-    if any(h.status == "insufficient" for h in honesty):
-        notes.append(INDICATORS_NOTE)
-
-    return BiasReport(
-        reviewers=profiles,
-        median_of_means=_median(means),
-        std_of_means=_spread(means),
-        median_of_offsets=offset_baseline["median"],
-        std_of_offsets=offset_baseline["spread"],
-        reviewer_calibration_test=calibration_test,
-        length_correlation=pooled.length_correlation,
-        length_correlation_ci=pooled.length_correlation_ci,
-        length_correlation_ci_seed=pooled.length_correlation_ci_seed,
-        length_correlation_seed=pooled.length_correlation_seed,
-        sample_size=pooled.sample_size,
-        confidence_level=pooled.confidence_level,
-        length_interpretation=interpretation,
-        length_pairs=pairs,
-        length_unit=unit,
-        length_missing=missing,
-        position_bias=position,
-        self_preference=self_pref,
-        honesty=honesty,
-        score_scale=scale,
-        scales_normalized=normalize,
-        filters={"since": since, "reviewer": reviewers or None, "council": council},
-        total_records=sum(r[1] for r in session_rows),
-        sessions=len(session_rows),
-        skipped_reviews=len(problems.bad_reviews),
-        skipped_records=skipped_records,
-        unscored_records=unscored,
-        notes=notes,
-        length_points=points,
-    )
 
 
 def _p_text(test: SignificanceTest, name: str) -> str:
@@ -371,9 +414,9 @@ def _calibration_verdict(profiles: dict[str, ReviewerProfile], test: Significanc
         if p.classification in ("harsh", "generous"):
             sig = "significant" if p.significant else "not significant"
             flagged.append(f"{rid}: {p.classification} ({sig})")
-    overall = (
-        "reviewers differ" if test.significant else "differences between reviewers not significant"
-    ) + _p_text(test, "smallest Holm-adjusted")
+    overall = ("reviewers differ" if test.significant else "differences between reviewers not significant") + _p_text(
+        test, "smallest Holm-adjusted"
+    )
     return "; ".join([*flagged, overall]) if flagged else f"no outlying reviewer; {overall}"
 
 
@@ -421,10 +464,14 @@ def _profiles(
             seed_z_score=seed_zs[rid][0],
             seed_classification=seed_zs[rid][1],
         )
-    return profiles, _calibration_test(tests, adjusted), {
-        "median": _median(offset_means.values()),
-        "spread": _spread(offset_means.values()),
-    }
+    return (
+        profiles,
+        _calibration_test(tests, adjusted),
+        {
+            "median": _median(offset_means.values()),
+            "spread": _spread(offset_means.values()),
+        },
+    )
 
 
 def _median(values: Iterable[float]) -> float | None:
@@ -441,17 +488,29 @@ def _spread(values: Iterable[float]) -> float | None:
 
 
 def _calibration_test(tests: dict[str, SignificanceTest], adjusted: dict[str, float | None]) -> SignificanceTest:
-    """"Do any reviewers differ?": the reviewer with the smallest Holm-adjusted p, its t and df, and
+    """ "Do any reviewers differ?": the reviewer with the smallest Holm-adjusted p, its t and df, and
     that p (Bonferroni's global test, so significant exactly when some reviewer is)."""
     name = "t-tests across reviewers of their gaps on shared answers (Holm-adjusted)"
     known = {r: p for r, p in adjusted.items() if p is not None}
     if not known:
-        return SignificanceTest(name=name, statistic=None, df=[0], p_value=None, significant=False,
-                                note="no two reviewers scored the same answers in two sessions or more")
+        return SignificanceTest(
+            name=name,
+            statistic=None,
+            df=[0],
+            p_value=None,
+            significant=False,
+            note="no two reviewers scored the same answers in two sessions or more",
+        )
     first = min(known, key=lambda r: (known[r], r))
     t = tests[first]
-    return SignificanceTest(name=name, statistic=t.statistic, df=t.df, p_value=known[first],
-                            significant=known[first] < ALPHA, note=f"smallest: {first}")
+    return SignificanceTest(
+        name=name,
+        statistic=t.statistic,
+        df=t.df,
+        p_value=known[first],
+        significant=known[first] < ALPHA,
+        note=f"smallest: {first}",
+    )
 
 
 def _self_preference_report(self_sums: dict[str, tuple[Any, ...]]) -> dict[str, SelfPreferenceReport]:
@@ -536,8 +595,14 @@ def _within_reviews(
     """Positions compared within each review: ``blocks`` of reviews ((reviewer, positions) →
     (reviews, Σ totals, Σ totals²)), merged over reviewers by their positions."""
     if unblocked:
-        return SignificanceTest(name=name, statistic=None, df=[0, 0], p_value=None, significant=False,
-                                note=f"{unblocked} reviews of more than 53 answers have answers without a score")
+        return SignificanceTest(
+            name=name,
+            statistic=None,
+            df=[0, 0],
+            p_value=None,
+            significant=False,
+            note=f"{unblocked} reviews of more than 53 answers have answers without a score",
+        )
     merged: dict[tuple[int, ...], list[Any]] = {}
     for (_, members), (count, total, totals_sq) in blocks:
         acc = merged.setdefault(members, [0, 0.0, 0.0])

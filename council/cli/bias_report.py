@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
 from council.cli.common import output_option, status
 from council.cli.reports import check_report_targets, write_report
-
-if TYPE_CHECKING:
-    from rich.console import Console
-
-    from council.bias.report import BiasReport
 
 
 @click.command("bias-report")
@@ -49,8 +43,7 @@ def bias_report(
 
     Bias is reported, never corrected: no score is changed.
     """
-    from council.bias.report import DEFAULT_MAX_POINTS, report_from_records_files
-    from council.bias.report import bias_report as build
+    from council.api import DEFAULT_MAX_POINTS, render_bias_report_text, report_from_records_files, stored_bias_report
     from council.errors import UsageError
 
     if records_format != "auto" and not records:
@@ -64,16 +57,10 @@ def bias_report(
             council=council_name, max_points=points, length_unit=unit,
         )
     else:
-        from council.storage import open_store
-
-        store = open_store()
-        try:
-            report = build(
-                store, since=since, reviewers=reviewers, council=council_name, max_points=points,
-                length_unit=unit, skip_bad=skip_bad,
-            )
-        finally:
-            store.close()
+        report = stored_bias_report(
+            since=since, reviewers=reviewers, council=council_name, max_points=points, length_unit=unit,
+            skip_bad=skip_bad,
+        )
 
     if report.skipped_lines:
         status(f"skipped {report.skipped_lines} invalid record lines")
@@ -81,9 +68,9 @@ def bias_report(
         status(f"left out {report.skipped_records} records ({report.skipped_reviews} reviews with invalid records)")
 
     def page() -> str:
-        from council.bias.html import render_html
+        from council.api import render_bias_report_html
 
-        return render_html(report)
+        return render_bias_report_html(report)
 
     write_report(
         output,
@@ -91,148 +78,6 @@ def bias_report(
         as_json=as_json,
         page=page,
         json_text=lambda: report.model_dump_json(indent=2, exclude={"length_points"}) + "\n",
-        render_text=lambda console: render_text(report, console),
+        render_text=lambda console: render_bias_report_text(report, console),
     )
 
-
-_VARIANCE_TEXT = {"compressed": "compressed range"}
-
-
-def render_text(report: BiasReport, console: Console) -> None:
-    """Reviewer profiles (docs/methods.md, "Reviewer profiles"), then tables for the other statistics."""
-    from rich.table import Table
-    from rich.text import Text
-
-    from council.bias.report import position_verdict
-    from council.cli.render import literal
-    from council.methods.significance import p_text
-
-    if report.total_records == 0:
-        console.print("No bias records" + (" match these filters." if any(report.filters.values()) else " yet."))
-        return
-    from council.bias.wording import findings
-
-    console.print(Text("=== What the data says ===", style="bold"), "(significant: unlikely to be chance, p < 0.05)")
-    for finding in findings(report):
-        console.print(f"- [{finding.verdict}] {finding.text}", markup=False, highlight=False)
-    console.print()
-    console.print(
-        Text(f"=== Reviewer Profiles ({report.sessions} sessions, {report.total_records} records) ===", style="bold")
-    )
-    for rid, p in report.reviewers.items():
-        console.print()
-        console.print(literal(rid, "bold"))
-        sig = "" if p.p_value is None else (
-            f"; differs from the others, {p_text(p.p_value)}" if p.significant
-            else f"; not significantly different from the others, {p_text(p.p_value)}"
-        )
-        if p.z_score is None:
-            console.print(f"  Mean score: {p.mean:.1f} (not comparable: it shares no answer with another reviewer; "
-                          f"the seed's z={p.seed_z_score:+.1f})", highlight=False)
-        else:
-            side = "above" if (p.offset or 0) >= 0 else "below"
-            console.print(
-                f"  Mean score: {p.mean:.1f}; on shared answers {abs(p.offset or 0):.2f} {side} the others over "
-                f"{p.offset_sessions} sessions ({p.classification}, z={p.z_score:+.1f}{sig})",
-                highlight=False,
-            )
-        label = _VARIANCE_TEXT.get(p.variance_label, p.variance_label)
-        console.print(f"  Score variance: {p.variance:.1f} ({label})", highlight=False)
-        console.print(f"  Reliability: {p.reliability} ({p.samples} samples)", highlight=False)
-    console.print()
-    ct = report.reviewer_calibration_test
-    if ct is not None:
-        if ct.p_value is None:
-            console.print(f"{ct.name}: not computed — {ct.note}", markup=False, highlight=False)
-        else:
-            verdict = (
-                "reviewers score the answers they share differently" if ct.significant
-                else "the differences between reviewers are not significant (they could be chance)"
-            )
-            stat = "∞" if ct.statistic is None else f"{ct.statistic:.3f}"
-            console.print(
-                f"{ct.name}: t = {stat} (df {', '.join(map(str, ct.df))}; {ct.note}), p = {ct.p_value:.3g}: {verdict}",
-                markup=False, highlight=False,
-            )
-        console.print()
-
-    length = Table(title=f"Length–score correlation, length in {report.length_unit} (pooled within sessions)")
-    for col in ("pooled r", "95% CI", "sessions", "confidence", "interpretation", "seed's r", "seed's CI"):
-        length.add_column(col)
-    r, ci, seed = report.length_correlation, report.length_correlation_ci, report.length_correlation_ci_seed
-    seed_r = report.length_correlation_seed
-    length.add_row(
-        "—" if r is None else f"{r:+.3f}", "—" if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]",
-        str(report.sample_size), report.confidence_level, report.length_interpretation or "—",
-        "—" if seed_r is None else f"{seed_r:+.3f}", "—" if seed is None else f"[{seed[0]:+.3f}, {seed[1]:+.3f}]",
-    )
-    console.print(length)
-
-    pb = report.position_bias
-    positions = Table(title="Mean score by display position")
-    for col in ("position", "mean", "scores"):
-        positions.add_column(col, justify="right")
-    for pos, mean in pb.means.items():
-        positions.add_row(str(pos), f"{mean:.3f}", str(pb.counts[pos]))
-    console.print(positions)
-    console.print(
-        f"Variance of position means: {pb.variance} (threshold {pb.threshold}): {position_verdict(report)}",
-        highlight=False,
-    )
-    adjusted = pb.adjusted_p_values
-    for key, test in (("within_review", pb.within_review_test), ("top_position", pb.top_position_test), ("", pb.test)):
-        if test is None:
-            continue
-        if test.p_value is None:
-            console.print(f"{test.name}: not computed — {test.note}", markup=False, highlight=False)
-            continue
-        stat = "∞" if test.statistic is None else f"{test.statistic:.3f}"
-        df = ", ".join(map(str, test.df))
-        if key and adjusted.get(key) is not None:
-            p_adj = adjusted[key]
-            sig = f"Holm-adjusted p = {p_adj:.3g}, {'significant' if p_adj < test.alpha else 'not significant'}"
-        else:
-            sig = "not part of the verdict"
-        extra = f" — {test.note}" if test.note else ""
-        console.print(f"{test.name}: {stat} (df {df}), p = {test.p_value:.3g}, {sig}{extra}",
-                      markup=False, highlight=False)
-    if pb.reviewers:
-        per = Table(title="Position by reviewer (positions compared within each of its reviews)")
-        for col in ("reviewer", "reviews", "mean by position", "F", "p", "Holm-adjusted p"):
-            per.add_column(col, justify="left" if col in ("reviewer", "mean by position") else "right")
-        for rid, view in pb.reviewers.items():
-            t, p_adj = view.test, adjusted.get(f"reviewer:{rid}")
-            per.add_row(
-                literal(rid), str(view.orderings), ", ".join(f"{p}: {m:.2f}" for p, m in view.means.items()),
-                ("∞" if t.p_value == 0 else "—") if t.statistic is None else f"{t.statistic:.3f}",
-                "—" if t.p_value is None else f"{t.p_value:.3g}",
-                "—" if p_adj is None else f"{p_adj:.3g}" + (" *" if view.significant else ""),
-            )
-        console.print(per)
-
-    if report.self_preference:
-        sp_table = Table(title="Self-preference (own answers vs the other reviewers' scores of them)")
-        for col in ("reviewer", "own", "others", "difference", "n", "gap on its other answers", "adjusted",
-                    "sessions", "p (t over sessions)"):
-            sp_table.add_column(col, justify="left" if col == "reviewer" else "right")
-        for rid, sp in report.self_preference.items():
-            p = "—" if sp.test.p_value is None else f"{sp.test.p_value:.3g}"
-            sp_table.add_row(
-                literal(rid), f"{sp.self_mean:.3f}", f"{sp.others_mean:.3f}", f"{sp.difference:+.3f}", str(sp.n),
-                "—" if sp.reviewer_offset is None else f"{sp.reviewer_offset:+.3f}",
-                "—" if sp.adjusted_difference is None else f"{sp.adjusted_difference:+.3f}", str(sp.adjusted_n), p,
-            )
-        console.print(sp_table)
-
-    honesty = Table(title="Statistical honesty")
-    for col in ("metric", "data points", "minimum", "status", "verdict"):
-        honesty.add_column(col)
-    for h in report.honesty:
-        style = "green" if h.status == "sufficient" else "yellow"
-        honesty.add_row(
-            h.metric, str(h.data_points), f"{h.minimum} {h.unit}", Text(h.status, style=style),
-            literal(h.verdict or "—"),
-        )
-    console.print(honesty)
-    for note in report.notes:
-        console.print(literal(f"note: {note}"))

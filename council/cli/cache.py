@@ -17,11 +17,9 @@ def cache() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def stats(as_json: bool) -> None:
     """Entries kept, per model, and the calls the cache answered and what they saved."""
-    from council.storage import using_store
+    from council.api import cache_stats
 
-    with using_store(True) as store:
-        assert store is not None
-        figures = store.cache_stats()
+    figures = cache_stats()
     if as_json:
         click.echo(json.dumps(figures, indent=2))
         return
@@ -57,10 +55,8 @@ MAX_DAYS = 3_000_000
 )
 def clear(older_than: float | None) -> None:
     """Delete the kept replies (all of them, or the old ones)."""
+    from council.api import clear_cache
     from council.cli.common import status
-    from council.storage import using_store
 
-    with using_store(True) as store:
-        assert store is not None
-        removed = store.clear_cache(older_than_days=older_than)
+    removed = clear_cache(older_than_days=older_than)
     status(f"removed {removed} cache entr{'y' if removed == 1 else 'ies'}")

@@ -115,14 +115,14 @@ def config_and_privacy(config_path: str | None) -> tuple[Any, Any]:
     file) and its privacy settings (the environment over that file). Every judging command
     resolves both here, so ``council batch`` and ``council worker`` given the same ``--config``
     keep (and hash) the same things."""
-    from council.config import load_config, resolve_privacy
+    from council.api import load_config, resolve_privacy
 
     loaded = load_config(config_path)
     return loaded, resolve_privacy(loaded)
 
 
 def max_cost_option(help: str = MAX_COST_HELP) -> Any:
-    """``--max-cost USD``: a hard spend cap (checked by ``council.accounting.budget.check_cap``)."""
+    """``--max-cost USD``: a hard spend cap (checked by ``council.api.check_cap``)."""
     return click.option("--max-cost", "max_cost", metavar="USD", help=help)
 
 
@@ -158,8 +158,7 @@ def cache_options(command: Any) -> Any:
 def cache_wanted(use_cache: bool, refresh: bool, loaded: Any) -> bool:
     """Whether the call cache is on: ``--cache``/``--refresh``, else ``[cache] enabled``. With
     transcripts off it cannot keep replies: a ``UsageError``."""
-    from council.accounting.call_cache import check_can_keep
-    from council.config import resolve_privacy
+    from council.api import check_can_keep, resolve_privacy
 
     wanted = use_cache or refresh or loaded.config.cache.enabled
     if wanted:

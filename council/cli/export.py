@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import click
 
+from council.api import EXPORT_SHAPES
 from council.cli.common import open_output, output_option, status
-from council.exports.sessions import SHAPES
 
 
 @click.command()
@@ -15,7 +15,7 @@ from council.exports.sessions import SHAPES
 )
 @click.option(
     "--shape",
-    type=click.Choice(list(SHAPES)),
+    type=click.Choice(list(EXPORT_SHAPES)),
     default="sessions",
     show_default=True,
     help="One row per session (JSONL: the whole result), per review score, or per answer.",
@@ -31,7 +31,7 @@ def export(
 ) -> None:
     """Export session logs, bias records or judged pairs from the database."""
     from council._util.clock import parse_since
-    from council.storage import using_store
+    from council.api import using_store
 
     if since:
         parse_since(since)  # bad input is refused before any file is touched
@@ -41,21 +41,21 @@ def export(
         if bias_records or fmt != "jsonl":
             raise UsageError("--judged-pairs writes a judgments file: JSON Lines, "
                              "without --bias-records or --format csv")
-        from council.leaderboard.judgment_files import export_judged_pairs
+        from council.api import export_judged_pairs
 
         with using_store(True) as store, open_output(output) as fh:
-            n = export_judged_pairs(store, fh, since=parse_since(since) if since else None)
+            n = export_judged_pairs(fh, since=parse_since(since) if since else None, store=store)
         status(f"exported {n} judged pairs")
         return
     if bias_records:
-        from council.bias.export import export_bias_records
+        from council.api import export_bias_records
 
         with using_store(True) as store, open_output(output) as fh:
-            n = export_bias_records(store, fh, fmt=fmt, since=since)
+            n = export_bias_records(fh, fmt=fmt, since=since, store=store)
         status(f"exported {n} bias records")
         return
-    from council.exports.sessions import export_sessions
+    from council.api import export_sessions
 
     with using_store(True) as store, open_output(output) as fh:
-        count = export_sessions(store, fh, fmt=fmt, shape=shape, redact=redact, since=since)
+        count = export_sessions(fh, fmt=fmt, shape=shape, redact=redact, since=since, store=store)
     status(f"exported {count} sessions{' (redacted)' if redact else ''}")

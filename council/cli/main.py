@@ -172,11 +172,11 @@ def _raise_keyboard_interrupt() -> None:
     raise KeyboardInterrupt
 
 
-# The garbage collector and a short-lived process: start-up creates 60-100k long-lived objects
+# The garbage collector and a short-lived process: start-up creates many long-lived objects
 # (modules, classes, validators) and, with the default threshold of 700, the collector scans them
-# again and again (~100 ms of a `council run`); so it runs after every 100k new objects instead
-# (memory stays bounded; `council serve` sets its own once started). At exit, the
-# interpreter's own final collections scan them all again (~200 ms); frozen, they are left to the
+# again and again, a noticeable share of a `council run`; so it runs after every 100k new objects
+# instead (memory stays bounded; `council serve` sets its own once started). At exit, the
+# interpreter's own final collections would scan them all again; frozen, they are left to the
 # operating system, as the process's memory is anyway (objects still go by reference counting).
 START_UP_GC_THRESHOLD = (100_000, 10, 10)
 
@@ -188,8 +188,8 @@ def main(*, exit_fast: bool = True) -> None:
     import gc
 
     gc.set_threshold(*START_UP_GC_THRESHOLD)
-    # Finding pydantic's plugins reads every installed distribution's entry points (10-20 ms of
-    # each command's start) for tools that watch an application's own models: the command runs
+    # Finding pydantic's plugins reads every installed distribution's entry points (a part of
+    # each command's start worth saving) for tools that watch an application's own models: the command runs
     # without them unless PYDANTIC_DISABLE_PLUGINS is set (empty: load them all). Used from Python,
     # council leaves pydantic's plugins to the application (README, the table of environment variables).
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
@@ -210,7 +210,7 @@ def main(*, exit_fast: bool = True) -> None:
 
 def _exit_now(code: object) -> None:
     """End the process as ``sys.exit(code)`` would, minus the interpreter's teardown: freeing
-    every module and object one by one takes 20-50 ms at the end of a ``council run``, and the
+    every module and object one by one is slow at the end of a ``council run``, and the
     operating system frees the process at once. Exit handlers (``atexit``: leases released,
     log files flushed) still run and standard output and error are flushed. Returns (for the
     normal exit) when the code is a message, a profiler or tracer is watching, another non-daemon

@@ -35,6 +35,6 @@ def mcp(config_path: str | None, heartbeat: float) -> None:
 
     Started by an MCP client (see the README for the client's config); needs the mcp extra.
     """
-    from council.mcp.server import serve
+    from council.mcp import serve
 
     serve(config_path, heartbeat)

@@ -2,7 +2,7 @@
 
 rich (``council.cli.render``) is imported only when the line can show, i.e. stderr may be a
 terminal, and then in a worker thread while the first calls are in flight: no run's first call
-waits for it (docs/benchmark-history.md, section 20).
+waits for it.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from council.api import Council
-    from council.session import SessionEvent
+    from council.api import Council, SessionEvent
 
 
 def may_be_terminal(stream: Any) -> bool:
@@ -33,7 +32,7 @@ def may_be_terminal(stream: Any) -> bool:
 class ProgressDisplay:
     """A live progress line on stderr while a session runs (off when not a terminal). It shows
     once the session's first calls are in flight and a worker thread has imported rich for it
-    (``council.session.runner.import_ahead``): the calls do not wait for the import (~50 ms)."""
+    (``council.api.import_ahead``): the calls do not wait for the import."""
 
     def __init__(self, council: Council, enabled: bool = True) -> None:
         r = council.resolved
@@ -52,7 +51,7 @@ class ProgressDisplay:
     def __enter__(self) -> ProgressDisplay:
         self._open = True
         if self.wanted:
-            from council.session.runner import import_ahead
+            from council.api import import_ahead
 
             import_ahead("council.cli.render", "rich.progress", then=self.start)
         return self

@@ -17,10 +17,11 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from council.untrusted.terminal import visible
+from council.api import problems
+from council.untrusted.terminal import literal, visible  # noqa: F401  # literal: importable from here
 
 if TYPE_CHECKING:
-    from council.session.results import SessionResult
+    from council.api import SessionResult
 
 
 class LiteralConsole(Console):
@@ -55,12 +56,6 @@ def _fitted(value: Any, console: Console) -> Any:
             lines.append(Text.assemble((f"{column.header}: ", "bold"), cell if isinstance(cell, Text) else str(cell)))
         blocks += [Text(""), *lines]
     return Group(*blocks)
-
-
-def literal(value: object, style: str = "") -> Text:
-    """``value`` as text shown exactly as written (for places rich would read as markup, e.g.
-    panel titles)."""
-    return Text(visible(str(value)), style=style)
 
 
 def styled(*parts: object) -> Text:
@@ -109,7 +104,7 @@ def consensus_table(
     ranking: Any, models: dict[str, str], mean_scores: dict[str, float], *, agreement: str, method: str = "borda"
 ) -> Table:
     """The consensus ranking: one row per member, best first (docs/methods.md, "Borda count", "Copeland")."""
-    from council.methods.ranking import method_title  # with its pydantic models: not a listing's
+    from council.api import method_title  # with its pydantic models: not a listing's
 
     table = Table(title=f"Consensus ranking ({method_title(method)}; {agreement})")
     for col in ("rank", "member", "model", "score", "Borda", "mean rank", "1st places", "ballots", "mean score"):
@@ -127,14 +122,6 @@ def consensus_table(
             _fmt(mean_scores.get(e.member)),
         )
     return table
-
-
-def w_text(kendall_w: float | None, p: float | None) -> str:
-    """Kendall's W and its p-value, as short as the consensus event carries them."""
-    if kendall_w is None:
-        return "Kendall's W undefined: too few ballots"
-    verdict = "" if p is None else (", significant" if p < 0.05 else ", not significant: could be chance")
-    return f"Kendall's W = {kendall_w:.3f}" + ("" if p is None else f", p = {p:.3g}") + verdict
 
 
 def render_header(result: SessionResult) -> None:
@@ -199,33 +186,6 @@ def cache_savings(usage: Any) -> str:
     return f", {usage.cached_calls} from the cache (saved {saved})"
 
 
-def problems(result: SessionResult) -> tuple[list[str], str | None]:
-    """What went wrong, each cause said once: warning lines, and the error that makes the
-    run a failure (a synthesis that was asked for and is missing), or None."""
-    causes: dict[str, list[str]] = {}
-    for f in result.failures:
-        causes.setdefault(f.stage, []).append(f"{f.member}: {without_prefix(f.error, f.member)}")
-    warnings = []
-    if causes.get("answer"):
-        n, total = len(causes["answer"]), len(result.answers)
-        warnings.append(f"{n} of {total} members failed to answer ({'; '.join(causes['answer'])})")
-    if causes.get("review"):
-        n, total = len(causes["review"]), len(result.reviews)
-        warnings.append(f"{n} of {total} reviews invalid or failed ({'; '.join(causes['review'])})")
-    for reason in result.partial_reasons:
-        if reason.startswith("no consensus"):
-            warnings.append(reason)
-    error = None
-    if result.synthesis.status == "failed":
-        error = f"partial session {result.session_id}: no synthesis ({result.synthesis.error})"
-    elif result.synthesis.fallback_used and causes.get("synthesis"):
-        warnings.append(
-            f"the chairman failed ({'; '.join(causes['synthesis'])}); "
-            f"the fallback chairman {result.synthesis.chairman} wrote the answer"
-        )
-    return warnings, error
-
-
 def report_problems(result: SessionResult) -> None:
     """Warnings on stderr, one line each; a missing synthesis that was asked for is the
     command's failure (exit 1, one line)."""
@@ -238,16 +198,9 @@ def report_problems(result: SessionResult) -> None:
         raise CouncilFailure(error)
 
 
-def without_prefix(error: str | None, name: str) -> str:
-    """A provider's error starts with the model (``fake/x: ...``): where ``name`` is already
-    said beside it, once is enough."""
-    error = error or "unknown error"
-    return error[len(name) + 2 :] if error.startswith(name + ": ") else error
-
-
 def render_session_bias(bias: Any) -> None:
     """This session's bias indicators, with their sample-size caveat (docs/methods.md, "Bias audit")."""
-    from council.methods.significance import p_text  # with pydantic's models: not a listing's
+    from council.api import p_text  # with pydantic's models: not a listing's
 
     table = Table(title="Bias indicators, this session (reported, never corrected)")
     for col in ("indicator", "value", "data points", "status"):

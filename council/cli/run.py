@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
@@ -64,14 +65,9 @@ def run(
     QUESTION '-' reads the question from standard input. Exit status 1 when no quorum
     answered or a synthesis that was asked for is missing (the session is partial).
     """
-    from council.accounting.budget import BudgetReached, cap_in_force, check_cap
-    from council.api import Council
-    from council.cli.common import cache_wanted, quiet, status
-    from council.cli.progress import ProgressDisplay
+    from council.api import Council, cap_in_force, check_cap, check_request, load_candidates, load_config
+    from council.cli.common import cache_wanted, status
     from council.cli.show_parts import show_option_parts
-    from council.config import load_config
-    from council.session import load_candidates
-    from council.session.runner import check_request, import_ahead
 
     # Everything the user gave is checked before the database is opened or a model called.
     parts = show_option_parts(show, as_json)
@@ -84,9 +80,23 @@ def run(
     # The cap in force over this invocation's one session: --max-cost, else the config's.
     cap = cap_in_force(max_cost, loaded)
     council = Council(loaded, council=council_name, max_cost=cap, cache=cached, refresh=refresh)
-    budget = council.budget
     if cached:
         status("note: the call cache repeats kept answers; answers sampled at temperature > 0 are meant to vary")
+    result = _run_session(council, question, seed=seed, candidates=candidates, synthesis=not no_synthesis,
+                          parts=parts, as_json=as_json)  # fmt: skip
+    _print_result(council, result, parts=parts, as_json=as_json)
+
+
+def _run_session(
+    council: Any, question: str, *, seed: int | None, candidates: Any, synthesis: bool, parts: frozenset[str],
+    as_json: bool,
+) -> Any:  # fmt: skip
+    """The session, with its live progress line or its parts printed as they arrive; a reached
+    spend cap says the final figure (the calls in flight have settled since)."""
+    from council.api import BudgetReached, import_ahead
+    from council.cli.common import quiet
+    from council.cli.progress import ProgressDisplay
+
     # The parts shown as they arrive are the progress; a live bar would interleave with them.
     progress = ProgressDisplay(council, enabled=not as_json and not quiet() and not parts)
     view = None
@@ -105,7 +115,7 @@ def run(
         try:
             with progress:
                 return await council.run(
-                    question, seed=seed, candidates=candidates, synthesis=not no_synthesis, on_event=on_event
+                    question, seed=seed, candidates=candidates, synthesis=synthesis, on_event=on_event
                 )
         finally:
             await council.aclose()
@@ -113,11 +123,17 @@ def run(
     try:
         import asyncio
 
-        result = asyncio.run(go())
+        return asyncio.run(go())
     except BudgetReached:
-        if budget is not None:  # the final figure: calls in flight have settled since
-            raise BudgetReached(*budget.totals()) from None
+        if council.budget is not None:  # the final figure: calls in flight have settled since
+            raise BudgetReached(*council.budget.totals()) from None
         raise
+
+
+def _print_result(council: Any, result: Any, *, parts: frozenset[str], as_json: bool) -> None:
+    """The result as JSON or for people; then a reached spend cap, then what went wrong (exit 1
+    for a missing synthesis)."""
+    from council.api import BudgetReached
     from council.cli.render import render_result, report_problems
 
     if as_json:
@@ -129,6 +145,7 @@ def run(
             out.print()
         # With transcripts off the events carried no text: the chairman's answer is shown from the result.
         render_result(result, shown=parts if council.resolved.store_transcripts else parts - {"synthesis"})
+    budget = council.budget
     if budget is not None and budget.reached is not None:
         raise BudgetReached(*budget.totals())
     report_problems(result)

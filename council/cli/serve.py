@@ -18,7 +18,7 @@ from council.errors import UsageError
 from council.server import MAX_SESSIONS, READ_TIMEOUT_SECONDS
 
 if TYPE_CHECKING:
-    from council.config import ResolvedCouncil
+    from council.api import ResolvedCouncil
 
 
 @click.command()
@@ -61,11 +61,8 @@ def serve(
     workers: int,
 ) -> None:
     """Serve councils as OpenAI-compatible chat models (model = council name), and the web app at /."""
-    from council.api import session_cap
-    from council.config import load_config, resolve_council
-    from council.server.app import is_loopback
-    from council.server.guard import check_allowed_host
-    from council.server.protocol import check_cors_origin
+    from council.api import check_store_opens, load_config, served_councils
+    from council.server import check_allowed_host, check_cors_origin, is_loopback
 
     if token is not None and (not token.strip() or token != token.strip()):
         # An empty token would turn authentication off; one with spaces around it can never match.
@@ -75,19 +72,13 @@ def serve(
     origins = [check_cors_origin(origin) for origin in cors_origins]
     hosts = [check_allowed_host(name) for name in allowed_hosts]
     loaded = load_config(config_path)
-    if not loaded.config.councils:  # the offline default always has one; a file may have none
-        raise UsageError(f"{loaded.source} defines no council: add a [councils.NAME] table to serve")
-    councils = [resolve_council(loaded, name) for name in loaded.config.councils]  # fail now, not on a request
-    for council in councils:  # so does a council whose calls the configured spend cap cannot bound
-        session_cap(loaded, council)
-    from council.storage import open_store
-
+    councils = served_councils(loaded)  # a council that cannot serve fails now, not on a request
     # A store that cannot be opened (unreachable, refused, read-only) is one line now, not a
     # traceback from every server process's start-up; its migrations run once, here.
-    open_store().close()
+    check_store_opens()
     import uvicorn
 
-    from council.server.connections import ServeConfig
+    from council.server import ServeConfig
 
     options = WorkerOptions(
         config_path=os.path.abspath(config_path) if config_path else None,
@@ -159,7 +150,7 @@ def worker_app(options: WorkerOptions) -> Any:
     """The app of one worker process (``--workers N``): the CLI's logging, the config, the
     warm-up, then :func:`create_app` as one process would call it."""
     from council._util.logs import configure_logging
-    from council.config import load_config, resolve_council
+    from council.api import load_config, resolve_council
 
     configure_logging(debug=options.debug)
     loaded = load_config(options.config_path)
@@ -168,7 +159,7 @@ def worker_app(options: WorkerOptions) -> Any:
 
 def _app(loaded: Any, councils: Sequence[ResolvedCouncil], options: WorkerOptions) -> Any:
     """The warm-up, then the app: the same in the one process and in each worker process."""
-    from council.server.app import create_app
+    from council.server import create_app
 
     _warm_up(councils)
     return create_app(
@@ -201,28 +192,22 @@ def _warm_up(councils: Sequence[ResolvedCouncil]) -> None:
     """Import LiteLLM before listening (only if a council uses it), then move the start-up heap
     out of the collector's way.
 
-    Imported lazily, LiteLLM's ~2.5 s import would land on the first chat request; models on the
-    native transport or offline need none of it. LiteLLM's ~300k long-lived objects also make every
-    full garbage collection stop the event loop for ~150-230 ms, which every request in flight
+    Imported lazily, LiteLLM's long import would land on the first chat request; models on the
+    native transport or offline need none of it. LiteLLM's many long-lived objects also make every
+    full garbage collection stop the event loop for a long pause, which every request in flight
     waits out; ``gc.freeze()`` leaves the start-up heap out of later collections (it lives as long
     as the process anyway).
     """
-    from council.providers.registry import needs_litellm
+    from council.api import load_model_libraries
 
-    models = [
-        m for c in councils for m in [*c.members, *c.reviewers, c.chairman, c.fallback_chairman] if m is not None
-    ]
-    if needs_litellm(models):
-        from council.providers.litellm_api import import_litellm
-
-        import_litellm()
+    load_model_libraries(councils)
     gc.collect()
     gc.freeze()
     gc.set_threshold(*SERVE_GC_THRESHOLD)
 
 
 # Short pauses while serving (Python's default young generations), but a full collection after
-# 1,000 of the middle generation's instead of 10: with 200 sessions running, their objects live
-# long enough to reach the old generation, and each full pass scanned them all again: 10 of them
-# in a round of 200 sessions, ~12 % of the server's CPU (docs/benchmark-history.md, section 20).
+# 1,000 of the middle generation's instead of 10: with many sessions running, their objects live
+# long enough to reach the old generation, and each full pass scanned them all again, a large
+# share of a busy server's CPU.
 SERVE_GC_THRESHOLD = (700, 10, 1000)

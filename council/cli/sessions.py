@@ -23,12 +23,11 @@ def sessions() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the sessions as a JSON list.")
 def list_sessions(limit: int, since: str | None, council_name: str | None, as_json: bool) -> None:
     """The most recent sessions, newest first."""
-    from council.storage import using_store
+    from council.api import list_sessions
 
-    with using_store(True) as store:
-        rows = store.list_sessions(limit=limit, since=since, council=council_name)
+    rows = list_sessions(limit=limit, since=since, council=council_name)
     if as_json:
-        from council.exports.sessions import session_listing
+        from council.api import session_listing
 
         click.echo(json.dumps([session_listing(r) for r in rows], indent=2))
         return
@@ -59,13 +58,11 @@ def show_session(session_id: str, as_json: bool, show: str | None) -> None:
     review (order seen, each score with its reasoning, the ranking), the consensus and the
     synthesis, then the summary."""
     from council.cli.views import show_option_parts
-    from council.storage import using_store
 
     parts = show_option_parts("all" if show is None and not as_json else show, as_json)
-    from council.exports.sessions import session_listing, stored_result
+    from council.api import get_session, session_listing, stored_result
 
-    with using_store(True) as store:
-        row = store.get_session(session_id)
+    row = get_session(session_id)
     result = stored_result(row)
     if as_json:
         click.echo(json.dumps(result or session_listing(row), indent=2))
@@ -76,10 +73,9 @@ def show_session(session_id: str, as_json: bool, show: str | None) -> None:
         error = f", error: {row['error']}" if row["error"] else ""
         click.echo(visible(f"session {row['id']}: status {row['status']}{error}"))
         return
+    from council.api import SessionResult, events_from_result
     from council.cli.render import out, problems, render_header, render_result, styled
     from council.cli.views import SessionView
-    from council.session.events import events_from_result
-    from council.session.results import SessionResult
 
     session = SessionResult.model_validate(result)
     render_header(session)

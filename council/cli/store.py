@@ -27,10 +27,10 @@ def store() -> None:
 def copy(to_url: str, from_url: str | None) -> None:
     """Copy every row into another store, resumably: run it again after an interruption and
     rows already copied are skipped (never written twice, never changed)."""
+    from council.api import copy_store
     from council.cli.common import status
-    from council.storage import copy_into
 
-    results, source, target = copy_into(
+    results, source, target = copy_store(
         to_url,
         from_url,
         progress=lambda t: status(f"{t.table}: {t.copied} copied, {t.already_there} already there"),

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from council.cli.render import consensus_table, heading, out, styled, text_block, w_text, without_prefix
+from council.api import w_text, without_prefix
+from council.cli.render import consensus_table, heading, out, styled, text_block
 from council.cli.show_parts import PARTS, parse_show, show_option_parts  # noqa: F401  # importable from here
 
 

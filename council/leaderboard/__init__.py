@@ -6,6 +6,7 @@
 - ``ratings``: ratings from counted comparisons (pure).
 - ``shape``: what every output of the leaderboard prints (text, JSON, HTML, server, MCP).
 - ``html``: the leaderboard as one self-contained HTML page.
+- ``text``: the leaderboard as text (the CLI's table, the MCP tool's text).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ _EXPORTS = {
     "leaderboard": "council.leaderboard.stored",
     "judged_leaderboard": "council.leaderboard.judged",
     "render_leaderboard_html": "council.leaderboard.html",
+    "render_leaderboard_text": "council.leaderboard.text",
     "export_judged_pairs": "council.leaderboard.judgment_files",
 }
 

@@ -24,8 +24,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from council.api import SessionResult
 from council.errors import CouncilError, InputError, PrerequisiteError
-from council.session.results import SessionResult
 from council.untrusted.inputs import check_json_text
 from council.untrusted.terminal import visible
 
@@ -61,8 +61,7 @@ class Tools:
     clients and limits are reused by every call)."""
 
     def __init__(self, config: str | None, heartbeat: float = 10.0) -> None:
-        from council.api import session_cap
-        from council.config import load_config, resolve_council
+        from council.api import load_config, resolve_council, session_cap
 
         self.config = config
         self.heartbeat = heartbeat
@@ -151,7 +150,7 @@ async def _guard(work: Callable[[], Awaitable[Any]]) -> Any:
 
 
 def session_text(result: SessionResult, show: frozenset[str] = frozenset()) -> str:
-    from council.cli.render import problems, w_text
+    from council.api import problems, w_text
 
     warnings, error = problems(result)
     lines = []
@@ -193,7 +192,7 @@ def session_text(result: SessionResult, show: frozenset[str] = frozenset()) -> s
 
 
 def _render(render: Callable[[Any, Any], None], value: Any) -> str:
-    """A CLI text rendering (bias report, leaderboard) as plain text."""
+    """A text rendering of the library's (bias report, leaderboard) as plain text."""
     import io
 
     from rich.console import Console
@@ -226,7 +225,6 @@ def build_server(tools: Tools) -> Any:
     from mcp_types import CallToolResult
 
     from council import ComparisonOutcome, GradeOutcome
-    from council.leaderboard.shape import Leaderboard  # not council.leaderboard.stored: it imports numpy
 
     class CheckedServer(sdk.MCPServer):
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
@@ -249,45 +247,7 @@ def build_server(tools: Tools) -> Any:
         ),
     )
 
-    @server.tool(title="Ask the council")
-    async def council_run(
-        question: Annotated[str, Field(description="The question for the council.", min_length=1)],
-        ctx: Context,
-        council: Annotated[str | None, Field(description="Which council of the config (default: its default).")] = None,
-        seed: Annotated[int | None, Field(description="Seed for the reviewers' shuffles.", ge=0)] = None,
-        synthesis: Annotated[bool, Field(description="Ask the chairman for a synthesis.")] = True,
-        show: Annotated[
-            list[Show], Field(description="Also put these in the text: each member's answer, each review.")
-        ] = [],  # noqa: B006 - the SDK copies defaults into the schema; never mutated
-    ) -> Annotated[CallToolResult, SessionResult]:
-        """Run a council session: every member answers, every reviewer scores and ranks the others'
-        anonymised answers (each in its own shuffled order), a consensus ranking is formed by Borda
-        count and the chairman writes the answer. Returns the answer, the ranking and the session."""
-
-        async def go() -> Any:
-            c = tools.council(council)
-            progress = _Progress(ctx, tools.heartbeat)
-            result = None
-            try:
-                async for item in c.stream(question, seed=seed, synthesis=synthesis):
-                    if isinstance(item, SessionResult):
-                        result = item
-                        continue
-                    if item.type == "session_started":
-                        progress.total = len(item.members) + len(item.reviewers) + 1 + int(item.synthesis)
-                    elif item.type == "stage":
-                        progress.doing = item.detail
-                    message = _event_message(item)
-                    if message is not None:
-                        progress.tick(message)
-            finally:
-                await progress.flush()
-            assert result is not None
-            missing = result.synthesis.status == "failed"
-            structured = result.model_dump(mode="json")
-            return _result(session_text(result, frozenset(show)), structured, error=missing)
-
-        return await _guard(go)
+    _add_run_tool(server, tools, sdk)
 
     @server.tool(title="Compare two responses")
     async def council_compare(
@@ -371,6 +331,62 @@ def build_server(tools: Tools) -> Any:
 
         return await _guard(go)
 
+    _add_read_tools(server, tools)
+    return server
+
+
+def _add_run_tool(server: Any, tools: Tools, sdk: Any) -> None:
+    """``council_run``: a session, its progress reported from its events."""
+    Context = sdk.Context  # noqa: N806 - the SDK's class, used as an annotation below
+    from mcp_types import CallToolResult
+
+    @server.tool(title="Ask the council")
+    async def council_run(
+        question: Annotated[str, Field(description="The question for the council.", min_length=1)],
+        ctx: Context,
+        council: Annotated[str | None, Field(description="Which council of the config (default: its default).")] = None,
+        seed: Annotated[int | None, Field(description="Seed for the reviewers' shuffles.", ge=0)] = None,
+        synthesis: Annotated[bool, Field(description="Ask the chairman for a synthesis.")] = True,
+        show: Annotated[
+            list[Show], Field(description="Also put these in the text: each member's answer, each review.")
+        ] = [],  # noqa: B006 - the SDK copies defaults into the schema; never mutated
+    ) -> Annotated[CallToolResult, SessionResult]:
+        """Run a council session: every member answers, every reviewer scores and ranks the others'
+        anonymised answers (each in its own shuffled order), a consensus ranking is formed by Borda
+        count and the chairman writes the answer. Returns the answer, the ranking and the session."""
+
+        async def go() -> Any:
+            c = tools.council(council)
+            progress = _Progress(ctx, tools.heartbeat)
+            result = None
+            try:
+                async for item in c.stream(question, seed=seed, synthesis=synthesis):
+                    if isinstance(item, SessionResult):
+                        result = item
+                        continue
+                    if item.type == "session_started":
+                        progress.total = len(item.members) + len(item.reviewers) + 1 + int(item.synthesis)
+                    elif item.type == "stage":
+                        progress.doing = item.detail
+                    message = _event_message(item)
+                    if message is not None:
+                        progress.tick(message)
+            finally:
+                await progress.flush()
+            assert result is not None
+            missing = result.synthesis.status == "failed"
+            structured = result.model_dump(mode="json")
+            return _result(session_text(result, frozenset(show)), structured, error=missing)
+
+        return await _guard(go)
+
+
+def _add_read_tools(server: Any, tools: Tools) -> None:
+    """The tools that read the store: the leaderboard, the bias report, the stored sessions."""
+    from mcp_types import CallToolResult
+
+    from council.api import Leaderboard  # its shape only: the stored leaderboard imports numpy
+
     @server.tool(title="Leaderboard")
     async def council_leaderboard(
         council: Annotated[str | None, Field(description="Only this council's sessions.")] = None,
@@ -386,9 +402,7 @@ def build_server(tools: Tools) -> Any:
         ] = None,
     ) -> Annotated[CallToolResult, Leaderboard]:
         """Bradley–Terry ratings per model, with bootstrap intervals, from the stored sessions and judged pairs."""
-        from council.cli.leaderboard import render_text
-        from council.leaderboard.judged import parse_control
-        from council.leaderboard.stored import leaderboard
+        from council.api import leaderboard, parse_control, render_leaderboard_text
 
         async def go() -> Any:
             board = await asyncio.to_thread(
@@ -400,7 +414,7 @@ def build_server(tools: Tools) -> Any:
                 baseline=baseline,
                 control=parse_control(",".join(control)) if control else [],
             )
-            return _result(_render(render_text, board), board.model_dump(mode="json"))
+            return _result(_render(render_leaderboard_text, board), board.model_dump(mode="json"))
 
         return await _guard(go)
 
@@ -412,12 +426,12 @@ def build_server(tools: Tools) -> Any:
     ) -> Any:
         """The cross-session bias audit of the stored reviews: reviewer calibration, length–score
         correlation, position bias, self-preference (reported, never corrected)."""
-        from council.cli.bias_report import render_text
+        from council.api import render_bias_report_text
 
         async def go() -> Any:
             report = await asyncio.to_thread(_bias_report, since, reviewers or [], council)
             structured = report.model_dump(mode="json", exclude={"length_points"})
-            return _result(_render(render_text, report), structured)
+            return _result(_render(render_bias_report_text, report), structured)
 
         return await _guard(go)
 
@@ -438,7 +452,6 @@ def build_server(tools: Tools) -> Any:
 
         return await _guard(go)
 
-    return server
 
 
 async def _judging(tools: Tools, refs: list[str] | None, ctx: Any, work: Callable[..., Awaitable[Any]]) -> Any:
@@ -469,27 +482,24 @@ def _outcome_result(outcome: Any, text: str) -> Any:
 
 
 def _bias_report(since: str | None, reviewers: list[str], council: str | None) -> Any:
-    from council.bias.report import bias_report
-    from council.storage import using_store
+    from council.api import stored_bias_report
 
-    with using_store(True) as store:
-        return bias_report(store, since=since, reviewers=reviewers, council=council)
+    return stored_bias_report(since=since, reviewers=reviewers, council=council, max_points=0, length_unit=None,
+                              skip_bad=False)  # fmt: skip
 
 
 def _sessions(session_id: str | None, limit: int, council: str | None, since: str | None) -> Any:
-    from council.exports.sessions import session_listing, stored_result
-    from council.storage import using_store
+    from council.api import get_session, list_sessions, session_listing, stored_result
 
-    with using_store(True) as store:
-        if session_id is None:
-            rows = [session_listing(r) for r in store.list_sessions(limit=limit, since=since, council=council)]
-            text = "\n".join(
-                f"{r['session_id']}  {r['created_at'][:19]}  {r['status']}  {r['council'] or ''}  "
-                + (one_line(r["question"]) if r["question"] else "(not stored)")
-                for r in rows
-            )
-            return _result(text or "no sessions", {"sessions": rows})
-        row = store.get_session(session_id)
+    if session_id is None:
+        rows = [session_listing(r) for r in list_sessions(limit=limit, since=since, council=council)]
+        text = "\n".join(
+            f"{r['session_id']}  {r['created_at'][:19]}  {r['status']}  {r['council'] or ''}  "
+            + (one_line(r["question"]) if r["question"] else "(not stored)")
+            for r in rows
+        )
+        return _result(text or "no sessions", {"sessions": rows})
+    row = get_session(session_id)
     doc = stored_result(row)
     if doc is None:
         listing = session_listing(row)

@@ -226,7 +226,7 @@ def _seed_pooling(z_values: Sequence[float], min_sessions: int) -> AggregatedBia
     n = len(z_values)
     if n < min_sessions:
         return AggregatedBiasResult(0.0, (0.0, 0.0), n, "insufficient")
-    pooled_z = math.fsum(z_values) / n  # statistics.mean's exact fractions cost 2 µs a session
+    pooled_z = math.fsum(z_values) / n  # statistics.mean's exact fractions are slow, and paid per session
     pooled_r = _tanh_from_z(pooled_z)
     if n <= 3:
         return AggregatedBiasResult(round(pooled_r, 3), (-1.0, 1.0), n, "insufficient")
@@ -275,10 +275,54 @@ def pooled_length_correlation(sessions: Sequence[SessionSums], min_sessions: int
     The seed's figures (the mean of the sessions' Fisher z and its interval with se = 1/√(m − 3))
     are returned beside it.
     """
-    # One pass for both estimates and the sums of the approximate jackknife (a report may pool
-    # 100 k sessions); each session's centred sums are kept only when the jackknife is exact.
-    atanh, sqrt = math.atanh, math.sqrt
     keep = len(sessions) <= JACKKNIFE_MAX_SESSIONS
+    sums = _pooled_sums(sessions, keep)
+    m, a, b, c = sums.m, sums.a, sums.b, sums.c
+    seed = _seed_pooling(sums.seed_z, min_sessions)
+    seed_r = None if seed.confidence_level == "insufficient" else seed.length_correlation
+    seed_ci = None if seed_r is None else seed.length_correlation_ci
+    if m < min_sessions or m <= 3 or b <= 0 or c <= 0:
+        return PooledLengthCorrelation(None, None, seed_ci, m, "insufficient", seed_r)
+    r = max(-1.0, min(1.0, a / math.sqrt(b * c)))
+    confidence = "high" if m >= 50 else "moderate" if m >= 20 else "preliminary"
+    if abs(r) == 1:
+        return PooledLengthCorrelation(round(r, 3), (-1.0, 1.0), seed_ci, m, confidence, seed_r)
+    spread = _exact_jackknife(sums) if keep else _linear_jackknife(sums, r)
+    if spread is None:  # a session alone holds a spread: no jackknife
+        return PooledLengthCorrelation(round(r, 3), (-1.0, 1.0), seed_ci, m, confidence, seed_r)
+    var, df = spread
+    # Every session alike (no spread between them): the seed's se rather than a zero width.
+    se = math.sqrt(var) if var > 0 else 1 / math.sqrt(m - 3)
+    half = t_quantile_two_sided(0.05, df) * se
+    centre = math.atanh(r)
+    ci = (round(math.tanh(centre - half), 3), round(math.tanh(centre + half), 3))
+    return PooledLengthCorrelation(round(r, 3), ci, seed_ci, m, confidence, seed_r)
+
+
+@dataclass
+class _PooledSums:
+    """The sessions' centred sums pooled (ΣSxy, ΣSxx, ΣSyy as ``a``, ``b``, ``c``, with their
+    products for the approximate jackknife), each session's own when the jackknife is exact
+    (``kept``), and the seed's per-session Fisher z."""
+
+    m: int
+    a: float
+    b: float
+    c: float
+    aa: float
+    bb: float
+    cc: float
+    ab: float
+    ac: float
+    bc: float
+    kept: list[tuple[float, float, float]]
+    seed_z: list[float]
+
+
+def _pooled_sums(sessions: Sequence[SessionSums], keep: bool) -> _PooledSums:
+    """One pass for both estimates and the sums of the approximate jackknife (a report may pool
+    100 k sessions); each session's centred sums are kept only when ``keep`` (the exact jackknife)."""
+    atanh, sqrt = math.atanh, math.sqrt
     kept: list[tuple[float, float, float]] = []
     seed_z: list[float] = []
     m = 0
@@ -310,41 +354,38 @@ def pooled_length_correlation(sessions: Sequence[SessionSums], min_sessions: int
         bc += p * t
         if keep:
             kept.append((q, p, t))
-    seed = _seed_pooling(seed_z, min_sessions)
-    seed_r = None if seed.confidence_level == "insufficient" else seed.length_correlation
-    seed_ci = None if seed_r is None else seed.length_correlation_ci
-    if m < min_sessions or m <= 3 or b <= 0 or c <= 0:
-        return PooledLengthCorrelation(None, None, seed_ci, m, "insufficient", seed_r)
-    r = max(-1.0, min(1.0, a / sqrt(b * c)))
-    confidence = "high" if m >= 50 else "moderate" if m >= 20 else "preliminary"
-    if abs(r) == 1:
-        return PooledLengthCorrelation(round(r, 3), (-1.0, 1.0), seed_ci, m, confidence, seed_r)
-    if keep:  # each session left out in turn: the variance of the leave-one-out z's
-        try:
-            z = [atanh((a - q) / sqrt((b - p) * (c - t))) for q, p, t in kept]
-        except (ValueError, ZeroDivisionError):  # a session alone holds a spread: no jackknife
-            return PooledLengthCorrelation(round(r, 3), (-1.0, 1.0), seed_ci, m, confidence, seed_r)
-        mean = math.fsum(z) / m
-        d2 = [(v - mean) ** 2 for v in z]
-        s2, s4 = math.fsum(d2), math.fsum(v * v for v in d2)
-        # The jackknife variance (m − 1)/m · Σ(z₋ₛ − z̄)² inflated by m/(m − 1), which vanishes as
-        # sessions grow: the plain one covered a point short at 10 sessions.
-        var = s2
-        # Satterthwaite's degrees of freedom of the variance: 2m/(κ − 1) for the leave-one-out
-        # estimates' kurtosis κ (m for normal ones); fewer when one session dominates.
-        df = min(m - 1.0, 2 * m / (m * s4 / (s2 * s2) - 1)) if s2 > 0 and m * s4 > s2 * s2 else m - 1.0
-    else:  # r's linear influence per session, w = αq + βp + γt (Σw = 0): the jackknife's limit
-        alpha, beta, gamma = 1 / sqrt(b * c), -r / (2 * b), -r / (2 * c)
-        w2 = (alpha * alpha * aa + beta * beta * bb + gamma * gamma * cc
-              + 2 * (alpha * beta * ab + alpha * gamma * ac + beta * gamma * bc))  # fmt: skip
-        var = max(w2, 0.0) / (1 - r * r) ** 2  # on z = atanh r, inflated as the exact one
-        df = m - 1.0
-    # Every session alike (no spread between them): the seed's se rather than a zero width.
-    se = sqrt(var) if var > 0 else 1 / sqrt(m - 3)
-    half = t_quantile_two_sided(0.05, df) * se
-    centre = atanh(r)
-    ci = (round(math.tanh(centre - half), 3), round(math.tanh(centre + half), 3))
-    return PooledLengthCorrelation(round(r, 3), ci, seed_ci, m, confidence, seed_r)
+    return _PooledSums(m, a, b, c, aa, bb, cc, ab, ac, bc, kept, seed_z)
+
+
+def _exact_jackknife(sums: _PooledSums) -> tuple[float, float] | None:
+    """The variance of z = atanh r with each session left out in turn, and its degrees of
+    freedom; None when a session alone holds a spread (no jackknife)."""
+    m, a, b, c = sums.m, sums.a, sums.b, sums.c
+    try:
+        z = [math.atanh((a - q) / math.sqrt((b - p) * (c - t))) for q, p, t in sums.kept]
+    except (ValueError, ZeroDivisionError):
+        return None
+    mean = math.fsum(z) / m
+    d2 = [(v - mean) ** 2 for v in z]
+    s2, s4 = math.fsum(d2), math.fsum(v * v for v in d2)
+    # The jackknife variance (m − 1)/m · Σ(z₋ₛ − z̄)² inflated by m/(m − 1), which vanishes as
+    # sessions grow: the plain one covered a point short at 10 sessions.
+    var = s2
+    # Satterthwaite's degrees of freedom of the variance: 2m/(κ − 1) for the leave-one-out
+    # estimates' kurtosis κ (m for normal ones); fewer when one session dominates.
+    df = min(m - 1.0, 2 * m / (m * s4 / (s2 * s2) - 1)) if s2 > 0 and m * s4 > s2 * s2 else m - 1.0
+    return var, df
+
+
+def _linear_jackknife(sums: _PooledSums, r: float) -> tuple[float, float]:
+    """The jackknife's limit from sums, for many sessions: r's linear influence per session,
+    w = αq + βp + γt (Σw = 0), on z = atanh r and inflated as the exact one."""
+    b, c = sums.b, sums.c
+    alpha, beta, gamma = 1 / math.sqrt(b * c), -r / (2 * b), -r / (2 * c)
+    w2 = (alpha * alpha * sums.aa + beta * beta * sums.bb + gamma * gamma * sums.cc
+          + 2 * (alpha * beta * sums.ab + alpha * gamma * sums.ac + beta * gamma * sums.bc))  # fmt: skip
+    var = max(w2, 0.0) / (1 - r * r) ** 2
+    return var, sums.m - 1.0
 
 
 # ---------------------------------------------------------------------------

@@ -6,8 +6,8 @@ A finite float is an integer over a power of two, so over the largest denominato
 values every value is an integer: the sums are exact integers and one true division of two
 integers (correctly rounded in Python) gives the correctly rounded quotient. The square root is
 taken to 109 bits, rounded to odd, then rounded once to a float, as the statistics module does
-(Boldo and Melquiond's round-to-odd). A session's audit took ~0.3 ms in the statistics module's
-fractions; anything but finite floats still goes to it.
+(Boldo and Melquiond's round-to-odd). The statistics module's fractions made a session's audit
+slow; anything but finite floats still goes to it (``benchmarks/bench_bias_indicators.py``).
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ one refused while its own budget's calls hold the room (a batch's worker) waits 
 With a ``cache``, an identical request is answered from it (logged ``cached``, cost 0), and
 a reply the caller accepts is kept (docs/methods.md, "Call cache").
 
-A backend may have a synchronous ``prepare()`` (one-off setup such as LiteLLM's
-~2.5 s import); it runs once, before the first attempt's deadline starts.
+A backend may have a synchronous ``prepare()`` (one-off setup such as LiteLLM's slow
+import); it runs once, before the first attempt's deadline starts.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """aiohttp, imported without loading the system's CA certificates until a TLS handshake needs them.
 
 aiohttp builds two TLS contexts as it is imported (verified and unverified), and each loads the
-system's CA certificates: 20-40 ms of every ``council run``, whose models may all be reached
-over plain ``http://`` (a local server; the mock in the benchmarks). While aiohttp is imported
+system's CA certificates: start-up time of every ``council run``, whose models may all be
+reached over plain ``http://`` (a local server; the mock in the benchmarks; measured by
+``benchmarks/bench_critical_path.py``, part 2). While aiohttp is imported
 here, a context that asks for the default certificates gets them at its first handshake instead
 (``wrap_bio``, what asyncio's TLS transport calls, or ``wrap_socket``): until then it holds none,
 so no handshake can pass unverified. ``ssl.SSLContext`` itself is left as it is (aiohttp keeps

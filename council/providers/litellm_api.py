@@ -1,6 +1,6 @@
 """The LiteLLM backend: any model LiteLLM supports, and OpenAI-compatible servers.
 
-LiteLLM is imported on first use only (it costs ~2.5 s), with its network lookups
+LiteLLM is imported on first use only (its import is slow), with its network lookups
 at import switched off: the model-cost map and Anthropic beta headers come from the
 copies shipped in the package, so a call never reaches anywhere but the model's host.
 Retries are OFF here (``num_retries=0``, ``max_retries=0``): the one retry layer is

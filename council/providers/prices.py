@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from council._util.background import after_grace
+from council._util import speedups
 from council.config import model_map
 from council.config.model_map import price_map
 
@@ -31,12 +31,12 @@ _loader: threading.Thread | None = None
 
 def load_in_background() -> None:
     """Start reading the map in a thread, once: called as a model's first request goes out, so
-    the ~20 ms read overlaps the wait for its reply instead of delaying the reply's handling.
-    It begins once that request is on the wire (council._util.background); a lookup before then
-    reads the map itself."""
+    the read overlaps the wait for its reply instead of delaying the reply's handling. It begins
+    once that request is on the wire (:func:`council._util.speedups.after_grace`); a lookup
+    before then reads the map itself."""
     global _loader
     if not model_map.is_loaded() and _loader is None:
-        _loader = threading.Thread(target=after_grace(price_map), name="council-price-map", daemon=True)
+        _loader = threading.Thread(target=speedups.after_grace(price_map), name="council-price-map", daemon=True)
         _loader.start()
 
 

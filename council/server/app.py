@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from council.config import LoadedConfig
+from council.api import LoadedConfig
 from council.errors import CouncilFailure
 from council.server import MAX_SESSIONS
 from council.server.auth import BearerTokenMiddleware

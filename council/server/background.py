@@ -49,8 +49,7 @@ class EventLog:
     written by a timer set when the first of them comes, and the rest at ``close``. Every session
     the server runs writes one, so any replica sharing the store can stream it (``GET
     /v1/sessions/{id}/events``). The timer is set only while deltas wait: a task ticking every
-    ``interval`` for each session's life took ~5 % of a busy server's CPU (docs/benchmark-history.md,
-    section 44)."""
+    ``interval`` for each session's life cost a busy server much CPU for nothing."""
 
     def __init__(self, store: Any, *, interval: float = 0.05) -> None:
         self.store = store

@@ -22,8 +22,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
+from council.api import JsonFormat, SessionResult, check_request
 from council.errors import CouncilError, CouncilFailure
-from council.providers.asking import JsonFormat
 from council.server import protocol
 from council.server.background import EventLog
 from council.server.body import parse_as, read_json
@@ -31,8 +31,6 @@ from council.server.errors import RequestError, error_for, openai_error
 from council.server.limits import HeldUntilSent
 from council.server.progress import progress_line
 from council.server.state import server_of
-from council.session.results import SessionResult
-from council.session.runner import check_request
 
 
 @dataclass(frozen=True)
@@ -258,6 +256,37 @@ async def _unless_disconnected(request: Request, work: Any) -> Any:
     return task.result()
 
 
+def _sse(payload: dict[str, Any]) -> bytes:
+    return f"data: {json.dumps(payload)}\n\n".encode()
+
+
+def _chunk_of(reply: _Reply, choices: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "id": reply.id,
+        "object": "chat.completion.chunk",
+        "created": reply.created,
+        "model": reply.model,
+        "system_fingerprint": reply.system_fingerprint,
+        "choices": choices,
+    }
+
+
+def _chunk(
+    reply: _Reply, delta: dict[str, Any], finish: str | None = None, extra: dict[str, Any] | None = None
+) -> bytes:
+    payload = _chunk_of(reply, [{"index": 0, "delta": delta, "finish_reason": finish}])
+    if reply.include_usage:
+        payload["usage"] = None  # as OpenAI: null on every chunk but the last
+    if extra:
+        payload.update(extra)
+    return _sse(payload)
+
+
+def _failed(exc: CouncilError) -> list[bytes]:
+    error = {"error": {"message": str(exc), "type": "council_error", "param": None, "code": "council_failed"}}
+    return [_sse(error), b"data: [DONE]\n\n"]
+
+
 async def _stream(
     council: Any,
     question: str,
@@ -272,76 +301,58 @@ async def _stream(
     when the runner hands it over); stage progress before it as ``reasoning_content``
     (:mod:`council.server.progress`). A notice that comes once the answer has started (the
     chairman broke off; the fallback writes) is one line of the answer's text."""
-
-    def event(payload: dict[str, Any]) -> bytes:
-        return f"data: {json.dumps(payload)}\n\n".encode()
-
-    def chunk(delta: dict[str, Any], finish: str | None = None, extra: dict[str, Any] | None = None) -> bytes:
-        payload: dict[str, Any] = {
-            "id": reply.id,
-            "object": "chat.completion.chunk",
-            "created": reply.created,
-            "model": reply.model,
-            "system_fingerprint": reply.system_fingerprint,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        }
-        if reply.include_usage:
-            payload["usage"] = None  # as OpenAI: null on every chunk but the last
-        if extra:
-            payload.update(extra)
-        return event(payload)
-
-    def failed(exc: CouncilError) -> list[bytes]:
-        error = {"error": {"message": str(exc), "type": "council_error", "param": None, "code": "council_failed"}}
-        return [event(error), b"data: [DONE]\n\n"]
-
-    yield chunk({"role": "assistant", "content": ""})
+    yield _chunk(reply, {"role": "assistant", "content": ""})
     answering = False  # the answer's text has started
     try:
         result = None
         async for item in council.stream(question, history=history, seed=seed, synthesis_format=fmt):
-            if not isinstance(item, SessionResult) and events is not None:
-                events.add(item)
             if isinstance(item, SessionResult):
                 result = item
-            elif item.type == "synthesis_delta":
-                answering = True
-                yield chunk({"content": item.text})
-            elif item.type == "notice" and answering:
-                yield chunk({"content": f"\n\n[{' '.join(item.text.split())}]\n\n"})
-            elif answering:
-                continue  # no "thinking" after the answer has started: clients would misplace it
-            elif progress and (line := progress_line(item)) is not None:
-                yield chunk({"reasoning_content": line + "\n"})
-            else:
-                yield f": {item.type}\n\n".encode()
+                continue
+            if events is not None:
+                events.add(item)
+            answering = answering or item.type == "synthesis_delta"
+            part = _event_chunk(item, reply, progress=progress, answering=answering)
+            if part is not None:
+                yield part
     except CouncilError as exc:
-        for part in failed(exc):
+        for part in _failed(exc):
             yield part
         return
     finally:
         if events is not None:
             events.close()
     assert result is not None
+    for part in _closing_chunks(result, fmt, reply, answering=answering):
+        yield part
+
+
+def _event_chunk(item: Any, reply: _Reply, *, progress: bool, answering: bool) -> bytes | None:
+    """One event of the session as the stream sends it: the answer's text, a notice inside it,
+    a progress line before it, or a comment; None once the answer has started."""
+    if item.type == "synthesis_delta":
+        return _chunk(reply, {"content": item.text})
+    if item.type == "notice" and answering:
+        return _chunk(reply, {"content": f"\n\n[{' '.join(item.text.split())}]\n\n"})
+    if answering:
+        return None  # no "thinking" after the answer has started: clients would misplace it
+    if progress and (line := progress_line(item)) is not None:
+        return _chunk(reply, {"reasoning_content": line + "\n"})
+    return f": {item.type}\n\n".encode()
+
+
+def _closing_chunks(result: SessionResult, fmt: JsonFormat | None, reply: _Reply, *, answering: bool) -> list[bytes]:
+    """What follows the session's events: the answer if none was streamed, the council's details
+    with the finish, the usage chunk if asked for, then [DONE] (or the format's failure)."""
     if fmt is not None and (failure := _format_failure(result)) is not None:
-        for part in failed(failure):
-            yield part
-        return
+        return _failed(failure)
+    parts = []
     if not answering or result.synthesis.status != "ok":
         # No synthesis: the top-ranked member's answer, after answer_text's one-line notice.
-        yield chunk({"content": ("\n\n" if answering else "") + answer_text(result)})
-    yield chunk({}, finish="stop", extra={"council": council_details(result)})
+        parts.append(_chunk(reply, {"content": ("\n\n" if answering else "") + answer_text(result)}))
+    parts.append(_chunk(reply, {}, finish="stop", extra={"council": council_details(result)}))
     if reply.include_usage:
         # OpenAI's usage chunk: no choices, the totals; here the whole council's.
-        yield event(
-            {
-                "id": reply.id,
-                "object": "chat.completion.chunk",
-                "created": reply.created,
-                "model": reply.model,
-                "system_fingerprint": reply.system_fingerprint,
-                "choices": [],
-                "usage": _usage(result),
-            }
-        )
-    yield b"data: [DONE]\n\n"
+        parts.append(_sse({**_chunk_of(reply, []), "usage": _usage(result)}))
+    parts.append(b"data: [DONE]\n\n")
+    return parts

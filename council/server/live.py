@@ -24,12 +24,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from council._util.background import asking_store
+from council.api import MAX_SEED, check_request, session_listing
 from council.errors import CouncilError, NotFoundError
-from council.exports.sessions import session_listing
 from council.server.body import parse_as, read_json
 from council.server.errors import RequestError, error_for, openai_error
 from council.server.state import server_of
-from council.session.runner import MAX_SEED, check_request
 from council.untrusted.inputs import whole_number
 
 POLL_SECONDS = 0.05  # how often a stream looks for new events in the store

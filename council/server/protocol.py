@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+from council.api import JsonFormat
 from council.errors import InputError, UsageError
-from council.providers.asking import JsonFormat
 
 
 class ProtocolError(Exception):

@@ -8,9 +8,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from council._util.background import asking_store
+from council.api import DEFAULT_BOOTSTRAP, MAX_BOOTSTRAP, stored_result
 from council.errors import CouncilError, NotFoundError
-from council.exports.sessions import stored_result
-from council.leaderboard.shape import DEFAULT_BOOTSTRAP, MAX_BOOTSTRAP
 from council.server.errors import error_for, openai_error
 from council.server.state import server_of
 from council.untrusted.inputs import MAX_SEED, whole_number
@@ -30,7 +29,7 @@ async def get_session(request: Request) -> Response:
 
 
 async def get_bias_report(request: Request) -> Response:
-    from council.bias.report import bias_report
+    from council.api import bias_report
 
     q = request.query_params
     try:
@@ -51,11 +50,11 @@ async def get_bias_report(request: Request) -> Response:
 
 async def get_leaderboard(request: Request) -> Response:
     """The same JSON as ``council leaderboard --json`` (same query names as its options)."""
-    from council.leaderboard.stored import leaderboard
+    from council.api import leaderboard
 
     q = request.query_params
     try:
-        from council.leaderboard.judged import parse_control
+        from council.api import parse_control
 
         numbers = {
             "bootstrap": whole_number(q.get("bootstrap", str(DEFAULT_BOOTSTRAP)), "bootstrap", 0, MAX_BOOTSTRAP),

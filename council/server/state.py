@@ -7,7 +7,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from council.config import LoadedConfig
+from council.api import LoadedConfig
 from council.errors import NotFoundError
 from council.server import MAX_SESSIONS, protocol
 from council.server.background import LiveSessions
@@ -18,7 +18,7 @@ class CouncilServer:
     """Holds one ``Council`` per council name, sharing model clients and the store."""
 
     def __init__(self, loaded: LoadedConfig, *, max_body_bytes: int, max_sessions: int = MAX_SESSIONS) -> None:
-        from council.storage import open_store
+        from council.api import open_store
 
         self.loaded = loaded
         self.max_body_bytes = max_body_bytes

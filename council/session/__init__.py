@@ -1,6 +1,7 @@
 """A council session: answers -> shuffled anonymous peer review -> consensus -> synthesis.
 
 - ``runner``: the session itself (:class:`SessionRunner`), where the pure pieces meet I/O;
+- ``stages``: the stages it runs (answers, peer review, consensus, synthesis) and their state;
 - ``prompts``: the three stages' prompts (untrusted text through :mod:`council.untrusted.slots`);
 - ``schemas``: what a reviewer must return, built per review;
 - ``results``: the result types (``SessionResult`` and its parts);
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING
 from council._util.lazy_exports import lazy_exports
 
 # Imported when first asked for: a run's first call needs the runner and its events, not the
-# result models (docs/benchmark-history.md, section 20).
+# result models (those are imported beside its first calls: council._util.speedups).
 _EXPORTS = {
     "Consensus": "council.methods.ranking",
     "ConsensusEntry": "council.methods.ranking",
@@ -35,9 +36,9 @@ _EXPORTS = {
     "SessionStatus": "council.session.results",
     "Synthesis": "council.session.results",
     "OFFLINE_NOTICE": "council.session.runner",
-    "EventSink": "council.session.runner",
+    "EventSink": "council.session.stages",
     "SessionRunner": "council.session.runner",
-    "reviewer_order": "council.session.runner",
+    "reviewer_order": "council.session.stages",
     "scrub_transcripts": "council.session.runner",
 }
 
@@ -53,13 +54,8 @@ if TYPE_CHECKING:  # pragma: no cover  # the lazy exports above, for type checke
         SessionStatus,
         Synthesis,
     )
-    from council.session.runner import (  # noqa: F401
-        OFFLINE_NOTICE,
-        EventSink,
-        SessionRunner,
-        reviewer_order,
-        scrub_transcripts,
-    )
+    from council.session.runner import OFFLINE_NOTICE, SessionRunner, scrub_transcripts  # noqa: F401
+    from council.session.stages import EventSink, reviewer_order  # noqa: F401
 
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)

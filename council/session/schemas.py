@@ -75,9 +75,9 @@ def _peer_review_schema_json(labels: tuple[str, ...], scale: tuple[int, int]) ->
 def peer_review_schema(labels: tuple[str, ...], scale: tuple[int, int]) -> dict[str, Any]:
     """The JSON schema of ``peer_review_model(labels, scale)``.
 
-    Generating it costs ~0.6 ms, and a session needs it once per review call; decoding the
-    cached text costs ~10 µs and gives every caller its own dict, which providers and grammars
-    may then change.
+    Generating it is slow and a session needs it once per review call; decoding the cached
+    text is far cheaper and gives every caller its own dict, which providers and grammars may
+    then change.
     """
     return json.loads(_peer_review_schema_json(labels, scale))
 

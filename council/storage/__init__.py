@@ -1,7 +1,22 @@
-"""council's data: the Store protocol, its SQLite backend, migrations and ownership.
+"""council's data: the Store protocol, its SQLite and PostgreSQL backends, migrations and ownership.
 
 Every SQL statement, row shape and connection lives in this package; the rest of
-council calls the named operations of :class:`Store`.
+council calls the named operations of :class:`Store`. Its modules:
+
+- the face: ``protocol`` (the ``Store`` protocol), ``data`` (the plain data crossing it),
+  ``cost`` (the spend-cap ledger, the cache's replies and the rounds' journal over ``Store``),
+  ``location`` (which store ``COUNCIL_DATABASE_URL`` names), ``copying`` (``council store copy``);
+- one store over a dialect: ``sql_store`` (``SQLStore``: every operation both databases run,
+  each statement written once), ``dialect`` (what differs between the databases),
+  ``connection`` (what the statement modules run on);
+- the backends: ``sqlite_store`` with ``sqlite`` (the one import of sqlite-utils),
+  ``opening``, ``migrations``, ``checkpoints``, ``second_reader``; ``postgres`` with
+  ``postgres_connection`` (its connection adapter), ``postgres_schema`` and ``postgres_comparisons``;
+- the statement modules (functions over a ``connection.Backend``): ``judgments``, ``queue``,
+  ``budgets``, ``call_cache``, ``provider_batches``, ``pages``, ``events``, ``comparisons``,
+  ``bias_sums``, ``bias_summaries``, ``bias_summary_rows``, ``bias_rows``, ``rate_limits``,
+  ``ownership``;
+- shared machinery: ``group_commit`` (the call log's and events' group commit), ``retries``.
 """
 
 from __future__ import annotations

@@ -43,15 +43,15 @@ from council.storage.bias_summaries import (
 from council.storage.data import MAX_MESSAGES, BadRecords, BiasQuery, BiasSums
 from council.storage.second_reader import Background, open_in_snapshot
 
-# The statements below are written so PostgreSQL runs them too (council.storage.postgres
-# translates the few SQLite words): TRUE rather than 1, every subquery named.
+# The statements below are written so PostgreSQL runs them too (the few words that differ are
+# the dialect's, council.storage.dialect): TRUE rather than 1, every subquery named.
 
 if TYPE_CHECKING:
-    from council.storage.sqlite import Database
-    from council.storage.sqlite_store import SQLiteStore
+    from council.storage.connection import Backend
+    from council.storage.connection import Connection as Database
+    from council.storage.dialect import Dialect
 
 INVALID_TABLE = "bias_records_invalid"
-UNSCORED_TABLE = "temp.bias_unscored"
 
 
 class _Filter:
@@ -59,7 +59,8 @@ class _Filter:
     ``summary`` is ``base`` over the summaries' columns (the earliest timestamp and council
     of a summary row's records: when no session is cut through, they stand for all of them)."""
 
-    def __init__(self, since: str | None, reviewers: Sequence[str], council: str | None) -> None:
+    def __init__(self, since: str | None, reviewers: Sequence[str], council: str | None, dialect: Dialect) -> None:
+        self.dialect = dialect
         self.reviewers = list(reviewers)
         self.since, self.council = since, council
         base: list[str] = []
@@ -239,7 +240,8 @@ class _Answers:
         sql = f"""
             WITH a AS MATERIALIZED (
                 SELECT session_id, model_id, COUNT(*) AS n, TOTAL({s}) AS total, {selected}
-                       AVG({length_column}) AS x, TOTAL(self_review) AS self_n, TOTAL(self_review * {s}) AS self_total
+                       {f.dialect.float_avg(length_column)} AS x, TOTAL(self_review) AS self_n,
+                       TOTAL(self_review * {s}) AS self_total
                 FROM bias_records WHERE {f.base} AND session_id IS NOT NULL AND model_id IS NOT NULL
                 GROUP BY session_id, model_id){gap_cte}
             SELECT 0, session_id, COUNT(*), SUM({fn}), COUNT(x), TOTAL(x), TOTAL(CASE WHEN x IS NOT NULL THEN y END),
@@ -284,8 +286,9 @@ class _Answers:
         out.sessions = db.execute(sql, f.base_params).fetchall()
         out.self_preference = _summary_self(db, f)
         if max_points > 0:
-            sql = f"""SELECT AVG({LENGTHS[unit]}) AS x, TOTAL(score_value) / COUNT(*) AS y FROM bias_records
-                      WHERE {f.base} GROUP BY session_id, model_id HAVING AVG({LENGTHS[unit]}) IS NOT NULL
+            mean = f.dialect.float_avg(LENGTHS[unit])
+            sql = f"""SELECT {mean} AS x, TOTAL(score_value) / COUNT(*) AS y FROM bias_records
+                      WHERE {f.base} GROUP BY session_id, model_id HAVING {mean} IS NOT NULL
                       ORDER BY session_id, model_id LIMIT ?"""
             out.points = [(float(x), float(y)) for x, y in db.execute(sql, [*f.base_params, max_points])]
         return out, unit
@@ -418,7 +421,7 @@ class Reviews:
         s: str,
         *,
         skip_rows: bool,
-        unscored: bool = False,
+        unscored: str | None = None,
     ) -> None:
         self.db = db
         source = f"SELECT id, session_id, reviewer_id, position, {s} AS score FROM bias_records WHERE {where}"
@@ -426,12 +429,10 @@ class Reviews:
         if skip_rows:
             source += f" AND id NOT IN (SELECT id FROM {INVALID_TABLE})"
         if unscored:
-            source += (
-                f" UNION ALL SELECT id, session_id, reviewer_id, position, NULL FROM {UNSCORED_TABLE} WHERE {where}"
-            )
+            source += f" UNION ALL SELECT id, session_id, reviewer_id, position, NULL FROM {unscored} WHERE {where}"
             source_params += list(params)
         self.source, self.source_params = source, source_params
-        self.unscored = unscored
+        self.unscored = unscored is not None
         self.bad_count = 0
 
     def _grouped(self, excluded: str | None, exact: bool) -> str:
@@ -539,15 +540,17 @@ def _has_invalid_rows(db: Database) -> bool:
     return db.execute(f"SELECT EXISTS (SELECT 1 FROM {INVALID_TABLE})").fetchone()[0] == 1
 
 
-def _exclusion(db: Database, bad: BadRecords) -> tuple[str, str | None]:
+def _exclusion(db: Database, bad: BadRecords, dialect: Dialect) -> tuple[str, str | None]:
     """A WHERE clause leaving out the bad rows and reviews, and the temp table of bad reviews."""
     clauses, table = [], None
     if bad.rows:
         clauses.append(f"id NOT IN (SELECT id FROM {INVALID_TABLE})")
     if bad.reviews:
-        table = f"temp.bias_bad_reviews_{secrets.token_hex(4)}"
-        db.execute(f"CREATE TABLE {table} (session_id, reviewer_id, PRIMARY KEY (session_id, reviewer_id))")
-        db.conn.executemany(f"INSERT OR IGNORE INTO {table} VALUES (?, ?)", bad.reviews)
+        name = f"bias_bad_reviews_{secrets.token_hex(4)}"
+        key = ("session_id", "reviewer_id")
+        db.execute(dialect.temp_table(name, dict.fromkeys(key, "TEXT"), key))
+        table = f"{dialect.temp_schema}.{name}"
+        db.conn.executemany(f"INSERT INTO {table} VALUES (?, ?) ON CONFLICT DO NOTHING", bad.reviews)
         clauses.append(
             f"NOT EXISTS (SELECT 1 FROM {table} e WHERE e.session_id = bias_records.session_id "
             f"AND e.reviewer_id = bias_records.reviewer_id)"
@@ -582,7 +585,7 @@ def _summaries_answer(db: Database, f: _Filter) -> bool:
     return bool(db.execute(sql, [*params, *f.base_params]).fetchone()[0])
 
 
-def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
+def sum_bias_records(store: Backend, query: BiasQuery) -> BiasSums:
     """Every sum of the bias report (:class:`BiasSums`), in one read snapshot (with the
     records without a score, when the store was loaded from files that had some).
 
@@ -590,7 +593,7 @@ def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
     (:func:`_summaries_answer`, and no bad review), from the rows otherwise."""
     db = store.db
     unscored = store._unscored
-    f = _Filter(query.since, query.reviewers, query.council)
+    f = _Filter(query.since, query.reviewers, query.council, store.dialect)
     out = BiasSums()
     conn = db.conn
     own_transaction = not conn.in_transaction
@@ -631,21 +634,28 @@ def sum_bias_records(store: SQLiteStore, query: BiasQuery) -> BiasSums:
             )
             second = None
         # One pass per review: the positions check and the top-position test together.
-        reviews = Reviews(db, f.base, f.base_params, s, skip_rows=_has_invalid_rows(db), unscored=unscored)
+        reviews = Reviews(
+            db,
+            f.base,
+            f.base_params,
+            s,
+            skip_rows=_has_invalid_rows(db),
+            unscored=f.dialect.unscored_table if unscored else None,
+        )
         tally = reviews.scan(f.reviewers)
         out.bad = _find_bad(db, f, reviews)
         if out.bad and not query.skip_bad:
             return out
         if out.bad:
             before = _count(db, f)
-            clause, excluded_reviews = _exclusion(db, out.bad)
+            clause, excluded_reviews = _exclusion(db, out.bad, f.dialect)
             f.exclude(clause)
             out.skipped_records = before - _count(db, f)
             if excluded_reviews:
                 tally = reviews.scan(f.reviewers, excluded_reviews)
         if unscored:
             out.unscored = db.execute(
-                f"SELECT COUNT(*) FROM {UNSCORED_TABLE} WHERE {f.unscored_where()}", f.base_params
+                f"SELECT COUNT(*) FROM {f.dialect.unscored_table} WHERE {f.unscored_where()}", f.base_params
             ).fetchone()[0]
         _take_tally(out, tally)
         _take_positions(out, _position_sums(db, f, s))

@@ -15,10 +15,10 @@ from council._util.clock import utc_now
 from council.storage.ownership import SQLITE_CLOCK, dead
 
 if TYPE_CHECKING:
-    from council.storage.sqlite_store import SQLiteStore as Store
+    from council.storage.connection import Backend
 
 
-def batch_spent(store: Store, batch_id: str) -> float:
+def batch_spent(store: Backend, batch_id: str) -> float:
     """What the calls of a batch's recorded items cost."""
     rows = store.db.execute(
         "SELECT coalesce(sum(c.cost_usd), 0) FROM calls c JOIN batch_items b ON c.session_id = b.run_id"
@@ -28,7 +28,7 @@ def batch_spent(store: Store, batch_id: str) -> float:
     return float(rows[0][0])
 
 
-def open_budget(store: Store, key: str, *, cap_usd: float | None, spent_usd: float = 0.0) -> float | None:
+def open_budget(store: Backend, key: str, *, cap_usd: float | None, spent_usd: float = 0.0) -> float | None:
     """Set the cap of ``key`` (``cap_usd``; a new cap replaces the old one) or read it (None).
     A new budget starts at ``spent_usd``. Returns the cap in force (None: no budget)."""
     with store.immediate() as db:
@@ -52,7 +52,7 @@ def open_budget(store: Store, key: str, *, cap_usd: float | None, spent_usd: flo
     return cap_usd
 
 
-def reserve_budget(store: Store, key: str, amount_usd: float) -> tuple[int | None, float, float]:
+def reserve_budget(store: Backend, key: str, amount_usd: float) -> tuple[int | None, float, float]:
     """Reserve ``amount_usd`` if spent + reserved + it stays within the cap: (the reservation's
     id, or None when refused; spent; cap)."""
     owner = store._owner().get("owner")
@@ -70,7 +70,7 @@ def reserve_budget(store: Store, key: str, amount_usd: float) -> tuple[int | Non
         return int(cursor.lastrowid), float(spent), float(cap)
 
 
-def settle_budget(store: Store, key: str, reservation: int, actual_usd: float) -> None:
+def settle_budget(store: Backend, key: str, reservation: int, actual_usd: float) -> None:
     """End a reservation: ``actual_usd`` was spent."""
     with store.immediate() as db:
         db.execute("DELETE FROM budget_reservations WHERE id = ?", [reservation])
@@ -78,7 +78,7 @@ def settle_budget(store: Store, key: str, reservation: int, actual_usd: float) -
                    [actual_usd, utc_now(), key])  # fmt: skip
 
 
-def shrink_budget(store: Store, key: str, reservation: int, amount_usd: float) -> None:
+def shrink_budget(store: Backend, key: str, reservation: int, amount_usd: float) -> None:
     """Hold ``amount_usd`` for a reservation still in use, less than it held: the rest is free
     again for every process sharing the budget (council.accounting.budget.Tranches gives back what it
     reserved ahead and did not draw)."""
@@ -87,7 +87,7 @@ def shrink_budget(store: Store, key: str, reservation: int, amount_usd: float) -
                    [amount_usd, reservation, key, amount_usd])  # fmt: skip
 
 
-def budget_totals(store: Store, key: str) -> tuple[float, float]:
+def budget_totals(store: Backend, key: str) -> tuple[float, float]:
     """(spent, cap) of ``key``."""
     row: Any = store.db.execute("SELECT spent_usd, cap_usd FROM budgets WHERE key = ?", [key]).fetchone()
     return float(row[0]), float(row[1])

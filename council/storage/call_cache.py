@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 from council._util.clock import to_utc_iso, utc_now
 
 if TYPE_CHECKING:
-    from council.storage.sqlite_store import SQLiteStore as Store
+    from council.storage.connection import Backend
 
 
-def cached_reply(store: Store, key: str, version: int) -> dict[str, Any] | None:
+def cached_reply(store: Backend, key: str, version: int) -> dict[str, Any] | None:
     """The entry of ``key`` written under ``version``, or None (absent, another version, unreadable)."""
     row = store.db.execute("SELECT version, reply FROM call_cache WHERE key = ?", [key]).fetchone()
     if row is None or row[0] != version:
@@ -27,19 +27,20 @@ def cached_reply(store: Store, key: str, version: int) -> dict[str, Any] | None:
     return entry if isinstance(entry, dict) else None
 
 
-def cache_reply(store: Store, key: str, version: int, entry: Mapping[str, Any]) -> None:
+def cache_reply(store: Backend, key: str, version: int, entry: Mapping[str, Any]) -> None:
     """Write (or replace) the entry of ``key`` under ``version``."""
     cost = entry.get("cost_usd")
     with store.immediate() as db:
         db.execute(
-            "INSERT OR REPLACE INTO call_cache (key, version, model, reply, cost_usd, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO call_cache (key, version, model, reply, cost_usd, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET version = excluded.version, model = excluded.model,"
+            " reply = excluded.reply, cost_usd = excluded.cost_usd, created_at = excluded.created_at",
             [key, version, entry.get("model"), json.dumps(dict(entry), ensure_ascii=False),
              cost if isinstance(cost, int | float) else None, utc_now()],
         )  # fmt: skip
 
 
-def cache_stats(store: Store) -> dict[str, Any]:
+def cache_stats(store: Backend) -> dict[str, Any]:
     """Entries kept (per model), their size, and the calls answered from them and what they saved."""
     entries, size, oldest, newest = store.db.execute(
         "SELECT count(*), coalesce(sum(length(reply)), 0), min(created_at), max(created_at) FROM call_cache"
@@ -64,7 +65,7 @@ def cache_stats(store: Store) -> dict[str, Any]:
     }
 
 
-def clear_cache(store: Store, *, older_than_days: float | None = None) -> int:
+def clear_cache(store: Backend, *, older_than_days: float | None = None) -> int:
     """Delete every entry, or those written more than ``older_than_days`` ago; how many."""
     with store.immediate() as db:
         if older_than_days is None:
@@ -73,7 +74,7 @@ def clear_cache(store: Store, *, older_than_days: float | None = None) -> int:
         return int(db.execute("DELETE FROM call_cache WHERE created_at < ?", [cutoff]).rowcount)
 
 
-def batch_cache_savings(store: Store, batch_id: str) -> tuple[int, float | None]:
+def batch_cache_savings(store: Backend, batch_id: str) -> tuple[int, float | None]:
     """Calls of a batch's recorded items answered from the cache, and what they saved."""
     count, saved, unknown = store.db.execute(
         "SELECT count(*), coalesce(sum(c.saved_usd), 0), count(*) - count(c.saved_usd)"

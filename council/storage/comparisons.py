@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from council.storage.data import ComparisonData, group_outcomes
 
 if TYPE_CHECKING:
-    from council.storage.sqlite_store import SQLiteStore as Store
+    from council.storage.connection import Backend
 
 # Models get integer ids inside the query, so the per-session pattern text is digits and
 # separators only, whatever a model string contains.
@@ -67,7 +67,7 @@ GROUP BY model_a, model_b, winner
 
 
 @contextmanager
-def _snapshot(store: Store) -> Iterator[None]:
+def _snapshot(store: Backend) -> Iterator[None]:
     """One read transaction, so the queries see the same database (WAL readers never block)."""
     conn = store.db.conn
     if conn.in_transaction:
@@ -81,7 +81,7 @@ def _snapshot(store: Store) -> Iterator[None]:
 
 
 def count_comparisons(
-    store: Store,
+    store: Backend,
     *,
     since: str | None = None,
     council: str | None = None,

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
-import sys
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import nullcontext
@@ -20,7 +19,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from council._util.clock import utc_now
-from council.errors import ItemAlreadyRecorded, ItemRefused, UsageError
+from council.errors import ItemAlreadyRecorded, ItemRefused, StoreRefused, UsageError
 from council.storage import pages
 from council.storage.group_commit import call_row
 from council.storage.retries import retried
@@ -28,7 +27,7 @@ from council.untrusted.redaction import redact
 
 if TYPE_CHECKING:
     from council.accounting.usage import CallRecord
-    from council.storage.sqlite_store import SQLiteStore as Store
+    from council.storage.connection import Backend
 
 
 def _json(value: Any) -> str | None:
@@ -59,11 +58,11 @@ def insert_rows(conn: sqlite3.Connection, table: str, rows: Sequence[dict[str, A
             values = tuple(map(_column_value, values))
         groups.setdefault(tuple(row), []).append(values)
     for columns, values in groups.items():
-        conn.executemany(_insert_sql(table, columns), values)
+        conn.executemany(insert_statement(table, columns), values)
 
 
 @functools.lru_cache(maxsize=64)  # a few tables, a few shapes of row each
-def _insert_sql(table: str, columns: tuple[str, ...]) -> str:
+def insert_statement(table: str, columns: tuple[str, ...]) -> str:
     names = ", ".join('"' + c.replace('"', '""') + '"' for c in columns)
     quoted = '"' + table.replace('"', '""') + '"'
     return f"INSERT INTO {quoted} ({names}) VALUES ({', '.join('?' * len(columns))})"
@@ -184,7 +183,7 @@ class JudgmentSave:
 
 
 def save_judgment(
-    store: Store,
+    store: Backend,
     kind: str,
     outcome: Any,
     calls: Sequence[CallRecord],
@@ -208,13 +207,13 @@ def save_judgment(
     retried(lambda: _record_alone(store, save.rows()))
 
 
-def _record_alone(store: Store, rows: JudgmentRows) -> None:
+def _record_alone(store: Backend, rows: JudgmentRows) -> None:
     with store.immediate() as db:
         _record_together(store, db, [rows])
 
 
 def _record_together(
-    store: Store, db: Any, rows: Sequence[JudgmentRows], claim: Callable[[], list[dict[str, Any]]] | None = None
+    store: Backend, db: Any, rows: Sequence[JudgmentRows], claim: Callable[[], list[dict[str, Any]]] | None = None
 ) -> list[dict[str, Any]]:
     """Inside the caller's write transaction: the runs' rows, then ``claim()``, sent together where
     the backend can (PostgreSQL: one pipeline, whose results come back at the claim's read or at
@@ -234,7 +233,7 @@ def _record_together(
 
 
 def record_and_claim(
-    store: Store,
+    store: Backend,
     saves: Sequence[JudgmentSave],
     worker: str,
     *,
@@ -293,10 +292,7 @@ def record_and_claim(
 def refused_value(exc: BaseException) -> bool:
     """Whether the database refused a value written (a data exception, a constraint: the data of
     what was written, not the database failing or going away), on either backend."""
-    if isinstance(exc, sqlite3.DataError | sqlite3.IntegrityError | OverflowError):
-        return True
-    psycopg = sys.modules.get("psycopg")  # loaded when the store is on PostgreSQL
-    return psycopg is not None and isinstance(exc, psycopg.DataError | psycopg.IntegrityError)
+    return isinstance(exc, StoreRefused | sqlite3.DataError | sqlite3.IntegrityError | OverflowError)
 
 
 def refused_rows(rows: JudgmentRows, error: str) -> JudgmentRows:
@@ -309,7 +305,7 @@ def refused_rows(rows: JudgmentRows, error: str) -> JudgmentRows:
     return JudgmentRows(run, [], rows.calls, item, rows.keep_text)
 
 
-def runs_recorded(store: Store, run_ids: Sequence[str]) -> set[str]:
+def runs_recorded(store: Backend, run_ids: Sequence[str]) -> set[str]:
     """Which of these runs are in the store: after a write whose reply was lost (the server went
     away as it committed), the saves it did record, not to be written twice."""
     if not run_ids:
@@ -339,7 +335,7 @@ _JUDGED_PAIRS = """
       AND model_a IS NOT NULL AND model_b IS NOT NULL AND model_a <> model_b"""
 
 
-def judged_pairs(store: Store, *, since: str | None = None) -> Iterator[dict[str, Any]]:
+def judged_pairs(store: Backend, *, since: str | None = None) -> Iterator[dict[str, Any]]:
     """Every judged pair the leaderboard counts (a finished compare naming its two models), oldest
     first (ties by run id), as a judgments-file line, its keys in this order: ``run_id,
     created_at, model_a, model_b, winner, length_a, length_b, markdown_a, markdown_b,
@@ -447,7 +443,7 @@ def _together(db: Any) -> Any:
     return pipeline() if pipeline is not None else nullcontext()
 
 
-def get_run(store: Store, run_id: str) -> dict[str, Any] | None:
+def get_run(store: Backend, run_id: str) -> dict[str, Any] | None:
     rows = list(store.db.query("SELECT * FROM judgment_runs WHERE id = ?", [run_id]))
     if not rows:
         return None
@@ -456,14 +452,14 @@ def get_run(store: Store, run_id: str) -> dict[str, Any] | None:
     return row
 
 
-def run_passes(store: Store, run_id: str) -> list[dict[str, Any]]:
+def run_passes(store: Backend, run_id: str) -> list[dict[str, Any]]:
     rows = list(store.db.query("SELECT * FROM judgments WHERE run_id = ? ORDER BY id", [run_id]))
     for row in rows:
         row["output"] = json.loads(row["output"]) if row["output"] else None
     return rows
 
 
-def position_audit(store: Store, *, judge_model: str | None = None) -> list[dict[str, Any]]:
+def position_audit(store: Backend, *, judge_model: str | None = None) -> list[dict[str, Any]]:
     """Per judge model, over every valid swapped pass pair on record: how often the two
     passes agree, and how often the response shown first won a decisive pass."""
     sql = """
@@ -495,7 +491,7 @@ def position_audit(store: Store, *, judge_model: str | None = None) -> list[dict
 
 
 def open_batch(
-    store: Store,
+    store: Backend,
     batch_id: str,
     *,
     source: str,
@@ -514,16 +510,15 @@ def open_batch(
             db.query("SELECT source, content_sha256, settings, items FROM batches WHERE id = ?", [batch_id])
         )
         if not existing:
-            db["batches"].insert(
-                {
-                    "id": batch_id,
-                    "source": source,
-                    "content_sha256": content_sha256,
-                    "settings": json.dumps(settings, sort_keys=True),
-                    "items": items,
-                    "created_at": utc_now(),
-                }
-            )
+            batch = {
+                "id": batch_id,
+                "source": source,
+                "content_sha256": content_sha256,
+                "settings": json.dumps(settings, sort_keys=True),
+                "items": items,
+                "created_at": utc_now(),
+            }
+            insert_rows(db.conn, "batches", [batch])
             return False
     row = existing[0]
     if row["source"] != source and row["content_sha256"] != content_sha256 and not replace:
@@ -540,11 +535,11 @@ def open_batch(
     return True
 
 
-def batch_exists(store: Store, batch_id: str) -> bool:
+def batch_exists(store: Backend, batch_id: str) -> bool:
     return bool(list(store.db.query("SELECT id FROM batches WHERE id = ?", [batch_id])))
 
 
-def find_batch(store: Store, source: str, settings: Mapping[str, Any]) -> str | None:
+def find_batch(store: Backend, source: str, settings: Mapping[str, Any]) -> str | None:
     """The latest batch started from the file ``source`` with these settings, if any."""
     wanted = json.loads(json.dumps(settings, sort_keys=True))
     rows = store.db.query("SELECT id, settings FROM batches WHERE source = ? ORDER BY created_at DESC", [source])
@@ -552,7 +547,7 @@ def find_batch(store: Store, source: str, settings: Mapping[str, Any]) -> str | 
 
 
 def reconcile_batch_items(
-    store: Store, batch_id: str, items: Mapping[str, tuple[str, int]], *, content_sha256: str
+    store: Backend, batch_id: str, items: Mapping[str, tuple[str, int]], *, content_sha256: str
 ) -> tuple[int, int]:
     """Match the recorded items of a batch with its file as it is now (``item_id -> (content
     digest, line)``): an item whose content changed, or that is gone from the file, leaves the
@@ -589,7 +584,7 @@ def reconcile_batch_items(
     return changed, removed
 
 
-def batch_item_status(store: Store, batch_id: str) -> dict[str, str]:
+def batch_item_status(store: Backend, batch_id: str) -> dict[str, str]:
     """``item_id -> status`` of the items recorded so far."""
     rows = store.db.query("SELECT item_id, status FROM batch_items WHERE batch_id = ?", [batch_id])
     return {r["item_id"]: r["status"] for r in rows}
@@ -608,7 +603,7 @@ _BATCH_ROWS = """
     WHERE bi.batch_id = ?"""
 
 
-def batch_rows(store: Store, batch_id: str) -> Iterator[dict[str, Any]]:
+def batch_rows(store: Backend, batch_id: str) -> Iterator[dict[str, Any]]:
     """Every recorded item of the batch with its run, in batch-file order; a finished
     labelled pair also carries its ``passes`` (:func:`batch_label_passes`).
 
@@ -636,7 +631,7 @@ def batch_rows(store: Store, batch_id: str) -> Iterator[dict[str, Any]]:
         yield row
 
 
-def batch_label_passes(store: Store, batch_id: str, lines: tuple[Any, Any]) -> list[dict[str, Any]]:
+def batch_label_passes(store: Backend, batch_id: str, lines: tuple[Any, Any]) -> list[dict[str, Any]]:
     """Every pairwise pass of the batch's finished, labelled items on ``lines`` (the first and
     the last position): which response was shown first, whether the pass was valid, and its
     winner in the original labels."""

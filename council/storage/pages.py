@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from council.storage.sqlite_store import SQLiteStore as Store
+    from council.storage.connection import Backend
 
 Row = TypeVar("Row")
 
@@ -87,7 +87,7 @@ def _after(order: Sequence[str], last: Sequence[Any]) -> tuple[str, list[Any]]:
     raise ValueError(f"a keyset of one or two columns, not {len(order)}")
 
 
-def iter_sessions(store: Store, *, since: str | None = None) -> Iterator[dict[str, Any]]:
+def iter_sessions(store: Backend, *, since: str | None = None) -> Iterator[dict[str, Any]]:
     """Every session row, oldest first (ties by id), :data:`SESSIONS_PAGE` at a time."""
     from council._util.clock import parse_since
 
@@ -100,7 +100,7 @@ def iter_sessions(store: Store, *, since: str | None = None) -> Iterator[dict[st
     )
 
 
-def bias_record_rows(store: Store, fields: Sequence[str], *, since: str | None = None) -> Iterator[tuple[Any, ...]]:
+def bias_record_rows(store: Backend, fields: Sequence[str], *, since: str | None = None) -> Iterator[tuple[Any, ...]]:
     """Every bias record as a tuple of ``fields``, in insertion order, :data:`ROWS_PAGE` at a time."""
     # The id comes last, for the keyset, and is cut from each row.
     sql = f"SELECT {', '.join(_column(f) for f in fields)}, id FROM bias_records WHERE TRUE"

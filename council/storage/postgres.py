@@ -1,6 +1,6 @@
 """The store on PostgreSQL (psycopg 3 + psycopg-pool), selected by ``COUNCIL_DATABASE_URL``.
 
-The same tables and the same behaviour as the SQLite store (``council.storage.store``):
+The same tables, operations and statements as the SQLite store (council.storage.sql_store):
 a session row is written ``running`` in its own transaction, everything else of it with
 its final status in ONE transaction; the call journal writes a call when it starts and
 again when it finishes. What differs is ownership: processes on other machines share the
@@ -8,22 +8,20 @@ database, so a process's lease is a row in ``leases`` with an expiry that a hear
 thread pushes forward; work whose owner's lease has expired is marked ``interrupted`` by
 whichever process opens the store next (the database's clock decides, never the hosts').
 
-psycopg is imported here only, and this module only when a PostgreSQL URL is used, so
-SQLite users never pay its import (~110 ms).
+psycopg is imported here and in the connection adapter (council.storage.postgres_connection)
+only, and these only when a PostgreSQL URL is used, so SQLite users never pay its import.
 
 PostgreSQL's text columns cannot hold U+0000, which SQLite's can. Council refuses it where text
 comes in (council.untrusted.inputs) and replaces it in what providers send (council.providers.client), so
 neither store is given one; a text that still holds one (a store written by an older council,
 copied in) is stored here with U+FFFD in its place, and so is a value a query is given
-(``_TextCursor``): one bad value never fails a write or a read.
+(council.storage.postgres_connection): one bad value never fails a write or a read.
 """
 
 from __future__ import annotations
 
 import atexit
-import functools
 import itertools
-import json
 import logging
 import os
 import re
@@ -36,15 +34,24 @@ from typing import Any
 
 from council._util.clock import utc_now
 from council._util.logs import get_logger
-from council.errors import ConfigError, CouncilFailure, PrerequisiteError, StoreWentAway, TransactionConflict
+from council.errors import ConfigError, CouncilFailure, StoreRefused, StoreWentAway, TransactionConflict
 from council.storage import bias_rows, bias_summaries, ownership, postgres_schema, queue
-from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
+from council.storage.bias_sums import sum_bias_records
 from council.storage.data import BiasQuery, BiasSums, ComparisonData
-from council.storage.group_commit import GroupCommit
+from council.storage.dialect import POSTGRES
 from council.storage.location import display_url
+from council.storage.postgres_connection import (
+    PooledConnection,
+    PostgresConnection,
+    Statements,
+    pipelined_transaction,
+    psycopg_module,
+    quote,
+    stored_value,
+    text_cursor,
+)
 from council.storage.rate_limits import adjust_postgres, reserve_postgres
-from council.storage.shared_operations import SharedOperations
-from council.storage.sqlite_store import SQLiteStore
+from council.storage.sql_store import SQLStore
 from council.untrusted.redaction import redact
 
 log = get_logger("council.storage")
@@ -64,7 +71,6 @@ IDLE_CHECK_S = 1.0
 #: minutes) a server back after a long outage was found only at the next of those attempts: 17 s
 #: after it was back, after 40 s away.
 RECONNECT_TIMEOUT_S = 3.0
-MIN_ID_PREFIX = 8
 
 
 # SQLSTATEs of a server going away or not yet back: admin_shutdown (a restart, fast or smart),
@@ -74,18 +80,6 @@ _SERVER_GOING = frozenset({"57P01", "57P02", "57P03"})
 
 # libpq's words for an option value it cannot use (a malformed URL, not a server problem).
 _BAD_VALUE = re.compile(r"invalid (\w+ )*value|invalid connection option|invalid URI|invalid percent-encoded")
-
-
-def _psycopg() -> Any:
-    try:
-        import psycopg
-        import psycopg_pool  # noqa: F401
-    except ImportError:
-        raise PrerequisiteError(
-            "COUNCIL_DATABASE_URL names PostgreSQL but psycopg is not installed "
-            "(pip install 'council-orchestrator[postgres]')"
-        ) from None
-    return psycopg
 
 
 def _one_line(text: str, url: str) -> str:
@@ -105,7 +99,7 @@ def _one_line(text: str, url: str) -> str:
 def connect(url: str) -> Any:
     """A checked autocommit connection: a malformed URL is a ``ConfigError`` (exit 2), a server
     that cannot be reached or refuses the login a ``CouncilFailure`` (exit 1)."""
-    psycopg = _psycopg()
+    psycopg = psycopg_module()
     from psycopg.conninfo import conninfo_to_dict
 
     try:
@@ -113,7 +107,7 @@ def connect(url: str) -> Any:
     except psycopg.ProgrammingError as exc:
         raise ConfigError(f"COUNCIL_DATABASE_URL: malformed PostgreSQL URL ({_one_line(exc, url)})") from None
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, cursor_factory=_text_cursor())
+        return psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S, cursor_factory=text_cursor())
     except psycopg.ProgrammingError as exc:
         raise ConfigError(f"COUNCIL_DATABASE_URL: malformed PostgreSQL URL ({_one_line(exc, url)})") from None
     except psycopg.OperationalError as exc:
@@ -122,128 +116,6 @@ def connect(url: str) -> Any:
         raise CouncilFailure(
             f"cannot connect to the PostgreSQL store {display_url(url)}: {_one_line(exc, url)}"
         ) from None
-
-
-_PLAIN = frozenset({str, int, float, type(None)})
-
-
-def _value(value: Any) -> Any:
-    # What the SQLite store keeps for these types: lists and dicts as JSON text, booleans as 0/1.
-    if type(value) in _PLAIN:  # most values: nothing to do (checked first, for speed)
-        return value
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, dict | list | tuple):
-        return json.dumps(value, default=repr, ensure_ascii=False)
-    return value
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _nul_refused(exc: Exception) -> bool:
-    # psycopg's own words, said before the statement is sent (no SQLSTATE: the server never saw it).
-    return getattr(exc, "sqlstate", None) is None and "NUL (0x00)" in str(exc)
-
-
-def _without_nul(params: Any) -> Any:
-    def clean(value: Any) -> Any:
-        return value.replace("\x00", "\ufffd") if isinstance(value, str) else value
-
-    if isinstance(params, Mapping):
-        return {key: clean(value) for key, value in params.items()}
-    return [clean(value) for value in params]
-
-
-@functools.cache
-def _text_cursor() -> type:
-    """The cursor of every pooled connection: a statement whose values hold U+0000, which
-    psycopg refuses before sending it, is sent again with U+FFFD in its place (a warning said).
-    Nothing is looked at unless psycopg refused something: no work added to other statements."""
-    psycopg = _psycopg()
-
-    def told() -> None:
-        log.warning("a text holding U+0000, which PostgreSQL cannot store, was given to it with U+FFFD instead")
-
-    class _TextCopy:
-        def __init__(self, copy: Any) -> None:
-            self._copy = copy
-
-        def write_row(self, row: Sequence[Any]) -> None:
-            try:
-                self._copy.write_row(row)  # a row refused whole: nothing of it in the buffer
-            except psycopg.DataError as exc:
-                if not _nul_refused(exc):
-                    raise
-                told()
-                self._copy.write_row(_without_nul(row))
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self._copy, name)
-
-    class _TextCursor(psycopg.Cursor):
-        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-            try:
-                return super().execute(query, params, **kwargs)
-            except psycopg.DataError as exc:
-                if params is None or not _nul_refused(exc):
-                    raise
-            told()
-            return super().execute(query, _without_nul(params), **kwargs)
-
-        def executemany(self, query: Any, params_seq: Any, **kwargs: Any) -> None:
-            rows = params_seq if isinstance(params_seq, Sequence) else list(params_seq)
-            at = 0
-
-            def counted() -> Iterator[Any]:
-                # psycopg takes a row and sends it before it takes the next: the rows before
-                # the one it refused (``at``) went, the rest go again.
-                nonlocal at
-                for row in rows:
-                    yield row
-                    at += 1
-
-            try:
-                return super().executemany(query, counted(), **kwargs)
-            except psycopg.DataError as exc:
-                if not _nul_refused(exc):
-                    raise
-            told()
-            return super().executemany(query, [_without_nul(row) for row in rows[at:]], **kwargs)
-
-        @contextmanager
-        def copy(self, statement: Any, params: Any = None, **kwargs: Any) -> Iterator[Any]:
-            with super().copy(statement, params, **kwargs) as copy:
-                yield _TextCopy(copy)
-
-    return _TextCursor
-
-
-def insert_rows(conn: Any, table: str, rows: Sequence[dict[str, Any]], *, upsert_on: Sequence[str] = ()) -> None:
-    """INSERTs grouped by column set; ``upsert_on``: replace the row with that key (sqlite-utils'
-    ``replace=True``)."""
-    groups: dict[tuple[str, ...], list[tuple[Any, ...]]] = {}
-    for row in rows:
-        values = tuple(row.values())
-        if not _PLAIN.issuperset(map(type, values)):  # one test in C for the usual row
-            values = tuple(map(_value, values))
-        groups.setdefault(tuple(row), []).append(values)
-    for columns, values in groups.items():
-        sql = (
-            f"INSERT INTO {_quote(table)} ({', '.join(map(_quote, columns))}) "
-            f"VALUES ({', '.join('%s' for _ in columns)})"
-        )
-        if upsert_on:
-            updates = ", ".join(f"{_quote(c)} = excluded.{_quote(c)}" for c in columns if c not in upsert_on)
-            sql += f" ON CONFLICT ({', '.join(map(_quote, upsert_on))}) DO " + (
-                f"UPDATE SET {updates}" if updates else "NOTHING"
-            )
-        with conn.cursor() as cur:
-            if len(values) == 1:  # one row: no pipeline to open and sync
-                cur.execute(sql, values[0])
-            else:
-                cur.executemany(sql, values)
 
 
 def _copy_bias_records(conn: Any, records: Iterable[Mapping[str, Any]], batch_size: int) -> int:
@@ -267,7 +139,7 @@ def _copy_bias_records(conn: Any, records: Iterable[Mapping[str, Any]], batch_si
             if given and columns != given:  # some records carry ids, the earlier ones did not
                 _move_staged(conn, given)
             given = columns
-            with cur.copy(f"COPY {_STAGING} ({', '.join(map(_quote, columns))}) FROM STDIN") as copy:
+            with cur.copy(f"COPY {_STAGING} ({', '.join(map(quote, columns))}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
             written += len(rows)
@@ -285,8 +157,8 @@ def _write_staged_rows(conn: Any, records: Sequence[Mapping[str, Any]]) -> None:
     marks = ", ".join("%s" for _ in columns)
     with conn.cursor() as cur:
         cur.executemany(
-            f"INSERT INTO {_STAGING} ({', '.join(map(_quote, columns))}) VALUES ({marks})",
-            [tuple(map(_value, row)) for row in rows],
+            f"INSERT INTO {_STAGING} ({', '.join(map(quote, columns))}) VALUES ({marks})",
+            [tuple(map(stored_value, row)) for row in rows],
         )
     # The last rows staged in the session's transaction: its commit empties the table.
     _move_staged(conn, columns, empty=False)
@@ -309,201 +181,11 @@ def _stage(conn: Any) -> None:
 def _move_staged(conn: Any, columns: Sequence[str], *, empty: bool = True) -> None:
     """The staged rows into ``bias_records`` and the summaries; ``empty``: the table emptied
     for the next chunk of the same transaction."""
-    names = ", ".join(map(_quote, columns))
+    names = ", ".join(map(quote, columns))
     conn.execute(f"INSERT INTO bias_records ({names}) SELECT {names} FROM {_STAGING}")
     bias_summaries.fold_staged(conn, _STAGING)
     if empty:
         conn.execute(f"TRUNCATE {_STAGING}")
-
-
-_UNTYPED_TEMP = re.compile(r"CREATE TABLE temp\.(\w+) \((.*)\)\s*(WITHOUT ROWID)?\s*$", re.S)
-_AVG = re.compile(r"\bAVG\(([^()]*)\)")
-# Column types of the shared statements' temporary tables (SQLite leaves them untyped).
-_TEMP_TYPES = {"session_id": "TEXT", "model_id": "TEXT", "reviewer_id": "TEXT", "n": "BIGINT", "fn": "BIGINT"}
-
-
-def _temp_table(match: re.Match[str]) -> str:
-    parts, key = [], ""
-    for item in (p.strip() for p in match.group(2).split(",")):
-        if item.startswith("PRIMARY KEY"):
-            key = item + ", " + ", ".join(x.strip() for x in match.group(2).split("PRIMARY KEY", 1)[1].split(",")[1:])
-            break
-        parts.append(f"{item} {_TEMP_TYPES.get(item, 'DOUBLE PRECISION')}")
-    key = key.rstrip(", ")
-    return f"CREATE TEMP TABLE {match.group(1)} ({', '.join(parts)}{', ' + key if key else ''}) ON COMMIT DROP"
-
-
-@functools.lru_cache(maxsize=512)
-def _placeholders(sql: str) -> str:
-    """A statement written for SQLite, as PostgreSQL takes it: ``?`` placeholders as ``%s``,
-    untyped temporary tables typed (dropped with their transaction), ``AVG`` as a float (not
-    numeric), ``INSERT OR IGNORE`` as ``ON CONFLICT DO NOTHING``. council's shared statements
-    hold no ``?`` or ``%`` inside string literals."""
-    sql = sql.replace("%", "%%").replace("?", "%s")
-    sql = _UNTYPED_TEMP.sub(_temp_table, sql.strip())
-    sql = sql.replace(UNSCORED_TABLE, "bias_unscored").replace("temp.", "pg_temp.")
-    sql = _AVG.sub(r"AVG((\1)::float8)", sql).replace("instr(", "strpos(")
-    if sql.startswith("INSERT OR IGNORE INTO"):
-        sql = "INSERT INTO" + sql[len("INSERT OR IGNORE INTO") :] + " ON CONFLICT DO NOTHING"
-    return sql
-
-
-@contextmanager
-def _pipelined_transaction(conn: Any) -> Iterator[None]:
-    """BEGIN, the block's statements and COMMIT in one pipeline, synced once on the way out.
-    (psycopg's ``transaction()`` in a pipeline opens two pipelines of its own and syncs each
-    as it leaves: three round trips where one does, each a wait for the interpreter lock on a
-    busy server.) A statement refused, or an error in the block, leaves the transaction
-    aborted or open: it is rolled back before the error goes on. A savepoint inside (a
-    nested ``conn.transaction()``) still works: the connection is no longer idle once BEGIN
-    is queued."""
-    from psycopg.pq import TransactionStatus
-
-    try:
-        with conn.pipeline():
-            conn.execute("BEGIN", prepare=False)  # nothing to gain from a prepared BEGIN or COMMIT
-            yield
-            conn.execute("COMMIT", prepare=False)
-    except BaseException:
-        if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
-            try:
-                conn.rollback()
-            except _psycopg().Error:  # a broken connection: the pool discards it, the server rolls back
-                pass
-        raise
-
-
-class _Connection:
-    """A psycopg connection seen through the sqlite3 calls the shared statement modules make
-    (``execute``, ``executemany`` with ``?`` placeholders), so council.storage.judgments
-    writes and reads both backends with one set of statements. A unique violation is raised
-    as ``sqlite3.IntegrityError``, the error those modules handle."""
-
-    def __init__(self, conn: Any) -> None:
-        self.raw = conn
-
-    @property
-    def in_transaction(self) -> bool:
-        from psycopg.pq import TransactionStatus
-
-        return self.raw.info.transaction_status != TransactionStatus.IDLE
-
-    def execute(self, sql: str, params: Sequence[Any] = (), *, dicts: bool = False) -> Any:
-        return self._run(lambda cur: cur.execute(_placeholders(sql), [_value(v) for v in params]), dicts)
-
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> Any:
-        values = [[_value(v) for v in r] for r in rows]
-        if len(values) == 1:  # one row: no pipeline to open and sync
-            return self._run(lambda cur: cur.execute(_placeholders(sql), values[0]))
-        return self._run(lambda cur: cur.executemany(_placeholders(sql), values))
-
-    def _run(self, action: Any, dicts: bool = False) -> Any:
-        import sqlite3
-
-        from psycopg.rows import dict_row, tuple_row
-
-        psycopg = _psycopg()
-        cur = self.raw.cursor(row_factory=dict_row if dicts else tuple_row)
-        try:
-            action(cur)
-        except psycopg.errors.UniqueViolation as exc:
-            raise sqlite3.IntegrityError(str(exc)) from None
-        return cur
-
-
-class _Table:
-    """The part of sqlite-utils' ``Table`` the SQLite store's shared methods use."""
-
-    def __init__(self, conn: _Connection, name: str) -> None:
-        self.conn, self.name = conn, name
-
-    def insert(self, row: dict[str, Any]) -> None:
-        insert_rows(self.conn.raw, self.name, [row])
-
-    def insert_all(self, rows: Iterable[dict[str, Any]], *, replace: bool = False, batch_size: int = 10_000) -> None:
-        key = postgres_schema.PRIMARY_KEYS[self.name] if replace else ()
-        batch: list[dict[str, Any]] = []
-        for row in rows:
-            batch.append(dict(row))
-            if len(batch) >= batch_size:
-                insert_rows(self.conn.raw, self.name, batch, upsert_on=key)
-                batch = []
-        if batch:
-            insert_rows(self.conn.raw, self.name, batch, upsert_on=key)
-
-    def update(self, pk: str, values: dict[str, Any]) -> None:
-        sets = ", ".join(f"{_quote(c)} = %s" for c in values)
-        self.conn.raw.execute(
-            f"UPDATE {_quote(self.name)} SET {sets} WHERE id = %s", [*(_value(v) for v in values.values()), pk]
-        )
-
-    @property
-    def count(self) -> int:
-        return int(self.conn.execute(f"SELECT count(*) FROM {_quote(self.name)}").fetchone()[0])
-
-
-class _Database:
-    """The part of sqlite-utils' ``Database`` the shared statement modules use."""
-
-    def __init__(self, conn: Any) -> None:
-        self.conn = _Connection(conn)
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
-        return self.conn.execute(sql, params)
-
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        return self.conn.execute(sql, params, dicts=True).fetchall()
-
-    def pipeline(self) -> Any:
-        """The block's statements sent without waiting for each one's result; a read inside, or
-        the block's end, collects them (a statement's count is known from then on)."""
-        return self.conn.raw.pipeline()
-
-    def __getitem__(self, table: str) -> _Table:
-        return _Table(self.conn, table)
-
-
-class _Rows(list):  # type: ignore[type-arg]
-    """Rows already fetched (the connection went back to the pool), read as a cursor is."""
-
-    def fetchall(self) -> list[Any]:
-        return list(self)
-
-    def fetchone(self) -> Any:
-        return self[0] if self else None
-
-
-class _PooledDatabase:
-    """Reads outside a transaction, each on a connection from the pool."""
-
-    def __init__(self, store: PostgresStore) -> None:
-        self.store = store
-
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
-        with self.store.connection() as conn:
-            return _Database(conn).query(sql, params)
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> _Rows:
-        with self.store.connection() as conn:
-            cur = _Database(conn).execute(sql, params)
-            return _Rows(cur.fetchall() if cur.description else [])
-
-    def __getitem__(self, table: str) -> Any:
-        return _PooledTable(self.store, table)
-
-    @property
-    def conn(self) -> _PooledDatabase:
-        return self  # reads through ``db.conn.execute`` too, each on a pooled connection
-
-
-class _PooledTable:
-    def __init__(self, store: PostgresStore, name: str) -> None:
-        self.store, self.name = store, name
-
-    @property
-    def count(self) -> int:
-        with self.store.connection() as conn:
-            return _Table(_Connection(conn), self.name).count
 
 
 # Stores not closed by their opener are closed at exit, never by the garbage collector
@@ -541,10 +223,11 @@ class _Staleness:
         self.worked_now(conn)
 
 
-class PostgresStore(GroupCommit, SharedOperations):
+class PostgresStore(SQLStore):
     """All reads and writes of a PostgreSQL store go through here."""
 
     kind = "postgresql"
+    dialect = POSTGRES
     #: Operations may run on several threads at once (a connection pool): council.judging.worker
     #: calls them off its event loop.
     threadsafe = True
@@ -593,7 +276,7 @@ class PostgresStore(GroupCommit, SharedOperations):
                 "autocommit": True,
                 "row_factory": dict_row,
                 "connect_timeout": CONNECT_TIMEOUT_S,
-                "cursor_factory": _text_cursor(),
+                "cursor_factory": text_cursor(),
             },
             open=True,
             name="council",
@@ -613,8 +296,9 @@ class PostgresStore(GroupCommit, SharedOperations):
     def connection(self) -> Iterator[Any]:
         """A pooled connection; the server going away (unreachable, restarted, the pool
         timing out) is one ``CouncilFailure`` line, and the transaction in progress is rolled
-        back by the server: nothing half-written."""
-        psycopg = _psycopg()
+        back by the server: nothing half-written. A row or value the database refuses is a
+        ``StoreRefused``."""
+        psycopg = psycopg_module()
         from psycopg_pool import PoolTimeout
 
         # Once the server is found gone, the calls made in the next OUTAGE_GRACE_S wait for it to
@@ -633,6 +317,10 @@ class PostgresStore(GroupCommit, SharedOperations):
             with self.pool.connection(timeout=wait) as conn:
                 yield conn
             self.away_since = self._wait_failed_at = None
+        except (psycopg.IntegrityError, psycopg.DataError) as exc:
+            # A row or value the database refused (the data written, not the server failing),
+            # found by a statement, a pipeline's sync or the COMMIT: council's error, one line.
+            raise StoreRefused(_one_line(exc, self.url)) from exc
         except (psycopg.OperationalError, PoolTimeout) as exc:
             gone = self._gone(exc)
             if gone:
@@ -670,7 +358,7 @@ class PostgresStore(GroupCommit, SharedOperations):
         shutting down or starting (``_SERVER_GOING``: a restart ends each session with one), or
         a wait for a connection that timed out with none left in the pool (not one that found
         all busy)."""
-        if isinstance(exc, _psycopg().OperationalError):
+        if isinstance(exc, psycopg_module().OperationalError):
             sqlstate = getattr(exc, "sqlstate", None)
             return sqlstate is None or sqlstate in _SERVER_GOING
         return self.pool.get_stats().get("pool_size", 0) == 0
@@ -705,7 +393,7 @@ class PostgresStore(GroupCommit, SharedOperations):
         # last. ``pipelined``: BEGIN, the statements and COMMIT go to the server in one pipeline,
         # one round trip (and one more for each read inside, as the bias summaries' check).
         with self.connection() as conn, self._carry_calls(carry) as carried:
-            with _pipelined_transaction(conn) if pipelined else conn.transaction():
+            with pipelined_transaction(conn) if pipelined else conn.transaction():
                 self._local.conn, self._local.carried = conn, carried
                 try:
                     carried.write_events()
@@ -723,16 +411,16 @@ class PostgresStore(GroupCommit, SharedOperations):
         return getattr(self._local, "conn", None) is not None
 
     @contextmanager
-    def immediate(self) -> Iterator[_Database]:
+    def immediate(self) -> Iterator[PostgresConnection]:
         """A write transaction, seen as the SQLite store's (council.storage.judgments uses it)."""
         with self.transaction() as conn:
-            yield _Database(conn)
+            yield PostgresConnection(conn)
 
     @property
     def db(self) -> Any:
         """Reads for the shared statement modules: the current transaction's, else a pooled one's."""
         current = getattr(self._local, "conn", None)
-        return _Database(current) if current is not None else _PooledDatabase(self)
+        return PostgresConnection(current) if current is not None else PooledConnection(self)
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         current = getattr(self._local, "conn", None)
@@ -753,7 +441,7 @@ class PostgresStore(GroupCommit, SharedOperations):
 
     def _run_lease(self, sql: str, params: Sequence[Any]) -> None:
         with self.connection() as conn:
-            _Connection(conn).execute(sql, params)
+            Statements(conn).execute(sql, params)
 
     def _owner(self) -> dict[str, Any]:
         lease = self.lease()
@@ -824,7 +512,7 @@ class PostgresStore(GroupCommit, SharedOperations):
         once the lock is held, so it sums every reservation committed before."""
         owner = self._owner()["owner"]
         with self.connection() as conn:
-            with _pipelined_transaction(conn):
+            with pipelined_transaction(conn):
                 locked = conn.execute("SELECT cap_usd, spent_usd FROM budgets WHERE key = %s FOR UPDATE", [key])
                 made = conn.execute(
                     "INSERT INTO budget_reservations (key, amount_usd, owner, created_at)"
@@ -847,55 +535,17 @@ class PostgresStore(GroupCommit, SharedOperations):
                 {"id": reservation, "actual": actual_usd, "now": utc_now(), "key": key},
             )
 
-    def cache_reply(self, key: str, version: int, entry: Mapping[str, Any]) -> None:
-        """As ``council.storage.call_cache.cache_reply``."""
-        cost = entry.get("cost_usd")
-        with self.transaction() as conn:
-            conn.execute(
-                "INSERT INTO call_cache (key, version, model, reply, cost_usd, created_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (key) DO UPDATE SET version = excluded.version,"
-                " model = excluded.model, reply = excluded.reply, cost_usd = excluded.cost_usd,"
-                " created_at = excluded.created_at",
-                [key, version, entry.get("model"), json.dumps(dict(entry), ensure_ascii=False),
-                 cost if isinstance(cost, int | float) else None, utc_now()],
-            )  # fmt: skip
-
-    # -- sessions ------------------------------------------------------------
-    # -- what the SQLite store does with statements both databases take ----------------
-    # (placeholders and sqlite-utils calls go through _Database): the same rows, shaped once.
-    journal = SQLiteStore.journal
-
+    # -- the call log ---------------------------------------------------------
     def write_calls(self, rows: Sequence[dict[str, Any]]) -> None:
-        """As SQLite's, with the rows the transaction carries (``_begin``): its call rows are written
-        in one pass, in the order of their call ids, as every transaction here writes its own.
-        Two transactions that write some of the same call rows (a group commit and a batch's
+        """As every store's, with the rows the transaction carries (``_begin``): its call rows are
+        written in one pass, in the order of their call ids, as every transaction here writes its
+        own. Two transactions that write some of the same call rows (a group commit and a batch's
         record; two records that carry each other's items' rows) then never deadlock: the later
         waits for the earlier's first shared row, holding none the earlier wants."""
         carried = getattr(self._local, "carried", None)
         if carried is not None:
             rows = [*carried.take_rows(), *rows]
-        SQLiteStore.write_calls(self, rows)
-
-    _insert_calls = SQLiteStore._insert_calls
-
-    begin_session = SQLiteStore.begin_session
-    save_session = SQLiteStore.save_session
-    fail_session = SQLiteStore.fail_session
-    _finish_session = SQLiteStore._finish_session
-
-    def _write_rows(self, table: str, rows: Sequence[dict[str, Any]], *, replace: bool = False) -> None:
-        """As SQLiteStore's: ``replace`` upserts on the table's primary key."""
-        self.db[table].insert_all(rows, replace=replace)
-
-    list_sessions = SQLiteStore.list_sessions
-    get_session = SQLiteStore.get_session
-    session_calls = SQLiteStore.session_calls
-    has_query_hashes = SQLiteStore.has_query_hashes
-    swap_setting = SQLiteStore.swap_setting
-    append_events = SQLiteStore.append_events  # by the group commit, as the call log
-    events_after = SQLiteStore.events_after
-    read_events = SQLiteStore.read_events
-    count = SQLiteStore.count
+        super().write_calls(rows)
 
     def _write_pending_events(self, pending: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> None:
         """Inside the carrying transaction, under a savepoint: a failed statement aborts a
@@ -943,7 +593,10 @@ class PostgresStore(GroupCommit, SharedOperations):
                 'reviewer_id TEXT, position BIGINT, "timestamp" TEXT, council TEXT)'
             )
             columns = ("id", "session_id", "reviewer_id", "position", "timestamp", "council")
-            insert_rows(conn, "bias_unscored", [{c: r[c] for c in columns} for r in unscored])
+            Statements(conn).executemany(
+                f"INSERT INTO bias_unscored ({', '.join(map(quote, columns))}) VALUES (?, ?, ?, ?, ?, ?)",
+                [[r[c] for c in columns] for r in unscored],
+            )
         self._unscored = self._unscored or bool(unscored)
 
     def bias_sums(self, query: BiasQuery) -> BiasSums:
@@ -953,7 +606,7 @@ class PostgresStore(GroupCommit, SharedOperations):
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             return sum_bias_records(self, query)  # type: ignore[arg-type]
 
-    # -- judgments and batches: the PostgreSQL wording (the rest is in SharedOperations) --
+    # -- judgments and batches: the PostgreSQL wording (the rest is in SQLStore) ----------
     claim_items = queue.claim_postgres
     claim_within = queue.claim_within_postgres  # inside a transaction (judgments.record_and_claim)
 

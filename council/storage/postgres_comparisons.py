@@ -3,13 +3,10 @@ council.storage.comparisons (SQLite) in PostgreSQL's dialect, the same rows out.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from council.storage.comparisons import assemble_comparisons
 from council.storage.data import ComparisonData
-
-if TYPE_CHECKING:
-    from council.storage.postgres import PostgresStore
 
 # Models get integer ids inside the query (in byte order, as the models query lists them),
 # so the per-session pattern text is digits and separators only.
@@ -52,7 +49,7 @@ GROUP BY model_a, model_b, winner
 
 
 def count_comparisons(
-    store: PostgresStore,
+    store: Any,  # the PostgreSQL store: its pooled connection()
     *,
     since: str | None = None,
     council: str | None = None,

@@ -231,9 +231,6 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     ("m023_bias_review_gaps", bias_summaries.gap_migration(postgres=True)),
 ]
 
-# Primary keys of the tables rows are upserted into (``finish_session`` replaces answers and reviews).
-PRIMARY_KEYS: dict[str, tuple[str, ...]] = {"answers": ("session_id", "member"), "reviews": ("session_id", "reviewer")}
-
 
 def migrate(conn: Any) -> list[str]:
     """Apply the pending migrations on ``conn`` (a psycopg connection) in one transaction,

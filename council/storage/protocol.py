@@ -1,8 +1,10 @@
 """What a storage backend provides: the named operations the rest of council uses.
 
 Nothing outside council/storage writes SQL, holds a connection or shapes a row: it
-calls these. A backend (SQLite today: :class:`council.storage.sqlite_store.SQLiteStore`)
-implements every operation and passes tests/storage/test_storage_contract.py.
+calls these. Two backends implement every operation, both over the one set of statements in
+:class:`council.storage.sql_store.SQLStore`: SQLite (:class:`council.storage.sqlite_store.SQLiteStore`)
+and PostgreSQL (:class:`council.storage.postgres.PostgresStore`); each passes
+tests/storage/test_storage_contract.py.
 
 Arguments typed ``Any`` are council's own result objects (a session result, a judging
 outcome, a batch item), read by attribute: storage sits below the packages that define

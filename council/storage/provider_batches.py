@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 from council._util.clock import utc_now
 
 if TYPE_CHECKING:
-    from council.storage.sqlite_store import SQLiteStore as Store
+    from council.storage.connection import Backend
 
 
-def round_intent(store: Store, batch_id: str, token: str, provider: str, custom_ids: Sequence[str]) -> None:
+def round_intent(store: Backend, batch_id: str, token: str, provider: str, custom_ids: Sequence[str]) -> None:
     """Journal a round of ``batch_id`` (``submitting``) before it is sent."""
     now = utc_now()
     with store.immediate() as db:
@@ -24,7 +24,7 @@ def round_intent(store: Store, batch_id: str, token: str, provider: str, custom_
         )
 
 
-def round_submitted(store: Store, token: str, provider_batch_id: str) -> None:
+def round_submitted(store: Backend, token: str, provider_batch_id: str) -> None:
     """The provider accepted the round: its id there (a status already past ``submitted`` stays)."""
     with store.immediate() as db:
         db.execute(
@@ -34,7 +34,7 @@ def round_submitted(store: Store, token: str, provider_batch_id: str) -> None:
         )
 
 
-def round_progress(store: Store, token: str, status: str, done: int, failed: int) -> None:
+def round_progress(store: Backend, token: str, status: str, done: int, failed: int) -> None:
     """A poll of the round: its provider status and counts."""
     with store.immediate() as db:
         db.execute(
@@ -43,7 +43,7 @@ def round_progress(store: Store, token: str, status: str, done: int, failed: int
         )
 
 
-def rounds_holding(store: Store, batch_id: str, custom_ids: Sequence[str]) -> list[dict[str, Any]]:
+def rounds_holding(store: Backend, batch_id: str, custom_ids: Sequence[str]) -> list[dict[str, Any]]:
     """Rounds of ``batch_id`` not failed or cancelled that hold any of ``custom_ids``, newest first."""
     wanted = set(custom_ids)
     rows = store.db.execute(
@@ -63,7 +63,7 @@ def rounds_holding(store: Store, batch_id: str, custom_ids: Sequence[str]) -> li
 ENDED = ("completed", "expired", "failed", "cancelled", "ended")
 
 
-def provider_batches(store: Store, batch_id: str) -> list[dict[str, Any]]:
+def provider_batches(store: Backend, batch_id: str) -> list[dict[str, Any]]:
     """The rounds of a batch, oldest first: ``id, provider, status, requests, done, failed``,
     ``submitted_at`` (when it was journaled to be sent; None when the provider never got it)
     and ``collected_at`` (the poll that saw it end, after which its lines are read; None while

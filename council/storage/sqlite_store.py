@@ -12,9 +12,7 @@ leaves a session half-recorded:
 
 from __future__ import annotations
 
-import functools
 import itertools
-import json
 import os
 import sqlite3
 import threading
@@ -22,39 +20,25 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from council._util.clock import parse_since, utc_now
 from council._util.home import ensure_home
 from council._util.logs import get_logger
-from council.errors import EnvironmentFailure, NotFoundError, UsageError
-from council.storage import bias_rows, budgets, call_cache, ownership, queue
+from council.errors import EnvironmentFailure, UsageError
+from council.storage import bias_rows, budgets, ownership, queue
 from council.storage.bias_summary_rows import write_summaries
-from council.storage.bias_sums import UNSCORED_TABLE, sum_bias_records
+from council.storage.bias_sums import sum_bias_records
 from council.storage.checkpoints import WAL_CAP_PAGES, Checkpointer
 from council.storage.comparisons import count_comparisons
-from council.storage.group_commit import GroupCommit, call_row
+from council.storage.dialect import SQLITE
 from council.storage.migrations import migrations
 from council.storage.opening import connect_checked, set_schema_version, write_refused
 from council.storage.rate_limits import adjust_sqlite, reserve_sqlite
-from council.storage.shared_operations import SharedOperations
+from council.storage.sql_store import SQLStore
 from council.storage.sqlite import Database
-from council.untrusted.redaction import redact, redact_document, redacted_model_json
-
-if TYPE_CHECKING:  # pydantic's import (~50 ms) is not every command's: a listing reads no call record
-    from council.accounting.usage import CallJournal, CallRecord
 
 log = get_logger("council.storage")
 BUSY_TIMEOUT_S = 60.0
-#: The shortest id prefix a session can be found by (the tables show 8 characters).
-MIN_ID_PREFIX = 8
-_CALL_COLUMNS = ("call_id", "session_id", "owner", "stage", "member", "model", "started_at", "latency_ms",
-                 "prompt_tokens", "completion_tokens", "cost_usd", "attempt", "ok", "error", "cached",
-                 "saved_usd", "usage_untrusted")  # fmt: skip
-_CALL_OUTCOME = frozenset(
-    {"latency_ms", "prompt_tokens", "completion_tokens", "cost_usd", "ok", "error", "cached", "saved_usd",
-     "usage_untrusted"}
-)  # fmt: skip
 
 
 def _connect(path: Path | str, *, uri: bool = False) -> sqlite3.Connection:
@@ -127,11 +111,12 @@ def _private_database(path: Path) -> None:
             pass
 
 
-class SQLiteStore(GroupCommit, SharedOperations):
+class SQLiteStore(SQLStore):
     """The SQLite backend of :class:`council.storage.protocol.Store` (council.db)."""
 
     #: One connection, used by one thread at a time: council.judging.worker calls it on its event loop.
     threadsafe = False
+    dialect = SQLITE
 
     def __init__(self, db: Database, path: Path | None = None) -> None:
         self.db = db
@@ -335,227 +320,6 @@ class SQLiteStore(GroupCommit, SharedOperations):
         """Settle a reservation under ``key`` ``delta`` seconds bigger (or smaller, if negative)."""
         adjust_sqlite(self.db.conn, key, delta)
 
-    # -- the call log ---------------------------------------------------------
-    def journal(self, session_id: str) -> CallJournal:
-        """Writes a run's attempts as they start and finish (``calls.session_id`` = ``session_id``)."""
-        return _Journal(self, session_id)
-
-    def write_calls(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Insert call-log rows (``group_commit.call_row``'s: redacted where they were made), or
-        complete the rows already written for them (by ``call_id``). Run inside the caller's
-        transaction."""
-        # One statement per shape of row. A call's finished row completes its started row; a
-        # started row (``ok`` NULL) never overwrites a row already there, so the order they are
-        # written in does not matter (group commits on several threads may land a started row
-        # after its finished one), and a started row whose finished row is here is left out.
-        finished = {row["call_id"] for row in rows if row.get("ok") is not None}
-        kept = [row for row in rows if row.get("ok") is not None or row["call_id"] not in finished]
-        if self.threadsafe:
-            # Several transactions write call rows at once here (PostgreSQL): each writes its rows
-            # in one order, their call_id's, so none waits for a row another holds while that one
-            # waits for a row it holds (a deadlock: docs/benchmark-history.md, section 37). Started and
-            # finished rows go in one statement (a started row updates nothing), and a row without
-            # an owner (a final write's, a record's) has a NULL one, as it would unwritten: the rows
-            # stay one statement, not one each time the kind or the columns change along the order.
-            kept.sort(key=lambda row: row["call_id"])
-            for columns, same in itertools.groupby(kept, key=_owned_columns):
-                self._insert_calls(columns, _complete_call(columns, started_too=True), same)
-            return
-        shapes: dict[tuple[tuple[str, ...], bool], list[dict[str, Any]]] = {}
-        for row in kept:
-            shapes.setdefault(_call_shape(row), []).append(row)
-        for (columns, started), shaped in shapes.items():
-            self._insert_calls(columns, "NOTHING" if started else _complete_call(columns), shaped)
-
-    def _insert_calls(self, columns: tuple[str, ...], on_conflict: str, rows: Iterable[dict[str, Any]]) -> None:
-        self.db.conn.executemany(
-            f"INSERT INTO calls ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)}) "
-            f"ON CONFLICT (call_id) DO {on_conflict}",
-            [[row.get(c) for c in columns] for row in rows],
-        )
-
-    # -- sessions ------------------------------------------------------------
-    def begin_session(
-        self,
-        session_id: str,
-        *,
-        council: str,
-        question: str | None = None,
-        query_hash: str | None = None,
-        seed: int | None = None,
-        offline: bool = False,
-        members: Sequence[str] = (),
-        created_at: str | None = None,
-        kind: str = "council",
-    ) -> None:
-        row = {
-            "id": session_id,
-            "kind": kind,
-            "council": council,
-            "question": question,
-            "query_hash": query_hash,
-            "seed": seed,
-            "offline": int(offline),
-            "members": json.dumps(list(members)),
-            "created_at": created_at or utc_now(),
-        }
-        row = {"status": "running", **self._owner(), **row}
-        # Nothing read: one round trip on PostgreSQL. A store written from several threads writes
-        # the new row alone, carrying no call-log rows: it then waits on no other transaction (the
-        # session starts on whichever thread, beside the write thread's commits of those rows).
-        with self._write_transaction(carry=not self.threadsafe):
-            self._write_rows("sessions", [row])  # one prepared statement (sqlite-utils' insert: ~2 ×)
-
-    def save_session(
-        self, result: Any, records: Sequence[Any], *, keep_text: bool, calls: Sequence[CallRecord]
-    ) -> None:
-        self._finish_session(
-            result.session_id,
-            status=result.status,
-            **_result_rows(result, keep_text),
-            bias_records=[rec.row() for rec in records],
-            calls=_call_rows(result.session_id, calls),
-        )
-
-    def fail_session(
-        self,
-        session_id: str,
-        *,
-        status: str,
-        error: str,
-        calls: Sequence[CallRecord],
-        result: Any | None = None,
-        keep_text: bool = True,
-    ) -> None:
-        rows = _result_rows(result, keep_text) if result is not None else {"result": None}
-        self._finish_session(session_id, status=status, error=error, calls=_call_rows(session_id, calls), **rows)
-
-    def _finish_session(
-        self,
-        session_id: str,
-        *,
-        status: str,
-        result: Any | None,
-        error: str | None = None,
-        answers: Sequence[dict[str, Any]] = (),
-        reviews: Sequence[dict[str, Any]] = (),
-        bias_records: Sequence[dict[str, Any]] = (),
-        calls: Sequence[dict[str, Any]] = (),
-    ) -> None:
-        """Write the whole session and its final status in one transaction, every row and the
-        result (a ``SessionResult``) redacted field by field (``redaction.redact_document``: no
-        secrets, and no private text when transcripts are off; the user's own words kept)."""
-        with self._write_transaction():  # nothing read: one round trip on PostgreSQL
-            if answers:
-                self._write_rows("answers", redact_document(list(answers)), replace=True)
-            if reviews:
-                self._write_rows("reviews", redact_document(list(reviews)), replace=True)
-            if bias_records:
-                self._write_session_bias_records(bias_records)
-            calls = self.calls_to_record(calls)
-            if calls:
-                self.write_calls(calls)
-            self.db.conn.execute(
-                "UPDATE sessions SET status = ?, finished_at = ?, result = ?, error = ? WHERE id = ?",
-                [
-                    status,
-                    utc_now(),
-                    # serialized once, for the redaction check and for storing
-                    None if result is None else redacted_model_json(result),
-                    redact(error) if error else error,
-                    session_id,
-                ],
-            )
-
-    def _write_rows(self, table: str, rows: Sequence[dict[str, Any]], *, replace: bool = False) -> None:
-        """Insert ``rows`` (plain values) into ``table`` inside the caller's transaction, one
-        prepared statement per shape of row; ``replace``: a row with the same key replaces the
-        stored one. (sqlite-utils' ``insert_all`` reads the table's columns and converts every
-        value first: ~8 % of a busy server's CPU, docs/benchmark-history.md section 20.)"""
-        shapes: dict[tuple[str, ...], list[list[Any]]] = {}
-        for row in rows:
-            columns = tuple(row)
-            shapes.setdefault(columns, []).append([row[c] for c in columns])
-        verb = "INSERT OR REPLACE" if replace else "INSERT"
-        for columns, values in shapes.items():
-            marks = ", ".join("?" for _ in columns)
-            self.db.conn.executemany(f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({marks})", values)
-
-    def list_sessions(
-        self, *, limit: int = 20, since: str | None = None, council: str | None = None, search: str | None = None
-    ) -> list[dict[str, Any]]:
-        """Newest first. ``search``: text the question contains (any case; literal, never a pattern)."""
-        where, params = [], []
-        if search:
-            where.append("instr(lower(question), lower(?)) > 0")
-            params.append(search)
-        if since:
-            where.append("created_at >= ?")
-            params.append(parse_since(since))
-        if council:
-            where.append("council = ?")
-            params.append(council)
-        sql = "select id, created_at, finished_at, status, kind, council, question, members, error from sessions"
-        if where:
-            sql += " where " + " and ".join(where)
-        sql += " order by created_at desc limit ?"
-        params.append(limit)
-        return list(self.db.query(sql, params))
-
-    def get_session(self, session_id: str) -> dict[str, Any]:
-        """A session by its id, or by a literal prefix of at least ``MIN_ID_PREFIX`` characters
-        that only one session has (people copy the short ids the table shows)."""
-        rows = list(self.db.query("select * from sessions where id = ?", [session_id]))
-        if not rows and len(session_id) >= MIN_ID_PREFIX:
-            # A range, not LIKE: the prefix is text, never a pattern ("%" and "_" match only themselves).
-            upper = session_id[:-1] + chr(ord(session_id[-1]) + 1) if ord(session_id[-1]) < 0x10FFFF else None
-            sql = "select * from sessions where id >= ? and substr(id, 1, ?) = ?"
-            params: list[Any] = [session_id, len(session_id), session_id]
-            if upper is not None:
-                sql += " and id < ?"
-                params.append(upper)
-            rows = list(self.db.query(sql + " limit 2", params))
-        if len(rows) != 1:
-            hint = f" (give the id or at least {MIN_ID_PREFIX} characters of it)"
-            raise NotFoundError(f"no session with id {session_id!r}{'' if len(session_id) >= MIN_ID_PREFIX else hint}")
-        session = rows[0]
-        sid = session["id"]
-        session["answers"] = list(self.db.query("select * from answers where session_id = ?", [sid]))
-        session["reviews"] = list(self.db.query("select * from reviews where session_id = ?", [sid]))
-        return session
-
-    def session_calls(self, session_id: str) -> list[dict[str, Any]]:
-        """The call log of one session, every attempt, in the order they started. Not the rows'
-        ids: a transaction may write several attempts' rows at once, and on PostgreSQL it writes
-        them in call-id order (:meth:`write_calls`), so that two never deadlock."""
-        rows = self.db.query("select * from calls where session_id = ? order by started_at, id", [session_id])
-        return list(rows)
-
-    def swap_setting(self, key: str, value: str) -> str | None:
-        """Store ``value`` under ``key`` and return what was stored before (None: nothing)."""
-        with self.immediate():
-            row = self.db.execute("SELECT value FROM settings WHERE key = ?", [key]).fetchone()
-            self.db.execute(
-                "INSERT INTO settings (key, value) VALUES (?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                [key, value],
-            )
-        return row[0] if row else None
-
-    def has_query_hashes(self) -> bool:
-        """Whether any session or judged pair (its ``prompt_id``, m018) on record carries a query
-        hash (made with the salt of the time)."""
-        sql = ("SELECT 1 FROM sessions WHERE query_hash IS NOT NULL UNION ALL "
-               "SELECT 1 FROM judgment_runs WHERE prompt_id IS NOT NULL LIMIT 1")  # fmt: skip
-        return bool(list(self.db.execute(sql)))
-
-    # -- session events ------------------------------------------------------
-    def append_events(self, session_id: str, events: Sequence[dict[str, Any]]) -> None:
-        """Store a batch of a session's events (council.storage.events) by the call log's group
-        commit: every batch of every session in one turn of the event loop in one transaction (a
-        server running many sessions would otherwise commit for each of their events)."""
-        self.queue_events(session_id, events)
-
     def _write_pending_events(self, pending: Sequence[tuple[str, Sequence[dict[str, Any]]]]) -> None:
         from council.storage.events import append_events
 
@@ -564,19 +328,6 @@ class SQLiteStore(GroupCommit, SharedOperations):
                 append_events(self.db, session_id, events)
             except sqlite3.Error as exc:  # these events are lost, never the session (stored apart)
                 log.error("could not store session events", session_id=session_id, error=str(exc))
-
-    def events_after(self, session_id: str, after: int = 0, limit: int = 1000) -> list[tuple[int, str, str]]:
-        """(seq, type, JSON) of the session's events numbered above ``after`` (this process's
-        events still waiting for their commit included)."""
-        if self._pending_events:
-            self.flush_calls()
-        return self.read_events(session_id, after, limit)
-
-    def read_events(self, session_id: str, after: int = 0, limit: int = 1000) -> list[tuple[int, str, str]]:
-        """(seq, type, JSON) of the session's committed events numbered above ``after``."""
-        from council.storage.events import events_after
-
-        return events_after(self.db, session_id, after, limit)
 
     # -- bias records --------------------------------------------------------
     def insert_bias_records(self, records: Iterable[Mapping[str, Any]], *, batch_size: int = 10_000) -> int:
@@ -597,114 +348,23 @@ class SQLiteStore(GroupCommit, SharedOperations):
                 self.db.conn.execute("BEGIN")
             _write_bias_records(self.db.conn, scored, 10_000)
         self.db.execute(
-            f"CREATE TABLE IF NOT EXISTS {UNSCORED_TABLE} "
+            f"CREATE TABLE IF NOT EXISTS {SQLITE.unscored_table} "
             "(id INTEGER PRIMARY KEY, session_id, reviewer_id, position, timestamp, council)"
         )
         columns = ("id", "session_id", "reviewer_id", "position", "timestamp", "council")
         self.db.conn.executemany(
-            f"INSERT INTO {UNSCORED_TABLE} VALUES (?, ?, ?, ?, ?, ?)", [tuple(r[c] for c in columns) for r in unscored]
+            f"INSERT INTO {SQLITE.unscored_table} VALUES (?, ?, ?, ?, ?, ?)",
+            [tuple(r[c] for c in columns) for r in unscored],
         )
         self._unscored = True
 
-    def count(self, table: str) -> int:
-        return self.db[table].count
-
     # -- judgments, batches, the leaderboard: the SQLite wording ------------------------
-    # (the operations both backends share are in SharedOperations)
+    # (the operations both backends share are in SQLStore)
     claim_items = queue.claim_sqlite
     claim_within = queue.claim_within_sqlite  # inside a write transaction (judgments.record_and_claim)
     comparisons = count_comparisons
     bias_sums = sum_bias_records
 
-    # -- cost: the SQLite wording (the rest is in SharedOperations) ----------------------
+    # -- cost: the SQLite wording (the rest is in SQLStore) ------------------------------
     open_budget = budgets.open_budget
     reserve_budget = budgets.reserve_budget
-    cache_reply = call_cache.cache_reply
-
-
-def _result_rows(result: Any, keep_text: bool) -> dict[str, Any]:
-    """A ``SessionResult`` and its ``answers`` and ``reviews`` rows (texts only when
-    ``keep_text``): what ``_finish_session`` writes for it."""
-    session_id = result.session_id
-    answers = [
-        {
-            "session_id": session_id,
-            "member": a.member,
-            "model": a.model,
-            "text": a.text if keep_text else None,
-            "length_chars": a.length_chars,
-            "status": a.status,
-            "error": a.error,
-            "latency_ms": a.latency_ms,
-        }
-        for a in result.answers
-    ]
-    reviews = [
-        {
-            "session_id": session_id,
-            "reviewer": r.reviewer,
-            "model": r.model,
-            "display_order": json.dumps(r.display_order),
-            "labels": json.dumps(r.labels),
-            "scores": json.dumps(r.scores),
-            "ranking": json.dumps(r.ranking),
-            "reasoning": json.dumps(r.reasoning) if keep_text else None,
-            "valid": int(r.valid),
-            "attempts": r.attempts,
-            "error": r.error,
-        }
-        for r in result.reviews
-    ]
-    return {"result": result, "answers": answers, "reviews": reviews}
-
-
-def _call_shape(row: dict[str, Any]) -> tuple[tuple[str, ...], bool]:
-    """A call-log row's columns, and whether it is a started row (``ok`` NULL)."""
-    return _columns_of(tuple(row)), row.get("ok") is None
-
-
-def _owned_columns(row: dict[str, Any]) -> tuple[str, ...]:
-    """A call-log row's columns, ``owner`` among them even where the row has none (NULL)."""
-    return _columns_of(tuple(row), owned=True)
-
-
-@functools.lru_cache(maxsize=64)  # rows come in a few shapes; a busy server writes ~30 a session
-def _columns_of(keys: tuple[str, ...], *, owned: bool = False) -> tuple[str, ...]:
-    """The call-log columns a row with these keys has, in the table's order (with ``owned``,
-    ``owner`` whether it has one or not)."""
-    return tuple(c for c in _CALL_COLUMNS if c in keys or (owned and c == "owner"))
-
-
-@functools.lru_cache(maxsize=64)
-def _complete_call(columns: tuple[str, ...], *, started_too: bool = False) -> str:
-    """The upsert of a finished call's row: its outcome replaces what is stored, unless that is
-    already the same outcome. A final write records its calls again after the call log's group
-    commit wrote most of them finished, and an UPDATE that changes nothing still writes a new row
-    (on PostgreSQL a new version, with an entry in each of the table's indexes). The comparison
-    treats two NULLs as equal, in words both databases take. ``started_too``: the statement also
-    takes started rows (``ok`` NULL), which never update a row already there."""
-    outcome = [c for c in columns if c in _CALL_OUTCOME]
-    same = " AND ".join(f"(calls.{c} = excluded.{c} OR (calls.{c} IS NULL AND excluded.{c} IS NULL))" for c in outcome)
-    finished = "excluded.ok IS NOT NULL AND " if started_too else ""
-    return f"UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in outcome)} WHERE {finished}({same}) IS NOT TRUE"
-
-
-def _call_rows(session_id: str, calls: Sequence[CallRecord]) -> list[dict[str, Any]]:
-    return [call_row(c, session_id=session_id) for c in calls]
-
-
-class _Journal:
-    """A run's attempts, written as they start (``ok`` NULL: in flight) and as they finish."""
-
-    def __init__(self, store: SQLiteStore, session_id: str) -> None:
-        self.store = store
-        self.session_id = session_id
-
-    def _row(self, record: CallRecord) -> dict[str, Any]:
-        return call_row(record, session_id=self.session_id, **self.store._owner())
-
-    def call_started(self, record: CallRecord) -> None:
-        self.store.journal_calls([{**self._row(record), "ok": None, "latency_ms": None, "error": None}])
-
-    def call_finished(self, record: CallRecord) -> None:
-        self.store.journal_calls([self._row(record)])

@@ -55,6 +55,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
+from council._util.speedups import EnvironMemo
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
@@ -156,24 +158,19 @@ def known_secrets(env: Mapping[str, str] | None = None) -> set[str]:
     return _registered | found
 
 
-_last_secrets: tuple[set[str], int, dict[Any, Any], frozenset[str]] | None = None
+#: The secrets of ``os.environ`` and the registry, computed again only when either changed.
+_environ_secrets: EnvironMemo[frozenset[str]] = EnvironMemo()
 
 
 def _current_secrets() -> frozenset[str]:
     """:func:`known_secrets` of ``os.environ``, read again only when the environment or the
-    registered secrets changed: every stored document and error text asks, and decoding the
-    whole environment each time cost more than the check itself."""
-    global _last_secrets
-    raw = getattr(os.environ, "_data", None)  # the bytes behind os.environ (CPython)
-    if not isinstance(raw, dict):
-        return frozenset(_scan_environment())
-    # Registered secrets are only ever added (tests swap the whole set: held here, compared by
-    # identity). The environment is compared with a copy: equal dicts of the same bytes objects
-    # compare in a fraction of the time a frozenset of its items takes to build.
-    last = _last_secrets
-    if last is None or last[0] is not _registered or last[1] != len(_registered) or last[2] != raw:
-        last = _last_secrets = (_registered, len(_registered), dict(raw), frozenset(_scan_environment()))
-    return last[3]
+    registered secrets changed: every stored document and error text asks."""
+    # Registered secrets are only ever added (tests swap the whole set): the set itself and its size.
+    return _environ_secrets.get((_registered, len(_registered)), _scan_environment_frozen)
+
+
+def _scan_environment_frozen() -> frozenset[str]:
+    return frozenset(_scan_environment())
 
 
 def _scan_environment() -> set[str]:
@@ -480,7 +477,7 @@ def redacted_model_json(model: BaseModel, secrets: frozenset[str] | None = None)
 
 
 def _json_text(value: Any) -> str | None:
-    import pydantic_core  # here, not with the module: ~15 ms of a command that redacts nothing
+    import pydantic_core  # here, not with the module: start-up time for a command that redacts nothing
 
     try:
         return pydantic_core.to_json(value).decode()

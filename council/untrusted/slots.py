@@ -54,9 +54,10 @@ def _spelled(name: str) -> str:
 
 @lru_cache(maxsize=1)
 def tag_pattern() -> re.Pattern[str]:
-    """The opening sign of any tag-like slot name. Compiled at first need: it takes ~25 ms of CPU
+    """The opening sign of any tag-like slot name. Compiled at first need: it is slow to compile
     (the invisible characters' class, spelled ~40 times), and ASCII text without ``<`` never needs
-    it; a run compiles it in a worker thread while its first calls are in flight."""
+    it; a run compiles it in a worker thread while its first calls are in flight
+    (:func:`council._util.speedups.compile_ahead`)."""
     return re.compile(
         f"[{_OPENERS}](?=[\\s/{INVISIBLE}]*(?:{'|'.join(_spelled(n) for n in SLOT_NAMES)}))",
         re.IGNORECASE,
@@ -65,7 +66,7 @@ def tag_pattern() -> re.Pattern[str]:
 
 def _confusables() -> dict[str, str]:
     """Every single character Unicode lists as confusable with ``<``, ``/`` or a letter of a
-    slot name, mapped to it: kept in council.untrusted.lookalikes (the whole table takes ~30 ms to load)."""
+    slot name, mapped to it: kept in council.untrusted.lookalikes (a large table, loaded at first need)."""
     from council.untrusted.lookalikes import LOOKALIKES
 
     return LOOKALIKES
@@ -115,7 +116,7 @@ def neutralise(text: str) -> str:
 class _Recent(dict[str, str]):
     """The last texts neutralised, up to ``limit`` characters in all, oldest out first. A
     session quotes each answer in every reviewer's prompt and in the chairman's; folding
-    non-ASCII text costs ~25 µs per 1,000 characters, so each answer is folded once."""
+    non-ASCII text character by character is slow, so each answer is folded once."""
 
     def __init__(self, limit: int) -> None:
         super().__init__()
@@ -155,8 +156,8 @@ def _may_open() -> re.Pattern[str] | None:
 
 def _neutralise_folded(text: str) -> str:
     # Folding keeps positions and a tag begins with an opening sign, so a text without a character
-    # that folds to one holds no tag: one search instead of folding it all (~6 against ~55 µs for
-    # an 800-character answer; a busy server folds five a session, docs/benchmark-history.md section 44).
+    # that folds to one holds no tag: one search instead of folding it all, for every answer a
+    # busy server's sessions quote (benchmarks/bench_serve_sessions.py).
     may_open = _may_open()
     if may_open is not None and may_open.search(text) is None:
         return text

@@ -12,6 +12,10 @@ they are.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -19,3 +23,11 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u20
 def visible(text: str) -> str:
     """``text`` with every control character but newline and tab, and every bidi control, written as an escape."""
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def literal(value: object, style: str = "") -> Text:
+    """``value`` as rich text shown exactly as written (for places rich would read as markup, e.g.
+    panel titles and table cells)."""
+    from rich.text import Text
+
+    return Text(visible(str(value)), style=style)

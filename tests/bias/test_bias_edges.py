@@ -216,7 +216,7 @@ def test_calibration_test_matches_scipy_and_labels_are_not_evidence():
     row = next(h for h in report.honesty if h.metric == "reviewer_calibration")
     assert "not significant" in row.verdict or row.status == "insufficient"
     console = Console(record=True, width=200)
-    from council.cli.bias_report import render_text
+    from council.bias.wording import render_bias_report_text as render_text
 
     render_text(report, console)
     text = console.export_text()

@@ -492,7 +492,7 @@ def test_cli_errors_are_one_line_with_exit_code_2(tmp_path):
 
 
 def test_text_rendering_of_an_empty_report():
-    from council.cli.bias_report import render_text
+    from council.bias.wording import render_bias_report_text as render_text
 
     console = Console(record=True, width=100)
     render_text(bias_report(SQLiteStore.memory()), console)

@@ -137,8 +137,9 @@ def test_no_module_imports_one_above_its_layer():
 
 def test_only_the_fake_provider_uses_the_testing_replies():
     users = sorted(
-        name for name, deps in GRAPH.items() if not _within(name, "council.testing") and any(
-            _within(d, "council.testing") for d in deps)
+        name
+        for name, deps in GRAPH.items()
+        if not _within(name, "council.testing") and any(_within(d, "council.testing") for d in deps)
     )
     assert users == ["council.providers.fake"]
 
@@ -168,12 +169,7 @@ def test_no_import_cycles():
 
 
 def test_pure_logic_imports_no_io():
-    wrong = [
-        f"{name} imports {dep}"
-        for name in PURE
-        for dep in GRAPH[name]
-        if any(_within(dep, io) for io in IO)
-    ]
+    wrong = [f"{name} imports {dep}" for name in PURE for dep in GRAPH[name] if any(_within(dep, io) for io in IO)]
     assert wrong == []
 
 
@@ -260,7 +256,7 @@ def test_no_module_outside_storage_writes_sql():
 def test_the_rules_catch_what_they_forbid():
     # The checks above pass on an empty world too: show each one firing.
     assert SQL_SHAPES.search("select id, status from sessions where id = ?".upper())
-    assert SQL_SHAPES.search('INSERT OR IGNORE INTO t VALUES (?, ?)')
+    assert SQL_SHAPES.search("INSERT OR IGNORE INTO t VALUES (?, ?)")
     assert SQL_SHAPES.search("update sessions set status = 'x'".upper())
     assert not SQL_SHAPES.search("choose one of: words, chars".upper())
     tree = ast.parse("import sqlite3\nstore.db.execute('SELECT 1 FROM t')\n")
@@ -276,10 +272,14 @@ def test_the_spend_cap_is_kept_in_one_place():
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                assert node.func.attr not in ("reserve", "settle", "shrink", "reserve_budget", "settle_budget",
-                                              "shrink_budget"), (
-                    f"{name} reserves spending outside ModelClient"
-                )
+                assert node.func.attr not in (
+                    "reserve",
+                    "settle",
+                    "shrink",
+                    "reserve_budget",
+                    "settle_budget",
+                    "shrink_budget",
+                ), f"{name} reserves spending outside ModelClient"
 
 
 def test_methods_import_only_methods():
@@ -293,8 +293,25 @@ def test_methods_import_only_methods():
 
 
 # Standard-library and third-party modules that do I/O or talk to the world.
-IO_LIBRARIES = {"os", "io", "pathlib", "shutil", "socket", "subprocess", "sqlite3", "sqlite_utils", "aiohttp",
-                "httpx", "urllib", "tempfile", "logging", "litellm", "openai", "click", "rich"}
+IO_LIBRARIES = {
+    "os",
+    "io",
+    "pathlib",
+    "shutil",
+    "socket",
+    "subprocess",
+    "sqlite3",
+    "sqlite_utils",
+    "aiohttp",
+    "httpx",
+    "urllib",
+    "tempfile",
+    "logging",
+    "litellm",
+    "openai",
+    "click",
+    "rich",
+}
 
 
 def test_methods_do_no_io():
@@ -336,7 +353,63 @@ def test_the_bias_package_holds_only_the_bias_report():
         for name in MODULES
         if _within(name, "council.bias")
         for node in ast.walk(_tree(name))
-        if isinstance(node, ast.ImportFrom) and node.module and "leaderboard" in node.module
-        or isinstance(node, ast.FunctionDef) and "leaderboard" in node.name
+        if isinstance(node, ast.ImportFrom)
+        and node.module
+        and "leaderboard" in node.module
+        or isinstance(node, ast.FunctionDef)
+        and "leaderboard" in node.name
     ]
     assert wrong == []
+
+
+# -- the front-ends (CLI, HTTP server and web app, MCP server) reach council only through its API --
+
+FRONT_ENDS = ("council.cli", "council.server", "council.mcp")
+# What every front-end module may import besides its own package: the lazy top level, the
+# facade, the errors, the private plumbing and the untrusted-text helpers.
+FRONT_END_MAY_IMPORT = ("council.api", "council.errors", "council._util", "council.untrusted")
+# A command that starts another front-end imports it, through that package's own face only.
+LAUNCHES = {("council.cli.serve", "council.server"), ("council.cli.mcp", "council.mcp")}
+
+
+def _front_end_of(name: str) -> str | None:
+    return next((f for f in FRONT_ENDS if _within(name, f)), None)
+
+
+def front_end_imports_beyond_the_api(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """(front-end module, council module) pairs the rule does not allow, in ``graph``."""
+    wrong = set()
+    for name, deps in graph.items():
+        own = _front_end_of(name)
+        if own is None:
+            continue
+        for dep in deps:
+            allowed = (
+                dep == "council"
+                or _within(dep, own)
+                or any(_within(dep, face) for face in FRONT_END_MAY_IMPORT)
+                or (name, dep) in LAUNCHES
+            )
+            if not allowed:
+                wrong.add((name, dep))
+    return wrong
+
+
+def test_front_ends_reach_council_only_through_its_public_api():
+    wrong = front_end_imports_beyond_the_api(GRAPH)
+    assert sorted(wrong) == []
+
+
+def test_the_front_end_rule_catches_what_it_forbids():
+    graph = {
+        "council.cli.x": {"council.cli.render", "council.api", "council", "council.untrusted.terminal"},
+        "council.mcp.server": {"council.cli.render", "council.storage"},
+        "council.server.app": {"council.leaderboard.stored", "council._util.background", "council.errors"},
+        "council.cli.serve": {"council.server", "council.server.app"},
+    }
+    assert front_end_imports_beyond_the_api(graph) == {
+        ("council.mcp.server", "council.cli.render"),
+        ("council.mcp.server", "council.storage"),
+        ("council.server.app", "council.leaderboard.stored"),
+        ("council.cli.serve", "council.server.app"),
+    }

@@ -56,3 +56,42 @@ async def test_async_context_manager_closes_store(council_home):
         await council.run("q?", seed=1)
         assert council.store is not None
     assert council.store is None
+
+
+def test_the_facade_imports_only_what_is_asked_of_it():
+    # Every front-end imports council.api: a command that lists sessions or reports bias must not
+    # pay for validation, the event loop or a model client by importing it.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, council.api as api\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'pydantic', 'asyncio', 'aiohttp', 'numpy'}))\n"
+        "print(all(getattr(api, name) is not None for name in api._EXPORTS))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert out[:2] == ["[]", "True"]
+
+
+async def test_the_read_helpers_read_the_store_they_are_given(tmp_path):
+    import io
+
+    from council import api
+    from council.storage import SQLiteStore
+
+    store = SQLiteStore.open(tmp_path / "council.db")
+    council = Council.from_config(config("fake/a", "fake/b", "fake/c"), store=store)
+    result = await council.run("What is 1 + 1?", seed=4)
+    await council.aclose_clients()
+    rows = api.list_sessions(limit=5, since=None, council=None, store=store)
+    assert [r["id"] for r in rows] == [result.session_id]
+    row = api.get_session(result.session_id[:8], store=store)
+    assert api.stored_result(row)["session_id"] == result.session_id
+    out = io.StringIO()
+    assert api.export_sessions(out, fmt="jsonl", shape="sessions", redact=True, since=None, store=store) == 1
+    assert result.question not in out.getvalue()
+    report = api.stored_bias_report(since=None, reviewers=(), council=None, max_points=0, length_unit=None,
+                                    skip_bad=False, store=store)  # fmt: skip
+    assert report.sessions == 1
+    assert api.cache_stats(store=store)["entries"] == 0
+    store.close()

@@ -1,5 +1,5 @@
 """Work begun beside a stage's calls waits until they are on the wire, unless it is needed
-sooner (council._util.background); the price map read so stays one read."""
+sooner (council._util.speedups); the price map read so stays one read."""
 
 from __future__ import annotations
 
@@ -8,26 +8,26 @@ import subprocess
 import sys
 
 from council import Council
-from council._util import background
+from council._util import speedups
 from council.providers.fake import FakeAPI
-from council.session import runner
+from council.session import stages
 from council.session.schemas import peer_review_model
 
 
 def test_work_waits_the_grace_first(monkeypatch):
     slept, ran = [], []
-    monkeypatch.setattr(background.time, "sleep", slept.append)
-    background.after_grace(lambda: ran.append(len(slept)))()
-    assert slept == [background.GRACE_S]
+    monkeypatch.setattr(speedups.time, "sleep", slept.append)
+    speedups.after_grace(lambda: ran.append(len(slept)))()
+    assert slept == [speedups.GRACE_S]
     assert ran == [1]  # after the wait, not before
 
 
 def test_work_needed_now_starts_at_once(monkeypatch):
-    monkeypatch.setattr(background, "GRACE_S", 20.0)  # were it to wait for the grace, this would time out
+    monkeypatch.setattr(speedups, "GRACE_S", 20.0)  # were it to wait for the grace, this would time out
 
     async def main() -> list[str]:
         ran: list[str] = []
-        beside = runner._Beside(lambda: ran.append("job"))
+        beside = speedups.Beside(lambda: ran.append("job"))
         await asyncio.wait_for(beside.done(), 5)
         return ran
 
@@ -76,10 +76,10 @@ async def test_the_review_models_are_built_while_the_answers_are_awaited():
     built = peer_review_model.cache_info().currsize
     session = asyncio.create_task(council.run("Why is the sky blue?", seed=3))
     for _ in range(500):  # the answers are held: whatever is built now is built beside them
-        if seen in runner._REVIEWS_BUILT:
+        if seen in stages._REVIEWS_BUILT:
             break
         await asyncio.sleep(0.01)
-    assert seen in runner._REVIEWS_BUILT
+    assert seen in stages._REVIEWS_BUILT
     assert peer_review_model.cache_info().currsize > built
     assert not any(council.clients[m].api.history[1:] for m in members)  # no review asked yet
     release.set()

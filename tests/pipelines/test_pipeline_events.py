@@ -160,13 +160,13 @@ async def test_transcripts_off_an_error_quoting_an_answer_is_cut_from_the_events
 
 async def test_the_bias_records_are_computed_while_the_chairman_writes(monkeypatch):
     # They need only the reviews: off the session's critical path, once the chairman's request is sent.
-    from council._util import background
+    from council._util import speedups
     from council.bias import records
     from council.providers.fake import FakeAPI
 
     order = []
     real_stream, real_metadata = FakeAPI.stream, records.session_bias_metadata
-    monkeypatch.setattr(background, "GRACE_S", 0.01)
+    monkeypatch.setattr(speedups, "GRACE_S", 0.01)
 
     async def stream(self, request, on_delta):
         order.append("chairman asked")
@@ -188,12 +188,12 @@ async def test_the_bias_records_are_computed_while_the_chairman_writes(monkeypat
 
 
 async def test_a_chairman_quicker_than_the_grace_is_not_kept_waiting_for_it(monkeypatch):
-    from council._util import background
+    from council._util import speedups
 
     # A process's first sessions begin work of their own after the grace: ended before it is made long.
     await collect(council(), seed=4)
     await asyncio.gather(*(asyncio.all_tasks() - {asyncio.current_task()}))
-    monkeypatch.setattr(background, "GRACE_S", 60.0)  # were the session to wait it out, this would time out
+    monkeypatch.setattr(speedups, "GRACE_S", 60.0)  # were the session to wait it out, this would time out
     events, result = await asyncio.wait_for(collect(council(), seed=5), 20)
     assert result.status == "complete" and result.bias is not None and result.bias.records == 6
 
@@ -201,12 +201,12 @@ async def test_a_chairman_quicker_than_the_grace_is_not_kept_waiting_for_it(monk
 def test_the_chairmans_request_reaches_the_server_before_the_bias_records_are_computed(tmp_path, monkeypatch):
     # Over real HTTP. aiohttp writes a request in a task of its own, one turn of the loop after
     # the call's: work begun on the loop then ran first and held the request back (~1.5 ms).
-    from council._util import background
+    from council._util import speedups
     from council.bias import records
 
     computed, real = [], records.session_bias_metadata
     monkeypatch.setattr(records, "session_bias_metadata", lambda rows: (computed.append(time.time()), real(rows))[1])
-    monkeypatch.setattr(background, "GRACE_S", 0.2)  # far beyond the server's own delays
+    monkeypatch.setattr(speedups, "GRACE_S", 0.2)  # far beyond the server's own delays
     log, latency = tmp_path / "requests.jsonl", 0.5
     with start_mock_server(latency=latency, log_requests=log) as server:
         models = {f"m{i}": {"model": f"openai/mock-m{i}", "api_base": server.base_url} for i in range(3)}

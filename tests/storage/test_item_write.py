@@ -120,12 +120,12 @@ def test_rows_keep_scalars_and_write_containers_as_json_on_sqlite():
 def test_rows_keep_scalars_and_write_containers_as_json_on_postgresql(postgres_url):
     import psycopg
 
-    from council.storage import postgres
+    from council.storage import postgres_connection
 
     types = {"s": "TEXT", "i": "BIGINT", "f": "DOUBLE PRECISION", "b": "BIGINT", "n": "TEXT"}
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         columns = ", ".join(f"{k} {types.get(k, 'TEXT')}" for k in _ROW)
         conn.execute(f"CREATE TABLE t (position SERIAL, {columns})")
-        postgres.insert_rows(conn, "t", _ROWS)
+        judgments.insert_rows(postgres_connection.Statements(conn), "t", _ROWS)
         rows = conn.execute(f"SELECT {', '.join(_ROW)} FROM t ORDER BY position").fetchall()
     assert rows == [_stored(row, bools=int) for row in _ROWS]

@@ -151,7 +151,7 @@ class _Unwritable:
 
 @pytest.mark.parametrize(
     ("change", "refused_by"),
-    [({"score_value": 99.0}, "CheckViolation"), ({"not_a_column": 1}, "ValueError")],
+    [({"score_value": 99.0}, "StoreRefused"), ({"not_a_column": 1}, "ValueError")],
     ids=["the-database", "python"],
 )
 async def test_a_refused_final_write_leaves_nothing_and_a_clean_connection(postgres_url, caplog, change, refused_by):

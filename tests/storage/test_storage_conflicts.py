@@ -53,10 +53,10 @@ def _meeting_after_first_row(monkeypatch) -> None:
     """Rows are written one statement each, and each thread, once its transaction's first row is
     written (that row taken), waits up to 2 s for the other to get that far: both do when their
     first rows differ."""
-    from council.storage import postgres
+    from council.storage import postgres_connection
 
     barrier, firsts = threading.Barrier(2), threading.local()
-    real = postgres._Connection.executemany
+    real = postgres_connection.Statements.executemany
 
     def one_by_one(self, sql, rows):
         for row in rows:
@@ -68,7 +68,7 @@ def _meeting_after_first_row(monkeypatch) -> None:
                 except threading.BrokenBarrierError:
                     pass
 
-    monkeypatch.setattr(postgres._Connection, "executemany", one_by_one)
+    monkeypatch.setattr(postgres_connection.Statements, "executemany", one_by_one)
 
 
 def _call(call_id: str, *, finished: bool) -> dict:

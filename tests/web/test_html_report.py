@@ -200,7 +200,7 @@ def test_calibration_labels_are_not_presented_as_tests_without_one():
 def test_the_page_and_the_text_report_carry_the_same_sentences():
     from rich.console import Console
 
-    from council.cli.bias_report import render_text
+    from council.bias.wording import render_bias_report_text as render_text
 
     report = report_of(records(position_bonus=0.6))
     page = render_html(report)
