@@ -3,7 +3,7 @@ error over equal-width bins, the Brier score and the reliability table behind th
 
 The bins are scikit-learn's ``calibration_curve(strategy="uniform")``'s: ``BINS`` equal widths on
 [0, 1], a probability on an inner edge belonging to the lower bin. The write-up is in
-docs/methods.md ("Calibration").
+docs/methods.md ("Verdict calibration").
 """
 
 from __future__ import annotations
