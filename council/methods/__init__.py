@@ -11,7 +11,10 @@
 - ``logistic``: logistic regression on a sparse design; ``style_control``: Bradley–Terry with
   style covariates; ``style_counts``: what an answer's length and markdown count are;
   ``length_controlled``: raw and length-controlled win rates against a baseline;
-- ``gcra``: the arithmetic of a shared rate budget.
+- ``gcra``: the arithmetic of a shared rate budget;
+- ``dawid_skene``: several annotators' verdicts weighed without labels (Dawid–Skene EM);
+  ``panel``: a jury as a whole (agreement, Krippendorff's α, error correlation, n_eff);
+  ``calibration``: stated probabilities against right verdicts (ECE, Brier, reliability table).
 
 Nothing is imported here, so a module loads only what it uses (``bradley_terry`` alone needs
 numpy): import the module you need; each declares its public names in ``__all__`` or by having
