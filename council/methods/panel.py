@@ -1,0 +1,229 @@
+"""A panel of judges looked at as a whole (pure): how often each decides and agrees with the
+combined verdict, its position and length preferences, the pairwise agreement matrix,
+Krippendorff's α (nominal), and with labels each judge's accuracy, the correlation of the
+judges' errors and the effective number of independent judges with a bootstrap interval.
+
+A judge's *verdict* on an item is its own result under the batch's swap strategy ("A", "B" or
+"TIE"; None when it failed); a *pass* is one order it was shown the pair in. With labels an
+*error* is a verdict other than the label (a tie counts as an error). The write-up is in
+docs/methods.md ("Panel analysis", "Effective number of judges").
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from pydantic import BaseModel
+
+BOOTSTRAP = 1000
+BOOTSTRAP_SEED = 58
+CI_LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class PanelItem:
+    """One pair as the panel saw it: each judge's ``verdicts``, each valid pass as ``(judge,
+    shown_first, winner)``, the ``combined`` verdict, the ``longer`` response ("A", "B"; None
+    when equally long or unknown) and the ``label`` (None without one)."""
+
+    verdicts: Mapping[str, str | None]
+    combined: str
+    passes: Sequence[tuple[str, str, str]] = field(default_factory=tuple)
+    longer: str | None = None
+    label: str | None = None
+
+
+class PerOrder(BaseModel):
+    a_first: float | None
+    b_first: float | None
+
+
+class JudgeProfile(BaseModel):
+    judge: str
+    #: Share of the items it judged where its verdict is A or B (not a tie).
+    decided: float | None
+    agreement_with_combined: float | None
+    #: Of its valid passes that chose a response, the share that chose the one shown first.
+    p_prefers_first: float | None
+    #: Of its decided verdicts on pairs of unequal length, the share for the longer response.
+    p_prefers_longer: float | None
+    accuracy: float | None = None
+    accuracy_per_order: PerOrder | None = None
+    #: P(verdict A | label A) and P(verdict B | label B): "A" taken as the positive class.
+    sensitivity: float | None = None
+    specificity: float | None = None
+
+
+class Panel(BaseModel):
+    judges: list[JudgeProfile]
+    agreement: dict[str, dict[str, float | None]]
+    krippendorff_alpha: float | None
+    majority_accuracy: float | None = None
+    combined_accuracy: float | None = None
+    best_single_accuracy: float | None = None
+    error_correlation: dict[str, dict[str, float | None]] | None = None
+    mean_error_correlation: float | None = None
+    n_eff: float | None = None
+    n_eff_ci: list[float] | None = None
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def majority(verdicts: Sequence[str | None]) -> str:
+    """The strict majority of the verdicts given (a TIE can win it); no strict majority: TIE."""
+    given = [v for v in verdicts if v is not None]
+    if not given:
+        return "TIE"
+    top, count = Counter(given).most_common(1)[0]
+    return top if count * 2 > len(given) else "TIE"
+
+
+def krippendorff_alpha(units: Sequence[Sequence[Hashable | None]]) -> float | None:
+    """Krippendorff's α for nominal data: ``units`` are the items, each the values its coders
+    gave (None: missing). α = 1 − D_o / D_e from the coincidence matrix of the pairable values
+    (units with at least two); None when nothing is pairable or every value is the same."""
+    coincidences: Counter[tuple[Hashable, Hashable]] = Counter()
+    for unit in units:
+        values = [v for v in unit if v is not None]
+        m = len(values)
+        if m < 2:
+            continue
+        counts = Counter(values)
+        for c, nc in counts.items():
+            for k, nk in counts.items():
+                coincidences[(c, k)] += (nc * (nk - (c == k))) / (m - 1)
+    n_c: Counter[Hashable] = Counter()
+    for (c, _), w in coincidences.items():
+        n_c[c] += w
+    n = sum(n_c.values())
+    if n <= 1:
+        return None
+    observed = sum(w for (c, k), w in coincidences.items() if c != k) / n
+    expected = (n * n - sum(v * v for v in n_c.values())) / (n * (n - 1))
+    return None if expected == 0 else 1.0 - observed / expected
+
+
+def pearson_matrix(columns: np.ndarray) -> np.ndarray:
+    """Pearson's r of every pair of ``columns`` (items × judges, no missing values); NaN where a
+    column is constant (numpy's ``corrcoef`` gives the same)."""
+    centred = columns - columns.mean(axis=0)
+    norms = np.sqrt((centred**2).sum(axis=0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (centred.T @ centred) / np.outer(norms, norms)
+
+
+def mean_off_diagonal(r: np.ndarray) -> float | None:
+    """The mean of the defined off-diagonal entries; None when there are none."""
+    k = r.shape[0]
+    values = r[~np.eye(k, dtype=bool)]
+    values = values[~np.isnan(values)]
+    return float(values.mean()) if values.size else None
+
+
+def effective_judges(k: int, rho: float | None) -> float | None:
+    """Kish's design effect applied to k judges: n_eff = k / (1 + (k − 1)·ρ̄); None when ρ̄ is
+    undefined or so negative that the denominator is not positive."""
+    if rho is None:
+        return None
+    denominator = 1 + (k - 1) * rho
+    return k / denominator if denominator > 0 else None
+
+
+def n_eff_interval(
+    errors: np.ndarray, *, draws: int = BOOTSTRAP, seed: int = BOOTSTRAP_SEED, level: float = CI_LEVEL
+) -> list[float] | None:
+    """The percentile bootstrap interval of n_eff over items (``errors``: items × judges, 0/1),
+    from ``draws`` resamples drawn with ``random.Random(seed)``; resamples where n_eff is
+    undefined are left out. None with fewer than two items or no defined resample."""
+    n, k = errors.shape
+    if n < 2:
+        return None
+    rng = random.Random(seed)
+    values = []
+    for _ in range(draws):
+        sample = errors[[rng.randrange(n) for _ in range(n)]]
+        value = effective_judges(k, mean_off_diagonal(pearson_matrix(sample)))
+        if value is not None:
+            values.append(value)
+    if not values:
+        return None
+    tail = (1 - level) / 2
+    lo, hi = np.quantile(values, [tail, 1 - tail])
+    return [float(lo), float(hi)]
+
+
+def panel(items: Sequence[PanelItem], judges: Sequence[str], *, bootstrap: int = BOOTSTRAP) -> Panel:
+    """The panel block of a batch of pairs judged by ``judges`` (in the order reported)."""
+    labelled = [it for it in items if it.label is not None]
+    profiles = [_profile(items, labelled, j) for j in judges]
+    agreement: dict[str, dict[str, float | None]] = {}
+    for a in judges:
+        agreement[a] = {}
+        for b in judges:
+            both = [(it.verdicts.get(a), it.verdicts.get(b)) for it in items]
+            both = [(x, y) for x, y in both if x is not None and y is not None]
+            agreement[a][b] = _rate(sum(x == y for x, y in both), len(both))
+    result = Panel(
+        judges=profiles,
+        agreement=agreement,
+        krippendorff_alpha=krippendorff_alpha([[it.verdicts.get(j) for j in judges] for it in items]),
+    )
+    if not labelled:
+        return result
+    result.majority_accuracy = _rate(
+        sum(majority([it.verdicts.get(j) for j in judges]) == it.label for it in labelled), len(labelled)
+    )
+    result.combined_accuracy = _rate(sum(it.combined == it.label for it in labelled), len(labelled))
+    accuracies = [p.accuracy for p in profiles if p.accuracy is not None]
+    result.best_single_accuracy = max(accuracies) if accuracies else None
+    # Error indicators over the items every judge judged (a failed judge has no verdict to be wrong in).
+    complete = [it for it in labelled if all(it.verdicts.get(j) is not None for j in judges)]
+    errors = np.array([[float(it.verdicts[j] != it.label) for j in judges] for it in complete]).reshape(
+        len(complete), len(judges)
+    )
+    r = pearson_matrix(errors) if len(complete) >= 2 else np.full((len(judges), len(judges)), np.nan)
+    result.error_correlation = {
+        a: {b: None if math.isnan(r[i, j]) else float(r[i, j]) for j, b in enumerate(judges)}
+        for i, a in enumerate(judges)
+    }
+    result.mean_error_correlation = mean_off_diagonal(r)
+    result.n_eff = effective_judges(len(judges), result.mean_error_correlation)
+    result.n_eff_ci = n_eff_interval(errors, draws=bootstrap) if result.n_eff is not None else None
+    return result
+
+
+def _profile(items: Sequence[PanelItem], labelled: Sequence[PanelItem], judge: str) -> JudgeProfile:
+    judged = [it for it in items if it.verdicts.get(judge) is not None]
+    decided = [it for it in judged if it.verdicts[judge] != "TIE"]
+    chose = [(first, winner) for it in items for (j, first, winner) in it.passes if j == judge and winner != "TIE"]
+    uneven = [it for it in decided if it.longer is not None]
+    profile = JudgeProfile(
+        judge=judge,
+        decided=_rate(len(decided), len(judged)),
+        agreement_with_combined=_rate(sum(it.verdicts[judge] == it.combined for it in judged), len(judged)),
+        p_prefers_first=_rate(sum(first == winner for first, winner in chose), len(chose)),
+        p_prefers_longer=_rate(sum(it.verdicts[judge] == it.longer for it in uneven), len(uneven)),
+    )
+    mine = [it for it in labelled if it.verdicts.get(judge) is not None]
+    if not mine:
+        return profile
+    profile.accuracy = _rate(sum(it.verdicts[judge] == it.label for it in mine), len(mine))
+    per_order = {"A": [0, 0], "B": [0, 0]}
+    for it in labelled:
+        for j, first, winner in it.passes:
+            if j == judge:
+                per_order[first][0] += winner == it.label
+                per_order[first][1] += 1
+    profile.accuracy_per_order = PerOrder(a_first=_rate(*per_order["A"]), b_first=_rate(*per_order["B"]))
+    said_a = [it for it in mine if it.label == "A"]
+    said_b = [it for it in mine if it.label == "B"]
+    profile.sensitivity = _rate(sum(it.verdicts[judge] == "A" for it in said_a), len(said_a))
+    profile.specificity = _rate(sum(it.verdicts[judge] == "B" for it in said_b), len(said_b))
+    return profile

@@ -1,0 +1,116 @@
+"""The panel analysis (council.methods.panel) against independent references: ``krippendorff.alpha``,
+numpy's ``corrcoef``, hand-computed examples; and the n_eff interval's coverage on a seeded simulation."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from council.methods.panel import (
+    PanelItem,
+    effective_judges,
+    krippendorff_alpha,
+    majority,
+    n_eff_interval,
+    panel,
+    pearson_matrix,
+)
+
+krippendorff = pytest.importorskip("krippendorff")
+
+CODE = {"A": 0, "B": 1, "TIE": 2}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_alpha_matches_the_krippendorff_package(seed: int) -> None:
+    rng = random.Random(seed)
+    units = [[rng.choice(("A", "A", "B", "TIE", None)) for _ in range(4)] for _ in range(60)]
+    data = np.array([[np.nan if v is None else CODE[v] for v in unit] for unit in units], dtype=float).T
+    expected = krippendorff.alpha(reliability_data=data, level_of_measurement="nominal")
+    assert krippendorff_alpha(units) == pytest.approx(expected)
+
+
+def test_alpha_by_hand() -> None:
+    # Two coders, four units: A/A, A/B, B/B, B/B. Coincidences: o_AA = 2, o_AB = o_BA = 1, o_BB = 4;
+    # n_A = 3, n_B = 5, n = 8; D_o = 2/8; D_e = (64 − 9 − 25) / (8·7) = 30/56; α = 1 − (1/4)/(30/56) = 8/15.
+    assert krippendorff_alpha([["A", "A"], ["A", "B"], ["B", "B"], ["B", "B"]]) == pytest.approx(8 / 15)
+    assert krippendorff_alpha([["A", "A"], ["A", "A"]]) is None  # no variation: α undefined
+
+
+def test_correlations_match_numpy_corrcoef() -> None:
+    rng = np.random.default_rng(4)
+    errors = (rng.random((80, 5)) < 0.3).astype(float)
+    assert np.allclose(pearson_matrix(errors), np.corrcoef(errors, rowvar=False))
+
+
+def test_n_eff_by_hand() -> None:
+    assert effective_judges(5, 0.0) == 5
+    assert effective_judges(5, 1.0) == 1
+    assert effective_judges(9, 0.5) == pytest.approx(9 / 5)
+    assert effective_judges(3, -0.6) is None and effective_judges(3, None) is None
+
+
+def test_majority() -> None:
+    assert majority(["A", "A", "B"]) == "A"
+    assert majority(["A", "B", "TIE"]) == "TIE"
+    assert majority(["A", "B", None]) == "TIE"
+    assert majority(["B", None]) == "B"
+
+
+def test_the_panel_block_by_hand() -> None:
+    items = [
+        PanelItem({"x": "A", "y": "A", "z": "B"}, "A", [("x", "A", "A"), ("x", "B", "A")], longer="A", label="A"),
+        PanelItem({"x": "B", "y": "A", "z": "B"}, "B", [("x", "A", "A"), ("x", "B", "B")], longer="B", label="A"),
+        PanelItem({"x": "TIE", "y": "B", "z": "B"}, "B", [], longer=None, label="B"),
+    ]
+    p = panel(items, ["x", "y", "z"], bootstrap=50)
+    x = p.judges[0]
+    assert x.decided == pytest.approx(2 / 3)
+    assert x.agreement_with_combined == pytest.approx(2 / 3)  # A = A, B = B, TIE ≠ B
+    assert x.p_prefers_first == pytest.approx(3 / 4)  # A-first chose A twice; B-first chose B once, A once
+    assert x.p_prefers_longer == pytest.approx(1.0)  # both decided verdicts on uneven pairs: the longer one
+    assert x.accuracy == pytest.approx(1 / 3)
+    assert x.accuracy_per_order is not None and x.accuracy_per_order.a_first == 1.0
+    assert x.accuracy_per_order.b_first == 0.5
+    assert x.sensitivity == pytest.approx(0.5) and x.specificity == pytest.approx(0.0)
+    assert p.agreement["x"]["y"] == pytest.approx(1 / 3) and p.agreement["x"]["x"] == 1.0
+    assert p.majority_accuracy == pytest.approx(2 / 3)  # A, B (x, z), B
+    assert p.combined_accuracy == pytest.approx(2 / 3)
+    assert p.best_single_accuracy == 1.0  # y: A, A, B, each the label
+    errors = np.array([[0, 0, 1], [1, 0, 1], [1, 0, 0]], dtype=float)
+    expected = np.corrcoef(errors, rowvar=False)
+    assert p.error_correlation is not None
+    assert p.error_correlation["x"]["z"] == pytest.approx(expected[0, 2])
+    assert p.error_correlation["x"]["y"] is None  # y never errs: its r is undefined
+    assert p.mean_error_correlation == pytest.approx(expected[0, 2])
+    assert expected[0, 2] == pytest.approx(-0.5)
+    assert p.n_eff is None and p.n_eff_ci is None  # 1 + (k − 1)·ρ̄ = 0: no effective number
+
+
+def test_no_labels_no_label_keys() -> None:
+    p = panel([PanelItem({"x": "A", "y": "B"}, "TIE")], ["x", "y"])
+    assert p.model_dump(exclude_none=True).keys() == {"judges", "agreement", "krippendorff_alpha"}
+    assert p.krippendorff_alpha == 0.0  # one unit of two different values: D_o = D_e = 1
+
+
+def simulated_errors(rng: np.random.Generator, items: int, judges: int, shared: float, p: float) -> np.ndarray:
+    """Each item: with probability ``shared`` every judge takes one common Bernoulli(p) draw,
+    otherwise each its own: every pair's error correlation is exactly ``shared``."""
+    common = rng.random(items) < shared
+    joint = rng.random(items) < p
+    own = rng.random((items, judges)) < p
+    return np.where(common[:, None], joint[:, None], own).astype(float)
+
+
+def test_the_n_eff_interval_covers_the_true_value_on_a_seeded_simulation() -> None:
+    k, shared = 5, 0.4
+    truth = effective_judges(k, shared)
+    rng = np.random.default_rng(58)
+    runs, covered = 60, 0
+    for run in range(runs):
+        ci = n_eff_interval(simulated_errors(rng, 300, k, shared, 0.3), draws=200, seed=run)
+        assert ci is not None
+        covered += ci[0] <= truth <= ci[1]
+    assert covered / runs >= 0.85  # nominal 95 %; the percentile interval of a ratio runs a little short
