@@ -11,7 +11,7 @@ rate budgets are attached. The privacy settings (keep judge reasoning? hash prom
 of the config given, resolved once (:func:`judging_config`), and passed explicitly to every
 judging function from here: nothing below reads the user's config on its own.
 
-A stored batch is read with :func:`batch_status` and :func:`batch_results`; queued items are
+A stored batch is read with :func:`batch_status`, :func:`batch_results` and :func:`batch_summary`; queued items are
 judged by :func:`run_queue_worker` (``council worker``).
 """
 
@@ -65,6 +65,7 @@ __all__ = sorted(
         "SWAP_STRATEGIES",
         "batch_results",
         "batch_status",
+        "batch_summary",
         "builtin_rubrics",
         "judge_panel",
         "judging_config",
@@ -400,6 +401,18 @@ def batch_results(batch_id: str) -> Iterator[Iterator[str]]:
         if store.batch_status(batch_id) is None:
             raise NotFoundError(f"no batch {batch_id!r} in the store")
         yield (result_line(row) for row in store.batch_rows(batch_id))
+
+
+def batch_summary(batch_id: str, *, output: Path | None = None) -> BatchSummary:
+    """A stored batch's summary as it is now (with two or more judges, its panel), and with
+    ``output`` its results file written from the same reading; ``NotFoundError`` if there is none."""
+    from council.judging.batch import stored_summary
+
+    with using_store(True) as store:
+        assert store is not None
+        if store.batch_status(batch_id) is None:
+            raise NotFoundError(f"no batch {batch_id!r} in the store")
+        return stored_summary(store, batch_id, output=output)
 
 
 # ------------------------------------------------------------------------ the queue's workers

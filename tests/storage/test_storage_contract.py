@@ -448,7 +448,9 @@ async def test_a_batchs_passes_and_answer_lengths_are_read_for_its_jury(store_ba
         for p in r["result"]["passes"]
         if p["valid"]
     ]
-    read = [(p["item_id"], p["judge"], p["vote"], p["shown_first"], p["winner"]) for p in store_backend.batch_passes("p")]
+    read = [
+        (p["item_id"], p["judge"], p["vote"], p["shown_first"], p["winner"]) for p in store_backend.batch_passes("p")
+    ]
     assert sorted(read) == sorted(expected) and len(read) == 12  # 3 items, 2 judges, 2 orders
     assert {(p[1], p[3], p[4]) for p in read if p[1] == "fake/y+first"} == {("fake/y+first", "A", "A"),
                                                                               ("fake/y+first", "B", "B")}
