@@ -141,6 +141,15 @@ def batch() -> None:
     show_default=True,
     help="How each pair's two swapped passes combine.",
 )
+@click.option(
+    "--combine",
+    type=click.Choice(["vote", "dawid-skene"]),
+    default="vote",
+    show_default=True,
+    help="How several judges' verdicts become one per pair: vote (under --strategy, as each pair is judged), "
+    "or dawid-skene (every judge in every order weighed by how it agrees with the others over the whole batch, "
+    "once all its pairs are judged; no labels used).",
+)
 @click.option("--criteria", multiple=True, metavar="NAME", help='Pairwise criteria (repeatable), or "depth".')
 @click.option(
     "--rubric", default="general", show_default=True, metavar="NAME_OR_FILE", help="Default rubric for grading items."
@@ -175,6 +184,7 @@ def judge_file(
     output: str | None,
     judge_refs: tuple[str, ...],
     strategy: str,
+    combine: str,
     criteria: tuple[str, ...],
     rubric: str,
     votes: int,
@@ -198,7 +208,7 @@ def judge_file(
     batch_file, output_path = _read_input(file, output, mode, rubric, criteria)
     silent = quiet()
     settings = dict(mode=mode, strategy=strategy, swap=not no_swap, criteria=criteria, rubric=rubric, votes=votes,
-                    adaptive=adaptive)  # fmt: skip
+                    adaptive=adaptive, combine=combine)  # fmt: skip
 
     async def enqueue_file(panel: JudgePanel) -> None:
         from council.cli.common import status
@@ -367,6 +377,8 @@ def render_summary(s: BatchSummary) -> None:
     ]
     if s.changed or s.removed:
         rows += [("changed since (judged again)", str(s.changed)), ("no longer in the file", str(s.removed))]
+    if s.combine is not None:
+        rows.append(("verdicts combined by", s.combine))
     if s.pairwise:
         rows += [
             ("A wins / B wins / ties", f"{_pct(s.a_win_rate)} / {_pct(s.b_win_rate)} / {_pct(s.tie_rate)}"),

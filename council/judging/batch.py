@@ -234,6 +234,8 @@ class BatchSummary(BaseModel):
     #: Two or more judges: the panel analysis (a ``council.methods.panel.Panel``, typed loosely so
     #: that a batch of one judge loads no numpy); the key is left out otherwise.
     panel: Any = None
+    #: ``dawid-skene``: how the pairs' verdicts were combined (left out for the default, the vote).
+    combine: str | None = None
 
     @model_serializer(mode="wrap")
     def _without_absent_blocks(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -255,7 +257,7 @@ class BatchSummary(BaseModel):
 
 #: Summary keys present only where they apply: the panel with two or more judges, and its keys
 #: that measure against labels only when pairs carry labels (SPEC.md, "Juries").
-OPTIONAL_BLOCKS = ("panel",)
+OPTIONAL_BLOCKS = ("panel", "combine")
 PANEL_LABEL_KEYS = ("majority_accuracy", "combined_accuracy", "best_single_accuracy", "error_correlation",
                     "mean_error_correlation", "n_eff", "n_eff_ci")  # fmt: skip
 JUDGE_LABEL_KEYS = ("accuracy", "accuracy_per_order", "sensitivity", "specificity")
@@ -374,32 +376,51 @@ def summarize_batch(
     output: Path | None = None,
     on_read: Callable[[int], None] | None = None,
     judges: Sequence[str] = (),
+    combine: str = "vote",
 ) -> BatchSummary:
     """The batch's summary from the rows recorded in ``store``, and with ``output`` its results
     file, written whole or not at all from the same pass over the rows. The rows are read a page
     at a time and counted as they come: what is held grows only by two numbers per gold-scored
     grade (Spearman's ρ ranks them together). ``on_read(n)``: ``n`` rows read so far, told every
-    ``SUMMARY_EVERY`` rows and at the end. ``judges``: as in :func:`summarize`."""
-    rows: Iterable[Mapping[str, Any]] = store.batch_rows(batch_id)
+    ``SUMMARY_EVERY`` rows and at the end. ``judges``: as in :func:`summarize`; ``combine``: as in
+    :func:`judged_rows`."""
+    rows: Iterable[Mapping[str, Any]] = judged_rows(store, batch_id, combine)
     if on_read is not None:
         rows = _telling(rows, on_read)
     common = {"batch_id": batch_id, "source": source, "items": items, "skipped": skipped, "judged": judged,
               "judges": judges}  # fmt: skip
     if output is None:
-        return summarize(rows, **common)
-    from council._util.outputs import open_output
+        summary = summarize(rows, **common)
+    else:
+        from council._util.outputs import open_output
 
-    with open_output(str(output), make_parents=True) as fh:
-        summary = summarize(_written(rows, fh), **common)
-    summary.output = str(output)
+        with open_output(str(output), make_parents=True) as fh:
+            summary = summarize(_written(rows, fh), **common)
+        summary.output = str(output)
+    summary.combine = None if combine == "vote" else combine
     return summary
 
 
-def stored_judges(store: Store, batch_id: str) -> list[str]:
-    """The ids of the judges a stored batch is judged by, in their order (none for a batch
-    recorded before its judging settings were kept with it)."""
+def judged_rows(store: Store, batch_id: str, combine: str = "vote") -> Iterator[dict[str, Any]]:
+    """The batch's recorded rows (``Store.batch_rows``), each pair's verdict combined by
+    ``combine``: ``vote`` is the verdict recorded with the item; ``dawid-skene`` reads every pass
+    of the batch first and fits the combination over all of them (council.judging.jury)."""
+    rows = store.batch_rows(batch_id)
+    if combine == "vote":
+        return rows
+    from council.judging.jury import combined_rows, dawid_skene_verdicts
+
+    return combined_rows(rows, dawid_skene_verdicts(store.batch_passes(batch_id)))
+
+
+def stored_judging(store: Store, batch_id: str) -> tuple[list[str], str]:
+    """The ids of the judges a stored batch is judged by, in their order, and how their
+    verdicts are combined (a batch recorded before its settings were kept with it: no judges
+    named, the vote)."""
     spec = store.batch_spec(batch_id)
-    return [] if spec is None else [j["id"] for j in spec["judges"]]
+    if spec is None:
+        return [], "vote"
+    return [j["id"] for j in spec["judges"]], BatchSettings.model_validate(spec["settings"]).combine
 
 
 def stored_summary(store: Store, batch_id: str, *, output: Path | None = None) -> BatchSummary:
@@ -407,8 +428,9 @@ def stored_summary(store: Store, batch_id: str, *, output: Path | None = None) -
     ``output`` its results file (``council batch results --summary``)."""
     status = store.batch_status(batch_id) or {}
     recorded = store.batch_item_status(batch_id)
+    judges, combine = stored_judging(store, batch_id)
     return summarize_batch(store, batch_id, source=batch_id, items=max(status.get("items", 0), len(recorded)),
-                           skipped=0, judged=0, output=output, judges=stored_judges(store, batch_id))  # fmt: skip
+                           skipped=0, judged=0, output=output, judges=judges, combine=combine)  # fmt: skip
 
 
 #: How often a batch's summary tells how far it has read (a progress bar's update each time).
@@ -612,7 +634,7 @@ async def _run_batch(
     try:
         summary = summarize_batch(store, batch_id, source=source, items=len(items), skipped=skipped,
                                   judged=report.judged, output=output, on_read=on_summary,
-                                  judges=[j.id for j in judges])  # fmt: skip
+                                  judges=[j.id for j in judges], combine=settings.combine)  # fmt: skip
     except UsageError as exc:  # the results file: what was judged is stored
         raise UsageError(f"{exc}; every judged item is stored: rerun with --resume to write them") from None
     summary.wall_time_s = wall

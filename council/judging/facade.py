@@ -219,8 +219,10 @@ class JudgePanel:
         rubric: str = "general",
         votes: int | None = None,
         adaptive: bool = False,
+        combine: str = "vote",
     ) -> BatchSettings:
-        """A batch's settings with these judges (part of its default id)."""
+        """A batch's settings with these judges (part of its default id); ``combine``: how the
+        judges' verdicts become one per pair (``vote``, ``dawid-skene``: docs/evaluation/batches.md)."""
         from council.judging.batch import BatchSettings
 
         return BatchSettings(
@@ -232,6 +234,7 @@ class JudgePanel:
             rubric=rubric,
             votes=votes,
             adaptive=adaptive,
+            combine=combine,  # type: ignore[arg-type]
         )
 
     def enqueue(
@@ -394,13 +397,14 @@ def batch_status(batch_id: str) -> dict[str, Any]:
 def batch_results(batch_id: str) -> Iterator[Iterator[str]]:
     """The result lines of a stored batch (those ``council batch --output`` writes), read a page at
     a time while the block runs; ``NotFoundError`` on entering if there is no such batch."""
-    from council.judging.batch import result_line
+    from council.judging.batch import judged_rows, result_line, stored_judging
 
     with using_store(True) as store:
         assert store is not None
         if store.batch_status(batch_id) is None:
             raise NotFoundError(f"no batch {batch_id!r} in the store")
-        yield (result_line(row) for row in store.batch_rows(batch_id))
+        _, combine = stored_judging(store, batch_id)
+        yield (result_line(row) for row in judged_rows(store, batch_id, combine))
 
 
 def batch_summary(batch_id: str, *, output: Path | None = None) -> BatchSummary:

@@ -101,7 +101,7 @@ def test_a_one_judge_summary_has_no_panel(tmp_path, council_home):
     path = write_jsonl(tmp_path / "one.jsonl", [{"id": 1, "prompt": "Q?", "a": "a", "b": "b", "label": "A"}])
     result = CliRunner().invoke(cli, ["batch", str(path), "--judge", "fake/j", "--json"])
     assert result.exit_code == 0, result.output
-    assert "panel" not in json.loads(result.stdout)
+    assert "panel" not in json.loads(result.stdout) and "combine" not in json.loads(result.stdout)
     text = CliRunner().invoke(cli, ["batch", str(path), "--judge", "fake/j", "--batch-id", "again"])
     assert text.exit_code == 0 and "Panel" not in text.stdout
 
