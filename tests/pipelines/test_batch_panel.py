@@ -127,6 +127,11 @@ def test_the_cli_shows_the_panel_and_batch_results_reads_it_back(tmp_path, counc
         assert shown in text.stdout
     lines = CliRunner().invoke(cli, ["batch", "results", summary["batch_id"]])
     assert lines.exit_code == 0 and len(lines.stdout.splitlines()) == 6  # unchanged: the result lines
+    out = tmp_path / "again.jsonl"
+    both = CliRunner().invoke(cli, ["batch", "results", summary["batch_id"], "--summary", "--json", "-o", str(out)])
+    assert both.exit_code == 0 and json.loads(both.stdout)["panel"] == panel and out.read_text() == lines.stdout
+    alone = CliRunner().invoke(cli, ["batch", "results", summary["batch_id"], "--json"])
+    assert alone.exit_code == 2 and "--json goes with --summary" in alone.stderr
 
 
 async def test_a_jury_of_two_fake_judges_runs_without_labels(tmp_path, store_backend):
