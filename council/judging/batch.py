@@ -381,7 +381,8 @@ def summarize_batch(
     """The batch's summary from the rows recorded in ``store``, and with ``output`` its results
     file, written whole or not at all from the same pass over the rows. The rows are read a page
     at a time and counted as they come: what is held grows only by two numbers per gold-scored
-    grade (Spearman's ρ ranks them together). ``on_read(n)``: ``n`` rows read so far, told every
+    grade (Spearman's ρ ranks them together) and, for a jury, by its verdicts and passes per pair
+    (the panel) and with ``dawid-skene`` by the batch's passes (the fit). ``on_read(n)``: ``n`` rows read so far, told every
     ``SUMMARY_EVERY`` rows and at the end. ``judges``: as in :func:`summarize`; ``combine``: as in
     :func:`judged_rows`."""
     rows: Iterable[Mapping[str, Any]] = judged_rows(store, batch_id, combine)
