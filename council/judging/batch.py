@@ -382,9 +382,9 @@ def summarize_batch(
     file, written whole or not at all from the same pass over the rows. The rows are read a page
     at a time and counted as they come: what is held grows only by two numbers per gold-scored
     grade (Spearman's ρ ranks them together) and, for a jury, by its verdicts and passes per pair
-    (the panel) and with ``dawid-skene`` by the batch's passes (the fit). ``on_read(n)``: ``n`` rows read so far, told every
-    ``SUMMARY_EVERY`` rows and at the end. ``judges``: as in :func:`summarize`; ``combine``: as in
-    :func:`judged_rows`."""
+    (the panel) and with ``dawid-skene`` by the batch's passes (the fit). ``on_read(n)``: ``n``
+    rows read so far, told every ``SUMMARY_EVERY`` rows and at the end. ``judges``: as in
+    :func:`summarize`; ``combine``: as in :func:`judged_rows`."""
     rows: Iterable[Mapping[str, Any]] = judged_rows(store, batch_id, combine)
     if on_read is not None:
         rows = _telling(rows, on_read)
