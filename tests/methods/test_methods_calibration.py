@@ -6,11 +6,10 @@ from __future__ import annotations
 import random
 
 import pytest
+import sklearn.calibration as sklearn_calibration
+import sklearn.metrics as sklearn_metrics
 
 from council.methods.calibration import calibration
-
-sklearn_calibration = pytest.importorskip("sklearn.calibration")
-sklearn_metrics = pytest.importorskip("sklearn.metrics")
 
 
 def test_the_reliability_table_and_brier_match_scikit_learn() -> None:

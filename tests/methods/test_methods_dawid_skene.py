@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import random
 
+import crowdkit.aggregation as crowdkit
+import pandas as pd
 import pytest
 
 from council.methods.dawid_skene import dawid_skene
-
-pd = pytest.importorskip("pandas")
-crowdkit = pytest.importorskip("crowdkit.aggregation")
 
 CLASSES = ("A", "B", "TIE")
 

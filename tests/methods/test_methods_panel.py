@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 
+import krippendorff
 import numpy as np
 import pytest
 
@@ -17,8 +18,6 @@ from council.methods.panel import (
     panel,
     pearson_matrix,
 )
-
-krippendorff = pytest.importorskip("krippendorff")
 
 CODE = {"A": 0, "B": 1, "TIE": 2}
 
