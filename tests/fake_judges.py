@@ -88,3 +88,24 @@ def first_shown_judge(model: str, script: Mapping[str, str], calls: int) -> Mode
         return json.dumps(document)
 
     return scripted(model, [reply] * calls)
+
+
+def replaying_judge(model: str, seen: Mapping[tuple[str, str], str | None], calls: int) -> ModelClient:
+    """A pairwise judge that gives ``seen[(text shown first, text shown second)]`` as its verdict
+    (as seen), and an invalid reply on every attempt where that is None (a verdict it never gave)."""
+    from council.testing.replies import FakeResponder, answer_slots
+
+    responder = FakeResponder()
+
+    def reply(request: Any) -> str:
+        verdict = seen[tuple(answer_slots(request.messages)[slot] for slot in "AB")]  # type: ignore[index]
+        if verdict is None:
+            return "no verdict"
+        document = json.loads(
+            responder.reply("fake/replay", request.messages, json_schema=request.json_schema,
+                            schema_name=request.schema_name)  # fmt: skip
+        )
+        document["winner"] = verdict
+        return json.dumps(document)
+
+    return scripted(model, [reply] * calls)

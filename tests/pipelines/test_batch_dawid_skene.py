@@ -8,16 +8,15 @@ from __future__ import annotations
 import json
 import random
 
+import crowdkit.aggregation as crowdkit
+import pandas as pd
 import pytest
-from batch_files import write_jsonl
+from batch_files import LLMBAR_EVALUATORS, llmbar_jury, write_jsonl
 from click.testing import CliRunner
-from fake_judges import fake_client
+from fake_judges import fake_client, replaying_judge
 
 from council.cli.main import cli
 from council.judging.batch import BatchSettings, content_digest, parse_batch, run_batch
-
-pd = pytest.importorskip("pandas")
-crowdkit = pytest.importorskip("crowdkit.aggregation")
 
 
 def items(n: int, labels: list[str] | None = None) -> list[dict]:
@@ -132,3 +131,28 @@ def test_equally_likely_verdicts_are_a_tie_and_a_tie_said_is_a_class():
     # Passes that say TIE make TIE a class like A and B.
     said = dawid_skene_verdicts([*passes("x", "TIE", "TIE"), *passes("y", "A", "A"), *passes("z", "B", "B")])
     assert {k: c.winner for k, c in said.items()} == {"x": "TIE", "y": "A", "z": "B"}
+
+
+async def test_llmbars_jury_replayed_through_the_batch_beats_its_best_judge(tmp_path):
+    # LLMBar's five evaluators (tests/data/llmbar), each a judge giving its published verdict for
+    # the order it is shown (a pass LLMBar could not parse: an invalid reply, every attempt).
+    from council.storage import SQLiteStore
+
+    rows, seen = llmbar_jury()
+    text = write_jsonl(tmp_path / "llmbar.jsonl", rows).read_text()
+    output = tmp_path / "llmbar.results.jsonl"
+    judges = [f"fake/{e.lower()}" for e in LLMBAR_EVALUATORS]
+    clients = [replaying_judge(j, seen[e], 6 * len(rows)) for j, e in zip(judges, LLMBAR_EVALUATORS, strict=True)]
+    summary = await run_batch(parse_batch(text, "llmbar.jsonl"), judges=clients,
+                              settings=BatchSettings(judges=judges, combine="dawid-skene"), batch_id="llmbar",
+                              source="llmbar.jsonl", content_sha256=content_digest(text), output=output,
+                              store=SQLiteStore.open(tmp_path / "llmbar.db"), concurrency=32)  # fmt: skip
+    lines = [json.loads(line) for line in output.read_text().splitlines()]
+    assert summary.finished == 419
+    combined = sum(line["result"]["winner"] == line["label"] for line in lines)
+    vote = sum(line["result"]["judges_verdict"]["winner"] == line["label"] for line in lines)
+    # The same counts as the methods on the extract (tests/methods/test_methods_llmbar_jury.py):
+    # Dawid–Skene 351 of 419 without labels, GPT-4 339 in both orders, today's vote 155.
+    assert (combined, vote) == (351, 155)
+    assert summary.panel.combined_accuracy == pytest.approx(351 / 419)
+    assert summary.panel.best_single_accuracy == pytest.approx(339 / 419)
