@@ -142,6 +142,7 @@ JUDGING = (
     "WorkerReport",
     "batch_results",
     "batch_status",
+    "batch_summary",
     "builtin_rubrics",
     "judge_panel",
     "judging_config",

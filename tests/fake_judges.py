@@ -66,3 +66,46 @@ def grade_reply(
             "bias_checklist": {item.id: {"note": "", "detected": False} for item in load_bias_checklist().items},
         }
     )
+
+
+def first_shown_judge(model: str, script: Mapping[str, str], calls: int) -> ModelClient:
+    """A pairwise judge whose overall verdict (as seen) is ``script[the text shown first]``.
+
+    The reply is the fake's schema-valid document for a judge that always prefers the first
+    slot, with its top-level ``winner`` replaced by the script's verdict; it answers ``calls``
+    calls and fails the test if asked more."""
+    from council.testing.replies import FakeResponder, answer_slots
+
+    responder = FakeResponder()
+
+    def reply(request: Any) -> str:
+        document = json.loads(
+            responder.reply(
+                "fake/script+first", request.messages, json_schema=request.json_schema, schema_name=request.schema_name
+            )
+        )
+        document["winner"] = script[answer_slots(request.messages)["A"]]
+        return json.dumps(document)
+
+    return scripted(model, [reply] * calls)
+
+
+def replaying_judge(model: str, seen: Mapping[tuple[str, str], str | None], calls: int) -> ModelClient:
+    """A pairwise judge that gives ``seen[(text shown first, text shown second)]`` as its verdict
+    (as seen), and an invalid reply on every attempt where that is None (a verdict it never gave)."""
+    from council.testing.replies import FakeResponder, answer_slots
+
+    responder = FakeResponder()
+
+    def reply(request: Any) -> str:
+        verdict = seen[tuple(answer_slots(request.messages)[slot] for slot in "AB")]  # type: ignore[index]
+        if verdict is None:
+            return "no verdict"
+        document = json.loads(
+            responder.reply("fake/replay", request.messages, json_schema=request.json_schema,
+                            schema_name=request.schema_name)  # fmt: skip
+        )
+        document["winner"] = verdict
+        return json.dumps(document)
+
+    return scripted(model, [reply] * calls)

@@ -141,6 +141,15 @@ def batch() -> None:
     show_default=True,
     help="How each pair's two swapped passes combine.",
 )
+@click.option(
+    "--combine",
+    type=click.Choice(["vote", "dawid-skene"]),
+    default="vote",
+    show_default=True,
+    help="How several judges' verdicts become one per pair: vote (under --strategy, as each pair is judged), "
+    "or dawid-skene (every judge in every order weighed by how it agrees with the others over the whole batch, "
+    "once all its pairs are judged; no labels used).",
+)
 @click.option("--criteria", multiple=True, metavar="NAME", help='Pairwise criteria (repeatable), or "depth".')
 @click.option(
     "--rubric", default="general", show_default=True, metavar="NAME_OR_FILE", help="Default rubric for grading items."
@@ -175,6 +184,7 @@ def judge_file(
     output: str | None,
     judge_refs: tuple[str, ...],
     strategy: str,
+    combine: str,
     criteria: tuple[str, ...],
     rubric: str,
     votes: int,
@@ -198,7 +208,7 @@ def judge_file(
     batch_file, output_path = _read_input(file, output, mode, rubric, criteria)
     silent = quiet()
     settings = dict(mode=mode, strategy=strategy, swap=not no_swap, criteria=criteria, rubric=rubric, votes=votes,
-                    adaptive=adaptive)  # fmt: skip
+                    adaptive=adaptive, combine=combine)  # fmt: skip
 
     async def enqueue_file(panel: JudgePanel) -> None:
         from council.cli.common import status
@@ -312,12 +322,32 @@ def batch_status(batch_id: str, as_json: bool) -> None:
 
 @batch.command("results")
 @click.argument("batch_id", metavar="ID")
-@output_option("Results JSONL, one line per item in file order (default: stdout).")
-def batch_results(batch_id: str, output: str | None) -> None:
-    """The results of a stored batch: the lines `council batch --output` writes."""
+@output_option("Results JSONL, one line per item in file order (default: stdout; with --summary: none).")
+@click.option(
+    "--summary",
+    "with_summary",
+    is_flag=True,
+    help="Print the batch's summary as it is now (with two or more judges, its panel) instead of the lines.",
+)
+@click.option("--json", "as_json", is_flag=True, help="With --summary: print it as JSON.")
+def batch_results(batch_id: str, output: str | None, with_summary: bool, as_json: bool) -> None:
+    """The results of a stored batch: the lines `council batch --output` writes, or its summary."""
     from council import batch_results as stored_results
     from council.cli.common import open_output, status
 
+    if as_json and not with_summary:
+        raise UsageError("--json goes with --summary (the result lines are JSON already)")
+    if with_summary:
+        from council import batch_summary
+
+        if output is not None and output != "-":
+            check_output(output, [])
+        summary = batch_summary(batch_id, output=None if output in (None, "-") else Path(output))
+        if as_json:
+            click.echo(summary.model_dump_json(indent=2))
+        else:
+            render_summary(summary)
+        return
     with stored_results(batch_id) as lines:
         written = 0
         with open_output(output) as fh:
@@ -347,6 +377,8 @@ def render_summary(s: BatchSummary) -> None:
     ]
     if s.changed or s.removed:
         rows += [("changed since (judged again)", str(s.changed)), ("no longer in the file", str(s.removed))]
+    if s.combine is not None:
+        rows.append(("verdicts combined by", s.combine))
     if s.pairwise:
         rows += [
             ("A wins / B wins / ties", f"{_pct(s.a_win_rate)} / {_pct(s.b_win_rate)} / {_pct(s.tie_rate)}"),
@@ -388,6 +420,8 @@ def render_summary(s: BatchSummary) -> None:
     for name, value in rows:
         table.add_row(name, value)
     out.print(table)
+    if s.panel is not None:
+        render_panel(s)
     for item_id, error in list(s.errors.items())[:10]:
         out.print(styled(("failed", "red"), f" {item_id}: {error}"))
     if s.output:
@@ -415,3 +449,60 @@ def _provider_rows(s: BatchSummary) -> list[tuple[str, str]]:
         return []
     lines = [f"{b['id'] or '(not submitted)'}: {b['status']}, {b['done']}/{b['requests']}" for b in s.provider_batches]
     return [(f"provider batches (this run: {s.provider_rounds} rounds)", "\n".join(lines))]
+
+
+def _num(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def render_panel(s: BatchSummary) -> None:
+    """The panel analysis of a jury's batch: one row per judge, the judges' agreement (and, with labels, the
+    correlation of their errors) as matrices, then the panel's numbers."""
+    from rich.table import Table
+
+    from council.cli.render import out
+
+    p = s.panel
+    assert p is not None
+    labelled = p.best_single_accuracy is not None
+    judges = Table(title="Panel: the judges")
+    headers = ["judge", "decides", "agrees with combined", "prefers first", "prefers longer"]
+    headers += ["accuracy", "A first / B first"] if labelled else []
+    for i, header in enumerate(headers):
+        judges.add_column(header, justify="left" if i == 0 else "right")
+    for j in p.judges:
+        row = [j.judge, _pct(j.decided), _pct(j.agreement_with_combined), _pct(j.p_prefers_first),
+               _pct(j.p_prefers_longer)]  # fmt: skip
+        if labelled:
+            order = j.accuracy_per_order
+            row += [_pct(j.accuracy), "-" if order is None else f"{_pct(order.a_first)} / {_pct(order.b_first)}"]
+        judges.add_row(*row)
+    out.print(judges)
+    names = [j.judge for j in p.judges]
+    matrices = [("Panel: agreement between judges", p.agreement, _pct)]
+    if p.error_correlation is not None:
+        matrices.append(("Panel: correlation of the judges' errors", p.error_correlation, _num))
+    for title, matrix, shown in matrices:
+        table = Table(title=title)
+        table.add_column("")
+        for name in names:
+            table.add_column(name, justify="right")
+        for a in names:
+            table.add_row(a, *(shown(matrix[a][b]) for b in names))
+        out.print(table)
+    rows = [("Krippendorff's α (nominal)", _num(p.krippendorff_alpha))]
+    if labelled:
+        ci = "" if p.n_eff_ci is None else f" [{p.n_eff_ci[0]:.2f}, {p.n_eff_ci[1]:.2f}]"
+        n_eff = "-" if p.n_eff is None else f"{p.n_eff:.2f}{ci} of {len(names)}"
+        rows += [
+            ("mean error correlation ρ̄", _num(p.mean_error_correlation)),
+            ("n_eff (independent judges, 95% interval)", n_eff),
+            ("accuracy: majority / combined / best single judge",
+             f"{_pct(p.majority_accuracy)} / {_pct(p.combined_accuracy)} / {_pct(p.best_single_accuracy)}"),
+        ]  # fmt: skip
+    table = Table(title="Panel")
+    table.add_column("")
+    table.add_column("value", justify="right")
+    for name, value in rows:
+        table.add_row(name, value)
+    out.print(table)

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from council.accounting.budget import Budget, Tranches
 from council.errors import InputError, UsageError
@@ -231,6 +231,36 @@ class BatchSummary(BaseModel):
     #: The judge against the items' labels (pairs) and gold scores (grades), when they carry them.
     labels: LabelAgreement | None = None
     gold_scores: GoldAgreement | None = None
+    #: Two or more judges: the panel analysis (a ``council.methods.panel.Panel``, typed loosely so
+    #: that a batch of one judge loads no numpy); the key is left out otherwise.
+    panel: Any = None
+    #: ``dawid-skene``: how the pairs' verdicts were combined (left out for the default, the vote).
+    combine: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_absent_blocks(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A block added later is left out where it does not apply, so that a one-judge batch's
+        # summary reads as it always has.
+        data = handler(self)
+        for key in OPTIONAL_BLOCKS:
+            if data.get(key) is None:
+                data.pop(key, None)
+        panel = data.get("panel")
+        if panel is not None and panel.get("combined_accuracy") is None:  # no labelled pair: no label keys
+            for key in PANEL_LABEL_KEYS:
+                panel.pop(key, None)
+            for judge in panel["judges"]:
+                for key in JUDGE_LABEL_KEYS:
+                    judge.pop(key, None)
+        return data
+
+
+#: Summary keys present only where they apply: the panel with two or more judges, and its keys
+#: that measure against labels only when pairs carry labels (SPEC.md, "Juries").
+OPTIONAL_BLOCKS = ("panel", "combine")
+PANEL_LABEL_KEYS = ("majority_accuracy", "combined_accuracy", "best_single_accuracy", "error_correlation",
+                    "mean_error_correlation", "n_eff", "n_eff_ci")  # fmt: skip
+JUDGE_LABEL_KEYS = ("accuracy", "accuracy_per_order", "sensitivity", "specificity")
 
 
 def _rate(part: int, whole: int) -> float | None:
@@ -244,10 +274,19 @@ def judged_score(report: Mapping[str, Any]) -> float:
 
 
 def summarize(
-    rows: Iterable[Mapping[str, Any]], *, batch_id: str, source: str, items: int, skipped: int, judged: int
+    rows: Iterable[Mapping[str, Any]],
+    *,
+    batch_id: str,
+    source: str,
+    items: int,
+    skipped: int,
+    judged: int,
+    judges: Sequence[str] = (),
 ) -> BatchSummary:
     """The batch's numbers from its recorded rows (``Store.batch_rows``; a labelled pair's row
-    carries its passes), in one pass: each row is let go once counted."""
+    carries its passes), in one pass: each row is let go once counted. With two or more
+    ``judges`` (their ids, in the order reported) the summary has the panel analysis, for which
+    a few values of each finished pair are kept."""
     recorded = ok = pairs = inconsistent = safety_flagged = flagged = 0
     calls = calls_saved = prompt_tokens = completion_tokens = 0
     winners = {"A": 0, "B": 0, "TIE": 0}
@@ -257,6 +296,11 @@ def summarize(
     any_label = any_gold = False
     labels = LabelTally()  # counts: nothing held per item
     gold: list[tuple[float, float]] = []  # two numbers per gold-scored grade (Spearman's ρ ranks them all)
+    jury = None
+    if len(judges) >= 2:
+        from council.judging.jury import PanelTally
+
+        jury = PanelTally(judges)
     for r in rows:
         recorded += 1
         calls += r["calls"]
@@ -277,6 +321,8 @@ def summarize(
             inconsistent += r["result"]["inconsistent_pairs"]
             if r.get("label"):
                 labels.add(r["label"], r["winner"], r.get("passes", ()))
+            if jury is not None:
+                jury.add(r)
         elif r["mode"] == "grade":
             report = r["result"]["report"]
             normalized.append(report["normalized"])
@@ -315,6 +361,7 @@ def summarize(
         errors=errors,
         labels=labels.result() if any_label else None,
         gold_scores=gold_agreement(gold) if any_gold else None,
+        panel=None if jury is None else jury.result(),
     )
 
 
@@ -328,24 +375,63 @@ def summarize_batch(
     judged: int,
     output: Path | None = None,
     on_read: Callable[[int], None] | None = None,
+    judges: Sequence[str] = (),
+    combine: str = "vote",
 ) -> BatchSummary:
     """The batch's summary from the rows recorded in ``store``, and with ``output`` its results
     file, written whole or not at all from the same pass over the rows. The rows are read a page
     at a time and counted as they come: what is held grows only by two numbers per gold-scored
-    grade (Spearman's ρ ranks them together). ``on_read(n)``: ``n`` rows read so far, told every
-    ``SUMMARY_EVERY`` rows and at the end."""
-    rows: Iterable[Mapping[str, Any]] = store.batch_rows(batch_id)
+    grade (Spearman's ρ ranks them together) and, for a jury, by its verdicts and passes per pair
+    (the panel) and with ``dawid-skene`` by the batch's passes (the fit). ``on_read(n)``: ``n``
+    rows read so far, told every ``SUMMARY_EVERY`` rows and at the end. ``judges``: as in
+    :func:`summarize`; ``combine``: as in :func:`judged_rows`."""
+    rows: Iterable[Mapping[str, Any]] = judged_rows(store, batch_id, combine)
     if on_read is not None:
         rows = _telling(rows, on_read)
-    common = {"batch_id": batch_id, "source": source, "items": items, "skipped": skipped, "judged": judged}
+    common = {"batch_id": batch_id, "source": source, "items": items, "skipped": skipped, "judged": judged,
+              "judges": judges}  # fmt: skip
     if output is None:
-        return summarize(rows, **common)
-    from council._util.outputs import open_output
+        summary = summarize(rows, **common)
+    else:
+        from council._util.outputs import open_output
 
-    with open_output(str(output), make_parents=True) as fh:
-        summary = summarize(_written(rows, fh), **common)
-    summary.output = str(output)
+        with open_output(str(output), make_parents=True) as fh:
+            summary = summarize(_written(rows, fh), **common)
+        summary.output = str(output)
+    summary.combine = None if combine == "vote" else combine
     return summary
+
+
+def judged_rows(store: Store, batch_id: str, combine: str = "vote") -> Iterator[dict[str, Any]]:
+    """The batch's recorded rows (``Store.batch_rows``), each pair's verdict combined by
+    ``combine``: ``vote`` is the verdict recorded with the item; ``dawid-skene`` reads every pass
+    of the batch first and fits the combination over all of them (council.judging.jury)."""
+    rows = store.batch_rows(batch_id)
+    if combine == "vote":
+        return rows
+    from council.judging.jury import combined_rows, dawid_skene_verdicts
+
+    return combined_rows(rows, dawid_skene_verdicts(store.batch_passes(batch_id)))
+
+
+def stored_judging(store: Store, batch_id: str) -> tuple[list[str], str]:
+    """The ids of the judges a stored batch is judged by, in their order, and how their
+    verdicts are combined (a batch recorded before its settings were kept with it: no judges
+    named, the vote)."""
+    spec = store.batch_spec(batch_id)
+    if spec is None:
+        return [], "vote"
+    return [j["id"] for j in spec["judges"]], BatchSettings.model_validate(spec["settings"]).combine
+
+
+def stored_summary(store: Store, batch_id: str, *, output: Path | None = None) -> BatchSummary:
+    """The summary of a stored batch as it is now (nothing judged by this call), and with
+    ``output`` its results file (``council batch results --summary``)."""
+    status = store.batch_status(batch_id) or {}
+    recorded = store.batch_item_status(batch_id)
+    judges, combine = stored_judging(store, batch_id)
+    return summarize_batch(store, batch_id, source=batch_id, items=max(status.get("items", 0), len(recorded)),
+                           skipped=0, judged=0, output=output, judges=judges, combine=combine)  # fmt: skip
 
 
 #: How often a batch's summary tells how far it has read (a progress bar's update each time).
@@ -550,7 +636,8 @@ async def _run_batch(
 
     try:
         summary = summarize_batch(store, batch_id, source=source, items=len(items), skipped=skipped,
-                                  judged=report.judged, output=output, on_read=on_summary)  # fmt: skip
+                                  judged=report.judged, output=output, on_read=on_summary,
+                                  judges=[j.id for j in judges], combine=settings.combine)  # fmt: skip
     except UsageError as exc:  # the results file: what was judged is stored
         raise UsageError(f"{exc}; every judged item is stored: rerun with --resume to write them") from None
     summary.wall_time_s = wall

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
 
 from council.accounting.usage import CallLog, CallRecord
 from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade
@@ -60,6 +60,17 @@ class BatchSettings(BaseModel):
     votes: int | None = None
     adaptive: bool = False
     max_attempts: int = 3
+    #: How a jury's verdicts become one per pair (council.judging.jury.COMBINATIONS).
+    combine: Literal["vote", "dawid-skene"] = "vote"
+
+    @model_serializer(mode="wrap")
+    def _default_combination_unsaid(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # The default leaves the settings as they were before there was a choice: a batch keeps
+        # its id (a digest of them) and a stored batch resumes with the same settings.
+        data = handler(self)
+        if data.get("combine") == "vote":
+            del data["combine"]
+        return data
 
 
 async def judge_item(

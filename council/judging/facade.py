@@ -11,7 +11,7 @@ rate budgets are attached. The privacy settings (keep judge reasoning? hash prom
 of the config given, resolved once (:func:`judging_config`), and passed explicitly to every
 judging function from here: nothing below reads the user's config on its own.
 
-A stored batch is read with :func:`batch_status` and :func:`batch_results`; queued items are
+A stored batch is read with :func:`batch_status`, :func:`batch_results` and :func:`batch_summary`; queued items are
 judged by :func:`run_queue_worker` (``council worker``).
 """
 
@@ -65,6 +65,7 @@ __all__ = sorted(
         "SWAP_STRATEGIES",
         "batch_results",
         "batch_status",
+        "batch_summary",
         "builtin_rubrics",
         "judge_panel",
         "judging_config",
@@ -218,8 +219,10 @@ class JudgePanel:
         rubric: str = "general",
         votes: int | None = None,
         adaptive: bool = False,
+        combine: str = "vote",
     ) -> BatchSettings:
-        """A batch's settings with these judges (part of its default id)."""
+        """A batch's settings with these judges (part of its default id); ``combine``: how the
+        judges' verdicts become one per pair (``vote``, ``dawid-skene``: docs/evaluation/batches.md)."""
         from council.judging.batch import BatchSettings
 
         return BatchSettings(
@@ -231,6 +234,7 @@ class JudgePanel:
             rubric=rubric,
             votes=votes,
             adaptive=adaptive,
+            combine=combine,  # type: ignore[arg-type]
         )
 
     def enqueue(
@@ -393,13 +397,26 @@ def batch_status(batch_id: str) -> dict[str, Any]:
 def batch_results(batch_id: str) -> Iterator[Iterator[str]]:
     """The result lines of a stored batch (those ``council batch --output`` writes), read a page at
     a time while the block runs; ``NotFoundError`` on entering if there is no such batch."""
-    from council.judging.batch import result_line
+    from council.judging.batch import judged_rows, result_line, stored_judging
 
     with using_store(True) as store:
         assert store is not None
         if store.batch_status(batch_id) is None:
             raise NotFoundError(f"no batch {batch_id!r} in the store")
-        yield (result_line(row) for row in store.batch_rows(batch_id))
+        _, combine = stored_judging(store, batch_id)
+        yield (result_line(row) for row in judged_rows(store, batch_id, combine))
+
+
+def batch_summary(batch_id: str, *, output: Path | None = None) -> BatchSummary:
+    """A stored batch's summary as it is now (with two or more judges, its panel), and with
+    ``output`` its results file written from the same reading; ``NotFoundError`` if there is none."""
+    from council.judging.batch import stored_summary
+
+    with using_store(True) as store:
+        assert store is not None
+        if store.batch_status(batch_id) is None:
+            raise NotFoundError(f"no batch {batch_id!r} in the store")
+        return stored_summary(store, batch_id, output=output)
 
 
 # ------------------------------------------------------------------------ the queue's workers

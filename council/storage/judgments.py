@@ -598,14 +598,15 @@ _BATCH_ROWS = """
     SELECT bi.item_id, bi.position, bi.mode, bi.status, bi.run_id, bi.metadata, bi.label, bi.gold_score,
            r.error, r.winner, r.unstable,
            r.flagged, r.calls, r.calls_saved, r.prompt_tokens, r.completion_tokens, r.cost_usd,
-           r.elapsed_ms, r.result
+           r.elapsed_ms, r.result, r.length_a, r.length_b
     FROM batch_items bi JOIN judgment_runs r ON r.id = bi.run_id
     WHERE bi.batch_id = ?"""
 
 
 def batch_rows(store: Backend, batch_id: str) -> Iterator[dict[str, Any]]:
     """Every recorded item of the batch with its run, in batch-file order; a finished
-    labelled pair also carries its ``passes`` (:func:`batch_label_passes`).
+    labelled pair also carries its ``passes`` (:func:`batch_label_passes`), a pair its answers'
+    lengths (``length_a``, ``length_b``; None when recorded before m015).
 
     Read :data:`BATCH_PAGE` items at a time (:func:`pages.in_pages`, by line, then id), each row
     let go once yielded: a batch's parsed results (~25 kB an item) are never all in memory."""
@@ -647,3 +648,24 @@ def batch_label_passes(store: Backend, batch_id: str, lines: tuple[Any, Any]) ->
             [batch_id, *lines],
         )
     )
+
+
+_BATCH_PASSES = """
+    SELECT bi.item_id, j.judge, j.vote, j.shown_first, j.winner, j.id
+    FROM batch_items bi JOIN judgments j ON j.run_id = bi.run_id
+    WHERE bi.batch_id = ? AND bi.status = 'ok' AND j.kind = 'pairwise' AND j.valid <> 0
+          AND j.winner IS NOT NULL AND j.shown_first IS NOT NULL"""
+
+
+def batch_passes(store: Backend, batch_id: str) -> Iterator[dict[str, Any]]:
+    """Every valid pairwise pass of the batch's finished items (``item_id, judge, vote,
+    shown_first, winner``; ``winner`` in the original labels), in the order recorded: what a
+    combination over the whole batch needs (council.judging.jury). Read
+    :data:`pages.ROWS_PAGE` passes at a time, as tuples (a few values a pass)."""
+
+    def read(statement: str, values: list[Any]) -> Iterable[tuple[Any, ...]]:
+        return store.db.execute(statement, values)
+
+    rows = pages.in_pages(read, _BATCH_PASSES, [batch_id], order=("j.id",), key=lambda r: (r[5],), size=pages.ROWS_PAGE)
+    for item_id, judge, vote, shown_first, winner, _ in rows:
+        yield {"item_id": item_id, "judge": judge, "vote": vote, "shown_first": shown_first, "winner": winner}

@@ -244,6 +244,10 @@ class Store(Protocol):
         """Every recorded item with its run, in batch-file order (labelled pairs carry ``passes``),
         read a page at a time (council.storage.judgments.BATCH_PAGE)."""
 
+    def batch_passes(self, batch_id: str) -> Iterator[dict[str, Any]]:
+        """Every valid pairwise pass of the batch's finished items, in file order: ``item_id,
+        judge, vote, shown_first, winner`` (in the original labels)."""
+
     # -- the batch queue (council.storage.queue) ------------------------------------
     def enqueue_batch(
         self,

@@ -84,6 +84,7 @@ class SQLStore(GroupCommit):
     reconcile_batch_items = judgments.reconcile_batch_items
     batch_item_status = judgments.batch_item_status
     batch_rows = judgments.batch_rows
+    batch_passes = judgments.batch_passes
     enqueue_batch = queue.enqueue_batch
     renew_claims = queue.renew_claims
     release_claims = queue.release_claims

@@ -35,6 +35,7 @@ PURE = (
     "council.judging.schemas",
     "council.judging.prompts",
     "council.judging.grade_report",
+    "council.judging.jury",
     "council.judging.safety",
     "council.judging.outcomes",
     "council.bias.records",

@@ -9,18 +9,15 @@ import numpy as np
 import pytest
 from batch_files import write_jsonl
 from click.testing import CliRunner
-from fake_judges import fake_client, scripted
+from fake_judges import fake_client, first_shown_judge
 from scipy.stats import spearmanr
 from sqlite_utils import Database
 
 from council.cli.main import cli
 from council.errors import InputError
 from council.judging.batch import BatchSettings, content_digest, load_rubrics, parse_batch, run_batch
-from council.providers.base import ChatRequest
-from council.providers.client import ModelClient
 from council.storage import SQLiteStore
 from council.storage.migrations import migrations
-from council.testing.replies import FakeResponder, answer_slots
 
 
 def pair(i: int, **extra: object) -> dict:
@@ -102,25 +99,6 @@ def test_the_migration_adds_the_label_columns():
 # ------------------------------------------------------- a judge that follows a script
 
 
-def scripted_judge(script: dict[str, str], calls: int) -> ModelClient:
-    """A pairwise judge whose overall verdict (as seen) is fixed by the text shown first.
-
-    The reply is the fake's schema-valid document for a judge that always prefers the first
-    slot, with its top-level ``winner`` replaced by the script's verdict."""
-    responder = FakeResponder()
-
-    def reply(request: ChatRequest) -> str:
-        document = json.loads(
-            responder.reply(
-                "fake/script+first", request.messages, json_schema=request.json_schema, schema_name=request.schema_name
-            )
-        )
-        document["winner"] = script[answer_slots(request.messages)["A"]]
-        return json.dumps(document)
-
-    return scripted("fake/script", [reply] * calls)
-
-
 # item: label, the verdict as seen with A shown first, the verdict as seen with B shown first
 SCRIPT = {
     "i1": ("A", "A", "B"),  # picks A in both orders: A
@@ -148,7 +126,7 @@ async def test_a_labelled_batch_reproduces_the_hand_computed_table(tmp_path, cou
     summary = await run_batch(
         items,
         settings=settings,
-        judges=[scripted_judge(script, calls=2 * len(rows))],
+        judges=[first_shown_judge("fake/script", script, calls=2 * len(rows))],
         batch_id="lab",
         source="labelled.jsonl",
         content_sha256=content_digest(text),

@@ -430,6 +430,33 @@ async def test_judgments_are_saved_with_passes_and_calls_and_audited(store_backe
     assert stored["kind"] == "grade" and all(p["output"] is None for p in store_backend.judgment_passes(private.run_id))
 
 
+async def test_a_batchs_passes_and_answer_lengths_are_read_for_its_jury(store_backend):
+    # Two judges, one position-biased: every judge's verdict in each order is on record, and each
+    # row says how long its two answers are (the panel's length preference).
+    lines = [{"id": f"i{i}", "prompt": f"Q{i}?", "a": "A" * (3 + i), "b": "B" * (5 - i)} for i in range(3)]
+    text = "".join(json.dumps(line) + "\n" for line in lines)
+    items = parse_batch(text, "p.jsonl")
+    settings = BatchSettings(judges=["fake/x", "fake/y+first"])
+    judges = [fake_client("fake/x"), fake_client("fake/y+first")]
+    await run_batch(items, settings=settings, judges=judges, batch_id="p", source="p.jsonl",
+                    content_sha256=content_digest(text), store=store_backend)  # fmt: skip
+    rows = list(store_backend.batch_rows("p"))
+    assert [(r["length_a"], r["length_b"]) for r in rows] == [(3, 5), (4, 4), (5, 3)]
+    expected = [
+        (r["item_id"], p["judge"], p["vote"], p["shown_first"], p["winner"])
+        for r in rows
+        for p in r["result"]["passes"]
+        if p["valid"]
+    ]
+    read = [
+        (p["item_id"], p["judge"], p["vote"], p["shown_first"], p["winner"]) for p in store_backend.batch_passes("p")
+    ]
+    assert sorted(read) == sorted(expected) and len(read) == 12  # 3 items, 2 judges, 2 orders
+    assert {(p[1], p[3], p[4]) for p in read if p[1] == "fake/y+first"} == {("fake/y+first", "A", "A"),
+                                                                              ("fake/y+first", "B", "B")}
+    assert list(store_backend.batch_passes("no-such-batch")) == []
+
+
 async def test_a_batch_is_opened_recorded_once_and_read_in_file_order(store_backend, tmp_path, monkeypatch):
     lines = [{"id": f"i{i}", "prompt": f"Q{i}?", "a": f"A {i}, in detail.", "b": f"B{i}.", "model_a": "fake/x",
               "model_b": "fake/y", "label": "A"} for i in range(3)]  # fmt: skip
