@@ -68,7 +68,9 @@ def main() -> None:
     best = max(both.values())
     print(f"--combine dawid-skene (no label read): {combined} of {n} = {combined / n:.1%}")
     print(f"--combine vote:                        {vote} of {n} = {vote / n:.1%}")
-    print(f"plain majority of the judges' verdicts: {panel.majority_accuracy:.1%}")
+    by_order = panel.majority_accuracy_per_order
+    print(f"plain majority, A first / B first:     {by_order.a_first:.1%} / {by_order.b_first:.1%}, "
+          f"mean {panel.majority_accuracy:.1%}")  # fmt: skip
     print(f"best single judge, both orders:        {best} of {n} = {best / n:.1%}")
     low, high = panel.n_eff_ci
     print(f"n_eff {panel.n_eff:.2f} [{low:.2f}, {high:.2f}] of {len(judges)}, mean error correlation "

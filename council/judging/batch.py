@@ -258,8 +258,8 @@ class BatchSummary(BaseModel):
 #: Summary keys present only where they apply: the panel with two or more judges, and its keys
 #: that measure against labels only when pairs carry labels (SPEC.md, "Juries").
 OPTIONAL_BLOCKS = ("panel", "combine")
-PANEL_LABEL_KEYS = ("majority_accuracy", "combined_accuracy", "best_single_accuracy", "error_correlation",
-                    "mean_error_correlation", "n_eff", "n_eff_ci")  # fmt: skip
+PANEL_LABEL_KEYS = ("majority_accuracy", "majority_accuracy_per_order", "combined_accuracy", "best_single_accuracy",
+                    "error_correlation", "mean_error_correlation", "n_eff", "n_eff_ci")  # fmt: skip
 JUDGE_LABEL_KEYS = ("accuracy", "accuracy_per_order", "sensitivity", "specificity")
 
 

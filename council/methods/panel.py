@@ -63,7 +63,10 @@ class Panel(BaseModel):
     judges: list[JudgeProfile]
     agreement: dict[str, dict[str, float | None]]
     krippendorff_alpha: float | None
+    #: The plain majority: in each order, the strict majority of the passes shown that order
+    #: (``majority_accuracy_per_order``); ``majority_accuracy`` the mean of the two orders'.
     majority_accuracy: float | None = None
+    majority_accuracy_per_order: PerOrder | None = None
     combined_accuracy: float | None = None
     best_single_accuracy: float | None = None
     error_correlation: dict[str, dict[str, float | None]] | None = None
@@ -177,9 +180,10 @@ def panel(items: Sequence[PanelItem], judges: Sequence[str], *, bootstrap: int =
     )
     if not labelled:
         return result
-    result.majority_accuracy = _rate(
-        sum(majority([it.verdicts.get(j) for j in judges]) == it.label for it in labelled), len(labelled)
-    )
+    result.majority_accuracy_per_order = _majority_per_order(labelled)
+    orders = [a for a in (result.majority_accuracy_per_order.a_first, result.majority_accuracy_per_order.b_first)
+              if a is not None]  # fmt: skip
+    result.majority_accuracy = sum(orders) / len(orders) if orders else None
     result.combined_accuracy = _rate(sum(it.combined == it.label for it in labelled), len(labelled))
     accuracies = [p.accuracy for p in profiles if p.accuracy is not None]
     result.best_single_accuracy = max(accuracies) if accuracies else None
@@ -197,6 +201,19 @@ def panel(items: Sequence[PanelItem], judges: Sequence[str], *, bootstrap: int =
     result.n_eff = effective_judges(len(judges), result.mean_error_correlation)
     result.n_eff_ci = n_eff_interval(errors, draws=bootstrap) if result.n_eff is not None else None
     return result
+
+
+def _majority_per_order(labelled: Sequence[PanelItem]) -> PerOrder:
+    """In each order, the share of the labelled pairs with a pass in that order whose passes'
+    strict majority is the label (every valid pass a vote, as the judges were asked)."""
+    right = {"A": [0, 0], "B": [0, 0]}
+    for it in labelled:
+        for order in right:
+            said = [winner for (_, first, winner) in it.passes if first == order]
+            if said:
+                right[order][0] += majority(said) == it.label
+                right[order][1] += 1
+    return PerOrder(a_first=_rate(*right["A"]), b_first=_rate(*right["B"]))
 
 
 def _profile(items: Sequence[PanelItem], labelled: Sequence[PanelItem], judge: str) -> JudgeProfile:

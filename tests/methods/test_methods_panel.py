@@ -75,7 +75,9 @@ def test_the_panel_block_by_hand() -> None:
     assert x.accuracy_per_order.b_first == 0.5
     assert x.sensitivity == pytest.approx(0.5) and x.specificity == pytest.approx(0.0)
     assert p.agreement["x"]["y"] == pytest.approx(1 / 3) and p.agreement["x"]["x"] == 1.0
-    assert p.majority_accuracy == pytest.approx(2 / 3)  # A, B (x, z), B
+    # Per order, the majority of that order's passes: only x has passes (A first: A, A; B first: A, B).
+    assert (p.majority_accuracy_per_order.a_first, p.majority_accuracy_per_order.b_first) == (1.0, 0.5)
+    assert p.majority_accuracy == pytest.approx(0.75)
     assert p.combined_accuracy == pytest.approx(2 / 3)
     assert p.best_single_accuracy == 1.0  # y: A, A, B, each the label
     errors = np.array([[0, 0, 1], [1, 0, 1], [1, 0, 0]], dtype=float)
@@ -86,6 +88,30 @@ def test_the_panel_block_by_hand() -> None:
     assert p.mean_error_correlation == pytest.approx(expected[0, 2])
     assert expected[0, 2] == pytest.approx(-0.5)
     assert p.n_eff is None and p.n_eff_ci is None  # 1 + (k − 1)·ρ̄ = 0: no effective number
+
+
+def test_the_plain_majority_is_per_order_over_the_passes() -> None:
+    # The judges' verdicts are not what the plain majority reads: each order's passes are.
+    items = [
+        PanelItem({"x": "TIE", "y": "A", "z": "TIE"}, "TIE",
+                  [("x", "A", "A"), ("y", "A", "A"), ("z", "A", "B"),
+                   ("x", "B", "B"), ("y", "B", "A"), ("z", "B", "B")],
+                  label="A"),  # A first: A, A, B -> A (right); B first: B, A, B -> B (wrong)
+        PanelItem({"x": "TIE", "y": "B", "z": None}, "B",
+                  [("x", "A", "A"), ("y", "A", "B"), ("x", "B", "B"), ("y", "B", "B"), ("z", "B", "B")],
+                  label="B"),  # A first: A, B -> no strict majority, TIE (wrong); B first: B, B, B (right)
+        PanelItem({"x": "A", "y": "A", "z": "A"}, "A", [("x", "A", "TIE"), ("y", "A", "A"), ("z", "A", "A")],
+                  label="A"),  # A first: TIE, A, A -> A (right); no pass with B first: not counted there
+    ]  # fmt: skip
+    p = panel(items, ["x", "y", "z"], bootstrap=20)
+    assert p.majority_accuracy_per_order is not None
+    assert p.majority_accuracy_per_order.a_first == pytest.approx(2 / 3)
+    assert p.majority_accuracy_per_order.b_first == pytest.approx(1 / 2)
+    assert p.majority_accuracy == pytest.approx((2 / 3 + 1 / 2) / 2)  # the mean of the two orders
+    assert p.combined_accuracy == pytest.approx(2 / 3)  # TIE, B, A against A, B, A
+    # One order only (a batch without swapping): the majority is that order's.
+    one = panel([PanelItem({"x": "A", "y": "B"}, "TIE", [("x", "A", "A"), ("y", "A", "A")], label="A")], ["x", "y"])
+    assert one.majority_accuracy_per_order.b_first is None and one.majority_accuracy == 1.0
 
 
 def test_no_labels_no_label_keys() -> None:

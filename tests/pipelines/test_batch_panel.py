@@ -83,8 +83,13 @@ async def test_a_jury_batch_reports_its_panel_counted_by_hand(tmp_path, store_ba
     assert (j1.accuracy_per_order.a_first, j1.accuracy_per_order.b_first) == pytest.approx((4 / 5, 4 / 5))
     assert (j2.accuracy_per_order.a_first, j2.accuracy_per_order.b_first) == pytest.approx((3 / 5, 4 / 5))
     assert (j3.accuracy_per_order.a_first, j3.accuracy_per_order.b_first) == pytest.approx((2 / 5, 2 / 5))
+    # The plain majority of each order's passes: A first A, A, B, B, A (i2 and i3 wrong); B first
+    # A, B, B, B, A (i3 wrong). Its accuracy is the mean of the two orders'.
+    assert (panel.majority_accuracy_per_order.a_first, panel.majority_accuracy_per_order.b_first) == pytest.approx(
+        (3 / 5, 4 / 5)
+    )
     assert (panel.majority_accuracy, panel.combined_accuracy, panel.best_single_accuracy) == pytest.approx(
-        (3 / 5, 3 / 5, 4 / 5)
+        (7 / 10, 3 / 5, 4 / 5)
     )
     errors = np.array([[0, 0, 0, 0, 1], [0, 1, 1, 0, 0], [1, 1, 1, 1, 0]], dtype=float)  # a judge a row
     r = np.corrcoef(errors)
