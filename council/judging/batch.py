@@ -245,22 +245,12 @@ class BatchSummary(BaseModel):
         for key in OPTIONAL_BLOCKS:
             if data.get(key) is None:
                 data.pop(key, None)
-        panel = data.get("panel")
-        if panel is not None and panel.get("combined_accuracy") is None:  # no labelled pair: no label keys
-            for key in PANEL_LABEL_KEYS:
-                panel.pop(key, None)
-            for judge in panel["judges"]:
-                for key in JUDGE_LABEL_KEYS:
-                    judge.pop(key, None)
         return data
 
 
-#: Summary keys present only where they apply: the panel with two or more judges, and its keys
-#: that measure against labels only when pairs carry labels (SPEC.md, "Juries").
+#: Summary keys present only where they apply: the panel with two or more judges (whose keys that
+#: measure against labels the panel itself leaves out without labels; SPEC.md, "Juries").
 OPTIONAL_BLOCKS = ("panel", "combine")
-PANEL_LABEL_KEYS = ("majority_accuracy", "majority_accuracy_per_order", "combined_accuracy", "best_single_accuracy",
-                    "error_correlation", "mean_error_correlation", "n_eff", "n_eff_ci")  # fmt: skip
-JUDGE_LABEL_KEYS = ("accuracy", "accuracy_per_order", "sensitivity", "specificity")
 
 
 def _rate(part: int, whole: int) -> float | None:

@@ -16,9 +16,10 @@ import random
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel
+from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
 
 BOOTSTRAP = 1000
 BOOTSTRAP_SEED = 58
@@ -43,7 +44,24 @@ class PerOrder(BaseModel):
     b_first: float | None
 
 
-class JudgeProfile(BaseModel):
+class _LabelKeys(BaseModel):
+    """A model whose ``LABEL_KEYS`` measure against labels: they are in its shape (null where
+    undefined) once set, and left out while unset, i.e. when no pair carries a label."""
+
+    LABEL_KEYS: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _without_unset_label_keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        for key in self.LABEL_KEYS:
+            if key not in self.model_fields_set:
+                data.pop(key, None)
+        return data
+
+
+class JudgeProfile(_LabelKeys):
+    LABEL_KEYS = ("accuracy", "accuracy_per_order", "sensitivity", "specificity")
+
     judge: str
     #: Share of the items it judged where its verdict is A or B (not a tie).
     decided: float | None
@@ -59,7 +77,10 @@ class JudgeProfile(BaseModel):
     specificity: float | None = None
 
 
-class Panel(BaseModel):
+class Panel(_LabelKeys):
+    LABEL_KEYS = ("majority_accuracy", "majority_accuracy_per_order", "combined_accuracy", "best_single_accuracy",
+                  "error_correlation", "mean_error_correlation", "n_eff", "n_eff_ci")  # fmt: skip
+
     judges: list[JudgeProfile]
     agreement: dict[str, dict[str, float | None]]
     krippendorff_alpha: float | None
@@ -228,8 +249,11 @@ def _profile(items: Sequence[PanelItem], labelled: Sequence[PanelItem], judge: s
         p_prefers_first=_rate(sum(first == winner for first, winner in chose), len(chose)),
         p_prefers_longer=_rate(sum(it.verdicts[judge] == it.longer for it in uneven), len(uneven)),
     )
+    if not labelled:
+        return profile
     mine = [it for it in labelled if it.verdicts.get(judge) is not None]
-    if not mine:
+    if not mine:  # labels, but none on a pair it judged: its label keys are there, null
+        profile.accuracy = profile.accuracy_per_order = profile.sensitivity = profile.specificity = None
         return profile
     profile.accuracy = _rate(sum(it.verdicts[judge] == it.label for it in mine), len(mine))
     per_order = {"A": [0, 0], "B": [0, 0]}

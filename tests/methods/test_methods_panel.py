@@ -3,6 +3,7 @@ numpy's ``corrcoef``, hand-computed examples; and the n_eff interval's coverage 
 
 from __future__ import annotations
 
+import json
 import random
 
 import krippendorff
@@ -115,8 +116,17 @@ def test_the_plain_majority_is_per_order_over_the_passes() -> None:
 
 
 def test_no_labels_no_label_keys() -> None:
+    # The panel's own shape leaves out what only labels measure (no caller has to), in a dump and in JSON.
     p = panel([PanelItem({"x": "A", "y": "B"}, "TIE")], ["x", "y"])
-    assert p.model_dump(exclude_none=True).keys() == {"judges", "agreement", "krippendorff_alpha"}
+    for shape in (p.model_dump(), json.loads(p.model_dump_json())):
+        assert shape.keys() == {"judges", "agreement", "krippendorff_alpha"}
+        assert shape["judges"][0].keys() == {"judge", "decided", "agreement_with_combined", "p_prefers_first",
+                                             "p_prefers_longer"}  # fmt: skip
+    # With labels they are there, null where undefined (x never judged a labelled pair; n_eff needs two).
+    labelled = panel([PanelItem({"x": None, "y": "A"}, "A", label="A")], ["x", "y"])
+    shape = labelled.model_dump()
+    assert shape["n_eff"] is None and shape["n_eff_ci"] is None and shape["combined_accuracy"] == 1.0
+    assert shape["judges"][0]["accuracy"] is None and shape["judges"][0]["accuracy_per_order"] is None
     assert p.krippendorff_alpha == 0.0  # one unit of two different values: D_o = D_e = 1
 
 
