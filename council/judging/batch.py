@@ -37,6 +37,7 @@ from council.judging.rubrics import load_rubric
 from council.judging.running import keeps_text
 from council.judging.schemas import Rubric
 from council.methods.judge_agreement import GoldAgreement, LabelAgreement, LabelTally, gold_agreement
+from council.methods.panel import Panel
 from council.providers.client import ModelClient, cap_spending
 from council.storage import Store, using_store
 from council.untrusted.inputs import check_json_text, check_visible, parse_json_line
@@ -231,9 +232,8 @@ class BatchSummary(BaseModel):
     #: The judge against the items' labels (pairs) and gold scores (grades), when they carry them.
     labels: LabelAgreement | None = None
     gold_scores: GoldAgreement | None = None
-    #: Two or more judges: the panel analysis (a ``council.methods.panel.Panel``, typed loosely so
-    #: that a batch of one judge loads no numpy); the key is left out otherwise.
-    panel: Any = None
+    #: Two or more judges: the panel analysis; the key is left out otherwise.
+    panel: Panel | None = None
     #: ``dawid-skene``: how the pairs' verdicts were combined (left out for the default, the vote).
     combine: str | None = None
 

@@ -11,7 +11,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from council.methods.dawid_skene import dawid_skene
 from council.methods.panel import Panel, PanelItem, panel
 
 #: How a jury's verdicts become one per pair: ``vote`` is the combination under the batch's
@@ -80,6 +79,8 @@ def dawid_skene_verdicts(passes: Iterable[Mapping[str, Any]]) -> dict[str, Combi
     The verdict is the posterior's most likely class: "A", "B", or "TIE" where passes said TIE
     (a class like the others). Where the two most likely classes are equally likely, the
     verdict is "TIE", with that shared probability."""
+    from council.methods.dawid_skene import dawid_skene  # numpy: only a batch combined by it loads it
+
     votes: dict[str, dict[tuple[str, str, int], str]] = {}
     for p in passes:
         votes.setdefault(p["item_id"], {})[annotator(p["judge"], p["shown_first"], p["vote"])] = p["winner"]

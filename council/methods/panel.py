@@ -16,10 +16,12 @@ import random
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
 from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
+
+if TYPE_CHECKING:
+    import numpy as np
 
 BOOTSTRAP = 1000
 BOOTSTRAP_SEED = 58
@@ -137,6 +139,8 @@ def krippendorff_alpha(units: Sequence[Sequence[Hashable | None]]) -> float | No
 def pearson_matrix(columns: np.ndarray) -> np.ndarray:
     """Pearson's r of every pair of ``columns`` (items × judges, no missing values); NaN where a
     column is constant (numpy's ``corrcoef`` gives the same)."""
+    import numpy as np  # only with labels: a panel without them loads no numpy
+
     centred = columns - columns.mean(axis=0)
     norms = np.sqrt((centred**2).sum(axis=0))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -145,6 +149,8 @@ def pearson_matrix(columns: np.ndarray) -> np.ndarray:
 
 def mean_off_diagonal(r: np.ndarray) -> float | None:
     """The mean of the defined off-diagonal entries; None when there are none."""
+    import numpy as np
+
     k = r.shape[0]
     values = r[~np.eye(k, dtype=bool)]
     values = values[~np.isnan(values)]
@@ -166,6 +172,8 @@ def n_eff_interval(
     """The percentile bootstrap interval of n_eff over items (``errors``: items × judges, 0/1),
     from ``draws`` resamples drawn with ``random.Random(seed)``; resamples where n_eff is
     undefined are left out. None with fewer than two items or no defined resample."""
+    import numpy as np
+
     n, k = errors.shape
     if n < 2:
         return None
@@ -208,6 +216,8 @@ def panel(items: Sequence[PanelItem], judges: Sequence[str], *, bootstrap: int =
     result.combined_accuracy = _rate(sum(it.combined == it.label for it in labelled), len(labelled))
     accuracies = [p.accuracy for p in profiles if p.accuracy is not None]
     result.best_single_accuracy = max(accuracies) if accuracies else None
+    import numpy as np  # the error correlations: only a labelled panel loads numpy
+
     # Error indicators over the items every judge judged (a failed judge has no verdict to be wrong in).
     complete = [it for it in labelled if all(it.verdicts.get(j) is not None for j in judges)]
     errors = np.array([[float(it.verdicts[j] != it.label) for j in judges] for it in complete]).reshape(

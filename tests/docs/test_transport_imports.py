@@ -97,8 +97,10 @@ def home(tmp_path, mock):
         (["compare", "--prompt", "Why is the sky blue?", "--a", "a.txt", "--b", "b.txt", "--json"], None),
         (["grade", "--prompt", "Why is the sky blue?", "--response", "answer.txt", "--json"], None),
         (["batch", "pairs.jsonl", "--json"], None),
+        # A jury without labels: its panel (agreement, Krippendorff's α) needs no numpy either.
+        (["batch", "pairs.jsonl", "--judge", "a", "--judge", "b", "--json"], None),
     ],
-    ids=["run", "run-json", "compare", "grade", "batch"],
+    ids=["run", "run-json", "compare", "grade", "batch", "batch-jury"],
 )
 def test_model_commands_on_the_native_transport_import_no_sdk(home, args, rich):
     _, loaded = run_command(home, *args)

@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from fake_judges import fake_client, first_shown_judge
 
 from council.cli.main import cli
-from council.judging.batch import BatchSettings, content_digest, parse_batch, run_batch
+from council.judging.batch import BatchSettings, BatchSummary, content_digest, parse_batch, run_batch
+from council.methods.panel import Panel
 
 FLIP = {"A": "B", "B": "A", "TIE": "TIE"}
 
@@ -100,6 +101,10 @@ async def test_a_jury_batch_reports_its_panel_counted_by_hand(tmp_path, store_ba
     assert panel.n_eff_ci is not None and panel.n_eff_ci[0] <= panel.n_eff_ci[1]
     # The summary's JSON carries it as the "panel" block.
     assert json.loads(summary.model_dump_json())["panel"]["judges"][0]["judge"] == "fake/j1"
+
+
+def test_the_summary_types_its_panel():
+    assert BatchSummary.model_fields["panel"].annotation == Panel | None
 
 
 def test_a_one_judge_summary_has_no_panel(tmp_path, council_home):
