@@ -12,7 +12,6 @@ docs/methods.md ("Panel analysis", "Effective number of judges").
 from __future__ import annotations
 
 import math
-import random
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,8 @@ if TYPE_CHECKING:
 
 BOOTSTRAP = 1000
 BOOTSTRAP_SEED = 58
+#: Items × resamples drawn in one go by the bootstrap.
+RESAMPLE_CHUNK = 1 << 21
 CI_LEVEL = 0.95
 
 
@@ -169,26 +170,54 @@ def effective_judges(k: int, rho: float | None) -> float | None:
 def n_eff_interval(
     errors: np.ndarray, *, draws: int = BOOTSTRAP, seed: int = BOOTSTRAP_SEED, level: float = CI_LEVEL
 ) -> list[float] | None:
-    """The percentile bootstrap interval of n_eff over items (``errors``: items × judges, 0/1),
-    from ``draws`` resamples drawn with ``random.Random(seed)``; resamples where n_eff is
-    undefined are left out. None with fewer than two items or no defined resample."""
+    """The percentile bootstrap interval of n_eff over items (``errors``: items × judges, 0/1):
+    ``numpy.random.default_rng(seed).integers(0, n, (draws, n))`` draws the items of the
+    ``draws`` resamples; resamples where n_eff is undefined are left out. None with fewer than
+    two items or no defined resample."""
     import numpy as np
 
     n, k = errors.shape
     if n < 2:
         return None
-    rng = random.Random(seed)
+    rng = np.random.default_rng(seed)
+    x = errors.astype(float)
+    products = (x[:, :, None] * x[:, None, :]).reshape(n, k * k)
+    step = max(1, RESAMPLE_CHUNK // n)  # resamples drawn at once: memory stays bounded on large batches
     values = []
-    for _ in range(draws):
-        sample = errors[[rng.randrange(n) for _ in range(n)]]
-        value = effective_judges(k, mean_off_diagonal(pearson_matrix(sample)))
-        if value is not None:
-            values.append(value)
-    if not values:
+    for start in range(0, draws, step):
+        m = min(step, draws - start)
+        picks = rng.integers(0, n, size=(m, n))
+        # How often each item is drawn in each resample: its weight in that resample's sums.
+        counts = np.bincount((picks + n * np.arange(m)[:, None]).ravel(), minlength=m * n).reshape(m, n)
+        values.append(_weighted_n_eff(counts.astype(float), x, products))
+    drawn = np.concatenate(values)
+    drawn = drawn[~np.isnan(drawn)]
+    if not drawn.size:
         return None
     tail = (1 - level) / 2
-    lo, hi = np.quantile(values, [tail, 1 - tail])
+    lo, hi = np.quantile(drawn, [tail, 1 - tail])
     return [float(lo), float(hi)]
+
+
+def _weighted_n_eff(counts: np.ndarray, x: np.ndarray, products: np.ndarray) -> np.ndarray:
+    """n_eff of each resample (a row of ``counts``: how often each item is in it) of the 0/1
+    error columns ``x`` (``products``: each item's x_a·x_b, items × k²); NaN where undefined.
+    Pearson's r from the resample's sums: r_ab = C_ab / √(C_aa·C_bb), C_ab = n·Σx_a·x_b − Σx_a·Σx_b,
+    which on 0/1 data with integer counts is exact."""
+    import numpy as np
+
+    n, k = x.shape
+    sums = counts @ x
+    cov = n * (counts @ products).reshape(-1, k, k) - sums[:, :, None] * sums[:, None, :]
+    scale = np.sqrt(np.diagonal(cov, axis1=1, axis2=2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = cov / (scale[:, :, None] * scale[:, None, :])
+    off = np.broadcast_to(~np.eye(k, dtype=bool), r.shape) & ~np.isnan(r)
+    defined = off.sum(axis=(1, 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = np.where(off, r, 0.0).sum(axis=(1, 2)) / defined
+        denominator = 1 + (k - 1) * rho
+        return np.where((defined > 0) & (denominator > 0), k / denominator, np.nan)
 
 
 def panel(items: Sequence[PanelItem], judges: Sequence[str], *, bootstrap: int = BOOTSTRAP) -> Panel:

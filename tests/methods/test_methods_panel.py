@@ -10,6 +10,7 @@ import krippendorff
 import numpy as np
 import pytest
 
+import council.methods.panel as panel_module
 from council.methods.panel import (
     PanelItem,
     effective_judges,
@@ -149,3 +150,28 @@ def test_the_n_eff_interval_covers_the_true_value_on_a_seeded_simulation() -> No
         assert ci is not None
         covered += ci[0] <= truth <= ci[1]
     assert covered / runs >= 0.85  # nominal 95 %; the percentile interval of a ratio runs a little short
+
+
+def reference_interval(errors: np.ndarray, draws: int, seed: int) -> list[float]:
+    """The documented bootstrap, resample by resample: numpy's ``default_rng(seed)`` draws the
+    items of every resample at once, n_eff of each by ``numpy.corrcoef``, the 2.5 % and 97.5 %
+    quantiles of the defined ones."""
+    n, k = errors.shape
+    picks = np.random.default_rng(seed).integers(0, n, size=(draws, n))
+    values = []
+    for pick in picks:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.corrcoef(errors[pick], rowvar=False)
+        off = r[~np.eye(k, dtype=bool)]
+        off = off[~np.isnan(off)]
+        if off.size and 1 + (k - 1) * off.mean() > 0:
+            values.append(k / (1 + (k - 1) * off.mean()))
+    return [float(q) for q in np.quantile(values, [0.025, 0.975])]
+
+
+@pytest.mark.parametrize("chunk", [None, 100])  # every resample at once, or a few at a time
+def test_the_n_eff_interval_is_the_documented_bootstrap(monkeypatch: pytest.MonkeyPatch, chunk: int | None) -> None:
+    if chunk is not None:
+        monkeypatch.setattr(panel_module, "RESAMPLE_CHUNK", chunk)
+    errors = (np.random.default_rng(3).random((40, 4)) < 0.3).astype(float)
+    assert n_eff_interval(errors, draws=300, seed=11) == pytest.approx(reference_interval(errors, 300, 11), abs=1e-12)
