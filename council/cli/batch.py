@@ -493,7 +493,9 @@ def render_panel(s: BatchSummary) -> None:
     rows = [("Krippendorff's α (nominal)", _num(p.krippendorff_alpha))]
     if labelled:
         ci = "" if p.n_eff_ci is None else f" [{p.n_eff_ci[0]:.2f}, {p.n_eff_ci[1]:.2f}]"
-        n_eff = "-" if p.n_eff is None else f"{p.n_eff:.2f}{ci} of {len(names)}"
+        n_eff = "-" if p.n_eff is None else f"{p.n_eff:.2f}{ci} of {p.n_eff_judges}"
+        if p.n_eff_left_out:
+            n_eff += "\nleft out: " + ", ".join(f"{j} ({why})" for j, why in p.n_eff_left_out.items())
         rows += [
             ("mean error correlation ρ̄", _num(p.mean_error_correlation)),
             ("n_eff (independent judges, 95% interval)", n_eff),

@@ -82,7 +82,8 @@ class JudgeProfile(_LabelKeys):
 
 class Panel(_LabelKeys):
     LABEL_KEYS = ("majority_accuracy", "majority_accuracy_per_order", "combined_accuracy", "best_single_accuracy",
-                  "error_correlation", "mean_error_correlation", "n_eff", "n_eff_ci")  # fmt: skip
+                  "error_correlation", "mean_error_correlation", "n_eff", "n_eff_ci", "n_eff_judges",
+                  "n_eff_left_out")  # fmt: skip
 
     judges: list[JudgeProfile]
     agreement: dict[str, dict[str, float | None]]
@@ -97,6 +98,11 @@ class Panel(_LabelKeys):
     mean_error_correlation: float | None = None
     n_eff: float | None = None
     n_eff_ci: list[float] | None = None
+    #: The k of n_eff: the judges whose errors vary over the pairs it is computed on. A judge
+    #: always right or always wrong there has no error correlation, and is left out of k as of ρ̄
+    #: (``n_eff_left_out``: judge → "always right" / "always wrong").
+    n_eff_judges: int | None = None
+    n_eff_left_out: dict[str, str] | None = None
 
 
 def _rate(part: int, whole: int) -> float | None:
@@ -212,12 +218,13 @@ def _weighted_n_eff(counts: np.ndarray, x: np.ndarray, products: np.ndarray) -> 
     scale = np.sqrt(np.diagonal(cov, axis1=1, axis2=2))
     with np.errstate(divide="ignore", invalid="ignore"):
         r = cov / (scale[:, :, None] * scale[:, None, :])
+    # As for the panel's n_eff: only the judges whose errors vary in the resample count, in ρ̄ and in k.
+    kept = (scale > 0).sum(axis=1)
     off = np.broadcast_to(~np.eye(k, dtype=bool), r.shape) & ~np.isnan(r)
-    defined = off.sum(axis=(1, 2))
     with np.errstate(divide="ignore", invalid="ignore"):
-        rho = np.where(off, r, 0.0).sum(axis=(1, 2)) / defined
-        denominator = 1 + (k - 1) * rho
-        return np.where((defined > 0) & (denominator > 0), k / denominator, np.nan)
+        rho = np.where(off, r, 0.0).sum(axis=(1, 2)) / off.sum(axis=(1, 2))
+        denominator = 1 + (kept - 1) * rho
+        return np.where((kept >= 2) & (denominator > 0), kept / denominator, np.nan)
 
 
 def panel(items: Sequence[PanelItem], judges: Sequence[str], *, bootstrap: int = BOOTSTRAP) -> Panel:
@@ -257,8 +264,17 @@ def panel(items: Sequence[PanelItem], judges: Sequence[str], *, bootstrap: int =
         a: {b: None if math.isnan(r[i, j]) else float(r[i, j]) for j, b in enumerate(judges)}
         for i, a in enumerate(judges)
     }
+    # Undefined r are exactly the pairs with a judge whose errors never vary: ρ̄ is over the others.
     result.mean_error_correlation = mean_off_diagonal(r)
-    result.n_eff = effective_judges(len(judges), result.mean_error_correlation)
+    varies = [bool(complete) and bool(errors[:, i].min() < errors[:, i].max()) for i in range(len(judges))]
+    result.n_eff_judges = sum(varies)
+    result.n_eff_left_out = {
+        j: "always wrong" if errors[0, i] else "always right"
+        for i, j in enumerate(judges)
+        if complete and not varies[i]
+    }
+    k = result.n_eff_judges
+    result.n_eff = effective_judges(k, result.mean_error_correlation) if k >= 2 else None
     result.n_eff_ci = n_eff_interval(errors, draws=bootstrap) if result.n_eff is not None else None
     return result
 

@@ -89,7 +89,10 @@ def test_the_panel_block_by_hand() -> None:
     assert p.error_correlation["x"]["y"] is None  # y never errs: its r is undefined
     assert p.mean_error_correlation == pytest.approx(expected[0, 2])
     assert expected[0, 2] == pytest.approx(-0.5)
-    assert p.n_eff is None and p.n_eff_ci is None  # 1 + (k − 1)·ρ̄ = 0: no effective number
+    # y never errs: it is left out of k as of ρ̄, so n_eff is that of x and z, 2 / (1 + (2 − 1)·(−0.5)) = 4
+    # (errors that go against each other count for more than their number). Counted in k, y would
+    # make 1 + (3 − 1)·ρ̄ = 0 and leave no n_eff.
+    assert p.n_eff == pytest.approx(4.0) and p.n_eff_judges == 2 and p.n_eff_left_out == {"y": "always right"}
 
 
 def test_the_plain_majority_is_per_order_over_the_passes() -> None:
@@ -154,18 +157,21 @@ def test_the_n_eff_interval_covers_the_true_value_on_a_seeded_simulation() -> No
 
 def reference_interval(errors: np.ndarray, draws: int, seed: int) -> list[float]:
     """The documented bootstrap, resample by resample: numpy's ``default_rng(seed)`` draws the
-    items of every resample at once, n_eff of each by ``numpy.corrcoef``, the 2.5 % and 97.5 %
-    quantiles of the defined ones."""
-    n, k = errors.shape
+    items of every resample at once, n_eff of each by ``numpy.corrcoef`` over the judges whose
+    errors vary in it, the 2.5 % and 97.5 % quantiles of the defined ones."""
+    n = errors.shape[0]
     picks = np.random.default_rng(seed).integers(0, n, size=(draws, n))
     values = []
     for pick in picks:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            r = np.corrcoef(errors[pick], rowvar=False)
-        off = r[~np.eye(k, dtype=bool)]
-        off = off[~np.isnan(off)]
-        if off.size and 1 + (k - 1) * off.mean() > 0:
-            values.append(k / (1 + (k - 1) * off.mean()))
+        sample = errors[pick]
+        sample = sample[:, sample.std(axis=0) > 0]  # a judge whose errors never vary counts in neither ρ̄ nor k
+        k = sample.shape[1]
+        if k < 2:
+            continue
+        r = np.corrcoef(sample, rowvar=False)
+        rho = r[~np.eye(k, dtype=bool)].mean()
+        if 1 + (k - 1) * rho > 0:
+            values.append(k / (1 + (k - 1) * rho))
     return [float(q) for q in np.quantile(values, [0.025, 0.975])]
 
 
@@ -174,4 +180,29 @@ def test_the_n_eff_interval_is_the_documented_bootstrap(monkeypatch: pytest.Monk
     if chunk is not None:
         monkeypatch.setattr(panel_module, "RESAMPLE_CHUNK", chunk)
     errors = (np.random.default_rng(3).random((40, 4)) < 0.3).astype(float)
+    errors[:, 3] = errors[:, 3] * (np.arange(40) < 3)  # a judge that errs on 3 pairs: constant in some resamples
     assert n_eff_interval(errors, draws=300, seed=11) == pytest.approx(reference_interval(errors, 300, 11), abs=1e-12)
+
+
+def test_a_judge_whose_errors_never_vary_counts_neither_in_rho_nor_in_k() -> None:
+    # Every label A; an error is a B. x and y err on some pairs, z on all, w on none: z's and w's
+    # correlations are undefined, so the panel's n_eff is that of x and y, and it says why.
+    x = [1, 1, 0, 0, 1, 0, 0, 0]
+    y = [1, 1, 1, 0, 0, 0, 0, 0]
+    items = [
+        PanelItem({"x": "AB"[ex], "y": "AB"[ey], "z": "B", "w": "A"}, "A", label="A")
+        for ex, ey in zip(x, y, strict=True)
+    ]
+    p = panel(items, ["x", "y", "z", "w"], bootstrap=200)
+    r = np.corrcoef(x, y)[0, 1]
+    assert r == pytest.approx(7 / 15)  # by hand: (n·Σxy − Σx·Σy) / (n·Σx² − (Σx)²) = (8·2 − 3·3) / (8·3 − 3·3)
+    assert p.mean_error_correlation == pytest.approx(r)
+    assert p.n_eff == pytest.approx(2 / (1 + r)) and p.n_eff_judges == 2  # not 4 / (1 + 3r) of 4
+    assert p.n_eff_left_out == {"z": "always wrong", "w": "always right"}
+    # The bootstrap keeps the same rule: the two constant columns change nothing.
+    errors = np.array([x, y], dtype=float).T
+    assert p.n_eff_ci == n_eff_interval(errors, draws=200)
+    # Fewer than two judges whose errors vary: no effective number.
+    lone = panel(items, ["x", "z", "w"], bootstrap=20)
+    assert lone.n_eff is None and lone.n_eff_ci is None and lone.n_eff_judges == 1
+    assert lone.n_eff_left_out == {"z": "always wrong", "w": "always right"}

@@ -144,6 +144,26 @@ def test_the_cli_shows_the_panel_and_batch_results_reads_it_back(tmp_path, counc
     assert alone.exit_code == 2 and "--json goes with --summary" in alone.stderr
 
 
+def test_a_judge_that_is_always_wrong_is_left_out_of_n_eff(tmp_path, council_home):
+    # fake/y+first picks whatever is shown first: under the consistency strategy every verdict of
+    # it is a TIE, wrong against every label. x and z err on the same pairs: ρ̄ = 1 over them, and
+    # the panel is worth one judge of the two whose errors vary, not one of three.
+    rows = [{"id": i, "prompt": f"Q{i}?", "a": f"answer {i}" + "!" * i, "b": f"other {i}", "label": "AB"[i % 2]}
+            for i in range(6)]  # fmt: skip
+    path = write_jsonl(tmp_path / "three.jsonl", rows)
+    args = ["batch", str(path), "--judge", "fake/x", "--judge", "fake/y+first", "--judge", "fake/z"]
+    ran = CliRunner().invoke(cli, [*args, "--json"])
+    assert ran.exit_code == 0, ran.output
+    panel = json.loads(ran.stdout)["panel"]
+    assert panel["error_correlation"]["fake/x"]["fake/z"] == pytest.approx(1.0)
+    assert [j["accuracy"] for j in panel["judges"]][1] == 0.0
+    assert (panel["n_eff"], panel["n_eff_judges"], panel["mean_error_correlation"]) == (1.0, 2, 1.0)
+    assert panel["n_eff_left_out"] == {"fake/y+first": "always wrong"}
+    text = CliRunner().invoke(cli, ["batch", "results", json.loads(ran.stdout)["batch_id"], "--summary"])
+    assert text.exit_code == 0, text.output
+    assert "of 2" in text.stdout and "left out: fake/y+first (always wrong)" in text.stdout
+
+
 async def test_a_jury_of_two_fake_judges_runs_without_labels(tmp_path, store_backend):
     rows = [{"id": i, "prompt": f"Q{i}?", "a": f"answer {i}", "b": f"other {i}"} for i in range(4)]
     text = write_jsonl(tmp_path / "plain.jsonl", rows).read_text()
