@@ -12,9 +12,9 @@ stand-ins of the outputs' lengths. The batch runs through ``council.judging.batc
 (what ``council batch`` calls) with the consistency strategy and ``--combine dawid-skene``, in a
 throwaway store; each result line also keeps the vote's verdict (``judges_verdict``), what
 ``--combine vote`` gives. It prints both combinations' accuracy against the labels, the panel
-(each judge's accuracy per order and of its own verdict, n_eff with its interval, Krippendorff's
-α), the time, and whether the goal holds: Dawid–Skene, which reads no label, at least as accurate
-as the best single judge's verdict over both orders.
+(each judge's accuracy per order and of its own verdict, the plain majority per order, n_eff with
+its interval, Krippendorff's α), the time, and whether the goal holds: Dawid–Skene, which reads
+no label, at least as accurate as the best single judge's verdict over both orders.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def main() -> None:
           f"mean {panel.majority_accuracy:.1%}")  # fmt: skip
     print(f"best single judge, both orders:        {best} of {n} = {best / n:.1%}")
     low, high = panel.n_eff_ci
-    print(f"n_eff {panel.n_eff:.2f} [{low:.2f}, {high:.2f}] of {len(judges)}, mean error correlation "
+    print(f"n_eff {panel.n_eff:.2f} [{low:.2f}, {high:.2f}] of {panel.n_eff_judges}, mean error correlation "
           f"{panel.mean_error_correlation:.3f}, Krippendorff's α {panel.krippendorff_alpha:.3f}")  # fmt: skip
     print(f"goal (Dawid–Skene ≥ the best single judge over both orders): {'met' if combined >= best else 'NOT met'}")
 
