@@ -29,7 +29,7 @@ def test_offline_default_runs_a_real_two_model_council(council_home):
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout)
     assert result["offline_default"] is True
-    assert "offline default" in result["notice"] and "README" in result["notice"]
+    assert "offline default" in result["notice"] and "docs/operators/configuration.md" in result["notice"]
     assert {result["models"][m] for m in result["members"]} == {"local/smollm2", "local/gemma3"}
     answers = [a for a in result["answers"] if a["status"] == "ok"]
     assert len(answers) == 2 and all(a["text"].strip() for a in answers)
