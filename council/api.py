@@ -143,6 +143,7 @@ JUDGING = (
     "batch_results",
     "batch_status",
     "batch_summary",
+    "calibrate_batch",
     "builtin_rubrics",
     "judge_panel",
     "judging_config",

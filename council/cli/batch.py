@@ -103,6 +103,13 @@ class _FileCommand(click.Command):
         formatter.write_usage(path, " ".join(self.collect_usage_pieces(ctx)))
 
 
+calibration_option = click.option(
+    "--calibration",
+    metavar="NAME",
+    help="Report calibrated probabilities beside the raw ones, by the map NAME (made by council calibrate).",
+)
+
+
 @click.group(cls=BatchGroup)
 def batch() -> None:
     """Judge a batch file, or look at a stored batch."""
@@ -150,6 +157,7 @@ def batch() -> None:
     "or dawid-skene (every judge in every order weighed by how it agrees with the others over the whole batch, "
     "once all its pairs are judged; no labels used).",
 )
+@calibration_option
 @click.option("--criteria", multiple=True, metavar="NAME", help='Pairwise criteria (repeatable), or "depth".')
 @click.option(
     "--rubric", default="general", show_default=True, metavar="NAME_OR_FILE", help="Default rubric for grading items."
@@ -185,6 +193,7 @@ def judge_file(
     judge_refs: tuple[str, ...],
     strategy: str,
     combine: str,
+    calibration: str | None,
     criteria: tuple[str, ...],
     rubric: str,
     votes: int,
@@ -239,6 +248,7 @@ def judge_file(
                 on_summary=progress.on_summary,
                 named=batch_id is not None,
                 replace=replace,
+                calibration=calibration,
             )
         finally:
             progress.stop()
@@ -330,7 +340,10 @@ def batch_status(batch_id: str, as_json: bool) -> None:
     help="Print the batch's summary as it is now (with two or more judges, its panel) instead of the lines.",
 )
 @click.option("--json", "as_json", is_flag=True, help="With --summary: print it as JSON.")
-def batch_results(batch_id: str, output: str | None, with_summary: bool, as_json: bool) -> None:
+@calibration_option
+def batch_results(
+    batch_id: str, output: str | None, with_summary: bool, as_json: bool, calibration: str | None
+) -> None:
     """The results of a stored batch: the lines `council batch --output` writes, or its summary."""
     from council import batch_results as stored_results
     from council.cli.common import open_output, status
@@ -342,13 +355,14 @@ def batch_results(batch_id: str, output: str | None, with_summary: bool, as_json
 
         if output is not None and output != "-":
             check_output(output, [])
-        summary = batch_summary(batch_id, output=None if output in (None, "-") else Path(output))
+        summary = batch_summary(batch_id, output=None if output in (None, "-") else Path(output),
+                                calibration=calibration)  # fmt: skip
         if as_json:
             click.echo(summary.model_dump_json(indent=2))
         else:
             render_summary(summary)
         return
-    with stored_results(batch_id) as lines:
+    with stored_results(batch_id, calibration=calibration) as lines:
         written = 0
         with open_output(output) as fh:
             for line in lines:  # a page at a time, however big the batch
@@ -356,6 +370,26 @@ def batch_results(batch_id: str, output: str | None, with_summary: bool, as_json
                 written += 1
     if output and output != "-":
         status(f"wrote {written} results to {output}")
+
+
+@click.command("calibrate")
+@click.argument("batch_id", metavar="BATCH_ID")
+@click.option("--name", required=True, help="The map's name (letters, digits, '.', '_', '-'); a new fit replaces it.")
+@click.option("--json", "as_json", is_flag=True, help="Print the map kept as JSON.")
+def calibrate(batch_id: str, name: str, as_json: bool) -> None:
+    """Fit a monotone (isotonic) map from a labelled batch's verdict probabilities to how often they were right."""
+    from council import calibrate_batch
+
+    fitted = calibrate_batch(batch_id, name)
+    if as_json:
+        click.echo(fitted.model_dump_json(indent=2))
+        return
+    click.echo(
+        f"calibration map {fitted.name}: fitted on {fitted.items} labelled pairs of batch {fitted.batch_id} "
+        f"({fitted.combine} probabilities), {len(fitted.points)} breakpoints; on those pairs ECE "
+        f"{_num(fitted.ece)} -> {_num(fitted.ece_calibrated)}, Brier {_num(fitted.brier)} -> "
+        f"{_num(fitted.brier_calibrated)}. Apply it with --calibration {fitted.name}."
+    )
 
 
 def _pct(x: float | None) -> str:
@@ -422,6 +456,8 @@ def render_summary(s: BatchSummary) -> None:
     out.print(table)
     if s.panel is not None:
         render_panel(s)
+    if s.calibration is not None or s.calibrated is not None:
+        render_calibration(s)
     for item_id, error in list(s.errors.items())[:10]:
         out.print(styled(("failed", "red"), f" {item_id}: {error}"))
     if s.output:
@@ -453,6 +489,40 @@ def _provider_rows(s: BatchSummary) -> list[tuple[str, str]]:
 
 def _num(x: float | None, digits: int = 3) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
+
+
+def render_calibration(s: BatchSummary) -> None:
+    """The labelled verdicts' probabilities against how often they were right: ECE and Brier, and
+    the reliability table (raw, and calibrated beside it with --calibration)."""
+    from rich.table import Table
+
+    from council.cli.render import out
+
+    raw, applied = s.calibration, s.calibrated
+    title = "Calibration of the verdicts' probabilities (labelled pairs)"
+    if applied is not None:
+        title += f", calibrated by {applied.name} (fitted on {applied.fitted_on})"
+    table = Table(title=title)
+    for i, header in enumerate(["probability", "pairs", "mean probability", "right"]):
+        table.add_column(header, justify="left" if i == 0 else "right")
+    if applied is not None:
+        table.add_column("calibrated: pairs", justify="right")
+        table.add_column("mean", justify="right")
+        table.add_column("right", justify="right")
+    bins = raw.bins if raw is not None else applied.bins if applied is not None else []
+    for i, b in enumerate(bins):
+        row = [f"{b.lo:.1f}-{b.hi:.1f}", str(b.count), _num(b.mean_probability), _pct(b.accuracy)]
+        if applied is not None:
+            c = applied.bins[i]
+            row += [str(c.count), _num(c.mean_probability), _pct(c.accuracy)]
+        table.add_row(*row)
+    out.print(table)
+    lines = []
+    if raw is not None:
+        lines.append(f"ECE {_num(raw.ece)}, Brier {_num(raw.brier)}")
+    if applied is not None:
+        lines.append(f"calibrated by {applied.name}: ECE {_num(applied.ece)}, Brier {_num(applied.brier)}")
+    out.print("; ".join(lines))
 
 
 def render_panel(s: BatchSummary) -> None:

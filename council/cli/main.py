@@ -44,6 +44,11 @@ _COMMANDS = {
         "Grade one response against a rubric: reasoning before integer scores, votes per criterion.",
     ),
     "batch": ("council.cli.batch", "batch", "Judge a batch file, or look at a stored batch."),
+    "calibrate": (
+        "council.cli.batch",
+        "calibrate",
+        "Fit a monotone (isotonic) map from a labelled batch's verdict probabilities to how often they were right.",
+    ),
     "worker": (
         "council.cli.worker",
         "worker",

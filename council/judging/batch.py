@@ -33,9 +33,17 @@ from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_seri
 from council.accounting.budget import Budget, Tranches
 from council.errors import InputError, UsageError
 from council.judging.batch_items import BatchItem, BatchSettings, Mode, item_digest  # noqa: F401  (found here too)
+from council.judging.calibrating import (
+    AppliedCalibration,
+    CalibrationMap,
+    CalibrationTally,
+    calibrated_rows,
+    load_map,
+)
 from council.judging.rubrics import load_rubric
 from council.judging.running import keeps_text
 from council.judging.schemas import Rubric
+from council.methods.calibration import Calibration
 from council.methods.judge_agreement import GoldAgreement, LabelAgreement, LabelTally, gold_agreement
 from council.methods.panel import Panel
 from council.providers.client import ModelClient, cap_spending
@@ -236,6 +244,10 @@ class BatchSummary(BaseModel):
     panel: Panel | None = None
     #: ``dawid-skene``: how the pairs' verdicts were combined (left out for the default, the vote).
     combine: str | None = None
+    #: With labelled pairs: their verdicts' probabilities against the labels (left out otherwise);
+    #: with ``--calibration NAME``: the map applied, and the calibrated probabilities' calibration.
+    calibration: Calibration | None = None
+    calibrated: AppliedCalibration | None = None
 
     @model_serializer(mode="wrap")
     def _without_absent_blocks(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -249,8 +261,9 @@ class BatchSummary(BaseModel):
 
 
 #: Summary keys present only where they apply: the panel with two or more judges (whose keys that
-#: measure against labels the panel itself leaves out without labels; SPEC.md, "Juries").
-OPTIONAL_BLOCKS = ("panel", "combine")
+#: measure against labels the panel itself leaves out without labels; SPEC.md, "Juries"), the
+#: calibration with labelled pairs, and the calibrated one with ``--calibration``.
+OPTIONAL_BLOCKS = ("panel", "combine", "calibration", "calibrated")
 
 
 def _rate(part: int, whole: int) -> float | None:
@@ -272,11 +285,13 @@ def summarize(
     skipped: int,
     judged: int,
     judges: Sequence[str] = (),
+    calibration: CalibrationMap | None = None,
 ) -> BatchSummary:
     """The batch's numbers from its recorded rows (``Store.batch_rows``; a labelled pair's row
     carries its passes), in one pass: each row is let go once counted. With two or more
     ``judges`` (their ids, in the order reported) the summary has the panel analysis, for which
-    a few values of each finished pair are kept."""
+    a few values of each finished pair are kept; a labelled pair keeps its verdict's probability
+    (raw and, with a ``calibration`` map, calibrated) and whether it was right."""
     recorded = ok = pairs = inconsistent = safety_flagged = flagged = 0
     calls = calls_saved = prompt_tokens = completion_tokens = 0
     winners = {"A": 0, "B": 0, "TIE": 0}
@@ -286,6 +301,7 @@ def summarize(
     any_label = any_gold = False
     labels = LabelTally()  # counts: nothing held per item
     gold: list[tuple[float, float]] = []  # two numbers per gold-scored grade (Spearman's ρ ranks them all)
+    probabilities = CalibrationTally(calibration)
     jury = None
     if len(judges) >= 2:
         from council.judging.jury import PanelTally
@@ -311,6 +327,7 @@ def summarize(
             inconsistent += r["result"]["inconsistent_pairs"]
             if r.get("label"):
                 labels.add(r["label"], r["winner"], r.get("passes", ()))
+                probabilities.add(r)
             if jury is not None:
                 jury.add(r)
         elif r["mode"] == "grade":
@@ -352,6 +369,8 @@ def summarize(
         labels=labels.result() if any_label else None,
         gold_scores=gold_agreement(gold) if any_gold else None,
         panel=None if jury is None else jury.result(),
+        calibration=probabilities.result(),
+        calibrated=probabilities.applied_result(),
     )
 
 
@@ -367,6 +386,7 @@ def summarize_batch(
     on_read: Callable[[int], None] | None = None,
     judges: Sequence[str] = (),
     combine: str = "vote",
+    calibration: CalibrationMap | None = None,
 ) -> BatchSummary:
     """The batch's summary from the rows recorded in ``store``, and with ``output`` its results
     file, written whole or not at all from the same pass over the rows. The rows are read a page
@@ -374,12 +394,15 @@ def summarize_batch(
     grade (Spearman's ρ ranks them together) and, for a jury, by its verdicts and passes per pair
     (the panel) and with ``dawid-skene`` by the batch's passes (the fit). ``on_read(n)``: ``n``
     rows read so far, told every ``SUMMARY_EVERY`` rows and at the end. ``judges``: as in
-    :func:`summarize`; ``combine``: as in :func:`judged_rows`."""
+    :func:`summarize`; ``combine``: as in :func:`judged_rows`; with a ``calibration`` map each
+    pair's line gains its ``probability`` and ``calibrated_probability``."""
     rows: Iterable[Mapping[str, Any]] = judged_rows(store, batch_id, combine)
+    if calibration is not None:
+        rows = calibrated_rows(rows, calibration)  # type: ignore[arg-type]
     if on_read is not None:
         rows = _telling(rows, on_read)
     common = {"batch_id": batch_id, "source": source, "items": items, "skipped": skipped, "judged": judged,
-              "judges": judges}  # fmt: skip
+              "judges": judges, "calibration": calibration}  # fmt: skip
     if output is None:
         summary = summarize(rows, **common)
     else:
@@ -414,14 +437,19 @@ def stored_judging(store: Store, batch_id: str) -> tuple[list[str], str]:
     return [j["id"] for j in spec["judges"]], BatchSettings.model_validate(spec["settings"]).combine
 
 
-def stored_summary(store: Store, batch_id: str, *, output: Path | None = None) -> BatchSummary:
+def stored_summary(
+    store: Store, batch_id: str, *, output: Path | None = None, calibration: str | None = None
+) -> BatchSummary:
     """The summary of a stored batch as it is now (nothing judged by this call), and with
-    ``output`` its results file (``council batch results --summary``)."""
+    ``output`` its results file (``council batch results --summary``); ``calibration``: the name
+    of a stored map to apply."""
     status = store.batch_status(batch_id) or {}
     recorded = store.batch_item_status(batch_id)
     judges, combine = stored_judging(store, batch_id)
+    applied = None if calibration is None else load_map(store, calibration, combine)
     return summarize_batch(store, batch_id, source=batch_id, items=max(status.get("items", 0), len(recorded)),
-                           skipped=0, judged=0, output=output, judges=judges, combine=combine)  # fmt: skip
+                           skipped=0, judged=0, output=output, judges=judges, combine=combine,
+                           calibration=applied)  # fmt: skip
 
 
 #: How often a batch's summary tells how far it has read (a progress bar's update each time).
@@ -511,6 +539,7 @@ async def run_batch(
     on_summary: Callable[[int], None] | None = None,
     named: bool = False,
     replace: bool = False,
+    calibration: str | None = None,
 ) -> BatchSummary:
     """Judge every item not finished yet (at most ``concurrency`` at a time), then summarise
     from the database and write ``output`` (JSONL, one result per item, in file order).
@@ -540,6 +569,9 @@ async def run_batch(
     (``council.providers.provider_batch``), every item in flight at once; a rerun collects a
     round a killed process had submitted. ``on_provider_progress(id, status, done, failed,
     total)`` hears each poll of a provider batch.
+
+    ``calibration``: the name of a stored calibration map (``council calibrate``), found before
+    any item is judged; the summary and the result lines then report calibrated probabilities.
     """
 
     if concurrency < 1:
@@ -550,10 +582,11 @@ async def run_batch(
         assert opened is not None, "a batch is recorded in a store"
         if resume and not named and source_path is not None and not opened.batch_exists(batch_id):
             batch_id = opened.find_batch(source_path, settings.model_dump(mode="json")) or batch_id
+        applied = None if calibration is None else load_map(opened, calibration, settings.combine)
         return await _run_batch(
             items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
             opened, keep_text, on_start, on_item, source_path or source, max_cost, provider_batch,
-            on_provider_progress, hash_prompts, lease_seconds, on_summary, replace,
+            on_provider_progress, hash_prompts, lease_seconds, on_summary, replace, applied,
         )  # fmt: skip
 
 
@@ -582,6 +615,7 @@ async def _run_batch(
     lease_seconds: float | None,
     on_summary: Callable[[int], None] | None,
     replace: bool,
+    applied: CalibrationMap | None,
 ) -> BatchSummary:
     # The batch goes through the queue (council.judging.worker) like a distributed one: this
     # process is one worker of it, and any others started on it (``council worker``, or the
@@ -627,7 +661,8 @@ async def _run_batch(
     try:
         summary = summarize_batch(store, batch_id, source=source, items=len(items), skipped=skipped,
                                   judged=report.judged, output=output, on_read=on_summary,
-                                  judges=[j.id for j in judges], combine=settings.combine)  # fmt: skip
+                                  judges=[j.id for j in judges], combine=settings.combine,
+                                  calibration=applied)  # fmt: skip
     except UsageError as exc:  # the results file: what was judged is stored
         raise UsageError(f"{exc}; every judged item is stored: rerun with --resume to write them") from None
     summary.wall_time_s = wall

@@ -39,6 +39,7 @@ from council.storage import Store, using_store
 
 if TYPE_CHECKING:
     from council.judging.batch import BatchItem, BatchSettings, BatchSummary
+    from council.judging.calibrating import FittedMap
     from council.judging.worker import WorkerReport
 
 # A batch's types are imported when first asked for: a comparison or a grade has no use for them.
@@ -67,6 +68,7 @@ __all__ = sorted(
         "batch_status",
         "batch_summary",
         "builtin_rubrics",
+        "calibrate_batch",
         "judge_panel",
         "judging_config",
         "load_rubric",
@@ -394,29 +396,50 @@ def batch_status(batch_id: str) -> dict[str, Any]:
 
 
 @contextmanager
-def batch_results(batch_id: str) -> Iterator[Iterator[str]]:
+def batch_results(batch_id: str, *, calibration: str | None = None) -> Iterator[Iterator[str]]:
     """The result lines of a stored batch (those ``council batch --output`` writes), read a page at
-    a time while the block runs; ``NotFoundError`` on entering if there is no such batch."""
+    a time while the block runs; ``NotFoundError`` on entering if there is no such batch (or no
+    stored calibration map named ``calibration``, whose probabilities the lines then gain)."""
     from council.judging.batch import judged_rows, result_line, stored_judging
+    from council.judging.calibrating import calibrated_rows, load_map
 
     with using_store(True) as store:
         assert store is not None
         if store.batch_status(batch_id) is None:
             raise NotFoundError(f"no batch {batch_id!r} in the store")
         _, combine = stored_judging(store, batch_id)
-        yield (result_line(row) for row in judged_rows(store, batch_id, combine))
+        rows = judged_rows(store, batch_id, combine)
+        if calibration is not None:
+            rows = calibrated_rows(rows, load_map(store, calibration, combine))
+        yield (result_line(row) for row in rows)
 
 
-def batch_summary(batch_id: str, *, output: Path | None = None) -> BatchSummary:
+def batch_summary(batch_id: str, *, output: Path | None = None, calibration: str | None = None) -> BatchSummary:
     """A stored batch's summary as it is now (with two or more judges, its panel), and with
-    ``output`` its results file written from the same reading; ``NotFoundError`` if there is none."""
+    ``output`` its results file written from the same reading; ``NotFoundError`` if there is none.
+    ``calibration``: a stored calibration map's name, applied to its probabilities."""
     from council.judging.batch import stored_summary
 
     with using_store(True) as store:
         assert store is not None
         if store.batch_status(batch_id) is None:
             raise NotFoundError(f"no batch {batch_id!r} in the store")
-        return stored_summary(store, batch_id, output=output)
+        return stored_summary(store, batch_id, output=output, calibration=calibration)
+
+
+def calibrate_batch(batch_id: str, name: str) -> FittedMap:
+    """``council calibrate``: fit the isotonic map of a stored labelled batch's right verdicts on
+    their probabilities and keep it as ``name`` (council.judging.calibrating.fit_map)."""
+    from council.judging.batch import judged_rows, stored_judging
+    from council.judging.calibrating import check_name, fit_map
+
+    check_name(name)
+    with using_store(True) as store:
+        assert store is not None
+        if store.batch_status(batch_id) is None:
+            raise NotFoundError(f"no batch {batch_id!r} in the store")
+        _, combine = stored_judging(store, batch_id)
+        return fit_map(store, name, batch_id, combine, judged_rows(store, batch_id, combine))
 
 
 # ------------------------------------------------------------------------ the queue's workers

@@ -14,7 +14,8 @@
 - ``gcra``: the arithmetic of a shared rate budget;
 - ``dawid_skene``: several annotators' verdicts weighed without labels (Dawid–Skene EM);
   ``panel``: a jury as a whole (agreement, Krippendorff's α, error correlation, n_eff);
-  ``calibration``: stated probabilities against right verdicts (ECE, Brier, reliability table).
+  ``calibration``: stated probabilities against right verdicts (ECE, Brier, reliability table);
+  ``isotonic``: the monotone calibration map (pool-adjacent-violators).
 
 Nothing is imported here, so a module loads only what it uses (``bradley_terry`` alone needs
 numpy): import the module you need; each declares its public names in ``__all__`` or by having

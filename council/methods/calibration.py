@@ -35,6 +35,12 @@ def bin_of(probability: float, bins: int = BINS) -> int:
     return sum(1 for edge in range(1, bins) if edge / bins < probability)
 
 
+def vote_share(winners: Sequence[str], verdict: str) -> float | None:
+    """The probability the vote gives ``verdict``: the share of ``winners`` (the pair's valid
+    passes, every judge in every order) that name it; None without passes."""
+    return sum(1 for w in winners if w == verdict) / len(winners) if winners else None
+
+
 def calibration(probabilities: Sequence[float], correct: Sequence[bool], bins: int = BINS) -> Calibration:
     """ECE = Σ_b (n_b / n) · |accuracy_b − mean probability_b| over the non-empty bins; Brier =
     mean (p − 1[correct])². ``None`` for both without items."""

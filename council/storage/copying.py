@@ -29,6 +29,7 @@ TABLES: list[tuple[str, tuple[str, ...]]] = [
     ("batches", ("id",)),
     ("batch_items", ("batch_id", "item_id")),
     ("batch_queue", ("batch_id", "item_id")),
+    ("calibration_maps", ("name",)),
 ]
 _IDENTITIES = ("bias_records", "calls", "judgments")
 CHUNK = 1000

@@ -494,3 +494,14 @@ def m023_bias_review_gaps(db: Database) -> None:
     # reviewers on them. The summaries are made again and computed from the rows already stored.
     for statement in bias_summaries.gap_migration(postgres=False):
         db.execute(statement)
+
+
+@migrations()
+def m024_calibration_maps(db: Database) -> None:
+    # Calibration maps by name (council.storage.calibration_maps): the isotonic map's breakpoints
+    # as JSON [[probability, calibrated], ...], the batch and combination they were fitted on.
+    db["calibration_maps"].create(
+        {"name": str, "batch_id": str, "combine": str, "items": int, "points": str, "created_at": str},
+        pk="name",
+        not_null={"batch_id", "combine", "items", "points", "created_at"},
+    )

@@ -229,6 +229,15 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
     # The reviews' and self-reviewed answers' gaps to the other reviewers on shared answers: the
     # summaries made again with them (the same statements as SQLite's m023).
     ("m023_bias_review_gaps", bias_summaries.gap_migration(postgres=True)),
+    # Calibration maps by name (council.storage.calibration_maps), as SQLite's m024.
+    (
+        "m024_calibration_maps",
+        [
+            """CREATE TABLE calibration_maps (
+                name TEXT PRIMARY KEY, batch_id TEXT NOT NULL, combine TEXT NOT NULL, items BIGINT NOT NULL,
+                points TEXT NOT NULL, created_at TEXT NOT NULL)"""
+        ],
+    ),
 ]
 
 

@@ -353,3 +353,11 @@ class Store(Protocol):
 
     def provider_batches(self, batch_id: str) -> list[dict[str, Any]]:
         """The rounds of a batch: ``id, provider, status, requests, done, failed`` (oldest first)."""
+
+    def save_calibration_map(
+        self, name: str, *, batch_id: str, combine: str, items: int, points: Sequence[Sequence[float]]
+    ) -> None:
+        """Keep the calibration map ``name`` (replacing one of that name)."""
+
+    def calibration_map(self, name: str) -> dict[str, Any] | None:
+        """The calibration map ``name``: ``name, batch_id, combine, items, points, created_at``."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from council._util.clock import parse_since, utc_now
 from council.errors import NotFoundError
-from council.storage import budgets, call_cache, judgments, pages, queue
+from council.storage import budgets, calibration_maps, call_cache, judgments, pages, queue
 from council.storage import provider_batches as rounds
 from council.storage.group_commit import GroupCommit, call_row
 from council.untrusted.redaction import redact, redact_document, redacted_model_json
@@ -92,6 +92,8 @@ class SQLStore(GroupCommit):
     batch_spec = queue.batch_spec
     batch_status = queue.queue_status
     cache_reply = call_cache.cache_reply
+    save_calibration_map = calibration_maps.save_calibration_map
+    calibration_map = calibration_maps.calibration_map
 
     # -- the call log ---------------------------------------------------------
     def journal(self, session_id: str) -> CallJournal:

@@ -22,6 +22,7 @@ import pytest
 
 from council.methods.calibration import calibration
 from council.methods.dawid_skene import dawid_skene
+from council.methods.isotonic import fit_isotonic
 from council.methods.panel import PanelItem, majority, panel
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "llmbar"
@@ -222,3 +223,20 @@ def test_the_panel_on_llmbar():
     assert result.combined_accuracy == pytest.approx(155 / N)  # 37.0 %
     gpt4 = result.judges[0]
     assert (gpt4.accuracy_per_order.a_first, gpt4.accuracy_per_order.b_first) == (347 / N, 361 / N)
+
+
+def test_llmbar_dawid_skene_calibrated_on_the_other_half() -> None:
+    # The isotonic map fitted on the even-numbered pairs, measured on the odd ones: both halves
+    # hold every one of the five sets (they follow one another in the file).
+    fit = dawid_skene(pass_votes(ROWS))
+    probabilities = [fit.probability(i) for i in range(len(ROWS))]
+    correct = [fit.verdicts[i] == r["label"] for i, r in enumerate(ROWS)]
+    even, odd = range(0, len(ROWS), 2), range(1, len(ROWS), 2)
+    mapping = fit_isotonic([probabilities[i] for i in even], [1.0 if correct[i] else 0.0 for i in even])
+    raw = calibration([probabilities[i] for i in odd], [correct[i] for i in odd])
+    calibrated = calibration([mapping(probabilities[i]) for i in odd], [correct[i] for i in odd])
+    assert raw.ece == pytest.approx(0.136, abs=5e-4)
+    assert calibrated.ece == pytest.approx(0.0275, abs=5e-4)
+    assert raw.brier == pytest.approx(0.140, abs=5e-4)
+    assert calibrated.brier == pytest.approx(0.130, abs=5e-4)
+    assert calibrated.ece <= 0.05 < raw.ece

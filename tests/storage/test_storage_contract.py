@@ -882,6 +882,20 @@ def test_provider_batch_rounds_are_journalled_before_they_are_sent(store_backend
     assert store_backend.provider_batches("b1")[0]["collected_at"] >= first["submitted_at"]
 
 
+def test_a_calibration_map_is_kept_by_name_and_replaced_by_a_new_fit(store_backend):
+    assert store_backend.calibration_map("judges") is None
+    fit = {"batch_id": "b1", "combine": "dawid-skene", "items": 40, "points": [[0.5, 0.0], [0.99, 0.8]]}
+    store_backend.save_calibration_map("judges", **fit)
+    kept = store_backend.calibration_map("judges")
+    assert kept is not None and {k: kept[k] for k in fit} == fit
+    assert kept["name"] == "judges" and isinstance(kept["created_at"], str)
+    store_backend.save_calibration_map("judges", batch_id="b2", combine="vote", items=25, points=[[1.0, 0.9]])
+    again = store_backend.calibration_map("judges")
+    assert again is not None
+    assert (again["batch_id"], again["combine"], again["items"], again["points"]) == ("b2", "vote", 25, [[1.0, 0.9]])
+    assert store_backend.calibration_map("Judges") is None  # names are exact
+
+
 def test_a_rate_budget_is_reserved_and_settled_in_one_row_per_key(store_backend):
     # tpm = 600: a call of n tokens is n × 0.1 s, the bucket holds 60 s (docs/methods.md).
     assert store_backend.reserve_rate("tpm:a", 50.0, tolerance=10.0) == 0.0  # 500 tokens: at once
