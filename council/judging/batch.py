@@ -417,11 +417,14 @@ def summarize_batch(
 
 def judged_rows(store: Store, batch_id: str, combine: str = "vote") -> Iterator[dict[str, Any]]:
     """The batch's recorded rows (``Store.batch_rows``), each pair's verdict combined by
-    ``combine``: ``vote`` is the verdict recorded with the item; ``dawid-skene`` reads every pass
+    ``combine``, with the probability of that verdict (``probability``): ``vote`` is the verdict
+    recorded with the item, its probability the share of its passes naming it; ``dawid-skene`` reads every pass
     of the batch first and fits the combination over all of them (council.judging.jury)."""
+    from council.judging.calibrating import with_probability
+
     rows = store.batch_rows(batch_id)
     if combine == "vote":
-        return rows
+        return with_probability(rows)
     from council.judging.jury import combined_rows, dawid_skene_verdicts
 
     return combined_rows(rows, dawid_skene_verdicts(store.batch_passes(batch_id)))

@@ -99,6 +99,16 @@ class CalibrationTally:
                                   brier=c.brier, bins=c.bins)  # fmt: skip
 
 
+def with_probability(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """``rows`` with each judged pair's result carrying ``probability`` (SPEC.md, "Juries"): the
+    posterior where the combination gave one, else the vote's share."""
+    for row in rows:
+        if judged_pair(row):
+            result = row["result"]
+            result["probability"] = verdict_probability(result)
+        yield row
+
+
 def calibrated_rows(rows: Iterable[dict[str, Any]], applied: CalibrationMap) -> Iterator[dict[str, Any]]:
     """``rows`` with each judged pair's result gaining ``probability`` (where the combination gave
     none: the vote's share) and ``calibrated_probability``, the map's value of it."""

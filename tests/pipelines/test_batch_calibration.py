@@ -45,8 +45,12 @@ async def test_the_votes_share_of_the_passes_is_calibrated_against_the_labels(tm
     shown = json.loads(summary.model_dump_json())["calibration"]
     assert set(shown) == {"ece", "brier", "bins"} and len(shown["bins"]) == 10
     assert set(shown["bins"][0]) == {"lo", "hi", "count", "mean_probability", "accuracy"}
-    # The default's result lines are as they were: the probability is the summary's.
-    assert all("probability" not in json.loads(line)["result"] for line in output.read_text().splitlines())
+    # Each judged pair's result line carries the probability of its verdict (SPEC.md, "Juries"):
+    # under the vote, the share of its passes naming it.
+    shares = {"i1": 5 / 6, "i2": 0.0, "i3": 4 / 6, "i4": 4 / 6, "i5": 4 / 6}
+    lines = {line["id"]: line for line in map(json.loads, output.read_text().splitlines())}
+    for item_id, share in shares.items():
+        assert lines[item_id]["result"]["probability"] == pytest.approx(share)
 
 
 async def test_the_posteriors_calibration_matches_scikit_learn(tmp_path, store_backend):
