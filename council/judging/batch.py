@@ -276,6 +276,9 @@ def judged_score(report: Mapping[str, Any]) -> float:
     return lo + report["normalized"] * (hi - lo)
 
 
+# Long by design: one pass over every recorded row with its counters in local variables, the end
+# of every batch (benchmarks/bench_batch_summary.py); what needs more than a counter (labels, the
+# panel, the probabilities) is a tally object of its own.
 def summarize(
     rows: Iterable[Mapping[str, Any]],
     *,
