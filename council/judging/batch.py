@@ -398,7 +398,7 @@ def summarize_batch(
     (the panel) and with ``dawid-skene`` by the batch's passes (the fit). ``on_read(n)``: ``n``
     rows read so far, told every ``SUMMARY_EVERY`` rows and at the end. ``judges``: as in
     :func:`summarize`; ``combine``: as in :func:`judged_rows`; with a ``calibration`` map each
-    pair's line gains its ``probability`` and ``calibrated_probability``."""
+    pair's line gains its ``calibrated_probability``."""
     rows: Iterable[Mapping[str, Any]] = judged_rows(store, batch_id, combine)
     if calibration is not None:
         rows = calibrated_rows(rows, calibration)  # type: ignore[arg-type]

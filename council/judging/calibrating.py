@@ -110,14 +110,13 @@ def with_probability(rows: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]
 
 
 def calibrated_rows(rows: Iterable[dict[str, Any]], applied: CalibrationMap) -> Iterator[dict[str, Any]]:
-    """``rows`` with each judged pair's result gaining ``probability`` (where the combination gave
-    none: the vote's share) and ``calibrated_probability``, the map's value of it."""
+    """``rows`` (``council.judging.batch.judged_rows``', whose judged pairs carry ``probability``)
+    with each judged pair's result gaining ``calibrated_probability``, the map's value of it."""
     for row in rows:
         if judged_pair(row):
             result = row["result"]
-            p = verdict_probability(result)
+            p = result.get("probability")
             if p is not None:
-                result["probability"] = p
                 result["calibrated_probability"] = applied.mapping(p)
         yield row
 

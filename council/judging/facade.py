@@ -399,7 +399,7 @@ def batch_status(batch_id: str) -> dict[str, Any]:
 def batch_results(batch_id: str, *, calibration: str | None = None) -> Iterator[Iterator[str]]:
     """The result lines of a stored batch (those ``council batch --output`` writes), read a page at
     a time while the block runs; ``NotFoundError`` on entering if there is no such batch (or no
-    stored calibration map named ``calibration``, whose probabilities the lines then gain)."""
+    stored calibration map named ``calibration``, whose calibrated probabilities the lines then gain)."""
     from council.judging.batch import judged_rows, result_line, stored_judging
     from council.judging.calibrating import calibrated_rows, load_map
 
