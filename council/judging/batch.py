@@ -39,6 +39,7 @@ from council.judging.calibrating import (
     CalibrationTally,
     calibrated_rows,
     load_map,
+    with_probability,
 )
 from council.judging.rubrics import load_rubric
 from council.judging.running import keeps_text
@@ -423,8 +424,6 @@ def judged_rows(store: Store, batch_id: str, combine: str = "vote") -> Iterator[
     ``combine``, with the probability of that verdict (``probability``): ``vote`` is the verdict
     recorded with the item, its probability the share of its passes naming it; ``dawid-skene`` reads every pass
     of the batch first and fits the combination over all of them (council.judging.jury)."""
-    from council.judging.calibrating import with_probability
-
     rows = store.batch_rows(batch_id)
     if combine == "vote":
         return with_probability(rows)
