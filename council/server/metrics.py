@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
@@ -26,6 +27,18 @@ from council.api import observe_calls
 #: Seconds: sessions and stages take from well under a second (the mock, the cache) to minutes.
 DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 UNMATCHED = "unmatched"  # the route label of a request no route took (404s, refused by the guard)
+
+
+OUTCOMES = ("ok", "failed", "cancelled", "cached")
+
+
+@dataclass(frozen=True)
+class _ModelCounters:
+    calls: dict[str, Any]
+    prompt_tokens: Any
+    completion_tokens: Any
+    cost: Any
+    cache_hits: Any
 
 
 def _outcome(record: Any) -> str:
@@ -58,18 +71,31 @@ class ServerMetrics:
         self.cache_hits = Counter("council_cache_hits", "Calls answered from the call cache, by model",
                                   ["model"], registry=r)  # fmt: skip
         self.refusals = Counter("council_spend_cap_refusals", "Calls a spend cap refused to start", registry=r)
+        self._models: dict[str, _ModelCounters] = {}
 
     # -- the library's hook (council.accounting.observers) -------------------------------
     def call_finished(self, record: Any) -> None:
+        # Every call passes here: each model's label children are looked up once, not per call.
+        model = self._models.get(record.model) or self._model(record.model)
         outcome = _outcome(record)
-        self.calls.labels(record.model, outcome).inc()
+        model.calls[outcome].inc()
         if outcome == "cached":  # nothing was sent: no tokens spent, nothing paid
-            self.cache_hits.labels(record.model).inc()
+            model.cache_hits.inc()
             return
-        self.tokens.labels(record.model, "prompt").inc(record.prompt_tokens)
-        self.tokens.labels(record.model, "completion").inc(record.completion_tokens)
+        model.prompt_tokens.inc(record.prompt_tokens)
+        model.completion_tokens.inc(record.completion_tokens)
         if record.cost_usd:
-            self.cost.labels(record.model).inc(record.cost_usd)
+            model.cost.inc(record.cost_usd)
+
+    def _model(self, name: str) -> _ModelCounters:
+        self._models[name] = counters = _ModelCounters(
+            calls={o: self.calls.labels(name, o) for o in OUTCOMES},
+            prompt_tokens=self.tokens.labels(name, "prompt"),
+            completion_tokens=self.tokens.labels(name, "completion"),
+            cost=self.cost.labels(name),
+            cache_hits=self.cache_hits.labels(name),
+        )
+        return counters
 
     def spend_refused(self) -> None:
         self.refusals.inc()

@@ -115,7 +115,7 @@ def test_a_call_answered_from_the_cache_is_a_hit_without_tokens_or_cost():
     }
     assert total(samples, "council_cache_hits_total", model="openai/m") == 1
     outcomes = {dict(k)["outcome"]: v for k, v in by(samples, "council_provider_calls_total").items()}
-    assert outcomes == {"cached": 1, "ok": 1, "failed": 1}
+    assert outcomes == {"cached": 1, "ok": 1, "failed": 1, "cancelled": 0}
     assert total(samples, "council_tokens_total", kind="prompt") == 10
     assert total(samples, "council_cost_usd_total") == 0.25
 
