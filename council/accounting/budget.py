@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from council._util.money import usd
+from council.accounting import observers
 from council.errors import BudgetReached, UsageError
 
 # BudgetReached is defined in council.errors (every caller can meet it); it stays importable from here.
@@ -246,6 +247,7 @@ class Budget:
         """A token for :meth:`settle`, or ``BudgetReached`` (``RoomHeld``: wait, then ask again).
         A call started within :func:`together`'s block draws on its group's one reservation."""
         if self.reached is not None:
+            observers.spend_refused()
             raise self.reached
         group = _GROUP.get()
         if group is not None and group.budget is self and group.calls_left > 0:
@@ -265,6 +267,7 @@ class Budget:
             if self.waits and self._may_free():
                 raise RoomHeld(spent, cap, self, self._settled)
             self.reached = BudgetReached(spent, cap)
+            observers.spend_refused()
             self._wake()  # the calls waiting stop too
             raise self.reached
         self._held += 1

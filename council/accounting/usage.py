@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 
 from council._util.logs import get_logger
+from council.accounting import observers
 
 log = get_logger("council.usage")
 
@@ -117,6 +118,7 @@ class CallLog:
     def __call__(self, record: CallRecord) -> None:
         self.records.append(record)
         self._write("call_finished", record)
+        observers.call_finished(record)
         if self.then is not None:
             self.then(record)
 

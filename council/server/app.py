@@ -16,8 +16,6 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from council.api import LoadedConfig
@@ -28,17 +26,15 @@ from council.server.chat import chat_completions
 from council.server.errors import http_error, server_error
 from council.server.guard import RequestGuardMiddleware
 from council.server.live import list_sessions, session_events, start_session
+from council.server.metrics import RequestMetrics, ServerMetrics, metrics
 from council.server.models_routes import get_model, list_models
+from council.server.probes import livez, readyz
 from council.server.sessions_routes import get_bias_report, get_leaderboard, get_session
 from council.server.state import CouncilServer
 from council.server.web import web_routes
 from council.untrusted.redaction import register_secret
 
 MAX_BODY_BYTES = 1_000_000
-
-
-async def health(request: Request) -> Response:
-    return JSONResponse({"status": "ok"})
 
 
 def create_app(
@@ -58,15 +54,20 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        app.state.council_server = CouncilServer(loaded, max_body_bytes=max_body_bytes, max_sessions=max_sessions)
+        app.state.council_server = CouncilServer(
+            loaded, max_body_bytes=max_body_bytes, max_sessions=max_sessions, metrics=server_metrics
+        )
+        stop_observing = server_metrics.observe_library()
         try:
             yield
         finally:
+            stop_observing()
             await app.state.council_server.aclose()
 
-    # Outermost first: a request refused by the guard reaches nothing else.
+    server_metrics = ServerMetrics()
+    # Outermost first: every request is counted; a request refused by the guard reaches nothing else.
     guard = Middleware(RequestGuardMiddleware, bound_host=host, allowed_hosts=allowed_hosts, cors_origins=cors_origins)
-    middleware = [guard]
+    middleware = [Middleware(RequestMetrics, metrics=server_metrics), guard]
     if cors_origins:
         middleware.append(
             Middleware(
@@ -79,9 +80,12 @@ def create_app(
         )
     if token:
         middleware.append(Middleware(BearerTokenMiddleware, token=token))
-    return Starlette(
+    app = Starlette(
         routes=[
-            Route("/health", health),
+            Route("/health", livez),
+            Route("/livez", livez),
+            Route("/readyz", readyz),
+            Route("/metrics", metrics),
             Route("/v1/models", list_models),
             Route("/v1/models/{model_id:path}", get_model),
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
@@ -97,6 +101,8 @@ def create_app(
         exception_handlers={HTTPException: http_error, Exception: server_error},
         lifespan=lifespan,
     )
+    app.state.council_metrics = server_metrics
+    return app
 
 
 def is_loopback(host: str) -> bool:

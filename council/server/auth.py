@@ -1,5 +1,6 @@
-"""The bearer token: one middleware in front of every ``/v1`` route (``/health`` and the
-web app's own files need none; the web app sends the token with each API call)."""
+"""The bearer token: one middleware in front of every ``/v1`` route and ``/metrics`` (the probes,
+``/livez``, ``/readyz`` and ``/health``, and the web app's own files need none; the web app sends
+the token with each API call)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from council.server.errors import openai_error
 
 PROTECTED_PREFIX = "/v1/"
+PROTECTED_PATHS = frozenset({"/metrics"})
 
 
 def token_matches(header: str, token: str) -> bool:
@@ -22,14 +24,14 @@ def token_matches(header: str, token: str) -> bool:
 
 
 class BearerTokenMiddleware:
-    """Answers 401 to any ``/v1`` request without ``Authorization: Bearer TOKEN``."""
+    """Answers 401 to any ``/v1`` or ``/metrics`` request without ``Authorization: Bearer TOKEN``."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
         self.token = token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"].startswith(PROTECTED_PREFIX):
+        if scope["type"] == "http" and (scope["path"].startswith(PROTECTED_PREFIX) or scope["path"] in PROTECTED_PATHS):
             header = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"), "")
             if not token_matches(header, self.token):
                 denied = openai_error(401, "missing or invalid bearer token", code="invalid_api_key")

@@ -7,11 +7,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from council._util.logs import get_logger
 from council.errors import CouncilError, CouncilFailure
 from council.server.limits import SessionLimit
+
+if TYPE_CHECKING:
+    from council.server.metrics import ServerMetrics
 
 log = get_logger("council.server")
 
@@ -51,12 +54,15 @@ class EventLog:
     /v1/sessions/{id}/events``). The timer is set only while deltas wait: a task ticking every
     ``interval`` for each session's life cost a busy server much CPU for nothing."""
 
-    def __init__(self, store: Any, *, interval: float = 0.05) -> None:
+    def __init__(self, store: Any, *, interval: float = 0.05, metrics: ServerMetrics | None = None) -> None:
         self.store = store
         self.batcher = EventBatcher(self._write, interval=interval)
         self._timer: asyncio.TimerHandle | None = None
+        self._watch = metrics.session() if metrics is not None else None  # its stages, for /metrics
 
     def add(self, event: Any) -> None:
+        if self._watch is not None and event.type != "synthesis_delta":
+            self._watch.event(event)
         self.batcher.add(event.model_dump(mode="json"))
         if self.batcher.holding and self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self.batcher.interval, self._due)
@@ -83,9 +89,10 @@ class LiveSessions:
     """The sessions this server runs in its background; cancelled (recorded interrupted) at shutdown.
     Each holds a place of ``limit`` while it runs."""
 
-    def __init__(self, store: Any, limit: SessionLimit | None = None) -> None:
+    def __init__(self, store: Any, limit: SessionLimit | None = None, metrics: ServerMetrics | None = None) -> None:
         self.store = store
         self.limit = limit or SessionLimit()
+        self.metrics = metrics
         self.tasks: set[asyncio.Task[BaseException | None]] = set()
 
     async def start(self, council: Any, question: str, seed: int | None, *, to_end: bool = False) -> str:
@@ -95,7 +102,7 @@ class LiveSessions:
         (``Council.too_large``), whose caller gets that error rather than a 202. With no place
         left under the limit: a ``RequestError`` (429), and nothing starts."""
         started: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        events = EventLog(self.store)
+        events = EventLog(self.store, metrics=self.metrics)
 
         def on_event(event: Any) -> None:
             events.add(event)

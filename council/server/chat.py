@@ -30,6 +30,7 @@ from council.server.body import parse_as, read_json
 from council.server.errors import RequestError, error_for, openai_error
 from council.server.limits import HeldUntilSent
 from council.server.progress import progress_line
+from council.server.protocol import session_headers
 from council.server.state import server_of
 
 
@@ -169,7 +170,8 @@ async def _answer(
     """The session run for a valid request: a stream, a completion or its error."""
     server = server_of(request)
     last = req.messages[-1]
-    events = EventLog(server.store)  # so the web app, on any replica, can watch this session too
+    # So the web app, on any replica, can watch this session too.
+    events = EventLog(server.store, metrics=server.metrics)
     if req.stream:
         source = council
         if council.too_large(question, history):
@@ -178,10 +180,16 @@ async def _answer(
             source, failure = await _run_first(council, question, history, req.seed, fmt, events)
             if failure is not None:
                 return failure
+        items = source.stream(last.text(), history=history, seed=req.seed, synthesis_format=fmt)
+        try:  # its first event (before any call) names the session, for the headers
+            first = await anext(items)
+        except CouncilError as exc:
+            events.close()
+            return error_for(exc)
         return StreamingResponse(
-            _stream(source, last.text(), history, req.seed, fmt, reply, progress, events),
+            _stream(_after(first, items), fmt, reply, progress, events),
             media_type="text/event-stream",
-            headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
+            headers={"cache-control": "no-cache", "x-accel-buffering": "no", **session_headers(first.session_id)},
         )
     try:
         result = await _unless_disconnected(
@@ -196,7 +204,7 @@ async def _answer(
         events.close()
     if result is None:  # the client hung up: the session was cancelled and recorded interrupted
         return Response(status_code=499)
-    return JSONResponse(_completion_payload(result, reply))
+    return JSONResponse(_completion_payload(result, reply), headers=session_headers(result.session_id, result.status))
 
 
 class _Replay:
@@ -287,11 +295,14 @@ def _failed(exc: CouncilError) -> list[bytes]:
     return [_sse(error), b"data: [DONE]\n\n"]
 
 
+async def _after(first: Any, rest: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    yield first
+    async for item in rest:
+        yield item
+
+
 async def _stream(
-    council: Any,
-    question: str,
-    history: list[dict[str, str]],
-    seed: int | None,
+    items: AsyncIterator[Any],
     fmt: JsonFormat | None,
     reply: _Reply,
     progress: bool = True,
@@ -305,7 +316,7 @@ async def _stream(
     answering = False  # the answer's text has started
     try:
         result = None
-        async for item in council.stream(question, history=history, seed=seed, synthesis_format=fmt):
+        async for item in items:
             if isinstance(item, SessionResult):
                 result = item
                 continue

@@ -28,6 +28,7 @@ from council.api import MAX_SEED, check_request, session_listing
 from council.errors import CouncilError, NotFoundError
 from council.server.body import parse_as, read_json
 from council.server.errors import RequestError, error_for, openai_error
+from council.server.protocol import session_headers
 from council.server.state import server_of
 from council.untrusted.inputs import whole_number
 
@@ -59,7 +60,8 @@ async def start_session(request: Request) -> Response:
     except CouncilError as exc:  # refused before it began (the session's reason, as a 4xx/502)
         return error_for(exc)
     location = f"/v1/sessions/{session_id}"
-    return JSONResponse({"session_id": session_id}, status_code=202, headers={"location": location})
+    headers = {"location": location, **session_headers(session_id)}
+    return JSONResponse({"session_id": session_id}, status_code=202, headers=headers)
 
 
 def _resume_point(request: Request) -> int:

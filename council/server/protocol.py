@@ -266,3 +266,10 @@ def check_cors_origin(value: str) -> str:
         )
     # Browsers send the origin in lower case; CORS compares it exactly.
     return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
+
+
+def session_headers(session_id: str, status: str = "running") -> dict[str, str]:
+    """The headers every chat completion and session response carries, so a client that drops the
+    body's ``council`` field (LangChain's ``ChatOpenAI``) keeps the session: its id, and its status
+    when the response was sent (``running`` for a stream, whose last chunk carries the final one)."""
+    return {"x-council-session-id": session_id, "x-council-status": status}

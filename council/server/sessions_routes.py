@@ -11,6 +11,7 @@ from council._util.background import asking_store
 from council.api import DEFAULT_BOOTSTRAP, MAX_BOOTSTRAP, stored_result
 from council.errors import CouncilError, NotFoundError
 from council.server.errors import error_for, openai_error
+from council.server.protocol import session_headers
 from council.server.state import server_of
 from council.untrusted.inputs import MAX_SEED, whole_number
 
@@ -22,10 +23,11 @@ async def get_session(request: Request) -> Response:
     except NotFoundError as exc:
         return openai_error(404, str(exc), "invalid_request_error", "not_found")
     result = stored_result(row)  # with the error of a session that stopped early
+    headers = session_headers(row["id"], row["status"])
     if result is not None:
-        return JSONResponse(result)
+        return JSONResponse(result, headers=headers)
     keys = {"session_id": "id", "status": "status", "error": "error", "created_at": "created_at"}
-    return JSONResponse({key: row[column] for key, column in keys.items()})
+    return JSONResponse({key: row[column] for key, column in keys.items()}, headers=headers)
 
 
 async def get_bias_report(request: Request) -> Response:

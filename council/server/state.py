@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 
@@ -13,11 +14,21 @@ from council.server import MAX_SESSIONS, protocol
 from council.server.background import LiveSessions
 from council.server.limits import SessionLimit
 
+if TYPE_CHECKING:
+    from council.server.metrics import ServerMetrics
+
 
 class CouncilServer:
     """Holds one ``Council`` per council name, sharing model clients and the store."""
 
-    def __init__(self, loaded: LoadedConfig, *, max_body_bytes: int, max_sessions: int = MAX_SESSIONS) -> None:
+    def __init__(
+        self,
+        loaded: LoadedConfig,
+        *,
+        max_body_bytes: int,
+        max_sessions: int = MAX_SESSIONS,
+        metrics: ServerMetrics | None = None,
+    ) -> None:
         from council.api import open_store
 
         self.loaded = loaded
@@ -31,7 +42,9 @@ class CouncilServer:
         self.fingerprints: dict[str, str] = {}
         self.started = int(time.time())  # the models' ``created``: when this server loaded them
         self.sessions = SessionLimit(max_sessions)  # every session this process runs, of any route
-        self.live = LiveSessions(self.store, self.sessions)  # sessions started with POST /v1/sessions
+        self.metrics = metrics
+        self.live = LiveSessions(self.store, self.sessions, metrics)  # sessions started with POST /v1/sessions
+        self.ping: asyncio.Future[None] | None = None  # the readiness probe's query (.probes)
 
     def council(self, name: str) -> Any:
         if name not in self.loaded.config.councils:

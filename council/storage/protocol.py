@@ -49,6 +49,9 @@ class Store(Protocol):
     def clock(self) -> float:
         """Now, in epoch seconds, on the clock every process sharing the store reads (leases)."""
 
+    def ping(self) -> None:
+        """Ask the database a trivial query; raises when it cannot answer (readiness probes)."""
+
     def reserve_rate(self, key: str, increment: float, tolerance: float = 0.0) -> float:
         """Reserve ``increment`` seconds of the rate budget ``key`` (shared by every process of
         the store); seconds to wait before the call may start (council.storage.rate_limits)."""

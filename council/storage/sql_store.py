@@ -53,6 +53,11 @@ class SQLStore(GroupCommit):
     threadsafe: ClassVar[bool]
     db: Any
 
+    def ping(self) -> None:
+        """Ask the database the most trivial question (a server's readiness probe); raises as
+        any read does when it cannot answer."""
+        self.db.execute("SELECT 1").fetchall()
+
     # -- cost: spend caps, the call cache, provider batch rounds -------------------------
     batch_spent = budgets.batch_spent
     settle_budget = budgets.settle_budget

@@ -920,3 +920,9 @@ def test_every_operation_of_the_protocol_is_exercised_here():
     through = {"close": "the store_backend fixture", "save_session": "Council.run, in the first session test"}
     untested = [name for name in operations if f".{name}(" not in source and name not in through]
     assert untested == [], "add a contract test for each new Store operation"
+
+
+
+def test_ping_answers_while_the_store_is_open(store_backend):
+    """The readiness probe's query (``GET /readyz``; a stopped PostgreSQL: tests/server/test_server_operations.py)."""
+    assert store_backend.ping() is None

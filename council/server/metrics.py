@@ -1,0 +1,167 @@
+"""``GET /metrics``: the server's Prometheus metrics (text format, through ``prometheus-client``;
+every name prefixed ``council_``; behind the bearer token like the API, :mod:`.auth`).
+
+Where the numbers come from: HTTP requests from :class:`RequestMetrics` (the outermost
+middleware, by route template, so a path's ids never become labels); sessions and their stages
+from the events every session the server runs already passes to its ``EventLog``
+(:mod:`.background`); provider calls, tokens, cost, cache hits and spend-cap refusals from the
+library's one hook, :mod:`council.accounting.observers` (``council.api.observe_calls``),
+registered while the server runs. Only this module imports ``prometheus_client``: the library
+never does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from council.api import observe_calls
+
+#: Seconds: sessions and stages take from well under a second (the mock, the cache) to minutes.
+DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+UNMATCHED = "unmatched"  # the route label of a request no route took (404s, refused by the guard)
+
+
+OUTCOMES = ("ok", "failed", "cancelled", "cached")
+
+
+@dataclass(frozen=True)
+class _ModelCounters:
+    calls: dict[str, Any]
+    prompt_tokens: Any
+    completion_tokens: Any
+    cost: Any
+    cache_hits: Any
+
+
+def _outcome(record: Any) -> str:
+    if record.cached:
+        return "cached"
+    if record.ok:
+        return "ok"
+    return "cancelled" if record.error == "cancelled" else "failed"
+
+
+class ServerMetrics:
+    """One registry per server (an app made twice in one process counts twice, apart)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter("council_http_requests", "HTTP requests answered, by route template, method and status",
+                                ["route", "method", "status"], registry=r)  # fmt: skip
+        self.sessions = Counter("council_sessions", "Sessions finished, by status", ["status"], registry=r)
+        self.session_seconds = Histogram("council_session_duration_seconds", "Duration of finished sessions",
+                                         buckets=DURATION_BUCKETS, registry=r)  # fmt: skip
+        self.stage_seconds = Histogram("council_stage_duration_seconds", "Duration of each stage of a session",
+                                       ["stage"], buckets=DURATION_BUCKETS, registry=r)  # fmt: skip
+        self.calls = Counter("council_provider_calls", "Provider call attempts, by model and outcome",
+                             ["model", "outcome"], registry=r)  # fmt: skip
+        self.tokens = Counter("council_tokens", "Tokens of the calls sent to providers, by model and kind",
+                              ["model", "kind"], registry=r)  # fmt: skip
+        self.cost = Counter("council_cost_usd", "Dollars the calls sent to providers cost, by model",
+                            ["model"], registry=r)  # fmt: skip
+        self.cache_hits = Counter("council_cache_hits", "Calls answered from the call cache, by model",
+                                  ["model"], registry=r)  # fmt: skip
+        self.refusals = Counter("council_spend_cap_refusals", "Calls a spend cap refused to start", registry=r)
+        self._models: dict[str, _ModelCounters] = {}
+
+    # -- the library's hook (council.accounting.observers) -------------------------------
+    def call_finished(self, record: Any) -> None:
+        # Every call passes here: each model's label children are looked up once, not per call.
+        model = self._models.get(record.model) or self._model(record.model)
+        outcome = _outcome(record)
+        model.calls[outcome].inc()
+        if outcome == "cached":  # nothing was sent: no tokens spent, nothing paid
+            model.cache_hits.inc()
+            return
+        model.prompt_tokens.inc(record.prompt_tokens)
+        model.completion_tokens.inc(record.completion_tokens)
+        if record.cost_usd:
+            model.cost.inc(record.cost_usd)
+
+    def _model(self, name: str) -> _ModelCounters:
+        self._models[name] = counters = _ModelCounters(
+            calls={o: self.calls.labels(name, o) for o in OUTCOMES},
+            prompt_tokens=self.tokens.labels(name, "prompt"),
+            completion_tokens=self.tokens.labels(name, "completion"),
+            cost=self.cost.labels(name),
+            cache_hits=self.cache_hits.labels(name),
+        )
+        return counters
+
+    def spend_refused(self) -> None:
+        self.refusals.inc()
+
+    def observe_library(self) -> Callable[[], None]:
+        """Start counting the library's calls and refusals; the function that stops it."""
+        return observe_calls(self)
+
+    def session(self) -> SessionWatch:
+        return SessionWatch(self)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+class SessionWatch:
+    """One session's stages timed from its events, as the server's ``EventLog`` passes them on."""
+
+    __slots__ = ("metrics", "stage", "since")
+
+    def __init__(self, metrics: ServerMetrics) -> None:
+        self.metrics = metrics
+        self.stage: str | None = None
+        self.since = 0.0
+
+    def event(self, event: Any) -> None:
+        kind = event.type
+        if kind == "stage":
+            self._stage_ended()
+            self.stage, self.since = event.stage, time.monotonic()
+        elif kind == "session_finished":
+            self._stage_ended()
+            self.metrics.sessions.labels(event.status).inc()
+            self.metrics.session_seconds.observe(event.duration_ms / 1000)
+
+    def _stage_ended(self) -> None:
+        if self.stage is not None:
+            self.metrics.stage_seconds.labels(self.stage).observe(time.monotonic() - self.since)
+            self.stage = None
+
+
+class RequestMetrics:
+    """Counts every HTTP request by the template of the route that took it and its status."""
+
+    def __init__(self, app: ASGIApp, metrics: ServerMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500  # what the client meets if the app fails before it starts a response
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            route = getattr(scope.get("route"), "path", None) or UNMATCHED
+            self.metrics.requests.labels(route, scope["method"], str(status)).inc()
+
+
+async def metrics(request: Request) -> Response:
+    return Response(request.app.state.council_metrics.render(), media_type=CONTENT_TYPE_LATEST)
