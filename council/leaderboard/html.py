@@ -7,7 +7,7 @@ from __future__ import annotations
 from html import escape
 from typing import TYPE_CHECKING
 
-from council._util.html_parts import PAGE_CSS, html_table, nice_ticks, number, scroll
+from council._util.html_parts import html_table, nice_ticks, number, scroll, standalone_page
 
 if TYPE_CHECKING:
     from council.leaderboard.shape import Leaderboard
@@ -49,7 +49,7 @@ def leaderboard_chart(board: Leaderboard, group: int | None = None) -> str:
         tip = f"{name}: {m.rating:.0f} ({ci}), {m.comparisons} comparisons"
         parts.append(f'<text x="{left - 8}" y="{y + 4:.1f}" text-anchor="end">{name}</text>')
         if m.ci:
-            parts.append(f'<line class="axis" style="stroke-width:2" x1="{x(m.ci[0]):.1f}" y1="{y:.1f}" '
+            parts.append(f'<line class="axis interval" x1="{x(m.ci[0]):.1f}" y1="{y:.1f}" '
                          f'x2="{x(m.ci[1]):.1f}" y2="{y:.1f}"/>')
         parts.append(f'<circle class="bar" cx="{x(m.rating):.1f}" cy="{y:.1f}" r="5"><title>{tip}</title></circle>'
                      f'<text x="{left + width + 8}" y="{y + 4:.1f}">{m.rating:.0f} ({ci})</text>')
@@ -84,16 +84,13 @@ Elo-style scale: the mean rating is 1000, a 400-point gap means 10:1 odds of win
 {notes}{charts}{table}{groups}"""
 
 
-def render_leaderboard_html(board: Leaderboard, title: str = "council leaderboard") -> str:
-    """A standalone HTML page for ``board`` (open it in any browser, offline)."""
+def render_leaderboard_html(board: Leaderboard, title: str = "council leaderboard", *, fragment: bool = False) -> str:
+    """A standalone HTML page for ``board`` (open it in any browser, offline); with ``fragment``,
+    only what its body holds under the title (what the web app shows, styled by the same
+    ``PAGE_CSS``)."""
     filters = ", ".join(f"{k} = {v}" for k, v in board.filters.items() if v)
     scope = f"source: {board.source}" + (f" · {filters}" if filters else "")
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{escape(title)}</title><style>{PAGE_CSS}</style></head>
-<body>
-<h1>{escape(title)}</h1>
-<p class="muted">{escape(scope)}</p>
+    body = f"""<p class="muted">{escape(scope)}</p>
 {leaderboard_section(board)}
-</body></html>
 """
+    return body if fragment else standalone_page(title, body)
