@@ -15,7 +15,7 @@ h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #dde2ea;padding-bot
 .muted{color:#5b6576}.note{background:#fff7e0;border-left:4px solid #e0a800;padding:.5rem .8rem;margin:.5rem 0}
 table{border-collapse:collapse;margin:.6rem 0;font-variant-numeric:tabular-nums}
 th,td{border-bottom:1px solid #e6e9ef;padding:.25rem .7rem;text-align:left}th{background:#f4f6f9}
-td.num{text-align:right;white-space:nowrap}svg{display:block;margin:.6rem 0;max-width:none}
+td.num{text-align:right;white-space:nowrap}td:not(.num){min-width:8rem}svg{display:block;margin:.6rem 0;max-width:none}
 .scroll{overflow-x:auto;max-width:100%}table{display:block;overflow-x:auto;max-width:100%}
 svg text{font:12px system-ui,sans-serif;fill:#1d2430}svg .axis{stroke:#8a94a6;stroke-width:1}
 svg .interval{stroke-width:2}
@@ -70,8 +70,12 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
 
 def scroll(chart: str) -> str:
     """A chart drawn at 1:1 in a box that scrolls sideways on a narrow screen (a phone), rather than
-    shrunk until its text is unreadable."""
-    return f'<div class="scroll">{chart}</div>'
+    shrunk until its text is unreadable (focusable: the keyboard scrolls it too)."""
+    return f'<div class="scroll" tabindex="0">{chart}</div>'
+
+
+#: A table's opening tag: it scrolls sideways on a phone (CSS), so the keyboard can focus it to scroll.
+TABLE = '<table tabindex="0">'
 
 
 def html_table(headers: list[str], rows: list[list[object]], numeric: frozenset[int] | set[int] = frozenset()) -> str:
@@ -84,4 +88,4 @@ def html_table(headers: list[str], rows: list[list[object]], numeric: frozenset[
         ) + "</tr>"
         for row in rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"  # scrolls on a phone (CSS)
+    return f"{TABLE}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

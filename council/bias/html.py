@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from html import escape
 
-from council._util.html_parts import html_table, nice_ticks, number, scroll, standalone_page
+from council._util.html_parts import TABLE, html_table, nice_ticks, number, scroll, standalone_page
 from council.bias.report import BiasReport, position_verdict
 from council.bias.wording import findings, p_text
 from council.methods.significance import SignificanceTest
@@ -332,7 +332,7 @@ def _findings_list(report: BiasReport) -> str:
 
 def _honesty_table(report: BiasReport) -> str:
     """Each indicator against the minimum sample it needs."""
-    honesty = "<table><thead><tr>" + "".join(
+    honesty = TABLE + "<thead><tr>" + "".join(
         f"<th>{h}</th>" for h in ("metric", "data points", "minimum", "status", "verdict")
     ) + "</tr></thead><tbody>"
     honesty += "".join(
