@@ -45,16 +45,23 @@ if (canRender) {
       node.setAttribute("target", "_blank"); // a model's link never replaces the app
       node.setAttribute("rel", "noopener noreferrer");
     }
-    if (node.tagName === "PRE" || node.tagName === "TABLE") node.setAttribute("tabindex", "0"); // scrolls sideways: the keyboard too
+    // a box that scrolls sideways: the keyboard scrolls it too
+    if (node.tagName === "PRE" || node.tagName === "TABLE") node.setAttribute("tabindex", "0");
   });
 }
 
-// A box holding ``text`` rendered as markdown (class "md"), or as text.
+// A box holding ``text`` rendered as markdown (class "md"), or as text (class "text": without
+// the libraries, or for text marked cannot parse).
 function markdown(attrs, text) {
   const value = text === null || text === undefined ? "" : String(text);
-  if (!markdownParser) return el("div", Object.assign({}, attrs, { class: (attrs.class || "") + " text" }), value);
-  const box = el("div", Object.assign({}, attrs, { class: (attrs.class || "") + " md" }));
-  box.append(DOMPurify.sanitize(markdownParser.parse(value), MARKDOWN_PURIFY));
+  let nodes = null;
+  try {
+    if (markdownParser) nodes = DOMPurify.sanitize(markdownParser.parse(value), MARKDOWN_PURIFY);
+  } catch (err) {
+    nodes = null;
+  }
+  const box = el("div", Object.assign({}, attrs, { class: (attrs.class || "") + (nodes ? " md" : " text") }));
+  box.append(nodes || value);
   return box;
 }
 
@@ -489,7 +496,7 @@ function renderSession(view, s) {
   parts.push(el("section", { id: "stage-answers", class: "card" }, el("h2", {}, "1 · Answers"), tabs, panel));
 
   // Stage 2: each reviewer's view, labels de-anonymised.
-  const reviews = s.reviews.map((r) => {
+  const reviews = s.reviews.map((r, n) => {
     const byMember = {};
     for (const [label, member] of Object.entries(r.labels || {})) byMember[member] = label;
     const rows = (r.order || []).map((m, i) => el("tr", {},
@@ -498,7 +505,7 @@ function renderSession(view, s) {
     return el("article", { class: "review" },
       el("h3", {}, r.reviewer, el("span", { class: "muted" }, " · " + (r.model || ""))),
       r.valid ? null : el("p", { class: "error-text" }, r.error || "invalid review"),
-      el("div", { class: "scroll", tabindex: "0" }, el("table", {},
+      el("div", { class: "scroll", tabindex: "0", id: "review-table-" + n }, el("table", {},
         el("thead", {}, el("tr", {}, el("th", {}, "Seen"), el("th", {}, "Label"), el("th", {}, "Member"), el("th", {}, "Score"), el("th", {}, "Reasoning"))),
         el("tbody", {}, rows))),
       r.ranking.length ? el("p", { class: "ranking" }, "Ranking: ",
@@ -512,7 +519,7 @@ function renderSession(view, s) {
   parts.push(el("section", { id: "consensus", class: "card" }, el("h2", {}, "Consensus"),
     c ? [el("p", { class: "meta" }, "Kendall's W = ", el("strong", { id: "kendall-w" }, fmt(c.kendall_w, 2)),
       c.p !== null && c.p !== undefined ? " (p = " + fmt(c.p, 3) + ")" : "", " · " + c.ballots + " ballots"),
-    el("div", { class: "scroll", tabindex: "0" }, el("table", {},
+    el("div", { class: "scroll", tabindex: "0", id: "consensus-table" }, el("table", {},
       el("thead", {}, el("tr", {}, el("th", {}, "Rank"), el("th", {}, "Member"), el("th", {}, "Score"), el("th", {}, "Mean rank"), el("th", {}, "First places"))),
       el("tbody", {}, (c.table || []).map((e) => el("tr", {}, el("td", {}, String(e.rank)), el("td", {}, e.member),
         el("td", { class: "num" }, fmt(e.score, 2)), el("td", { class: "num" }, fmt(e.mean_rank, 2)), el("td", { class: "num" }, String(e.first_places)))))))]
