@@ -15,9 +15,10 @@ h2{font-size:1.15rem;margin-top:2rem;border-bottom:1px solid #dde2ea;padding-bot
 .muted{color:#5b6576}.note{background:#fff7e0;border-left:4px solid #e0a800;padding:.5rem .8rem;margin:.5rem 0}
 table{border-collapse:collapse;margin:.6rem 0;font-variant-numeric:tabular-nums}
 th,td{border-bottom:1px solid #e6e9ef;padding:.25rem .7rem;text-align:left}th{background:#f4f6f9}
-td.num{text-align:right;white-space:nowrap}svg{display:block;margin:.6rem 0;max-width:none}
+td.num{text-align:right;white-space:nowrap}td:not(.num){min-width:8rem}svg{display:block;margin:.6rem 0;max-width:none}
 .scroll{overflow-x:auto;max-width:100%}table{display:block;overflow-x:auto;max-width:100%}
 svg text{font:12px system-ui,sans-serif;fill:#1d2430}svg .axis{stroke:#8a94a6;stroke-width:1}
+svg .interval{stroke-width:2}
 svg text.axis-title{font-weight:600;fill:#5b6576}svg text.muted{fill:#5b6576}
 ul.findings{padding-left:1.2rem}ul.findings li{margin:.35rem 0}
 .verdict{display:inline-block;min-width:8.5rem;font-size:12px;font-weight:600;border-radius:3px;padding:0 .4rem;
@@ -26,6 +27,18 @@ margin-right:.4rem;text-align:center}.v-significant{background:#fde2e1;color:#8a
 svg .grid{stroke:#e6e9ef;stroke-width:1}.harsh{fill:#d9534f}.generous{fill:#2f80ed}.neutral{fill:#8a94a6}
 .bar{fill:#4f7cac}.pt{fill:#4f7cac;fill-opacity:.35}.median{stroke:#1d2430;stroke-dasharray:4 3}
 .insufficient{color:#a15c00;font-weight:600}.sufficient{color:#1e7b34;font-weight:600}
+"""
+
+
+def standalone_page(title: str, body: str) -> str:
+    """A page that opens offline in any browser: ``body`` (markup) under ``title`` (text), styled by
+    ``PAGE_CSS``."""
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{escape(title)}</title><style>{PAGE_CSS}</style></head>
+<body>
+<h1>{escape(title)}</h1>
+{body}</body></html>
 """
 
 
@@ -57,8 +70,12 @@ def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
 
 def scroll(chart: str) -> str:
     """A chart drawn at 1:1 in a box that scrolls sideways on a narrow screen (a phone), rather than
-    shrunk until its text is unreadable."""
-    return f'<div class="scroll">{chart}</div>'
+    shrunk until its text is unreadable (focusable: the keyboard scrolls it too)."""
+    return f'<div class="scroll" tabindex="0">{chart}</div>'
+
+
+#: A table's opening tag: it scrolls sideways on a phone (CSS), so the keyboard can focus it to scroll.
+TABLE = '<table tabindex="0">'
 
 
 def html_table(headers: list[str], rows: list[list[object]], numeric: frozenset[int] | set[int] = frozenset()) -> str:
@@ -71,4 +88,4 @@ def html_table(headers: list[str], rows: list[list[object]], numeric: frozenset[
         ) + "</tr>"
         for row in rows
     )
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"  # scrolls on a phone (CSS)
+    return f"{TABLE}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from html import escape
 
-from council._util.html_parts import PAGE_CSS, html_table, nice_ticks, number, scroll
+from council._util.html_parts import TABLE, html_table, nice_ticks, number, scroll, standalone_page
 from council.bias.report import BiasReport, position_verdict
 from council.bias.wording import findings, p_text
 from council.methods.significance import SignificanceTest
@@ -332,11 +332,11 @@ def _findings_list(report: BiasReport) -> str:
 
 def _honesty_table(report: BiasReport) -> str:
     """Each indicator against the minimum sample it needs."""
-    honesty = "<table><thead><tr>" + "".join(
+    honesty = TABLE + "<thead><tr>" + "".join(
         f"<th>{h}</th>" for h in ("metric", "data points", "minimum", "status", "verdict")
     ) + "</tr></thead><tbody>"
     honesty += "".join(
-        f'<tr><td>{escape(h.metric)}</td><td class="num">{h.data_points}</td>'
+        f'<tr><td>{escape(h.metric.replace("_", " "))}</td><td class="num">{h.data_points}</td>'
         f'<td class="num">{h.minimum} {escape(h.unit)}</td>'
         f'<td class="{escape(h.status)}">{escape(h.status)}</td>'
         f'<td>{escape((h.verdict or "—").replace("_", " "))}</td></tr>'
@@ -345,8 +345,10 @@ def _honesty_table(report: BiasReport) -> str:
     return honesty
 
 
-def render_html(report: BiasReport, title: str = "council bias report") -> str:
-    """A standalone HTML page for ``report`` (open it in any browser, offline)."""
+def render_html(report: BiasReport, title: str = "council bias report", *, fragment: bool = False) -> str:
+    """A standalone HTML page for ``report`` (open it in any browser, offline); with ``fragment``,
+    only what its body holds under the title (what the web app shows, styled by the same
+    ``PAGE_CSS``)."""
     pb = report.position_bias
     filters = ", ".join(
         f"{k} = {', '.join(v) if isinstance(v, list) else v}" for k, v in report.filters.items() if v
@@ -362,12 +364,7 @@ def render_html(report: BiasReport, title: str = "council bias report") -> str:
     self_pref = _self_preference_table(report)
     summary = _findings_list(report)
     honesty = _honesty_table(report)
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{escape(title)}</title><style>{PAGE_CSS}</style></head>
-<body>
-<h1>{escape(title)}</h1>
-<p class="muted">{report.total_records} records · {report.sessions} sessions{scope}.
+    body = f"""<p class="muted">{report.total_records} records · {report.sessions} sessions{scope}.
 Diagnostic only: no score is ever adjusted.</p>
 {notes}
 <h2>What the data says</h2>
@@ -397,5 +394,5 @@ answers, each measured from its own session's mean length and mean score.</p>
 {self_pref}
 <h2>Statistical honesty</h2>
 {honesty}
-</body></html>
 """
+    return body if fragment else standalone_page(title, body)

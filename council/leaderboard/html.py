@@ -7,7 +7,7 @@ from __future__ import annotations
 from html import escape
 from typing import TYPE_CHECKING
 
-from council._util.html_parts import PAGE_CSS, html_table, nice_ticks, number, scroll
+from council._util.html_parts import html_table, nice_ticks, number, scroll, standalone_page
 
 if TYPE_CHECKING:
     from council.leaderboard.shape import Leaderboard
@@ -24,7 +24,10 @@ def leaderboard_chart(board: Leaderboard, group: int | None = None) -> str:
     lo, hi = min(*lows, 1000.0), max(*highs, 1000.0)
     pad = max((hi - lo) * 0.05, 10.0)
     lo, hi = lo - pad, hi + pad
-    left, width, row_h, top = 260, 460, 26, 24
+    # The names' column as wide as the longest name (about 7 px a character at 12 px), at most
+    # 260 px: on a phone the plot starts on screen, not after a column of blank space.
+    left = min(260, 24 + 7 * max(len(m.model) for m in rows))
+    width, row_h, top = 460, 26, 24
     axis_y = top + row_h * len(rows) + 4
     height, total_width = axis_y + 44, left + width + 150
 
@@ -49,7 +52,7 @@ def leaderboard_chart(board: Leaderboard, group: int | None = None) -> str:
         tip = f"{name}: {m.rating:.0f} ({ci}), {m.comparisons} comparisons"
         parts.append(f'<text x="{left - 8}" y="{y + 4:.1f}" text-anchor="end">{name}</text>')
         if m.ci:
-            parts.append(f'<line class="axis" style="stroke-width:2" x1="{x(m.ci[0]):.1f}" y1="{y:.1f}" '
+            parts.append(f'<line class="axis interval" x1="{x(m.ci[0]):.1f}" y1="{y:.1f}" '
                          f'x2="{x(m.ci[1]):.1f}" y2="{y:.1f}"/>')
         parts.append(f'<circle class="bar" cx="{x(m.rating):.1f}" cy="{y:.1f}" r="5"><title>{tip}</title></circle>'
                      f'<text x="{left + width + 8}" y="{y + 4:.1f}">{m.rating:.0f} ({ci})</text>')
@@ -57,8 +60,8 @@ def leaderboard_chart(board: Leaderboard, group: int | None = None) -> str:
     return "".join(parts)
 
 
-def leaderboard_section(board: Leaderboard) -> str:
-    """The leaderboard as an HTML section: chart, table and notes."""
+def leaderboard_section(board: Leaderboard, scope: str = "") -> str:
+    """The leaderboard as an HTML section: its heading, ``scope`` (what was rated), chart, table and notes."""
     several = len(board.groups) > 1
     table = html_table(
         [*(["group"] if several else []), "rank", "model", "rating", "95% CI", "comparisons", "wins", "win rate"],
@@ -77,23 +80,19 @@ def leaderboard_section(board: Leaderboard) -> str:
     )
     intervals = (f"{board.confidence:.0%} percentile intervals from {board.bootstrap} bootstrap rounds "
                  f"(seed {board.seed})" if board.bootstrap else "no intervals (no bootstrap)")
+    scope_line = f'<p class="muted">{escape(scope)}</p>\n' if scope else ""
     return f"""<h2>Leaderboard</h2>
-<p class="muted">Bradley–Terry ratings from {board.sessions} sessions and {board.judgments} judged pairs
+{scope_line}<p class="muted">Bradley–Terry ratings from {board.sessions} sessions and {board.judgments} judged pairs
 ({board.comparisons} pairwise comparisons; a tie is half a win); {escape(intervals)}.
 Elo-style scale: the mean rating is 1000, a 400-point gap means 10:1 odds of winning.</p>
 {notes}{charts}{table}{groups}"""
 
 
-def render_leaderboard_html(board: Leaderboard, title: str = "council leaderboard") -> str:
-    """A standalone HTML page for ``board`` (open it in any browser, offline)."""
+def render_leaderboard_html(board: Leaderboard, title: str = "council leaderboard", *, fragment: bool = False) -> str:
+    """A standalone HTML page for ``board`` (open it in any browser, offline); with ``fragment``,
+    only what its body holds under the title (what the web app shows, styled by the same
+    ``PAGE_CSS``)."""
     filters = ", ".join(f"{k} = {v}" for k, v in board.filters.items() if v)
     scope = f"source: {board.source}" + (f" · {filters}" if filters else "")
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{escape(title)}</title><style>{PAGE_CSS}</style></head>
-<body>
-<h1>{escape(title)}</h1>
-<p class="muted">{escape(scope)}</p>
-{leaderboard_section(board)}
-</body></html>
-"""
+    body = leaderboard_section(board, scope)
+    return body if fragment else standalone_page(title, body)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from council._util.logs import get_logger
@@ -95,7 +95,15 @@ class LiveSessions:
         self.metrics = metrics
         self.tasks: set[asyncio.Task[BaseException | None]] = set()
 
-    async def start(self, council: Any, question: str, seed: int | None, *, to_end: bool = False) -> str:
+    async def start(
+        self,
+        council: Any,
+        question: str,
+        seed: int | None,
+        *,
+        history: Sequence[dict[str, str]] = (),
+        to_end: bool = False,
+    ) -> str:
         """Start the session; its id once it exists (its first event), or the error that stopped
         it before (a ``CouncilError`` the caller turns into a 4xx/502). With ``to_end``, its id
         once it has ended, or the error it ended with: for a session known to fail at once
@@ -112,7 +120,7 @@ class LiveSessions:
         async def run() -> BaseException | None:
             failure: BaseException | None = None
             try:
-                await council.run(question, seed=seed, on_event=on_event)
+                await council.run(question, seed=seed, history=history, on_event=on_event)
             except CouncilError as exc:
                 failure = exc  # once the session exists, its session_finished event says why
             except Exception as exc:  # a bug must not vanish in a background task

@@ -1,6 +1,6 @@
 """Sessions started over HTTP, and every session's events served from the store.
 
-``POST /v1/sessions {"council", "question", "seed"?}`` starts a session in the server's
+``POST /v1/sessions {"council", "question", "seed"?, "history"?}`` starts a session in the server's
 background and answers ``{"session_id"}`` as soon as the session exists (202); one known to fail
 at once, too large for a quorum of members' ``tpm``, gets the chat route's 400. Its events
 (:mod:`council.session.events`), like those of every session the server runs (chat completions
@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
@@ -40,11 +40,18 @@ MAX_SEQ = 2**63 - 1  # an event's seq is a 64-bit integer in the store
 FINAL_TYPES = frozenset({"session_finished"})  # after it, a session sends nothing more
 
 
+class Turn(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
 class StartSession(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)  # "seed": "7" is a 400, never coerced
     council: str = Field(min_length=1)
     question: str
     seed: int | None = Field(None, ge=0, le=MAX_SEED)
+    history: list[Turn] = []  # the conversation's earlier turns (a follow-up question), as the chat route's messages
 
 
 async def start_session(request: Request) -> Response:
@@ -52,9 +59,11 @@ async def start_session(request: Request) -> Response:
     try:
         req = parse_as(StartSession, await read_json(request, server.max_body_bytes))
         council = server.council(req.council)
-        question, _ = check_request(req.question, seed=req.seed)
+        history = [turn.model_dump() for turn in req.history]
+        question, _ = check_request(req.question, seed=req.seed, history=history)
         # One no quorum of members can take fails at once: the caller gets that 400, as from the chat route.
-        session_id = await server.live.start(council, question, req.seed, to_end=council.too_large(question))
+        too_large = council.too_large(question, history)
+        session_id = await server.live.start(council, question, req.seed, history=history, to_end=too_large)
     except RequestError as exc:
         return exc.response
     except CouncilError as exc:  # refused before it began (the session's reason, as a 4xx/502)

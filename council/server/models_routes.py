@@ -17,8 +17,11 @@ def _model_object(name: str, created: int) -> dict[str, Any]:
 
 async def list_models(request: Request) -> Response:
     server = server_of(request)
-    data = [_model_object(name, server.started) for name in sorted(server.loaded.config.councils)]
-    return JSONResponse({"object": "list", "data": data})
+    config = server.loaded.config
+    data = [_model_object(name, server.started) for name in sorted(config.councils)]
+    # One field beyond OpenAI's list: the council a client should offer first (the web app's picker).
+    default = config.defaults.council if config.defaults.council in config.councils else None
+    return JSONResponse({"object": "list", "data": data, "default_council": default})
 
 
 async def get_model(request: Request) -> Response:

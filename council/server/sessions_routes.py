@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 
 from council._util.background import asking_store
 from council.api import DEFAULT_BOOTSTRAP, MAX_BOOTSTRAP, stored_result
-from council.errors import CouncilError, NotFoundError
+from council.errors import CouncilError, InputError, NotFoundError
 from council.server.errors import error_for, openai_error
 from council.server.protocol import session_headers
 from council.server.state import server_of
+from council.server.web import SECURITY_HEADERS
 from council.untrusted.inputs import MAX_SEED, whole_number
 
 
@@ -31,10 +32,11 @@ async def get_session(request: Request) -> Response:
 
 
 async def get_bias_report(request: Request) -> Response:
-    from council.api import bias_report
+    from council.api import DEFAULT_MAX_POINTS, bias_report
 
     q = request.query_params
     try:
+        as_html = _wants_html(request)
         store = server_of(request).store
         report = await asking_store(
             store,
@@ -43,9 +45,14 @@ async def get_bias_report(request: Request) -> Response:
             since=q.get("since"),
             reviewers=q.getlist("reviewer"),
             council=q.get("council"),
+            max_points=DEFAULT_MAX_POINTS if as_html else 0,  # the scatter's points: the page's only
         )
     except CouncilError as exc:
         return error_for(exc)
+    if as_html:
+        from council.api import render_bias_report_html
+
+        return _html(render_bias_report_html(report, fragment=True))
     # As ``council bias-report --json`` writes it: the scatter points belong to the HTML page only.
     return JSONResponse(json.loads(report.model_dump_json(exclude={"length_points"})))
 
@@ -58,6 +65,7 @@ async def get_leaderboard(request: Request) -> Response:
     try:
         from council.api import parse_control
 
+        as_html = _wants_html(request)
         numbers = {
             "bootstrap": whole_number(q.get("bootstrap", str(DEFAULT_BOOTSTRAP)), "bootstrap", 0, MAX_BOOTSTRAP),
             "seed": whole_number(q.get("seed", "0"), "seed", 0, MAX_SEED),
@@ -76,4 +84,20 @@ async def get_leaderboard(request: Request) -> Response:
         )
     except CouncilError as exc:
         return error_for(exc)
+    if as_html:
+        from council.api import render_leaderboard_html
+
+        return _html(render_leaderboard_html(board, fragment=True))
     return JSONResponse(json.loads(board.model_dump_json()))
+
+
+def _wants_html(request: Request) -> bool:
+    """``?format=html``: the body of the CLI's ``--html`` page (what the web app shows), not JSON."""
+    kind = request.query_params.get("format", "json")
+    if kind not in ("json", "html"):
+        raise InputError(f"format must be json or html, got {kind[:40]!r}")
+    return kind == "html"
+
+
+def _html(fragment: str) -> Response:
+    return HTMLResponse(fragment, headers=SECURITY_HEADERS)

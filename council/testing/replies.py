@@ -59,9 +59,10 @@ Hostile behaviours, for testing what council promises about untrusted text:
   ``[link=...]``, ANSI colour and OSC 8 hyperlink escapes) in front of plain answers and of
   every reasoning field.
 - ``quote``: replies quote what the model was shown: a plain reply quotes every answer slot
-  (or, with none, the question); a peer review puts each answer's text where its integer score
-  belongs, so the review is invalid and the validation message quotes the answer; any other
-  schema gets the first judged text where its first number belongs.
+  (or, with none, the question, after the conversation's earlier questions); a peer review puts
+  each answer's text where its integer score belongs, so the review is invalid and the
+  validation message quotes the answer; any other schema gets the first judged text where its
+  first number belongs.
 - ``leak``: replies quote the credentials the request was sent with (the mock server: its
   ``Authorization`` header), as a model told its key by a careless prompt or proxy might: in
   front of plain answers and of every reasoning field, like ``markup``.
@@ -215,7 +216,8 @@ def _quoted(messages: Sequence[Mapping[str, Any]]) -> str:
     if slots:
         return "Quoting the answers I was shown:\n" + "\n".join(f"{label}: {text}" for label, text in slots.items())
     users = [str(m.get("content") or "") for m in messages if m.get("role") == "user"]
-    return "You asked: " + (users[-1] if users else "")
+    earlier = "".join(f"Earlier you asked: {text}\n\n" for text in users[:-1])  # a conversation's history
+    return earlier + "You asked: " + (users[-1] if users else "")
 
 
 def _prefix(behaviours: frozenset[str], credentials: str) -> str:

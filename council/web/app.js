@@ -1,5 +1,7 @@
 // The council web app: reads the server's API with fetch (the bearer token goes along) and
-// builds every element with the DOM; text from the server is only ever inserted as text.
+// builds every element with the DOM. Text from the server is inserted as text; a model's
+// markdown goes through marked and DOMPurify (vendored, see vendor/README.md) and is inserted
+// as the nodes DOMPurify returns, never as a string of markup.
 "use strict";
 
 const TOKEN_KEY = "council-token";
@@ -21,6 +23,58 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
+// -- model text as markdown ------------------------------------------------------------------
+// marked writes the HTML of the markdown with any raw HTML in the text escaped (shown, never
+// parsed); DOMPurify then keeps only the elements and attributes markdown makes, and links to
+// http(s) and mail only. Without the two libraries the text is shown as text.
+const MARKDOWN_TAGS = ["p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "code", "pre",
+  "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td"];
+const MARKDOWN_PURIFY = { ALLOWED_TAGS: MARKDOWN_TAGS, ALLOWED_ATTR: ["href", "title", "align", "start"],
+  ALLOWED_URI_REGEXP: /^(?:https?:|mailto:)/i, RETURN_DOM_FRAGMENT: true };
+const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+const escapeMarkup = (text) => String(text).replace(/[&<>"']/g, (c) => ESCAPES[c]);
+const canRender = typeof marked !== "undefined" && typeof DOMPurify !== "undefined" && DOMPurify.isSupported;
+const markdownParser = canRender ? new marked.Marked({ gfm: true, async: false }).use({ renderer: {
+  html: (token) => escapeMarkup(token.text),
+  // an image would load from wherever the model says: its link instead
+  image: (token) => '<a href="' + escapeMarkup(token.href) + '">' + escapeMarkup(token.text || token.href) + "</a>",
+} }) : null;
+if (canRender) {
+  DOMPurify.addHook("afterSanitizeAttributes", (node) => {
+    if (node.tagName === "A" && node.hasAttribute("href")) {
+      node.setAttribute("target", "_blank"); // a model's link never replaces the app
+      node.setAttribute("rel", "noopener noreferrer");
+    }
+    // a box that scrolls sideways: the keyboard scrolls it too
+    if (node.tagName === "PRE" || node.tagName === "TABLE") node.setAttribute("tabindex", "0");
+  });
+}
+
+// A box holding ``text`` rendered as markdown (class "md"), or as text (class "text": without
+// the libraries, or for text marked cannot parse).
+function markdown(attrs, text) {
+  const value = text === null || text === undefined ? "" : String(text);
+  let nodes = null;
+  try {
+    if (markdownParser) nodes = DOMPurify.sanitize(markdownParser.parse(value), MARKDOWN_PURIFY);
+  } catch (err) {
+    nodes = null;
+  }
+  const box = el("div", Object.assign({}, attrs, { class: (attrs.class || "") + (nodes ? " md" : " text") }));
+  box.append(nodes || value);
+  return box;
+}
+
+// The server's report fragments (the CLI's HTML reports, one source): escaped by the server,
+// sanitised again here, charts (SVG) kept.
+const REPORT_PURIFY = { USE_PROFILES: { html: true, svg: true }, RETURN_DOM_FRAGMENT: true };
+
+// Said to screen readers (a polite live region): stage changes and the finished answer, never
+// each streamed word.
+function announce(text) {
+  $("announcer").textContent = text;
+}
+
 function showError(message) {
   const box = $("error");
   box.textContent = message || "";
@@ -35,7 +89,7 @@ function headers(extra) {
   return h;
 }
 
-async function api(path, options) {
+async function call(path, options) {
   const opts = Object.assign({}, options || {});
   opts.headers = headers(opts.headers);
   const reply = await fetch(path, opts);
@@ -43,13 +97,16 @@ async function api(path, options) {
     $("token-form").hidden = false;
     throw new Error("This server needs its bearer token: enter it above.");
   }
-  const body = await reply.json().catch(() => null);
   if (!reply.ok) {
+    const body = await reply.json().catch(() => null);
     const message = body && body.error && body.error.message ? body.error.message : "HTTP " + reply.status;
     throw new Error(message);
   }
-  return body;
+  return reply;
 }
+
+const api = async (path, options) => (await call(path, options)).json().catch(() => null);
+const apiText = async (path) => (await call(path)).text();
 
 // Server-sent events read with fetch (EventSource cannot send the bearer header). Resumes
 // with Last-Event-ID after a dropped connection; ends after session_finished.
@@ -202,46 +259,90 @@ function route() {
   viewToken++;
   showError("");
   const hash = location.hash || "#/";
+  const page = hash === "#/leaderboard" || hash === "#/bias" ? hash : "#/";
+  for (const link of document.querySelectorAll(".nav a")) {
+    if (link.getAttribute("href") === page) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
   const main = $("main");
   main.replaceChildren();
   if (hash.startsWith("#/session/")) return sessionView(main, decodeURIComponent(hash.slice("#/session/".length)));
-  if (hash === "#/leaderboard") return reportView(main, "Leaderboard", "/v1/leaderboard");
+  if (hash === "#/leaderboard") return reportView(main, null, "/v1/leaderboard");
   if (hash === "#/bias") return reportView(main, "Bias report", "/v1/bias-report");
   return homeView(main);
 }
 
+// A question box: Enter sends, Shift+Enter starts a new line (and Enter while an input method
+// composes a word is the method's).
+function questionBox(attrs) {
+  const box = el("textarea", Object.assign({ rows: 3, required: true }, attrs));
+  box.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing && box.form) {
+      ev.preventDefault();
+      box.form.requestSubmit();
+    }
+  });
+  return box;
+}
+
 async function homeView(main) {
   const councilSelect = el("select", { id: "ask-council", name: "council", required: true });
-  const question = el("textarea", { id: "ask-question", name: "question", rows: 3, required: true,
-    placeholder: "Ask the council a question" });
-  const seed = el("input", { id: "ask-seed", name: "seed", type: "number", min: 0, placeholder: "seed (optional)" });
-  const form = el("form", { id: "ask", class: "card ask", onsubmit: (ev) => { ev.preventDefault(); ask(councilSelect, question, seed, () => loadSessions(list, search.value)); } },
-    el("h2", {}, "Ask a council"),
-    el("label", { for: "ask-question" }, "Question"), question,
-    el("div", { class: "row" },
-      el("label", { for: "ask-council", class: "inline" }, "Council"), councilSelect, seed,
-      el("button", { type: "submit", id: "ask-submit" }, "Ask")));
-  const search = el("input", { id: "search", type: "search", placeholder: "Search questions" });
+  const question = questionBox({ id: "ask-question", name: "question", placeholder: "Ask the council a question",
+    "aria-describedby": "ask-hint" });
+  const seed = el("input", { id: "ask-seed", name: "seed", type: "number", min: 0, placeholder: "seed (optional)",
+    "aria-label": "Seed (optional)" });
+  const form = el("form", { id: "ask", class: "card ask", onsubmit: (ev) => {
+    ev.preventDefault();
+    const body = { council: councilSelect.value, question: question.value };
+    if (seed.value !== "") body.seed = Number(seed.value);
+    ask(body, [], () => loadSessions(list, search.value));
+  } },
+  el("h2", {}, "Ask a council"),
+  el("label", { for: "ask-question" }, "Question"), question,
+  el("p", { id: "ask-hint", class: "hint" }, "Enter sends; Shift+Enter starts a new line."),
+  el("div", { class: "row" },
+    el("label", { for: "ask-council", class: "inline" }, "Council"), councilSelect, seed,
+    el("button", { type: "submit", id: "ask-submit" }, "Ask")));
+  const search = el("input", { id: "search", type: "search", placeholder: "Search questions", "aria-label": "Search questions" });
   const list = el("div", { id: "sessions" });
   main.append(form, el("section", { class: "card" }, el("h2", {}, "Recent sessions"), search, list));
   let timer = null;
   search.addEventListener("input", () => { clearTimeout(timer); timer = setTimeout(() => loadSessions(list, search.value), 200); });
   try {
     const models = await api("/v1/models");
-    for (const m of models.data) councilSelect.append(el("option", { value: m.id }, m.id));
+    for (const m of models.data) {
+      councilSelect.append(el("option", { value: m.id, selected: m.id === models.default_council }, m.id));
+    }
   } catch (err) {
     showError(err.message);
   }
   loadSessions(list, "");
 }
 
+// The conversation a session continues, kept in this tab: its earlier turns, oldest first.
+const THREAD_KEY = "council-thread:";
+
+function earlierTurns(sessionId) {
+  try {
+    const turns = JSON.parse(sessionStorage.getItem(THREAD_KEY + sessionId) || "[]");
+    return Array.isArray(turns) ? turns.filter((t) => t && typeof t.question === "string" && typeof t.answer === "string") : [];
+  } catch (err) {
+    return [];
+  }
+}
+
+// Start a session; ``turns``: the conversation's earlier turns (sent as its history).
 // A refused question (e.g. too large for the members' tpm: a 400 naming the limit) stays typed,
 // its one-line reason shown; the session the server kept failed appears in the list (onRefused).
-async function ask(councilSelect, question, seed, onRefused) {
-  const body = { council: councilSelect.value, question: question.value };
-  if (seed.value !== "") body.seed = Number(seed.value);
+async function ask(body, turns, onRefused) {
+  if (turns.length) {
+    body.history = turns.flatMap((t) => [{ role: "user", content: t.question }, { role: "assistant", content: t.answer }]);
+  }
   try {
     const started = await api("/v1/sessions", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    if (turns.length) {
+      try { sessionStorage.setItem(THREAD_KEY + started.session_id, JSON.stringify(turns)); } catch (err) { /* storage full: asked all the same */ }
+    }
     location.hash = "#/session/" + encodeURIComponent(started.session_id);
   } catch (err) {
     showError(err.message);
@@ -265,6 +366,8 @@ async function loadSessions(list, query) {
 async function sessionView(main, id) {
   const mine = viewToken;
   const current = () => mine === viewToken;
+  const turns = earlierTurns(id);
+  if (turns.length) main.append(earlierCard(turns));
   const view = el("div", { id: "session", class: "session" });
   main.append(view);
   let state = emptySession(id);
@@ -278,15 +381,33 @@ async function sessionView(main, id) {
   if (rows && rows.answers && rows.status !== "running") {
     state = fromResult(rows.session_id || id, rows); // stored and finished: the whole result at once
     renderSession(view, state);
+    main.append(followUpForm(state, turns));
     return;
   }
   renderSession(view, state);
-  let pending = false;
+  // Re-drawn at most once a frame; while the chairman writes, only the synthesis.
+  let pending = null;
+  const schedule = (what) => {
+    const first = pending === null;
+    pending = pending === "all" || what === "all" ? "all" : "synthesis";
+    if (!first) return;
+    requestAnimationFrame(() => {
+      const what = pending;
+      pending = null;
+      if (!current()) return;
+      if (what === "synthesis" && updateSynthesis(view, state)) return;
+      renderSession(view, state);
+    });
+  };
+  let stage = null;
   try {
     await followEvents(id, (event) => {
       applyEvent(state, event);
-      if (event.type === "synthesis_delta" && updateSynthesis(view, state)) return;
-      if (!pending) { pending = true; requestAnimationFrame(() => { pending = false; if (current()) renderSession(view, state); }); }
+      if (state.stage !== stage) {
+        stage = state.stage;
+        announce("Now " + stageName(stage) + ".");
+      }
+      schedule(event.type === "synthesis_delta" ? "synthesis" : "all");
     }, current);
   } catch (err) {
     showError(err.message);
@@ -299,47 +420,83 @@ async function sessionView(main, id) {
       if (result.answers && current()) { const tab = state.tab; state = fromResult(id, result); state.tab = tab || state.tab; }
     } catch (err) { /* keep what the events showed */ }
   }
-  if (current()) renderSession(view, state);
+  if (!current()) return;
+  renderSession(view, state);
+  const answer = view.querySelector("#synthesis-text");
+  announce("The session is " + state.status + "." + (answer && answer.textContent.trim() ? " The council's answer: " + answer.textContent.trim() : ""));
+  main.append(followUpForm(state, turns));
+}
+
+// The turns before this session in its conversation, each question with the council's answer.
+function earlierCard(turns) {
+  return el("section", { id: "earlier", class: "card", "aria-label": "Earlier in this conversation" },
+    el("h2", {}, "Earlier in this conversation"),
+    turns.map((t) => el("article", { class: "turn" }, el("p", { class: "turn-question" }, t.question), markdown({ class: "turn-answer" }, t.answer))));
+}
+
+// A follow-up question: the same council, this conversation's turns sent along as its history.
+function followUpForm(s, turns) {
+  const answer = s.synthesis.text;
+  if (!s.question || !answer || !s.council) return el("p", { class: "muted followup-none" }, "No follow-up: this session has no stored question and answer.");
+  const box = questionBox({ id: "followup-question", name: "question", placeholder: "Ask a follow-up question",
+    "aria-describedby": "followup-hint" });
+  const form = el("form", { id: "followup", class: "card ask", onsubmit: (ev) => {
+    ev.preventDefault();
+    ask({ council: s.council, question: box.value }, turns.concat([{ question: s.question, answer: answer }]), () => {});
+  } },
+  el("h2", {}, el("label", { for: "followup-question" }, "Follow-up question")), box,
+  el("p", { id: "followup-hint", class: "hint" }, "The council sees this conversation so far. Enter sends; Shift+Enter starts a new line."),
+  el("div", { class: "row" }, el("button", { type: "submit", id: "followup-submit" }, "Ask")));
+  return form;
 }
 
 function updateSynthesis(view, s) {
   const box = view.querySelector("#synthesis-text");
   if (!box) return false;
-  box.textContent = s.synthesis.text;
+  box.replaceChildren(...markdown({}, s.synthesis.text).childNodes);
   return true;
 }
 
 const STAGES = { answer: "the members answer", review: "the reviewers rank", synthesis: "the chairman writes" };
+const stageName = (stage) => STAGES[stage] || String(stage || "").replace(/_/g, " ");
 
 function renderSession(view, s) {
+  // What had the focus gets it back once the view is drawn again (a tab: the selected one).
+  const active = document.activeElement;
+  const refocus = active && view.contains(active) ? (active.getAttribute("role") === "tab" ? "tab" : active.id) : null;
   const parts = [];
   parts.push(el("div", { class: "card" },
     el("h2", { id: "question", class: "question-title" }, s.question === null ? "(question not stored)" : s.question || "…"),
     el("p", { class: "meta" }, "Council ", el("strong", {}, s.council || "…"), " · ",
       el("span", { id: "status", class: "badge " + s.status }, s.status),
-      s.status === "running" && s.stage ? el("span", { id: "stage" }, " · now: " + STAGES[s.stage]) : null,
+      s.status === "running" && s.stage ? el("span", { id: "stage" }, " · now: " + stageName(s.stage)) : null,
       " · session ", el("code", {}, s.id)),
     s.error ? el("p", { class: "error-text" }, s.error) : null,
     s.notices.length ? el("ul", { class: "notices" }, s.notices.map((n) => el("li", {}, n))) : null));
 
-  // Stage 1: a tab per member.
+  // Stage 1: a tab per member (arrow keys, Home and End move between them).
   const members = s.members.length ? s.members : Object.keys(s.answers);
-  const tabs = el("div", { class: "tabs", role: "tablist" }, members.map((m) => {
+  const selected = members.indexOf(s.tab);
+  const tabs = el("div", { class: "tabs", role: "tablist", "aria-label": "Members' answers",
+    onkeydown: (ev) => moveTab(ev, view, s, members) }, members.map((m, i) => {
     const a = s.answers[m];
     const cls = "tab" + (m === s.tab ? " active" : "") + (a ? " " + a.status : " waiting");
-    return el("button", { type: "button", role: "tab", class: cls, "aria-selected": m === s.tab ? "true" : "false",
+    return el("button", { type: "button", role: "tab", id: "tab-" + i, class: cls, "aria-controls": "answer-panel",
+      "aria-selected": m === s.tab ? "true" : "false", tabindex: i === Math.max(selected, 0) ? "0" : "-1",
       "data-member": m, onclick: () => { s.tab = m; renderSession(view, s); } }, m);
   }));
   const a = s.tab ? s.answers[s.tab] : null;
-  const panel = el("div", { id: "answer-panel", class: "panel", role: "tabpanel" },
+  const panel = el("div", { id: "answer-panel", class: "panel", role: "tabpanel", tabindex: "0",
+    "aria-labelledby": selected >= 0 ? "tab-" + selected : null },
     a ? [el("p", { class: "meta" }, a.model || "", a.length ? " · " + a.length + " characters" : ""),
       a.status === "failed" ? el("p", { class: "error-text" }, a.error || "failed")
-        : el("div", { class: "text answer-text" }, a.text === null || a.text === undefined ? "(text not stored)" : a.text)]
+        : a.text === null || a.text === undefined ? el("div", { class: "text answer-text" }, "(text not stored)")
+          : markdown({ class: "answer-text" }, a.text)]
       : el("p", { class: "muted" }, "Waiting for the members' answers…"));
   parts.push(el("section", { id: "stage-answers", class: "card" }, el("h2", {}, "1 · Answers"), tabs, panel));
 
   // Stage 2: each reviewer's view, labels de-anonymised.
-  const reviews = s.reviews.map((r) => {
+  const reviews = s.reviews.map((r, n) => {
     const byMember = {};
     for (const [label, member] of Object.entries(r.labels || {})) byMember[member] = label;
     const rows = (r.order || []).map((m, i) => el("tr", {},
@@ -348,7 +505,7 @@ function renderSession(view, s) {
     return el("article", { class: "review" },
       el("h3", {}, r.reviewer, el("span", { class: "muted" }, " · " + (r.model || ""))),
       r.valid ? null : el("p", { class: "error-text" }, r.error || "invalid review"),
-      el("div", { class: "scroll" }, el("table", {},
+      el("div", { class: "scroll", tabindex: "0", id: "review-table-" + n }, el("table", {},
         el("thead", {}, el("tr", {}, el("th", {}, "Seen"), el("th", {}, "Label"), el("th", {}, "Member"), el("th", {}, "Score"), el("th", {}, "Reasoning"))),
         el("tbody", {}, rows))),
       r.ranking.length ? el("p", { class: "ranking" }, "Ranking: ",
@@ -362,69 +519,48 @@ function renderSession(view, s) {
   parts.push(el("section", { id: "consensus", class: "card" }, el("h2", {}, "Consensus"),
     c ? [el("p", { class: "meta" }, "Kendall's W = ", el("strong", { id: "kendall-w" }, fmt(c.kendall_w, 2)),
       c.p !== null && c.p !== undefined ? " (p = " + fmt(c.p, 3) + ")" : "", " · " + c.ballots + " ballots"),
-    el("div", { class: "scroll" }, el("table", {},
+    el("div", { class: "scroll", tabindex: "0", id: "consensus-table" }, el("table", {},
       el("thead", {}, el("tr", {}, el("th", {}, "Rank"), el("th", {}, "Member"), el("th", {}, "Score"), el("th", {}, "Mean rank"), el("th", {}, "First places"))),
       el("tbody", {}, (c.table || []).map((e) => el("tr", {}, el("td", {}, String(e.rank)), el("td", {}, e.member),
         el("td", { class: "num" }, fmt(e.score, 2)), el("td", { class: "num" }, fmt(e.mean_rank, 2)), el("td", { class: "num" }, String(e.first_places)))))))]
       : el("p", { class: "muted" }, "The consensus follows the reviews.")));
 
-  // Stage 3: the synthesis (streamed into #synthesis-text).
+  // Stage 3: the synthesis (streamed into #synthesis-text; busy, so not read out, until it ends).
   const y = s.synthesis;
   parts.push(el("section", { id: "stage-synthesis", class: "card" }, el("h2", {}, "3 · Synthesis"),
     y.chairman ? el("p", { class: "meta" }, "Chairman: " + y.chairman) : null,
     y.status === "failed" ? el("p", { class: "error-text" }, y.error || "no synthesis") : null,
-    el("div", { id: "synthesis-text", class: "text" }, y.text || "")));
+    markdown({ id: "synthesis-text", "aria-busy": s.status === "running" ? "true" : "false" }, y.text || "")));
   view.replaceChildren(...parts);
+  const again = refocus === "tab" ? view.querySelector('[role="tab"][tabindex="0"]') : refocus && document.getElementById(refocus);
+  if (again) again.focus();
 }
 
+// The member tabs' keys (the ARIA tabs pattern, selection follows focus).
+function moveTab(ev, view, s, members) {
+  if (!members.length || ev.target.getAttribute("role") !== "tab") return;
+  const at = Math.max(members.indexOf(s.tab), 0);
+  const to = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: members.length - 1 }[ev.key];
+  if (to === undefined) return;
+  ev.preventDefault();
+  s.tab = members[(to + members.length) % members.length];
+  renderSession(view, s); // the focus follows to the selected tab
+}
+
+// The leaderboard and the bias report: the very HTML of ``council leaderboard --html`` and
+// ``council bias-report --html`` (the server renders it, styled by its report.css).
 async function reportView(main, title, path) {
-  const box = el("section", { class: "card" }, el("h2", {}, title), el("p", { class: "muted" }, "Loading…"));
+  const box = el("section", { class: "card report", "aria-busy": "true" },
+    title ? el("h2", {}, title) : null, el("p", { class: "muted" }, "Loading…"));
   main.append(box);
   try {
-    const data = await api(path);
-    // The leaderboard's ratings first: the table people come for; the settings after.
-    const lead = Array.isArray(data && data.models) ? data.models : null;
-    const rest = lead ? Object.fromEntries(Object.entries(data).filter(([k]) => k !== "models")) : data;
-    const parts = lead ? [renderValue(lead), el("h3", {}, "How it was computed")] : [];
-    box.replaceChildren(el("h2", {}, title), ...parts, renderValue(rest));
+    const html = await apiText(path + "?format=html");
+    const content = canRender ? DOMPurify.sanitize(html, REPORT_PURIFY) : el("p", { class: "muted" }, "This view needs its scripts.");
+    box.replaceChildren(...(title ? [el("h2", {}, title)] : []), content);
   } catch (err) {
     showError(err.message);
   }
-}
-
-// Any JSON as nested lists and tables (the reports' shapes change; this shows them all).
-function renderValue(value) {
-  if (value === null || value === undefined) return el("span", { class: "muted" }, "—");
-  if (Array.isArray(value)) {
-    if (!value.length) return el("span", { class: "muted" }, "none");
-    if (value.every((v) => v && typeof v === "object" && !Array.isArray(v))) {
-      const keys = [...new Set(value.flatMap((v) => Object.keys(v)))];
-      return el("div", { class: "scroll" }, el("table", {},
-        el("thead", {}, el("tr", {}, keys.map((k) => el("th", {}, k)))),
-        el("tbody", {}, value.map((row) => el("tr", {}, keys.map((k) => el("td", {}, cell(row[k]))))))));
-    }
-    return el("span", {}, value.map((v) => (typeof v === "object" ? JSON.stringify(v) : loose(v))).join(", "));
-  }
-  const rows = Object.values(value);
-  if (typeof value === "object" && rows.length > 1 && rows.every(flatObject)) {
-    // {name: {field: value}} (a report per reviewer, per model): one table, a row per name.
-    return renderValue(Object.entries(value).map(([name, fields]) => Object.assign({ "": name }, fields)));
-  }
-  if (typeof value === "object") {
-    return el("dl", { class: "kv" }, Object.entries(value).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, renderValue(v))]));
-  }
-  return el("span", {}, loose(value));
-}
-
-const flatObject = (v) => v && typeof v === "object" && !Array.isArray(v)
-  && Object.values(v).every((x) => x === null || typeof x !== "object" || (Array.isArray(x) && x.every((y) => typeof y !== "object")));
-
-// Reports' numbers: whole numbers as they are, others to 3 decimals.
-const loose = (v) => (typeof v === "number" && !Number.isInteger(v) ? v.toFixed(3) : fmt(v));
-
-function cell(v) {
-  if (v && typeof v === "object") return Array.isArray(v) ? v.map(loose).join(" – ") : JSON.stringify(v);
-  return loose(v);
+  box.setAttribute("aria-busy", "false");
 }
 
 // -- the token ------------------------------------------------------------------------------

@@ -41,6 +41,10 @@ def test_markup_and_quote_in_plain_replies():
     quoted = responder.reply("fake/x+quote", review)
     assert all(text in quoted for _, text in ANSWERS)
     assert responder.reply("fake/x+quote", prompts.member_messages("Why?")) == "You asked: Why?"
+    history = [{"role": "user", "content": "First?"}, {"role": "assistant", "content": "One."}]
+    assert responder.reply("fake/x+quote", prompts.member_messages("Why?", history)) == (
+        "Earlier you asked: First?\n\nYou asked: Why?"
+    )
 
 
 def test_a_quoting_reviewer_is_invalid_with_the_answer_in_the_message():

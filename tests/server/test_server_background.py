@@ -130,7 +130,7 @@ def test_post_sessions_answers_a_refusal_before_the_start_with_its_error_not_a_5
     app = create_app(load_config(CONFIG))
     with TestClient(app, base_url="http://127.0.0.1") as client:
 
-        async def refuse(council, question, seed, to_end=False):
+        async def refuse(council, question, seed, **options):
             raise QuorumError("only 0 of 3 members answered")
 
         app.state.council_server.live.start = refuse

@@ -5,65 +5,17 @@ laptop's and a phone's width (checked by element boxes, not pixels); the reports
 from __future__ import annotations
 
 import os
-import shutil
+import re
+import subprocess
+import sys
 
 import httpx
 import pytest
-from mock_server import start_mock_server, wait_for
+from mock_server import wait_for
 from serve_helpers import council_serve
+from web_browser import AUTH, TOKEN, ask, open_app, session_id_of, words
 
-playwright = pytest.importorskip("playwright.sync_api")
-CHROMIUM = os.environ.get("COUNCIL_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-if not os.path.exists(CHROMIUM):
-    pytest.skip("Debian's chromium is not installed (apt-get install chromium)", allow_module_level=True)
-
-TOKEN = "web-t0ken"
-AUTH = {"authorization": f"Bearer {TOKEN}"}
 HOSTILE = 'Is <img src=x onerror="window.__pwned=1"> safe? </script><script>window.__pwned=2</script>'
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    root = tmp_path_factory.mktemp("web")
-    home = root / "home"
-    home.mkdir()
-    with start_mock_server(latency=0.01, stream_interval=0.02) as mock:
-        config = root / "council.toml"
-        lines = ["[councils.default]", 'members = ["alpha", "beta", "gamma"]', 'chairman = "alpha"']
-        for alias in ("alpha", "beta", "gamma"):
-            lines += [f"[models.{alias}]", f'model = "openai/mock-{alias}"', f'api_base = "{mock.base_url}"']
-        config.write_text("\n".join(lines) + "\n")
-        with council_serve(config, home, "--token", TOKEN) as (base, _):
-            yield base
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
-
-
-def open_app(browser, base: str, width: int = 1280, height: int = 900):
-    """A fresh tab on the app, the token typed once into its form (the API answered 401)."""
-    page = browser.new_page(viewport={"width": width, "height": height})
-    problems: list[str] = []
-    page.on("pageerror", lambda exc: problems.append(str(exc)))
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" and "401" not in m.text else None)
-    page.goto(base + "/")
-    page.wait_for_selector("#token-form:not([hidden])")
-    page.fill("#token-input", TOKEN)
-    page.click("#token-form button[type=submit]")
-    page.wait_for_selector("#ask-council option", state="attached")
-    page.problems = problems
-    return page
-
-
-def ask(page, question: str) -> None:
-    page.fill("#ask-question", question)
-    page.click("#ask-submit")
-    page.wait_for_selector("#session")
 
 
 def test_ask_watch_the_three_stages_arrive_then_open_the_stored_session(served, browser):
@@ -85,13 +37,13 @@ def test_ask_watch_the_three_stages_arrive_then_open_the_stored_session(served, 
     assert page.locator(".review tbody tr").count() == 6  # each reviewer scored the two others
     assert page.locator("#consensus tbody tr").count() == 3
     assert page.text_content("#kendall-w") not in ("", "—")
-    session_id = page.url.rsplit("/", 1)[1]
+    session_id = session_id_of(page)
     stored = httpx.get(f"{served}/v1/sessions/{session_id}", headers=AUTH).json()
-    assert page.text_content("#synthesis-text") == stored["synthesis"]["text"]
+    assert words(page.text_content("#synthesis-text")) == words(stored["synthesis"]["text"])
     # Each member's answer in its own tab; labels de-anonymised in the reviews.
     answers = {a["member"]: a["text"] for a in stored["answers"]}
     page.click(".tab[data-member=gamma]")
-    assert page.text_content("#answer-panel .answer-text") == answers["gamma"]
+    assert words(page.text_content("#answer-panel .answer-text")) == words(answers["gamma"])
     review = stored["reviews"][0]
     ranking = page.locator(".ranking").first.text_content()
     assert all(member in ranking for member in review["ranking"])
@@ -106,7 +58,7 @@ def test_ask_watch_the_three_stages_arrive_then_open_the_stored_session(served, 
     page.click(f'#sessions a[href="#/session/{session_id}"]')
     page.wait_for_selector("#status.complete")
     assert page.text_content("#question") == "Why is the sky blue?"
-    assert page.text_content("#synthesis-text") == stored["synthesis"]["text"]
+    assert words(page.text_content("#synthesis-text")) == words(stored["synthesis"]["text"])
     assert page.locator(".review").count() == 3
     assert page.problems == []
     page.close()
@@ -170,25 +122,48 @@ def test_layout_holds_at_a_laptops_and_a_phones_width(served, browser, width):
     page.close()
 
 
-def test_the_leaderboard_and_bias_report_views_show_the_apis_data(served, browser):
+SNAKE = re.compile(r"\b[a-z]+_[a-z_]+\b")
+
+
+@pytest.mark.parametrize(("route", "path", "command"), [
+    ("#/leaderboard", "/v1/leaderboard", "leaderboard"),
+    ("#/bias", "/v1/bias-report", "bias-report"),
+])
+def test_the_leaderboard_and_bias_report_pages_are_the_clis_html_reports(served, served_root, browser, tmp_path,
+                                                                         route, path, command):
     question = {"council": "default", "question": "Name a prime."}
     started = httpx.post(f"{served}/v1/sessions", json=question, headers=AUTH)
-    # The session runs in the background: the leaderboard has its models once it has finished
+    # The session runs in the background: the reports have its models once it has finished
     # (on a busy machine, not always by the time a browser page is open).
     url = f"{served}/v1/sessions/{started.json()['session_id']}"
     finished = wait_for(lambda: httpx.get(url, headers=AUTH).json().get("status") not in (None, "running"), 60, 0.05)
     assert finished, "the session did not finish"
+    # One source: what the server sends the app is the body of the CLI's --html page.
+    fragment = httpx.get(f"{served}{path}?format=html", headers=AUTH)
+    assert fragment.status_code == 200 and fragment.headers["content-type"].startswith("text/html")
+    cli_page = tmp_path / "report.html"
+    env = {**os.environ, "COUNCIL_HOME": str(served_root / "home")}
+    subprocess.run([sys.executable, "-m", "council", command, "--html", str(cli_page)], env=env, check=True,
+                   capture_output=True)  # fmt: skip
+    assert fragment.text.strip() in cli_page.read_text(encoding="utf-8")
+    assert httpx.get(f"{served}{path}?format=xml", headers=AUTH).status_code == 400
+
     page = open_app(browser, served)
-    board = httpx.get(f"{served}/v1/leaderboard", headers=AUTH).json()
-    page.goto(served + "/#/leaderboard")
-    page.wait_for_selector("main table")
-    shown = page.text_content("main")
-    assert all(m["model"] in shown for m in board["models"]) and board["models"]
-    page.goto(served + "/#/bias")
-    page.wait_for_selector("main dl.kv")
-    report = httpx.get(f"{served}/v1/bias-report", headers=AUTH).json()
-    assert all(key in page.text_content("main") for key in list(report)[:3])
-    assert page.is_hidden("#error")
+    page.goto(served + "/" + route)
+    page.wait_for_selector("main .report table")
+    shown = page.inner_text("main")
+    assert "{" not in shown and not SNAKE.findall(shown), SNAKE.findall(shown)  # no JSON, no raw keys
+    assert page.locator("main .report svg").count() >= 1  # the report's charts
+    if command == "leaderboard":
+        board = httpx.get(f"{served}/v1/leaderboard", headers=AUTH).json()
+        assert board["models"] and all(m["model"] in shown for m in board["models"])
+        assert "Bradley–Terry ratings from" in shown
+    else:
+        assert "What the data says" in shown and "Reviewer calibration" in shown
+    # The report's own style sheet applies (its headings' rule), inside the report only.
+    assert page.evaluate("getComputedStyle(document.querySelector('main .report table th')).backgroundColor") \
+        == "rgb(244, 246, 249)"
+    assert page.is_hidden("#error") and page.problems == []
     page.close()
 
 

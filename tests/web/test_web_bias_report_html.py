@@ -7,7 +7,6 @@ layout shows: the position chart's axis title inside its chart, and a 390 px wid
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 
@@ -87,33 +86,23 @@ def test_calibration_axis_is_the_scale():
     assert bar / (x2 - x1) == pytest.approx((4.0 - 1) / 9, abs=0.01)  # mean 4 on a 1–10 axis: a third
 
 
-def _chromium():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not shutil.which("chromium") and not shutil.which("/usr/bin/chromium"):
-        pytest.skip("no chromium")
-    return sync_api
-
-
-def test_position_axis_title_inside_its_chart_and_the_page_reads_at_390_px():
-    sync_api = _chromium()
+def test_position_axis_title_inside_its_chart_and_the_page_reads_at_390_px(browser):
     page_html = render_html(small_report(positions=2))
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 390, "height": 844})
-            page.set_content(page_html)
-            # the position chart's axis titles lie inside the chart
-            clipped = page.evaluate("""() => [...document.querySelectorAll('svg.positions text.axis-title')].map(t => {
-                const svg = t.ownerSVGElement.getBoundingClientRect(), b = t.getBoundingClientRect();
-                return b.left < svg.left - 0.5 || b.right > svg.right + 0.5 || b.top < svg.top - 0.5
-                    || b.bottom > svg.bottom + 0.5; })""")
-            assert clipped == [False, False]
-            # nothing wider than the screen makes the page itself scroll sideways
-            assert page.evaluate("document.documentElement.scrollWidth") <= 390
-            # chart text is drawn at a readable size (not a 880 px chart squeezed to 390)
-            smallest = page.evaluate("""() => Math.min(...[...document.querySelectorAll('svg text')]
-                .map(t => t.getBoundingClientRect().height).filter(h => h > 0))""")
-            assert smallest >= 10
-            page.screenshot(path="/tmp/council-bias-report-390.png", full_page=False)
-        finally:
-            browser.close()
+    page = browser.new_page(viewport={"width": 390, "height": 844})  # the folder's one Chromium (conftest.py)
+    try:
+        page.set_content(page_html)
+        # the position chart's axis titles lie inside the chart
+        clipped = page.evaluate("""() => [...document.querySelectorAll('svg.positions text.axis-title')].map(t => {
+            const svg = t.ownerSVGElement.getBoundingClientRect(), b = t.getBoundingClientRect();
+            return b.left < svg.left - 0.5 || b.right > svg.right + 0.5 || b.top < svg.top - 0.5
+                || b.bottom > svg.bottom + 0.5; })""")
+        assert clipped == [False, False]
+        # nothing wider than the screen makes the page itself scroll sideways
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        # chart text is drawn at a readable size (not a 880 px chart squeezed to 390)
+        smallest = page.evaluate("""() => Math.min(...[...document.querySelectorAll('svg text')]
+            .map(t => t.getBoundingClientRect().height).filter(h => h > 0))""")
+        assert smallest >= 10
+        page.screenshot(path="/tmp/council-bias-report-390.png", full_page=False)
+    finally:
+        page.close()
