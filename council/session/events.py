@@ -7,6 +7,7 @@ The runner emits them through one callback in this order::
     session_started    notice?                             (the offline default)
     stage(answer)      answer × members          notice*   (answers cut for review)
     stage(review)      review × reviewers
+    round_started  revision × members  stage(review)  review × reviewers  round   (per deliberation round)
     consensus                                              (when there are enough valid reviews)
     stage(synthesis)   synthesis_delta+  synthesis         (when a synthesis was asked for)
     session_finished                                       (also when the session fails)
@@ -35,6 +36,7 @@ from pydantic import Field, TypeAdapter
 from council.accounting.usage import Usage
 from council.methods.ranking import Consensus, ConsensusEntry
 from council.session.early_events import EventBase, Notice, SessionStarted, StageStarted, private_view
+from council.session.round_events import RevisionEvent, RoundFinished, RoundStarted
 
 if TYPE_CHECKING:  # the result models are imported once replies come in, not before the first call
     from council.session.results import MemberAnswer, Review, SessionResult, Synthesis
@@ -112,7 +114,10 @@ SessionEvent = Annotated[
     | SynthesisDelta
     | SynthesisEvent
     | Notice
-    | SessionFinished,
+    | SessionFinished
+    | RoundStarted
+    | RevisionEvent
+    | RoundFinished,
     Field(discriminator="type"),
 ]
 """Any session event (a pydantic discriminated union on ``type``)."""
@@ -127,6 +132,9 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     SynthesisEvent,
     Notice,
     SessionFinished,
+    RoundStarted,
+    RevisionEvent,
+    RoundFinished,
 )
 
 
@@ -258,6 +266,9 @@ __all__ = [
     "EventBase",
     "Notice",
     "ReviewEvent",
+    "RevisionEvent",
+    "RoundFinished",
+    "RoundStarted",
     "SessionEvent",
     "SessionFinished",
     "SessionStarted",
