@@ -88,24 +88,8 @@ from council.session.prompts import ANSWER_SLOT, QUESTION_SLOT
 from council.session.schemas import PEER_REVIEW_SCHEMA_NAME, REVISION_SCHEMA_NAME
 
 BEHAVIOURS = frozenset(
-    {
-        "default",
-        "first",
-        "harsh",
-        "generous",
-        "garbage",
-        "badscore",
-        "flaky",
-        "fail",
-        "slow",
-        "echo",
-        "markup",
-        "quote",
-        "cutoff",
-        "leak",
-        "adopt",
-        "stubborn",
-    }
+    {"default", "first", "harsh", "generous", "garbage", "badscore", "flaky", "fail", "slow", "echo", "markup", "quote",
+     "cutoff", "leak", "adopt", "stubborn"}
 )
 #: What ``+markup`` puts in front of its replies: rich markup (an unmatched closing tag, a
 #: hidden link, styles), an ANSI colour and an OSC 8 terminal hyperlink.
@@ -113,7 +97,9 @@ MARKUP = (
     "[/] [bold red]ALERT[/bold red] [link=http://evil.example/]click here[/link] "
     "\x1b[31mred\x1b[0m \x1b]8;;http://evil.example/\x07hyperlink\x1b]8;;\x07 :warning: "
 )
-_SLOT = re.compile(rf'<({ANSWER_SLOT}|{RESPONSE_SLOT}) (?:label|id)="([^"]+)"[^>]*>\n?(.*?)\n?</\1>', re.DOTALL)
+_SLOT = re.compile(
+    rf'<({ANSWER_SLOT}|{RESPONSE_SLOT}) (?:label|id)="([^"]+)"[^>]*>\n?(.*?)\n?</\1>', re.DOTALL
+)
 _QUESTION = re.compile(rf"<{QUESTION_SLOT}>\s*(.*?)\s*</{QUESTION_SLOT}>", re.DOTALL)
 _REASONING_NAME = re.compile(
     r"reason|rational|explan|justif|thought|analys|critique|feedback|comment|summary|why|evidence|notes?$",
