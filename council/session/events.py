@@ -229,15 +229,42 @@ def events_from_result(result: SessionResult) -> list[Any]:
             synthesis=result.synthesis.status != "skipped",
             offline_default=result.offline_default,
         ),
-        *(AnswerEvent(session_id=sid, **answer_fields(a)) for a in result.answers),
-        *(ReviewEvent(session_id=sid, **review_fields(r)) for r in result.reviews),
     ]
+    first = result.deliberation.earlier[0] if result.deliberation and result.deliberation.earlier else result
+    events += [AnswerEvent(session_id=sid, **answer_fields(a)) for a in first.answers]
+    events += [ReviewEvent(session_id=sid, **review_fields(r)) for r in first.reviews]
+    events += _rounds_replayed(result)
     if result.consensus is not None:
         events.append(ConsensusEvent(session_id=sid, **consensus_fields(result.consensus)))
     if result.synthesis.status != "skipped":
         events.append(SynthesisEvent(session_id=sid, **synthesis_fields(result.synthesis)))
     events.append(SessionFinished(session_id=sid, **finished_fields(result)))
     return [e.model_copy(update={"seq": i}) for i, e in enumerate(events, 1)]
+
+
+def _rounds_replayed(result: SessionResult) -> list[Any]:
+    """A deliberating session's rounds as they were told: each round's start, every member's
+    revision, the reviews of the revised answers (when any changed) and the round's end."""
+    d, sid = result.deliberation, result.session_id
+    if d is None:
+        return []
+    later = [*d.earlier[1:], result]  # the answers and reviews after each round that changed some
+    events: list[Any] = []
+    for r in d.rounds:
+        after = later[r.round - 1] if r.round - 1 < len(later) else result
+        texts = {a.member: a.text for a in after.answers}
+        common = {"session_id": sid, "round": r.round, "kendall_w_before": r.kendall_w_before}
+        events.append(RoundStarted(**common, trigger=r.trigger, expected=len(r.members)))
+        for m in r.members:
+            log = m.model_dump(exclude={"attempts"})
+            events.append(RevisionEvent(session_id=sid, round=r.round, **log, text=texts.get(m.member)))
+        changed = [m.member for m in r.members if m.changed]
+        if changed:
+            events += [ReviewEvent(session_id=sid, **review_fields(v)) for v in after.reviews]
+        capitulations = [m.member for m in r.members if m.capitulation]
+        events.append(RoundFinished(**common, trigger=r.trigger, kendall_w_after=r.kendall_w_after, changed=changed,
+                                    capitulations=capitulations))  # fmt: skip
+    return events
 
 
 def events_json_schema() -> dict[str, Any]:

@@ -195,3 +195,17 @@ async def test_transcripts_off_keep_no_round_text(store_backend):
     assert revisions and all(e.text is None and e.reason is None for e in revisions)
     # what the guard needs is kept: it is no text
     assert stored["rounds"][0]["members"][3]["capitulation"] is True
+
+
+async def test_a_stored_session_replays_its_rounds_as_they_were_told():
+    from council.session.events import events_from_result
+
+    result, events = await run(council_of(deliberation="always", max_rounds=3))
+    assert len(result.deliberation.rounds) >= 2
+    live = [e for e in events if e.type not in ("stage", "notice", "synthesis_delta")]
+    replayed = events_from_result(result)
+    assert [e.type for e in replayed] == [e.type for e in live]
+    volatile = {"seq", "at", "latency_ms", "duration_ms", "usage", "cost_usd"}
+    for told, again in zip(live, replayed, strict=True):
+        if told.type in ("answer", "review", "round_started", "revision", "round"):
+            assert again.model_dump(exclude=volatile) == told.model_dump(exclude=volatile)
