@@ -7,7 +7,8 @@ The runner emits them through one callback in this order::
     session_started    notice?                             (the offline default)
     stage(answer)      answer × members          notice*   (answers cut for review)
     stage(review)      review × reviewers
-    round_started  revision × members  stage(review)  review × reviewers  round   (per deliberation round)
+    round_started      revision × members                  (each deliberation round, when one runs:
+      stage(review)    review × reviewers  round            council.session.round_events)
     consensus                                              (when there are enough valid reviews)
     stage(synthesis)   synthesis_delta+  synthesis         (when a synthesis was asked for)
     session_finished                                       (also when the session fails)
@@ -18,11 +19,12 @@ one chairman equal the ``text`` of the ``synthesis`` event that follows them. A 
 chairman and those of its fallback.
 
 Privacy: with transcripts off, no event carries the question, an answer, a reviewer's
-reasoning or the synthesis (:func:`private_view`, the one place that decides, follows the
-session's :mod:`council.untrusted.redaction` scope). The events told before any reply, their base and
-:func:`private_view` are defined in :mod:`council.session.early_events` (a run's first calls
-need only those) and exported here with the rest. The published JSON Schema is
-docs/schemas/session-events.json (:func:`events_json_schema`; a test keeps it equal).
+reasoning, a revised answer or its reason, or the synthesis (:func:`private_view`, the one
+place that decides, follows the session's :mod:`council.untrusted.redaction` scope). The
+events told before any reply, their base and :func:`private_view` are defined in
+:mod:`council.session.early_events` (a run's first calls need only those) and exported here
+with the rest. The published JSON Schema is docs/schemas/session-events.json
+(:func:`events_json_schema`; a test keeps it equal).
 """
 
 from __future__ import annotations

@@ -12,20 +12,10 @@ from pathlib import Path
 import pytest
 from conftest import invoke_cli
 from mock_server import start_mock_server
+from test_cli_e2e import mock_config as write_config
 
 QUESTION = "Which planet is known as the red planet, and why?"
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def write_config(tmp_path: Path, base_url: str, models: list[str], **council: object) -> Path:
-    aliases = [f"m{i}" for i in range(1, len(models) + 1)]
-    lines = ["[councils.default]", f"members = {json.dumps(aliases)}", 'chairman = "m1"']
-    lines += [f"{k} = {json.dumps(v)}" for k, v in council.items()]
-    for alias, model in zip(aliases, models, strict=True):
-        lines += [f"[models.{alias}]", f'model = "openai/{model}"', f'api_base = "{base_url}"', "timeout = 20"]
-    path = tmp_path / "council.toml"
-    path.write_text("\n".join(lines) + "\n")
-    return path
 
 
 @pytest.fixture(scope="module")
