@@ -86,3 +86,21 @@ def test_a_bad_deliberation_setting_is_one_line_exit_2(tmp_path, council_home, s
     proc = invoke_cli("run", QUESTION, "--config", str(cfg))
     assert proc.exit_code == 2, proc.stderr
     assert len(proc.error_lines) == 1 and fragment in proc.error_lines[0], proc.stderr
+
+
+def test_markup_in_revised_answers_and_reasons_is_shown_as_written(tmp_path, council_home, mock_url):
+    from test_terminal_markup import assert_literal
+
+    models = ["mock-alpha+markup", "mock-beta+markup", "mock-gamma+markup"]
+    cfg = write_config(tmp_path, mock_url, models, deliberation="always")
+    run = invoke_cli("run", QUESTION, "--config", str(cfg), "--seed", "5", "--json")
+    assert run.exit_code == 0, run.stderr
+    result = json.loads(run.stdout)
+    reasons = [m["reason"] for r in result["deliberation"]["rounds"] for m in r["members"]]
+    assert reasons and all(reason.startswith("[/] [bold red]ALERT") for reason in reasons)
+    shown = invoke_cli("sessions", "show", result["session_id"], "--show", "answers")
+    assert shown.exit_code == 0, shown.stderr
+    reason_lines = [line for line in shown.stdout.splitlines() if line.strip().startswith("reason:")]
+    assert len(reason_lines) == len(reasons)
+    for line in reason_lines:
+        assert_literal(line)
