@@ -190,25 +190,29 @@ async def deliberate(
         revisions = [revision for revision, _ in replies]
         revised = {answer.member: answer for _, answer in replies}
         changed = [r.member for r in revisions if r.changed]
+        # Logged before the reviews run again: a session stopped meanwhile keeps what was revised.
+        this = DeliberationRound(
+            round=number, trigger=trigger, kendall_w_before=before, kendall_w_after=before, members=revisions
+        )
+        log.rounds.append(this)
+        for r in revisions:
+            if r.status == "failed":
+                run.flags.append(f"round {number}: no valid reply from {r.member}, which kept its answer ({r.error})")
+            if r.capitulation:
+                run.flags.append(f"capitulation: {r.member} adopted {r.adopted_from}'s answer in round {number} "
+                                 "with no reason given")  # fmt: skip
         if changed:
             log.earlier.append(EarlierRound(round=number - 1, answers=answered.answers, reviews=reviewed.reviews))
             answers = [revised.get(a.member, a) for a in answered.answers]
             run.answers = answers
             answered = Answered(answers, {a.member: a for a in answers if a.usable}, answered.agreement)
+            this.kendall_w_after = None  # until the reviews of the revised answers are in
             reviewed = await stages.review(run, answered, None)
             _once_each(run.flags)
             _once_each(run.partial_reasons)
-        after = agreement_w(reviewed)
-        log.rounds.append(
-            DeliberationRound(
-                round=number, trigger=trigger, kendall_w_before=before, kendall_w_after=after, members=revisions
-            )
-        )
+            this.kendall_w_after = agreement_w(reviewed)
+        after = this.kendall_w_after
         capitulated = [r.member for r in revisions if r.capitulation]
-        for r in revisions:
-            if r.capitulation:
-                run.flags.append(f"capitulation: {r.member} adopted {r.adopted_from}'s answer in round {number} "
-                                 "with no reason given")  # fmt: skip
         run.emit(
             RoundFinished,
             round=number,

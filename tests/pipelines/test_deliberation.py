@@ -164,6 +164,7 @@ async def test_a_hostile_reply_in_a_round_fails_that_member_only_who_keeps_its_a
     # +flaky sends garbage on a conversation's first structured request; one attempt allowed.
     beta = logs["fake/beta+flaky"]
     assert beta.status == "failed" and beta.error and not beta.changed and beta.similarity_to_own == 1.0
+    assert f"round 1: no valid reply from fake/beta+flaky, which kept its answer ({beta.error})" in result.flags
     first = {a.member: a.text for a in d.earlier[0].answers} if d.earlier else {}
     kept = next(a for a in result.answers if a.member == "fake/beta+flaky")
     assert not first or kept.text == first["fake/beta+flaky"]
