@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -103,8 +103,9 @@ class SessionResult(BaseModel):
         return self.synthesis.text
 
     @model_serializer(mode="wrap")
-    def _without_unused(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _without_unused(self, handler: SerializerFunctionWrapHandler):
         # deliberation = "off" leaves the session's JSON exactly as it was before the feature.
+        # No return annotation: the JSON Schema of the result (MCP's output schema) stays the model's.
         data = handler(self)
         if self.deliberation is None:
             data.pop("deliberation", None)
@@ -135,7 +136,7 @@ class MemberRevision(BaseModel):
     error: str | None = None
 
     @model_serializer(mode="wrap")
-    def _adopted_only_when_adopted(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _adopted_only_when_adopted(self, handler: SerializerFunctionWrapHandler):  # no return annotation, as above
         data = handler(self)
         if self.adopted_from is None:
             data.pop("adopted_from", None)

@@ -210,3 +210,13 @@ async def test_a_stored_session_replays_its_rounds_as_they_were_told():
     for told, again in zip(live, replayed, strict=True):
         if told.type in ("answer", "review", "round_started", "revision", "round"):
             assert again.model_dump(exclude=volatile) == told.model_dump(exclude=volatile)
+
+
+def test_the_results_json_schema_keeps_its_properties():
+    # The MCP tool's output schema is the result's: leaving "deliberation" out when it is off
+    # must not turn the schema into an empty object.
+    from council.session.results import MemberRevision, SessionResult
+
+    schema = SessionResult.model_json_schema(mode="serialization")
+    assert {"answers", "reviews", "consensus", "synthesis", "deliberation"} <= set(schema["properties"])
+    assert "adopted_from" in MemberRevision.model_json_schema(mode="serialization")["properties"]
