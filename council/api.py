@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # the lazy exports below, for type checkers
         resolve_council,
         resolve_privacy,
     )
+    from council.exports.deliberation import deliberation_lines, revision_line  # noqa: F401
     from council.exports.sessions import SHAPES as EXPORT_SHAPES  # noqa: F401
     from council.exports.sessions import session_listing, stored_result  # noqa: F401
     from council.exports.wording import problems, w_text, without_prefix  # noqa: F401
@@ -102,6 +103,8 @@ _EXPORTS = {
     "problems": "council.exports.wording",
     "w_text": "council.exports.wording",
     "without_prefix": "council.exports.wording",
+    "deliberation_lines": "council.exports.deliberation",
+    "revision_line": "council.exports.deliberation",
     # the bias report
     "BiasReport": "council.bias.report",
     "DEFAULT_MAX_POINTS": "council.bias.report",

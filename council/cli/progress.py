@@ -86,6 +86,8 @@ class ProgressDisplay:
 
     def on_event(self, event: SessionEvent) -> None:
         kind = event.type
+        if kind == "round_started":  # a deliberation round: its reviews are counted afresh
+            self.done["review"] = 0
         if kind in self.done:
             self.done[kind] += 1
             stage = kind

@@ -17,7 +17,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from council.api import problems
+from council.api import deliberation_lines, problems
 from council.untrusted.terminal import literal, visible  # noqa: F401  # literal: importable from here
 
 if TYPE_CHECKING:
@@ -160,6 +160,11 @@ def render_result(result: SessionResult, *, shown: frozenset[str] = frozenset())
             valid = "yes" if r.valid else "no"
             reviews.add_row(r.reviewer, " ".join(r.display_order), " > ".join(r.ranking) or "-", valid, str(r.attempts))
         out.print(reviews)
+    if result.deliberation is not None:
+        d = result.deliberation
+        heading(("Deliberation", "bold"), f" ({d.mode}, at most {d.max_rounds} round{'s' if d.max_rounds > 1 else ''})")
+        for line in deliberation_lines(d):
+            out.print(f"  {line}", soft_wrap=not out.is_terminal)
     if result.bias is not None:
         render_session_bias(result.bias)
     if result.synthesis.status == "ok" and "synthesis" not in shown:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from council.api import w_text, without_prefix
+from council.api import revision_line, w_text, without_prefix
 from council.cli.render import consensus_table, heading, out, styled, text_block
 from council.cli.show_parts import PARTS, parse_show, show_option_parts  # noqa: F401  # importable from here
 
@@ -80,6 +80,29 @@ class SessionView:
             reasoning = e.reasoning.get(member) if e.reasoning else None
             text_block(reasoning, indent=4)
         out.print(styled("  ", ("ranking:", "dim"), " " + " > ".join(e.ranking)), soft_wrap=not out.is_terminal)
+
+    def _on_round_started(self, e: Any) -> None:
+        self.scores = {}  # the consensus that follows is the last round's: so are its mean scores
+        if self.show & {"answers", "reviews"}:
+            w = "undefined" if e.kendall_w_before is None else f"{e.kendall_w_before:.3f}"
+            heading(("Deliberation round", "bold"), f" {e.round} ({e.trigger}; Kendall's W before {w})")
+
+    def _on_revision(self, e: Any) -> None:
+        if "answers" not in self.show:
+            return
+        heading(("Revision", "bold"), f" round {e.round}: {revision_line(e)}")
+        if e.reason:
+            out.print(styled("  ", ("reason:", "dim"), f" {e.reason}"), soft_wrap=not out.is_terminal)
+        if e.error:
+            out.print(styled("  ", ("error:", "red"), f" {without_prefix(e.error, e.model)}"), soft_wrap=True)
+        if e.changed:
+            text_block(e.text)
+
+    def _on_round(self, e: Any) -> None:
+        if self.show & {"answers", "reviews"}:
+            w = "undefined" if e.kendall_w_after is None else f"{e.kendall_w_after:.3f}"
+            changed = ", ".join(e.changed) or "none"
+            heading(("Round", "bold"), f" {e.round} done: Kendall's W after {w}, changed: {changed}")
 
     def _on_consensus(self, e: Any) -> None:
         if "consensus" not in self.show:

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
 from council._util.home import council_home
+from council.config.deliberation import DeliberationSettings
 from council.config.endpoints import Transport, bare_model_fix, default_api_key, transport_of
 from council.config.schema import ConfigFile, CouncilSpec, ModelSpec, SelfReview
 from council.errors import ConfigError, InputError, NotFoundError
@@ -101,6 +102,7 @@ class ResolvedCouncil(BaseModel):
     max_answer_chars: int
     session_timeout: float | None
     privacy: PrivacySettings
+    deliberation: DeliberationSettings = DeliberationSettings()
     offline_default: bool
     source: str
 
@@ -304,6 +306,12 @@ def resolve_council(
         max_answer_chars=spec.max_answer_chars,
         session_timeout=spec.session_timeout,
         privacy=resolve_privacy(config, env),
+        deliberation=DeliberationSettings(
+            mode=spec.deliberation,
+            threshold=spec.deliberation_threshold,
+            margin=spec.deliberation_margin,
+            max_rounds=spec.max_rounds,
+        ),
         offline_default=loaded.offline_default,
         source=loaded.source,
     )

@@ -7,6 +7,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from council.config.deliberation import MAX_ROUNDS, DeliberationMode
 from council.config.endpoints import transport_of, unservable
 from council.methods.ranking import CONSENSUS_METHODS, DEFAULT_CONSENSUS
 
@@ -104,6 +105,18 @@ class CouncilSpec(_Strict):
     max_review_attempts: int = Field(default=3, ge=1, le=10, description="1 request + re-requests for invalid output")
     max_answer_chars: int = Field(default=20_000, ge=100, description="longer answers are truncated, with notice")
     session_timeout: float | None = Field(default=None, gt=0, description="seconds for the whole session")
+    deliberation: DeliberationMode = Field(default="off", description="a second round: off | auto | always")
+    deliberation_threshold: float = Field(
+        default=0.5, ge=0, le=1, strict=True, description="auto: a round when Kendall's W < this"
+    )
+    deliberation_margin: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        strict=True,
+        description="auto: also a round when the top two are within this (Borda points)",
+    )
+    max_rounds: int = Field(default=1, ge=1, le=MAX_ROUNDS, strict=True, description="deliberation rounds at most")
 
     @field_validator("scale")
     @classmethod

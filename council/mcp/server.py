@@ -150,7 +150,7 @@ async def _guard(work: Callable[[], Awaitable[Any]]) -> Any:
 
 
 def session_text(result: SessionResult, show: frozenset[str] = frozenset()) -> str:
-    from council.api import problems, w_text
+    from council.api import deliberation_lines, problems, w_text
 
     warnings, error = problems(result)
     lines = []
@@ -183,6 +183,8 @@ def session_text(result: SessionResult, show: frozenset[str] = frozenset()) -> s
             for e in c.ranking
         )
         lines += ["", f"Consensus (Borda): {ranked}; {w_text(c.kendall_w, c.kendall_w_p_value)}"]
+    if result.deliberation is not None:  # the consensus above is the last round's
+        lines += ["", "Deliberation:", *(one_line(line) for line in deliberation_lines(result.deliberation))]
     s = result.synthesis
     if s.status == "ok":
         by = f"{s.chairman}, the fallback chairman" if s.fallback_used else s.chairman
@@ -210,6 +212,12 @@ def _event_message(event: Any) -> str | None:
         return f"review by {event.reviewer}: {event.status}"
     if kind == "consensus":
         return "consensus: " + " > ".join(event.order)
+    if kind == "round_started":
+        return f"deliberation round {event.round}: {event.trigger}"
+    if kind == "revision":
+        from council.api import revision_line
+
+        return f"round {event.round}: {revision_line(event)}"
     if kind == "synthesis":
         return f"synthesis: {event.status}"
     return None
@@ -371,7 +379,7 @@ def _add_run_tool(server: Any, tools: Tools, sdk: Any) -> None:
         async def go() -> Any:
             c = tools.council(council)
             progress = _Progress(ctx, tools.heartbeat)
-            result = None
+            result, reviewers = None, 0
             try:
                 async for item in c.stream(question, seed=seed, synthesis=synthesis):
                     if isinstance(item, SessionResult):
@@ -379,6 +387,9 @@ def _add_run_tool(server: Any, tools: Tools, sdk: Any) -> None:
                         continue
                     if item.type == "session_started":
                         progress.total = len(item.members) + len(item.reviewers) + 1 + int(item.synthesis)
+                        reviewers = len(item.reviewers)
+                    elif item.type == "round_started" and progress.total is not None:  # its revisions and reviews
+                        progress.total += item.expected + reviewers
                     elif item.type == "stage":
                         progress.doing = item.detail
                     message = _event_message(item)

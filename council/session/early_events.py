@@ -65,4 +65,6 @@ def private_view(event: Any) -> Any | None:
         return event.model_copy(update={"text": None})
     if kind == "review":
         return event.model_copy(update={"reasoning": {}})
+    if kind == "revision":
+        return event.model_copy(update={"text": None, "reason": None})
     return event

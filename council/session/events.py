@@ -7,6 +7,8 @@ The runner emits them through one callback in this order::
     session_started    notice?                             (the offline default)
     stage(answer)      answer × members          notice*   (answers cut for review)
     stage(review)      review × reviewers
+    round_started      revision × members                  (each deliberation round, when one runs:
+      stage(review)    review × reviewers  round            council.session.round_events)
     consensus                                              (when there are enough valid reviews)
     stage(synthesis)   synthesis_delta+  synthesis         (when a synthesis was asked for)
     session_finished                                       (also when the session fails)
@@ -17,11 +19,12 @@ one chairman equal the ``text`` of the ``synthesis`` event that follows them. A 
 chairman and those of its fallback.
 
 Privacy: with transcripts off, no event carries the question, an answer, a reviewer's
-reasoning or the synthesis (:func:`private_view`, the one place that decides, follows the
-session's :mod:`council.untrusted.redaction` scope). The events told before any reply, their base and
-:func:`private_view` are defined in :mod:`council.session.early_events` (a run's first calls
-need only those) and exported here with the rest. The published JSON Schema is
-docs/schemas/session-events.json (:func:`events_json_schema`; a test keeps it equal).
+reasoning, a revised answer or its reason, or the synthesis (:func:`private_view`, the one
+place that decides, follows the session's :mod:`council.untrusted.redaction` scope). The
+events told before any reply, their base and :func:`private_view` are defined in
+:mod:`council.session.early_events` (a run's first calls need only those) and exported here
+with the rest. The published JSON Schema is docs/schemas/session-events.json
+(:func:`events_json_schema`; a test keeps it equal).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from pydantic import Field, TypeAdapter
 from council.accounting.usage import Usage
 from council.methods.ranking import Consensus, ConsensusEntry
 from council.session.early_events import EventBase, Notice, SessionStarted, StageStarted, private_view
+from council.session.round_events import RevisionEvent, RoundFinished, RoundStarted
 
 if TYPE_CHECKING:  # the result models are imported once replies come in, not before the first call
     from council.session.results import MemberAnswer, Review, SessionResult, Synthesis
@@ -112,7 +116,10 @@ SessionEvent = Annotated[
     | SynthesisDelta
     | SynthesisEvent
     | Notice
-    | SessionFinished,
+    | SessionFinished
+    | RoundStarted
+    | RevisionEvent
+    | RoundFinished,
     Field(discriminator="type"),
 ]
 """Any session event (a pydantic discriminated union on ``type``)."""
@@ -127,6 +134,9 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     SynthesisEvent,
     Notice,
     SessionFinished,
+    RoundStarted,
+    RevisionEvent,
+    RoundFinished,
 )
 
 
@@ -221,15 +231,42 @@ def events_from_result(result: SessionResult) -> list[Any]:
             synthesis=result.synthesis.status != "skipped",
             offline_default=result.offline_default,
         ),
-        *(AnswerEvent(session_id=sid, **answer_fields(a)) for a in result.answers),
-        *(ReviewEvent(session_id=sid, **review_fields(r)) for r in result.reviews),
     ]
+    first = result.deliberation.earlier[0] if result.deliberation and result.deliberation.earlier else result
+    events += [AnswerEvent(session_id=sid, **answer_fields(a)) for a in first.answers]
+    events += [ReviewEvent(session_id=sid, **review_fields(r)) for r in first.reviews]
+    events += _rounds_replayed(result)
     if result.consensus is not None:
         events.append(ConsensusEvent(session_id=sid, **consensus_fields(result.consensus)))
     if result.synthesis.status != "skipped":
         events.append(SynthesisEvent(session_id=sid, **synthesis_fields(result.synthesis)))
     events.append(SessionFinished(session_id=sid, **finished_fields(result)))
     return [e.model_copy(update={"seq": i}) for i, e in enumerate(events, 1)]
+
+
+def _rounds_replayed(result: SessionResult) -> list[Any]:
+    """A deliberating session's rounds as they were told: each round's start, every member's
+    revision, the reviews of the revised answers (when any changed) and the round's end."""
+    d, sid = result.deliberation, result.session_id
+    if d is None:
+        return []
+    later = [*d.earlier[1:], result]  # the answers and reviews after each round that changed some
+    events: list[Any] = []
+    for r in d.rounds:
+        after = later[r.round - 1] if r.round - 1 < len(later) else result
+        texts = {a.member: a.text for a in after.answers}
+        common = {"session_id": sid, "round": r.round, "kendall_w_before": r.kendall_w_before}
+        events.append(RoundStarted(**common, trigger=r.trigger, expected=len(r.members)))
+        for m in r.members:
+            log = m.model_dump(exclude={"attempts"})
+            events.append(RevisionEvent(session_id=sid, round=r.round, **log, text=texts.get(m.member)))
+        changed = [m.member for m in r.members if m.changed]
+        if changed:
+            events += [ReviewEvent(session_id=sid, **review_fields(v)) for v in after.reviews]
+        capitulations = [m.member for m in r.members if m.capitulation]
+        events.append(RoundFinished(**common, trigger=r.trigger, kendall_w_after=r.kendall_w_after, changed=changed,
+                                    capitulations=capitulations))  # fmt: skip
+    return events
 
 
 def events_json_schema() -> dict[str, Any]:
@@ -258,6 +295,9 @@ __all__ = [
     "EventBase",
     "Notice",
     "ReviewEvent",
+    "RevisionEvent",
+    "RoundFinished",
+    "RoundStarted",
     "SessionEvent",
     "SessionFinished",
     "SessionStarted",

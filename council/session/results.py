@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from council.accounting.usage import Usage
 from council.bias.records import SessionBiasMetadata
@@ -94,7 +94,85 @@ class SessionResult(BaseModel):
     config_source: str = ""
     created_at: str = ""
     duration_ms: float = 0.0
+    deliberation: Deliberation | None = None
+    """The deliberation rounds (docs/methods.md, "Deliberation"); absent when the council's is off.
+    ``answers``, ``reviews``, ``consensus`` and ``bias`` are then the last round's."""
 
     @property
     def answer(self) -> str | None:
         return self.synthesis.text
+
+    @model_serializer(mode="wrap")
+    def _without_unused(self, handler: SerializerFunctionWrapHandler):
+        # deliberation = "off" leaves the session's JSON exactly as it was before the feature.
+        # No return annotation: the JSON Schema of the result (MCP's output schema) stays the model's.
+        data = handler(self)
+        if self.deliberation is None:
+            data.pop("deliberation", None)
+        return data
+
+
+# -- deliberation rounds (council.session.deliberation) -------------------------------------
+class MemberRevision(BaseModel):
+    """One member's reply in one deliberation round."""
+
+    member: str
+    model: str
+    status: Literal["ok", "failed"]
+    """failed: no valid reply (the error says why); the member keeps its earlier answer."""
+    changed: bool
+    """Its answer now differs from its earlier one."""
+    similarity_to_own: float
+    """sim(revised, its own earlier answer), the word-bigram Jaccard index (docs/methods.md)."""
+    similarity_to_peers: dict[str, float] = Field(default_factory=dict)
+    """sim(revised, each peer's earlier answer), by member."""
+    adopted_from: str | None = None
+    """The peer whose earlier answer it copied near-verbatim (sim ≥ the adoption threshold)."""
+    reason: str | None = None
+    """Its one line on what changed and why (None when transcripts are off)."""
+    capitulation: bool = False
+    """It adopted a peer's answer and gave no reason: the capitulation guard."""
+    attempts: int = 0
+    error: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _adopted_only_when_adopted(self, handler: SerializerFunctionWrapHandler):  # no return annotation, as above
+        data = handler(self)
+        if self.adopted_from is None:
+            data.pop("adopted_from", None)
+        return data
+
+
+class DeliberationRound(BaseModel):
+    round: int
+    """1 for the first revision round (round 0 is the first answers and reviews)."""
+    trigger: str
+    """Why it ran."""
+    kendall_w_before: float | None
+    """Kendall's W of the reviews the members saw (None: undefined, e.g. under two ballots)."""
+    kendall_w_after: float | None
+    """Kendall's W of the reviews of the revised answers."""
+    members: list[MemberRevision]
+
+
+class EarlierRound(BaseModel):
+    """A round's answers and reviews, kept once a later round replaced them."""
+
+    round: int
+    answers: list[MemberAnswer]
+    reviews: list[Review]
+
+
+class Deliberation(BaseModel):
+    mode: Literal["auto", "always"]
+    threshold: float
+    margin: float | None = None
+    max_rounds: int
+    rounds: list[DeliberationRound] = Field(default_factory=list)
+    earlier: list[EarlierRound] = Field(default_factory=list)
+    """The answers and reviews of every round before the last (round 0 first)."""
+    stopped: str = ""
+    """Why no further round ran."""
+
+
+SessionResult.model_rebuild()

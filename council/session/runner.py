@@ -306,6 +306,10 @@ class SessionRunner:
         stages = self.stages
         answered = await stages.answer(run, candidates)
         reviewed = await stages.review(run, answered, candidates)
+        if self.council.deliberation.enabled and candidates is None:  # a round when the council disagrees
+            from council.session.deliberation import deliberate
+
+            answered, reviewed = await deliberate(stages, run, answered, reviewed)
         consensus = await stages.consensus(run, reviewed, answered.usable)
         synth, records, bias = await self._synthesis_and_bias(run, synthesis, consensus, reviewed, answered, query_hash)
         reached = self._budget_reached()
@@ -402,6 +406,7 @@ class SessionRunner:
             config_source=c.source,
             created_at=run.created,
             duration_ms=(time.perf_counter() - run.t0) * 1000,  # before it is stored
+            deliberation=run.deliberation,
         )
 
     async def _persist(self, run: RunState, result: SessionResult, records: list[BiasRecord]) -> None:
@@ -431,6 +436,10 @@ def _models_of(c: ResolvedCouncil, candidates: Sequence[Candidate] | None) -> di
 
 def scrub_transcripts(result: SessionResult) -> SessionResult:
     """The result without question, answer, reasoning or synthesis text."""
+    if result.deliberation is not None:
+        from council.session.deliberation import scrubbed
+
+        result = result.model_copy(update={"deliberation": scrubbed(result.deliberation)})
     return result.model_copy(
         update={
             "question": None,

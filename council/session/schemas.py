@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model, model_validator
 
 PEER_REVIEW_SCHEMA_NAME = "peer_review"
+#: A member's reply in a deliberation round (council.session.deliberation.Revision).
+REVISION_SCHEMA_NAME = "deliberation_revision"
 
 Reasoning = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 

@@ -44,7 +44,7 @@ from council.untrusted.slots import tag_pattern
 if TYPE_CHECKING:
     from council.bias.records import BiasRecord
     from council.session.events import SessionEvent
-    from council.session.results import Failure, MemberAnswer, Review, SessionResult, Synthesis
+    from council.session.results import Deliberation, Failure, MemberAnswer, Review, SessionResult, Synthesis
 
 log = get_logger("council.session")
 
@@ -104,6 +104,7 @@ class RunState:
     arrived: dict[str, MemberAnswer] = field(default_factory=dict)  # stage 1's answers as they come
     too_large: set[str] = field(default_factory=set)  # members whose call could never fit their tpm
     beside: list[asyncio.Task[None]] = field(default_factory=list)  # work begun beside the calls, kept while it runs
+    deliberation: Deliberation | None = None  # the rounds' log (council.session.deliberation), when it is on
 
     seq: int = 0  # the last event's sequence number
 

@@ -30,6 +30,8 @@ TABLES: list[tuple[str, tuple[str, ...]]] = [
     ("batch_items", ("batch_id", "item_id")),
     ("batch_queue", ("batch_id", "item_id")),
     ("calibration_maps", ("name",)),
+    ("round_answers", ("session_id", "round", "member")),
+    ("round_reviews", ("session_id", "round", "reviewer")),
 ]
 _IDENTITIES = ("bias_records", "calls", "judgments")
 CHUNK = 1000

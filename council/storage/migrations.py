@@ -505,3 +505,49 @@ def m024_calibration_maps(db: Database) -> None:
         pk="name",
         not_null={"batch_id", "combine", "items", "points", "created_at"},
     )
+
+
+@migrations()
+def m027_deliberation_rounds(db: Database) -> None:
+    # Every round's answers and reviews of a session that deliberated (council.storage.rounds):
+    # round 0 the first ones; each member's log of a round beside its answer. The answers and
+    # reviews tables keep the last round's, which the consensus ranks.
+    db["round_answers"].create(
+        {
+            "session_id": str,
+            "round": int,
+            "member": str,
+            "model": str,
+            "text": str,  # NULL when transcripts are off
+            "length_chars": int,
+            "status": str,
+            "error": str,
+            "latency_ms": float,
+            "changed": int,  # NULL for round 0
+            "similarity_to_own": float,
+            "similarity_to_peers": str,  # JSON: member id -> word-bigram Jaccard index
+            "adopted_from": str,
+            "reason": str,  # NULL when transcripts are off
+            "capitulation": int,
+        },
+        pk=("session_id", "round", "member"),
+        foreign_keys=[("session_id", "sessions", "id")],
+    )
+    db["round_reviews"].create(
+        {
+            "session_id": str,
+            "round": int,
+            "reviewer": str,
+            "model": str,
+            "display_order": str,
+            "labels": str,
+            "scores": str,
+            "ranking": str,
+            "reasoning": str,
+            "valid": int,
+            "attempts": int,
+            "error": str,
+        },
+        pk=("session_id", "round", "reviewer"),
+        foreign_keys=[("session_id", "sessions", "id")],
+    )

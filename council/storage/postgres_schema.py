@@ -238,6 +238,22 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
                 points TEXT NOT NULL, created_at TEXT NOT NULL)"""
         ],
     ),
+    # Every round's answers and reviews of a session that deliberated (council.storage.rounds), as SQLite's m027.
+    (
+        "m027_deliberation_rounds",
+        [
+            """CREATE TABLE round_answers (
+                session_id TEXT REFERENCES sessions (id), round BIGINT, member TEXT, model TEXT, text TEXT,
+                length_chars BIGINT, status TEXT, error TEXT, latency_ms DOUBLE PRECISION, changed BIGINT,
+                similarity_to_own DOUBLE PRECISION, similarity_to_peers TEXT, adopted_from TEXT, reason TEXT,
+                capitulation BIGINT,
+                PRIMARY KEY (session_id, round, member))""",
+            """CREATE TABLE round_reviews (
+                session_id TEXT REFERENCES sessions (id), round BIGINT, reviewer TEXT, model TEXT,
+                display_order TEXT, labels TEXT, scores TEXT, ranking TEXT, reasoning TEXT, valid BIGINT,
+                attempts BIGINT, error TEXT, PRIMARY KEY (session_id, round, reviewer))""",
+        ],
+    ),
 ]
 
 

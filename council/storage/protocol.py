@@ -118,6 +118,10 @@ class Store(Protocol):
     def session_calls(self, session_id: str) -> list[dict[str, Any]]:
         """The call log of one session (or judging run), every attempt, in the order they started."""
 
+    def session_rounds(self, session_id: str) -> dict[str, list[dict[str, Any]]]:
+        """A deliberating session's ``round_answers`` and ``round_reviews`` rows (by full id), in
+        round order (council.storage.rounds); empty lists for any other session."""
+
     def iter_sessions(self, *, since: str | None = None) -> Iterator[dict[str, Any]]:
         """Every session row, oldest first (exports)."""
 

@@ -22,6 +22,7 @@ from council.errors import NotFoundError
 from council.storage import budgets, calibration_maps, call_cache, judgments, pages, queue
 from council.storage import provider_batches as rounds
 from council.storage.group_commit import GroupCommit, call_row
+from council.storage.rounds import round_rows
 from council.untrusted.redaction import redact, redact_document, redacted_model_json
 
 if TYPE_CHECKING:  # pydantic's slow import is not every command's: a listing reads no call record
@@ -40,7 +41,12 @@ _CALL_OUTCOME = frozenset(
 
 
 #: The keys a row written with ``replace`` replaces a stored one by (``_write_rows``).
-_REPLACED_BY = {"answers": ("session_id", "member"), "reviews": ("session_id", "reviewer")}
+_REPLACED_BY = {
+    "answers": ("session_id", "member"),
+    "reviews": ("session_id", "reviewer"),
+    "round_answers": ("session_id", "round", "member"),
+    "round_reviews": ("session_id", "round", "reviewer"),
+}
 
 
 class SQLStore(GroupCommit):
@@ -206,6 +212,8 @@ class SQLStore(GroupCommit):
         reviews: Sequence[dict[str, Any]] = (),
         bias_records: Sequence[dict[str, Any]] = (),
         calls: Sequence[dict[str, Any]] = (),
+        round_answers: Sequence[dict[str, Any]] = (),
+        round_reviews: Sequence[dict[str, Any]] = (),
     ) -> None:
         """Write the whole session and its final status in one transaction, every row and the
         result (a ``SessionResult``) redacted field by field (``redaction.redact_document``: no
@@ -215,6 +223,9 @@ class SQLStore(GroupCommit):
                 self._write_rows("answers", redact_document(list(answers)), replace=True)
             if reviews:
                 self._write_rows("reviews", redact_document(list(reviews)), replace=True)
+            for table, rows in (("round_answers", round_answers), ("round_reviews", round_reviews)):
+                if rows:  # a session that deliberated: every round's (council.storage.rounds)
+                    self._write_rows(table, redact_document(list(rows)), replace=True)
             if bias_records:
                 self._write_session_bias_records(bias_records)
             calls = self.calls_to_record(calls)
@@ -294,6 +305,14 @@ class SQLStore(GroupCommit):
         rows = self.db.query("select * from calls where session_id = ? order by started_at, id", [session_id])
         return list(rows)
 
+    def session_rounds(self, session_id: str) -> dict[str, list[dict[str, Any]]]:
+        return {
+            table: list(
+                self.db.query(f"select * from {table} where session_id = ? order by round, {who}", [session_id])
+            )
+            for table, who in (("round_answers", "member"), ("round_reviews", "reviewer"))
+        }
+
     def swap_setting(self, key: str, value: str) -> str | None:
         """Store ``value`` under ``key`` and return what was stored before (None: nothing)."""
         with self.immediate():
@@ -370,7 +389,8 @@ def _result_rows(result: Any, keep_text: bool) -> dict[str, Any]:
         }
         for r in result.reviews
     ]
-    return {"result": result, "answers": answers, "reviews": reviews}
+    rounds = round_rows(result, keep_text, _result_rows) if getattr(result, "deliberation", None) else {}
+    return {"result": result, "answers": answers, "reviews": reviews, **rounds}
 
 
 def _call_shape(row: dict[str, Any]) -> tuple[tuple[str, ...], bool]:

@@ -47,6 +47,10 @@ Behaviours, as ``+suffix`` on the model name (combine them: ``fake/x+first+slow`
 - ``fail``: every request raises ``ProviderError`` (HTTP 500, retryable).
 - ``slow``: same output; ``FakeAPI`` waits ``slow_seconds`` first, the mock server its
   ``--slow-seconds``.
+- ``adopt`` / ``stubborn``: in a deliberation round, copy the peer answer it likes best verbatim,
+  with no reason (the capitulation guard's case) / always keep its own answer. By default a member
+  keeps or revises by a hash of its name and answer; a revision appends the best peer answer's
+  first sentence to its own.
 - ``cutoff``: the reply breaks off halfway: streamed, the first half arrives and then an error
   (HTTP 500); not streamed, the call fails with that error.
 
@@ -82,11 +86,11 @@ from council.errors import ConfigError, ProviderError
 from council.judging.prompts import RESPONSE_SLOT
 from council.providers.json_schema import integer_bounds, resolve_ref
 from council.session.prompts import ANSWER_SLOT, QUESTION_SLOT
-from council.session.schemas import PEER_REVIEW_SCHEMA_NAME
+from council.session.schemas import PEER_REVIEW_SCHEMA_NAME, REVISION_SCHEMA_NAME
 
 BEHAVIOURS = frozenset(
     {"default", "first", "harsh", "generous", "garbage", "badscore", "flaky", "fail", "slow", "echo", "markup", "quote",
-     "cutoff", "leak"}
+     "cutoff", "leak", "adopt", "stubborn"}
 )
 #: What ``+markup`` puts in front of its replies: rich markup (an unmatched closing tag, a
 #: hidden link, styles), an ANSI colour and an OSC 8 terminal hyperlink.
@@ -296,6 +300,8 @@ class FakeResponder:
         document = None
         if schema_name == PEER_REVIEW_SCHEMA_NAME:
             document = _peer_review(name, messages, json_schema, behaviours, rng, prefix)
+        elif schema_name == REVISION_SCHEMA_NAME:
+            document = _revision(name, messages, behaviours, prefix)
         if document is None:
             generator = _Generator(json_schema, rng, behaviours, name, answer_slots(messages), prefix)
             document = generator.generate()
@@ -397,6 +403,39 @@ def _peer_review(
         if prop not in document:
             document[prop] = generator.value(sub, (prop,), 1)
     return document
+
+
+# -- deliberation ---------------------------------------------------------------------------
+_OWN = re.compile(rf'<{ANSWER_SLOT} label="([^"]+)" author="you">')
+
+
+def _revision(
+    member: str, messages: Sequence[Mapping[str, Any]], behaviours: frozenset[str], prefix: str = ""
+) -> dict[str, Any] | None:
+    """A member's deliberation reply: ``+stubborn`` keeps its answer; ``+adopt`` copies the
+    peer answer it likes best verbatim and gives no reason (what the capitulation guard flags);
+    by default a member keeps or revises by a hash of (its name, its answer): revising appends
+    the best peer answer's first sentence to its own, saying so. None: no answer of its own in
+    the prompt."""
+    slots = answer_slots(messages)
+    users = "".join(str(m.get("content") or "") for m in messages if m.get("role") == "user")
+    own = _OWN.search(users)
+    if own is None or own.group(1) not in slots:
+        return None
+    label = own.group(1)
+    peers = {lab: text for lab, text in slots.items() if lab != label}
+    best = max(peers, key=lambda lab: (_merit(member, peers[lab]), lab), default=None)
+    if "adopt" in behaviours and best is not None:
+        return {"decision": "revise", "reason": "", "answer": peers[best]}
+    if "stubborn" in behaviours or best is None or _unit("revise", member, slots[label]) < 0.5:
+        return {"decision": "keep", "reason": prefix + "My answer already covers the question; the reviews "
+                "raised nothing that changes it.", "answer": ""}  # fmt: skip
+    sentence = re.split(r"(?<=[.!?])\s", peers[best].strip(), maxsplit=1)[0]
+    return {
+        "decision": "revise",
+        "reason": prefix + f"Added the point answer {best} makes, which the reviewers credited and mine lacked.",
+        "answer": f"{prefix}{slots[label].strip()} {sentence}",
+    }
 
 
 # -- generic JSON-Schema instances ---------------------------------------------------------

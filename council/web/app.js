@@ -190,7 +190,7 @@ function emptySession(id) {
   return {
     id: id, question: null, council: null, status: "running", members: [], models: {},
     answers: {}, reviews: [], consensus: null, synthesis: { text: "", chairman: null, status: null, error: null },
-    notices: [], stage: null, tab: null, error: null,
+    notices: [], stage: null, tab: null, error: null, rounds: [],
   };
 }
 
@@ -212,6 +212,17 @@ function applyEvent(s, e) {
       break;
     case "consensus":
       s.consensus = { table: e.table, kendall_w: e.kendall_w, p: e.p, ballots: e.ballots };
+      break;
+    case "round_started": // a deliberation round: the reviews shown are its own once they come
+      s.rounds.push({ round: e.round, trigger: e.trigger, kendall_w_before: e.kendall_w_before, kendall_w_after: null, members: [] });
+      s.reviews = [];
+      break;
+    case "revision":
+      if (s.rounds.length) s.rounds[s.rounds.length - 1].members.push(e);
+      if (e.changed && s.answers[e.member]) Object.assign(s.answers[e.member], { text: e.text, length: e.text ? e.text.length : 0 });
+      break;
+    case "round":
+      if (s.rounds.length) s.rounds[s.rounds.length - 1].kendall_w_after = e.kendall_w_after;
       break;
     case "synthesis_delta":
       if (s.synthesis.chairman !== e.chairman && s.synthesis.text) s.synthesis.text += "\n\n";
@@ -249,6 +260,7 @@ function fromResult(id, r) {
   s.synthesis = { text: y.text || "", chairman: y.chairman, status: y.status, error: y.error };
   s.notices = (r.flags || []).concat(r.partial_reasons || []);
   s.error = r.error || null;
+  s.rounds = (r.deliberation && r.deliberation.rounds) || [];
   return s;
 }
 
@@ -513,6 +525,22 @@ function renderSession(view, s) {
   });
   parts.push(el("section", { id: "stage-reviews", class: "card" }, el("h2", {}, "2 · Reviews"),
     reviews.length ? reviews : el("p", { class: "muted" }, s.stage === "answer" || !s.stage ? "Reviews follow the answers." : "Waiting for the reviewers…")));
+
+  // Deliberation rounds: who changed, how far from its own answer, whom it copied.
+  if (s.rounds.length) {
+    parts.push(el("section", { id: "deliberation", class: "card" }, el("h2", {}, "Deliberation"),
+      s.rounds.map((r) => el("article", { class: "round" },
+        el("h3", {}, "Round " + r.round, el("span", { class: "muted" }, " · " + r.trigger + " · Kendall's W " +
+          fmt(r.kendall_w_before, 2) + " → " + fmt(r.kendall_w_after, 2))),
+        el("div", { class: "scroll" }, el("table", {},
+          el("thead", {}, el("tr", {}, el("th", {}, "Member"), el("th", {}, "Changed"), el("th", {}, "Similarity to its own"),
+            el("th", {}, "Adopted from"), el("th", {}, "Reason"))),
+          el("tbody", {}, r.members.map((m) => el("tr", { class: m.capitulation ? "capitulation" : null },
+            el("td", {}, m.member), el("td", {}, m.status === "failed" ? "no valid reply" : (m.changed ? "yes" : "no")),
+            el("td", { class: "num" }, fmt(m.similarity_to_own, 2)),
+            el("td", {}, (m.adopted_from || "—") + (m.capitulation ? " (no reason given: capitulation)" : "")),
+            el("td", { class: "reasoning" }, m.reason === null || m.reason === undefined ? "(not stored)" : m.reason))))))))));
+  }
 
   // Consensus.
   const c = s.consensus;

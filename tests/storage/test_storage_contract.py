@@ -213,6 +213,7 @@ async def test_a_council_session_is_saved_whole_and_read_back(store_backend):
     assert store_backend.list_sessions(council="other") == []
     assert [s["id"] for s in store_backend.iter_sessions()] == [result.session_id]
     assert store_backend.has_query_hashes() is False  # hashing is off by default
+    assert store_backend.session_rounds(result.session_id) == {"round_answers": [], "round_reviews": []}
 
     # The comparisons the ballots imply: one unit (this session), over the four models.
     data = store_backend.comparisons(judgments=False)
@@ -909,6 +910,20 @@ def test_a_rate_budget_is_reserved_and_settled_in_one_row_per_key(store_backend)
     assert store_backend.reserve_rate("tpm:b", 1.0, tolerance=59.0) > 0.5
     store_backend.adjust_rate("tpm:never-reserved", 5.0)  # settling an unknown key leaves no debt
     assert store_backend.reserve_rate("tpm:never-reserved", 1.0) == 0.0
+
+
+async def test_a_deliberating_sessions_rounds_are_stored_in_round_order(store_backend):
+    config = {"councils": {"default": {"members": MEMBERS, "deliberation": "always", "max_rounds": 2}}}
+    council = Council.from_config(config, store=store_backend)
+    result = await council.run("Why is the sky blue?", seed=3)
+    await council.aclose()
+    rounds = store_backend.session_rounds(result.session_id)
+    reviewed = len(result.deliberation.earlier)  # the rounds whose answers were reviewed, after round 0
+    assert [r["round"] for r in rounds["round_reviews"]] == sorted(r["round"] for r in rounds["round_reviews"])
+    assert {r["round"] for r in rounds["round_reviews"]} == set(range(reviewed + 1))
+    last = [a for a in rounds["round_answers"] if a["round"] == result.deliberation.rounds[-1].round]
+    assert {a["member"]: a["text"] for a in last} == {a.member: a.text for a in result.answers}
+    assert all(a["changed"] in (0, 1) for a in last)
 
 
 def test_every_operation_of_the_protocol_is_exercised_here():
