@@ -171,3 +171,10 @@ def attach_cache(clients: Any, store: Any, *, refresh: bool) -> None:
     from council.api import attach_call_cache
 
     attach_call_cache(clients, store, refresh=refresh)
+
+
+log_format_option = click.option(
+    "--log-format", type=click.Choice(["json", "console"]), default="json", show_default=True,
+    help="One line on stdout per request, session and batch item: JSON, or key=value for a terminal. "
+    "Never a question, an answer or a secret.",
+)  # fmt: skip

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from council.cli.common import WholeNumber
+from council.cli.common import WholeNumber, log_format_option
 from council.errors import UsageError
 from council.server import MAX_SESSIONS, READ_TIMEOUT_SECONDS
 
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 @click.option("--workers", default=1, show_default=True, type=WholeNumber(1, 64),
               help="Server processes sharing the port and the store (uvicorn's workers): one per core "
               "serves more sessions at once.")
+@log_format_option
 def serve(
     config_path: str | None,
     host: str,
@@ -59,6 +60,7 @@ def serve(
     max_sessions: int,
     read_timeout: int,
     workers: int,
+    log_format: str,
 ) -> None:
     """Serve councils as OpenAI-compatible chat models (model = council name), and the web app at /."""
     from council.api import check_store_opens, load_config, served_councils
@@ -89,7 +91,11 @@ def serve(
         allowed_hosts=tuple(hosts),
         max_sessions=max_sessions,
         debug=bool((click.get_current_context().find_root().obj or {}).get("debug")),
+        log_format=log_format,
     )
+    from council._util.ops_log import configure_ops_log
+
+    configure_ops_log(log_format)
     if workers == 1:
         app: Any = _app(loaded, councils, options)
     else:
@@ -144,15 +150,18 @@ class WorkerOptions:
     allowed_hosts: tuple[str, ...]
     max_sessions: int
     debug: bool
+    log_format: str = "json"
 
 
 def worker_app(options: WorkerOptions) -> Any:
     """The app of one worker process (``--workers N``): the CLI's logging, the config, the
     warm-up, then :func:`create_app` as one process would call it."""
     from council._util.logs import configure_logging
+    from council._util.ops_log import configure_ops_log
     from council.api import load_config, resolve_council
 
     configure_logging(debug=options.debug)
+    configure_ops_log(options.log_format)
     loaded = load_config(options.config_path)
     return _app(loaded, [resolve_council(loaded, name) for name in loaded.config.councils], options)
 

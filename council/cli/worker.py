@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from council.cli.common import WholeNumber, lease_seconds_option, max_cost_option
+from council.cli.common import WholeNumber, lease_seconds_option, log_format_option, max_cost_option
 from council.cli.judge import config_option
 
 
@@ -18,6 +18,7 @@ from council.cli.judge import config_option
     "Replace the batch's stored spend cap (needs --batch-id); every worker of the batch honours the stored cap "
     "(a batch without one takes [budget] max_cost_usd)."
 )
+@log_format_option
 def worker(
     batch_id: str | None,
     config_path: str | None,
@@ -25,6 +26,7 @@ def worker(
     follow: bool,
     lease_seconds: float,
     max_cost: str | None,
+    log_format: str,
 ) -> None:
     """Claim queued batch items from the store and judge them until none are left.
 
@@ -33,11 +35,19 @@ def worker(
     through an api_base from --config. A worker that dies loses nothing: its items return
     to the queue when their lease passes (their calls may then be made again)."""
     from council import run_queue_worker
+    from council._util.ops_log import WorkerLines, configure_ops_log, unconfigure_ops_log
+    from council.api import observe_calls
     from council.cli.common import status
     from council.errors import CouncilFailure
 
-    done = run_queue_worker(config_path, batch_id=batch_id, concurrency=concurrency, follow=follow,
-                            lease_seconds=lease_seconds, max_cost=max_cost)  # fmt: skip
+    configure_ops_log(log_format)
+    stop_observing = observe_calls(WorkerLines())
+    try:
+        done = run_queue_worker(config_path, batch_id=batch_id, concurrency=concurrency, follow=follow,
+                                lease_seconds=lease_seconds, max_cost=max_cost)  # fmt: skip
+    finally:
+        stop_observing()
+        unconfigure_ops_log()
     report = done.report
     dropped = f", {report.dropped} finished first by another worker" if report.dropped else ""
     stopped = f", {report.stopped} left in the queue at the cap" if report.stopped else ""
@@ -45,3 +55,4 @@ def worker(
     done.raise_if_capped()
     if report.failed:
         raise CouncilFailure(f"{report.failed} of {report.judged} items failed; see council batch status")
+

@@ -22,10 +22,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from council._util.ops_log import emit
 from council.api import observe_calls
 
 #: Seconds: sessions and stages take from well under a second (the mock, the cache) to minutes.
 DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+SESSION_HEADER = b"x-council-session-id"  # as council.server.protocol.session_headers names it
 UNMATCHED = "unmatched"  # the route label of a request no route took (404s, refused by the guard)
 
 
@@ -112,24 +114,35 @@ class ServerMetrics:
 
 
 class SessionWatch:
-    """One session's stages timed from its events, as the server's ``EventLog`` passes them on."""
+    """One session's stages timed from its events, as the server's ``EventLog`` passes them on;
+    its start and finish logged (:mod:`council._util.ops_log`) with counts, never its text."""
 
-    __slots__ = ("metrics", "stage", "since")
+    __slots__ = ("metrics", "stage", "since", "council")
 
     def __init__(self, metrics: ServerMetrics) -> None:
         self.metrics = metrics
         self.stage: str | None = None
         self.since = 0.0
+        self.council: str | None = None
 
     def event(self, event: Any) -> None:
         kind = event.type
         if kind == "stage":
             self._stage_ended()
             self.stage, self.since = event.stage, time.monotonic()
+        elif kind == "session_started":
+            self.council = event.council
+            emit("session_started", {"session_id": event.session_id, "council": event.council})
         elif kind == "session_finished":
             self._stage_ended()
             self.metrics.sessions.labels(event.status).inc()
             self.metrics.session_seconds.observe(event.duration_ms / 1000)
+            emit("session_finished", {
+                "session_id": event.session_id, "council": self.council, "status": event.status,
+                "calls": event.usage.calls, "failed_calls": event.usage.failed_calls,
+                "prompt_tokens": event.usage.prompt_tokens, "completion_tokens": event.usage.completion_tokens,
+                "cost_usd": event.cost_usd, "duration_ms": round(event.duration_ms, 2),
+            })  # fmt: skip
 
     def _stage_ended(self) -> None:
         if self.stage is not None:
@@ -138,7 +151,10 @@ class SessionWatch:
 
 
 class RequestMetrics:
-    """Counts every HTTP request by the template of the route that took it and its status."""
+    """Counts every HTTP request by the template of the route that took it and its status, and
+    logs it (:mod:`council._util.ops_log`): method, route template, status, duration and the
+    session the response names (its ``x-council-session-id``, set by the server, never read
+    from the request). Never the raw path or its query string: they may carry ids or secrets."""
 
     def __init__(self, app: ASGIApp, metrics: ServerMetrics) -> None:
         self.app = app
@@ -149,18 +165,30 @@ class RequestMetrics:
             await self.app(scope, receive, send)
             return
         status = 500  # what the client meets if the app fails before it starts a response
+        session_id = None
+        started = time.perf_counter()
 
         async def sending(message: Message) -> None:
-            nonlocal status
+            nonlocal status, session_id
             if message["type"] == "http.response.start":
                 status = message["status"]
+                for name, value in message.get("headers", ()):
+                    if name == SESSION_HEADER:
+                        session_id = value.decode("latin-1")
+                        break
             await send(message)
 
         try:
             await self.app(scope, receive, sending)
         finally:
             route = getattr(scope.get("route"), "path", None) or UNMATCHED
-            self.metrics.requests.labels(route, scope["method"], str(status)).inc()
+            method = scope["method"]
+            self.metrics.requests.labels(route, method, str(status)).inc()
+            duration_ms = round((time.perf_counter() - started) * 1000, 2)
+            fields = {"method": method, "route": route, "status": status, "duration_ms": duration_ms}
+            if session_id is not None:
+                fields["session_id"] = session_id
+            emit("http_request", fields)
 
 
 async def metrics(request: Request) -> Response:
