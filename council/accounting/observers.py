@@ -26,7 +26,7 @@ class Observer:
         """A spend cap refused to start a call."""
 
     def rate_waited(self, model: str, seconds: float) -> None:
-        """A call of ``model`` (its configured alias) waited ``seconds`` for its rate budget."""
+        """A call of ``model`` (its model string, as a ``CallRecord``'s) waited ``seconds`` for its rate budget."""
 
     def items_claimed(self, batch_ids: list[str]) -> None:
         """A queue worker claimed items (one batch id per item, in claim order)."""

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
 
-from council.cli.common import WholeNumber, lease_seconds_option, log_format_option, max_cost_option
+from council.cli.common import (
+    WholeNumber,
+    lease_seconds_option,
+    log_format_option,
+    max_cost_option,
+    metrics_address_option,
+)
 from council.cli.judge import config_option
 
 
@@ -19,6 +27,7 @@ from council.cli.judge import config_option
     "(a batch without one takes [budget] max_cost_usd)."
 )
 @log_format_option
+@metrics_address_option("while the worker runs")
 def worker(
     batch_id: str | None,
     config_path: str | None,
@@ -27,6 +36,7 @@ def worker(
     lease_seconds: float,
     max_cost: str | None,
     log_format: str,
+    metrics_address: tuple[str, int] | None,
 ) -> None:
     """Claim queued batch items from the store and judge them until none are left.
 
@@ -41,13 +51,15 @@ def worker(
     from council.errors import CouncilFailure
 
     configure_ops_log(log_format)
-    stop_observing = observe_calls(WorkerLines())
+    stops = [observe_calls(WorkerLines()), unconfigure_ops_log]
+    if metrics_address is not None:
+        stops += _serve_metrics(*metrics_address)
     try:
         done = run_queue_worker(config_path, batch_id=batch_id, concurrency=concurrency, follow=follow,
                                 lease_seconds=lease_seconds, max_cost=max_cost)  # fmt: skip
     finally:
-        stop_observing()
-        unconfigure_ops_log()
+        for stop in reversed(stops):
+            stop()
     report = done.report
     dropped = f", {report.dropped} finished first by another worker" if report.dropped else ""
     stopped = f", {report.stopped} left in the queue at the cap" if report.stopped else ""
@@ -56,3 +68,19 @@ def worker(
     if report.failed:
         raise CouncilFailure(f"{report.failed} of {report.judged} items failed; see council batch status")
 
+
+
+def _serve_metrics(host: str, port: int) -> list[Callable[[], None]]:
+    """The worker's metrics at ``http://HOST:PORT/metrics`` (its address told on stderr); what stops them."""
+    from council.api import observe_calls, open_store
+    from council.errors import UsageError
+    from council.server import ServerMetrics, serve_metrics
+    from council.untrusted.terminal import visible
+
+    metrics = ServerMetrics(open_store)
+    try:
+        url, stop_serving = serve_metrics(metrics, host, port)
+    except OSError as exc:
+        raise UsageError(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from None
+    click.echo(visible(f"council worker: metrics: {url}"), err=True)
+    return [metrics.close, stop_serving, observe_calls(metrics)]

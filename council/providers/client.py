@@ -421,7 +421,7 @@ class ModelClient:
 
         wait = await asking_store(rates, reserve)
         if wait > 0:
-            observers.rate_waited(self.id, wait)
+            observers.rate_waited(self.model, wait)
             await asyncio.sleep(wait)
 
     def _settle_tokens(self, reserved: int, used: int) -> None:
