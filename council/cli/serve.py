@@ -175,12 +175,14 @@ class WorkerOptions:
 def worker_app(options: WorkerOptions) -> Any:
     """The app of one worker process (``--workers N``): the CLI's logging, the config, the
     warm-up, then :func:`create_app` as one process would call it."""
+    from council._util import tracing
     from council._util.logs import configure_logging
     from council._util.ops_log import configure_ops_log
     from council.api import load_config, resolve_council
 
     configure_logging(debug=options.debug)
     configure_ops_log(options.log_format)
+    tracing.start()  # only if the OTEL_* variables ask for traces
     loaded = load_config(options.config_path)
     return _app(loaded, [resolve_council(loaded, name) for name in loaded.config.councils], options)
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from council._util import tracing
 from council._util.logs import get_logger
 from council.accounting import observers
 from council.bias.records import QueryHasher
@@ -530,10 +531,17 @@ class Worker:
         return await self.through_outage(judging_once, judging_once)
 
     async def judge(self, row: Mapping[str, Any]) -> None:
+        if not tracing.ACTIVE:
+            await self.judge_item(row)
+            return
+        with tracing.batch_item(row["batch_id"], row["item_id"]) as finished:  # its calls' spans go under it
+            await self.judge_item(row, finished)
+
+    async def judge_item(self, row: Mapping[str, Any], finished: Callable[[str, Any], None] | None = None) -> None:
         held = row["batch_id"]
         report = self.report
         started = time.monotonic()
-        told = "error"  # what observers are told, unless the item gets further
+        told, outcome = "error", None  # what observers are told, unless the item gets further
         try:
             spec, clients = self.judges.get(held)
             item = BatchItem.model_validate(row["item"])
@@ -563,6 +571,8 @@ class Worker:
             for seen in self.finishing.values():
                 seen.add(_key(row))
             observers.item_finished(held, row["item_id"], told, time.monotonic() - started)
+            if finished is not None:
+                finished(told, outcome)
         report.judged += 1
         report.failed += not ok
         if self.on_item is not None:
