@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the lazy exports below, for type checkers
     from council._util.speedups import import_ahead  # noqa: F401
     from council.accounting.budget import Budget, BudgetReached, cap_in_force, check_cap  # noqa: F401
     from council.accounting.call_cache import check_can_keep  # noqa: F401
+    from council.accounting.observers import Observer as CallObserver  # noqa: F401
     from council.accounting.observers import observe as observe_calls  # noqa: F401
     from council.bias.html import render_html as render_bias_report_html  # noqa: F401
     from council.bias.report import (  # noqa: F401
@@ -83,7 +84,8 @@ _EXPORTS = {
     "cap_in_force": "council.accounting.budget",
     "check_cap": "council.accounting.budget",
     "check_can_keep": "council.accounting.call_cache",
-    "observe_calls": "council.accounting.observers:observe",  # the server's /metrics
+    "observe_calls": "council.accounting.observers:observe",  # the server's and worker's /metrics and logs
+    "CallObserver": "council.accounting.observers:Observer",
     # sessions: what a request is checked against, the result and the events
     "JsonFormat": "council.providers.asking",
     "Candidate": "council.session",

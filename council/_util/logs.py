@@ -103,15 +103,17 @@ def _wrap(name: str) -> Any:
     )
 
 
-class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes to whatever ``sys.stderr`` is when the event happens (test runners swap it)."""
+class CurrentStreamHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` (or ``sys.stdout``: ``name``) is when the event happens
+    (test runners swap them)."""
 
-    def __init__(self) -> None:
-        super().__init__(sys.stderr)
+    def __init__(self, name: str = "stderr") -> None:
+        self._which = name
+        super().__init__(getattr(sys, name))
 
     @property  # type: ignore[override]
     def stream(self) -> Any:
-        return sys.stderr
+        return getattr(sys, self._which)
 
     @stream.setter
     def stream(self, value: Any) -> None:
@@ -154,7 +156,7 @@ def configure_logging(level: str | None = None, debug: bool = False, *, file: bo
     if log_file:
         handler = logging.StreamHandler(_open_private(log_file))
     else:
-        handler = _StderrHandler()
+        handler = CurrentStreamHandler()
     colors = sys.stderr.isatty()
 
     def formatter() -> logging.Formatter:

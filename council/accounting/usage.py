@@ -118,7 +118,8 @@ class CallLog:
     def __call__(self, record: CallRecord) -> None:
         self.records.append(record)
         self._write("call_finished", record)
-        observers.call_finished(record)
+        if not isinstance(self.then, CallLog):  # the last log of a chain tells the observers: once an attempt
+            observers.call_finished(record)
         if self.then is not None:
             self.then(record)
 

@@ -171,3 +171,30 @@ def attach_cache(clients: Any, store: Any, *, refresh: bool) -> None:
     from council.api import attach_call_cache
 
     attach_call_cache(clients, store, refresh=refresh)
+
+
+log_format_option = click.option(
+    "--log-format", type=click.Choice(["json", "console"]), default="json", show_default=True,
+    help="One line on stdout per request, session and batch item: JSON, or key=value for a terminal. "
+    "Never a question, an answer or a secret.",
+)  # fmt: skip
+
+
+class Address(click.ParamType):
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6; port 0: any free one) as ``(host, port)``."""
+
+    name = "HOST:PORT"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, tuple):
+            return value
+        host, sep, port = str(value).rpartition(":")
+        if not sep or not host or not port.isdigit() or int(port) > 65535:
+            self.fail(f"{value!r} is not HOST:PORT (e.g. 127.0.0.1:9464)", param, ctx)
+        return host, int(port)
+
+
+def metrics_address_option(what: str) -> Any:
+    return click.option("--metrics-address", type=Address(), default=None, metavar="HOST:PORT",
+                        help=f"Also serve Prometheus metrics at http://HOST:PORT/metrics, {what}, without "
+                        "a token: bind an address only your scraper reaches.")  # fmt: skip

@@ -147,9 +147,11 @@ def cli(ctx: click.Context, debug: bool, quiet: bool) -> None:
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
     ctx.obj["quiet"] = quiet
+    from council._util import tracing
     from council._util.logs import configure_logging
 
     configure_logging(debug=debug)
+    tracing.start()  # only if the OTEL_* variables ask for traces
 
 
 def _stop_like_ctrl_c(signum: int, frame: Any) -> None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from council.cli.common import WholeNumber
+from council.cli.common import WholeNumber, log_format_option, metrics_address_option
 from council.errors import UsageError
 from council.server import MAX_SESSIONS, READ_TIMEOUT_SECONDS
 
@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 @click.option("--workers", default=1, show_default=True, type=WholeNumber(1, 64),
               help="Server processes sharing the port and the store (uvicorn's workers): one per core "
               "serves more sessions at once.")
+@log_format_option
+@metrics_address_option("apart from the API (one server process: not with --workers)")
 def serve(
     config_path: str | None,
     host: str,
@@ -59,6 +61,8 @@ def serve(
     max_sessions: int,
     read_timeout: int,
     workers: int,
+    log_format: str,
+    metrics_address: tuple[str, int] | None,
 ) -> None:
     """Serve councils as OpenAI-compatible chat models (model = council name), and the web app at /."""
     from council.api import check_store_opens, load_config, served_councils
@@ -69,6 +73,8 @@ def serve(
         raise UsageError("--token is empty or starts or ends with whitespace: give the exact token")
     if not is_loopback(host) and not token:
         raise UsageError(f"refusing to bind {host} without --token: anything but loopback needs a bearer token")
+    if metrics_address is not None and workers > 1:
+        raise UsageError("--metrics-address needs --workers 1: each process counts apart (scrape /metrics instead)")
     origins = [check_cors_origin(origin) for origin in cors_origins]
     hosts = [check_allowed_host(name) for name in allowed_hosts]
     loaded = load_config(config_path)
@@ -89,7 +95,11 @@ def serve(
         allowed_hosts=tuple(hosts),
         max_sessions=max_sessions,
         debug=bool((click.get_current_context().find_root().obj or {}).get("debug")),
+        log_format=log_format,
     )
+    from council._util.ops_log import configure_ops_log
+
+    configure_ops_log(log_format)
     if workers == 1:
         app: Any = _app(loaded, councils, options)
     else:
@@ -104,6 +114,17 @@ def serve(
     councils_served = ", ".join(sorted(loaded.config.councils))
     web = listening.removesuffix("v1")
     processes = f"  processes: {workers}" if workers > 1 else ""
+    stop_metrics = None
+    if metrics_address is not None:
+        from council.server import serve_metrics
+
+        try:
+            metrics_url, stop_metrics = serve_metrics(app.state.council_metrics, *metrics_address)
+        except OSError as exc:
+            sock.close()
+            where = "{}:{}".format(*metrics_address)
+            raise UsageError(f"cannot serve metrics on {where}: {exc.strerror or exc}") from None
+        processes += f"  metrics: {metrics_url}"
     click.echo(visible(f"council serve: {listening}  councils: {councils_served}  web app: {web}{processes}"), err=True)
     config = ServeConfig(app, read_timeout=read_timeout, log_level="warning", access_log=False, workers=workers,
                          factory=workers > 1)  # fmt: skip
@@ -114,7 +135,11 @@ def serve(
         # ignored). A requested stop is a clean exit (0, as uvicorn's own), and a SIGTERM that
         # comes before uvicorn listens for it stops the server as soon as it has started.
         signal.signal(signal.SIGTERM, lambda *_: setattr(server, "should_exit", True))
-        server.run(sockets=[sock])
+        try:
+            server.run(sockets=[sock])
+        finally:
+            if stop_metrics is not None:
+                stop_metrics()
         return
     from uvicorn.supervisors import Multiprocess
 
@@ -144,15 +169,20 @@ class WorkerOptions:
     allowed_hosts: tuple[str, ...]
     max_sessions: int
     debug: bool
+    log_format: str = "json"
 
 
 def worker_app(options: WorkerOptions) -> Any:
     """The app of one worker process (``--workers N``): the CLI's logging, the config, the
     warm-up, then :func:`create_app` as one process would call it."""
+    from council._util import tracing
     from council._util.logs import configure_logging
+    from council._util.ops_log import configure_ops_log
     from council.api import load_config, resolve_council
 
     configure_logging(debug=options.debug)
+    configure_ops_log(options.log_format)
+    tracing.start()  # only if the OTEL_* variables ask for traces
     loaded = load_config(options.config_path)
     return _app(loaded, [resolve_council(loaded, name) for name in loaded.config.councils], options)
 

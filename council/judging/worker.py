@@ -28,7 +28,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from council._util import tracing
 from council._util.logs import get_logger
+from council.accounting import observers
 from council.bias.records import QueryHasher
 from council.errors import (
     ConfigError,
@@ -446,6 +448,8 @@ class Worker:
                                    lease_seconds=self.lease_seconds, again=self.claimed_again)  # fmt: skip
             self.dry = len(more) < free
             claimed += self.fresh(more)
+            if more:
+                observers.items_claimed([r["batch_id"] for r in more])
         return claimed, stopping
 
     def start(self, row: dict[str, Any]) -> asyncio.Task[None]:
@@ -527,8 +531,17 @@ class Worker:
         return await self.through_outage(judging_once, judging_once)
 
     async def judge(self, row: Mapping[str, Any]) -> None:
+        if not tracing.ACTIVE:
+            await self.judge_item(row)
+            return
+        with tracing.batch_item(row["batch_id"], row["item_id"]) as finished:  # its calls' spans go under it
+            await self.judge_item(row, finished)
+
+    async def judge_item(self, row: Mapping[str, Any], finished: Callable[[str, Any], None] | None = None) -> None:
         held = row["batch_id"]
         report = self.report
+        started = time.monotonic()
+        told, outcome = "error", None  # what observers are told, unless the item gets further
         try:
             spec, clients = self.judges.get(held)
             item = BatchItem.model_validate(row["item"])
@@ -539,21 +552,27 @@ class Worker:
                     # Cut short by the spend cap: not a failure of the item. Its claim goes back to the
                     # queue with the others this worker holds, for a worker under a new cap.
                     report.stopped += 1
+                    told = "stopped"
                     return
                 ok = outcome.success
                 try:
                     await self.record(self.save_of(row, item, outcome, calls))
                 except ItemAlreadyRecorded:
                     report.dropped += 1
+                    told = "dropped"
                     return
                 except ItemRefused as exc:  # its data, not the store: recorded as failed, the batch goes on
                     log.warning(f"batch {held}: item {item.id!r} failed: {exc}")
                     ok = False
+                told = "judged" if ok else "failed"
         finally:
             self.in_flight[held] -= 1
             self.judging.discard(_key(row))
             for seen in self.finishing.values():
                 seen.add(_key(row))
+            observers.item_finished(held, row["item_id"], told, time.monotonic() - started)
+            if finished is not None:
+                finished(told, outcome)
         report.judged += 1
         report.failed += not ok
         if self.on_item is not None:
@@ -637,6 +656,8 @@ class Worker:
             written()
         self.ready.extend(self.fresh(claimed))
         self.dry = len(claimed) < limit
+        if claimed:
+            observers.items_claimed([r["batch_id"] for r in claimed])
         for (_, done), result in zip(batch, results, strict=True):
             if done.done():
                 continue

@@ -35,6 +35,7 @@ from pydantic import BaseModel
 from council._util.background import asking_store
 from council._util.clock import utc_now
 from council._util.logs import get_logger
+from council.accounting import observers
 from council.accounting.budget import (
     MESSAGE_OVERHEAD_TOKENS,
     REQUEST_OVERHEAD_TOKENS,
@@ -420,6 +421,7 @@ class ModelClient:
 
         wait = await asking_store(rates, reserve)
         if wait > 0:
+            observers.rate_waited(self.model, wait)
             await asyncio.sleep(wait)
 
     def _settle_tokens(self, reserved: int, used: int) -> None:

@@ -16,6 +16,8 @@ _EXPORTS = {
     "check_allowed_host": "council.server.guard",
     "check_cors_origin": "council.server.protocol",
     "ServeConfig": "council.server.connections",
+    "ServerMetrics": "council.server.metrics",
+    "serve_metrics": "council.server.metrics",
 }
 
 __all__ = ["MAX_SESSIONS", "READ_TIMEOUT_SECONDS", *sorted(_EXPORTS)]

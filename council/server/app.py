@@ -63,8 +63,11 @@ def create_app(
         finally:
             stop_observing()
             await app.state.council_server.aclose()
+            server_metrics.close()
 
-    server_metrics = ServerMetrics()
+    from council.api import open_store
+
+    server_metrics = ServerMetrics(open_store)
     # Outermost first: every request is counted; a request refused by the guard reaches nothing else.
     guard = Middleware(RequestGuardMiddleware, bound_host=host, allowed_hosts=allowed_hosts, cors_origins=cors_origins)
     middleware = [Middleware(RequestMetrics, metrics=server_metrics), guard]

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from council._util import speedups
+from council._util import speedups, tracing
 from council._util.background import off_loop, store_write
 from council._util.clock import utc_now
 from council._util.logs import get_logger
@@ -133,6 +133,8 @@ class SessionRunner:
         c = self.council
         seed = seed if seed is not None else secrets.randbelow(2**31)
         session_id = str(uuid.uuid4())
+        if tracing.ACTIVE:  # its spans are made from its events (council._util.tracing)
+            on_event = tracing.traced(on_event)
         run = RunState(
             session_id=session_id,
             council=c,

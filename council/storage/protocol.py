@@ -294,6 +294,9 @@ class Store(Protocol):
     def batch_status(self, batch_id: str) -> dict[str, Any] | None:
         """``batch_id, items, queued, running, done, failed, cost_usd``; None for an unknown batch."""
 
+    def queue_depth(self) -> dict[str, int]:
+        """``queued`` and ``running`` items of every batch (a claim whose lease has passed: queued)."""
+
     # -- leaderboard ---------------------------------------------------------------
     def comparisons(
         self,

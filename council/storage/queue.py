@@ -296,3 +296,17 @@ def queue_status(store: Any, batch_id: str) -> dict[str, Any] | None:
     )[0]
     cost_usd = None if cost["unknown"] else round(float(cost["cost"] or 0.0), 8)
     return {"batch_id": batch_id, "items": sum(counts.values()), **counts, "cost_usd": cost_usd}
+
+
+def queue_depth(store: Any) -> dict[str, int]:
+    """``queued`` and ``running`` items of every batch (a running item whose lease has passed
+    counts as queued, as in :func:`queue_status`): what a metrics scrape reports."""
+    rows = store.db.query(
+        "SELECT CASE WHEN state = 'running' AND lease_until < ? THEN 'queued' ELSE state END AS st,"
+        " COUNT(*) AS n FROM batch_queue WHERE state IN ('queued', 'running') GROUP BY 1",
+        [store.clock()],
+    )
+    counts = {"queued": 0, "running": 0}
+    for r in rows:
+        counts[r["st"]] += int(r["n"])
+    return counts

@@ -102,6 +102,7 @@ class SQLStore(GroupCommit):
     claims_of = queue.claims_of
     batch_spec = queue.batch_spec
     batch_status = queue.queue_status
+    queue_depth = queue.queue_depth
     cache_reply = call_cache.cache_reply
     save_calibration_map = calibration_maps.save_calibration_map
     calibration_map = calibration_maps.calibration_map

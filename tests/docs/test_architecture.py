@@ -370,7 +370,9 @@ FRONT_ENDS = ("council.cli", "council.server", "council.mcp")
 # facade, the errors, the private plumbing and the untrusted-text helpers.
 FRONT_END_MAY_IMPORT = ("council.api", "council.errors", "council._util", "council.untrusted")
 # A command that starts another front-end imports it, through that package's own face only.
-LAUNCHES = {("council.cli.serve", "council.server"), ("council.cli.mcp", "council.mcp")}
+# ``council worker --metrics-address`` serves the server's metrics (council.server.metrics).
+LAUNCHES = {("council.cli.serve", "council.server"), ("council.cli.worker", "council.server"),
+            ("council.cli.mcp", "council.mcp")}  # fmt: skip
 
 
 def _front_end_of(name: str) -> str | None:

@@ -190,3 +190,103 @@ def test_every_completion_and_session_response_names_the_session(tmp_path, mock_
         stored = httpx.get(f"{base}/v1/sessions/{streamed_id}", timeout=10)
         assert stored.headers["x-council-session-id"] == streamed_id
         assert stored.headers["x-council-status"] == stored.json()["status"] == "complete"
+
+
+def scrape_url(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    reply = httpx.get(url, timeout=10)
+    assert reply.status_code == 200, reply.text
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in parser.text_string_to_metric_families(reply.text)
+        for s in family.samples
+    }
+
+
+def test_calls_that_wait_for_their_rate_budget_are_counted(tmp_path, mock_url, council_home):
+    # Model a answers, reviews and chairs: its three calls of a session, one every 0.25 s at most.
+    config = write_config(tmp_path / "council.toml", mock_url)
+    text = config.read_text().replace('model = "openai/mock-alpha"', 'model = "openai/mock-alpha"\nrpm = 240\n'
+                                      "max_concurrency = 1")  # fmt: skip
+    config.write_text(text)
+    with council_serve(config, council_home) as (base, _):
+        ask(base)
+        samples = scrape(base)
+    waits = total(samples, "council_rate_limit_waits_total", model="openai/mock-alpha")
+    assert waits >= 1
+    assert 0 < total(samples, "council_rate_limit_wait_seconds_total", model="openai/mock-alpha") <= waits * 0.25
+    assert total(samples, "council_rate_limit_waits_total", model="openai/mock-beta") == 0
+
+
+def enqueue(tmp_path, mock_url, home, items: int) -> tuple[dict[str, str], str]:
+    """A batch of ``items`` pairs queued in ``home``'s store; the environment and judge config of its workers."""
+    import json
+
+    from conftest import council_process
+
+    judge = tmp_path / "judge.toml"
+    judge.write_text(f'[models.j]\nmodel = "openai/mock-judge"\napi_base = "{mock_url}"\nretries = 0\n')
+    batch = tmp_path / "b.jsonl"
+    batch.write_text("".join(json.dumps({"id": f"p{i}", "prompt": "Q?", "a": "A.", "b": "B."}) + "\n"
+                             for i in range(items)))  # fmt: skip
+    queued = council_process("batch", str(batch), "--config", str(judge), "--judge", "j", "--enqueue",
+                             "--batch-id", "q", home=home)  # fmt: skip
+    assert queued.returncode == 0, queued.stderr
+    return {"COUNCIL_HOME": str(home)}, str(judge)
+
+
+def metrics_url(lines: list[str]) -> str:
+    import re
+
+    found = [m for m in (re.search(r"metrics: (http://\S+/metrics)", line) for line in lines) if m]
+    assert found, lines
+    return found[0][1]
+
+
+def test_metrics_on_their_own_address_need_no_token_and_say_the_queue_depth(tmp_path, mock_url, council_home):
+    enqueue(tmp_path, mock_url, council_home, items=3)
+    config = write_config(tmp_path / "council.toml", mock_url)
+    env = {"COUNCIL_SERVER_TOKEN": "s3cret"}
+    with council_serve(config, council_home, "--metrics-address", "127.0.0.1:0", env=env) as (base, lines):
+        url = metrics_url(lines)
+        assert not url.startswith(base)
+        apart = scrape_url(url)
+        behind_the_token = scrape(base, authorization="Bearer s3cret")
+    for samples in (apart, behind_the_token):
+        assert total(samples, "council_queue_items", state="queued") == 3
+        assert total(samples, "council_queue_items", state="running") == 0
+
+
+def test_metrics_address_needs_one_server_process():
+    from click.testing import CliRunner
+
+    from council.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["serve", "--workers", "2", "--metrics-address", "127.0.0.1:0"])
+    assert result.exit_code == 2 and "--metrics-address needs --workers 1" in result.output
+
+
+def test_a_worker_serves_its_claims_items_and_the_queue_depth(tmp_path, mock_url, council_home):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    env, judge = enqueue(tmp_path, mock_url, council_home, items=4)
+    worker = subprocess.Popen([sys.executable, "-m", "council", "worker", "--config", judge, "--follow",
+                               "--metrics-address", "127.0.0.1:0"], env={**os.environ, **env},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        url = metrics_url([worker.stderr.readline()])
+        deadline = time.monotonic() + 60
+        while total(samples := scrape_url(url), "council_worker_items_total") < 4:
+            assert time.monotonic() < deadline, samples
+            time.sleep(0.05)
+    finally:
+        worker.send_signal(signal.SIGINT)
+        worker.communicate(timeout=30)
+    assert total(samples, "council_worker_claimed_items_total") == 4
+    assert total(samples, "council_worker_items_total", status="judged") == 4
+    assert total(samples, "council_worker_item_duration_seconds_count") == 4
+    assert total(samples, "council_queue_items", state="queued") == 0
+    calls = by(samples, "council_provider_calls_total", model="openai/mock-judge", outcome="ok")
+    assert sum(calls.values()) == 8  # each pair judged in both orders

@@ -941,3 +941,16 @@ def test_every_operation_of_the_protocol_is_exercised_here():
 def test_ping_answers_while_the_store_is_open(store_backend):
     """The readiness probe's query (``GET /readyz``; a stopped PostgreSQL: tests/server/test_server_operations.py)."""
     assert store_backend.ping() is None
+
+
+def test_queue_depth_counts_every_batch_queued_and_running_items(store_backend):
+    """What ``council_queue_items`` reports at each scrape (tests/server/test_server_operations.py)."""
+    store = store_backend
+    assert store.queue_depth() == {"queued": 0, "running": 0}
+    settings = BatchSettings(judges=["fake/j"]).model_dump(mode="json")
+    common = {"source": "q.jsonl", "content_sha256": "c1", "settings": settings, "spec": {"judges": ["fake/j"]}}
+    store.enqueue_batch("d1", items=[queued(i) for i in range(3)], **common)
+    store.enqueue_batch("d2", items=[queued(i) for i in range(2)], **{**common, "source": "r.jsonl"})
+    store.claim_items("w1", batch_id="d1", limit=2, lease_seconds=60)
+    store.claim_items("w2", batch_id="d2", limit=1, lease_seconds=-1)  # its lease has passed: queued again
+    assert store.queue_depth() == {"queued": 3, "running": 2}
