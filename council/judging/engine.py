@@ -30,7 +30,7 @@ import statistics
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from council.accounting.budget import together
 from council.accounting.usage import CallRecord, CallSink, Usage
@@ -66,6 +66,9 @@ from council.methods.verdicts import PairwiseMetadata, PairwiseResult, Scale, ch
 from council.methods.voting import PAIRWISE_VOTES, VoteResult, min_votes_for_decision, run_votes
 from council.providers.client import ModelClient
 from council.storage import Store
+
+if TYPE_CHECKING:
+    from council.judging.adaptive import AdaptiveJury
 
 __all__ = [
     "ComparisonOutcome",
@@ -331,6 +334,7 @@ async def compare(
     store: Store | bool | None = True,
     keep_text: bool | None = None,
     run_id: str | None = None,
+    jury: AdaptiveJury | None = None,
 ) -> ComparisonOutcome:
     """Compare two responses to ``prompt`` (A = ``response_a``) with every judge.
 
@@ -339,7 +343,8 @@ async def compare(
     stores no judge reasoning; None: the user's setting (``store_transcripts`` of
     :func:`council.judging.running.default_privacy`, read from the environment and the default
     config file). Pass it to judge under another config's settings (``council.judging.facade`` does). Judge failures
-    are reported in the outcome (``success=False`` when no judge succeeded), not raised.
+    are reported in the outcome (``success=False`` when no judge succeeded), not raised. ``jury``: an
+    adaptive jury (council.judging.adaptive) asks the judges one pass at a time until it is sure.
     """
     check_common(prompt, judges, votes, max_attempts)
     get_strategy(strategy)
@@ -369,19 +374,25 @@ async def compare(
             checklist=checklist,
             sink=run.log,
         )
-        t0 = time.perf_counter()
-        per_judge = await gathered(job.judge(j) for j in judges)
-        outcome = _comparison_outcome(job, per_judge, run.calls, run.run_id, time.perf_counter() - t0)
+        if jury is not None:
+            from council.judging.adaptive import ask_until_sure
+
+            outcome = await ask_until_sure(job, judges, jury, run.run_id)
+        else:
+            t0 = time.perf_counter()
+            per_judge = await gathered(job.judge(j) for j in judges)
+            outcome = _comparison_outcome(job, per_judge, run.calls, run.run_id, time.perf_counter() - t0)
         persist(run, "compare", outcome)
     return outcome
 
 
-def _comparison_outcome(
+def outcome_fields(
     job: _Comparison, per_judge: list[JudgeComparison], calls: list[CallRecord], run_id: str, elapsed_s: float
-) -> ComparisonOutcome:
+) -> dict[str, Any]:
+    """What every comparison's outcome records of its judges, passes and calls."""
     ok = [j for j in per_judge if j.success]
     pairs = [v.consistent for j in ok for v in j.votes if v.consistent is not None]
-    common: dict[str, Any] = {
+    return {
         "run_id": run_id,
         "strategy": job.strategy,
         "swap": job.swap,
@@ -396,6 +407,13 @@ def _comparison_outcome(
         "usage": Usage.of(calls),
         "elapsed_ms": elapsed_s * 1000,
     }
+
+
+def _comparison_outcome(
+    job: _Comparison, per_judge: list[JudgeComparison], calls: list[CallRecord], run_id: str, elapsed_s: float
+) -> ComparisonOutcome:
+    ok = [j for j in per_judge if j.success]
+    common = outcome_fields(job, per_judge, calls, run_id, elapsed_s)
     if not ok:
         error = judge_failures(per_judge)
         return ComparisonOutcome(

@@ -71,7 +71,7 @@ def information(prior: Mapping[str, float], confusion: Confusion) -> float:
     I(vote; class) in bits under ``prior``, Σ_t Σ_o prior[t]·π(o|t)·log2(π(o|t) / q(o)) with
     q(o) = Σ_t prior[t]·π(o|t). 0 for an annotator whose vote does not depend on the class."""
     bits = 0.0
-    for o, row in confusion.items():
+    for row in confusion.values():
         q = sum(prior[t] * row.get(t, 0.0) for t in prior)
         for t in prior:
             joint = prior[t] * row.get(t, 0.0)
