@@ -17,14 +17,19 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from council.errors import NotFoundError, UsageError
-from council.judging.outcomes import ComparisonOutcome, JudgeComparison, VoteSummary, judge_failures
+from council.judging.outcomes import (
+    ComparisonOutcome,
+    JudgeComparison,
+    VoteSummary,
+    comparison_fields,
+    judge_failures,
+)
 from council.methods.adaptive_jury import SequentialJury, asking_order, expected_agreement
 from council.methods.averaging import average_side_scores
 from council.methods.swap import PassView, combine_passes, flip
 from council.methods.verdicts import PairwiseMetadata, PairwiseResult
 
 if TYPE_CHECKING:
-    from council.judging.engine import _Comparison
     from council.providers.client import ModelClient
     from council.storage import Store
 
@@ -160,7 +165,7 @@ def _a_first(view: PassView) -> PassView:
 
 
 async def ask_until_sure(
-    job: _Comparison, judges: Sequence[ModelClient], jury: AdaptiveJury, run_id: str
+    job: Any, judges: Sequence[ModelClient], jury: AdaptiveJury, run_id: str
 ) -> ComparisonOutcome:
     """Judge ``job``'s pair by asking its annotators one at a time until the posterior is sure."""
     t0 = time.perf_counter()
@@ -190,10 +195,8 @@ async def ask_until_sure(
         expected_agreement=expected_agreement(reliabilities.prior, matrices, sequence.votes, sequence.unasked),
         cost_saved_usd=_cost_saved(calls, sequence.unasked, judges),
     )
-    from council.judging.engine import outcome_fields
-
     ok = [j for j in per_judge if j.success]
-    common = outcome_fields(job, per_judge, calls, run_id, time.perf_counter() - t0)
+    common = comparison_fields(job, per_judge, calls, run_id, time.perf_counter() - t0)
     common.update(calls_saved=len(sequence.unasked), probability=probability, adaptive=record)
     if not sequence.votes:
         return AdaptiveComparisonOutcome(success=False, error=judge_failures(per_judge) or "no judge gave a verdict",
@@ -212,7 +215,7 @@ async def ask_until_sure(
     )
 
 
-def _judge_result(job: _Comparison, client: ModelClient, views: Mapping[tuple[str, str], PassView],
+def _judge_result(job: Any, client: ModelClient, views: Mapping[tuple[str, str], PassView],
                   passes: Sequence[Any]) -> JudgeComparison | None:  # fmt: skip
     """A judge's result from the passes it was asked: its two passes combined under the strategy,
     its one pass as it is; None when it was not asked."""

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from council.accounting.budget import together
-from council.accounting.usage import CallRecord, CallSink, Usage
+from council.accounting.usage import CallRecord, CallSink
 from council.config import LoadedConfig, resolve_council, resolve_model
 from council.errors import InputError, UsageError
 from council.judging.grading import grade
@@ -45,6 +45,7 @@ from council.judging.outcomes import (
     JudgmentPass,
     Outcome,
     VoteSummary,
+    comparison_fields,
     judge_failures,
 )
 from council.judging.prompts import PairwiseTemplate, pairwise_template
@@ -386,34 +387,11 @@ async def compare(
     return outcome
 
 
-def outcome_fields(
-    job: _Comparison, per_judge: list[JudgeComparison], calls: list[CallRecord], run_id: str, elapsed_s: float
-) -> dict[str, Any]:
-    """What every comparison's outcome records of its judges, passes and calls."""
-    ok = [j for j in per_judge if j.success]
-    pairs = [v.consistent for j in ok for v in j.votes if v.consistent is not None]
-    return {
-        "run_id": run_id,
-        "strategy": job.strategy,
-        "swap": job.swap,
-        "criteria": job.names,
-        "scale": job.scale,
-        "judges": per_judge,
-        "passes": sorted(job.passes, key=lambda p: (p.judge, p.vote, p.pass_number)),
-        "swap_pairs": len(pairs),
-        "inconsistent_pairs": pairs.count(False),
-        "calls": len(calls),
-        "calls_saved": sum(j.calls_saved for j in per_judge),
-        "usage": Usage.of(calls),
-        "elapsed_ms": elapsed_s * 1000,
-    }
-
-
 def _comparison_outcome(
     job: _Comparison, per_judge: list[JudgeComparison], calls: list[CallRecord], run_id: str, elapsed_s: float
 ) -> ComparisonOutcome:
     ok = [j for j in per_judge if j.success]
-    common = outcome_fields(job, per_judge, calls, run_id, elapsed_s)
+    common = comparison_fields(job, per_judge, calls, run_id, elapsed_s)
     if not ok:
         error = judge_failures(per_judge)
         return ComparisonOutcome(
