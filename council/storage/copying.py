@@ -30,6 +30,7 @@ TABLES: list[tuple[str, tuple[str, ...]]] = [
     ("batch_items", ("batch_id", "item_id")),
     ("batch_queue", ("batch_id", "item_id")),
     ("calibration_maps", ("name",)),
+    ("reviewer_agreement", ("session_id", "reviewer", "other")),
 ]
 _IDENTITIES = ("bias_records", "calls", "judgments")
 CHUNK = 1000

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from council._util.clock import parse_since, utc_now
 from council.errors import NotFoundError
-from council.storage import budgets, calibration_maps, call_cache, judgments, pages, queue
+from council.storage import budgets, calibration_maps, call_cache, judgments, pages, queue, reviewer_agreement
 from council.storage import provider_batches as rounds
 from council.storage.group_commit import GroupCommit, call_row
+from council.storage.reviewer_agreement import agreement_rows
 from council.untrusted.redaction import redact, redact_document, redacted_model_json
 
 if TYPE_CHECKING:  # pydantic's slow import is not every command's: a listing reads no call record
@@ -40,7 +41,8 @@ _CALL_OUTCOME = frozenset(
 
 
 #: The keys a row written with ``replace`` replaces a stored one by (``_write_rows``).
-_REPLACED_BY = {"answers": ("session_id", "member"), "reviews": ("session_id", "reviewer")}
+_REPLACED_BY = {"answers": ("session_id", "member"), "reviews": ("session_id", "reviewer"),
+                "reviewer_agreement": ("session_id", "reviewer", "other")}
 
 
 class SQLStore(GroupCommit):
@@ -99,6 +101,7 @@ class SQLStore(GroupCommit):
     cache_reply = call_cache.cache_reply
     save_calibration_map = calibration_maps.save_calibration_map
     calibration_map = calibration_maps.calibration_map
+    reviewer_agreement_sums = reviewer_agreement.reviewer_agreement_sums
 
     # -- the call log ---------------------------------------------------------
     def journal(self, session_id: str) -> CallJournal:
@@ -206,6 +209,7 @@ class SQLStore(GroupCommit):
         reviews: Sequence[dict[str, Any]] = (),
         bias_records: Sequence[dict[str, Any]] = (),
         calls: Sequence[dict[str, Any]] = (),
+        agreement: Sequence[dict[str, Any]] = (),
     ) -> None:
         """Write the whole session and its final status in one transaction, every row and the
         result (a ``SessionResult``) redacted field by field (``redaction.redact_document``: no
@@ -217,6 +221,8 @@ class SQLStore(GroupCommit):
                 self._write_rows("reviews", redact_document(list(reviews)), replace=True)
             if bias_records:
                 self._write_session_bias_records(bias_records)
+            if agreement:
+                self._write_rows("reviewer_agreement", agreement, replace=True)
             calls = self.calls_to_record(calls)
             if calls:
                 self.write_calls(calls)
@@ -370,7 +376,7 @@ def _result_rows(result: Any, keep_text: bool) -> dict[str, Any]:
         }
         for r in result.reviews
     ]
-    return {"result": result, "answers": answers, "reviews": reviews}
+    return {"result": result, "answers": answers, "reviews": reviews, "agreement": agreement_rows(result)}
 
 
 def _call_shape(row: dict[str, Any]) -> tuple[tuple[str, ...], bool]:
