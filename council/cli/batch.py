@@ -167,9 +167,9 @@ def batch() -> None:
 )
 @click.option(
     "--reliabilities-from",
-    metavar="BATCH_ID",
+    metavar="BATCH_ID|MAP",
     help="With --combine dawid-skene --adaptive: the judges' reliabilities, fitted by Dawid–Skene over this earlier "
-    "batch (judged by the same judges).",
+    "batch (judged by the same judges), or over the batch the calibration map MAP was fitted on.",
 )
 @click.option("--criteria", multiple=True, metavar="NAME", help='Pairwise criteria (repeatable), or "depth".')
 @click.option(

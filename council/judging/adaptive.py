@@ -93,11 +93,21 @@ def reliabilities_from_passes(passes: Iterable[Mapping[str, Any]], source: str) 
     return JuryReliabilities(source=source, prior=fit.priors, annotators=annotators)
 
 
-def reliabilities_from_batch(store: Store, batch_id: str) -> JuryReliabilities:
-    """``--reliabilities-from BATCH_ID``: the Dawid–Skene fit over that stored batch's passes."""
+def reliabilities_from_batch(store: Store, name: str) -> JuryReliabilities:
+    """``--reliabilities-from NAME``: the Dawid–Skene fit over the stored batch ``NAME``'s passes,
+    or, where no batch has that id, over the batch the calibration map ``NAME`` (``council
+    calibrate``) was fitted on."""
+    if store.batch_exists(name):
+        return reliabilities_from_passes(store.batch_passes(name), f"batch {name}")
+    from council.judging.calibrating import NAME
+
+    found = store.calibration_map(name) if NAME.fullmatch(name) else None
+    if found is None:
+        raise NotFoundError(f"no batch or calibration map {name!r} in the store to take the judges' reliabilities from")
+    batch_id = found["batch_id"]
     if not store.batch_exists(batch_id):
-        raise NotFoundError(f"no batch {batch_id!r} in the store to take the judges' reliabilities from")
-    return reliabilities_from_passes(store.batch_passes(batch_id), f"batch {batch_id}")
+        raise NotFoundError(f"calibration map {name!r} was fitted on batch {batch_id}, which is no longer in the store")
+    return reliabilities_from_passes(store.batch_passes(batch_id), f"batch {batch_id} (calibration map {name})")
 
 
 def check_panel(jury: AdaptiveJury, judges: Sequence[str], *, swap: bool, votes: int | None) -> None:

@@ -120,13 +120,23 @@ def test_the_cli_runs_it_and_refuses_what_it_cannot_do_in_one_line(tmp_path, cou
         ([], "--reliabilities-from"),
         (["--reliabilities-from", "fit", "--confidence", "1"], "--confidence"),
         (["--reliabilities-from", "fit", "--confidence", "0.5"], "--confidence"),
-        (["--reliabilities-from", "nope"], "no batch 'nope'"),
+        (["--reliabilities-from", "nope"], "no batch or calibration map 'nope'"),
         (["--reliabilities-from", "fit", "--no-swap"], "--no-swap"),
         (["--reliabilities-from", "fit", "--judge", "fake/z"], "fake/z"),
     ):
         bad = CliRunner().invoke(cli, [*adaptive, *extra, "--batch-id", "bad"])
         assert bad.exit_code == 2 and words in bad.stderr and "Traceback" not in bad.output, (extra, bad.output)
         assert len(bad.stderr.strip().splitlines()) == 1
+    # A calibration map names the batch it was fitted on: the same reliabilities.
+    labelled = write_jsonl(tmp_path / "labelled.jsonl", [{**r, "label": "AB"[i % 2]} for i, r in enumerate(_items(24))])
+    fitted = CliRunner().invoke(cli, ["batch", str(labelled), *judges, "--combine", "dawid-skene", "--batch-id",
+                                      "lab"])  # fmt: skip
+    assert fitted.exit_code == 0, fitted.output
+    assert CliRunner().invoke(cli, ["calibrate", "lab", "--name", "my-jury"]).exit_code == 0
+    by_map = CliRunner().invoke(cli, [*adaptive, "--reliabilities-from", "my-jury", "--batch-id", "m", "--json"])
+    by_batch = CliRunner().invoke(cli, [*adaptive, "--reliabilities-from", "lab", "--batch-id", "b", "--json"])
+    assert by_map.exit_code == by_batch.exit_code == 0, by_map.output
+    assert json.loads(by_map.stdout)["adaptive"] == json.loads(by_batch.stdout)["adaptive"]
     for extra in (["--confidence", "0.9"], ["--reliabilities-from", "fit"]):
         bad = CliRunner().invoke(cli, ["batch", str(later), *judges, *extra, "--batch-id", "bad"])
         assert bad.exit_code == 2 and "--combine dawid-skene --adaptive" in bad.stderr
