@@ -8,6 +8,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from conftest import write_config
 from rich.console import Console
 from scipy.stats import kendalltau
 
@@ -73,7 +74,8 @@ async def test_the_bias_report_gains_the_agreement_matrix_and_n_eff(store_backen
 
 def test_the_cli_reports_it_and_a_report_without_sessions_leaves_the_key_out(tmp_path, council_home):
     assert "reviewer_agreement" not in json.loads(CliRunner().invoke(cli, ["bias-report", "--json"]).stdout or "{}")
-    ran = CliRunner().invoke(cli, ["run", "Why is the sky blue?", "--json"])
+    config = write_config(tmp_path / "c.toml", {n: {"model": f"fake/{n}"} for n in ("a", "b", "c")}, chairman="a")
+    ran = CliRunner().invoke(cli, ["run", "Why is the sky blue?", "--config", str(config), "--json"])
     assert ran.exit_code == 0, ran.output
     report = CliRunner().invoke(cli, ["bias-report", "--json"])
     assert report.exit_code == 0, report.output
