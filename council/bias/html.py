@@ -317,6 +317,31 @@ def _self_preference_table(report: BiasReport) -> str:
     ) if report.self_preference else '<p class="muted">No self-review records.</p>'
 
 
+def _agreement_section(report: BiasReport) -> str:
+    """Each reviewer against the consensus, the reviewers' agreement matrix, the agreement-based n_eff."""
+    agreement = report.reviewer_agreement
+    if agreement is None:
+        return ""
+
+    def tau(value: float | None) -> str:
+        return "—" if value is None else f"{value:+.3f}"
+
+    consensus = html_table(
+        ["reviewer", "sessions", "mean Kendall's τ_b with the consensus", "top-1 agreement"],
+        [[rid, r.sessions, tau(r.kendall_tau), "—" if r.top1 is None else f"{r.top1:.1%}"]
+         for rid, r in agreement.reviewers.items()],
+        {1, 2, 3},
+    )  # fmt: skip
+    reviewers = list(agreement.matrix)
+    matrix = html_table(["reviewer", *reviewers], [[rid, *(tau(v) for v in row.values())]
+                                                   for rid, row in agreement.matrix.items()],
+                        set(range(1, len(reviewers) + 1)))  # fmt: skip
+    n_eff = "—" if agreement.n_eff is None else f"{agreement.n_eff:.2f}"
+    return (f"<h2>Reviewer agreement</h2>\n{scroll(consensus)}\n{scroll(matrix)}\n"
+            f'<p class="note">Effective number of reviewers: {escape(n_eff)} of {agreement.k} (mean τ_b '
+            f"{escape(tau(agreement.mean_agreement))}); {escape(agreement.note)}.</p>")  # fmt: skip
+
+
 def _findings_list(report: BiasReport) -> str:
     """What the data says, one verdict a line."""
     said = findings(report)
@@ -392,6 +417,7 @@ answers, each measured from its own session's mean length and mean score.</p>
 {length}
 <h2>Self-preference</h2>
 {self_pref}
+{_agreement_section(report)}
 <h2>Statistical honesty</h2>
 {honesty}
 """

@@ -38,6 +38,7 @@ from council.methods.bias_indicators import (
     honesty_row,
     position_scores,
 )
+from council.methods.consensus_agreement import Agreement, session_agreement
 from council.methods.significance import GroupSums, SignificanceTest, one_way_anova
 
 SCHEMA_VERSION = "1.2.0"
@@ -234,6 +235,18 @@ class SessionBiasMetadata(BaseModel):
     honesty: list[HonestyRow]
     flags: list[str]
     note: str | None = None
+    reviewer_agreement: list[Agreement] | None = None
+    """Each valid reviewer's ranking against the consensus (``other`` null) and against each other
+    reviewer's: Kendall's τ_b and top-1 agreement, no text (:func:`consensus_agreement`); None
+    without a consensus."""
+
+
+def consensus_agreement(reviews: Sequence[Any], consensus: Any | None) -> list[Agreement] | None:
+    """The agreement of ``reviews``' rankings (valid ``Review``s) with the session's ``consensus``
+    (a ``Consensus``) and with each other (docs/methods.md, "Reviewer agreement")."""
+    if consensus is None:
+        return None
+    return session_agreement({r.reviewer: r.ranking for r in reviews}, {e.member: e.rank for e in consensus.ranking})
 
 
 EXTREME_LENGTH_R = 0.9

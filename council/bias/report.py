@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from council._util.clock import parse_since
 from council.bias.loading import load_records_files
@@ -37,6 +37,7 @@ from council.methods.bias_indicators import (
     reliability,
     variance_label,
 )
+from council.methods.consensus_agreement import ReviewerAgreementReport, agreement_report
 from council.methods.significance import (
     ALPHA,
     Block,
@@ -197,6 +198,17 @@ class BiasReport(BaseModel):
     notes: list[str] = Field(default_factory=list)
     length_points: list[tuple[float, float]] = Field(default_factory=list)
     """A bounded sample of (response length in ``length_unit``, mean score) per (session, model), for charts."""
+    reviewer_agreement: ReviewerAgreementReport | None = None
+    """Stored council sessions: each reviewer's agreement with the consensus, the reviewers' agreement
+    matrix and the agreement-based n_eff (docs/methods.md, "Reviewer agreement"); left out without any."""
+
+    @model_serializer(mode="wrap")
+    def _without_absent_agreement(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Added later: a report without stored agreements reads as it always has.
+        data = handler(self)
+        if data.get("reviewer_agreement", 0) is None:
+            del data["reviewer_agreement"]
+        return data
 
 
 # ---------------------------------------------------------------------------
@@ -278,6 +290,9 @@ def bias_report(
         unscored_records=sums.unscored,
         notes=notes,
         length_points=sums.points,
+        reviewer_agreement=agreement_report(
+            store.reviewer_agreement_sums(since=since, council=council, reviewers=reviewers)
+        ),
     )
 
 

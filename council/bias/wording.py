@@ -278,7 +278,7 @@ def render_bias_report_text(report: BiasReport, console: Console) -> None:
         console.print("No bias records" + (" match these filters." if any(report.filters.values()) else " yet."))
         return
     for part in (_print_findings, _print_reviewer_profiles, _print_length_correlation, _print_position_bias,
-                 _print_self_preference, _print_honesty):  # fmt: skip
+                 _print_self_preference, _print_reviewer_agreement, _print_honesty):  # fmt: skip
         part(report, console)
 
 
@@ -426,6 +426,38 @@ def _print_self_preference(report: BiasReport, console: Console) -> None:
                 "—" if sp.adjusted_difference is None else f"{sp.adjusted_difference:+.3f}", str(sp.adjusted_n), p,
             )
         console.print(sp_table)
+
+
+def _print_reviewer_agreement(report: BiasReport, console: Console) -> None:
+    """Each reviewer against the sessions' consensus, the reviewers' agreement matrix, the
+    agreement-based n_eff (docs/methods.md, "Reviewer agreement")."""
+    agreement = report.reviewer_agreement
+    if agreement is None:
+        return
+    from rich.table import Table
+
+    from council.untrusted.terminal import literal
+
+    def tau(value: float | None) -> str:
+        return "—" if value is None else f"{value:+.3f}"
+
+    table = Table(title="Agreement with the consensus (Kendall's τ_b of each ranking; top-1: same first answer)")
+    for col in ("reviewer", "sessions", "mean τ_b", "top-1 agreement"):
+        table.add_column(col, justify="left" if col == "reviewer" else "right")
+    for rid, r in agreement.reviewers.items():
+        table.add_row(literal(rid), str(r.sessions), tau(r.kendall_tau), "—" if r.top1 is None else f"{r.top1:.1%}")
+    console.print(table)
+    matrix = Table(title="Reviewers' agreement (mean Kendall's τ_b over the sessions they share)")
+    matrix.add_column("reviewer")
+    for rid in agreement.matrix:
+        matrix.add_column(literal(rid), justify="right")
+    for rid, row in agreement.matrix.items():
+        matrix.add_row(literal(rid), *(tau(v) for v in row.values()))
+    console.print(matrix)
+    n_eff = "—" if agreement.n_eff is None else f"{agreement.n_eff:.2f}"
+    console.print(literal(f"Effective number of reviewers: {n_eff} of {agreement.k} (mean τ_b "
+                          f"{tau(agreement.mean_agreement)}); {agreement.note}"))  # fmt: skip
+    console.print()
 
 
 def _print_honesty(report: BiasReport, console: Console) -> None:

@@ -11,7 +11,7 @@ import click
 
 from council._util.outputs import check_output
 from council.cli.common import WholeNumber, cache_options, lease_seconds_option, max_cost_option, output_option, quiet
-from council.cli.judge import STRATEGIES, adaptive_option, batch_judge_option, config_option, votes_option
+from council.cli.judge import STRATEGIES, batch_judge_option, config_option, votes_option
 from council.errors import CouncilFailure, UsageError
 from council.untrusted.inputs import MAX_BATCH_BYTES, read_text_file
 
@@ -158,12 +158,31 @@ def batch() -> None:
     "once all its pairs are judged; no labels used).",
 )
 @calibration_option
+@click.option(
+    "--confidence",
+    type=float,
+    metavar="P",
+    help="With --combine dawid-skene --adaptive: stop asking a pair's judges once the posterior of its verdict "
+    "reaches P (0.5 < P < 1; default 0.95).",
+)
+@click.option(
+    "--reliabilities-from",
+    metavar="BATCH_ID|MAP",
+    help="With --combine dawid-skene --adaptive: the judges' reliabilities, fitted by Dawid–Skene over this earlier "
+    "batch (judged by the same judges), or over the batch the calibration map MAP was fitted on.",
+)
 @click.option("--criteria", multiple=True, metavar="NAME", help='Pairwise criteria (repeatable), or "depth".')
 @click.option(
     "--rubric", default="general", show_default=True, metavar="NAME_OR_FILE", help="Default rubric for grading items."
 )
 @votes_option
-@adaptive_option
+@click.option(
+    "--adaptive",
+    is_flag=True,
+    help="Stop voting as soon as the majority is decided (fewer calls, same winner); with --combine dawid-skene, "
+    "ask the judges one at a time, most informative per dollar first, until the pair's posterior reaches "
+    "--confidence (needs --reliabilities-from).",
+)
 @click.option("--no-swap", is_flag=True, help="Judge each pair once, A shown first.")
 @max_cost_option()
 @cache_options
@@ -194,6 +213,8 @@ def judge_file(
     strategy: str,
     combine: str,
     calibration: str | None,
+    confidence: float | None,
+    reliabilities_from: str | None,
     criteria: tuple[str, ...],
     rubric: str,
     votes: int,
@@ -217,7 +238,8 @@ def judge_file(
     batch_file, output_path = _read_input(file, output, mode, rubric, criteria)
     silent = quiet()
     settings = dict(mode=mode, strategy=strategy, swap=not no_swap, criteria=criteria, rubric=rubric, votes=votes,
-                    adaptive=adaptive, combine=combine)  # fmt: skip
+                    adaptive=adaptive, combine=combine, confidence=confidence,
+                    reliabilities_from=reliabilities_from)  # fmt: skip
 
     async def enqueue_file(panel: JudgePanel) -> None:
         from council.cli.common import status
@@ -444,6 +466,7 @@ def render_summary(s: BatchSummary) -> None:
         ("flagged for review", str(s.flagged_for_review)),
         ("calls made", str(s.calls)),
         ("calls saved (adaptive)", str(s.calls_saved)),
+        *_adaptive_rows(s),
         ("tokens", f"{s.prompt_tokens} + {s.completion_tokens}"),
         ("cost", cost),
         *_cache_rows(s),
@@ -462,6 +485,22 @@ def render_summary(s: BatchSummary) -> None:
         out.print(styled(("failed", "red"), f" {item_id}: {error}"))
     if s.output:
         out.print(f"results: {s.output}")
+
+
+def _adaptive_rows(s: BatchSummary) -> list[tuple[str, str]]:
+    a = s.adaptive
+    if a is None:
+        return []
+    from council._util.money import usd
+
+    saved = "unknown" if a.cost_saved_usd is None else usd(a.cost_saved_usd)
+    return [
+        (f"adaptive jury (posterior ≥ {a.confidence})", f"{a.sure} of {a.pairs} pairs sure, {a.stopped_early} "
+         f"before the full panel"),
+        ("calls saved against the full panel", f"{a.calls_saved} of {a.calls_full_panel} "
+         f"({_pct(a.calls_saved / a.calls_full_panel if a.calls_full_panel else None)}), about {saved}"),
+        ("agreement with the full panel (expected)", _pct(a.agreement_with_full_panel)),
+    ]  # fmt: skip
 
 
 def _budget_rows(s: BatchSummary) -> list[tuple[str, str]]:

@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_seri
 
 from council.accounting.budget import Budget, Tranches
 from council.errors import InputError, UsageError
+from council.judging.adaptive import AdaptiveSummary, AdaptiveTally
 from council.judging.batch_items import BatchItem, BatchSettings, Mode, item_digest  # noqa: F401  (found here too)
 from council.judging.calibrating import (
     AppliedCalibration,
@@ -249,6 +250,8 @@ class BatchSummary(BaseModel):
     #: with ``--calibration NAME``: the map applied, and the calibrated probabilities' calibration.
     calibration: Calibration | None = None
     calibrated: AppliedCalibration | None = None
+    #: ``--combine dawid-skene --adaptive``: what the adaptive jury saved (left out otherwise).
+    adaptive: AdaptiveSummary | None = None
 
     @model_serializer(mode="wrap")
     def _without_absent_blocks(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -264,7 +267,7 @@ class BatchSummary(BaseModel):
 #: Summary keys present only where they apply: the panel with two or more judges (whose keys that
 #: measure against labels the panel itself leaves out without labels; SPEC.md, "Juries"), the
 #: calibration with labelled pairs, and the calibrated one with ``--calibration``.
-OPTIONAL_BLOCKS = ("panel", "combine", "calibration", "calibrated")
+OPTIONAL_BLOCKS = ("panel", "combine", "calibration", "calibrated", "adaptive")
 
 
 def _rate(part: int, whole: int) -> float | None:
@@ -290,6 +293,7 @@ def summarize(
     judged: int,
     judges: Sequence[str] = (),
     calibration: CalibrationMap | None = None,
+    adaptive: bool = False,
 ) -> BatchSummary:
     """The batch's numbers from its recorded rows (``Store.batch_rows``; a labelled pair's row
     carries its passes), in one pass: each row is let go once counted. With two or more
@@ -311,6 +315,7 @@ def summarize(
         from council.judging.jury import PanelTally
 
         jury = PanelTally(judges)
+    savings = AdaptiveTally() if adaptive else None
     for r in rows:
         recorded += 1
         calls += r["calls"]
@@ -334,6 +339,8 @@ def summarize(
                 probabilities.add(r)
             if jury is not None:
                 jury.add(r)
+            if savings is not None:
+                savings.add(r["result"])
         elif r["mode"] == "grade":
             report = r["result"]["report"]
             normalized.append(report["normalized"])
@@ -375,6 +382,7 @@ def summarize(
         panel=None if jury is None else jury.result(),
         calibration=probabilities.result(),
         calibrated=probabilities.applied_result(),
+        adaptive=None if savings is None else savings.result(),
     )
 
 
@@ -406,7 +414,7 @@ def summarize_batch(
     if on_read is not None:
         rows = _telling(rows, on_read)
     common = {"batch_id": batch_id, "source": source, "items": items, "skipped": skipped, "judged": judged,
-              "judges": judges, "calibration": calibration}  # fmt: skip
+              "judges": judges, "calibration": calibration, "adaptive": combine == "adaptive"}  # fmt: skip
     if output is None:
         summary = summarize(rows, **common)
     else:
@@ -415,7 +423,7 @@ def summarize_batch(
         with open_output(str(output), make_parents=True) as fh:
             summary = summarize(_written(rows, fh), **common)
         summary.output = str(output)
-    summary.combine = None if combine == "vote" else combine
+    summary.combine = None if combine == "vote" else "dawid-skene" if combine == "adaptive" else combine
     return summary
 
 
@@ -423,9 +431,10 @@ def judged_rows(store: Store, batch_id: str, combine: str = "vote") -> Iterator[
     """The batch's recorded rows (``Store.batch_rows``), each pair's verdict combined by
     ``combine``, with the probability of that verdict (``probability``): ``vote`` is the verdict
     recorded with the item, its probability the share of its passes naming it; ``dawid-skene`` reads every pass
-    of the batch first and fits the combination over all of them (council.judging.jury)."""
+    of the batch first and fits the combination over all of them (council.judging.jury); ``adaptive``: the
+    adaptive jury's verdict recorded with the item, its probability the posterior (council.judging.adaptive)."""
     rows = store.batch_rows(batch_id)
-    if combine == "vote":
+    if combine in ("vote", "adaptive"):
         return with_probability(rows)
     from council.judging.jury import combined_rows, dawid_skene_verdicts
 
@@ -439,7 +448,7 @@ def stored_judging(store: Store, batch_id: str) -> tuple[list[str], str]:
     spec = store.batch_spec(batch_id)
     if spec is None:
         return [], "vote"
-    return [j["id"] for j in spec["judges"]], BatchSettings.model_validate(spec["settings"]).combine
+    return [j["id"] for j in spec["judges"]], BatchSettings.model_validate(spec["settings"]).combination
 
 
 def stored_summary(
@@ -587,7 +596,7 @@ async def run_batch(
         assert opened is not None, "a batch is recorded in a store"
         if resume and not named and source_path is not None and not opened.batch_exists(batch_id):
             batch_id = opened.find_batch(source_path, settings.model_dump(mode="json")) or batch_id
-        applied = None if calibration is None else load_map(opened, calibration, settings.combine)
+        applied = None if calibration is None else load_map(opened, calibration, settings.combination)
         return await _run_batch(
             items, settings, judges, batch_id, source, content_sha256, rubrics, concurrency, resume, output,
             opened, keep_text, on_start, on_item, source_path or source, max_cost, provider_batch,
@@ -666,7 +675,7 @@ async def _run_batch(
     try:
         summary = summarize_batch(store, batch_id, source=source, items=len(items), skipped=skipped,
                                   judged=report.judged, output=output, on_read=on_summary,
-                                  judges=[j.id for j in judges], combine=settings.combine,
+                                  judges=[j.id for j in judges], combine=settings.combination,
                                   calibration=applied)  # fmt: skip
     except UsageError as exc:  # the results file: what was judged is stored
         raise UsageError(f"{exc}; every judged item is stored: rerun with --resume to write them") from None

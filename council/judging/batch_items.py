@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
 
 from council.accounting.usage import CallLog, CallRecord
+from council.judging.adaptive import AdaptiveJury
 from council.judging.engine import ComparisonOutcome, GradeOutcome, compare, grade
 from council.judging.schemas import Rubric
 from council.methods.swap import DEFAULT_STRATEGY
@@ -62,6 +63,9 @@ class BatchSettings(BaseModel):
     max_attempts: int = 3
     #: How a jury's verdicts become one per pair (council.judging.jury.COMBINATIONS).
     combine: Literal["vote", "dawid-skene"] = "vote"
+    #: ``--combine dawid-skene --adaptive``: the jury that stops when it is sure, with the
+    #: reliabilities it weighs the judges by (council.judging.adaptive).
+    jury: AdaptiveJury | None = None
 
     @model_serializer(mode="wrap")
     def _default_combination_unsaid(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -70,7 +74,15 @@ class BatchSettings(BaseModel):
         data = handler(self)
         if data.get("combine") == "vote":
             del data["combine"]
+        if data.get("jury") is None:
+            data.pop("jury", None)
         return data
+
+    @property
+    def combination(self) -> str:
+        """How the pairs' verdicts are combined: ``combine``, or ``adaptive`` for the adaptive jury
+        (whose verdicts are made as each pair is judged, not refitted over the batch)."""
+        return "adaptive" if self.jury is not None else self.combine
 
 
 async def judge_item(
@@ -105,6 +117,7 @@ async def judge_item(
             store=None,
             keep_text=keep_text,
             run_id=run_id,
+            jury=settings.jury,
         )
     else:
         outcome = await grade(

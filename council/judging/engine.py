@@ -30,10 +30,10 @@ import statistics
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from council.accounting.budget import together
-from council.accounting.usage import CallRecord, CallSink, Usage
+from council.accounting.usage import CallRecord, CallSink
 from council.config import LoadedConfig, resolve_council, resolve_model
 from council.errors import InputError, UsageError
 from council.judging.grading import grade
@@ -45,6 +45,7 @@ from council.judging.outcomes import (
     JudgmentPass,
     Outcome,
     VoteSummary,
+    comparison_fields,
     judge_failures,
 )
 from council.judging.prompts import PairwiseTemplate, pairwise_template
@@ -66,6 +67,9 @@ from council.methods.verdicts import PairwiseMetadata, PairwiseResult, Scale, ch
 from council.methods.voting import PAIRWISE_VOTES, VoteResult, min_votes_for_decision, run_votes
 from council.providers.client import ModelClient
 from council.storage import Store
+
+if TYPE_CHECKING:
+    from council.judging.adaptive import AdaptiveJury
 
 __all__ = [
     "ComparisonOutcome",
@@ -331,6 +335,7 @@ async def compare(
     store: Store | bool | None = True,
     keep_text: bool | None = None,
     run_id: str | None = None,
+    jury: AdaptiveJury | None = None,
 ) -> ComparisonOutcome:
     """Compare two responses to ``prompt`` (A = ``response_a``) with every judge.
 
@@ -339,7 +344,8 @@ async def compare(
     stores no judge reasoning; None: the user's setting (``store_transcripts`` of
     :func:`council.judging.running.default_privacy`, read from the environment and the default
     config file). Pass it to judge under another config's settings (``council.judging.facade`` does). Judge failures
-    are reported in the outcome (``success=False`` when no judge succeeded), not raised.
+    are reported in the outcome (``success=False`` when no judge succeeded), not raised. ``jury``: an
+    adaptive jury (council.judging.adaptive) asks the judges one pass at a time until it is sure.
     """
     check_common(prompt, judges, votes, max_attempts)
     get_strategy(strategy)
@@ -369,9 +375,14 @@ async def compare(
             checklist=checklist,
             sink=run.log,
         )
-        t0 = time.perf_counter()
-        per_judge = await gathered(job.judge(j) for j in judges)
-        outcome = _comparison_outcome(job, per_judge, run.calls, run.run_id, time.perf_counter() - t0)
+        if jury is not None:
+            from council.judging.adaptive import ask_until_sure
+
+            outcome = await ask_until_sure(job, judges, jury, run.run_id)
+        else:
+            t0 = time.perf_counter()
+            per_judge = await gathered(job.judge(j) for j in judges)
+            outcome = _comparison_outcome(job, per_judge, run.calls, run.run_id, time.perf_counter() - t0)
         persist(run, "compare", outcome)
     return outcome
 
@@ -380,22 +391,7 @@ def _comparison_outcome(
     job: _Comparison, per_judge: list[JudgeComparison], calls: list[CallRecord], run_id: str, elapsed_s: float
 ) -> ComparisonOutcome:
     ok = [j for j in per_judge if j.success]
-    pairs = [v.consistent for j in ok for v in j.votes if v.consistent is not None]
-    common: dict[str, Any] = {
-        "run_id": run_id,
-        "strategy": job.strategy,
-        "swap": job.swap,
-        "criteria": job.names,
-        "scale": job.scale,
-        "judges": per_judge,
-        "passes": sorted(job.passes, key=lambda p: (p.judge, p.vote, p.pass_number)),
-        "swap_pairs": len(pairs),
-        "inconsistent_pairs": pairs.count(False),
-        "calls": len(calls),
-        "calls_saved": sum(j.calls_saved for j in per_judge),
-        "usage": Usage.of(calls),
-        "elapsed_ms": elapsed_s * 1000,
-    }
+    common = comparison_fields(job, per_judge, calls, run_id, elapsed_s)
     if not ok:
         error = judge_failures(per_judge)
         return ComparisonOutcome(

@@ -38,6 +38,7 @@ from council.providers.client import ModelClient, cap_spending, share_limits
 from council.storage import Store, using_store
 
 if TYPE_CHECKING:
+    from council.judging.adaptive import AdaptiveJury
     from council.judging.batch import BatchItem, BatchSettings, BatchSummary
     from council.judging.calibrating import FittedMap
     from council.judging.worker import WorkerReport
@@ -222,11 +223,22 @@ class JudgePanel:
         votes: int | None = None,
         adaptive: bool = False,
         combine: str = "vote",
+        confidence: float | None = None,
+        reliabilities_from: str | None = None,
     ) -> BatchSettings:
         """A batch's settings with these judges (part of its default id); ``combine``: how the
-        judges' verdicts become one per pair (``vote``, ``dawid-skene``: docs/evaluation/batches.md)."""
+        judges' verdicts become one per pair (``vote``, ``dawid-skene``: docs/evaluation/batches.md).
+        ``adaptive`` with ``dawid-skene``: the adaptive jury, stopping each pair once its posterior
+        reaches ``confidence`` (default 0.95) under the reliabilities fitted over the stored batch
+        ``reliabilities_from`` (council.judging.adaptive); with the vote, adaptive voting as before."""
         from council.judging.batch import BatchSettings
 
+        jury = None
+        if combine == "dawid-skene" and adaptive:
+            jury = self._adaptive_jury(confidence, reliabilities_from, swap=swap, votes=votes)
+        elif confidence is not None or reliabilities_from is not None:
+            given = "--confidence" if confidence is not None else "--reliabilities-from"
+            raise UsageError(f"{given} is for the adaptive jury: add --combine dawid-skene --adaptive")
         return BatchSettings(
             mode=mode,  # type: ignore[arg-type]
             judges=[f"{j.id}={j.model}" for j in self.judges],
@@ -237,7 +249,31 @@ class JudgePanel:
             votes=votes,
             adaptive=adaptive,
             combine=combine,  # type: ignore[arg-type]
+            jury=jury,
         )
+
+    def _adaptive_jury(
+        self, confidence: float | None, reliabilities_from: str | None, *, swap: bool, votes: int | None
+    ) -> AdaptiveJury:
+        from council.judging.adaptive import (
+            DEFAULT_CONFIDENCE,
+            AdaptiveJury,
+            check_confidence,
+            check_panel,
+            reliabilities_from_batch,
+        )
+
+        chosen = check_confidence(DEFAULT_CONFIDENCE if confidence is None else confidence)
+        if reliabilities_from is None:
+            raise UsageError(
+                "--adaptive with --combine dawid-skene needs the judges' reliabilities: --reliabilities-from "
+                "BATCH_ID (an earlier batch judged by the same judges)"
+            )
+        with using_store(True) as store:
+            assert store is not None
+            jury = AdaptiveJury(confidence=chosen, reliabilities=reliabilities_from_batch(store, reliabilities_from))
+        check_panel(jury, [j.id for j in self.judges], swap=swap, votes=votes)
+        return jury
 
     def enqueue(
         self, file: BatchFile, settings: BatchSettings, batch_id: str, *, replace: bool = False

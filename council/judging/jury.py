@@ -6,19 +6,17 @@ batch is in. docs/evaluation/batches.md ("Juries") says what a user sees; docs/m
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from council.methods.adaptive_jury import posterior_verdict
 from council.methods.panel import Panel, PanelItem, panel
 
 #: How a jury's verdicts become one per pair: ``vote`` is the combination under the batch's
 #: ``--strategy`` (council.methods.averaging.combine_judges), made as each item is judged.
 COMBINATIONS = ("vote", "dawid-skene")
 DEFAULT_COMBINATION = "vote"
-#: Two posteriors this close are a tie (their classes are equally likely, up to rounding).
-POSTERIOR_TIE = 1e-9
 
 
 # ------------------------------------------------------------------ the panel
@@ -87,10 +85,8 @@ def dawid_skene_verdicts(passes: Iterable[Mapping[str, Any]]) -> dict[str, Combi
     fit = dawid_skene(list(votes.values()))
     combined = {}
     for i, item_id in enumerate(votes):
-        ranked = sorted(fit.posteriors[i].items(), key=lambda kv: kv[1], reverse=True)
-        (best, top), runner_up = ranked[0], ranked[1][1] if len(ranked) > 1 else -1.0
-        tied = math.isclose(top, runner_up, rel_tol=POSTERIOR_TIE, abs_tol=POSTERIOR_TIE)
-        combined[item_id] = Combined("TIE" if tied else best, top)
+        winner, top = posterior_verdict(fit.posteriors[i])
+        combined[item_id] = Combined(winner, top)
     return combined
 
 

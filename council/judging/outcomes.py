@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from council.accounting.usage import Usage
+from council.accounting.usage import CallRecord, Usage
 from council.judging.schemas import EvaluationReport
 from council.methods.averaging import JudgesVerdict, MultiJudgeVerdict
 from council.methods.verdicts import ConfidenceLevel, PairwiseResult, Scale, Side, SideScores, Verdict
@@ -137,6 +137,30 @@ class GradeOutcome(_Stored):
 
 
 Outcome = ComparisonOutcome | GradeOutcome
+
+
+def comparison_fields(
+    job: Any, per_judge: list[JudgeComparison], calls: list[CallRecord], run_id: str, elapsed_s: float
+) -> dict[str, Any]:
+    """What every comparison's outcome records of its judges, passes and calls (``job``: the
+    engine's comparison, with its ``strategy``, ``swap``, ``names``, ``scale`` and ``passes``)."""
+    ok = [j for j in per_judge if j.success]
+    pairs = [v.consistent for j in ok for v in j.votes if v.consistent is not None]
+    return {
+        "run_id": run_id,
+        "strategy": job.strategy,
+        "swap": job.swap,
+        "criteria": job.names,
+        "scale": job.scale,
+        "judges": per_judge,
+        "passes": sorted(job.passes, key=lambda p: (p.judge, p.vote, p.pass_number)),
+        "swap_pairs": len(pairs),
+        "inconsistent_pairs": pairs.count(False),
+        "calls": len(calls),
+        "calls_saved": sum(j.calls_saved for j in per_judge),
+        "usage": Usage.of(calls),
+        "elapsed_ms": elapsed_s * 1000,
+    }
 
 
 def judge_failures(judges: Sequence[JudgeComparison | JudgeGrade]) -> str | None:

@@ -332,7 +332,7 @@ class SessionRunner:
         query_hash: str | None,
     ) -> tuple[Synthesis, list[BiasRecord], SessionBiasMetadata]:
         """Stage 3, and the bias records while the chairman writes: they need only the reviews."""
-        from council.bias.records import session_bias_metadata
+        from council.bias.records import consensus_agreement, session_bias_metadata
         from council.session.results import Synthesis
 
         synthesising = self.stages.start_synthesis(run, consensus, answered.usable) if synthesis else None
@@ -341,6 +341,7 @@ class SessionRunner:
                 await speedups.calls_first(synthesising)  # the chairman's request first, then the records
             records = bias_records(run, reviewed.valid, answered.usable, query_hash)
             bias = session_bias_metadata(records)
+            bias.reviewer_agreement = consensus_agreement(reviewed.valid, consensus)
         except BaseException:
             if synthesising is not None:
                 synthesising.cancel()

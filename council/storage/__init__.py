@@ -15,7 +15,7 @@ council calls the named operations of :class:`Store`. Its modules:
 - the statement modules (functions over a ``connection.Backend``): ``judgments``, ``queue``,
   ``budgets``, ``call_cache``, ``provider_batches``, ``pages``, ``events``, ``comparisons``,
   ``bias_sums``, ``bias_summaries``, ``bias_summary_rows``, ``bias_rows``, ``rate_limits``,
-  ``ownership``, ``calibration_maps``;
+  ``ownership``, ``calibration_maps``, ``reviewer_agreement``;
 - shared machinery: ``group_commit`` (the call log's and events' group commit), ``retries``.
 """
 

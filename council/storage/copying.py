@@ -32,6 +32,7 @@ TABLES: list[tuple[str, tuple[str, ...]]] = [
     ("calibration_maps", ("name",)),
     ("round_answers", ("session_id", "round", "member")),
     ("round_reviews", ("session_id", "round", "reviewer")),
+    ("reviewer_agreement", ("session_id", "reviewer", "other")),
 ]
 _IDENTITIES = ("bias_records", "calls", "judgments")
 CHUNK = 1000

@@ -551,3 +551,16 @@ def m027_deliberation_rounds(db: Database) -> None:
         pk=("session_id", "round", "reviewer"),
         foreign_keys=[("session_id", "sessions", "id")],
     )
+
+
+@migrations()
+def m028_reviewer_agreement(db: Database) -> None:
+    # Each council session's reviewers' agreement with its consensus (other = "") and with each
+    # other reviewer (council.storage.reviewer_agreement): Kendall's tau-b, top-1 agreement, the
+    # answers both ranked. Sessions stored before have none.
+    db["reviewer_agreement"].create(
+        {"session_id": str, "reviewer": str, "other": str, "kendall_tau": float, "top1": int, "items": int},
+        pk=("session_id", "reviewer", "other"),
+        not_null={"items"},
+        foreign_keys=[("session_id", "sessions", "id")],
+    )

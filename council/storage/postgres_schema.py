@@ -254,6 +254,17 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
                 attempts BIGINT, error TEXT, PRIMARY KEY (session_id, round, reviewer))""",
         ],
     ),
+    # Reviewers' agreement with each session's consensus and with each other
+    # (council.storage.reviewer_agreement), as SQLite's m028.
+    (
+        "m028_reviewer_agreement",
+        [
+            """CREATE TABLE reviewer_agreement (
+                session_id TEXT COLLATE "C" REFERENCES sessions (id), reviewer TEXT, other TEXT,
+                kendall_tau DOUBLE PRECISION, top1 BIGINT, items BIGINT NOT NULL,
+                PRIMARY KEY (session_id, reviewer, other))"""
+        ],
+    ),
 ]
 
 

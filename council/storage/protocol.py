@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from council.accounting.usage import CallJournal, CallRecord
     from council.errors import ItemAlreadyRecorded, ItemRefused
+    from council.methods.consensus_agreement import AgreementSums
     from council.storage.judgments import JudgmentSave
 
 
@@ -371,3 +372,9 @@ class Store(Protocol):
 
     def calibration_map(self, name: str) -> dict[str, Any] | None:
         """The calibration map ``name``: ``name, batch_id, combine, items, points, created_at``."""
+
+    def reviewer_agreement_sums(
+        self, *, since: str | None = None, council: str | None = None, reviewers: Sequence[str] = ()
+    ) -> list[AgreementSums]:
+        """Per (reviewer, other: None for the consensus) over the stored council sessions created
+        since ``since``, of ``council``: the sums of their agreement (council.storage.reviewer_agreement)."""

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from council._util.clock import parse_since, utc_now
 from council.errors import NotFoundError
-from council.storage import budgets, calibration_maps, call_cache, judgments, pages, queue
+from council.storage import budgets, calibration_maps, call_cache, judgments, pages, queue, reviewer_agreement
 from council.storage import provider_batches as rounds
 from council.storage.group_commit import GroupCommit, call_row
+from council.storage.reviewer_agreement import agreement_rows
 from council.storage.rounds import round_rows
 from council.untrusted.redaction import redact, redact_document, redacted_model_json
 
@@ -46,6 +47,7 @@ _REPLACED_BY = {
     "reviews": ("session_id", "reviewer"),
     "round_answers": ("session_id", "round", "member"),
     "round_reviews": ("session_id", "round", "reviewer"),
+    "reviewer_agreement": ("session_id", "reviewer", "other"),
 }
 
 
@@ -106,6 +108,7 @@ class SQLStore(GroupCommit):
     cache_reply = call_cache.cache_reply
     save_calibration_map = calibration_maps.save_calibration_map
     calibration_map = calibration_maps.calibration_map
+    reviewer_agreement_sums = reviewer_agreement.reviewer_agreement_sums
 
     # -- the call log ---------------------------------------------------------
     def journal(self, session_id: str) -> CallJournal:
@@ -215,6 +218,7 @@ class SQLStore(GroupCommit):
         calls: Sequence[dict[str, Any]] = (),
         round_answers: Sequence[dict[str, Any]] = (),
         round_reviews: Sequence[dict[str, Any]] = (),
+        agreement: Sequence[dict[str, Any]] = (),
     ) -> None:
         """Write the whole session and its final status in one transaction, every row and the
         result (a ``SessionResult``) redacted field by field (``redaction.redact_document``: no
@@ -229,6 +233,8 @@ class SQLStore(GroupCommit):
                     self._write_rows(table, redact_document(list(rows)), replace=True)
             if bias_records:
                 self._write_session_bias_records(bias_records)
+            if agreement:
+                self._write_rows("reviewer_agreement", agreement, replace=True)
             calls = self.calls_to_record(calls)
             if calls:
                 self.write_calls(calls)
@@ -391,7 +397,7 @@ def _result_rows(result: Any, keep_text: bool) -> dict[str, Any]:
         for r in result.reviews
     ]
     rounds = round_rows(result, keep_text, _result_rows) if getattr(result, "deliberation", None) else {}
-    return {"result": result, "answers": answers, "reviews": reviews, **rounds}
+    return {"result": result, "answers": answers, "reviews": reviews, "agreement": agreement_rows(result), **rounds}
 
 
 def _call_shape(row: dict[str, Any]) -> tuple[tuple[str, ...], bool]:

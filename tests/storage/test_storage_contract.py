@@ -954,3 +954,26 @@ def test_queue_depth_counts_every_batch_queued_and_running_items(store_backend):
     store.claim_items("w1", batch_id="d1", limit=2, lease_seconds=60)
     store.claim_items("w2", batch_id="d2", limit=1, lease_seconds=-1)  # its lease has passed: queued again
     assert store.queue_depth() == {"queued": 3, "running": 2}
+
+
+async def test_each_sessions_reviewer_agreement_is_stored_with_it_and_summed_over_sessions(store_backend):
+    council = Council.from_config({"councils": {"default": {"members": MEMBERS, "chairman": MEMBERS[0]}}},
+                                  store=store_backend)  # fmt: skip
+    results = [await council.run(f"Question {i}?", seed=i) for i in range(3)]
+    await council.aclose()
+    reviewers = sorted(results[0].reviewers)
+    sums = {(s.reviewer, s.other): s for s in store_backend.reviewer_agreement_sums()}
+    stored = [a for r in results for a in r.bias.reviewer_agreement]
+    assert {(a.reviewer, a.other) for a in stored} == set(sums)
+    for (reviewer, other), s in sums.items():
+        mine = [a for a in stored if (a.reviewer, a.other) == (reviewer, other)]
+        taus = [a.kendall_tau for a in mine if a.kendall_tau is not None]
+        assert s.sessions == len(mine) == 3 and s.tau_n == len(taus)
+        assert s.tau_sum == pytest.approx(sum(taus))
+        assert (s.top1_n, s.top1) == (sum(a.top1 is not None for a in mine), sum(bool(a.top1) for a in mine))
+    assert {r for r, o in sums if o is None} == set(reviewers)
+    only = store_backend.reviewer_agreement_sums(reviewers=reviewers[:2])
+    assert {(s.reviewer, s.other) for s in only} <= {(reviewers[0], None), (reviewers[1], None),
+                                                      (reviewers[0], reviewers[1])}  # fmt: skip
+    assert store_backend.reviewer_agreement_sums(council="another") == []
+    assert store_backend.reviewer_agreement_sums(since="2999-01-01T00:00:00Z") == []
