@@ -414,6 +414,17 @@ def export_bias_records(out: IO[str], *, fmt: str, since: str | None, store: Sto
         return export(opened, out, fmt=fmt, since=since)  # type: ignore[arg-type]
 
 
+def export_judgments(
+    out: IO[str], *, fmt: str, since: str | None, batch_id: str | None = None, store: Store | bool = True
+) -> int:
+    """``council export --judgments``: one row per batch item and judge (council.exports.judgments)."""
+    from council.exports.judgments import export_judgments as export
+    from council.storage import using_store
+
+    with using_store(store) as opened:
+        return export(opened, out, fmt=fmt, since=since, batch_id=batch_id)
+
+
 def export_judged_pairs(out: IO[str], *, since: str | None, store: Store | bool = True) -> int:
     """Write the judged pairs on record as a judgments file (JSON Lines) to ``out``; return how many."""
     from council.leaderboard.judgment_files import export_judged_pairs as export
