@@ -52,7 +52,8 @@ if TYPE_CHECKING:  # the lazy exports below, for type checkers
     from council.exports.sessions import SHAPES as EXPORT_SHAPES  # noqa: F401
     from council.exports.sessions import session_listing, stored_result  # noqa: F401
     from council.exports.wording import problems, w_text, without_prefix  # noqa: F401
-    from council.judging.wording import verdict_measures  # noqa: F401
+    from council.judging.html import render_batch_html  # noqa: F401
+    from council.judging.wording import num, panel_judge_rows, panel_numbers, pct, verdict_measures  # noqa: F401
     from council.leaderboard.html import render_leaderboard_html  # noqa: F401
     from council.leaderboard.judged import judged_leaderboard, parse_control  # noqa: F401
     from council.leaderboard.shape import DEFAULT_BOOTSTRAP, MAX_BOOTSTRAP, Leaderboard  # noqa: F401
@@ -104,6 +105,11 @@ _EXPORTS = {
     "w_text": "council.exports.wording",
     "without_prefix": "council.exports.wording",
     "verdict_measures": "council.judging.wording",
+    "panel_judge_rows": "council.judging.wording",
+    "panel_numbers": "council.judging.wording",
+    "pct": "council.judging.wording",
+    "num": "council.judging.wording",
+    "render_batch_html": "council.judging.html",
     # the bias report
     "BiasReport": "council.bias.report",
     "DEFAULT_MAX_POINTS": "council.bias.report",

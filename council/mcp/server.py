@@ -18,6 +18,7 @@ server is built.
 # No ``from __future__ import annotations``: the SDK reads the tools' annotations at runtime.
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
@@ -216,6 +217,40 @@ def grade_text(report: Any) -> str:
     return "\n".join(lines)
 
 
+def batch_text(s: Any) -> str:
+    """A stored batch's summary for the model to read: its verdicts, its labels' agreement, and
+    with a jury its panel (each judge, α, n_eff), with labels its calibration."""
+    from council.api import num as _num
+    from council.api import panel_judge_rows, panel_numbers
+    from council.api import pct as _pct
+
+    lines = [f"batch {one_line(s.batch_id)}: {s.items} items ({s.finished} finished, {s.failed} failed, "
+             f"{s.missing} missing); verdicts combined by {s.combine or 'vote'}"]  # fmt: skip
+    if s.pairwise:
+        lines.append(f"A wins / B wins / ties: {_pct(s.a_win_rate)} / {_pct(s.b_win_rate)} / {_pct(s.tie_rate)}; "
+                     f"inconsistent swap pairs {s.inconsistent_pairs} of {s.swap_pairs}")  # fmt: skip
+    if s.graded:
+        lines.append(f"graded items: {s.graded}, mean normalized score {_num(s.mean_normalized_score)}")
+    if s.labels is not None:
+        lines.append(f"labelled items: verdict = label in {s.labels.agree} of {s.labels.labelled} "
+                     f"({_pct(s.labels.accuracy)})")  # fmt: skip
+    p = s.panel
+    if p is not None:
+        lines += ["", "Panel:"]
+        headers, rows = panel_judge_rows(p)
+        for row in rows:
+            named = ", ".join(f"{h} {v}" for h, v in zip(headers[1:], row[1:], strict=True))
+            lines.append(f"- {one_line(row[0])}: {named}")
+        lines += [f"{name}: {one_line(value)}" for name, value in panel_numbers(p)]
+    for name, c in (("calibration", s.calibration), ("calibrated", s.calibrated)):
+        if c is not None:
+            by = f" by {one_line(c.name)}" if name == "calibrated" else ""
+            lines += ["", f"{name}{by} (labelled pairs): ECE {_num(c.ece)}, Brier {_num(c.brier)}"]
+            lines += [f"- {b.lo:.1f}-{b.hi:.1f}: {b.count} pairs, mean probability {_num(b.mean_probability)}, "
+                      f"right {_pct(b.accuracy)}" for b in c.bins if b.count]  # fmt: skip
+    return "\n".join(lines)
+
+
 def _render(render: Callable[[Any, Any], None], value: Any) -> str:
     """A text rendering of the library's (bias report, leaderboard) as plain text."""
     import io
@@ -244,7 +279,7 @@ def _event_message(event: Any) -> str | None:
 
 
 def build_server(tools: Tools) -> Any:
-    """The MCP server with council's six tools."""
+    """The MCP server with council's seven tools."""
     sdk = _sdk()
 
     class CheckedServer(sdk.MCPServer):
@@ -275,6 +310,7 @@ def build_server(tools: Tools) -> Any:
     _add_compare_tool(server, tools, sdk)
     _add_grade_tool(server, tools, sdk)
     _add_read_tools(server, tools)
+    _add_batch_tool(server)
     return server
 
 
@@ -502,6 +538,30 @@ def _add_read_tools(server: Any, tools: Tools) -> None:
 
         return await _guard(go)
 
+
+def _add_batch_tool(server: Any) -> None:
+    """``council_batch``: a stored batch's summary, its panel and calibration included."""
+    from mcp_types import CallToolResult
+
+    from council import BatchSummary
+
+    @server.tool(title="Batch summary")
+    async def council_batch(
+        batch_id: Annotated[str, Field(description="The batch's id (council batch --batch-id).", min_length=1)],
+        calibration: Annotated[
+            str | None, Field(description="A stored calibration map to apply to its probabilities (council calibrate).")
+        ] = None,
+    ) -> Annotated[CallToolResult, BatchSummary]:
+        """The summary of a stored batch as it is now: its verdicts, agreement with the labels, and
+        with two or more judges the panel (each judge's habits and accuracy, Krippendorff's alpha,
+        the effective number of independent judges), with labels the calibration of its probabilities."""
+        from council.api import batch_summary
+
+        async def go() -> Any:
+            summary = await asyncio.to_thread(batch_summary, batch_id, calibration=calibration)
+            return _result(batch_text(summary), json.loads(summary.model_dump_json()))
+
+        return await _guard(go)
 
 
 async def _judging(tools: Tools, refs: list[str] | None, ctx: Any, work: Callable[..., Awaitable[Any]]) -> Any:

@@ -24,7 +24,7 @@ from council.session.results import SessionResult  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "Why do databases use B-trees rather than binary search trees for indexes?"
 TOOLS = {"council_run", "council_compare", "council_grade", "council_leaderboard", "council_bias_report",
-         "council_sessions"}  # fmt: skip
+         "council_batch", "council_sessions"}  # fmt: skip
 
 
 def server(config: Path, home: Path, *extra: str) -> StdioServerParameters:
