@@ -12,13 +12,16 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import jsonschema
 import pytest
 from batch_files import write_jsonl
 from conftest import invoke_cli
 
+from council.exports.summary import summary_schema
 from council.judging.batch import BatchSummary
 from council.judging.html import LEFT, PLOT, TOP, render_batch_html
 
+ROOT = Path(__file__).resolve().parents[2]
 JUDGES = ("fake/x", "fake/y+first", "fake/z")
 
 
@@ -34,6 +37,18 @@ def jury_batch(tmp_path: Path) -> dict:
     summary = json.loads(stored.stdout)
     assert summary["panel"] and summary["calibration"]
     return summary
+
+
+def test_the_summary_with_its_panel_matches_its_published_schema(tmp_path, council_home):
+    schema = json.loads((ROOT / "docs/schemas/batch-summary.schema.json").read_text())
+    assert schema == summary_schema()
+    jsonschema.validate(jury_batch(tmp_path), schema)  # with a panel and a calibration
+    plain = write_jsonl(tmp_path / "one.jsonl", [{"id": "1", "prompt": "Q?", "a": "a", "b": "b"}])
+    one = invoke_cli("batch", str(plain), "--judge", "fake/x", "--json")
+    assert one.exit_code == 0 and "panel" not in json.loads(one.stdout)
+    jsonschema.validate(json.loads(one.stdout), schema)  # without them
+    assert {"panel", "calibration", "calibrated", "combine"} <= set(schema["properties"])
+    assert {"n_eff", "n_eff_ci", "krippendorff_alpha"} <= set(schema["$defs"]["Panel"]["properties"])
 
 
 def svg_of(page: str) -> ET.Element:
