@@ -90,10 +90,10 @@ def calibration_section(raw: Calibration | None, calibrated: AppliedCalibration 
         headers += ["calibrated: pairs", "mean probability", "right"]
     rows = []
     for i, b in enumerate(bins):
-        row: list[object] = [f"{b.lo:.1f}-{b.hi:.1f}", b.count, number(b.mean_probability), pct(b.accuracy)]
+        row: list[object] = [f"{b.lo:.1f}-{b.hi:.1f}", b.count, num(b.mean_probability), pct(b.accuracy)]
         if calibrated is not None:
             c = calibrated.bins[i]
-            row += [c.count, number(c.mean_probability), pct(c.accuracy)]
+            row += [c.count, num(c.mean_probability), pct(c.accuracy)]
         rows.append(row)
     lines = []
     if raw is not None:

@@ -109,7 +109,8 @@ class ComparisonOutcome(_Stored):
     judge_confidence: float = Field(
         default=0.0,
         description="The judges' own confidence in the verdict, 0 to 1, combined under the strategy "
-        "(docs/methods.md, 'Consistency strategy'); the same number as confidence.",
+        "(docs/methods.md, 'Consistency strategy'); the same number as confidence, which a batch combined by "
+        "Dawid-Skene replaces with the posterior.",
     )
     agreement_level: ConfidenceLevel = Field(
         default="low",
