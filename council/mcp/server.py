@@ -220,20 +220,18 @@ def grade_text(report: Any) -> str:
 def batch_text(s: Any) -> str:
     """A stored batch's summary for the model to read: its verdicts, its labels' agreement, and
     with a jury its panel (each judge, α, n_eff), with labels its calibration."""
-    from council.api import num as _num
-    from council.api import panel_judge_rows, panel_numbers
-    from council.api import pct as _pct
+    from council.api import num, panel_judge_rows, panel_numbers, pct
 
     lines = [f"batch {one_line(s.batch_id)}: {s.items} items ({s.finished} finished, {s.failed} failed, "
              f"{s.missing} missing); verdicts combined by {s.combine or 'vote'}"]  # fmt: skip
     if s.pairwise:
-        lines.append(f"A wins / B wins / ties: {_pct(s.a_win_rate)} / {_pct(s.b_win_rate)} / {_pct(s.tie_rate)}; "
+        lines.append(f"A wins / B wins / ties: {pct(s.a_win_rate)} / {pct(s.b_win_rate)} / {pct(s.tie_rate)}; "
                      f"inconsistent swap pairs {s.inconsistent_pairs} of {s.swap_pairs}")  # fmt: skip
     if s.graded:
-        lines.append(f"graded items: {s.graded}, mean normalized score {_num(s.mean_normalized_score)}")
+        lines.append(f"graded items: {s.graded}, mean normalized score {num(s.mean_normalized_score)}")
     if s.labels is not None:
         lines.append(f"labelled items: verdict = label in {s.labels.agree} of {s.labels.labelled} "
-                     f"({_pct(s.labels.accuracy)})")  # fmt: skip
+                     f"({pct(s.labels.accuracy)})")  # fmt: skip
     p = s.panel
     if p is not None:
         lines += ["", "Panel:"]
@@ -245,9 +243,9 @@ def batch_text(s: Any) -> str:
     for name, c in (("calibration", s.calibration), ("calibrated", s.calibrated)):
         if c is not None:
             by = f" by {one_line(c.name)}" if name == "calibrated" else ""
-            lines += ["", f"{name}{by} (labelled pairs): ECE {_num(c.ece)}, Brier {_num(c.brier)}"]
-            lines += [f"- {b.lo:.1f}-{b.hi:.1f}: {b.count} pairs, mean probability {_num(b.mean_probability)}, "
-                      f"right {_pct(b.accuracy)}" for b in c.bins if b.count]  # fmt: skip
+            lines += ["", f"{name}{by} (labelled pairs): ECE {num(c.ece)}, Brier {num(c.brier)}"]
+            lines += [f"- {b.lo:.1f}-{b.hi:.1f}: {b.count} pairs, mean probability {num(b.mean_probability)}, "
+                      f"right {pct(b.accuracy)}" for b in c.bins if b.count]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -516,7 +514,8 @@ def _add_read_tools(server: Any, tools: Tools) -> None:
 
         async def go() -> Any:
             report = await asyncio.to_thread(_bias_report, since, reviewers or [], council)
-            structured = report.model_dump(mode="json")  # no scatter points: they belong to the HTML page
+            # Whole: built with max_points=0, it has no scatter points (they belong to the HTML page).
+            structured = report.model_dump(mode="json")
             return _result(_render(render_bias_report_text, report), structured)
 
         return await _guard(go)

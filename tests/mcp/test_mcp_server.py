@@ -251,7 +251,8 @@ def test_the_docs_mcp_snippet_is_valid_json():
     start = readme.index('{\n  "mcpServers"')
     snippet = json.loads(readme[start : readme.index("\n}\n", start) + 2])
     entry = snippet["mcpServers"]["council"]
-    assert entry["command"] == "council" and entry["args"][:1] == ["mcp"]
+    # An absolute path: an editor's PATH rarely holds council's (tests/mcp/test_mcp_editor_config.py runs it).
+    assert entry["command"] == "/absolute/path/to/council" and entry["args"][:1] == ["mcp"]
 
 
 async def test_compare_judges_with_rpm_wait_on_the_stores_shared_budget(tmp_path, council_home):
