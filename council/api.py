@@ -54,6 +54,8 @@ if TYPE_CHECKING:  # the lazy exports below, for type checkers
     from council.exports.sessions import SHAPES as EXPORT_SHAPES  # noqa: F401
     from council.exports.sessions import session_listing, stored_result  # noqa: F401
     from council.exports.wording import problems, w_text, without_prefix  # noqa: F401
+    from council.judging.html import render_batch_html  # noqa: F401
+    from council.judging.wording import num, panel_judge_rows, panel_numbers, pct, verdict_measures  # noqa: F401
     from council.leaderboard.html import render_leaderboard_html  # noqa: F401
     from council.leaderboard.judged import judged_leaderboard, parse_control  # noqa: F401
     from council.leaderboard.shape import DEFAULT_BOOTSTRAP, MAX_BOOTSTRAP, Leaderboard  # noqa: F401
@@ -107,6 +109,12 @@ _EXPORTS = {
     "without_prefix": "council.exports.wording",
     "deliberation_lines": "council.exports.deliberation",
     "revision_line": "council.exports.deliberation",
+    "verdict_measures": "council.judging.wording",
+    "panel_judge_rows": "council.judging.wording",
+    "panel_numbers": "council.judging.wording",
+    "pct": "council.judging.wording",
+    "num": "council.judging.wording",
+    "render_batch_html": "council.judging.html",
     # the bias report
     "BiasReport": "council.bias.report",
     "DEFAULT_MAX_POINTS": "council.bias.report",
@@ -415,6 +423,17 @@ def export_bias_records(out: IO[str], *, fmt: str, since: str | None, store: Sto
 
     with using_store(store) as opened:
         return export(opened, out, fmt=fmt, since=since)  # type: ignore[arg-type]
+
+
+def export_judgments(
+    out: IO[str], *, fmt: str, since: str | None, batch_id: str | None = None, store: Store | bool = True
+) -> int:
+    """``council export --judgments``: one row per batch item and judge (council.exports.judgments)."""
+    from council.exports.judgments import export_judgments as export
+    from council.storage import using_store
+
+    with using_store(store) as opened:
+        return export(opened, out, fmt=fmt, since=since, batch_id=batch_id)
 
 
 def export_judged_pairs(out: IO[str], *, since: str | None, store: Store | bool = True) -> int:

@@ -1,4 +1,5 @@
-"""Write the JSON Schema of every export shape to docs/schemas/ (tests check they are current).
+"""Write the JSON Schema of every export shape and of a batch's summary to docs/schemas/ (tests check
+they are current).
 
 python scripts/write_export_schemas.py
 """
@@ -9,6 +10,7 @@ import json
 from pathlib import Path
 
 from council.exports.shapes import SCHEMA_DIR, export_schemas
+from council.exports.summary import SUMMARY_SCHEMA, summary_schema
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,6 +22,9 @@ def main() -> None:
         path = target / f"export-{name}.schema.json"
         path.write_text(json.dumps(schema, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"wrote {path.relative_to(ROOT)}")
+    path = target / SUMMARY_SCHEMA
+    path.write_text(json.dumps(summary_schema(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {path.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

@@ -362,9 +362,12 @@ def batch_status(batch_id: str, as_json: bool) -> None:
     help="Print the batch's summary as it is now (with two or more judges, its panel) instead of the lines.",
 )
 @click.option("--json", "as_json", is_flag=True, help="With --summary: print it as JSON.")
+@click.option("--html", "html", metavar="FILE",
+              help="With --summary: also write it as a self-contained HTML page (its panel, a reliability plot "
+              "of its calibration) to FILE; '-' prints the page instead of the summary.")
 @calibration_option
 def batch_results(
-    batch_id: str, output: str | None, with_summary: bool, as_json: bool, calibration: str | None
+    batch_id: str, output: str | None, with_summary: bool, as_json: bool, html: str | None, calibration: str | None
 ) -> None:
     """The results of a stored batch: the lines `council batch --output` writes, or its summary."""
     from council import batch_results as stored_results
@@ -372,13 +375,25 @@ def batch_results(
 
     if as_json and not with_summary:
         raise UsageError("--json goes with --summary (the result lines are JSON already)")
+    if html is not None and not with_summary:
+        raise UsageError("--html goes with --summary (the page shows the batch's summary)")
+    if html == "-" and as_json:
+        raise UsageError("--json and --html - are two formats of the summary: choose one")
     if with_summary:
         from council import batch_summary
 
-        if output is not None and output != "-":
-            check_output(output, [])
+        for target in (output, html):
+            if target is not None and target != "-":
+                check_output(target, [])
         summary = batch_summary(batch_id, output=None if output in (None, "-") else Path(output),
                                 calibration=calibration)  # fmt: skip
+        if html is not None:
+            from council.api import render_batch_html
+            from council.cli.common import write_output
+
+            write_output(html, render_batch_html(summary))
+            if html == "-":
+                return
         if as_json:
             click.echo(summary.model_dump_json(indent=2))
         else:
@@ -569,22 +584,16 @@ def render_panel(s: BatchSummary) -> None:
     correlation of their errors) as matrices, then the panel's numbers."""
     from rich.table import Table
 
+    from council.api import panel_judge_rows, panel_numbers
     from council.cli.render import out
 
     p = s.panel
     assert p is not None
-    labelled = p.best_single_accuracy is not None
     judges = Table(title="Panel: the judges")
-    headers = ["judge", "decides", "agrees with combined", "prefers first", "prefers longer"]
-    headers += ["accuracy", "A first / B first"] if labelled else []
+    headers, judge_rows = panel_judge_rows(p)
     for i, header in enumerate(headers):
         judges.add_column(header, justify="left" if i == 0 else "right")
-    for j in p.judges:
-        row = [j.judge, _pct(j.decided), _pct(j.agreement_with_combined), _pct(j.p_prefers_first),
-               _pct(j.p_prefers_longer)]  # fmt: skip
-        if labelled:
-            order = j.accuracy_per_order
-            row += [_pct(j.accuracy), "-" if order is None else f"{_pct(order.a_first)} / {_pct(order.b_first)}"]
+    for row in judge_rows:
         judges.add_row(*row)
     out.print(judges)
     names = [j.judge for j in p.judges]
@@ -599,18 +608,7 @@ def render_panel(s: BatchSummary) -> None:
         for a in names:
             table.add_row(a, *(shown(matrix[a][b]) for b in names))
         out.print(table)
-    rows = [("Krippendorff's α (nominal)", _num(p.krippendorff_alpha))]
-    if labelled:
-        ci = "" if p.n_eff_ci is None else f" [{p.n_eff_ci[0]:.2f}, {p.n_eff_ci[1]:.2f}]"
-        n_eff = "-" if p.n_eff is None else f"{p.n_eff:.2f}{ci} of {p.n_eff_judges}"
-        if p.n_eff_left_out:
-            n_eff += "\nleft out: " + ", ".join(f"{j} ({why})" for j, why in p.n_eff_left_out.items())
-        rows += [
-            ("mean error correlation ρ̄", _num(p.mean_error_correlation)),
-            ("n_eff (independent judges, 95% interval)", n_eff),
-            ("accuracy: majority / combined / best single judge",
-             f"{_pct(p.majority_accuracy)} / {_pct(p.combined_accuracy)} / {_pct(p.best_single_accuracy)}"),
-        ]  # fmt: skip
+    rows = panel_numbers(p)
     table = Table(title="Panel")
     table.add_column("")
     table.add_column("value", justify="right")

@@ -26,21 +26,35 @@ from council.cli.common import open_output, output_option, status
 @click.option("--bias-records", is_flag=True, help="Export bias records (the record schema) instead of sessions.")
 @click.option("--judged-pairs", is_flag=True,
               help="Export the judged pairs (JSON Lines) as a judgments file for `leaderboard --judgments`.")
+@click.option("--judgments", is_flag=True,
+              help="Export every batch's verdicts: one row per item and judge (JSONL or CSV).")
+@click.option("--batch-id", help="With --judgments: only this batch.")
 def export(
-    fmt: str, shape: str, redact: bool, output: str | None, since: str | None, bias_records: bool, judged_pairs: bool
+    fmt: str, shape: str, redact: bool, output: str | None, since: str | None, bias_records: bool, judged_pairs: bool,
+    judgments: bool, batch_id: str | None,
 ) -> None:
-    """Export session logs, bias records or judged pairs from the database."""
+    """Export session logs, bias records, judged pairs or batch judgments from the database."""
     from council._util.clock import parse_since
     from council.api import using_store
+    from council.errors import UsageError
 
     if since:
         parse_since(since)  # bad input is refused before any file is touched
-    if judged_pairs:
-        from council.errors import UsageError
+    if bias_records + judged_pairs + judgments > 1:
+        raise UsageError("choose one of --bias-records, --judged-pairs and --judgments")
+    if batch_id is not None and not judgments:
+        raise UsageError("--batch-id goes with --judgments")
+    if judgments:
+        from council.api import export_judgments
 
-        if bias_records or fmt != "jsonl":
-            raise UsageError("--judged-pairs writes a judgments file: JSON Lines, "
-                             "without --bias-records or --format csv")
+        with using_store(True) as store, open_output(output) as fh:
+            n = export_judgments(fh, fmt=fmt, since=parse_since(since) if since else None, batch_id=batch_id,
+                                 store=store)  # fmt: skip
+        status(f"exported {n} judgments")
+        return
+    if judged_pairs:
+        if fmt != "jsonl":
+            raise UsageError("--judged-pairs writes a judgments file: JSON Lines, without --format csv")
         from council.api import export_judged_pairs
 
         with using_store(True) as store, open_output(output) as fh:

@@ -274,6 +274,7 @@ def render_comparison(outcome: ComparisonOutcome) -> None:
 
 
 def _print_winner(outcome: ComparisonOutcome) -> None:
+    from council.api import verdict_measures
     from council.cli.render import out, styled
 
     consistency = (
@@ -284,7 +285,7 @@ def _print_winner(outcome: ComparisonOutcome) -> None:
     out.print(
         styled(
             (f"Winner: {outcome.winner}", "bold"),
-            f"  confidence {outcome.confidence:.2f} ({outcome.confidence_level})  "
+            f"  {verdict_measures(outcome.judge_confidence, outcome.agreement_level)}  "
             f"strategy {outcome.strategy}, {consistency}",
         )
     )

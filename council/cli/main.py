@@ -32,7 +32,8 @@ _COMMANDS = {
         "Bradley–Terry ratings per model, with bootstrap intervals, from every stored ranking and judged pair "
         "(a tie is half a win).",
     ),
-    "export": ("council.cli.export", "export", "Export session logs, bias records or judged pairs from the database."),
+    "export": ("council.cli.export", "export",
+               "Export session logs, bias records, judged pairs or batch judgments from the database."),
     "compare": (
         "council.cli.judge",
         "compare",

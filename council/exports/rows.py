@@ -79,3 +79,25 @@ class AnswerRow(BaseModel):
     scores_received: int
     error: str | None
     text: str | None
+
+
+class JudgmentRow(BaseModel):
+    """``council export --judgments``: one row per judged pair of a batch and judge."""
+
+    batch_id: str
+    item_id: str
+    label: str | None
+    """The item's label (``A``, ``B`` or ``TIE``), where the batch file gave one."""
+    judge: str
+    model: str
+    verdict_a_first: str | None
+    """The judge's verdict (in the original labels) with A shown first: the majority of its
+    votes in that order, ``TIE`` without one; null without a valid pass."""
+    verdict_b_first: str | None
+    """Likewise with B shown first (null without swap)."""
+    verdict: str | None
+    """The judge's verdict on the pair under the batch's strategy; null if the judge failed."""
+    combined_verdict: str
+    """The batch's verdict on the pair (its ``--combine``)."""
+    probability: float | None
+    """The probability of the combined verdict (the posterior, or the share of the pair's passes naming it)."""

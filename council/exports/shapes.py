@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from council.accounting.usage import Usage
 from council.bias.records import BiasRecord, LengthCorrelation, SelfPreference
-from council.exports.rows import AnswerRow, ScoreRow, SessionRow
+from council.exports.rows import AnswerRow, JudgmentRow, ScoreRow, SessionRow
 from council.leaderboard.judgment_files import JudgedPairLine
 from council.methods.bias_indicators import HonestyRow
 from council.methods.ranking import Consensus
@@ -138,6 +138,7 @@ LINES: dict[str, type[BaseModel]] = {
     "answers": AnswerRow,
     "bias-records": BiasRecord,
     "judged-pairs": JudgedPairLine,
+    "judgments": JudgmentRow,
 }
 
 

@@ -450,17 +450,20 @@ def batch_results(batch_id: str, *, calibration: str | None = None) -> Iterator[
         yield (result_line(row) for row in rows)
 
 
-def batch_summary(batch_id: str, *, output: Path | None = None, calibration: str | None = None) -> BatchSummary:
+def batch_summary(
+    batch_id: str, *, output: Path | None = None, calibration: str | None = None, store: Store | bool = True
+) -> BatchSummary:
     """A stored batch's summary as it is now (with two or more judges, its panel), and with
     ``output`` its results file written from the same reading; ``NotFoundError`` if there is none.
-    ``calibration``: a stored calibration map's name, applied to its probabilities."""
+    ``calibration``: a stored calibration map's name, applied to its probabilities; ``store``: the
+    store to read (default: the configured one, opened for the call)."""
     from council.judging.batch import stored_summary
 
-    with using_store(True) as store:
-        assert store is not None
-        if store.batch_status(batch_id) is None:
+    with using_store(store) as opened:
+        assert opened is not None
+        if opened.batch_status(batch_id) is None:
             raise NotFoundError(f"no batch {batch_id!r} in the store")
-        return stored_summary(store, batch_id, output=output, calibration=calibration)
+        return stored_summary(opened, batch_id, output=output, calibration=calibration)
 
 
 def calibrate_batch(batch_id: str, name: str) -> FittedMap:

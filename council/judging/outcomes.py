@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from council.accounting.usage import CallRecord, Usage
 from council.judging.schemas import EvaluationReport
@@ -79,8 +79,9 @@ class ComparisonOutcome(_Stored):
     #: Why a judge (or the comparison) failed.
     error: str | None = None
     winner: Verdict
+    #: The judges' confidence in the verdict, 0 to 1 (kept under its first name; ``judge_confidence``).
     confidence: float
-    #: How far the votes (one judge) or the judges (several) agree.
+    #: How far the votes (one judge) or the judges (several) agree (kept under its first name; ``agreement_level``).
     confidence_level: ConfidenceLevel
     flagged_for_review: bool
     #: Some swap pair changed its winner when the order was swapped (docs/methods.md, "Unstable results").
@@ -102,6 +103,26 @@ class ComparisonOutcome(_Stored):
     calls_saved: int
     usage: Usage
     elapsed_ms: float
+
+    # Two measures, each under a name that says what it is ("confidence 0.32, high" read as one);
+    # the older keys stay for the clients that read them, and these copy them.
+    judge_confidence: float = Field(
+        default=0.0,
+        description="The judges' own confidence in the verdict, 0 to 1, combined under the strategy "
+        "(docs/methods.md, 'Consistency strategy'); the same number as confidence, which a batch combined by "
+        "Dawid-Skene replaces with the posterior.",
+    )
+    agreement_level: ConfidenceLevel = Field(
+        default="low",
+        description="How far the votes (one judge) or the judges (several) agree: high all alike, moderate a "
+        "strict majority, low none; the same as confidence_level.",
+    )
+
+    @model_validator(mode="after")
+    def _named_measures(self) -> ComparisonOutcome:
+        self.judge_confidence = self.confidence
+        self.agreement_level = self.confidence_level
+        return self
 
 
 class JudgeGrade(BaseModel):

@@ -22,7 +22,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from council.api import SessionResult
 from council.errors import CouncilError, InputError, PrerequisiteError
@@ -193,6 +193,64 @@ def session_text(result: SessionResult, show: frozenset[str] = frozenset()) -> s
     return "\n".join(lines)
 
 
+def grade_text(report: Any) -> str:
+    """A grade's report for the model to read: each criterion's score, its votes and agreement
+    and the judge's reasoning (quoted: a judge's words), then the totals."""
+    if report is None:
+        return "no report"
+    basis = "against the reference answer" if report.reference_used else "by the rubric alone"
+    lines = [f"rubric {one_line(report.rubric)}, graded {basis}, scale {report.scale[0]}-{report.scale[1]}"]
+    for c in report.criteria:
+        votes = " ".join(str(v) for v in c.votes)
+        lines += ["", f"{one_line(c.criterion)}: {c.score:g} (votes {votes or '-'}; agreement {c.confidence_level})"]
+        if c.reasoning:
+            lines.append(quoted(c.reasoning))
+    lines += [
+        "",
+        f"total {report.total:g}/{report.max_total}, weighted {report.weighted_total:g}/{report.weighted_max:g}, "
+        f"normalized {report.normalized:.2f}, agreement {report.confidence_level}",
+    ]
+    if report.missing_votes:
+        lines.append(f"{report.missing_votes} of {report.votes_planned} votes missing (invalid or failed)")
+    if report.safety_flag:
+        lines.append("safety flag: " + "; ".join(one_line(s) for s in report.safety_concerns))
+    if report.flagged_for_review:
+        lines.append("flagged for review")
+    return "\n".join(lines)
+
+
+def batch_text(s: Any) -> str:
+    """A stored batch's summary for the model to read: its verdicts, its labels' agreement, and
+    with a jury its panel (each judge, α, n_eff), with labels its calibration."""
+    from council.api import num, panel_judge_rows, panel_numbers, pct
+
+    lines = [f"batch {one_line(s.batch_id)}: {s.items} items ({s.finished} finished, {s.failed} failed, "
+             f"{s.missing} missing); verdicts combined by {s.combine or 'vote'}"]  # fmt: skip
+    if s.pairwise:
+        lines.append(f"A wins / B wins / ties: {pct(s.a_win_rate)} / {pct(s.b_win_rate)} / {pct(s.tie_rate)}; "
+                     f"inconsistent swap pairs {s.inconsistent_pairs} of {s.swap_pairs}")  # fmt: skip
+    if s.graded:
+        lines.append(f"graded items: {s.graded}, mean normalized score {num(s.mean_normalized_score)}")
+    if s.labels is not None:
+        lines.append(f"labelled items: verdict = label in {s.labels.agree} of {s.labels.labelled} "
+                     f"({pct(s.labels.accuracy)})")  # fmt: skip
+    p = s.panel
+    if p is not None:
+        lines += ["", "Panel:"]
+        headers, rows = panel_judge_rows(p)
+        for row in rows:
+            named = ", ".join(f"{h} {v}" for h, v in zip(headers[1:], row[1:], strict=True))
+            lines.append(f"- {one_line(row[0])}: {named}")
+        lines += [f"{name}: {one_line(value)}" for name, value in panel_numbers(p)]
+    for name, c in (("calibration", s.calibration), ("calibrated", s.calibrated)):
+        if c is not None:
+            by = f" by {one_line(c.name)}" if name == "calibrated" else ""
+            lines += ["", f"{name}{by} (labelled pairs): ECE {num(c.ece)}, Brier {num(c.brier)}"]
+            lines += [f"- {b.lo:.1f}-{b.hi:.1f}: {b.count} pairs, mean probability {num(b.mean_probability)}, "
+                      f"right {pct(b.accuracy)}" for b in c.bins if b.count]  # fmt: skip
+    return "\n".join(lines)
+
+
 def _render(render: Callable[[Any, Any], None], value: Any) -> str:
     """A text rendering of the library's (bias report, leaderboard) as plain text."""
     import io
@@ -227,7 +285,7 @@ def _event_message(event: Any) -> str | None:
 
 
 def build_server(tools: Tools) -> Any:
-    """The MCP server with council's six tools."""
+    """The MCP server with council's seven tools."""
     sdk = _sdk()
 
     class CheckedServer(sdk.MCPServer):
@@ -243,8 +301,11 @@ def build_server(tools: Tools) -> Any:
 
     # ``Annotated[CallToolResult, Model]``: the tool publishes Model's JSON Schema as its output
     # schema, and the SDK checks each successful result's structured content against it.
+    from council import __version__
+
     server = CheckedServer(
         SERVER_NAME,
+        version=__version__,
         instructions=(
             "A council of language models: several models answer, review each other's anonymised answers "
             "in shuffled orders, a consensus ranking is formed and a chairman writes the answer."
@@ -255,6 +316,7 @@ def build_server(tools: Tools) -> Any:
     _add_compare_tool(server, tools, sdk)
     _add_grade_tool(server, tools, sdk)
     _add_read_tools(server, tools)
+    _add_batch_tool(server)
     return server
 
 
@@ -285,8 +347,9 @@ def _add_compare_tool(server: Any, tools: Tools, sdk: Any) -> None:
         votes: Annotated[int | None, Field(description="Judgments per judge, by majority.", ge=1, le=25)] = None,
     ) -> Annotated[CallToolResult, ComparisonOutcome]:
         """Compare two responses to a prompt with position swap (each judge sees both orders);
-        returns the winner, its confidence, and every pass."""
+        returns the winner, the judges' confidence in it, how far they agree, and every pass."""
         from council import resolve_criteria
+        from council.api import verdict_measures
 
         async def go() -> Any:
             chosen = resolve_criteria(criteria or None)
@@ -305,7 +368,8 @@ def _add_compare_tool(server: Any, tools: Tools, sdk: Any) -> None:
                     sink=sink,
                 ),
             )
-            text = f"winner: {outcome.winner} (confidence {outcome.confidence:.2f}, {outcome.confidence_level})"
+            measures = verdict_measures(outcome.judge_confidence, outcome.agreement_level)
+            text = f"winner: {outcome.winner} ({measures})"
             if outcome.unstable:
                 text += "\nunstable: a swap pair changed its winner when the order was swapped"
             return _outcome_result(outcome, text)
@@ -349,9 +413,7 @@ def _add_grade_tool(server: Any, tools: Tools, sdk: Any) -> None:
                     prompt, response, rubric=loaded_rubric, reference=reference, votes=votes, sink=sink
                 ),
             )
-            report = outcome.report
-            text = "no report" if report is None else json.dumps(report.model_dump(mode="json"), ensure_ascii=False)
-            return _outcome_result(outcome, text)
+            return _outcome_result(outcome, grade_text(outcome.report))
 
         return await _guard(go)
 
@@ -405,11 +467,20 @@ def _add_run_tool(server: Any, tools: Tools, sdk: Any) -> None:
         return await _guard(go)
 
 
+class StoredSessions(BaseModel):
+    """``council_sessions``' structured content: the listing (``sessions``), or one stored
+    session's result document (its keys as ``council sessions show --json`` writes them)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    sessions: list[dict[str, Any]] | None = Field(default=None, description="The sessions listed, newest first.")
+
+
 def _add_read_tools(server: Any, tools: Tools) -> None:
     """The tools that read the store: the leaderboard, the bias report, the stored sessions."""
     from mcp_types import CallToolResult
 
-    from council.api import Leaderboard  # its shape only: the stored leaderboard imports numpy
+    from council.api import BiasReport, Leaderboard  # their shapes only: the reports import numpy
 
     @server.tool(title="Leaderboard")
     async def council_leaderboard(
@@ -447,14 +518,15 @@ def _add_read_tools(server: Any, tools: Tools) -> None:
         since: Annotated[str | None, Field(description="Only records on or after this ISO date.")] = None,
         reviewers: Annotated[list[str] | None, Field(description="Only these reviewers.")] = None,
         council: Annotated[str | None, Field(description="Only this council's records.")] = None,
-    ) -> Any:
+    ) -> Annotated[CallToolResult, BiasReport]:
         """The cross-session bias audit of the stored reviews: reviewer calibration, length–score
         correlation, position bias, self-preference (reported, never corrected)."""
         from council.api import render_bias_report_text
 
         async def go() -> Any:
             report = await asyncio.to_thread(_bias_report, since, reviewers or [], council)
-            structured = report.model_dump(mode="json", exclude={"length_points"})
+            # Whole: built with max_points=0, it has no scatter points (they belong to the HTML page).
+            structured = report.model_dump(mode="json")
             return _result(_render(render_bias_report_text, report), structured)
 
         return await _guard(go)
@@ -467,7 +539,7 @@ def _add_read_tools(server: Any, tools: Tools) -> None:
         limit: Annotated[int, Field(description="How many sessions to list, newest first.", ge=1, le=500)] = 20,
         council: Annotated[str | None, Field(description="Only this council's sessions.")] = None,
         since: Annotated[str | None, Field(description="Only sessions on or after this ISO date.")] = None,
-    ) -> Any:
+    ) -> Annotated[CallToolResult, StoredSessions]:
         """List the stored sessions, or show one: its question, every answer, every review (order
         seen, scores with reasoning, ranking), the consensus and the synthesis."""
 
@@ -476,6 +548,30 @@ def _add_read_tools(server: Any, tools: Tools) -> None:
 
         return await _guard(go)
 
+
+def _add_batch_tool(server: Any) -> None:
+    """``council_batch``: a stored batch's summary, its panel and calibration included."""
+    from mcp_types import CallToolResult
+
+    from council import BatchSummary
+
+    @server.tool(title="Batch summary")
+    async def council_batch(
+        batch_id: Annotated[str, Field(description="The batch's id (council batch --batch-id).", min_length=1)],
+        calibration: Annotated[
+            str | None, Field(description="A stored calibration map to apply to its probabilities (council calibrate).")
+        ] = None,
+    ) -> Annotated[CallToolResult, BatchSummary]:
+        """The summary of a stored batch as it is now: its verdicts, agreement with the labels, and
+        with two or more judges the panel (each judge's habits and accuracy, Krippendorff's alpha,
+        the effective number of independent judges), with labels the calibration of its probabilities."""
+        from council.api import batch_summary
+
+        async def go() -> Any:
+            summary = await asyncio.to_thread(batch_summary, batch_id, calibration=calibration)
+            return _result(batch_text(summary), json.loads(summary.model_dump_json()))
+
+        return await _guard(go)
 
 
 async def _judging(tools: Tools, refs: list[str] | None, ctx: Any, work: Callable[..., Awaitable[Any]]) -> Any:

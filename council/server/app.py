@@ -29,7 +29,7 @@ from council.server.live import list_sessions, session_events, start_session
 from council.server.metrics import RequestMetrics, ServerMetrics, metrics
 from council.server.models_routes import get_model, list_models
 from council.server.probes import livez, readyz
-from council.server.sessions_routes import get_bias_report, get_leaderboard, get_session
+from council.server.sessions_routes import get_batch, get_bias_report, get_leaderboard, get_session
 from council.server.state import CouncilServer
 from council.server.web import web_routes
 from council.untrusted.redaction import register_secret
@@ -98,6 +98,7 @@ def create_app(
             Route("/v1/sessions/{session_id}", get_session),
             Route("/v1/bias-report", get_bias_report),
             Route("/v1/leaderboard", get_leaderboard),
+            Route("/v1/batches/{batch_id}", get_batch),
             *web_routes(),
         ],
         middleware=middleware,

@@ -1,4 +1,4 @@
-"""Stored sessions, and the bias report and leaderboard over them."""
+"""Stored sessions, and the bias report and leaderboard over them; stored batches' summaries."""
 
 from __future__ import annotations
 
@@ -101,3 +101,20 @@ def _wants_html(request: Request) -> bool:
 
 def _html(fragment: str) -> Response:
     return HTMLResponse(fragment, headers=SECURITY_HEADERS)
+
+
+async def get_batch(request: Request) -> Response:
+    """A stored batch's summary as it is now: the same JSON as ``council batch results ID
+    --summary --json`` (with two or more judges its ``panel``, with labels its ``calibration``;
+    ``?calibration=NAME`` applies a stored calibration map)."""
+    from council.api import batch_summary
+
+    try:
+        store = server_of(request).store
+        summary = await asking_store(store, batch_summary, request.path_params["batch_id"],
+                                     calibration=request.query_params.get("calibration"), store=store)  # fmt: skip
+    except NotFoundError as exc:
+        return openai_error(404, str(exc), "invalid_request_error", "not_found")
+    except CouncilError as exc:
+        return error_for(exc)
+    return JSONResponse(json.loads(summary.model_dump_json()))

@@ -539,6 +539,14 @@ def batch_exists(store: Backend, batch_id: str) -> bool:
     return bool(list(store.db.query("SELECT id FROM batches WHERE id = ?", [batch_id])))
 
 
+def batch_ids(store: Backend, *, since: str | None = None) -> list[str]:
+    """The ids of the batches opened on or after ``since`` (every one without it), oldest first."""
+    sql, params = "SELECT id FROM batches", []
+    if since is not None:
+        sql, params = sql + " WHERE created_at >= ?", [since]
+    return [r["id"] for r in store.db.query(sql + " ORDER BY created_at, id", params)]
+
+
 def find_batch(store: Backend, source: str, settings: Mapping[str, Any]) -> str | None:
     """The latest batch started from the file ``source`` with these settings, if any."""
     wanted = json.loads(json.dumps(settings, sort_keys=True))

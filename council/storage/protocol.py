@@ -235,6 +235,9 @@ class Store(Protocol):
     def batch_exists(self, batch_id: str) -> bool:
         """Whether a batch of this id was opened."""
 
+    def batch_ids(self, *, since: str | None = None) -> list[str]:
+        """The ids of the batches opened on or after ``since`` (every one without it), oldest first."""
+
     def find_batch(self, source: str, settings: Mapping[str, Any]) -> str | None:
         """The latest batch started from the file ``source`` with these settings, if any."""
 

@@ -93,6 +93,7 @@ class SQLStore(GroupCommit):
     position_audit = judgments.position_audit
     open_batch = judgments.open_batch
     batch_exists = judgments.batch_exists
+    batch_ids = judgments.batch_ids
     find_batch = judgments.find_batch
     reconcile_batch_items = judgments.reconcile_batch_items
     batch_item_status = judgments.batch_item_status

@@ -18,12 +18,13 @@ from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mock_server import start_mock_server  # noqa: E402
 
+import council  # noqa: E402
 from council.session.results import SessionResult  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "Why do databases use B-trees rather than binary search trees for indexes?"
 TOOLS = {"council_run", "council_compare", "council_grade", "council_leaderboard", "council_bias_report",
-         "council_sessions"}  # fmt: skip
+         "council_batch", "council_sessions"}  # fmt: skip
 
 
 def server(config: Path, home: Path, *extra: str) -> StdioServerParameters:
@@ -58,6 +59,7 @@ async def test_every_tool_over_stdio_against_the_mock_server(tmp_path, council_h
     cfg.write_text("\n".join(lines) + "\n")
 
     async with Client(server(cfg, council_home)) as client:
+        assert client.server_info.name == "council" and client.server_info.version == council.__version__
         listed = await client.list_tools()
         assert {t.name for t in listed.tools} == TOOLS
         run_tool = next(t for t in listed.tools if t.name == "council_run")
@@ -67,6 +69,8 @@ async def test_every_tool_over_stdio_against_the_mock_server(tmp_path, council_h
         assert "synthesis" in outputs["council_run"]["properties"]
         assert "winner" in outputs["council_compare"]["properties"]
         assert "report" in outputs["council_grade"]["properties"]
+        assert {"judge_confidence", "agreement_level"} <= set(outputs["council_compare"]["properties"])
+        assert all(outputs[name] is not None and outputs[name]["type"] == "object" for name in TOOLS)
 
         progress = []
 
@@ -133,6 +137,13 @@ async def test_compare_and_grade_report_progress_per_call(tmp_path, council_home
         outcome = compared.structured_content
         assert outcome["winner"] in ("A", "B", "TIE") and outcome["swap"] is True
         assert compared.content[0].text.startswith(f"winner: {outcome['winner']}")
+        # Two measures, each under its own name: the judges' stated confidence and how far the votes agree.
+        assert outcome["judge_confidence"] == outcome["confidence"]
+        assert outcome["agreement_level"] == outcome["confidence_level"]
+        first_line = compared.content[0].text.splitlines()[0]
+        assert f"judge confidence {outcome['judge_confidence']:.2f}" in first_line
+        assert f"agreement {outcome['agreement_level']}" in first_line
+        assert f"(confidence {outcome['confidence']:.2f}" not in first_line
         assert len(progress) == outcome["calls"] >= 2
 
         progress.clear()
@@ -148,6 +159,13 @@ async def test_compare_and_grade_report_progress_per_call(tmp_path, council_home
         )
         assert not graded.is_error, graded.content
         assert graded.structured_content["report"] is not None and len(progress) >= 3
+        # Text for a model to read, not the structured content again as JSON.
+        text = graded.content[0].text
+        with pytest.raises(json.JSONDecodeError):
+            json.loads(text)
+        report = graded.structured_content["report"]
+        assert f"total {report['total']:g}/{report['max_total']}" in text
+        assert all(c["criterion"] in text for c in report["criteria"])
 
 
 async def test_a_slow_chairman_still_reports_progress(tmp_path, council_home):
@@ -233,7 +251,8 @@ def test_the_docs_mcp_snippet_is_valid_json():
     start = readme.index('{\n  "mcpServers"')
     snippet = json.loads(readme[start : readme.index("\n}\n", start) + 2])
     entry = snippet["mcpServers"]["council"]
-    assert entry["command"] == "council" and entry["args"][:1] == ["mcp"]
+    # An absolute path: an editor's PATH rarely holds council's (tests/mcp/test_mcp_editor_config.py runs it).
+    assert entry["command"] == "/absolute/path/to/council" and entry["args"][:1] == ["mcp"]
 
 
 async def test_compare_judges_with_rpm_wait_on_the_stores_shared_budget(tmp_path, council_home):

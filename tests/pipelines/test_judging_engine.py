@@ -346,3 +346,19 @@ async def test_judge_text_is_stored_by_default(council_home):
     outcome = await compare(PROMPT, GOOD, WEAK, judges=[client], store=store)
     passes = store.judgment_passes(outcome.run_id)
     assert len(passes) == 2 and all(p["output"] and p["output"]["overall_reasoning"] for p in passes)
+
+
+def test_compare_names_each_measure_for_what_it_is(tmp_path, council_home):
+    # "confidence 0.85 (high)" read as one measure: the judges' stated confidence and the votes'
+    # agreement are said side by side, each under its own name, in the text and in --json.
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text(GOOD)
+    b.write_text(WEAK)
+    runner = CliRunner()
+    base = ["compare", "--prompt", PROMPT, "--a", str(a), "--b", str(b), "--judge", "fake/x"]
+    shown = runner.invoke(cli, base)
+    data = json.loads(runner.invoke(cli, [*base, "--json"]).stdout)
+    assert shown.exit_code == 0, shown.output
+    assert data["judge_confidence"] == data["confidence"] and data["agreement_level"] == data["confidence_level"]
+    winner_line = next(line for line in shown.stdout.splitlines() if line.startswith("Winner:"))
+    assert f"judge confidence {data['judge_confidence']:.2f}, agreement {data['agreement_level']}" in winner_line

@@ -781,6 +781,11 @@ def test_an_edited_batch_file_is_reconciled_item_by_item(store_backend):
     assert store_backend.find_batch("/elsewhere.jsonl", settings) is None
     # Nothing recorded yet: nothing changed or removed.
     assert store_backend.reconcile_batch_items("b2", {"i0": ("d0", 1)}, content_sha256="f2") == (0, 0)
+    # The batches opened (council export --judgments), oldest first; none after a date to come.
+    store_backend.open_batch("b1", source="/data/a.jsonl", content_sha256="f1", settings=settings, items=0)
+    assert store_backend.batch_ids() == ["b2", "b1"] or store_backend.batch_ids() == ["b1", "b2"]
+    assert store_backend.batch_ids(since="2000-01-01") == store_backend.batch_ids()
+    assert store_backend.batch_ids(since="9999-01-01") == []
 
 
 async def test_judged_batch_items_keep_their_digest_and_follow_the_file(store_backend):
