@@ -104,6 +104,10 @@ class CouncilSpec(_Strict):
     max_review_attempts: int = Field(default=3, ge=1, le=10, description="1 request + re-requests for invalid output")
     max_answer_chars: int = Field(default=20_000, ge=100, description="longer answers are truncated, with notice")
     session_timeout: float | None = Field(default=None, gt=0, description="seconds for the whole session")
+    synthesis: Literal["structured", "plain"] = Field(
+        default="structured",
+        description="the chairman's reply: structured (the answer, then where the council disagreed) or plain prose",
+    )
 
     @field_validator("scale")
     @classmethod

@@ -61,8 +61,10 @@ def private_view(event: Any) -> Any | None:
         return None
     if kind == "session_started":
         return event.model_copy(update={"question": None})
-    if kind in ("answer", "synthesis"):
+    if kind == "answer":
         return event.model_copy(update={"text": None})
+    if kind == "synthesis":
+        return event.model_copy(update={"text": None, "structure": None})
     if kind == "review":
         return event.model_copy(update={"reasoning": {}})
     return event

@@ -436,6 +436,6 @@ def scrub_transcripts(result: SessionResult) -> SessionResult:
             "question": None,
             "answers": [a.model_copy(update={"text": None}) for a in result.answers],
             "reviews": [r.model_copy(update={"reasoning": {}}) for r in result.reviews],
-            "synthesis": result.synthesis.model_copy(update={"text": None}),
+            "synthesis": result.synthesis.model_copy(update={"text": None, "structure": None}),
         }
     )
