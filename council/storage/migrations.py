@@ -505,3 +505,11 @@ def m024_calibration_maps(db: Database) -> None:
         pk="name",
         not_null={"batch_id", "combine", "items", "points", "created_at"},
     )
+
+
+@migrations()
+def m026_synthesis_structure(db: Database) -> None:
+    # The chairman's structured synthesis (council.session.structured.SynthesisStructure) as JSON,
+    # members by id: the agreements, disagreements, minority view, unique insights and blind spots,
+    # readable without decoding the whole result. NULL for a plain synthesis or none.
+    db["sessions"].add_column("synthesis_structure", str)

@@ -202,6 +202,7 @@ class SQLStore(GroupCommit):
         status: str,
         result: Any | None,
         error: str | None = None,
+        structure: Any | None = None,
         answers: Sequence[dict[str, Any]] = (),
         reviews: Sequence[dict[str, Any]] = (),
         bias_records: Sequence[dict[str, Any]] = (),
@@ -221,13 +222,15 @@ class SQLStore(GroupCommit):
             if calls:
                 self.write_calls(calls)
             self.db.conn.execute(
-                "UPDATE sessions SET status = ?, finished_at = ?, result = ?, error = ? WHERE id = ?",
+                "UPDATE sessions SET status = ?, finished_at = ?, result = ?, error = ?, synthesis_structure = ? "
+                "WHERE id = ?",
                 [
                     status,
                     utc_now(),
                     # serialized once, for the redaction check and for storing
                     None if result is None else redacted_model_json(result),
                     redact(error) if error else error,
+                    None if structure is None else redacted_model_json(structure),
                     session_id,
                 ],
             )
@@ -370,7 +373,9 @@ def _result_rows(result: Any, keep_text: bool) -> dict[str, Any]:
         }
         for r in result.reviews
     ]
-    return {"result": result, "answers": answers, "reviews": reviews}
+    # The structured synthesis (m026): None when plain, failed, or scrubbed with transcripts off.
+    structure = result.synthesis.structure if keep_text else None
+    return {"result": result, "structure": structure, "answers": answers, "reviews": reviews}
 
 
 def _call_shape(row: dict[str, Any]) -> tuple[tuple[str, ...], bool]:
