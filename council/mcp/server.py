@@ -150,10 +150,11 @@ async def _guard(work: Callable[[], Awaitable[Any]]) -> Any:
 
 
 def session_text(result: SessionResult, show: frozenset[str] = frozenset()) -> str:
-    from council.api import problems, w_text
+    from council.api import partial_line_of, problems, w_text
 
     warnings, error = problems(result)
-    lines = []
+    partial = partial_line_of(result)
+    lines = [] if partial is None else [partial]
     if error:
         lines.append(one_line(error))
     lines.append(f"council {result.council}: status {result.status}, session {result.session_id}, seed {result.seed}")

@@ -49,7 +49,8 @@ def output_instruction(labels: tuple[str, ...]) -> str:
         f'{schema}. Write the final answer first, in "answer" (markdown; it is shown to the user as it is). '
         "Then list what the answers agree on, where they disagree (each position with the labels of the "
         "answers that hold it), the view only a minority holds (empty if none), what only one answer saw "
-        "(with its label) and what no answer considered. Name answers only by their labels."
+        "(with its label) and what no answer considered. Say which answers hold what only in the "
+        "members and member fields, by label; the texts are read by people who never see the labels."
     )
 
 

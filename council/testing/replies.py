@@ -340,7 +340,7 @@ def _structured_synthesis(answer: str, messages: Sequence[Mapping[str, Any]]) ->
         "answer": answer,
         "agreements": [f"the core facts of {topic}"],
         "disagreements": disagreements,
-        "minority_view": f"answer {labels[0]} would leave the caveats out" if len(labels) >= 3 else "",
+        "minority_view": "the caveats could be left out" if len(labels) >= 3 else "",
         "unique_insights": [{"member": labels[0], "insight": "the exact figure depends on the assumptions"}]
         if labels
         else [],

@@ -202,3 +202,16 @@ async def test_the_chairman_is_asked_under_the_synthesis_schema():
     finally:
         FakeResponder.reply = real
     assert ("fake/alpha", SYNTHESIS_SCHEMA_NAME) in seen
+
+
+# -- the local models' grammar -------------------------------------------------------------------
+def test_under_the_grammar_the_answer_has_room_and_starts_with_words():
+    from council.providers.grammar import ANSWER_CHARS, SHORT_TEXT_CHARS, constrain_schema_for_grammar, json_schema_gbnf
+
+    constrained = constrain_schema_for_grammar(synthesis_schema(("A", "B")), max_string_length=192)
+    answer = constrained["properties"]["answer"]
+    assert SHORT_TEXT_CHARS < answer["maxLength"] <= ANSWER_CHARS and "pattern" in answer
+    insight = constrained["properties"]["unique_insights"]["items"]["properties"]["member"]
+    assert insight["enum"] == ["A", "B"]  # a tiny model cannot invent a label
+    pytest.importorskip("llama_cpp")
+    assert json_schema_gbnf(constrained)
