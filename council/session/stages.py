@@ -38,6 +38,7 @@ from council.session.schemas import (
     peer_review_schema,
     peer_review_schema_text,
 )
+from council.session.turns import OneTurn
 from council.untrusted.redaction import add_private
 from council.untrusted.slots import tag_pattern
 
@@ -137,29 +138,6 @@ class Reviewed:
     reviews: list[Review]
     valid: list[Review]
     agreement: speedups.Beside | None = None
-
-
-class _OneTurn:
-    """Text handed over in one turn of the event loop, emitted as one piece at its end.
-
-    A stream read from a full buffer (a provider sending faster than it is read, a busy
-    server) hands over many chunks in one turn: each became an event, stored and sent on
-    its own (57 for a 350-character synthesis). They are joined instead; chunks that arrive
-    turns apart still go out one by one, and nothing waits longer than the turn it came in."""
-
-    def __init__(self, emit: Callable[[str], None]) -> None:
-        self.emit = emit
-        self.pieces: list[str] = []
-
-    def add(self, text: str) -> None:
-        if not self.pieces:
-            asyncio.get_running_loop().call_soon(self.flush)
-        self.pieces.append(text)
-
-    def flush(self) -> None:
-        if self.pieces:
-            text, self.pieces = "".join(self.pieces), []
-            self.emit(text)
 
 
 class Stages:
@@ -480,7 +458,7 @@ class Stages:
         client = self.clients[chair.id]
         shown = prompts.SynthesisStream()
         first = Lead(lead)
-        turn = _OneTurn(lambda text: run.emit(SynthesisDelta, chairman=chair.id, text=text))
+        turn = OneTurn(lambda text: run.emit(SynthesisDelta, chairman=chair.id, text=text))
 
         def delta(piece: str) -> None:
             if text := first.first(shown.feed(piece)):

@@ -28,6 +28,7 @@ from council.session.structured import (
     synthesis_model,
     synthesis_schema,
 )
+from council.session.turns import OneTurn
 from council.untrusted.redaction import add_private
 from council.untrusted.slots import neutralise
 
@@ -67,10 +68,9 @@ async def structured_synthesis(
     """``chair``'s structured synthesis (status "failed" with the reason when no valid reply came)."""
     from council.session.events import SynthesisDelta
     from council.session.results import Synthesis
-    from council.session.stages import _OneTurn
 
     labels = tuple(label_to_member)
-    turn = _OneTurn(lambda text: run.emit(SynthesisDelta, chairman=chair.id, text=text))
+    turn = OneTurn(lambda text: run.emit(SynthesisDelta, chairman=chair.id, text=text))
     first = Lead(lead)
     shown: list[str] = []  # what this chairman's deltas have said so far
 
