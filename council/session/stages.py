@@ -416,20 +416,17 @@ class Stages:
                 run.emit(Notice, level="warning", text=notice)
             # A caller's JSON format is the answer itself: no line may go in front of it.
             lead = None if fmt else partial_line(run.partial_reasons, fallback_chairman=chair.id if fallback else None)
-            if structured:
-                by_label = {lab: a.member for lab, a in zip(labels, ranked, strict=True)}
-                synthesis = await structured_synthesis(
-                    run, self.clients[chair.id], chair, messages, by_label, fallback=fallback, lead=lead
-                )
+            if structured or fmt is not None:
+                if fmt is not None:
+                    synthesis = await self._synthesise_in_format(run, chair, messages, fmt, fallback)
+                    if synthesis.status == "ok":
+                        run.emit(SynthesisDelta, chairman=chair.id, text=synthesis.text or "")
+                else:  # structured: its answer told as it is written
+                    by_label = {lab: a.member for lab, a in zip(labels, ranked, strict=True)}
+                    synthesis = await structured_synthesis(
+                        run, self.clients[chair.id], chair, messages, by_label, fallback=fallback, lead=lead
+                    )
                 if synthesis.status == "ok":
-                    return _emit_synthesis(run, synthesis)
-                errors.append(f"{chair.id}: {synthesis.error}")
-                run.failures.append(Failure(stage="synthesis", member=chair.id, error=synthesis.error or "invalid"))
-                continue
-            if fmt is not None:
-                synthesis = await self._synthesise_in_format(run, chair, messages, fmt, fallback)
-                if synthesis.status == "ok":
-                    run.emit(SynthesisDelta, chairman=chair.id, text=synthesis.text or "")
                     return _emit_synthesis(run, synthesis)
                 errors.append(f"{chair.id}: {synthesis.error}")
                 run.failures.append(Failure(stage="synthesis", member=chair.id, error=synthesis.error or "invalid"))
