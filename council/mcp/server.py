@@ -153,10 +153,11 @@ def session_text(result: SessionResult, show: frozenset[str] = frozenset()) -> s
     from council.api import partial_line_of, problems, w_text
 
     warnings, error = problems(result)
-    partial = partial_line_of(result)
-    lines = [] if partial is None else [partial]
-    if error:
-        lines.append(one_line(error))
+    # First, what a partial council lacks: the error when there is one ("partial session …: no
+    # synthesis"), then the partial line with every reason.
+    lines = [one_line(error)] if error else []
+    if (partial := partial_line_of(result)) is not None:
+        lines.append(partial)
     lines.append(f"council {result.council}: status {result.status}, session {result.session_id}, seed {result.seed}")
     if result.question is not None:
         lines += ["", "Question:", quoted(result.question)]

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 PARTIAL_PREFIX = "Partial council:"
+NO_SYNTHESIS = "no synthesis"
+"""How the runner's reason for a failed synthesis begins (``no synthesis: <why>``)."""
 _MAX_CHARS = 400
 
 
@@ -34,9 +36,10 @@ def partial_line(reasons: Sequence[str], *, fallback_chairman: str | None = None
 def partial_line_of(result: Any) -> str | None:
     """The line for a finished session (a ``SessionResult``): every reason it was partial, and
     the fallback chairman if one wrote its answer. Views that show more than the answer put it
-    first."""
+    first; a failed synthesis is named without its cause, which they tell as the error."""
     s = result.synthesis
-    return partial_line(result.partial_reasons, fallback_chairman=s.chairman if s.fallback_used else None)
+    reasons = [NO_SYNTHESIS if r.startswith(NO_SYNTHESIS) else r for r in result.partial_reasons]
+    return partial_line(reasons, fallback_chairman=s.chairman if s.fallback_used else None)
 
 
 def with_partial_line(line: str | None, text: str) -> str:

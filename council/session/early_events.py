@@ -64,7 +64,8 @@ def private_view(event: Any) -> Any | None:
     if kind == "answer":
         return event.model_copy(update={"text": None})
     if kind == "synthesis":
-        return event.model_copy(update={"text": None, "structure": None})
+        structure = event.structure.without_text() if event.structure is not None else None
+        return event.model_copy(update={"text": None, "structure": structure})
     if kind == "review":
         return event.model_copy(update={"reasoning": {}})
     return event

@@ -29,30 +29,45 @@ SECTION_HEADING = "Where the council disagreed"
 Text = Annotated[str, StringConstraints(strip_whitespace=True)]
 
 
+# Every text is None where transcripts are off (``without_text``): who held what stays.
 class Position(BaseModel):
-    summary: str
+    summary: str | None
     members: list[str] = Field(default_factory=list, description="The members who hold it")
 
 
 class Disagreement(BaseModel):
-    point: str
+    point: str | None
     positions: list[Position] = Field(default_factory=list)
 
 
 class Insight(BaseModel):
     member: str
-    insight: str
+    insight: str | None
 
 
 class SynthesisStructure(BaseModel):
     """The chairman's structured reply, its labels mapped back to member ids (what is stored and shown)."""
 
-    answer: str
-    agreements: list[str] = Field(default_factory=list)
+    answer: str | None
+    agreements: list[str | None] = Field(default_factory=list)
     disagreements: list[Disagreement] = Field(default_factory=list)
     minority_view: str | None = None
     unique_insights: list[Insight] = Field(default_factory=list)
-    blind_spots: list[str] = Field(default_factory=list)
+    blind_spots: list[str | None] = Field(default_factory=list)
+
+    def without_text(self) -> SynthesisStructure:
+        """The same structure with every text None: what is kept when transcripts are off."""
+        return SynthesisStructure(
+            answer=None,
+            agreements=[None for _ in self.agreements],
+            disagreements=[
+                Disagreement(point=None, positions=[Position(summary=None, members=p.members) for p in d.positions])
+                for d in self.disagreements
+            ],
+            minority_view=None,
+            unique_insights=[Insight(member=i.member, insight=None) for i in self.unique_insights],
+            blind_spots=[None for _ in self.blind_spots],
+        )
 
 
 @lru_cache(maxsize=64)
@@ -148,8 +163,10 @@ def disagreement_section(structure: SynthesisStructure) -> str:
     """The short markdown section chat clients read after the answer."""
     lines = [f"### {SECTION_HEADING}", ""]
     for d in structure.disagreements:
-        held = "; ".join(f"{p.summary} ({', '.join(p.members)})" if p.members else p.summary for p in d.positions)
-        lines.append(f"- **{_one_line(d.point)}**" + (f": {_one_line(held)}" if held else ""))
+        held = "; ".join(
+            f"{p.summary or ''} ({', '.join(p.members)})" if p.members else p.summary or "" for p in d.positions
+        )
+        lines.append(f"- **{_one_line(d.point or '')}**" + (f": {_one_line(held)}" if held else ""))
     if structure.minority_view:
         lines.append(f"- Minority view: {_one_line(structure.minority_view)}")
     if len(lines) == 2:

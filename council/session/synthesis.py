@@ -107,7 +107,7 @@ async def structured_synthesis(
     structure, invented = structure_of(reply.parsed, label_to_member)
     if invented:
         run.flags.append(invented_labels_flag(invented))
-    body = with_partial_line(lead, structure.answer)
+    body = with_partial_line(lead, reply.parsed.answer)
     told = "".join(shown)
     if run.on_event is not None:
         if not body.startswith(told):  # a re-asked reply: what was told is not its answer

@@ -373,8 +373,10 @@ def _result_rows(result: Any, keep_text: bool) -> dict[str, Any]:
         }
         for r in result.reviews
     ]
-    # The structured synthesis (m026): None when plain, failed, or scrubbed with transcripts off.
-    structure = result.synthesis.structure if keep_text else None
+    # The structured synthesis (m026; its texts None when transcripts are off): None when plain or failed.
+    structure = result.synthesis.structure
+    if structure is not None and not keep_text:
+        structure = structure.without_text()
     return {"result": result, "structure": structure, "answers": answers, "reviews": reviews}
 
 

@@ -33,11 +33,16 @@ async def test_the_structure_is_stored_with_its_session_members_by_id(store_back
     assert json.loads(row["result"])["synthesis"]["structure"] == stored
 
 
-async def test_with_transcripts_off_no_structure_is_kept(store_backend):
+async def test_with_transcripts_off_who_held_what_is_kept_without_a_text(store_backend):
     result = await _session(store_backend, privacy={"store_transcripts": False})
     row = store_backend.get_session(result.session_id)
-    assert row["synthesis_structure"] is None
-    assert json.loads(row["result"])["synthesis"]["structure"] is None
+    stored = json.loads(row["synthesis_structure"])
+    assert json.loads(row["result"])["synthesis"]["structure"] == stored
+    assert stored["answer"] is None and stored["agreements"] == [None] and stored["blind_spots"] == [None]
+    [disagreement] = stored["disagreements"]
+    assert disagreement["point"] is None and all(p["summary"] is None for p in disagreement["positions"])
+    assert all(p["members"] and set(p["members"]) <= set(MEMBERS) for p in disagreement["positions"])
+    assert "Why is the sky blue" not in row["synthesis_structure"] and "sky" not in row["synthesis_structure"]
 
 
 def test_a_database_from_before_m026_migrates_with_its_sessions(tmp_path):
