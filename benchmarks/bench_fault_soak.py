@@ -286,16 +286,23 @@ def audit(
                 note = f"{sid}: {failed} failed calls in the log, result says {usage['failed_calls']}"
                 a.problem(a.mismatched, "calls", 1, note)
             # Logical calls per (stage, member) against the result: one answer each, one review
-            # call per review attempt, one or two synthesis calls (chairman, fallback).
+            # call per review attempt, one or two chairmen (chairman, fallback), the one who wrote
+            # with a call per attempt (a structured synthesis is re-asked like a review; the result
+            # does not count a failed chairman's attempts: the log's are taken).
             logical = Counter((c["stage"], c["member"]) for c in session_calls if c["attempt"] == 1)
             want_logical: Counter[tuple[str, str]] = Counter({("answer", x["member"]): 1 for x in result["answers"]})
             want_logical.update({("review", r["reviewer"]): r["attempts"] for r in result["reviews"]})
             synth = result["synthesis"]
-            chairs = [c["member"] for c in session_calls if c["stage"] == "synthesis" and c["attempt"] == 1]
+            chairs = list(dict.fromkeys(c["member"] for c in session_calls if c["stage"] == "synthesis"))
             two = synth["fallback_used"] or synth["status"] == "failed"
             if synth["status"] != "skipped" and len(chairs) != (2 if two else 1):
                 a.problem(a.mismatched, "calls", 1, f"{sid}: synthesis calls {chairs} do not fit {synth['status']}")
-            want_logical.update({("synthesis", m): 1 for m in chairs})
+            want_logical.update(
+                {
+                    ("synthesis", m): (synth["attempts"] or 1) if m == synth["chairman"] else logical[("synthesis", m)]
+                    for m in chairs
+                }
+            )
             a.compare("calls (logical)", sid, want_logical, logical)
     for what, left in (("answers", answers), ("reviews", reviews), ("bias_records", bias)):
         n = sum(len(rows) for rows in left.values())  # rows of failed or unknown sessions

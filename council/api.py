@@ -66,6 +66,7 @@ if TYPE_CHECKING:  # the lazy exports below, for type checkers
     from council.providers.asking import JsonFormat
     from council.providers.client import ModelClient, RetryPolicy
     from council.session import Candidate, EventSink, load_candidates  # noqa: F401
+    from council.session.degraded import partial_line_of  # noqa: F401
     from council.session.events import SessionEvent, events_from_result  # noqa: F401
     from council.session.results import SessionResult
     from council.session.runner import MAX_SEED, check_request  # noqa: F401
@@ -94,6 +95,7 @@ _EXPORTS = {
     "SessionEvent": "council.session",
     "SessionResult": "council.session.results",
     "events_from_result": "council.session.events",
+    "partial_line_of": "council.session.degraded",
     "load_candidates": "council.session",
     "check_request": "council.session.runner",
     "import_ahead": "council._util.speedups",

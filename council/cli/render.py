@@ -17,7 +17,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from council.api import deliberation_lines, problems
+from council.api import deliberation_lines, partial_line_of, problems
 from council.untrusted.terminal import literal, visible  # noqa: F401  # literal: importable from here
 
 if TYPE_CHECKING:
@@ -125,6 +125,9 @@ def consensus_table(
 
 
 def render_header(result: SessionResult) -> None:
+    if (partial := partial_line_of(result)) is not None:  # before anything else: a partial council says so
+        head, _, rest = partial.partition(":")  # the reasons name members: data, shown as written
+        out.print(styled((head + ":", "yellow"), rest), soft_wrap=True)
     if result.notice:
         out.print(Panel(result.notice, title="offline default", style="yellow"))
     status_style = {"complete": "green", "partial": "yellow", "failed": "red", "interrupted": "red"}

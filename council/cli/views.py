@@ -120,3 +120,19 @@ class SessionView:
         fallback = ", the fallback chairman" if e.fallback_used else ""
         heading(("Synthesis", "bold"), f" by {e.chairman} ({e.model}{fallback})")
         text_block(e.text)
+        if e.structure is not None:
+            structure_blocks(e.structure)
+
+
+def structure_blocks(structure: Any) -> None:
+    """The structured synthesis's parts that its text leaves out (the disagreements are in it):
+    what the answers agreed on, what only one saw (by member) and what none considered."""
+    parts = (
+        ("Agreements", list(structure.agreements)),
+        ("Unique insights", [f"{i.member}: {i.insight}" for i in structure.unique_insights]),
+        ("Blind spots", list(structure.blind_spots)),
+    )
+    for title, items in parts:
+        if items:
+            heading((title, "bold"))
+            text_block("\n".join(f"- {item}" for item in items))

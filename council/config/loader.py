@@ -12,7 +12,7 @@ import os
 import unicodedata
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
@@ -101,6 +101,7 @@ class ResolvedCouncil(BaseModel):
     max_review_attempts: int
     max_answer_chars: int
     session_timeout: float | None
+    synthesis: Literal["structured", "plain"] = "structured"
     privacy: PrivacySettings
     deliberation: DeliberationSettings = DeliberationSettings()
     offline_default: bool
@@ -305,6 +306,7 @@ def resolve_council(
         max_review_attempts=spec.max_review_attempts,
         max_answer_chars=spec.max_answer_chars,
         session_timeout=spec.session_timeout,
+        synthesis=spec.synthesis,
         privacy=resolve_privacy(config, env),
         deliberation=DeliberationSettings(
             mode=spec.deliberation,

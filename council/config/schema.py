@@ -117,6 +117,10 @@ class CouncilSpec(_Strict):
         description="auto: also a round when the top two are within this (Borda points)",
     )
     max_rounds: int = Field(default=1, ge=1, le=MAX_ROUNDS, strict=True, description="deliberation rounds at most")
+    synthesis: Literal["structured", "plain"] = Field(
+        default="structured",
+        description="the chairman's reply: structured (the answer, then where the council disagreed) or plain prose",
+    )
 
     @field_validator("scale")
     @classmethod

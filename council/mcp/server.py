@@ -150,12 +150,14 @@ async def _guard(work: Callable[[], Awaitable[Any]]) -> Any:
 
 
 def session_text(result: SessionResult, show: frozenset[str] = frozenset()) -> str:
-    from council.api import deliberation_lines, problems, w_text
+    from council.api import deliberation_lines, partial_line_of, problems, w_text
 
     warnings, error = problems(result)
-    lines = []
-    if error:
-        lines.append(one_line(error))
+    # First, what a partial council lacks: the error when there is one ("partial session …: no
+    # synthesis"), then the partial line with every reason.
+    lines = [one_line(error)] if error else []
+    if (partial := partial_line_of(result)) is not None:
+        lines.append(partial)
     lines.append(f"council {result.council}: status {result.status}, session {result.session_id}, seed {result.seed}")
     if result.question is not None:
         lines += ["", "Question:", quoted(result.question)]

@@ -361,9 +361,11 @@ async def ask_valid(
     seed: int,
     max_attempts: int,
     sink: CallSink,
+    stream: Callable[[int], Callable[[str], None] | None] | None = None,
 ) -> Reply:
     """Ask until the reply validates against ``model``; ``retry_message(problem)`` is the
-    follow-up that re-requests. ``schema=None`` asks the backend for any JSON object."""
+    follow-up that re-requests. ``schema=None`` asks the backend for any JSON object.
+    ``stream(attempt)``: where that attempt's reply text goes as it arrives (None: nowhere)."""
     problem = None
     for attempt in range(1, max_attempts + 1):
         request = ChatRequest(
@@ -377,7 +379,11 @@ async def ask_valid(
         try:
             # Only a reply that validates is kept in (or taken from) the call cache.
             response = await client.complete(
-                request, stage=stage, sink=sink, accept=lambda r: check_output(model, r.text)[0] is not None
+                request,
+                stage=stage,
+                sink=sink,
+                on_delta=stream(attempt) if stream is not None else None,
+                accept=lambda r: check_output(model, r.text)[0] is not None,
             )
         except ProviderError as exc:
             return Reply(attempts=attempt, error=exc)

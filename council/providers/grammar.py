@@ -129,7 +129,16 @@ MAX_FREE_ITEMS = 2
 """At most this many items in an array the schema leaves open-ended (advantages, concerns)."""
 
 
+ANSWER_CHARS = 600
+"""Per-field cap of an ``answer`` (the chairman's structured synthesis): the text the user reads."""
+ANSWER_SHARE = 3
+"""An ``answer`` may take this many strings' share of the budget: the others, held to their field
+caps, take far less than theirs."""
+
+
 def _field_cap(name: str) -> int:
+    if name == "answer":
+        return ANSWER_CHARS
     return REASONING_CHARS if "reasoning" in name.lower() else SHORT_TEXT_CHARS
 
 
@@ -186,13 +195,14 @@ def _rewrite(node: Any, max_permutations: int, max_string_length: int | None, na
         if max_string_length is not None:
             out = _detected_needs_a_note(out) or out
     if max_string_length is not None and _is_free_string(node):
-        caps = [max_string_length, _field_cap(name)]
+        caps = [max_string_length * (ANSWER_SHARE if name == "answer" else 1), _field_cap(name)]
         if isinstance(node.get("maxLength"), int):
             caps.append(node["maxLength"])
         out["maxLength"] = min(caps)
         if isinstance(out.get("minLength"), int) and out["minLength"] > out["maxLength"]:
             out["maxLength"] = out["minLength"]
-        if "reasoning" in name.lower() and isinstance(node.get("minLength"), int) and node["minLength"] > 0:
+        worded = "reasoning" in name.lower() or name == "answer"  # what a reader reads: words first
+        if worded and isinstance(node.get("minLength"), int) and node["minLength"] > 0:
             pattern = _reasoning_pattern(node["minLength"], out["maxLength"])
             if pattern is not None:
                 out["pattern"] = pattern
@@ -223,7 +233,8 @@ def constrain_schema_for_grammar(
       of its values when the range is small;
     - with ``max_string_length``, every free-text string gets at most that ``maxLength``, and
       at most :data:`REASONING_CHARS` (a property named like "reasoning") or
-      :data:`SHORT_TEXT_CHARS` (any other), and every open-ended array at most
+      :data:`SHORT_TEXT_CHARS` (any other; an ``answer``, :data:`ANSWER_CHARS` and up to
+      :data:`ANSWER_SHARE` strings' share of the budget), and every open-ended array at most
       :data:`MAX_FREE_ITEMS` items: this bounds the whole reply, so a tiny model's pass takes
       seconds and is never cut off mid-JSON;
     - with ``max_string_length``, a bias check's ``detected: true`` comes only with a note

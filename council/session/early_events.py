@@ -61,8 +61,11 @@ def private_view(event: Any) -> Any | None:
         return None
     if kind == "session_started":
         return event.model_copy(update={"question": None})
-    if kind in ("answer", "synthesis"):
+    if kind == "answer":
         return event.model_copy(update={"text": None})
+    if kind == "synthesis":
+        structure = event.structure.without_text() if event.structure is not None else None
+        return event.model_copy(update={"text": None, "structure": structure})
     if kind == "review":
         return event.model_copy(update={"reasoning": {}})
     if kind == "revision":

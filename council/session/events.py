@@ -16,7 +16,9 @@ The runner emits them through one callback in this order::
 ``synthesis_delta`` carries the chairman's text as it is written; the concatenated deltas of
 one chairman equal the ``text`` of the ``synthesis`` event that follows them. A ``notice``
 (e.g. "the chairman failed; the fallback writes") may come between the deltas of a failed
-chairman and those of its fallback.
+chairman and those of its fallback, or (structured synthesis) before a re-asked chairman's
+answer, told again in full once valid. A partial council's text starts with one line saying so
+(:mod:`council.session.degraded`).
 
 Privacy: with transcripts off, no event carries the question, an answer, a reviewer's
 reasoning, a revised answer or its reason, or the synthesis (:func:`private_view`, the one
@@ -39,6 +41,7 @@ from council.accounting.usage import Usage
 from council.methods.ranking import Consensus, ConsensusEntry
 from council.session.early_events import EventBase, Notice, SessionStarted, StageStarted, private_view
 from council.session.round_events import RevisionEvent, RoundFinished, RoundStarted
+from council.session.structured import SynthesisStructure
 
 if TYPE_CHECKING:  # the result models are imported once replies come in, not before the first call
     from council.session.results import MemberAnswer, Review, SessionResult, Synthesis
@@ -95,6 +98,9 @@ class SynthesisEvent(EventBase):
     text: str | None = None
     fallback_used: bool = False
     error: str | None = None
+    structure: SynthesisStructure | None = Field(
+        default=None, description="The structured synthesis's parts, members named by id (synthesis = structured)"
+    )
 
 
 class SessionFinished(EventBase):
@@ -199,6 +205,7 @@ def synthesis_fields(s: Synthesis) -> dict[str, Any]:
         "text": s.text,
         "fallback_used": s.fallback_used,
         "error": s.error,
+        "structure": s.structure,
     }
 
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_seri
 from council.accounting.usage import Usage
 from council.bias.records import SessionBiasMetadata
 from council.methods.ranking import Consensus
+from council.session.structured import SynthesisStructure
 
 SessionStatus = Literal["running", "complete", "partial", "failed", "interrupted"]
 
@@ -58,6 +59,9 @@ class Synthesis(BaseModel):
     error: str | None = None
     attempts: int | None = None
     """Requests to the chairman who wrote it, when a format was asked for (re-asks included)."""
+    structure: SynthesisStructure | None = None
+    """The structured synthesis's parts, members named by id (``synthesis = "structured"``); ``text``
+    is what a user reads: the answer, then the "Where the council disagreed" section."""
 
 
 class Failure(BaseModel):

@@ -27,6 +27,7 @@ from council.errors import InputError, QuorumError, RequestTooLarge
 from council.providers.asking import JsonFormat
 from council.providers.client import ModelClient
 from council.session.candidates import Candidate, check_candidates
+from council.session.degraded import NO_SYNTHESIS
 from council.session.early_events import Notice, SessionStarted
 from council.session.stages import EventSink, RunState, Stages, answers_so_far, bias_records, emit_answer
 from council.storage import Store
@@ -350,7 +351,7 @@ class SessionRunner:
             return Synthesis(status="skipped"), records, bias
         synth = await synthesising
         if synth.status != "ok":
-            run.partial_reasons.append(f"no synthesis: {synth.error}")
+            run.partial_reasons.append(f"{NO_SYNTHESIS}: {synth.error}")
         return synth, records, bias
 
     async def _finish(self, run: RunState, result: SessionResult, records: list[BiasRecord]) -> None:
@@ -443,11 +444,14 @@ def scrub_transcripts(result: SessionResult) -> SessionResult:
         from council.session.deliberation import scrubbed
 
         result = result.model_copy(update={"deliberation": scrubbed(result.deliberation)})
+    structure = result.synthesis.structure
     return result.model_copy(
         update={
             "question": None,
             "answers": [a.model_copy(update={"text": None}) for a in result.answers],
             "reviews": [r.model_copy(update={"reasoning": {}}) for r in result.reviews],
-            "synthesis": result.synthesis.model_copy(update={"text": None}),
+            "synthesis": result.synthesis.model_copy(
+                update={"text": None, "structure": structure.without_text() if structure else None}
+            ),
         }
     )

@@ -38,6 +38,7 @@ from council.session.schemas import (
     peer_review_schema,
     peer_review_schema_text,
 )
+from council.session.turns import OneTurn
 from council.untrusted.redaction import add_private
 from council.untrusted.slots import tag_pattern
 
@@ -138,29 +139,6 @@ class Reviewed:
     reviews: list[Review]
     valid: list[Review]
     agreement: speedups.Beside | None = None
-
-
-class _OneTurn:
-    """Text handed over in one turn of the event loop, emitted as one piece at its end.
-
-    A stream read from a full buffer (a provider sending faster than it is read, a busy
-    server) hands over many chunks in one turn: each became an event, stored and sent on
-    its own (57 for a 350-character synthesis). They are joined instead; chunks that arrive
-    turns apart still go out one by one, and nothing waits longer than the turn it came in."""
-
-    def __init__(self, emit: Callable[[str], None]) -> None:
-        self.emit = emit
-        self.pieces: list[str] = []
-
-    def add(self, text: str) -> None:
-        if not self.pieces:
-            asyncio.get_running_loop().call_soon(self.flush)
-        self.pieces.append(text)
-
-    def flush(self) -> None:
-        if self.pieces:
-            text, self.pieces = "".join(self.pieces), []
-            self.emit(text)
 
 
 class Stages:
@@ -418,15 +396,18 @@ class Stages:
 
     async def _synthesise(self, run: RunState, ranked: list[MemberAnswer]) -> Synthesis:
         """The chairman's answer, or the fallback chairman's when the chairman fails."""
+        from council.session.degraded import partial_line
         from council.session.events import SynthesisDelta
         from council.session.results import Failure, Synthesis
+        from council.session.synthesis import output_instruction, structured_synthesis
 
         c = self.council
-        labelled = [(label, self.review_text(a)) for label, a in zip(answer_labels(len(ranked)), ranked, strict=True)]
+        labels = answer_labels(len(ranked))
+        labelled = [(label, self.review_text(a)) for label, a in zip(labels, ranked, strict=True)]
         fmt = run.synthesis_format
-        messages = prompts.synthesis_messages(
-            run.question, labelled, run.history, output_format=fmt.instruction() if fmt else None
-        )
+        structured = fmt is None and c.synthesis == "structured"
+        instruction = fmt.instruction() if fmt else output_instruction(tuple(labels)) if structured else None
+        messages = prompts.synthesis_messages(run.question, labelled, run.history, output_format=instruction)
         errors: list[str] = []
         for chair, fallback in ((c.chairman, False), (c.fallback_chairman, True)):
             if chair is None:
@@ -434,33 +415,51 @@ class Stages:
             if errors:
                 notice = f"the chairman failed ({errors[-1]}); the fallback chairman {chair.id} writes the answer"
                 run.emit(Notice, level="warning", text=notice)
-            if fmt is not None:
-                synthesis = await self._synthesise_in_format(run, chair, messages, fmt, fallback)
+            # A caller's JSON format is the answer itself: no line may go in front of it.
+            lead = None if fmt else partial_line(run.partial_reasons, fallback_chairman=chair.id if fallback else None)
+            if structured or fmt is not None:
+                if fmt is not None:
+                    synthesis = await self._synthesise_in_format(run, chair, messages, fmt, fallback)
+                    if synthesis.status == "ok":
+                        run.emit(SynthesisDelta, chairman=chair.id, text=synthesis.text or "")
+                else:  # structured: its answer told as it is written
+                    by_label = {lab: a.member for lab, a in zip(labels, ranked, strict=True)}
+                    synthesis = await structured_synthesis(
+                        run, self.clients[chair.id], chair, messages, by_label, fallback=fallback, lead=lead
+                    )
                 if synthesis.status == "ok":
-                    run.emit(SynthesisDelta, chairman=chair.id, text=synthesis.text or "")
                     return _emit_synthesis(run, synthesis)
                 errors.append(f"{chair.id}: {synthesis.error}")
                 run.failures.append(Failure(stage="synthesis", member=chair.id, error=synthesis.error or "invalid"))
                 continue
-            synthesis = await self._synthesise_in_prose(run, chair, messages, fallback, errors)
+            synthesis = await self._synthesise_in_prose(run, chair, messages, fallback, errors, lead)
             if synthesis is not None:
                 return _emit_synthesis(run, synthesis)
         return _emit_synthesis(run, Synthesis(status="failed", error="; ".join(errors) or "no chairman configured"))
 
     async def _synthesise_in_prose(
-        self, run: RunState, chair: ResolvedModel, messages: list[dict[str, str]], fallback: bool, errors: list[str]
+        self,
+        run: RunState,
+        chair: ResolvedModel,
+        messages: list[dict[str, str]],
+        fallback: bool,
+        errors: list[str],
+        lead: str | None = None,
     ) -> Synthesis | None:
         """``chair``'s answer in prose, streamed to the listener as it is written (cleaned on the
-        way); None when it failed (said in ``errors`` and the session's failures)."""
+        way), after the partial line ``lead``; None when it failed (said in ``errors`` and the
+        session's failures)."""
+        from council.session.degraded import Lead, with_partial_line
         from council.session.events import SynthesisDelta
         from council.session.results import Failure, Synthesis
 
         client = self.clients[chair.id]
         shown = prompts.SynthesisStream()
-        turn = _OneTurn(lambda text: run.emit(SynthesisDelta, chairman=chair.id, text=text))
+        first = Lead(lead)
+        turn = OneTurn(lambda text: run.emit(SynthesisDelta, chairman=chair.id, text=text))
 
         def delta(piece: str) -> None:
-            if text := shown.feed(piece):
+            if text := first.first(shown.feed(piece)):
                 turn.add(text)
 
         try:
@@ -480,8 +479,9 @@ class Stages:
         text = prompts.clean_synthesis(response.text)
         add_private(text)
         if text:
-            if rest := shown.end():
+            if rest := first.first(shown.end()):
                 run.emit(SynthesisDelta, chairman=chair.id, text=rest)
+            text = with_partial_line(lead, text)
             return Synthesis(status="ok", chairman=chair.id, model=chair.model, text=text, fallback_used=fallback)
         errors.append(f"{chair.id}: empty answer")
         run.failures.append(Failure(stage="synthesis", member=chair.id, error="empty answer"))

@@ -508,6 +508,14 @@ def m024_calibration_maps(db: Database) -> None:
 
 
 @migrations()
+def m026_synthesis_structure(db: Database) -> None:
+    # The chairman's structured synthesis (council.session.structured.SynthesisStructure) as JSON,
+    # members by id: the agreements, disagreements, minority view, unique insights and blind spots,
+    # readable without decoding the whole result. NULL for a plain synthesis or none.
+    db["sessions"].add_column("synthesis_structure", str)
+
+
+@migrations()
 def m027_deliberation_rounds(db: Database) -> None:
     # Every round's answers and reviews of a session that deliberated (council.storage.rounds):
     # round 0 the first ones; each member's log of a round beside its answer. The answers and

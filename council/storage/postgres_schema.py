@@ -238,6 +238,8 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
                 points TEXT NOT NULL, created_at TEXT NOT NULL)"""
         ],
     ),
+    # The chairman's structured synthesis as JSON, as SQLite's m026.
+    ("m026_synthesis_structure", ["ALTER TABLE sessions ADD COLUMN synthesis_structure TEXT"]),
     # Every round's answers and reviews of a session that deliberated (council.storage.rounds), as SQLite's m027.
     (
         "m027_deliberation_rounds",

@@ -213,6 +213,7 @@ class SQLStore(GroupCommit):
         status: str,
         result: Any | None,
         error: str | None = None,
+        structure: Any | None = None,
         answers: Sequence[dict[str, Any]] = (),
         reviews: Sequence[dict[str, Any]] = (),
         bias_records: Sequence[dict[str, Any]] = (),
@@ -240,13 +241,15 @@ class SQLStore(GroupCommit):
             if calls:
                 self.write_calls(calls)
             self.db.conn.execute(
-                "UPDATE sessions SET status = ?, finished_at = ?, result = ?, error = ? WHERE id = ?",
+                "UPDATE sessions SET status = ?, finished_at = ?, result = ?, error = ?, synthesis_structure = ? "
+                "WHERE id = ?",
                 [
                     status,
                     utc_now(),
                     # serialized once, for the redaction check and for storing
                     None if result is None else redacted_model_json(result),
                     redact(error) if error else error,
+                    None if structure is None else redacted_model_json(structure),
                     session_id,
                 ],
             )
@@ -397,8 +400,13 @@ def _result_rows(result: Any, keep_text: bool) -> dict[str, Any]:
         }
         for r in result.reviews
     ]
+    # The structured synthesis (m026; its texts None when transcripts are off): None when plain or failed.
+    structure = result.synthesis.structure
+    if structure is not None and not keep_text:
+        structure = structure.without_text()
     rounds = round_rows(result, keep_text, _result_rows) if getattr(result, "deliberation", None) else {}
-    return {"result": result, "answers": answers, "reviews": reviews, "agreement": agreement_rows(result), **rounds}
+    return {"result": result, "structure": structure, "answers": answers, "reviews": reviews,
+            "agreement": agreement_rows(result), **rounds}
 
 
 def _call_shape(row: dict[str, Any]) -> tuple[tuple[str, ...], bool]:

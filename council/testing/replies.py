@@ -16,6 +16,9 @@ it (the subset pydantic v2 emits: objects, ``$ref``/``$defs``, arrays and tuples
 strings with length bounds and common formats, bounded integers and numbers, booleans, null,
 anyOf/oneOf/allOf; ``pattern`` is not supported).
 
+The chairman's structured synthesis (``SYNTHESIS_SCHEMA_NAME``) holds the plain synthesis text as its
+answer and names the answers' labels (``_structured_synthesis``).
+
 The council's peer review (``schema_name == PEER_REVIEW_SCHEMA_NAME``) is answered coherently: one score
 per label of ``properties.evaluations`` (labels in display order), on the scale of the
 ``score`` field, and a ranking consistent with the scores (best first, ties in label order). By
@@ -87,6 +90,7 @@ from council.judging.prompts import RESPONSE_SLOT
 from council.providers.json_schema import integer_bounds, resolve_ref
 from council.session.prompts import ANSWER_SLOT, QUESTION_SLOT
 from council.session.schemas import PEER_REVIEW_SCHEMA_NAME, REVISION_SCHEMA_NAME
+from council.session.structured import SYNTHESIS_SCHEMA_NAME
 
 BEHAVIOURS = frozenset(
     {"default", "first", "harsh", "generous", "garbage", "badscore", "flaky", "fail", "slow", "echo", "markup", "quote",
@@ -302,6 +306,9 @@ class FakeResponder:
             document = _peer_review(name, messages, json_schema, behaviours, rng, prefix)
         elif schema_name == REVISION_SCHEMA_NAME:
             document = _revision(name, messages, behaviours, prefix)
+        elif schema_name == SYNTHESIS_SCHEMA_NAME:
+            answer = prefix + (_quoted(messages) if "quote" in behaviours else self._plain(name, messages, rng))
+            document = _structured_synthesis(answer, messages)
         if document is None:
             generator = _Generator(json_schema, rng, behaviours, name, answer_slots(messages), prefix)
             document = generator.generate()
@@ -321,6 +328,32 @@ class FakeResponder:
         count = 2 + int(_unit("length", name) * 6) + rng.randint(0, 1)
         picked = rng.sample(_PLAIN, k=min(count, len(_PLAIN)))
         return " ".join(s.format(topic=topic) for s in picked)
+
+
+# -- the chairman's structured synthesis ------------------------------------------------
+def _structured_synthesis(answer: str, messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A structured synthesis over the answers' labels: the answer, one point of agreement, with
+    two answers or more a disagreement between the first and the rest, with three or more a
+    minority view, and the first answer's insight."""
+    labels = list(answer_slots(messages))
+    topic = _topic(messages)
+    disagreements = []
+    if len(labels) >= 2:
+        positions = [
+            {"summary": "a short, direct answer is enough", "members": labels[:1]},
+            {"summary": "the caveats belong in the answer", "members": labels[1:]},
+        ]
+        disagreements.append({"point": f"how much detail {topic} needs", "positions": positions})
+    return {
+        "answer": answer,
+        "agreements": [f"the core facts of {topic}"],
+        "disagreements": disagreements,
+        "minority_view": "the caveats could be left out" if len(labels) >= 3 else "",
+        "unique_insights": [{"member": labels[0], "insight": "the exact figure depends on the assumptions"}]
+        if labels
+        else [],
+        "blind_spots": ["no answer cites a primary source"],
+    }
 
 
 # -- peer review ---------------------------------------------------------------------

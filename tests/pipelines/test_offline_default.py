@@ -40,6 +40,14 @@ def test_offline_default_runs_a_real_two_model_council(council_home):
             assert all(1 <= s <= 10 and isinstance(s, int) for s in r["scores"].values())
     assert result["status"] in ("complete", "partial")
     assert result["usage"]["calls"] >= 5
+    # The structured synthesis, under the grammar: valid, its answer in words, labels mapped to members.
+    synthesis = result["synthesis"]
+    assert synthesis["status"] == "ok" and synthesis["attempts"] == 1, synthesis
+    structure = synthesis["structure"]
+    assert structure["answer"].strip() and "Where the council disagreed" in synthesis["text"]
+    named = {i["member"] for i in structure["unique_insights"]}
+    named |= {m for d in structure["disagreements"] for p in d["positions"] for m in p["members"]}
+    assert named <= set(result["members"])
 
 
 def _council(home, *args: str) -> subprocess.CompletedProcess[str]:

@@ -195,7 +195,7 @@ def test_every_stored_table_redacts_a_reply_the_same_way(council_home):
                              reasoning={"ollama": f"uses {strong}"}, valid=True, attempts=1, error=None)  # fmt: skip
     # A session result as the runner hands it to the store (only what save_session reads).
     result = SimpleNamespace(session_id="s1", status="complete", answers=[SimpleNamespace(**answer)], reviews=[review],
-                             model_dump=lambda mode: {"answers": [answer]},
+                             synthesis=SimpleNamespace(structure=None), model_dump=lambda mode: {"answers": [answer]},
                              model_dump_json=lambda: json.dumps({"answers": [answer]}))  # fmt: skip
     store = SQLiteStore.open()
     try:
