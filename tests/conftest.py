@@ -27,6 +27,11 @@ from hypothesis import settings
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from storage_backends import BACKENDS
 
+# The browser tests' fixtures (a served web app, one headless Chromium per module): a plugin
+# rather than tests/web/conftest.py, which would shadow this module under the name ``conftest``
+# that other folders import helpers from.
+pytest_plugins = ["web_browser"]
+
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 settings.register_profile("dev", deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))

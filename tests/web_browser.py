@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mock_server import start_mock_server
 from serve_helpers import council_serve
 
@@ -94,3 +95,31 @@ def axe_violations(page: Any) -> list[str]:
 def words(text: str | None) -> str:
     """Text with its white space collapsed (markdown's paragraphs and line breaks aside)."""
     return " ".join((text or "").split())
+
+
+# -- fixtures, imported by each browser test module (a tests/web/conftest.py would shadow tests/conftest.py,
+# which the other folders import helpers from by the module name ``conftest``). Per module, not per
+# session: Playwright's sync API runs an event loop while it is open, which would break the tests of
+# other folders that run one (asyncio.run) in the same process.
+
+@pytest.fixture(scope="module")
+def served_root(tmp_path_factory):
+    """Where the served app keeps its home (``home``) and its config (``council.toml``)."""
+    return tmp_path_factory.mktemp("web")
+
+
+@pytest.fixture(scope="module")
+def served(served_root):
+    with served_app(served_root, latency=0.01, stream_interval=0.02) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def browser():
+    playwright = pytest.importorskip("playwright.sync_api")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    with playwright.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()

@@ -6,7 +6,7 @@ import httpx
 import pytest
 from mock_server import start_mock_server
 from serve_helpers import council_serve
-from test_web_app import AUTH, TOKEN, ask, browser, open_app  # noqa: F401  # browser: the fixture
+from web_browser import AUTH, TOKEN, ask, open_app
 
 pytest.importorskip("playwright.sync_api")
 
