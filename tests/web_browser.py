@@ -6,6 +6,7 @@ the page's Content-Security-Policy does not govern)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -93,13 +94,14 @@ def axe_violations(page: Any) -> list[str]:
 
 
 def words(text: str | None) -> str:
-    """Text with its white space collapsed (markdown's paragraphs and line breaks aside)."""
-    return " ".join((text or "").split())
+    """Text with its white space collapsed (markdown's paragraphs and line breaks aside) and
+    without the markdown marks a rendered page does not show (headings, emphasis, list bullets)."""
+    text = re.sub(r"^\s*(#{1,6}|[-*+])\s+", "", text or "", flags=re.M)
+    return " ".join(text.replace("**", "").split())
 
 
-# -- fixtures, imported by each browser test module (a tests/web/conftest.py would shadow tests/conftest.py,
-# which the other folders import helpers from by the module name ``conftest``). Per module, not per
-# session: Playwright's sync API runs an event loop while it is open, which would break the tests of
+# -- fixtures, loaded as a plugin by tests/conftest.py. Per module, not per session: Playwright's
+# sync API runs an event loop while it is open, which would break the tests of
 # other folders that run one (asyncio.run) in the same process.
 
 @pytest.fixture(scope="module")

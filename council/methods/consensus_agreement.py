@@ -112,7 +112,7 @@ def effective_reviewers(matrix: Mapping[str, Mapping[str, float | None]]) -> tup
 
 #: What the agreement-based n_eff measures, said wherever it is shown.
 AGREEMENT_NOTE = (
-    "agreement-based, not label-based: n_eff = k / (1 + (k − 1)·ρ̄) with ρ̄ the mean Kendall's τ_b between "
+    "agreement-based, not label-based: the effective number is k / (1 + (k − 1)·ρ̄), ρ̄ the mean Kendall's τ_b between "
     "reviewers' rankings; it measures how redundant the reviewers are, not how often they are right"
 )
 

@@ -368,8 +368,19 @@ class SQLStore(GroupCommit):
 
 
 def _result_rows(result: Any, keep_text: bool) -> dict[str, Any]:
-    """A ``SessionResult`` and its ``answers`` and ``reviews`` rows (texts only when
-    ``keep_text``): what ``_finish_session`` writes for it."""
+    """A ``SessionResult`` and its rows (texts only when ``keep_text``): what ``_finish_session``
+    writes for it."""
+    # The structured synthesis (m026; its texts None when transcripts are off): None when plain or failed.
+    structure = result.synthesis.structure
+    if structure is not None and not keep_text:
+        structure = structure.without_text()
+    rounds = round_rows(result, keep_text, _answer_review_rows) if getattr(result, "deliberation", None) else {}
+    return {"result": result, "structure": structure, **_answer_review_rows(result, keep_text),
+            "agreement": agreement_rows(result), **rounds}  # fmt: skip
+
+
+def _answer_review_rows(result: Any, keep_text: bool) -> dict[str, list[dict[str, Any]]]:
+    """The ``answers`` and ``reviews`` rows of a session's result, or of one deliberation round."""
     session_id = result.session_id
     answers = [
         {
@@ -400,13 +411,7 @@ def _result_rows(result: Any, keep_text: bool) -> dict[str, Any]:
         }
         for r in result.reviews
     ]
-    # The structured synthesis (m026; its texts None when transcripts are off): None when plain or failed.
-    structure = result.synthesis.structure
-    if structure is not None and not keep_text:
-        structure = structure.without_text()
-    rounds = round_rows(result, keep_text, _result_rows) if getattr(result, "deliberation", None) else {}
-    return {"result": result, "structure": structure, "answers": answers, "reviews": reviews,
-            "agreement": agreement_rows(result), **rounds}
+    return {"answers": answers, "reviews": reviews}
 
 
 def _call_shape(row: dict[str, Any]) -> tuple[tuple[str, ...], bool]:

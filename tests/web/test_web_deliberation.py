@@ -6,7 +6,7 @@ import httpx
 import pytest
 from mock_server import start_mock_server
 from serve_helpers import council_serve
-from web_browser import AUTH, TOKEN, ask, open_app
+from web_browser import AUTH, TOKEN, ask, open_app, words
 
 pytest.importorskip("playwright.sync_api")
 
@@ -27,7 +27,7 @@ def served(tmp_path_factory):
             yield base
 
 
-def test_the_rounds_are_shown_live_and_from_the_stored_session(served, browser):  # noqa: F811
+def test_the_rounds_are_shown_live_and_from_the_stored_session(served, browser):
     page = open_app(browser, served)
     ask(page, "Why is the sky blue?")
     page.wait_for_selector("#status.complete")
@@ -47,7 +47,7 @@ def test_the_rounds_are_shown_live_and_from_the_stored_session(served, browser):
         # the answers and reviews shown are the last round's
         page.click(".tab[data-member=gamma]")
         final = {a["member"]: a["text"] for a in stored["answers"]}
-        assert page.text_content("#answer-panel .answer-text") == final["gamma"]
+        assert words(page.text_content("#answer-panel .answer-text")) == words(final["gamma"])
         assert page.locator(".review").count() == 3
     assert page.problems == []
     page.close()
