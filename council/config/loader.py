@@ -101,6 +101,8 @@ class ResolvedCouncil(BaseModel):
     max_answer_chars: int
     session_timeout: float | None
     privacy: PrivacySettings
+    stage_grace: str | float = "auto"
+    """Once a stage has its quorum, how long it waits for the rest (council.session.grace)."""
     offline_default: bool
     source: str
 
@@ -303,6 +305,7 @@ def resolve_council(
         max_review_attempts=spec.max_review_attempts,
         max_answer_chars=spec.max_answer_chars,
         session_timeout=spec.session_timeout,
+        stage_grace=spec.stage_grace,
         privacy=resolve_privacy(config, env),
         offline_default=loaded.offline_default,
         source=loaded.source,

@@ -104,6 +104,18 @@ class CouncilSpec(_Strict):
     max_review_attempts: int = Field(default=3, ge=1, le=10, description="1 request + re-requests for invalid output")
     max_answer_chars: int = Field(default=20_000, ge=100, description="longer answers are truncated, with notice")
     session_timeout: float | None = Field(default=None, gt=0, description="seconds for the whole session")
+    stage_grace: Literal["auto", "off"] | float = Field(
+        default="auto",
+        description='once a stage has its quorum, how long it waits for the rest: "auto", "off" or seconds '
+        "(council.session.grace)",
+    )
+
+    @field_validator("stage_grace", mode="before")
+    @classmethod
+    def _grace_is_seconds(cls, v: object) -> object:
+        if isinstance(v, bool) or (isinstance(v, int | float) and not 0 <= v < float("inf")):
+            raise ValueError(f'stage_grace must be "auto", "off" or a number of seconds >= 0, got {v!r}')
+        return v
 
     @field_validator("scale")
     @classmethod

@@ -505,3 +505,10 @@ def m024_calibration_maps(db: Database) -> None:
         pk="name",
         not_null={"batch_id", "combine", "items", "points", "created_at"},
     )
+
+
+@migrations()
+def m025_late_reviews(db: Database) -> None:
+    # A review still running when its stage closed (stage_grace, council.session.grace): stored
+    # when it arrives, never counted. A late answer needs no column: its status is "late".
+    db["reviews"].add_column("late", int, not_null_default=0)

@@ -238,6 +238,8 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
                 points TEXT NOT NULL, created_at TEXT NOT NULL)"""
         ],
     ),
+    # A late review (stage_grace), as SQLite's m025; a late answer's status is "late".
+    ("m025_late_reviews", ["ALTER TABLE reviews ADD COLUMN late BIGINT NOT NULL DEFAULT 0"]),
 ]
 
 
