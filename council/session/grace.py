@@ -39,7 +39,7 @@ log = get_logger("council.session")
 
 AUTO_FACTOR = 1.0
 """``"auto"``: the grace is this many times how long the stage took to reach its quorum."""
-AUTO_FLOOR = 1.0
+AUTO_FLOOR = 2.0
 """``"auto"``: the shortest grace, in seconds (a fast quorum is not a reason to drop the rest)."""
 AUTO_CAP = 30.0
 """``"auto"``: the longest grace, in seconds."""
@@ -178,10 +178,12 @@ async def _close(
 
 
 def _late_answer(run: RunState, member: ResolvedModel) -> MemberAnswer:
+    from council.session.events import AnswerEvent, answer_fields
     from council.session.results import MemberAnswer
-    from council.session.stages import emit_answer
 
-    return emit_answer(run, MemberAnswer(member=member.id, model=member.model, status="late", error=LATE))
+    answer = MemberAnswer(member=member.id, model=member.model, status="late", error=LATE)
+    run.emit(AnswerEvent, **answer_fields(answer))
+    return answer
 
 
 def _late_review(run: RunState, member: ResolvedModel) -> Review:

@@ -334,6 +334,8 @@ function renderSession(view, s) {
   const panel = el("div", { id: "answer-panel", class: "panel", role: "tabpanel" },
     a ? [el("p", { class: "meta" }, a.model || "", a.length ? " · " + a.length + " characters" : ""),
       a.status === "failed" ? el("p", { class: "error-text" }, a.error || "failed")
+        : a.status === "late" && !a.text
+          ? el("p", { class: "error-text" }, "late: still answering when its stage closed, not reviewed")
         : el("div", { class: "text answer-text" }, a.text === null || a.text === undefined ? "(text not stored)" : a.text)]
       : el("p", { class: "muted" }, "Waiting for the members' answers…"));
   parts.push(el("section", { id: "stage-answers", class: "card" }, el("h2", {}, "1 · Answers"), tabs, panel));
