@@ -134,7 +134,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--members", type=int, default=5)
     parser.add_argument("--sessions", type=int, default=200)
-    parser.add_argument("--concurrency", type=int, default=40, help="sessions at a time")
+    parser.add_argument("--concurrency", type=int, default=10, help="sessions at a time (more saturates two cores)")
     parser.add_argument("--latency", type=float, default=2.0, help="seconds per call, before --scale")
     parser.add_argument("--jitter", type=float, default=1.0, help="up to this many more seconds, before --scale")
     parser.add_argument("--tail-rate", type=float, default=0.1)
