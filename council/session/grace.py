@@ -59,7 +59,6 @@ def grace_seconds(setting: str | float, quorum_seconds: float) -> float | None:
 class _Call:
     """One call of a stage, as its task's context sees it."""
 
-    name: str
     late: bool = False
 
 
@@ -120,7 +119,7 @@ def _gather(
     setting = run.council.stage_grace
     if setting == "off" or (setting == "auto" and any(m.transport == "local" for m in who)):
         return asyncio.gather(*calls)
-    running = [(_Call(m.id), m) for m in who]
+    running = [(_Call(), m) for m in who]
     tasks = [asyncio.ensure_future(_as_call(call, coro)) for (call, _), coro in zip(running, calls, strict=True)]
     return asyncio.ensure_future(_close(run, stage, running, tasks, quorum, counts, stand_in))
 
