@@ -345,6 +345,9 @@ class Council:
                 task.cancel()
 
     async def aclose_clients(self) -> None:
+        from council.session.grace import cancel_late
+
+        await cancel_late(self.resolved)  # late calls of its sessions (stage_grace): nothing waits for them
         for client in self.clients.values():
             await client.aclose()
 

@@ -6,7 +6,8 @@ Replies come from ``council.testing.replies.FakeResponder``, the same responder 
 
 Endpoints: ``POST /v1/chat/completions`` (plain, ``response_format`` json_schema or json_object,
 ``stream: true`` as SSE ending with ``data: [DONE]``, a word a chunk, ``--stream-interval``
-seconds apart; ``+cutoff`` streams half and then an error chunk), ``GET /v1/models``, ``GET /health``, and
+seconds apart; ``+cutoff`` streams half and then an error chunk; ``--tail-rate R --tail-factor F``: a
+heavy tail, each request's delay drawn from its own body, seeded), ``GET /v1/models``, ``GET /health``, and
 OpenAI's batch API: ``POST /v1/files`` (multipart, ``purpose=batch``), ``GET
 /v1/files/{id}/content``, ``POST /v1/batches``, ``GET /v1/batches[/{id}]``. A batch is validated
 (a malformed file fails it, with the reason), waits ``--batch-seconds``, then answers each line as
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import itertools
 import json
 import os
@@ -115,15 +117,18 @@ class MockLLM:
         batch_results_base: str | None = None,
         stream_interval: float = 0.0,
         usage: str | dict[str, Any] | None = None,
+        tail_rate: float = 0.0,
+        tail_factor: float = 10.0,
     ) -> None:
         kinds = [k.strip() for k in fault_kinds.split(",")] if isinstance(fault_kinds, str) else list(fault_kinds)
         for kind in kinds:
             if kind != "timeout" and not (kind.isdigit() and 400 <= int(kind) <= 599):
                 raise ValueError(f"fault kind {kind!r}: use an HTTP status (500, 429, 503...) or 'timeout'")
-        for name, rate in (("fault_rate", fault_rate), ("malformed_rate", malformed_rate)):
+        for name, rate in (("fault_rate", fault_rate), ("malformed_rate", malformed_rate), ("tail_rate", tail_rate)):
             if not 0.0 <= rate <= 1.0:
                 raise ValueError(f"{name} must be within [0, 1], got {rate}")
         self.latency, self.jitter, self.slow_seconds = latency, jitter, slow_seconds
+        self.tail_rate, self.tail_factor, self.seed = tail_rate, tail_factor, seed
         self.stream_interval = stream_interval
         self.usage = json.loads(usage) if isinstance(usage, str) else usage
         if self.usage is not None and not isinstance(self.usage, dict):
@@ -234,7 +239,10 @@ class MockLLM:
         fault = None
         if self.fault_rate and self._fault_rng.random() < self.fault_rate:
             fault = self._fault_rng.choice(self.fault_kinds)
-        delay = self.latency + (self.jitter * self._jitter_rng.random() if self.jitter else 0.0)
+        if self.tail_rate:
+            delay = self._tail_delay(model, raw)
+        else:
+            delay = self.latency + (self.jitter * self._jitter_rng.random() if self.jitter else 0.0)
         if "slow" in behaviours:
             delay += self.slow_seconds
         if fault == "timeout":
@@ -493,6 +501,14 @@ class MockLLM:
         batch.update(processing_status="ended", ended_at=time.time(),
                      results_url=f"{base.rstrip('/')}/v1/messages/batches/{batch['id']}/results")  # fmt: skip
 
+    def _tail_delay(self, model: str, body: bytes) -> float:
+        """A heavy-tailed delay drawn from the request itself (seeded): ``latency`` plus up to
+        ``jitter``, times ``tail_factor`` for a ``tail_rate`` share of requests. The same request
+        waits as long in every run, whichever order requests come in."""
+        draw = random.Random(f"{self.seed}:tail:{model}:{hashlib.sha256(body).hexdigest()}")
+        delay = self.latency + self.jitter * draw.random()
+        return delay * self.tail_factor if draw.random() < self.tail_rate else delay
+
     async def _hang(self, seconds: float) -> None:
         if self._released:
             return
@@ -618,6 +634,10 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="seed of the fault, malformed and jitter RNGs")
     p.add_argument("--require-key", default=None, help="answer 401 unless 'Authorization: Bearer KEY'")
     p.add_argument("--log-requests", default=None, metavar="FILE", help="append one JSON line per chat request")
+    p.add_argument("--tail-rate", type=float, default=0.0,
+                   help="share of requests made --tail-factor times slower; each request's delay is then drawn "
+                   "from its own body (seeded), the same in every run")  # fmt: skip
+    p.add_argument("--tail-factor", type=float, default=10.0, help="how much slower a tail request is")
     p.add_argument("--slow-seconds", type=float, default=1.0, help="extra delay for '+slow' models")
     p.add_argument("--retry-after", type=float, default=1.0, help="retry-after header of 429 faults, in seconds")
     p.add_argument("--models", default=",".join(DEFAULT_MODELS), help="comma-separated ids listed by /v1/models")
@@ -657,6 +677,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             batch_results_base=args.batch_results_base,
             stream_interval=args.stream_interval,
             usage=args.usage,
+            tail_rate=args.tail_rate,
+            tail_factor=args.tail_factor,
         )
     except (ValueError, OSError) as exc:
         print(f"mock_llm_server: {exc}", file=sys.stderr)

@@ -160,7 +160,7 @@ def render_result(result: SessionResult, *, shown: frozenset[str] = frozenset())
         for col in ("reviewer", "order seen", "ranking", "valid", "attempts"):
             reviews.add_column(col, overflow="fold")
         for r in result.reviews:
-            valid = "yes" if r.valid else "no"
+            valid = "late (not counted)" if r.late else "yes" if r.valid else "no"
             reviews.add_row(r.reviewer, " ".join(r.display_order), " > ".join(r.ranking) or "-", valid, str(r.attempts))
         out.print(reviews)
     if result.deliberation is not None:

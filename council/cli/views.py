@@ -50,10 +50,14 @@ class SessionView:
                 f": {without_prefix(e.error, e.model)}",
             )
             return
+        if e.status == "late" and e.text is None:  # still answering when its stage closed (stage_grace)
+            heading(("Answer", "bold"), f" {e.member} ({e.model}) ", ("late", "yellow"), ": not reviewed")
+            return
         latency = f", {e.latency_ms / 1000:.1f}s" if e.latency_ms is not None else ""
-        heading(
-            ("Answer", "bold"), f" {e.member} ({e.model}) ", (e.status, "green"), f", {e.length_chars} chars{latency}"
-        )
+        late = ", arrived after its stage closed: not reviewed" if e.status == "late" else ""
+        style = "yellow" if e.status == "late" else "green"
+        heading(("Answer", "bold"), f" {e.member} ({e.model}) ", (e.status, style),
+                f", {e.length_chars} chars{latency}{late}")  # fmt: skip
         text_block(e.text)
 
     def _on_review(self, e: Any) -> None:
@@ -61,12 +65,16 @@ class SessionView:
             self.scores.setdefault(member, []).append(score)
         if "reviews" not in self.show:
             return
-        if e.status != "ok":
+        if e.status == "late" and not e.ranking:  # still reviewing when its stage closed (stage_grace)
+            heading(("Review", "bold"), f" by {e.reviewer} ({e.model}) ", ("late", "yellow"), ": not counted")
+            return
+        if e.status == "invalid":
             tries = f" after {e.attempts} attempt{'s' if e.attempts != 1 else ''}" if e.attempts else ""
             cause = without_prefix(e.error, e.model)
             heading(("Review", "bold"), f" by {e.reviewer} ({e.model}) ", ("invalid", "red"), f"{tries}: {cause}")
             return
-        heading(("Review", "bold"), f" by {e.reviewer} ({e.model})")
+        late = [("  late", "yellow"), ": arrived after its stage closed, not counted"] if e.status == "late" else []
+        heading(("Review", "bold"), f" by {e.reviewer} ({e.model})", *late)
         seen = "  ".join(f"{label} = {member}" for label, member in e.labels.items())
         out.print(styled("  ", ("order seen:", "dim"), f" {seen}"), soft_wrap=not out.is_terminal)
         label_of = {member: label for label, member in e.labels.items()}
@@ -103,6 +111,15 @@ class SessionView:
             w = "undefined" if e.kendall_w_after is None else f"{e.kendall_w_after:.3f}"
             changed = ", ".join(e.changed) or "none"
             heading(("Round", "bold"), f" {e.round} done: Kendall's W after {w}, changed: {changed}")
+
+    def _on_stage_closed(self, e: Any) -> None:
+        if ("answers" if e.stage == "answer" else "reviews") not in self.show:
+            return
+        heading(
+            (f"The {e.stage} stage closed", "bold"),
+            f" {e.quorum_seconds:.1f}s in, at its quorum, after {e.grace_seconds:.1f}s of grace; late: ",
+            ", ".join(e.late),
+        )
 
     def _on_consensus(self, e: Any) -> None:
         if "consensus" not in self.show:

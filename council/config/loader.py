@@ -104,6 +104,8 @@ class ResolvedCouncil(BaseModel):
     synthesis: Literal["structured", "plain"] = "structured"
     privacy: PrivacySettings
     deliberation: DeliberationSettings = DeliberationSettings()
+    stage_grace: str | float = "auto"
+    """Once a stage has its quorum, how long it waits for the rest (council.session.grace)."""
     offline_default: bool
     source: str
 
@@ -307,6 +309,7 @@ def resolve_council(
         max_answer_chars=spec.max_answer_chars,
         session_timeout=spec.session_timeout,
         synthesis=spec.synthesis,
+        stage_grace=spec.stage_grace,
         privacy=resolve_privacy(config, env),
         deliberation=DeliberationSettings(
             mode=spec.deliberation,

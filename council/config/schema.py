@@ -121,6 +121,18 @@ class CouncilSpec(_Strict):
         default="structured",
         description="the chairman's reply: structured (the answer, then where the council disagreed) or plain prose",
     )
+    stage_grace: Literal["auto", "off"] | float = Field(
+        default="auto",
+        description='once a stage has its quorum, how long it waits for the rest: "auto", "off" or seconds '
+        "(council.session.grace)",
+    )
+
+    @field_validator("stage_grace", mode="before")
+    @classmethod
+    def _grace_is_seconds(cls, v: object) -> object:
+        if isinstance(v, bool) or (isinstance(v, int | float) and not 0 <= v < float("inf")):
+            raise ValueError(f'stage_grace must be "auto", "off" or a number of seconds >= 0, got {v!r}')
+        return v
 
     @field_validator("scale")
     @classmethod

@@ -30,6 +30,10 @@ def problems(result: SessionResult) -> tuple[list[str], str | None]:
     if causes.get("review"):
         n, total = len(causes["review"]), len(result.reviews)
         warnings.append(f"{n} of {total} reviews invalid or failed ({'; '.join(causes['review'])})")
+    if result.late_members:  # still running when their stage closed (stage_grace)
+        warnings.append(f"late, not reviewed: {', '.join(result.late_members)}")
+    if result.late_reviewers:
+        warnings.append(f"late reviews, not counted: {', '.join(result.late_reviewers)}")
     for reason in result.partial_reasons:
         if reason.startswith("no consensus"):
             warnings.append(reason)

@@ -22,11 +22,18 @@ def progress_line(event: Any) -> str | None:
     if kind == "answer":
         if event.status == "failed":
             return f"{event.member} failed to answer: {event.error}"
+        if event.status == "late":
+            return f"{event.member} is late: its answer is not reviewed."
         return f"{event.member} answered ({event.length_chars} characters)."
     if kind == "review":
+        if event.status == "late":
+            return f"{event.reviewer} is late: its review is not counted."
         if event.status != "ok":
             return f"{event.reviewer}'s review was invalid: {event.error}"
         return f"{event.reviewer} ranked: {' > '.join(event.ranking)}."
+    if kind == "stage_closed":
+        return (f"Stage {event.stage} closed at its quorum ({event.quorum_seconds:.1f}s, then "
+                f"{event.grace_seconds:.1f}s of grace); late: {', '.join(event.late)}.")  # fmt: skip
     if kind == "consensus":
         agreement = f" (Kendall's W = {event.kendall_w:.2f})" if event.kendall_w is not None else ""
         return f"Consensus: {' > '.join(event.order)}{agreement}."

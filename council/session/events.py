@@ -6,7 +6,8 @@ The runner emits them through one callback in this order::
 
     session_started    notice?                             (the offline default)
     stage(answer)      answer × members          notice*   (answers cut for review)
-    stage(review)      review × reviewers
+                       stage_closed?                       (members late: ``stage_grace``)
+    stage(review)      review × reviewers        stage_closed?
     round_started      revision × members                  (each deliberation round, when one runs:
       stage(review)    review × reviewers  round            council.session.round_events)
     consensus                                              (when there are enough valid reviews)
@@ -53,7 +54,7 @@ class AnswerEvent(EventBase):
     type: Literal["answer"] = "answer"
     member: str
     model: str
-    status: Literal["ok", "failed", "candidate"]
+    status: Literal["ok", "failed", "candidate", "late"]
     text: str | None = None
     error: str | None = None
     length_chars: int = 0
@@ -64,7 +65,7 @@ class ReviewEvent(EventBase):
     type: Literal["review"] = "review"
     reviewer: str
     model: str
-    status: Literal["ok", "invalid"]
+    status: Literal["ok", "invalid", "late"]
     order: list[str] = Field(description="Member ids in the order this reviewer saw them")
     labels: dict[str, str] = Field(description="Anonymous label shown to the reviewer → member id")
     scores: dict[str, int] = Field(default_factory=dict, description="member id → score")
@@ -72,6 +73,17 @@ class ReviewEvent(EventBase):
     ranking: list[str] = Field(default_factory=list, description="Member ids, best first")
     attempts: int = 0
     error: str | None = None
+
+
+class StageClosed(EventBase):
+    """A stage closed at its quorum and grace (``stage_grace``) with calls still running: their
+    answers are not reviewed, their reviews not counted (each told as ``late`` just before)."""
+
+    type: Literal["stage_closed"] = "stage_closed"
+    stage: Literal["answer", "review"]
+    late: list[str] = Field(description="Members (answer) or reviewers (review) still running")
+    quorum_seconds: float = Field(description="How long the stage took to reach its quorum")
+    grace_seconds: float = Field(description="How long it then waited for the rest")
 
 
 class ConsensusEvent(EventBase):
@@ -118,6 +130,7 @@ SessionEvent = Annotated[
     | StageStarted
     | AnswerEvent
     | ReviewEvent
+    | StageClosed
     | ConsensusEvent
     | SynthesisDelta
     | SynthesisEvent
@@ -135,6 +148,7 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     StageStarted,
     AnswerEvent,
     ReviewEvent,
+    StageClosed,
     ConsensusEvent,
     SynthesisDelta,
     SynthesisEvent,
@@ -175,7 +189,7 @@ def review_fields(r: Review) -> dict[str, Any]:
     return {
         "reviewer": r.reviewer,
         "model": r.model,
-        "status": "ok" if r.valid else "invalid",
+        "status": "late" if r.late else "ok" if r.valid else "invalid",
         "order": r.display_order,
         "labels": r.labels,
         "scores": r.scores,
@@ -308,6 +322,7 @@ __all__ = [
     "SessionEvent",
     "SessionFinished",
     "SessionStarted",
+    "StageClosed",
     "StageStarted",
     "SynthesisDelta",
     "SynthesisEvent",

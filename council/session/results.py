@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, computed_field, model_serializer
 
 from council.accounting.usage import Usage
 from council.bias.records import SessionBiasMetadata
@@ -17,7 +17,9 @@ SessionStatus = Literal["running", "complete", "partial", "failed", "interrupted
 class MemberAnswer(BaseModel):
     member: str
     model: str
-    status: Literal["ok", "failed", "candidate"]
+    status: Literal["ok", "failed", "candidate", "late"]
+    """``late``: still answering when the stage closed (``stage_grace``): not reviewed; its text
+    is stored when it arrives (council.session.grace)."""
     text: str | None = None
     length_chars: int = 0
     length_words: int = 0
@@ -48,6 +50,9 @@ class Review(BaseModel):
     error: str | None = None
     self_reviewed: bool = False
     """This reviewer's own answer was among those it reviewed."""
+    late: bool = False
+    """Still reviewing when the stage closed (``stage_grace``): not counted in the consensus nor
+    the bias records; stored when it arrives (council.session.grace)."""
 
 
 class Synthesis(BaseModel):
@@ -105,6 +110,18 @@ class SessionResult(BaseModel):
     @property
     def answer(self) -> str | None:
         return self.synthesis.text
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def late_members(self) -> list[str]:
+        """Members still answering when the answer stage closed (``stage_grace``): not reviewed."""
+        return [a.member for a in self.answers if a.status == "late"]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def late_reviewers(self) -> list[str]:
+        """Reviewers still reviewing when the review stage closed: their reviews not counted."""
+        return [r.reviewer for r in self.reviews if r.late]
 
     @model_serializer(mode="wrap")
     def _without_unused(self, handler: SerializerFunctionWrapHandler):

@@ -26,6 +26,7 @@ from council.config import ResolvedCouncil
 from council.errors import InputError, QuorumError, RequestTooLarge
 from council.providers.asking import JsonFormat
 from council.providers.client import ModelClient
+from council.session import grace
 from council.session.candidates import Candidate, check_candidates
 from council.session.degraded import NO_SYNTHESIS
 from council.session.early_events import Notice, SessionStarted
@@ -177,6 +178,8 @@ class SessionRunner:
             else:
                 await self._record_failure(run, f"{type(exc).__name__}: {exc}")
             raise
+        finally:
+            grace.release(run, self.store)  # the late calls' replies are written after the session's record
 
     def _session_row(self, run: RunState, query_hash: str | None, member_ids: list[str]) -> Callable[[], None]:
         """The write of the session's first row (status "running")."""

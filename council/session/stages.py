@@ -28,7 +28,7 @@ from council.methods.ranking import Consensus, consensus_ranking
 from council.providers.asking import JsonFormat, ask_valid
 from council.providers.base import ChatRequest
 from council.providers.client import ModelClient
-from council.session import prompts
+from council.session import grace, prompts
 from council.session.candidates import Candidate
 from council.session.early_events import EventBase, Notice, StageStarted, private_view
 from council.session.schemas import (
@@ -111,7 +111,7 @@ class RunState:
 
     def emit(self, event_type: type[EventBase], **fields: Any) -> None:
         """Number, time-stamp and hand one event to the sink, as the session's privacy allows."""
-        if self.on_event is None:
+        if self.on_event is None or grace.muted():  # a late call tells nothing: its stage has closed
             return
         # Numbered and stamped as it is made: one model per event, no copy (a busy server makes thousands a second).
         event = private_view(event_type(session_id=self.session_id, seq=self.seq + 1, at=utc_now(), **fields))
@@ -170,7 +170,7 @@ class Stages:
             speedups.start_ahead(log, worker=False)
         else:
             run.asked = [(m.id, m.model) for m in c.members]
-            answering = asyncio.gather(*(self._answer(run, m) for m in c.members))
+            answering = grace.gather_answers(run, c.members, [self._answer(run, m) for m in c.members])
             agreement = self.prepare_agreement([m.id for m in c.members])  # for when every member answers
             for task in (self.prepare_reviews([m.id for m in c.members]), speedups.start_ahead(log)):
                 if task is not None:
@@ -241,8 +241,9 @@ class Stages:
                     f"lower max_tokens): {message}"
                 )
             raise QuorumError(message)
-        if len(usable) < len(answers):
-            run.partial_reasons.append(f"{len(answers) - len(usable)} of {len(answers)} members failed to answer")
+        failed = sum(1 for a in answers if not a.usable and a.status != "late")  # the late: council.session.grace
+        if failed:
+            run.partial_reasons.append(f"{failed} of {len(answers)} members failed to answer")
         return usable
 
     # -- stage 2: anonymous peer review ------------------------------------------------------
@@ -254,24 +255,27 @@ class Stages:
         from council.session.results import Failure
 
         c, usable = self.council, answered.usable
-        failed = {a.member for a in answered.answers if a.status == "failed"}
-        reviewers = [r for r in c.reviewers if r.id not in failed]
-        if len(reviewers) < len(c.reviewers):
-            skipped = [r.id for r in c.reviewers if r.id in failed]
-            whose = "its answer" if len(skipped) == 1 else "their answers"
-            run.flags.append(f"not asked to review: {', '.join(skipped)} ({whose} failed)")
-            run.emit(Notice, level="warning", text=run.flags[-1])
+        for status, why in (("failed", "failed"), ("late", "came late")):
+            left = {a.member for a in answered.answers if a.status == status}
+            skipped = [r.id for r in c.reviewers if r.id in left]
+            if skipped:
+                whose = "its answer" if len(skipped) == 1 else "their answers"
+                run.flags.append(f"not asked to review: {', '.join(skipped)} ({whose} {why})")
+                run.emit(Notice, level="warning", text=run.flags[-1])
+        out = {a.member for a in answered.answers if a.status in ("failed", "late")}
+        reviewers = [r for r in c.reviewers if r.id not in out]
         run.emit(StageStarted, stage="review", detail="reviewers rank the anonymised answers", expected=len(reviewers))
-        reviewing = asyncio.gather(*(self._review(run, r, usable) for r in reviewers))
+        reviewing = grace.gather_reviews(run, reviewers, [self._review(run, r, usable) for r in reviewers])
         every_member = candidates is None and len(usable) == len(c.members)
         agreement = answered.agreement if every_member else self.prepare_agreement(list(usable), reviewers)
         reviews = [r for r in await reviewing if r is not None]
-        for r in reviews:
+        on_time = [r for r in reviews if not r.late]  # the late: council.session.grace
+        for r in on_time:
             if not r.valid:
                 run.failures.append(Failure(stage="review", member=r.reviewer, error=r.error or "invalid"))
-        valid = [r for r in reviews if r.valid]
-        if len(valid) < len(reviews):
-            run.partial_reasons.append(f"{len(reviews) - len(valid)} of {len(reviews)} reviews invalid or failed")
+        valid = [r for r in on_time if r.valid]
+        if len(valid) < len(on_time):
+            run.partial_reasons.append(f"{len(on_time) - len(valid)} of {len(reviews)} reviews invalid or failed")
         return Reviewed(reviews, valid, agreement)
 
     async def _review(self, run: RunState, reviewer: ResolvedModel, answers: dict[str, MemberAnswer]) -> Review | None:

@@ -508,6 +508,13 @@ def m024_calibration_maps(db: Database) -> None:
 
 
 @migrations()
+def m025_late_reviews(db: Database) -> None:
+    # A review still running when its stage closed (stage_grace, council.session.grace): stored
+    # when it arrives, never counted. A late answer needs no column: its status is "late".
+    db["reviews"].add_column("late", int, not_null_default=0)
+
+
+@migrations()
 def m026_synthesis_structure(db: Database) -> None:
     # The chairman's structured synthesis (council.session.structured.SynthesisStructure) as JSON,
     # members by id: the agreements, disagreements, minority view, unique insights and blind spots,
@@ -555,6 +562,7 @@ def m027_deliberation_rounds(db: Database) -> None:
             "valid": int,
             "attempts": int,
             "error": str,
+            "late": int,  # as reviews.late (m025)
         },
         pk=("session_id", "round", "reviewer"),
         foreign_keys=[("session_id", "sessions", "id")],

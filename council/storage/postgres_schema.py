@@ -238,6 +238,8 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
                 points TEXT NOT NULL, created_at TEXT NOT NULL)"""
         ],
     ),
+    # A late review (stage_grace), as SQLite's m025; a late answer's status is "late".
+    ("m025_late_reviews", ["ALTER TABLE reviews ADD COLUMN late BIGINT NOT NULL DEFAULT 0"]),
     # The chairman's structured synthesis as JSON, as SQLite's m026.
     ("m026_synthesis_structure", ["ALTER TABLE sessions ADD COLUMN synthesis_structure TEXT"]),
     # Every round's answers and reviews of a session that deliberated (council.storage.rounds), as SQLite's m027.
@@ -253,7 +255,8 @@ MIGRATIONS: list[tuple[str, list[str]]] = [
             """CREATE TABLE round_reviews (
                 session_id TEXT REFERENCES sessions (id), round BIGINT, reviewer TEXT, model TEXT,
                 display_order TEXT, labels TEXT, scores TEXT, ranking TEXT, reasoning TEXT, valid BIGINT,
-                attempts BIGINT, error TEXT, PRIMARY KEY (session_id, round, reviewer))""",
+                attempts BIGINT, error TEXT, late BIGINT NOT NULL DEFAULT 0,
+                PRIMARY KEY (session_id, round, reviewer))""",
         ],
     ),
     # Reviewers' agreement with each session's consensus and with each other

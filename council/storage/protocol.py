@@ -91,6 +91,10 @@ class Store(Protocol):
         final status from ``result`` (a ``SessionResult``, already scrubbed when ``keep_text``
         is off), all in one transaction. Error texts are redacted."""
 
+    def save_late(self, session_id: str, *, answer: Any = None, review: Any = None, keep_text: bool = True) -> None:
+        """Store a late answer (``MemberAnswer``, status ``late``) or review (``Review``, ``late``)
+        that arrived after its session was written: its row and its entry in the stored result."""
+
     def fail_session(
         self,
         session_id: str,

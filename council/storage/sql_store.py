@@ -254,6 +254,27 @@ class SQLStore(GroupCommit):
                 ],
             )
 
+    def save_late(self, session_id: str, *, answer: Any = None, review: Any = None, keep_text: bool = True) -> None:
+        """A late answer or review (``stage_grace``), come after the session was written: its
+        row, and its entry in the stored result, replaced (council.session.grace)."""
+        if answer is not None:
+            table, key, name = "answers", "member", answer.member
+            item = answer if keep_text else answer.model_copy(update={"text": None})
+            row = _answer_row(session_id, item, keep_text)
+        else:
+            table, key, name = "reviews", "reviewer", review.reviewer
+            item = review if keep_text else review.model_copy(update={"reasoning": {}})
+            row = _review_row(session_id, item, keep_text)
+        with self.immediate():
+            self._write_rows(table, redact_document([row]), replace=True)
+            stored = self.db.execute("SELECT result FROM sessions WHERE id = ?", [session_id]).fetchone()
+            if not stored or not stored[0]:
+                return
+            result = json.loads(stored[0])
+            entry = json.loads(redacted_model_json(item))
+            result[table] = [entry if old.get(key) == name else old for old in result.get(table) or []]
+            self.db.execute("UPDATE sessions SET result = ? WHERE id = ?", [json.dumps(result), session_id])
+
     def _write_rows(self, table: str, rows: Sequence[dict[str, Any]], *, replace: bool = False) -> None:
         """Insert ``rows`` (plain values) into ``table`` inside the caller's transaction, one
         prepared statement per shape of row; ``replace``: a row with the same key replaces the
@@ -381,37 +402,39 @@ def _result_rows(result: Any, keep_text: bool) -> dict[str, Any]:
 
 def _answer_review_rows(result: Any, keep_text: bool) -> dict[str, list[dict[str, Any]]]:
     """The ``answers`` and ``reviews`` rows of a session's result, or of one deliberation round."""
-    session_id = result.session_id
-    answers = [
-        {
-            "session_id": session_id,
-            "member": a.member,
-            "model": a.model,
-            "text": a.text if keep_text else None,
-            "length_chars": a.length_chars,
-            "status": a.status,
-            "error": a.error,
-            "latency_ms": a.latency_ms,
-        }
-        for a in result.answers
-    ]
-    reviews = [
-        {
-            "session_id": session_id,
-            "reviewer": r.reviewer,
-            "model": r.model,
-            "display_order": json.dumps(r.display_order),
-            "labels": json.dumps(r.labels),
-            "scores": json.dumps(r.scores),
-            "ranking": json.dumps(r.ranking),
-            "reasoning": json.dumps(r.reasoning) if keep_text else None,
-            "valid": int(r.valid),
-            "attempts": r.attempts,
-            "error": r.error,
-        }
-        for r in result.reviews
-    ]
+    answers = [_answer_row(result.session_id, a, keep_text) for a in result.answers]
+    reviews = [_review_row(result.session_id, r, keep_text) for r in result.reviews]
     return {"answers": answers, "reviews": reviews}
+
+
+def _answer_row(session_id: str, a: Any, keep_text: bool) -> dict[str, Any]:
+    return {
+        "session_id": session_id,
+        "member": a.member,
+        "model": a.model,
+        "text": a.text if keep_text else None,
+        "length_chars": a.length_chars,
+        "status": a.status,  # ok | failed | candidate | late
+        "error": a.error,
+        "latency_ms": a.latency_ms,
+    }
+
+
+def _review_row(session_id: str, r: Any, keep_text: bool) -> dict[str, Any]:
+    return {
+        "session_id": session_id,
+        "reviewer": r.reviewer,
+        "model": r.model,
+        "display_order": json.dumps(r.display_order),
+        "labels": json.dumps(r.labels),
+        "scores": json.dumps(r.scores),
+        "ranking": json.dumps(r.ranking),
+        "reasoning": json.dumps(r.reasoning) if keep_text else None,
+        "valid": int(r.valid),
+        "attempts": r.attempts,
+        "error": r.error,
+        "late": int(r.late),  # m025
+    }
 
 
 def _call_shape(row: dict[str, Any]) -> tuple[tuple[str, ...], bool]:

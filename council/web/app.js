@@ -502,6 +502,8 @@ function renderSession(view, s) {
     "aria-labelledby": selected >= 0 ? "tab-" + selected : null },
     a ? [el("p", { class: "meta" }, a.model || "", a.length ? " · " + a.length + " characters" : ""),
       a.status === "failed" ? el("p", { class: "error-text" }, a.error || "failed")
+        : a.status === "late" && !a.text
+          ? el("p", { class: "error-text" }, "late: still answering when its stage closed, not reviewed")
         : a.text === null || a.text === undefined ? el("div", { class: "text answer-text" }, "(text not stored)")
           : markdown({ class: "answer-text" }, a.text)]
       : el("p", { class: "muted" }, "Waiting for the members' answers…"));

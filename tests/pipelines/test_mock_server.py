@@ -216,3 +216,17 @@ async def test_make_app_in_process_takes_the_cli_options_as_keywords():
         r = await c.post("/v1/chat/completions", json={"model": "mock-alpha", "messages": QUESTION})
     assert r.status_code == 429 and r.headers["retry-after"] == "0.5"
     assert r.json()["error"]["code"] == "rate_limit_exceeded"
+
+
+def test_the_heavy_tail_is_seeded_and_drawn_from_each_request():
+    script = _load_script()
+    mock = script.MockLLM(latency=0.1, jitter=0.05, tail_rate=0.1, tail_factor=10.0, seed=4)
+    bodies = [json.dumps({"model": "mock-alpha", "messages": [{"role": "user", "content": f"q{i}"}]}).encode()
+              for i in range(2000)]  # fmt: skip
+    delays = [mock._tail_delay("mock-alpha", b) for b in bodies]
+    assert delays == [mock._tail_delay("mock-alpha", b) for b in reversed(bodies)][::-1]  # order does not matter
+    slow = [d for d in delays if d >= 1.0]
+    assert 150 <= len(slow) <= 250 and all(1.0 <= d <= 1.5 for d in slow)  # 10 % of calls, 10 times slower
+    assert all(0.1 <= d <= 0.15 for d in delays if d < 1.0)
+    other = script.MockLLM(latency=0.1, jitter=0.05, tail_rate=0.1, seed=5)
+    assert [other._tail_delay("mock-alpha", b) for b in bodies] != delays  # the seed picks them
