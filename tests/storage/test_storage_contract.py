@@ -982,3 +982,25 @@ async def test_each_sessions_reviewer_agreement_is_stored_with_it_and_summed_ove
                                                       (reviewers[0], reviewers[1])}  # fmt: skip
     assert store_backend.reviewer_agreement_sums(council="another") == []
     assert store_backend.reviewer_agreement_sums(since="2999-01-01T00:00:00Z") == []
+
+
+async def test_a_late_answer_and_review_replace_their_rows_and_their_entries_in_the_stored_result(store_backend):
+    """``save_late`` (stage_grace, council.session.grace): what came after the session was written."""
+    council = Council.from_config({"councils": {"default": {"members": MEMBERS, "chairman": MEMBERS[0]}}},
+                                  store=store_backend)  # fmt: skip
+    result = await council.run("Why is the sky blue?", seed=5)
+    await council.aclose()
+    sid, member, reviewer = result.session_id, result.answers[-1].member, result.reviews[0].reviewer
+    late_answer = result.answers[-1].model_copy(update={"status": "late", "text": "came late"})
+    store_backend.save_late(sid, answer=late_answer)
+    store_backend.save_late(sid, review=result.reviews[0].model_copy(update={"late": True}))
+    stored = store_backend.get_session(sid)
+    [row] = [a for a in stored["answers"] if a["member"] == member]
+    assert (row["status"], row["text"]) == ("late", "came late")
+    [review] = [r for r in stored["reviews"] if r["reviewer"] == reviewer]
+    assert review["late"] == 1
+    document = json.loads(stored["result"]) if isinstance(stored["result"], str) else stored["result"]
+    [entry] = [a for a in document["answers"] if a["member"] == member]
+    assert (entry["status"], entry["text"]) == ("late", "came late")
+    assert [r["late"] for r in document["reviews"] if r["reviewer"] == reviewer] == [True]
+    assert len(document["answers"]) == len(result.answers)  # replaced, not added
