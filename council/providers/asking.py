@@ -36,8 +36,10 @@ _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
 def extract_json_text(text: str) -> str | None:
-    """The JSON object inside a reply: fenced block first, else the outermost braces."""
-    fenced = _FENCE.search(text)
+    """The JSON object inside a reply: a reply that opens with ``{`` is the object itself (its
+    strings may quote fenced code: a chairman's markdown answer); else a fenced block first,
+    else the outermost braces."""
+    fenced = None if text.lstrip().startswith("{") else _FENCE.search(text)
     if fenced:
         text = fenced.group(1)
     start = text.find("{")

@@ -88,6 +88,15 @@ def test_prose_and_fences_around_json_are_tolerated():
     assert problem is None and parsed.ranking == ["A", "B", "C"]
 
 
+def test_a_json_object_whose_strings_hold_code_fences_is_read_whole():
+    """A chairman's markdown answer (or a reviewer's reasoning) quoting code: the reply is the
+    object itself, so the fences inside its strings are text, not where the JSON is."""
+    answer = 'Use this:\n\n```python\nprint("hi")\n```\n\nand ```json\n{"not": "this"}\n```'
+    reply = json.dumps({"answer": answer, "agreements": []})
+    assert parse_json_object(reply) == {"answer": answer, "agreements": []}
+    assert parse_json_object("  \n" + reply + "\n") == {"answer": answer, "agreements": []}
+
+
 def test_trailing_comma_is_repaired_but_values_still_validated():
     text = json.dumps(review())[:-1] + ",}"
     assert parse_json_object(text)["ranking"] == ["A", "B", "C"]
