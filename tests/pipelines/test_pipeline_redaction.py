@@ -192,7 +192,8 @@ def test_every_stored_table_redacts_a_reply_the_same_way(council_home):
               "error": "server said: bad key ollama", "length_chars": 9, "latency_ms": 1.0}  # fmt: skip
     review = SimpleNamespace(reviewer="ollama", model="openai/ollama", display_order=["ollama"],
                              labels={"A": "ollama"}, scores={"ollama": 7}, ranking=["ollama"],
-                             reasoning={"ollama": f"uses {strong}"}, valid=True, attempts=1, error=None, late=False)  # fmt: skip
+                             reasoning={"ollama": f"uses {strong}"}, valid=True, attempts=1, error=None,
+                             late=False)  # fmt: skip
     # A session result as the runner hands it to the store (only what save_session reads).
     result = SimpleNamespace(session_id="s1", status="complete", answers=[SimpleNamespace(**answer)], reviews=[review],
                              synthesis=SimpleNamespace(structure=None), model_dump=lambda mode: {"answers": [answer]},
