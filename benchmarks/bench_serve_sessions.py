@@ -5,6 +5,7 @@
     python benchmarks/bench_serve_sessions.py --workers 2        # council serve --workers 2: two processes, one port
     python benchmarks/bench_serve_sessions.py --postgres         # the store on PostgreSQL
     python benchmarks/bench_serve_sessions.py --rpm 1000000      # each call reserves its turn in the store's rpm budget
+    python benchmarks/bench_serve_sessions.py --baseline ../old  # in turn with an earlier checkout's council serve
 
 The mock LLM server (``scripts/mock_llm_server.py``, its own process) answers every call after
 ``--latency`` seconds. ``council serve`` runs as a real process on a temporary COUNCIL_HOME
@@ -43,9 +44,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import json
 import os
 import re
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -157,8 +161,11 @@ class Serve:
         database_url: str | None = None,
         floor: Path | None = None,
         max_sessions: int | None = None,
+        tree: Path | None = None,
     ) -> None:
         env = {**os.environ, "COUNCIL_HOME": home}
+        if tree is not None:  # ``python -m council`` imports the package from its working directory
+            env["PYTHONPATH"] = str(tree)
         env.pop("COUNCIL_CONFIG", None)
         env.pop("COUNCIL_DATABASE_URL", None)
         if database_url is not None:
@@ -173,6 +180,7 @@ class Serve:
         self.proc = subprocess.Popen(
             command,
             env=env,
+            cwd=tree,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -248,6 +256,25 @@ async def one_round(http: Any, base: str, n: int, tag: str, members: int) -> dic
     }
 
 
+HEADINGS = {
+    "council": "council serve:",
+    "floor": "floor (the same calls, nothing else; FLOOR in this script):",
+    "baseline": "baseline (--baseline's council serve, in turn):",
+}
+
+
+def baseline_serve(args: argparse.Namespace, base_url: str, limit: int) -> Serve:
+    """The ``--baseline`` checkout's ``council serve`` on a COUNCIL_HOME of its own (an earlier
+    version may not read a newer database), with the same council but for ``--council-setting``."""
+    home = tempfile.mkdtemp(prefix="council-bench-baseline-")
+    atexit.register(shutil.rmtree, home, True)
+    rpm = {"rpm": args.rpm} if args.rpm else {}
+    config = council_config(base_url, args.members, max_concurrency=limit, retries=3, timeout=120, **rpm)
+    config["councils"]["default"].update(council_settings(args.baseline_setting))
+    path = write_council_toml(Path(home) / "council.toml", config)
+    return Serve(path, home, args.workers, max_sessions=max(args.sessions, args.warm_up), tree=args.baseline.resolve())
+
+
 def council_settings(pairs: list[str]) -> dict[str, Any]:
     """``KEY=VALUE`` pairs as council settings: VALUE as JSON where it reads as JSON, else a string."""
     settings: dict[str, Any] = {}
@@ -309,6 +336,10 @@ def main() -> int:
     parser.add_argument("--postgres", action="store_true", help="the store on PostgreSQL (else SQLite)")
     parser.add_argument("--rpm", type=int, help="each model's rpm (the store's shared budget: a reservation a call)")
     parser.add_argument("--no-floor", action="store_true", help="skip the floor server (FLOOR), run in turn")
+    parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                        help="also run that checkout's council serve (its own COUNCIL_HOME), in turn, round by round")
+    parser.add_argument("--baseline-setting", action="append", default=[], metavar="KEY=VALUE",
+                        help="a [councils.default] setting for the baseline only (as --council-setting)")
     parser.add_argument("--council-setting", action="append", default=[], metavar="KEY=VALUE",
                         help="a [councils.default] setting (JSON, else a string), e.g. stage_grace=off")  # fmt: skip
     args = parser.parse_args()
@@ -344,6 +375,8 @@ def main() -> int:
                     floor = Path(home) / "floor-bodies.json"
                     floor.write_text(json.dumps(spec), encoding="utf-8")
                     servers["floor"] = Serve(path, home, floor=floor)
+                if args.baseline is not None:
+                    servers["baseline"] = baseline_serve(args, mock.base_url, limit)
                 measured = asyncio.run(measure(args, servers, mock.process.pid, database))
             finally:
                 for serve in servers.values():
@@ -354,7 +387,7 @@ def main() -> int:
     for label, of in measured.items():
         with_db = "database" in of[0]["cpu"]  # a throwaway PostgreSQL's, counted for council's rounds
         print()
-        print("council serve:" if label == "council" else "floor (the same calls, nothing else; FLOOR in this script):")
+        print(HEADINGS.get(label, label))
         print(f"{'round':>5} {'p50 ms':>7} {'p99 ms':>7} {'max ms':>7} {'p50/CP':>7} {'p99/CP':>7} {'wall s':>7} "
               f"{'calls':>6}  CPU ms per call: server   mock  client{'  PostgreSQL' if with_db else ''}")  # fmt: skip
         for i, r in enumerate(of):
@@ -403,6 +436,18 @@ def main() -> int:
             f"floor's best round: p50 {f50 * 1000:.0f} ms ({f50 / critical:.3f} × CP), p99 {f99 * 1000:.0f} ms "
             f"({f99 / critical:.3f} × CP); its CPU {floor['cpu']['server'] * 1000 / floor['calls']:.2f} ms per call; "
             f"council ÷ floor: p50 {p50 / f50:.3f}, p99 {p99 / f99:.3f}"
+        )
+    if "baseline" in measured:
+        # Rounds ran in turn, so each pair of rounds met the same load: the ratio is taken per pair.
+        ratios = sorted(
+            (c["cpu"]["server"] / c["calls"]) / (b["cpu"]["server"] / b["calls"])
+            for c, b in zip(rounds, measured["baseline"], strict=True)
+        )
+        base = [b["cpu"]["server"] * 1000 / b["calls"] for b in measured["baseline"]]
+        print(
+            f"baseline ({args.baseline}): server CPU per call, median of its rounds {statistics.median(base):.2f} ms; "
+            f"this tree ÷ baseline, round by round: median {statistics.median(ratios):.3f} "
+            f"(from {ratios[0]:.3f} to {ratios[-1]:.3f} over {len(ratios)} pairs)"
         )
     print(f"load average after: {uptime()}")
     verdict = "PASS" if p99 <= GOAL * critical else "MISS"
