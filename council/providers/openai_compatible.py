@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pydantic_core import to_json
+from pydantic_core import from_json, to_json
 
 from council.accounting.usage import reported_usage, token_count
 from council.config.endpoints import NativeEndpoint
@@ -376,6 +376,13 @@ class OpenAICompatibleAPI:
         ``json.loads(bytes)`` would guess UTF-16 or -32 from NUL bytes or a BOM and then
         name the wrong byte, or none. A ``\\ud800`` escape left unpaired decodes to half a
         character that nothing can store or show: said so too."""
+        try:
+            # pydantic-core's parser, several times faster than json's on every streamed chunk. It
+            # takes no input that json.loads refuses; what it refuses and json takes (a BOM, an
+            # unpaired surrogate escape) goes the way below, as does every error, to be named.
+            return from_json(raw)
+        except ValueError:
+            pass
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
