@@ -342,7 +342,10 @@ class OpenAICompatibleAPI:
                     if data == b"[DONE]":
                         break
                     chunk = self._chunk(data)
-                    last.update((k, chunk[k]) for k in ("usage", "model") if chunk.get(k))
+                    if usage := chunk.get("usage"):  # (two lookups: this runs for every chunk)
+                        last["usage"] = usage
+                    if model := chunk.get("model"):
+                        last["model"] = model
                     choices = chunk.get("choices")
                     delta = choices[0].get("delta") if choices and isinstance(choices[0], dict) else None
                     text = delta.get("content") if isinstance(delta, dict) else None
