@@ -3,15 +3,17 @@
     python benchmarks/bench_batch.py                       # 2,000 pairs, swap, 1 vote, 50 ms, 64 calls in flight
     python benchmarks/bench_batch.py --pairs 500 --votes 3 --adaptive --concurrency 16
     python benchmarks/bench_batch.py --transport litellm --pairs 500
+    python benchmarks/bench_batch.py --judges 2 --pairs 1000  # a panel: two judges, each pair by both
 
 Runs the batch through the library (``council.judging.batch.run_batch``, the call ``council
 batch`` makes) in a fresh COUNCIL_HOME; with ``--adaptive`` once with adaptive voting off and
-once on. The judge (``openai/mock-alpha`` with an ``api_base``, reached through ``--transport``)
-allows ``--concurrency`` calls in flight and as many items run at once, so the model's call limit
-is what binds. For each run it prints the calls made and saved, the wall time, the latency bound
-``calls × latency ÷ concurrency``, the share of it achieved (bound ÷ wall; goal ≥ 0.7 for the
-default run) and the client's CPU time per call, which is what limits a small machine: one event
-loop saturates near 1000 ÷ (CPU ms per call) calls per second. A warm-up batch of 8 pairs opens
+once on. The judge (``openai/mock-alpha`` with an ``api_base``, reached through ``--transport``;
+with ``--judges N``, N such models) allows ``--concurrency`` calls in flight and as many items
+run at once, so the models' call limits are what binds. For each run it prints the calls made
+and saved, the wall time, the latency bound ``calls × latency ÷ (concurrency × judges)``, the
+share of it achieved (bound ÷ wall; goal ≥ 0.7 for the default run) and the client's CPU time
+per call, which is what limits a small machine: one event loop saturates near 1000 ÷ (CPU ms
+per call) calls per second. A warm-up batch of 8 pairs opens
 the connections (and imports LiteLLM on that transport) first.
 """
 
@@ -49,6 +51,8 @@ def pairs(n: int, *, labelled: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+JUDGE_NAMES = ("alpha", "beta", "gamma", "delta")
+
 #: A judge's price and reply bound, so that a spend cap can bound its calls (never reached here).
 PRICED = {"input_cost_per_token": 1e-9, "output_cost_per_token": 1e-9, "max_tokens": 512}
 
@@ -62,6 +66,7 @@ async def one_run(
     transport: str,
     store_url: str | None = None,
     max_cost: float | None = None,
+    judges: int = 1,
 ) -> dict[str, float]:
     """One batch in a fresh store: a SQLite file in a temporary directory, or ``store_url``
     (a fresh PostgreSQL database); under a spend cap of ``max_cost`` dollars if given (the judge
@@ -71,23 +76,22 @@ async def one_run(
     from council.judging.engine import make_judges
     from council.storage import SQLiteStore
 
-    config = {
-        "councils": {"default": {"members": ["judge"]}},
-        "models": {
-            "judge": {
-                "model": "openai/mock-alpha",
-                "api_base": base_url,
-                "transport": transport,
-                "max_concurrency": concurrency,
-                "timeout": 30,
-                "retries": 1,
-                **(PRICED if max_cost is not None else {}),
-            }
-        },
+    names = JUDGE_NAMES[:judges]
+    model = {
+        "api_base": base_url,
+        "transport": transport,
+        "max_concurrency": concurrency,
+        "timeout": 30,
+        "retries": 1,
+        **(PRICED if max_cost is not None else {}),
     }
-    judges = make_judges(load_config(config), [])
+    config = {
+        "councils": {"default": {"members": names}},
+        "models": {name: {"model": f"openai/mock-{name}", **model} for name in names},
+    }
+    clients = make_judges(load_config(config), names)
     items = parse_batch(content, "bench.jsonl")
-    settings = BatchSettings(judges=["judge=openai/mock-alpha"], votes=votes, adaptive=adaptive)
+    settings = BatchSettings(judges=[f"{n}=openai/mock-{n}" for n in names], votes=votes, adaptive=adaptive)
     batch_id = default_batch_id(content, settings)
     with tempfile.TemporaryDirectory() as home:
         if store_url is None:
@@ -100,7 +104,7 @@ async def one_run(
         summary = await run_batch(
             items,
             settings=settings,
-            judges=judges,
+            judges=clients,
             batch_id=batch_id,
             source="bench.jsonl",
             content_sha256=content_digest(content),
@@ -110,8 +114,8 @@ async def one_run(
         )
         cpu = time.process_time() - cpu0
         store.close()
-    for judge in judges:
-        await judge.aclose()
+    for client in clients:
+        await client.aclose()
     if summary.failed or summary.missing:
         raise SystemExit(f"the batch did not finish cleanly: {summary.failed} failed, {summary.missing} missing")
     return {"calls": summary.calls, "saved": summary.calls_saved, "wall": summary.wall_time_s, "cpu": cpu}
@@ -133,6 +137,8 @@ def main() -> int:
     parser.add_argument("--latency", type=float, default=0.05, help="seconds per mock call")
     parser.add_argument("--concurrency", type=int, default=64, help="calls in flight (and items in flight)")
     parser.add_argument("--transport", choices=TRANSPORTS, default="native")
+    parser.add_argument("--judges", type=int, default=1, choices=range(1, len(JUDGE_NAMES) + 1),
+                        help="judges on the panel, each judging every pair")  # fmt: skip
     args = parser.parse_args()
     print("$ python " + shlex.join(["benchmarks/bench_batch.py", *sys.argv[1:]]))
 
@@ -142,9 +148,11 @@ def main() -> int:
     content = pairs(args.pairs)
     with start_mock_server(latency=args.latency) as server:
         # Warm-up: connections, caches (and LiteLLM's import on that transport).
-        asyncio.run(one_run(server.base_url, pairs(8), args.votes, False, args.concurrency, args.transport))
+        common = {"concurrency": args.concurrency, "transport": args.transport, "judges": args.judges}
+        asyncio.run(one_run(server.base_url, pairs(8), args.votes, False, **common))
         print(
-            f"{args.pairs} pairs, votes {args.votes}, swap on, latency {args.latency * 1000:g} ms, "
+            f"{args.pairs} pairs, {args.judges} judge{'s' if args.judges > 1 else ''}, votes {args.votes}, swap on, "
+            f"latency {args.latency * 1000:g} ms, "
             f"{args.concurrency} calls in flight, transport {args.transport}, {os.cpu_count()} cores"
         )
         header = f"{'adaptive':>8} {'calls':>6} {'saved':>6} {'wall s':>7} {'bound s':>8} {'bound/wall':>10}"
@@ -153,11 +161,9 @@ def main() -> int:
         shares = []
         for adaptive in (False, True) if args.adaptive else (False,):
             server_cpu0 = process_cpu(server.process.pid)
-            r = asyncio.run(
-                one_run(server.base_url, content, args.votes, adaptive, args.concurrency, args.transport)
-            )
+            r = asyncio.run(one_run(server.base_url, content, args.votes, adaptive, **common))
             server_cpu1 = process_cpu(server.process.pid)
-            bound = r["calls"] * args.latency / args.concurrency
+            bound = r["calls"] * args.latency / (args.concurrency * args.judges)  # each judge's own limit
             shares.append(bound / r["wall"])
             client_ms = 1000 * r["cpu"] / r["calls"]
             server_ms = None if server_cpu0 is None or server_cpu1 is None else (

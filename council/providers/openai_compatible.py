@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from pydantic_core import to_json
+from pydantic_core import from_json, to_json
 
 from council.accounting.usage import reported_usage, token_count
 from council.config.endpoints import NativeEndpoint
@@ -342,7 +342,10 @@ class OpenAICompatibleAPI:
                     if data == b"[DONE]":
                         break
                     chunk = self._chunk(data)
-                    last.update((k, chunk[k]) for k in ("usage", "model") if chunk.get(k))
+                    if usage := chunk.get("usage"):  # (two lookups: this runs for every chunk)
+                        last["usage"] = usage
+                    if model := chunk.get("model"):
+                        last["model"] = model
                     choices = chunk.get("choices")
                     delta = choices[0].get("delta") if choices and isinstance(choices[0], dict) else None
                     text = delta.get("content") if isinstance(delta, dict) else None
@@ -376,6 +379,13 @@ class OpenAICompatibleAPI:
         ``json.loads(bytes)`` would guess UTF-16 or -32 from NUL bytes or a BOM and then
         name the wrong byte, or none. A ``\\ud800`` escape left unpaired decodes to half a
         character that nothing can store or show: said so too."""
+        try:
+            # pydantic-core's parser, several times faster than json's on every streamed chunk. It
+            # takes no input that json.loads refuses; what it refuses and json takes (a BOM, an
+            # unpaired surrogate escape) goes the way below, as does every error, to be named.
+            return from_json(raw)
+        except ValueError:
+            pass
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:

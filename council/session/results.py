@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, computed_field, model_serializer
+from pydantic import BaseModel, Field, computed_field
 
 from council.accounting.usage import Usage
 from council.bias.records import SessionBiasMetadata
@@ -12,6 +12,10 @@ from council.methods.ranking import Consensus
 from council.session.structured import SynthesisStructure
 
 SessionStatus = Literal["running", "complete", "partial", "failed", "interrupted"]
+
+
+def _is_none(value: object) -> bool:
+    return value is None
 
 
 class MemberAnswer(BaseModel):
@@ -103,7 +107,10 @@ class SessionResult(BaseModel):
     config_source: str = ""
     created_at: str = ""
     duration_ms: float = 0.0
-    deliberation: Deliberation | None = None
+    # Left out while None: deliberation = "off" leaves the session's JSON exactly as it was
+    # before the feature (a field-level rule, serialised in pydantic-core: a wrap serializer on
+    # the whole result would turn every dump into a Python dict first).
+    deliberation: Deliberation | None = Field(default=None, exclude_if=_is_none)
     """The deliberation rounds (docs/methods.md, "Deliberation"); absent when the council's is off.
     ``answers``, ``reviews``, ``consensus`` and ``bias`` are then the last round's."""
 
@@ -123,15 +130,6 @@ class SessionResult(BaseModel):
         """Reviewers still reviewing when the review stage closed: their reviews not counted."""
         return [r.reviewer for r in self.reviews if r.late]
 
-    @model_serializer(mode="wrap")
-    def _without_unused(self, handler: SerializerFunctionWrapHandler):
-        # deliberation = "off" leaves the session's JSON exactly as it was before the feature.
-        # No return annotation: the JSON Schema of the result (MCP's output schema) stays the model's.
-        data = handler(self)
-        if self.deliberation is None:
-            data.pop("deliberation", None)
-        return data
-
 
 # -- deliberation rounds (council.session.deliberation) -------------------------------------
 class MemberRevision(BaseModel):
@@ -147,7 +145,7 @@ class MemberRevision(BaseModel):
     """sim(revised, its own earlier answer), the word-bigram Jaccard index (docs/methods.md)."""
     similarity_to_peers: dict[str, float] = Field(default_factory=dict)
     """sim(revised, each peer's earlier answer), by member."""
-    adopted_from: str | None = None
+    adopted_from: str | None = Field(default=None, exclude_if=_is_none)  # left out unless adopted
     """The peer whose earlier answer it copied near-verbatim (sim ≥ the adoption threshold)."""
     reason: str | None = None
     """Its one line on what changed and why (None when transcripts are off)."""
@@ -155,13 +153,6 @@ class MemberRevision(BaseModel):
     """It adopted a peer's answer and gave no reason: the capitulation guard."""
     attempts: int = 0
     error: str | None = None
-
-    @model_serializer(mode="wrap")
-    def _adopted_only_when_adopted(self, handler: SerializerFunctionWrapHandler):  # no return annotation, as above
-        data = handler(self)
-        if self.adopted_from is None:
-            data.pop("adopted_from", None)
-        return data
 
 
 class DeliberationRound(BaseModel):

@@ -231,7 +231,7 @@ class AnswerStream:
         if not text:
             return ""
         try:
-            decoded = self._blank + json.loads(f'"{text}"', strict=False)
+            decoded = self._blank + _STRING_DECODER.decode(f'"{text}"')
         except ValueError:  # an invalid escape: the validated answer goes out whole instead
             self._state = "off"
             return ""
@@ -241,6 +241,10 @@ class AnswerStream:
         self._blank = decoded[len(shown) :]
         self._started = self._started or bool(shown)
         return shown
+
+
+#: One decoder for every piece: ``json.loads(..., strict=False)`` builds a new one each call.
+_STRING_DECODER = json.JSONDecoder(strict=False)
 
 
 def _may_open(head: str) -> bool:
