@@ -225,7 +225,11 @@ class OpenAICompatibleAPI:
         self._headers = {"content-type": "application/json", "accept": "application/json"}
         if api_key:
             self._headers["authorization"] = f"Bearer {api_key}"
-        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        # No timer of aiohttp's: an attempt's deadline is ModelClient's (asyncio.timeout), which
+        # cancels the request in its place. aiohttp's took a cancellation that came in the turn it
+        # fired (a session's deadline) for its own timeout (aio-libs/aiohttp#5979): the call was
+        # retried after its session had ended.
+        self._timeout = aiohttp.ClientTimeout()
         self.timeout = timeout
         self.max_reply_bytes = max_reply_bytes()
         self._configured_price = prices.configured_price(input_cost_per_token, output_cost_per_token)

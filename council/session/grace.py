@@ -154,8 +154,7 @@ async def _close(
             for t in done:
                 t.result()
     except BaseException:
-        for t in tasks:
-            t.cancel()
+        await _stop(tasks)
         raise
     if not pending:
         return [t.result() for t in tasks]
@@ -174,6 +173,25 @@ async def _close(
     run.partial_reasons.append(f"{len(late)} of {len(tasks)} {what}: {', '.join(late)}")
     run.emit(StageClosed, stage=stage, late=late, quorum_seconds=took, grace_seconds=grace or 0.0)
     return results
+
+
+async def _stop(tasks: list[asyncio.Task[Any]]) -> None:
+    """Cancel a stage's calls and return once each has ended: the session's record, written
+    next, holds all a call did. A transport may take the cancellation for its own timeout
+    (aiohttp's timer did: aio-libs/aiohttp#5979) and the call go on, as a retry that answered
+    after its session had ended: such a call is cancelled again."""
+    running = {t for t in tasks if not t.done()}
+    for t in running:
+        t.cancel()
+    while running:
+        _, running = await asyncio.wait(running, timeout=STOP_RECHECK)
+        for t in running:
+            if not t.cancelling():  # its cancellation was taken for something else
+                t.cancel()
+
+
+STOP_RECHECK = 0.01
+"""Seconds between looks, while a stage stops, for a call that went on despite its cancellation."""
 
 
 def _late_answer(run: RunState, member: ResolvedModel) -> MemberAnswer:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from council._util.clock import parse_since, utc_now
 from council.errors import NotFoundError
 from council.storage import budgets, calibration_maps, call_cache, judgments, pages, queue, reviewer_agreement
-from council.storage import provider_batches as rounds
+from council.storage import provider_batches as batch_rounds  # not council.storage.rounds (deliberation)
 from council.storage.group_commit import GroupCommit, call_row
 from council.storage.reviewer_agreement import agreement_rows
 from council.storage.rounds import round_rows
@@ -75,11 +75,11 @@ class SQLStore(GroupCommit):
     cache_stats = call_cache.cache_stats
     clear_cache = call_cache.clear_cache
     batch_cache_savings = call_cache.batch_cache_savings
-    round_intent = rounds.round_intent
-    round_submitted = rounds.round_submitted
-    round_progress = rounds.round_progress
-    rounds_holding = rounds.rounds_holding
-    provider_batches = rounds.provider_batches
+    round_intent = batch_rounds.round_intent
+    round_submitted = batch_rounds.round_submitted
+    round_progress = batch_rounds.round_progress
+    rounds_holding = batch_rounds.rounds_holding
+    provider_batches = batch_rounds.provider_batches
 
     # -- judgments and batches, the batch queue's claims ---------------------------------
     save_judgment = judgments.save_judgment

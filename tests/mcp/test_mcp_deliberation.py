@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("mcp")
 
 from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[2]
+from mcp_stdio import mcp_server  # noqa: E402
 
 
 async def test_council_run_and_sessions_show_the_rounds(tmp_path, council_home):
     cfg = tmp_path / "council.toml"
     cfg.write_text('[councils.default]\nmembers = ["fake/alpha", "fake/beta", "fake/gamma+adopt"]\n'
                    'deliberation = "always"\n')  # fmt: skip
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    env = {"PYTHONPATH": path, "COUNCIL_HOME": str(council_home), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "council", "mcp", "--config", str(cfg)], env=env)
+    params = mcp_server(cfg, council_home)
     progress = []
 
     async def on_progress(done, total, message):

@@ -17,6 +17,7 @@ pytest.importorskip("mcp")
 
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from mcp_stdio import council_env  # noqa: E402
 
 import council  # noqa: E402
 
@@ -40,9 +41,7 @@ def council_executable() -> str:
 
 def editor_server(command: str, args: list[str], env: dict[str, str], home: Path) -> StdioServerParameters:
     # PYTHONPATH: this checkout's code, in place of an installed one; PATH: an editor's.
-    extra = {"PYTHONPATH": str(ROOT), "COUNCIL_HOME": str(home), "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-             "PATH": EDITOR_PATH}  # fmt: skip
-    return StdioServerParameters(command=command, args=args, env={**env, **extra})
+    return StdioServerParameters(command=command, args=args, env={**env, **council_env(home, PATH=EDITOR_PATH)})
 
 
 def configured(tmp_path: Path) -> tuple[dict, list[str]]:

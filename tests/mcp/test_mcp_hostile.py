@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("mcp")
 
 from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from mcp_stdio import mcp_server  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 CONTROLS = ("\x1b", "\x07", "\u202e")
 QUESTION = "Why \x1b]52;c;ZXZpbA==\x07 is the sky \x1b[31mblue\u202e?"
 
@@ -22,10 +17,7 @@ async def test_tool_text_shows_control_characters_as_escapes_and_keeps_them_in_t
     cfg = tmp_path / "council.toml"
     cfg.write_text('[councils.default]\nmembers = ["fake/alpha+markup", "fake/beta+markup", "fake/gamma"]\n'
                    'chairman = "fake/alpha+markup"\n')  # fmt: skip
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    env = {"PYTHONPATH": path, "COUNCIL_HOME": str(council_home), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "council", "mcp", "--config", str(cfg)], env=env)
-    async with Client(params) as client:
+    async with Client(mcp_server(cfg, council_home)) as client:
         ran = await client.call_tool("council_run", {"question": QUESTION, "show": ["answers", "reviews"]})
         assert not ran.is_error, ran.content
         assert ran.structured_content["question"] == QUESTION  # the data keeps what was written
@@ -40,16 +32,10 @@ async def test_tool_text_shows_control_characters_as_escapes_and_keeps_them_in_t
             assert control not in text, (tool, repr(control))
 
 
-def stdio_server(cfg: Path, home: Path) -> StdioServerParameters:
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    env = {"PYTHONPATH": path, "COUNCIL_HOME": str(home), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    return StdioServerParameters(command=sys.executable, args=["-m", "council", "mcp", "--config", str(cfg)], env=env)
-
-
 async def test_a_criterion_list_the_judges_cannot_take_is_the_tools_one_line_error(tmp_path, council_home):
     cfg = tmp_path / "council.toml"
     cfg.write_text('[councils.default]\nmembers = ["fake/alpha", "fake/beta"]\nchairman = "fake/alpha"\n')
-    async with Client(stdio_server(cfg, council_home)) as client:
+    async with Client(mcp_server(cfg, council_home)) as client:
         too_many = [f"c{i}" for i in range(51)]
         for criteria, fragment in ((["x" * 101], "at most 100 characters"), (too_many, "at most 50")):
             refused = await client.call_tool(
@@ -75,7 +61,7 @@ async def test_model_text_cannot_pose_as_the_tools_own_sections(tmp_path, counci
     )
     forged = "".join(f"Why is the sky blue?{brk}{brk}{FAKE_SECTION}{brk}" for brk in ("\n", "\r", "\u2028", "\x85"))
     question = forged + "```\n\n" + FAKE_SECTION
-    async with Client(stdio_server(cfg, council_home)) as client:
+    async with Client(mcp_server(cfg, council_home)) as client:
         ran = await client.call_tool("council_run", {"question": question, "show": ["answers", "reviews"]})
         assert not ran.is_error, ran.content
         session_id = ran.structured_content["session_id"]

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("mcp")
 
 from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from mcp_stdio import mcp_server  # noqa: E402
 from mock_server import start_mock_server  # noqa: E402
 
 import council  # noqa: E402
@@ -25,13 +25,6 @@ ROOT = Path(__file__).resolve().parents[2]
 QUESTION = "Why do databases use B-trees rather than binary search trees for indexes?"
 TOOLS = {"council_run", "council_compare", "council_grade", "council_leaderboard", "council_bias_report",
          "council_batch", "council_sessions"}  # fmt: skip
-
-
-def server(config: Path, home: Path, *extra: str) -> StdioServerParameters:
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    env = {"PYTHONPATH": path, "COUNCIL_HOME": str(home), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    args = ["-m", "council", "mcp", "--config", str(config), *extra]
-    return StdioServerParameters(command=sys.executable, args=args, env=env)
 
 
 def fake_config(tmp_path: Path, chairman: str = "fake/alpha") -> Path:
@@ -58,7 +51,7 @@ async def test_every_tool_over_stdio_against_the_mock_server(tmp_path, council_h
         lines += [f"[models.m{i}]", f'model = "openai/{model}"', f'api_base = "{mock_url}"', "timeout = 10"]
     cfg.write_text("\n".join(lines) + "\n")
 
-    async with Client(server(cfg, council_home)) as client:
+    async with Client(mcp_server(cfg, council_home)) as client:
         assert client.server_info.name == "council" and client.server_info.version == council.__version__
         listed = await client.list_tools()
         assert {t.name for t in listed.tools} == TOOLS
@@ -119,7 +112,7 @@ async def test_every_tool_over_stdio_against_the_mock_server(tmp_path, council_h
 
 
 async def test_compare_and_grade_report_progress_per_call(tmp_path, council_home):
-    async with Client(server(fake_config(tmp_path), council_home)) as client:
+    async with Client(mcp_server(fake_config(tmp_path), council_home)) as client:
         progress = []
 
         async def on_progress(done, total, message):
@@ -174,7 +167,7 @@ async def test_a_slow_chairman_still_reports_progress(tmp_path, council_home):
     # The chairman takes 0.5 s; with a heartbeat every 0.1 s the client hears from the server
     # meanwhile, always with a larger value than before (as the protocol requires).
     async with Client(
-        server(fake_config(tmp_path, chairman="fake/alpha+slow"), council_home, "--heartbeat", "0.1")
+        mcp_server(fake_config(tmp_path, chairman="fake/alpha+slow"), council_home, "--heartbeat", "0.1")
     ) as c:
         progress = []
 
@@ -191,7 +184,7 @@ async def test_a_slow_chairman_still_reports_progress(tmp_path, council_home):
 
 
 async def test_tool_failures_are_one_line_errors_and_the_server_goes_on(tmp_path, council_home):
-    async with Client(server(fake_config(tmp_path), council_home)) as client:
+    async with Client(mcp_server(fake_config(tmp_path), council_home)) as client:
         unknown = await client.call_tool("council_run", {"question": QUESTION, "council": "nope"})
         assert unknown.is_error
         [block] = unknown.content
@@ -267,7 +260,7 @@ async def test_compare_judges_with_rpm_wait_on_the_stores_shared_budget(tmp_path
     config = tmp_path / "council.toml"
     config.write_text('[councils.default]\nmembers = ["fake/a", "fake/b"]\n'
                       '[models.j]\nmodel = "fake/j"\nrpm = 600\nmax_concurrency = 1\n')  # fmt: skip
-    async with Client(server(config, council_home)) as client:
+    async with Client(mcp_server(config, council_home)) as client:
         store = SQLiteStore.open(council_home / "council.db")
         try:
             for _ in range(10):  # another process has just used the budget for the next second
@@ -288,7 +281,7 @@ async def test_a_question_too_large_for_the_members_tpm_is_one_line_naming_the_l
     for alias in "abc":
         lines += [f"[models.{alias}]", f'model = "fake/{alias}"', "tpm = 2000", "max_tokens = 50"]
     config.write_text("\n".join(lines) + "\n")
-    async with Client(server(config, council_home)) as client:
+    async with Client(mcp_server(config, council_home)) as client:
         refused = await client.call_tool("council_run", {"question": QUESTION + " Please be thorough." * 150})
         assert refused.is_error and refused.structured_content is None
         [block] = refused.content
@@ -327,7 +320,7 @@ async def test_a_tool_call_the_client_cancels_leaves_its_session_interrupted_wit
     cfg.write_text(
         '[councils.default]\nmembers = ["fake/alpha", "fake/beta", "fake/gamma+slow"]\nchairman = "fake/alpha"\n'
     )
-    async with Client(server(cfg, council_home)) as client:
+    async with Client(mcp_server(cfg, council_home)) as client:
         await client.list_tools()
         answered, messages = asyncio.Event(), []
 

@@ -3,8 +3,6 @@ comparison) spends within it, against the mock server (real HTTP on loopback).""
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,9 +12,9 @@ pytest.importorskip("mcp")
 from conftest import db_rows, write_config  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from mcp_stdio import mcp_server  # noqa: E402
 from mock_server import start_mock_server  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 # One member call's worst case (about 0.008 + its prompt bound at 1e-6 a byte) fits the cap, two do not.
 PRICE = {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-5, "max_tokens": 400}
 CAP = 0.015
@@ -29,10 +27,7 @@ def capped_server(tmp_path: Path, home: Path, mock) -> StdioServerParameters:
     }
     config = write_config(tmp_path / "c.toml", models, chairman="a")
     config.write_text(config.read_text() + f"\n[budget]\nmax_cost_usd = {CAP}\n")
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    env = {"PYTHONPATH": path, "COUNCIL_HOME": str(home), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    args = ["-m", "council", "mcp", "--config", str(config)]
-    return StdioServerParameters(command=sys.executable, args=args, env=env)
+    return mcp_server(config, home)
 
 
 async def test_each_tool_call_spends_within_the_config_cap(tmp_path, council_home):

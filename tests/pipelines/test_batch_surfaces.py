@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -121,16 +120,12 @@ def test_the_server_gives_a_stored_batchs_summary(tmp_path, council_home, backen
 async def test_the_mcp_tool_gives_the_summary_with_its_panel(tmp_path, council_home):
     pytest.importorskip("mcp")
     from mcp import Client
-    from mcp.client.stdio import StdioServerParameters
+    from mcp_stdio import mcp_server
 
     summary = await asyncio.to_thread(jury_batch, tmp_path)  # the CLI runs its own event loop
     config = tmp_path / "council.toml"
     config.write_text('[councils.default]\nmembers = ["fake/alpha", "fake/beta"]\nchairman = "fake/alpha"\n')
-    root = Path(__file__).resolve().parents[2]
-    env = {"PYTHONPATH": str(root), "COUNCIL_HOME": str(council_home), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "council", "mcp", "--config", str(config)],
-                                   env=env)  # fmt: skip
-    async with Client(params) as client:
+    async with Client(mcp_server(config, council_home)) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         assert "panel" in tools["council_batch"].output_schema["properties"]
         got = await client.call_tool("council_batch", {"batch_id": "jury"})

@@ -136,14 +136,10 @@ def test_http_requests_with_nul_are_400s_in_one_line(served):
 async def test_mcp_arguments_with_nul_are_a_one_line_tool_error(tmp_path, backend_url, council_home):
     pytest.importorskip("mcp")
     from mcp import Client
-    from mcp.client.stdio import StdioServerParameters
+    from mcp_stdio import mcp_server
 
-    root = Path(__file__).resolve().parents[2]
     cfg = write_config(tmp_path / "council.toml", {"alpha": {"model": "fake/alpha"}, "beta": {"model": "fake/beta"}})
-    path = os.pathsep.join(p for p in (str(root), os.environ.get("PYTHONPATH")) if p)
-    env = {"PYTHONPATH": path, "COUNCIL_HOME": str(council_home), "COUNCIL_DATABASE_URL": backend_url,
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
-    params = StdioServerParameters(command=sys.executable, args=["-m", "council", "mcp", "--config", str(cfg)], env=env)
+    params = mcp_server(cfg, council_home, COUNCIL_DATABASE_URL=backend_url)
     calls = [("council_run", {"question": "Why\x00?"}),
              ("council_sessions", {"session_id": "abcdef12\x00"}),
              ("council_sessions", {"since": "2024\x00"}),

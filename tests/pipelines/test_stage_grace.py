@@ -165,3 +165,46 @@ def test_a_bad_stage_grace_is_refused_in_one_line(value):
     with pytest.raises(ConfigError) as caught:
         make_council(False, stage_grace=value)
     assert "stage_grace" in str(caught.value) and "\n" not in str(caught.value).strip()
+
+
+class TakesTheCancellationForATimeout:
+    """A transport that takes its call's first cancellation for its own timeout, as aiohttp's
+    timer could (aio-libs/aiohttp#5979): the call goes on as a retry, which answers at once."""
+
+    def __init__(self, api):
+        self.api, self.calls, self.tasks = api, 0, []
+
+    def __getattr__(self, name):
+        return getattr(self.api, name)
+
+    async def generate(self, request):
+        self.calls += 1
+        self.tasks.append(asyncio.current_task())
+        if self.calls == 1:
+            try:
+                await asyncio.Event().wait()  # no reply, until the session's deadline cancels the call
+            except asyncio.CancelledError:
+                asyncio.current_task().uncancel()
+                raise TimeoutError from None
+        return await self.api.generate(request)
+
+
+async def test_a_call_that_outlives_its_cancellation_is_stopped_before_the_session_is_recorded(store_backend):
+    from council.errors import QuorumError
+    from council.providers.client import RetryPolicy
+
+    config = {"councils": {"default": {"members": MEMBERS, "chairman": MEMBERS[0], "session_timeout": 0.2}}}
+    council = Council.from_config(config, store=store_backend, retry=RetryPolicy(initial_wait=0, max_wait=0, jitter=0))
+    client = council.clients["fake/gamma"]
+    client.api = api = TakesTheCancellationForATimeout(client.api)
+    events = []
+    with pytest.raises(QuorumError, match="deadline"):
+        await council.run(QUESTION, seed=5, on_event=events.append)
+    await asyncio.wait(api.tasks, timeout=10)  # the call, whether or not it was stopped in time
+
+    assert events[-1].type == "session_finished"  # nothing answered after the end
+    told = sorted((e.member, e.status) for e in events if e.type == "answer")
+    (session,) = store_backend.list_sessions()
+    stored = store_backend.get_session(session["id"])
+    assert sorted((a["member"], a["status"]) for a in stored["answers"]) == told
+    await council.aclose()

@@ -361,3 +361,41 @@ async def test_the_environments_proxy_carries_the_calls_unless_no_proxy_names_th
         await direct.generate(ChatRequest(messages=MESSAGES))
     await direct.aclose()
     assert caught.value.status_code is None and "APIConnectionError" in str(caught.value)
+
+
+# -- cancellation ---------------------------------------------------------------------
+async def test_a_call_cancelled_in_the_turn_its_timeout_fires_ends_cancelled_not_retried():
+    """A session's deadline may cancel a call in the very turn of the loop its own timeout fires
+    (a busy loop runs every timer that is due at once): the call ends cancelled. Taken for a
+    timeout, it was retried and answered after its session had ended, which the session's record
+    did not hold (the fault soak's "answer lost")."""
+    import time
+
+    from council.config import ModelSpec, ResolvedModel
+    from council.providers.client import ModelClient
+
+    received = asyncio.Event()
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")  # the request arrived; no reply ever comes
+        received.set()
+        await reader.read()
+        writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    spec = ModelSpec(model="openai/silent", api_base=f"http://127.0.0.1:{port}/v1", timeout=0.5, retries=1)
+    client = ModelClient(ResolvedModel(id="s", spec=spec), api(spec.model, spec.api_base, timeout=spec.timeout))
+    calls = []
+    call = asyncio.ensure_future(client.complete(ChatRequest(messages=MESSAGES), stage="answer", sink=calls.append))
+    try:
+        await received.wait()
+        loop = asyncio.get_running_loop()
+        loop.call_at(loop.time() + spec.timeout, call.cancel)  # the deadline, due just after the call's timers
+        time.sleep(spec.timeout + 0.1)  # the loop is held: the call's timers and the deadline all fire in one turn
+        with pytest.raises(asyncio.CancelledError):
+            await call
+    finally:
+        await client.aclose()
+        server.close()
+    assert [(c.attempt, c.error) for c in calls] == [(1, "cancelled")]
