@@ -12,10 +12,11 @@ other code of the session knows of tracing. A caller's W3C trace context (an HTT
 ``traceparent``/``tracestate``, the CLI's ``TRACEPARENT``/``TRACESTATE`` variables) is continued:
 :func:`continue_trace` makes it the parent of the sessions and batch submissions started under
 it; anything that is not a valid trace context is ignored (OpenTelemetry's own W3C propagator
-reads it). A batch keeps its submitting span's ``traceparent`` with its judging settings, and each
-item's span links to it (:func:`batch_submitted`, :func:`batch_item`). Provider-call spans follow the GenAI semantic
-conventions (``gen_ai.operation.name``, ``gen_ai.request.model``, ``gen_ai.provider.name``,
-``gen_ai.usage.input_tokens``/``output_tokens``) with ``council.cost_usd``. No span or event
+reads it). A batch keeps its submitting span's ``traceparent`` with its judging settings, and
+each item's span links to it (:func:`batch_submitted`, :func:`batch_item`): an item stays a trace
+of its own. Provider-call spans follow the GenAI semantic conventions (``gen_ai.operation.name``,
+``gen_ai.request.model``, ``gen_ai.provider.name``, ``gen_ai.usage.input_tokens``/``output_tokens``)
+with ``council.cost_usd``. No span or event
 carries a question, an answer, a reviewer's reasoning or an error text: ids, names, numbers and
 statuses only.
 """
@@ -285,15 +286,15 @@ class _CallSpans(Observer):
 
 
 @contextmanager
-def batch_submitted(batch_id: str, items: int) -> Iterator[str]:
-    """A batch's submission span (under the caller's trace context, if any), current while its
-    items are queued; yields its ``traceparent``, which the batch keeps for its items' links."""
+def batch_submitted(batch_id: str, items: int) -> Iterator[str | None]:
+    """A batch's submission span (under the caller's trace context, if any), open while its items
+    are queued; yields its ``traceparent``, which the batch keeps for its items' links."""
     span = _tracer.start_span("council.batch_submit", context=_parent(),
                               attributes={"council.batch_id": batch_id, "council.items": items})  # fmt: skip
     carrier: dict[str, str] = {}
     _propagator.inject(carrier, context=_trace.set_span_in_context(span))
     try:
-        yield carrier.get("traceparent", "")
+        yield carrier.get("traceparent")
     finally:
         span.end()
 

@@ -95,6 +95,14 @@ def test_a_malformed_traceparent_is_ignored(client, exported, traceparent):  # n
     assert session.parent is None and f"{session.context.trace_id:032x}" != TRACE_ID
 
 
+def test_a_malformed_tracestate_is_dropped_and_not_logged(client, exported, caplog):  # noqa: F811
+    caplog.set_level("DEBUG")
+    ask(client, {"traceparent": CALLER, "tracestate": "vendor=v1,bad key=canary-7f3e"})
+    session = session_span(exported)
+    assert f"{session.parent.span_id:016x}" == SPAN_ID and not session.context.trace_state  # the trace goes on
+    assert "canary-7f3e" not in caplog.text
+
+
 def test_two_traceparent_headers_are_ignored(client, exported):  # noqa: F811
     other = f"00-{'1' * 32}-{'2' * 16}-01"
     ask(client, [("traceparent", CALLER), ("traceparent", other)])
