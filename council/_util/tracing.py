@@ -8,18 +8,26 @@ review score and for the consensus) and one per queue worker's batch item (``cou
 its calls under it). Spans are made from what the session already tells (:func:`traced` wraps its
 event sink, inside the session's task, so the calls made in that task and the ones it starts find
 their stage as the current span) and from the library's observer hook (each call's record): no
-other code of the session knows of tracing. Provider-call spans follow the GenAI semantic
-conventions (``gen_ai.operation.name``, ``gen_ai.request.model``, ``gen_ai.provider.name``,
-``gen_ai.usage.input_tokens``/``output_tokens``) with ``council.cost_usd``. No span or event
+other code of the session knows of tracing. A caller's W3C trace context (an HTTP request's
+``traceparent``/``tracestate``, the CLI's ``TRACEPARENT``/``TRACESTATE`` variables) is continued:
+:func:`continue_trace` makes it the parent of the sessions and batch submissions started under
+it; anything that is not a valid trace context is ignored (OpenTelemetry's own W3C propagator
+reads it). A batch keeps its submitting span's ``traceparent`` with its judging settings, and
+each item's span links to it (:func:`batch_submitted`, :func:`batch_item`): an item stays a trace
+of its own. Provider-call spans follow the GenAI semantic conventions (``gen_ai.operation.name``,
+``gen_ai.request.model``, ``gen_ai.provider.name``, ``gen_ai.usage.input_tokens``/``output_tokens``)
+with ``council.cost_usd``. No span or event
 carries a question, an answer, a reviewer's reasoning or an error text: ids, names, numbers and
 statuses only.
 """
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar, Token
 from datetime import datetime
 from typing import Any
 
@@ -46,17 +54,23 @@ _tracer: Any = None
 _trace: Any = None  # opentelemetry.trace
 _context: Any = None  # opentelemetry.context
 _stop_observing: Callable[[], None] | None = None
+_propagator: Any = None  # the W3C trace-context propagator
+
+_caller: ContextVar[Any] = ContextVar("council_trace_caller", default=None)
+"""The context a caller's trace context gave (None: none, or not a valid one): the parent of the
+sessions and batch submissions started under it."""
 
 
 def start(provider: Any = None) -> bool:
     """Make traces from now on, with ``provider`` (a test's) or one built from the ``OTEL_*``
     variables (only if they ask for traces). False when they do not, or the extra is missing
     (said once, in a warning)."""
-    global ACTIVE, _tracer, _trace, _context, _stop_observing
+    global ACTIVE, _tracer, _trace, _context, _stop_observing, _propagator
     if provider is None and not configured():
         return False
     try:
         from opentelemetry import context, trace
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
         if provider is None:
             provider = _provider()
@@ -65,7 +79,9 @@ def start(provider: Any = None) -> bool:
                     "pip install 'council[otel]'")  # fmt: skip
         return False
     stop()
-    _trace, _context = trace, context
+    _trace, _context, _propagator = trace, context, TraceContextTextMapPropagator()
+    # A caller's malformed tracestate is dropped; the SDK's warning would copy it into the log.
+    logging.getLogger("opentelemetry.trace.span").setLevel(logging.ERROR)
     _tracer = provider.get_tracer("council")
     _stop_observing = observe(_CallSpans())
     ACTIVE = True
@@ -95,6 +111,43 @@ def _provider() -> Any:
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     return provider
+
+
+# -- a caller's trace context ------------------------------------------------------------------
+
+
+def _extracted(carrier: Mapping[str, list[str]]) -> Any:
+    """The context ``carrier``'s W3C trace context gives (``traceparent``: exactly one value), or
+    None when it holds none that is valid."""
+    if len(carrier.get("traceparent") or ()) != 1:
+        return None
+    found = _propagator.extract(carrier)
+    return found if _trace.get_current_span(found).get_span_context().is_valid else None
+
+
+def continue_trace(carrier: Mapping[str, list[str]]) -> Token[Any]:
+    """Make ``carrier``'s trace context (header name → its values) the parent of what starts in
+    this context from now on (nothing, when it holds no valid one); the token that ends it."""
+    try:
+        found = _extracted(carrier)
+    except Exception:  # a hostile header must never fail the request
+        found = None
+    return _caller.set(found)
+
+
+def end_continuing(token: Token[Any]) -> None:
+    _caller.reset(token)
+
+
+def continue_environment(env: Mapping[str, str] = os.environ) -> None:
+    """The CLI's caller's trace context, from the ``TRACEPARENT``/``TRACESTATE`` variables (the
+    OpenTelemetry convention for processes), when tracing is on."""
+    if ACTIVE and env.get("TRACEPARENT"):
+        continue_trace({name: [env[name.upper()]] for name in ("traceparent", "tracestate") if env.get(name.upper())})
+
+
+def _parent() -> Any:
+    return _caller.get() or _context.Context()  # never whatever span happens to be current
 
 
 def _ns(iso: str) -> int:
@@ -131,7 +184,7 @@ class _SessionSpans:
             log.warning("tracing failed", error=f"{type(exc).__name__}")
 
     def on_session_started(self, event: Any) -> None:
-        self.session = _tracer.start_span(f"council.session {event.council}", context=_context.Context(), attributes={
+        self.session = _tracer.start_span(f"council.session {event.council}", context=_parent(), attributes={
             "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": event.council,
             "council.session_id": event.session_id, "council.council": event.council,
             "council.members": len(event.members), "council.reviewers": len(event.reviewers),
@@ -233,11 +286,35 @@ class _CallSpans(Observer):
 
 
 @contextmanager
-def batch_item(batch_id: str, item_id: str) -> Iterator[Callable[[str, Any], None]]:
-    """A batch item's span, current while it is judged (its calls' spans go under it); yields
-    the function that sets its final status and tells its verdicts (``outcome``: the item's
+def batch_submitted(batch_id: str, items: int) -> Iterator[str | None]:
+    """A batch's submission span (under the caller's trace context, if any), open while its items
+    are queued; yields its ``traceparent``, which the batch keeps for its items' links."""
+    span = _tracer.start_span("council.batch_submit", context=_parent(),
+                              attributes={"council.batch_id": batch_id, "council.items": items})  # fmt: skip
+    carrier: dict[str, str] = {}
+    _propagator.inject(carrier, context=_trace.set_span_in_context(span))
+    try:
+        yield carrier.get("traceparent")
+    finally:
+        span.end()
+
+
+def _links(traceparent: Any) -> list[Any]:
+    """A link to the span of ``traceparent`` (as a batch stored it; not valid: none)."""
+    try:
+        found = _extracted({"traceparent": [traceparent]}) if isinstance(traceparent, str) else None
+    except Exception:  # whatever wrote the store: never a reason to fail the item
+        found = None
+    return [] if found is None else [_trace.Link(_trace.get_current_span(found).get_span_context())]
+
+
+@contextmanager
+def batch_item(batch_id: str, item_id: str, submitted: str | None = None) -> Iterator[Callable[[str, Any], None]]:
+    """A batch item's span, current while it is judged (its calls' spans go under it), a trace of
+    its own linked to the span that ``submitted`` the batch (its ``traceparent``); yields the
+    function that sets its final status and tells its verdicts (``outcome``: the item's
     comparison or grade, or None), each a ``gen_ai.evaluation.result`` event."""
-    span = _tracer.start_span("council.batch_item", context=_context.Context(),
+    span = _tracer.start_span("council.batch_item", context=_context.Context(), links=_links(submitted),
                               attributes={"gen_ai.operation.name": "council.judge", "council.batch_id": batch_id,
                                           "council.item_id": item_id})  # fmt: skip
     token = _context.attach(_trace.set_span_in_context(span))

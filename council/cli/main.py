@@ -152,7 +152,8 @@ def cli(ctx: click.Context, debug: bool, quiet: bool) -> None:
     from council._util.logs import configure_logging
 
     configure_logging(debug=debug)
-    tracing.start()  # only if the OTEL_* variables ask for traces
+    if tracing.start():  # only if the OTEL_* variables ask for traces
+        tracing.continue_environment()  # a caller's TRACEPARENT
 
 
 def _stop_like_ctrl_c(signum: int, frame: Any) -> None:

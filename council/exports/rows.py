@@ -35,6 +35,10 @@ class SessionRow(BaseModel):
     error: str | None
     question: str | None
     answer: str | None
+    reviewer_agreement_tau: float | None
+    """The mean Kendall's τ_b of the valid reviewers' rankings with the consensus (where defined)."""
+    reviewer_agreement_top1: float | None
+    """The share of the valid reviewers whose first answer is among the consensus's first."""
 
 
 class ScoreRow(BaseModel):

@@ -211,7 +211,17 @@ def session_row(row: dict[str, Any], calls: list[dict[str, Any]], redact: bool) 
         "error": row.get("error"),
         "question": _text(row.get("question") if not doc else doc.get("question"), redact),
         "answer": _text((doc.get("synthesis") or {}).get("text"), redact),
+        **_agreement_means(doc),
     }
+
+
+def _agreement_means(doc: dict[str, Any]) -> dict[str, float | None]:
+    """A session's reviewers against its consensus, in two numbers: the mean τ_b, the top-1 rate."""
+    found = [a for a in (doc.get("bias") or {}).get("reviewer_agreement") or () if a.get("other") is None]
+    taus = [a["kendall_tau"] for a in found if a.get("kendall_tau") is not None]
+    tops = [bool(a["top1"]) for a in found if a.get("top1") is not None]
+    return {"reviewer_agreement_tau": sum(taus) / len(taus) if taus else None,
+            "reviewer_agreement_top1": sum(tops) / len(tops) if tops else None}  # fmt: skip
 
 
 def _common(doc: dict[str, Any]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from council.bias.records import BiasRecord, LengthCorrelation, SelfPreference
 from council.exports.rows import AnswerRow, JudgmentRow, ScoreRow, SessionRow
 from council.leaderboard.judgment_files import JudgedPairLine
 from council.methods.bias_indicators import HonestyRow
+from council.methods.consensus_agreement import Agreement
 from council.methods.ranking import Consensus
 from council.methods.significance import SignificanceTest
 from council.session.results import Failure, MemberAnswer, Synthesis
@@ -96,6 +97,9 @@ class BiasLine(BaseModel):
     honesty: list[HonestyRow]
     flags: list[str]
     note: str | None
+    reviewer_agreement: list[Agreement] | None
+    """Each valid reviewer against the consensus (``other`` null) and each other reviewer: Kendall's
+    τ_b and top-1 agreement; null without a consensus (and in sessions stored before it was kept)."""
 
 
 class SessionLine(BaseModel):

@@ -85,6 +85,8 @@ class BatchSpec(BaseModel):
     settings: BatchSettings
     judges: list[JudgeSpec]
     rubrics: dict[str, Rubric]
+    traceparent: str | None = None
+    """The W3C ``traceparent`` of the span that queued the batch (traces on): its items' spans link to it."""
 
 
 def batch_spec(settings: BatchSettings, judges: Sequence[ModelClient], rubrics: Mapping[str, Rubric]) -> BatchSpec:
@@ -110,18 +112,26 @@ def enqueue(
     """Queue the items of a batch file (``source``: its absolute path) under ``batch_id``
     (matched with those queued before by id and content); how many are ``new, changed,
     unchanged, retried, removed``. Another file under an existing id: refused unless ``replace``."""
-    return store.enqueue_batch(
-        batch_id,
-        source=source,
-        replace=replace,
-        content_sha256=content_sha256,
-        settings=settings.model_dump(mode="json"),
-        spec=batch_spec(settings, judges, rubrics).model_dump(mode="json"),
-        items=[
-            {"item_id": i.id, "position": i.line, "digest": item_digest(i), "item": i.model_dump(mode="json")}
-            for i in items
-        ],
-    )
+    spec = batch_spec(settings, judges, rubrics)
+
+    def queue() -> dict[str, int]:
+        return store.enqueue_batch(
+            batch_id,
+            source=source,
+            replace=replace,
+            content_sha256=content_sha256,
+            settings=settings.model_dump(mode="json"),
+            spec=spec.model_dump(mode="json"),
+            items=[
+                {"item_id": i.id, "position": i.line, "digest": item_digest(i), "item": i.model_dump(mode="json")}
+                for i in items
+            ],
+        )
+
+    if not tracing.ACTIVE:
+        return queue()
+    with tracing.batch_submitted(batch_id, len(items)) as spec.traceparent:
+        return queue()
 
 
 def judges_from_spec(spec: BatchSpec, config: Any, env: Mapping[str, str] | None = None) -> list[ModelClient]:
@@ -534,7 +544,11 @@ class Worker:
         if not tracing.ACTIVE:
             await self.judge_item(row)
             return
-        with tracing.batch_item(row["batch_id"], row["item_id"]) as finished:  # its calls' spans go under it
+        try:
+            submitted = self.judges.get(row["batch_id"])[0].traceparent
+        except Exception:  # judge_item meets it again, and says why
+            submitted = None
+        with tracing.batch_item(row["batch_id"], row["item_id"], submitted) as finished:  # its calls' spans go under it
             await self.judge_item(row, finished)
 
     async def judge_item(self, row: Mapping[str, Any], finished: Callable[[str, Any], None] | None = None) -> None:

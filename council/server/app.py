@@ -18,6 +18,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import Route
 
+from council._util import tracing
 from council.api import LoadedConfig
 from council.errors import CouncilFailure
 from council.server import MAX_SESSIONS
@@ -83,6 +84,10 @@ def create_app(
         )
     if token:
         middleware.append(Middleware(BearerTokenMiddleware, token=token))
+    if tracing.ACTIVE:  # a caller's trace context, continued (only when traces are made)
+        from council.server.tracecontext import TraceContextMiddleware
+
+        middleware.append(Middleware(TraceContextMiddleware))
     app = Starlette(
         routes=[
             Route("/health", livez),

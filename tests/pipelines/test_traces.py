@@ -1,7 +1,8 @@
 """OpenTelemetry traces (the ``otel`` extra): one trace per session, a span per stage under it and
 a span per provider call under its stage with the GenAI attributes, ``gen_ai.evaluation.result``
 events for reviews and the consensus, and no text in any of it (a canary); read from the SDK's
-in-memory exporter, and from a real ``council run`` exporting over OTLP/HTTP to a collector
+in-memory exporter, and from a real ``council run`` (and ``serve``, continuing its caller's
+``traceparent``; ``worker``) exporting over OTLP/HTTP to a collector
 stand-in on loopback. Off (no ``OTEL_*`` variable), nothing of OpenTelemetry is imported."""
 
 from __future__ import annotations
@@ -219,11 +220,14 @@ def test_a_server_session_is_one_trace(tmp_path, council_home):
     with collector() as otel:
         with council_serve(config, council_home, env=otel) as served:
             body = {"model": "default", "messages": [{"role": "user", "content": QUESTION}]}
-            reply = httpx.post(f"{served.base}/v1/chat/completions", json=body, timeout=60)
+            caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"  # the caller's span: continued
+            reply = httpx.post(f"{served.base}/v1/chat/completions", json=body, timeout=60,
+                               headers={"traceparent": caller})  # fmt: skip
             assert reply.status_code == 200, reply.text
         spans = received_spans()  # the server flushes its spans as it stops
     [session] = [s for s in spans if s.name == "council.session default"]
     assert attrs(session)["council.session_id"].string_value == reply.headers["x-council-session-id"]
+    assert session.trace_id.hex() == caller[3:35] and session.parent_span_id.hex() == caller[36:52]
     mine = [s for s in spans if s.trace_id == session.trace_id]
     assert {s.name for s in mine} >= {"council.stage answer", "council.stage review", "council.stage synthesis"}
     assert all(CANARY.encode() not in body for body in Collector.received)
