@@ -98,6 +98,8 @@ def council_details(result: SessionResult) -> dict[str, Any]:
         "cost_usd": result.usage.cost_usd,
         "offline_default": result.offline_default,
         "partial_line": partial_line_of(result),
+        # As the session API's synthesis.structure: the labels the chairman saw mapped to members.
+        "synthesis_structure": structure.model_dump() if (structure := result.synthesis.structure) else None,
     }
 
 

@@ -74,6 +74,8 @@ def test_chat_clients_read_the_answer_then_where_the_council_disagreed(config, c
             stored = httpx.get(f"{base}/v1/sessions/{details['session_id']}").json()
             structure = stored["synthesis"]["structure"]
             assert structure["answer"] == answer.strip()
+            # The council field carries the structure as the session API does, labels mapped to members.
+            assert details["synthesis_structure"] == structure
             assert details["partial_line"] is None
             held = {m for d in structure["disagreements"] for p in d["positions"] for m in p["members"]}
             assert held and held <= {"a", "b", "c"}
@@ -106,7 +108,7 @@ def test_a_cap_that_refuses_the_chairman_still_says_partial_first(tmp_path, mock
     with council_serve(config, council_home) as (base, _):
         for stream in (False, True):
             content, details = _chat(base, "default", stream=stream)
-            assert details["status"] == "partial"
+            assert details["status"] == "partial" and details["synthesis_structure"] is None
             first, _, rest = content.partition("\n\n")
             assert first == details["partial_line"], content[:300]
             assert first.startswith(PARTIAL) and "no synthesis" in first and "budget reached" in first
