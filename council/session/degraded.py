@@ -62,6 +62,8 @@ def restated(synthesis: Synthesis, reasons: Sequence[str], known: int) -> tuple[
     fallback = synthesis.chairman if synthesis.fallback_used else None
     told = partial_line(reasons[:known], fallback_chairman=fallback)
     line = partial_line(reasons, fallback_chairman=fallback)
+    if line == told:
+        return synthesis, None
     text = synthesis.text
     if told is not None and text.startswith(told + "\n\n"):
         text = text[len(told) + 2 :]

@@ -157,3 +157,18 @@ def test_council_run_says_partial_first_in_text_and_in_json_answer(tmp_path, moc
     assert result["synthesis"]["text"] is None and result["status"] == "partial"
     line, _, rest = result["answer"].partition("\n\n")
     assert line.startswith(PARTIAL_PREFIX) and "no synthesis" in line and "top-ranked member's answer" in rest
+
+
+def test_restating_changes_only_the_line_and_only_when_it_changed():
+    from council.session.degraded import partial_line, restated
+    from council.session.results import Synthesis
+
+    told = partial_line(["1 of 3 members failed to answer"])
+    ok = Synthesis(status="ok", chairman="a", text=f"{told}\n\nPartial council: the model's own words.")
+    same, line = restated(ok, ["1 of 3 members failed to answer", "  "], 1)  # no new words: nothing to say
+    assert same is ok and line is None
+    again, line = restated(ok, ["1 of 3 members failed to answer", "budget reached: $1 of $1"], 1)
+    assert line == partial_line(["1 of 3 members failed to answer", "budget reached: $1 of $1"])
+    assert again.text == f"{line}\n\nPartial council: the model's own words."  # the answer's text untouched
+    fresh, line = restated(Synthesis(status="ok", chairman="a", text="Paris."), ["budget reached"], 0)
+    assert fresh.text == f"{line}\n\nParis." and line.startswith(PARTIAL_PREFIX)
