@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 PARTIAL_PREFIX = "Partial council:"
 NO_SYNTHESIS = "no synthesis"
 """How the runner's reason for a failed synthesis begins (``no synthesis: <why>``)."""
+_NO_SYNTHESIS_SAID = f"{NO_SYNTHESIS} (the chairman failed)"
 _MAX_CHARS = 400
 
 
@@ -44,7 +45,7 @@ def partial_line_of(result: SessionResult) -> str | None:
     the fallback chairman if one wrote its answer. Views that show more than the answer put it
     first; a failed synthesis is named without its cause, which they tell as the error."""
     s = result.synthesis
-    reasons = [NO_SYNTHESIS if r.startswith(NO_SYNTHESIS) else r for r in result.partial_reasons]
+    reasons = [_NO_SYNTHESIS_SAID if r.startswith(NO_SYNTHESIS) else r for r in result.partial_reasons]
     return partial_line(reasons, fallback_chairman=s.chairman if s.fallback_used else None)
 
 
