@@ -137,7 +137,11 @@ def _print_result(council: Any, result: Any, *, parts: frozenset[str], as_json: 
     from council.cli.render import render_result, report_problems
 
     if as_json:
-        click.echo(result.model_dump_json(indent=2))
+        import json
+
+        # The result, and the text a user reads (a partial council's says so in its first line).
+        whole = {**json.loads(result.model_dump_json()), "answer": result.answer}
+        click.echo(json.dumps(whole, indent=2, ensure_ascii=False))
     else:
         if parts:
             from council.cli.render import out

@@ -22,7 +22,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from council.api import JsonFormat, SessionResult, check_request
+from council.api import JsonFormat, SessionResult, check_request, partial_line_of
 from council.errors import CouncilError, CouncilFailure
 from council.server import protocol
 from council.server.background import EventLog
@@ -79,24 +79,9 @@ def _format_failure(result: SessionResult) -> CouncilFailure | None:
 
 
 def answer_text(result: SessionResult) -> str:
-    """The chairman's answer; without one, the top-ranked member answer after a one-line notice
-    (a client shows only the text: it must say the answer is partial)."""
-    if result.synthesis.text:
-        return result.synthesis.text
-    by_member = {a.member: a.text for a in result.answers if a.text}
-    order = result.consensus.order if result.consensus else list(by_member)
-    best = next((m for m in order if m in by_member), None)
-    if best is None:
-        return ""
-    return f"{partial_notice(result, best)}\n\n{by_member[best]}"
-
-
-def partial_notice(result: SessionResult, member: str) -> str:
-    why = " ".join((result.synthesis.error or "no synthesis was written").split())[:200]
-    return (
-        f"[Partial answer: the chairman's synthesis failed ({why}); below is the top-ranked member's "
-        f"answer ({member}). Session {result.session_id}.]"
-    )
+    """The text a user reads (``SessionResult.answer``): a client shows only the text, so a partial
+    council's says so in its first line, and without a synthesis it is the top-ranked member's."""
+    return result.answer or ""
 
 
 def council_details(result: SessionResult) -> dict[str, Any]:
@@ -112,6 +97,9 @@ def council_details(result: SessionResult) -> dict[str, Any]:
         "partial_reasons": result.partial_reasons,
         "cost_usd": result.usage.cost_usd,
         "offline_default": result.offline_default,
+        "partial_line": partial_line_of(result),
+        # As the session API's synthesis.structure: the labels the chairman saw mapped to members.
+        "synthesis_structure": structure.model_dump() if (structure := result.synthesis.structure) else None,
     }
 
 

@@ -116,7 +116,11 @@ class SessionResult(BaseModel):
 
     @property
     def answer(self) -> str | None:
-        return self.synthesis.text
+        """The text a user reads (:func:`council.session.degraded.reader_text`): the chairman's
+        answer, or without one the top-ranked member's; a partial council's says so first."""
+        from council.session.degraded import reader_text
+
+        return reader_text(self)
 
     @computed_field  # type: ignore[prop-decorator]
     @property

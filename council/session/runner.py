@@ -28,7 +28,7 @@ from council.providers.asking import JsonFormat
 from council.providers.client import ModelClient
 from council.session import grace
 from council.session.candidates import Candidate, check_candidates
-from council.session.degraded import NO_SYNTHESIS
+from council.session.degraded import NO_SYNTHESIS, restated
 from council.session.early_events import Notice, SessionStarted
 from council.session.stages import EventSink, RunState, Stages, answers_so_far, bias_records, emit_answer
 from council.storage import Store
@@ -317,10 +317,15 @@ class SessionRunner:
 
             answered, reviewed = await deliberate(stages, run, answered, reviewed)
         consensus = await stages.consensus(run, reviewed, answered.usable)
+        known = len(run.partial_reasons)  # the reasons the chairman's first line is made from
         synth, records, bias = await self._synthesis_and_bias(run, synthesis, consensus, reviewed, answered, query_hash)
         reached = self._budget_reached()
         if reached is not None:
             run.partial_reasons.append(str(reached))
+        if run.synthesis_format is None:  # a caller's JSON format is the answer itself: no line
+            synth, line = restated(synth, run.partial_reasons, known)
+            if line is not None:  # the answer was told without it: said now, after it
+                run.emit(Notice, level="warning", text=line)
         status = "partial" if run.partial_reasons else "complete"
         result = self._result(run, status, reviews=reviewed.reviews, consensus=consensus, synthesis=synth, bias=bias)
         await self._finish(run, result, records)

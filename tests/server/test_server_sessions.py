@@ -295,7 +295,9 @@ def test_a_stream_without_a_synthesis_says_once_that_it_is_partial(config, counc
     with council_serve(config, council_home, "--token", TOKEN) as (base, _):
         chunks, _ = chat_stream(base, "nosynthesis")
         text = "".join(_deltas(chunks, "content"))
-        assert text.startswith("[Partial answer") and text.count("Partial answer") == 1
+        line, _, rest = text.partition("\n\n")  # the partial line first (council.session.degraded)
+        assert line == chunks[-1]["council"]["partial_line"] and "no synthesis" in line
+        assert rest.startswith("[Partial answer") and text.count("Partial answer") == 1
         assert chunks[-1]["council"]["status"] == "partial"
         best = chunks[-1]["council"]["ranking"][0]["member"]
         stored = httpx.get(f"{base}/v1/sessions/{chunks[-1]['council']['session_id']}", headers=AUTH).json()

@@ -74,6 +74,9 @@ def test_chat_clients_read_the_answer_then_where_the_council_disagreed(config, c
             stored = httpx.get(f"{base}/v1/sessions/{details['session_id']}").json()
             structure = stored["synthesis"]["structure"]
             assert structure["answer"] == answer.strip()
+            # The council field carries the structure as the session API does, labels mapped to members.
+            assert details["synthesis_structure"] == structure
+            assert details["partial_line"] is None
             held = {m for d in structure["disagreements"] for p in d["positions"] for m in p["members"]}
             assert held and held <= {"a", "b", "c"}
 
@@ -87,6 +90,29 @@ def test_a_partial_councils_chat_answer_says_so_first(config, council_home, coun
             first = content.lstrip().splitlines()[0]
             assert first.startswith(PARTIAL) and why in first, content[:300]
             assert (SECTION in content) == (council != "plain")
+
+
+def test_a_cap_that_refuses_the_chairman_still_says_partial_first(tmp_path, mock_url, council_home):
+    """The spend cap refuses the chairman's own call (and the fallback's): no synthesis, so the
+    top-ranked member's answer stands in, after the partial line, streamed or not."""
+    cheap = "input_cost_per_token = 1e-9\noutput_cost_per_token = 1e-8\nmax_tokens = 400\nretries = 0"
+    lines = ['[councils.default]', 'members = ["a", "b", "c"]', 'chairman = "big"', 'fallback_chairman = "b"',
+             "[budget]", "max_cost_usd = 0.5"]  # fmt: skip
+    for alias in ("a", "b", "c"):
+        lines += [f"[models.{alias}]", f'model = "openai/mock-{alias}"', f'api_base = "{mock_url}"', cheap]
+    # Its worst case (1e5 tokens at 1e-5 a token: $1) is over the cap; every member's fits.
+    lines += ["[models.big]", 'model = "openai/mock-big"', f'api_base = "{mock_url}"',
+              "input_cost_per_token = 1e-9", "output_cost_per_token = 1e-5", "max_tokens = 100000"]  # fmt: skip
+    config = tmp_path / "capped.toml"
+    config.write_text("\n".join(lines) + "\n")
+    with council_serve(config, council_home) as (base, _):
+        for stream in (False, True):
+            content, details = _chat(base, "default", stream=stream)
+            assert details["status"] == "partial" and details["synthesis_structure"] is None
+            first, _, rest = content.partition("\n\n")
+            assert first == details["partial_line"], content[:300]
+            assert first.startswith(PARTIAL) and "no synthesis" in first and "budget reached" in first
+            assert "top-ranked member's answer" in rest
 
 
 def test_the_session_api_streams_the_answer_then_carries_the_structure(config, council_home):
