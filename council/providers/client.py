@@ -222,7 +222,11 @@ class ModelClient:
         (``council.accounting.usage.reported_usage``), a negative cost, more completion tokens than the
         request's ``max_tokens`` (else the model's output limit) allow, or more prompt tokens than
         the request's bound — is replaced by the call's bounds and its worst-case cost, which is
-        what its reservation under a spend cap held, and flagged (``usage_untrusted``), with a warning."""
+        what its reservation under a spend cap held, and flagged (``usage_untrusted``), with a warning.
+        A local model's usage is this process's own count, reported by no one: it stands (a second,
+        stricter pass of a cut-off JSON reply adds its tokens, past ``max_tokens``)."""
+        if self.resolved.transport == "local":
+            return response
         price = None
         limit = request.max_tokens
         if limit is None:

@@ -107,6 +107,25 @@ async def test_honest_usage_is_trusted_and_settles_at_its_cost():
     assert budget.totals()[0] == pytest.approx(reply.cost_usd) and reply.cost_usd < client.worst_case(request)
 
 
+
+async def test_a_local_models_own_count_is_not_taken_for_a_lying_provider(caplog):
+    # A local model's usage is counted by this process's decoder, not reported by anyone: a
+    # second, stricter pass of a cut-off JSON reply adds its tokens, past max_tokens, honestly.
+    from council.providers.base import ChatResponse
+
+    class TwoPasses:
+        async def generate(self, request):
+            return ChatResponse(text="{}", prompt_tokens=900, completion_tokens=2 * MAX_TOKENS, cost_usd=0.0)
+
+    client = ModelClient(ResolvedModel(id="tiny", spec=ModelSpec(model="local/smollm2")), TwoPasses())
+    request = ChatRequest(messages=[{"role": "user", "content": "q"}], max_tokens=MAX_TOKENS)
+    records: list = []
+    reply = await client.complete(request, stage="t", sink=records.append)
+    assert not reply.usage_untrusted and reply.completion_tokens == 2 * MAX_TOKENS
+    assert [r.usage_untrusted for r in records] == [False]
+    assert "cannot be trusted" not in caplog.text
+
+
 # -- the commands -----------------------------------------------------------------------------------------
 
 PRICE = {"input_cost_per_token": RATE_IN, "output_cost_per_token": RATE_OUT, "max_tokens": 400}
