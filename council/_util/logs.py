@@ -52,7 +52,8 @@ _import_lock = threading.Lock()
 ROOT = "council"
 #: The levels ``COUNCIL_LOG_LEVEL`` accepts (any case); anything else is refused, not ignored.
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-_SECRET_KEYS = re.compile(r"(api[_-]?key|token|secret|authorization|password)", re.IGNORECASE)
+# "prompt_tokens", "max_tokens": counts, not credentials (a name ending in "tokens" is shown).
+_SECRET_KEYS = re.compile(r"(api[_-]?key|token(?!s$)|secret|authorization|password)", re.IGNORECASE)
 
 logging.getLogger(ROOT).addHandler(logging.NullHandler())
 

@@ -197,6 +197,18 @@ def test_a_host_gets_council_events_through_standard_logging_redacted(caplog):
     assert event["api_key"] == REDACTED and KEY not in event["error"]
 
 
+def test_a_logged_count_of_tokens_is_shown_and_a_token_is_not(caplog):
+    from council._util.logs import get_logger
+
+    with caplog.at_level(logging.INFO, logger="council"):
+        get_logger("council.test").info("usage", prompt_tokens=812, completion_tokens=64, access_token="t-1",
+                                        token="t-2", refresh_token="t-3")  # fmt: skip
+    [record] = [r for r in caplog.records if r.name == "council.test"]
+    event = record.msg
+    assert (event["prompt_tokens"], event["completion_tokens"]) == (812, 64)
+    assert event["access_token"] == event["token"] == event["refresh_token"] == REDACTED
+
+
 def test_the_cli_log_file_is_private_json_lines_and_redacted(tmp_path, monkeypatch):
     from council._util.logs import configure_logging, get_logger, unconfigure_logging
 
