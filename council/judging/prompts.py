@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from council.judging.schemas import BiasChecklist, Criterion, Rubric, pairwise_pass_model, rubric_grade_model
 from council.methods.verdicts import DEFAULT_PAIRWISE_SCALE, check_scale
-from council.untrusted.slots import data_not_instructions, neutralise, slot
+from council.untrusted.slots import data_not_instructions, invalid_reply_message, neutralise, slot
 
 Message = dict[str, str]
 
@@ -274,13 +274,10 @@ def grade_messages(
 
 def retry_message(problem: str) -> Message:
     """The follow-up that re-requests invalid output, saying exactly what was wrong."""
-    return {
-        "role": "user",
-        "content": (
-            f"Your previous reply was invalid: {neutralise(problem)}. Reply again with one JSON object that "
-            "matches the schema exactly: reasoning (a sentence, in words) before each score, whole-number "
-            "scores within the scale, and every criterion exactly once."
-        ),
-    }
+    return invalid_reply_message(
+        problem,
+        "with one JSON object that matches the schema exactly: reasoning (a sentence, in words) before each "
+        "score, whole-number scores within the scale, and every criterion exactly once.",
+    )
 
 

@@ -40,7 +40,7 @@ from council.session.round_events import RevisionEvent, RoundFinished, RoundStar
 from council.session.schemas import REVISION_SCHEMA_NAME, answer_labels
 from council.session.stages import Answered, Reviewed, reviewer_order
 from council.untrusted.redaction import add_private
-from council.untrusted.slots import data_not_instructions, neutralise, slot
+from council.untrusted.slots import data_not_instructions, invalid_reply_message, slot
 
 if TYPE_CHECKING:
     from council.session.results import Deliberation, MemberAnswer, MemberRevision, Review
@@ -119,14 +119,11 @@ def revision_messages(
 
 
 def revision_retry_message(problem: str) -> dict[str, str]:
-    return {
-        "role": "user",
-        "content": (
-            f"Your previous reply was invalid: {neutralise(problem)}. Reply again with one JSON object that "
-            'matches the schema exactly: "decision" keep or revise, a one-line "reason", and the full '
-            '"answer" when you revise.'
-        ),
-    }
+    return invalid_reply_message(
+        problem,
+        'with one JSON object that matches the schema exactly: "decision" keep or revise, a one-line "reason", '
+        'and the full "answer" when you revise.',
+    )
 
 
 def no_reason(reason: str) -> bool:

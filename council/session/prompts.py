@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from council.untrusted.slots import data_not_instructions, neutralise, slot
+from council.untrusted.slots import data_not_instructions, invalid_reply_message, slot
 
 #: The slots the question and each answer travel in (``<question>``, ``<answer label="X">``).
 QUESTION_SLOT = "question"
@@ -75,14 +75,11 @@ def review_messages(
 
 
 def review_retry_message(problem: str) -> dict[str, str]:
-    return {
-        "role": "user",
-        "content": (
-            f"Your previous reply was invalid: {neutralise(problem)}. Reply again with one JSON object that "
-            "matches the schema exactly: integer scores within the scale, non-empty reasoning for "
-            "every answer, every label ranked exactly once."
-        ),
-    }
+    return invalid_reply_message(
+        problem,
+        "with one JSON object that matches the schema exactly: integer scores within the scale, non-empty "
+        "reasoning for every answer, every label ranked exactly once.",
+    )
 
 
 CHAIRMAN_SYSTEM = (
@@ -202,10 +199,8 @@ def synthesis_messages(
 
 
 def synthesis_retry_message(problem: str) -> dict[str, str]:
-    return {
-        "role": "user",
-        "content": (
-            f"Your previous reply was invalid: {neutralise(problem)}. Reply again with the final answer as one "
-            "JSON object that matches the requested format exactly, with no prose around it."
-        ),
-    }
+    return invalid_reply_message(
+        problem,
+        "with the final answer as one JSON object that matches the requested format exactly, with no prose "
+        "around it.",
+    )

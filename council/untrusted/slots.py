@@ -113,6 +113,13 @@ def neutralise(text: str) -> str:
     return done
 
 
+def invalid_reply_message(problem: str, instruction: str) -> dict[str, str]:
+    """The follow-up that re-requests an invalid reply: what was wrong (a validator's words,
+    which may quote the model, made inert), then how to reply (``instruction``, ours)."""
+    text = f"Your previous reply was invalid: {neutralise(problem)}. Reply again {instruction}"
+    return {"role": "user", "content": text}
+
+
 class _Recent(dict[str, str]):
     """The last texts neutralised, up to ``limit`` characters in all, oldest out first. A
     session quotes each answer in every reviewer's prompt and in the chairman's; folding
