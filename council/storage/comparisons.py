@@ -66,6 +66,21 @@ GROUP BY model_a, model_b, winner
 """
 
 
+def session_filter(since: str | None, council: str | None, *, mark: str = "?") -> tuple[list[str], list[Any]]:
+    """The conditions (on sessions aliased ``s``) and parameters that keep the stored sessions a
+    report reads: created since ``since``, of ``council`` (None: any); ``mark``: the driver's
+    parameter mark, for a statement that does not pass through a dialect."""
+    where: list[str] = []
+    params: list[Any] = []
+    if since is not None:
+        where.append(f"s.created_at >= {mark}")
+        params.append(since)
+    if council is not None:
+        where.append(f"s.council = {mark}")
+        params.append(council)
+    return where, params
+
+
 @contextmanager
 def _snapshot(store: Backend) -> Iterator[None]:
     """One read transaction, so the queries see the same database (WAL readers never block)."""
@@ -95,13 +110,7 @@ def count_comparisons(
     judged_rows: list[Any] = []
     with _snapshot(store):
         if sessions:
-            where, params = [], []
-            if since is not None:
-                where.append("s.created_at >= ?")
-                params.append(since)
-            if council is not None:
-                where.append("s.council = ?")
-                params.append(council)
+            where, params = session_filter(since, council)
             clause = "".join(f" AND {w}" for w in where)
             local = [row[0] for row in store.db.execute(_SESSION_MODELS).fetchall()]
             session_rows = store.db.execute(_SESSION_PATTERNS.format(where=clause), params).fetchall()

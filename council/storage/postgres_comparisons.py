@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from council.storage.comparisons import assemble_comparisons
+from council.storage.comparisons import assemble_comparisons, session_filter
 from council.storage.data import ComparisonData
 
 # Models get integer ids inside the query (in byte order, as the models query lists them),
@@ -67,13 +67,7 @@ def count_comparisons(
         try:
             cur = conn.cursor(row_factory=tuple_row)
             if sessions:
-                where, params = [], []
-                if since is not None:
-                    where.append("s.created_at >= %s")
-                    params.append(since)
-                if council is not None:
-                    where.append("s.council = %s")
-                    params.append(council)
+                where, params = session_filter(since, council, mark="%s")
                 clause = "".join(f" AND {w}" for w in where)
                 local = [row[0] for row in cur.execute(_SESSION_MODELS).fetchall()]
                 session_rows = cur.execute(_SESSION_PATTERNS.format(where=clause), params).fetchall()

@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from council.storage.comparisons import session_filter
+
 if TYPE_CHECKING:
     from council.methods.consensus_agreement import AgreementSums
     from council.storage.connection import Backend
@@ -33,13 +35,7 @@ def reviewer_agreement_sums(
     ``reviewers``: only rows between them and with the consensus): the sums of their agreement."""
     from council.methods.consensus_agreement import AgreementSums  # pydantic: only a report loads it
 
-    where, values = [], []
-    if since is not None:
-        where.append("s.created_at >= ?")
-        values.append(since)
-    if council is not None:
-        where.append("s.council = ?")
-        values.append(council)
+    where, values = session_filter(since, council)
     if reviewers:
         marks = ", ".join("?" for _ in reviewers)
         where.append(f"a.reviewer IN ({marks}) AND (a.other = ? OR a.other IN ({marks}))")
