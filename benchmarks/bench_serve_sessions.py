@@ -268,11 +268,19 @@ def baseline_serve(args: argparse.Namespace, base_url: str, limit: int) -> Serve
     version may not read a newer database), with the same council but for ``--council-setting``."""
     home = tempfile.mkdtemp(prefix="council-bench-baseline-")
     atexit.register(shutil.rmtree, home, True)
-    rpm = {"rpm": args.rpm} if args.rpm else {}
-    config = council_config(base_url, args.members, max_concurrency=limit, retries=3, timeout=120, **rpm)
-    config["councils"]["default"].update(council_settings(args.baseline_setting))
-    path = write_council_toml(Path(home) / "council.toml", config)
+    path = write_config(home, args, base_url, limit, args.baseline_setting)
     return Serve(path, home, args.workers, max_sessions=max(args.sessions, args.warm_up), tree=args.baseline.resolve())
+
+
+def write_config(home: str, args: argparse.Namespace, base_url: str, limit: int, settings: list[str]) -> Path:
+    """HOME/council.toml: the benchmark's council of mock members (``--rpm``; ``limit`` calls in
+    flight a model), with ``settings`` (KEY=VALUE) on it."""
+    rpm = {"rpm": args.rpm} if args.rpm else {}
+    # retries as by default: a keep-alive connection the mock (uvicorn, 5 s) closes as it is
+    # reused, in a slow round on a loaded machine, is asked again.
+    config = council_config(base_url, args.members, max_concurrency=limit, retries=3, timeout=120, **rpm)
+    config["councils"]["default"].update(council_settings(settings))
+    return write_council_toml(Path(home) / "council.toml", config)
 
 
 def council_settings(pairs: list[str]) -> dict[str, Any]:
@@ -356,12 +364,7 @@ def main() -> int:
     )
     limit = args.sessions * 3 + args.warm_up  # every session's calls in flight at once: no limit binds
     with start_mock_server(latency=args.latency) as mock, tempfile.TemporaryDirectory(prefix="council-bench-") as home:
-        # retries as by default: a keep-alive connection the mock (uvicorn, 5 s) closes as it is
-        # reused, in a slow round on a loaded machine, is asked again.
-        rpm = {"rpm": args.rpm} if args.rpm else {}
-        config = council_config(mock.base_url, args.members, max_concurrency=limit, retries=3, timeout=120, **rpm)
-        config["councils"]["default"].update(council_settings(args.council_setting))
-        path = write_council_toml(Path(home) / "council.toml", config)
+        path = write_config(home, args, mock.base_url, limit, args.council_setting)
         with postgres_if(args.postgres) as database:
             url = database.fresh_database(migrated=True) if database is not None else None
             servers = {"council": Serve(path, home, args.workers, url, max_sessions=max(args.sessions, args.warm_up))}
